@@ -1,0 +1,25 @@
+# Recipes for stockade. `just` itself comes with `pip install -e '.[dev]'` (rust-just).
+
+venv := ".venv"
+python := venv / "bin/python"
+
+# Install and run the whole test suite (the README's second command).
+test:
+    python3 -m venv {{venv}} && {{venv}}/bin/pip install -q -e '.[test,bwrap]' && {{python}} -m pytest
+
+# The main job: probe the backends, then run a command confined.
+demo:
+    {{venv}}/bin/stockade probe
+    {{venv}}/bin/stockade exec --mode read-only -- bash -c 'touch /tmp/stockade-demo || echo "refused, as it should be"'
+
+# Benchmarks (see bench/README.md); never part of the test suite.
+bench *ARGS:
+    {{python}} -m bench {{ARGS}}
+
+# Build the platform wheel (with the static launcher) into dist/.
+wheel:
+    {{python}} -m pip wheel --no-deps --no-build-isolation -w dist .
+
+lint:
+    {{venv}}/bin/ruff check src tests bench launcher
+    {{venv}}/bin/ruff format --check src tests bench launcher

@@ -1,0 +1,64 @@
+"""Envelope, one-shot reply and `request(inbox, msg)`: how actors are asked things.
+
+A reply is an `outcome.Outcome`, so an actor's error comes back as a value and is
+re-raised, typed, in the caller's task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+import attrs
+import outcome
+import trio
+
+M = TypeVar("M")
+
+
+@attrs.frozen
+class Envelope(Generic[M]):
+    message: M
+    reply_to: trio.MemorySendChannel[outcome.Outcome[Any]]
+
+    def reply(self, result: outcome.Outcome[Any]) -> None:
+        """Deliver `result`; a caller that stopped waiting (cancelled) is ignored."""
+        try:
+            self.reply_to.send_nowait(result)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.reply_to.close()
+
+
+Inbox = trio.MemorySendChannel[Envelope[Any]]
+
+
+def open_inbox(
+    buffer: int = 0,
+) -> tuple[trio.MemorySendChannel[Envelope[Any]], trio.MemoryReceiveChannel[Envelope[Any]]]:
+    """A bounded inbox; a full one makes senders wait rather than grow memory."""
+    return trio.open_memory_channel[Envelope[Any]](buffer)
+
+
+async def request(inbox: trio.MemorySendChannel[Envelope[Any]], message: object) -> Any:
+    """Send `message` and wait for its reply, re-raising an error reply here."""
+    send, receive = trio.open_memory_channel[outcome.Outcome[Any]](1)
+    with receive:
+        await inbox.send(Envelope(message, send))
+        result = await receive.receive()
+    return result.unwrap()
+
+
+async def answer(envelope: Envelope[Any], handler: Callable[[], Awaitable[Any]]) -> None:
+    """Run `handler` and reply with its value or its error.
+
+    Only `Exception`s travel back as values; `Cancelled` and other BaseExceptions
+    propagate, so an actor shutting down never hands a caller its cancellation.
+    """
+    try:
+        value = await handler()
+    except Exception as error:
+        envelope.reply(outcome.Error(error))
+    else:
+        envelope.reply(outcome.Value(value))

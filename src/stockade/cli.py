@@ -1,0 +1,139 @@
+"""The `stockade` command: `probe` and `exec` (later verbs join here).
+
+`exec` is the fast path: it imports only the pure modules and the synchronous
+selector, then replaces itself with the confined argv (no trio, no event loop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .errors import SandboxUnavailable, StockadeError
+from .vocab import SandboxMode, allowed_modes
+
+EXIT_UNAVAILABLE = 125
+EXIT_USAGE = 2
+
+
+def _fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
+    print(f"stockade: {message}", file=sys.stderr)
+    raise SystemExit(status)
+
+
+def _unavailable(detail: str) -> NoReturn:
+    _fail(f"{SandboxUnavailable.code}: {detail}", EXIT_UNAVAILABLE)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stockade",
+        description="Run commands under a kernel-enforced file sandbox.",
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    probe = verbs.add_parser("probe", help="report which sandbox backends work here")
+    probe.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    probe.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
+
+    run_exec = verbs.add_parser(
+        "exec",
+        help="run ARGV confined (no shell added)",
+        usage="stockade exec [--mode MODE] [--root DIR] [--backend B] -- ARGV...",
+    )
+    run_exec.add_argument(
+        "--mode",
+        default=SandboxMode.WORKSPACE_WRITE.value,
+        help=f"one of {', '.join(allowed_modes())} (default: workspace-write)",
+    )
+    run_exec.add_argument("--root", help="workspace root (default: the current directory)")
+    run_exec.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
+    run_exec.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command")
+    return parser
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from .sandbox._select import select_backend
+    from .sandbox.config import ProviderConfig
+
+    selection = select_backend(ProviderConfig(backend=args.backend), probe_all=True)
+    if args.json:
+        import msgspec
+
+        from .messages import ProviderReport
+
+        report = ProviderReport(
+            platform=selection.platform,
+            chain=selection.chain,
+            candidates=selection.candidates,
+            selected=selection.backend.name if selection.backend else None,
+            detail=None if selection.backend else selection.detail,
+        )
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+    else:
+        from .sandbox._report import render_selection
+
+        sys.stdout.write(render_selection(selection))
+    return 0 if selection.backend is not None else EXIT_UNAVAILABLE
+
+
+def _exec(args: argparse.Namespace) -> NoReturn:
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
+    mode = SandboxMode.parse(args.mode)
+    if not mode.confines:
+        # danger-full-access never touches the provider.
+        _execute(argv, runner_is_argv0=False)
+
+    from .sandbox._profiles import wrap
+    from .sandbox._select import host_paths, resolve_workspace_root, select_backend
+    from .sandbox.config import ProviderConfig
+    from .vocab import SandboxPolicy
+
+    root = resolve_workspace_root(os.path.abspath(args.root or os.getcwd()))
+    selection = select_backend(ProviderConfig(backend=args.backend))
+    if selection.backend is None:
+        _unavailable(selection.detail)
+    policy = SandboxPolicy(mode=mode, workspace_root=root)
+    wrapped = wrap(selection.backend, policy, host_paths(), tuple(argv))
+    _execute(list(wrapped.argv), runner_is_argv0=True)
+
+
+def _execute(argv: list[str], *, runner_is_argv0: bool) -> NoReturn:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as error:
+        if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
+            _unavailable(f"cannot start the sandbox runner {argv[0]}: {error.strerror}")
+        _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        match args.verb:
+            case "probe":
+                return _probe(args)
+            case "exec":
+                _exec(args)
+            case _:
+                parser.print_help()
+                return EXIT_USAGE
+    except SandboxUnavailable as error:
+        _unavailable(error.detail)
+    except StockadeError as error:
+        _fail(str(error))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

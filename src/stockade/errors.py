@@ -1,0 +1,32 @@
+"""The errors stockade raises at its public boundary.
+
+Each says what went wrong and what to do; none leaks a traceback from deep inside.
+"""
+
+from __future__ import annotations
+
+
+class StockadeError(Exception):
+    """Base of every error stockade raises on purpose."""
+
+
+class SandboxUnavailable(StockadeError):
+    """No confinement could be established; the command was not run.
+
+    `code` is the stable machine-readable tag, `detail` the human reason (a probe's
+    stderr, a runner's fatal line, a spawn error).
+    """
+
+    code = "SANDBOX_UNAVAILABLE"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"{self.code}: {detail}")
+        self.detail = detail
+
+
+class ConfigError(StockadeError, ValueError):
+    """A configuration value is wrong; the message says where and what is allowed."""
+
+
+class InvalidPolicy(StockadeError, ValueError):
+    """An execution policy cannot be honoured as given (e.g. its root does not exist)."""

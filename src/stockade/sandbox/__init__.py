@@ -1,0 +1,1 @@
+"""The ProviderActor's room: pure profile builders, the platform chain, the actor."""

@@ -1,0 +1,35 @@
+"""Pure rendering of a runner selection for people (`stockade probe`)."""
+
+from __future__ import annotations
+
+from ._chain import Selection
+
+
+def render_selection(selection: Selection) -> str:
+    lines = [
+        f"platform: {selection.platform}",
+        f"chain: {', '.join(selection.chain) or '(empty)'}",
+    ]
+    for candidate in selection.candidates:
+        status = "usable" if candidate.usable else "unusable"
+        head = f"  {candidate.backend}: {status}"
+        if candidate.runner:
+            head += f" ({candidate.runner})"
+        if candidate.abi is not None:
+            head += f", Landlock ABI {candidate.abi}"
+        if not candidate.probed:
+            head += ", not probed"
+        lines.append(head)
+        if candidate.why_not:
+            lines.append(f"    why not: {candidate.why_not}")
+        for mode, enforcement in candidate.enforcement.items():
+            line = f"    {mode}: {enforcement.value} enforcement"
+            gaps = candidate.ungoverned.get(mode)
+            if gaps:
+                line += f" (ungoverned: {', '.join(gaps)})"
+            lines.append(line)
+    if selection.backend is None:
+        lines.append(f"selected: none: {selection.detail}")
+    else:
+        lines.append(f"selected: {selection.backend.name}")
+    return "\n".join(lines) + "\n"

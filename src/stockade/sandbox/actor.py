@@ -1,0 +1,117 @@
+"""ProviderActor: one task with a mailbox that turns an argv into a confined argv.
+
+It selects one runner per lifetime on first use, caches the verdict (failure too),
+and makes concurrent first callers wait for that single probe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, assert_never
+
+import attrs
+import trio
+
+from .._mailbox import Envelope, answer, open_inbox, request
+from ..errors import SandboxUnavailable
+from ..messages import Confine, Describe, ProviderReport, Wrapped
+from ..vocab import SandboxPolicy
+from ._chain import Selection
+from ._profiles import HostPaths, wrap
+from ._select import host_paths, resolve_workspace_root, select_backend
+from .config import ProviderConfig
+
+Selector = Callable[[ProviderConfig], Selection]
+
+
+@attrs.define(eq=False)
+class ProviderActor:
+    config: ProviderConfig = attrs.field(factory=ProviderConfig)
+    host: HostPaths = attrs.field(factory=host_paths)
+    # Injectable so tests can stub the probes; the default runs the real ones.
+    selector: Selector = select_backend
+    probe_count: int = attrs.field(default=0, init=False)
+    _selection: Selection | None = attrs.field(default=None, init=False)
+    _select_lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
+    _inbox: Any = attrs.field(init=False)
+    _mailbox: Any = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._inbox, self._mailbox = open_inbox()
+
+    @property
+    def client(self) -> ProviderClient:
+        return ProviderClient(self._inbox)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery, self._mailbox:
+            task_status.started()
+            async for envelope in self._mailbox:
+                # One task per request: a caller waiting on the probe never blocks
+                # the inbox for the next one.
+                nursery.start_soon(self._serve, envelope)
+
+    async def _serve(self, envelope: Envelope[Any]) -> None:
+        message = envelope.message
+        match message:
+            case Confine():
+                await answer(envelope, lambda: self._confine(message))
+            case Describe():
+                await answer(envelope, self._describe)
+            case _:
+                assert_never(message)
+
+    async def selection(self) -> Selection:
+        """The cached verdict; the first caller runs the probes, the rest wait for it."""
+        async with self._select_lock:
+            if self._selection is None:
+                self.probe_count += 1
+                self._selection = await trio.to_thread.run_sync(self.selector, self.config)
+        return self._selection
+
+    async def _confine(self, message: Confine) -> Wrapped:
+        # Checked before probing: a wrong root is the caller's error, not the sandbox's.
+        root = resolve_workspace_root(message.policy.workspace_root)
+        selection = await self.selection()
+        if selection.backend is None:
+            raise SandboxUnavailable(selection.detail)
+        policy = SandboxPolicy(mode=message.policy.mode, workspace_root=root)
+        return wrap(selection.backend, policy, self.host, message.argv)
+
+    async def _describe(self) -> ProviderReport:
+        selection = await self.selection()
+        return ProviderReport(
+            platform=selection.platform,
+            chain=selection.chain,
+            candidates=selection.candidates,
+            selected=selection.backend.name if selection.backend else None,
+            detail=None if selection.backend else selection.detail,
+        )
+
+
+@attrs.frozen
+class ProviderClient:
+    """What callers hold: `await provider.confine(argv, policy)`."""
+
+    inbox: Any
+
+    async def confine(self, argv: Sequence[str], policy: SandboxPolicy) -> Wrapped:
+        result: Wrapped = await request(self.inbox, Confine(argv=tuple(argv), policy=policy))
+        return result
+
+    async def describe(self) -> ProviderReport:
+        result: ProviderReport = await request(self.inbox, Describe())
+        return result
+
+
+@asynccontextmanager
+async def open_provider(
+    config: ProviderConfig | None = None, *, selector: Selector = select_backend
+) -> AsyncIterator[ProviderClient]:
+    """Run a ProviderActor for the duration of the block (the harness does the same)."""
+    actor = ProviderActor(config=config or ProviderConfig(), selector=selector)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(actor.run)
+        yield actor.client
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,198 @@
+"""Chain selection with stubbed probes: order, caching, fail-closed platforms, runner_command."""
+
+from functools import partial
+
+import pytest
+import trio
+
+from stockade.errors import ConfigError, SandboxUnavailable
+from stockade.messages import CandidateReport
+from stockade.sandbox._chain import chain_for, judge_bwrap_probe, judge_landlock_probe
+from stockade.sandbox._select import select_backend
+from stockade.sandbox.actor import open_provider
+from stockade.sandbox.config import ProviderConfig
+from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
+
+CMD = ("bash", "-c", "true")
+
+
+def stub_probes(calls, **usable):
+    def probe(name):
+        def run(_timeout):
+            calls.append(name)
+            if usable.get(name):
+                abi = 7 if name == "landlock" else None
+                return CandidateReport(backend=name, usable=True, runner=f"/stub/{name}", abi=abi)
+            return CandidateReport(backend=name, usable=False, why_not=f"{name} stubbed off")
+
+        return run
+
+    return {name: probe(name) for name in ("bwrap", "landlock", "seatbelt")}
+
+
+def test_platform_chains():
+    assert chain_for("linux") == ("bwrap", "landlock")
+    assert chain_for("darwin") == ("seatbelt",)
+    assert chain_for("win32") == ()
+    assert chain_for("plan9") == ()
+    assert chain_for("linux", "landlock") == ("landlock",)
+    assert chain_for("darwin", "bwrap") == ()
+
+
+def test_first_usable_candidate_wins_and_later_ones_are_not_probed():
+    calls = []
+    selection = select_backend(
+        ProviderConfig(platform="linux"), probes=stub_probes(calls, bwrap=True, landlock=True)
+    )
+    assert selection.backend.name == "bwrap"
+    assert calls == ["bwrap"]
+
+
+def test_unusable_bwrap_falls_to_landlock():
+    calls = []
+    selection = select_backend(
+        ProviderConfig(platform="linux"), probes=stub_probes(calls, landlock=True)
+    )
+    assert selection.backend.name == "landlock"
+    assert calls == ["bwrap", "landlock"]
+    assert selection.candidates[0].why_not == "bwrap stubbed off"
+
+
+def test_forced_backend_is_still_probed_and_never_replaced():
+    calls = []
+    selection = select_backend(
+        ProviderConfig(platform="linux", backend="bwrap"), probes=stub_probes(calls, landlock=True)
+    )
+    assert selection.backend is None
+    assert calls == ["bwrap"]
+    assert "bwrap stubbed off" in selection.detail
+
+
+def test_darwin_selects_seatbelt_without_a_probe():
+    selection = select_backend(ProviderConfig(platform="darwin"))
+    assert selection.backend.name == "seatbelt"
+    assert selection.backend.runner == "/usr/bin/sandbox-exec"
+    assert selection.candidates[0].probed is False
+
+
+def test_runner_command_skips_chain_and_probes():
+    calls = []
+    config = ProviderConfig(runner_command="/opt/fake-runner", runner_failure_signatures=["FAKE:"])
+    selection = select_backend(config, probes=stub_probes(calls))
+    assert calls == []
+    assert selection.backend.runner == "/opt/fake-runner"
+    (rule,) = selection.backend.extra_rules
+    assert rule.fatal_signatures == ("FAKE:",) and rule.exit_codes is None
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "two\nlines", 7])
+def test_malformed_runner_failure_signatures_are_a_config_error(bad):
+    with pytest.raises(ConfigError, match="single-line"):
+        ProviderConfig(runner_command="/opt/r", runner_failure_signatures=[bad])
+
+
+def test_unknown_backend_choice_is_a_config_error():
+    with pytest.raises(ConfigError, match="allowed: auto, bwrap, landlock, seatbelt"):
+        ProviderConfig(backend="docker")
+
+
+def test_probe_judges():
+    ok = judge_bwrap_probe(
+        "/b", 1, "stockade-probe-ran\nCapEff: 0000000000000000\nNoNewPrivs: 1\n",
+        "sh: 1: cannot create /s/x: Read-only file system\n", target_exists=False,
+    )
+    assert ok.usable and ok.enforcement["read-only"] is Enforcement.FULL
+    no_start = judge_bwrap_probe("/b", 1, "", "bwrap: No permissions to create new namespace\n",
+                                 target_exists=False)
+    assert not no_start.usable and "No permissions to create new namespace" in no_start.why_not
+    wrote = judge_bwrap_probe("/b", 0, "stockade-probe-ran\n", "", target_exists=True)
+    assert not wrote.usable and "did not refuse" in wrote.why_not
+    privileged = judge_bwrap_probe(
+        "/b", 1, "stockade-probe-ran\nCapEff: 000001ffffffffff\nNoNewPrivs: 0\n",
+        "Read-only file system", target_exists=False,
+    )
+    assert not privileged.usable and "privileges" in privileged.why_not
+
+    landlock = judge_landlock_probe("/l", 0, "landlock-run: probe ok: abi=7 enforcement=full\n", "")
+    assert landlock.usable and landlock.abi == 7
+    assert landlock.enforcement == {"read-only": Enforcement.FULL,
+                                    "workspace-write": Enforcement.PARTIAL}
+    failed = judge_landlock_probe("/l", 125, "", "landlock-run: probe failed: ABI 0\n")
+    assert not failed.usable and "ABI 0" in failed.why_not
+
+
+async def test_fifty_concurrent_first_callers_share_one_probe(tmp_path):
+    calls = []
+
+    def slow_selector(config):
+        calls.append(1)
+        import time
+
+        time.sleep(0.05)  # runs in a worker thread, like the real probes
+        return select_backend(config, probes=stub_probes([], landlock=True))
+
+    policy = SandboxPolicy(SandboxMode.READ_ONLY, str(tmp_path))
+    results = []
+
+    async def first_call(provider):
+        results.append(await provider.confine(CMD, policy))
+
+    async with open_provider(ProviderConfig(platform="linux"), selector=slow_selector) as provider:
+        async with trio.open_nursery() as nursery:
+            for _ in range(50):
+                nursery.start_soon(first_call, provider)
+    assert len(calls) == 1
+    assert len(results) == 50
+    assert {wrapped.backend for wrapped in results} == {"landlock"}
+
+
+@pytest.mark.parametrize("platform", ["win32", "plan9", "freebsd14"])
+async def test_platforms_without_a_chain_fail_closed(tmp_path, platform):
+    calls = []
+    selector = partial(select_backend, probes=stub_probes(calls, bwrap=True, landlock=True))
+    policy = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(tmp_path))
+    async with open_provider(ProviderConfig(platform=platform), selector=selector) as provider:
+        with pytest.raises(SandboxUnavailable) as caught:
+            await provider.confine(CMD, policy)
+        # The failure verdict is cached too.
+        with pytest.raises(SandboxUnavailable):
+            await provider.confine(CMD, policy)
+    assert caught.value.code == "SANDBOX_UNAVAILABLE"
+    assert platform in caught.value.detail
+    assert calls == []
+
+
+async def test_failure_verdict_is_cached_not_reprobed(tmp_path):
+    calls = []
+    selector = partial(select_backend, probes=stub_probes(calls))
+    policy = SandboxPolicy(SandboxMode.READ_ONLY, str(tmp_path))
+    async with open_provider(ProviderConfig(platform="linux"), selector=selector) as provider:
+        for _ in range(3):
+            with pytest.raises(SandboxUnavailable, match="bwrap stubbed off"):
+                await provider.confine(CMD, policy)
+    assert calls == ["bwrap", "landlock"]
+
+
+async def test_missing_workspace_root_is_a_clear_error_before_any_probe(tmp_path):
+    from stockade.errors import InvalidPolicy
+
+    calls = []
+    selector = partial(select_backend, probes=stub_probes(calls, bwrap=True))
+    policy = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(tmp_path / "missing"))
+    async with open_provider(ProviderConfig(platform="linux"), selector=selector) as provider:
+        with pytest.raises(InvalidPolicy, match="does not exist"):
+            await provider.confine(CMD, policy)
+    assert calls == []
+
+
+async def test_confine_resolves_symlinked_roots(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    selector = partial(select_backend, probes=stub_probes([], landlock=True))
+    policy = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(tmp_path / "link"))
+    async with open_provider(ProviderConfig(platform="linux"), selector=selector) as provider:
+        wrapped = await provider.confine(CMD, policy)
+    assert str(real) in wrapped.argv
+    assert str(tmp_path / "link") not in wrapped.argv
+    assert wrapped.argv[-3:] == CMD
