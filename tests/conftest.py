@@ -1,4 +1,4 @@
-"""Shared fixtures: real-backend selection that fails (never skips) in CI when missing."""
+"""Shared fixtures: real backends (never skipped in CI) and scratch directories."""
 
 from __future__ import annotations
 
@@ -6,23 +6,9 @@ import os
 
 import pytest
 
-from stockade.sandbox._select import select_backend
 from stockade.sandbox.config import ProviderConfig
 
-IN_CI = os.environ.get("CI") == "true"
-REAL_BACKENDS = ("bwrap", "landlock")
-
-
-def require_backend(name: str) -> ProviderConfig:
-    """A config forcing backend `name`; skip locally, FAIL in CI, when it is unusable."""
-    config = ProviderConfig(backend=name)
-    selection = select_backend(config)
-    if selection.backend is None:
-        message = f"backend {name} unusable here: {selection.detail}"
-        if IN_CI:
-            pytest.fail(f"CI=true and a real backend is missing: {message}")
-        pytest.skip(message)
-    return config
+from .support import REAL_BACKENDS, require_backend
 
 
 @pytest.fixture(params=REAL_BACKENDS)

@@ -20,6 +20,8 @@ M = TypeVar("M")
 class Envelope(Generic[M]):
     message: M
     reply_to: trio.MemorySendChannel[outcome.Outcome[Any]]
+    # Set when the caller stops waiting (cancelled), so the actor stops the work.
+    abandoned: trio.Event = attrs.field(factory=trio.Event)
 
     def reply(self, result: outcome.Outcome[Any]) -> None:
         """Deliver `result`; a caller that stopped waiting (cancelled) is ignored."""
@@ -44,21 +46,35 @@ def open_inbox(
 async def request(inbox: trio.MemorySendChannel[Envelope[Any]], message: object) -> Any:
     """Send `message` and wait for its reply, re-raising an error reply here."""
     send, receive = trio.open_memory_channel[outcome.Outcome[Any]](1)
-    with receive:
-        await inbox.send(Envelope(message, send))
-        result = await receive.receive()
+    envelope = Envelope(message, send)
+    try:
+        with receive:
+            await inbox.send(envelope)
+            result = await receive.receive()
+    except BaseException:
+        envelope.abandoned.set()
+        raise
     return result.unwrap()
 
 
 async def answer(envelope: Envelope[Any], handler: Callable[[], Awaitable[Any]]) -> None:
-    """Run `handler` and reply with its value or its error.
+    """Run `handler` and reply with its value or its error; stop it if the caller leaves.
 
     Only `Exception`s travel back as values; `Cancelled` and other BaseExceptions
     propagate, so an actor shutting down never hands a caller its cancellation.
     """
-    try:
-        value = await handler()
-    except Exception as error:
-        envelope.reply(outcome.Error(error))
-    else:
-        envelope.reply(outcome.Value(value))
+
+    async with trio.open_nursery() as nursery:
+
+        async def stop_when_abandoned() -> None:
+            await envelope.abandoned.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(stop_when_abandoned)
+        try:
+            value = await handler()
+        except Exception as error:
+            envelope.reply(outcome.Error(error))
+        else:
+            envelope.reply(outcome.Value(value))
+        nursery.cancel_scope.cancel()

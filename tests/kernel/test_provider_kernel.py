@@ -43,8 +43,13 @@ def project(scratch):
 async def test_read_only_refuses_writes_everywhere_but_dev_null(backend_config, project):
     root, sibling = project
     name = f"stockade-{uuid.uuid4().hex}"
-    targets = [root / name, sibling / name, Path("/tmp") / name, Path("/etc") / name,
-               Path.home() / name]
+    targets = [
+        root / name,
+        sibling / name,
+        Path("/tmp") / name,
+        Path("/etc") / name,
+        Path.home() / name,
+    ]
     script = "; ".join(f"echo x > '{target}'" for target in targets) + "; echo ok > /dev/null"
     try:
         status, _, stderr, wrapped = await confined(backend_config, RO, root, script + "; echo $?")
@@ -67,9 +72,7 @@ async def test_read_only_denial_text_is_the_backends_signature(backend_config, p
     assert expected[wrapped.backend] in stderr
 
 
-async def test_workspace_write_allows_root_and_temp_root_but_not_a_sibling(
-    backend_config, project
-):
+async def test_workspace_write_allows_root_and_temp_root_but_not_a_sibling(backend_config, project):
     root, sibling = project
     temp_file = Path("/tmp") / f"stockade-{uuid.uuid4().hex}"
     script = (
@@ -101,7 +104,9 @@ async def test_a_grandchild_is_equally_confined(backend_config, project):
 async def test_reads_outside_the_root_work(backend_config, project):
     root, sibling = project
     for mode in (RO, WW):
-        status, stdout, _, _ = await confined(backend_config, mode, root, f"cat '{sibling}/readable.txt'")
+        status, stdout, _, _ = await confined(
+            backend_config, mode, root, f"cat '{sibling}/readable.txt'"
+        )
         assert (status, stdout) == (0, "outside content\n")
 
 
@@ -110,7 +115,7 @@ async def test_a_root_caller_holds_no_privilege_inside(backend_config, project, 
     if os.geteuid() != 0:
         pytest.skip("this test is about a root caller; CI runs as root")
     root, _ = project
-    status, stdout, _, _ = await confined(
+    _status, stdout, _, _ = await confined(
         backend_config, mode, root, "grep -E '^(CapEff|CapPrm|NoNewPrivs):' /proc/self/status"
     )
     facts = dict(line.split(":\t") for line in stdout.splitlines())

@@ -98,25 +98,34 @@ def test_unknown_backend_choice_is_a_config_error():
 
 def test_probe_judges():
     ok = judge_bwrap_probe(
-        "/b", 1, "stockade-probe-ran\nCapEff: 0000000000000000\nNoNewPrivs: 1\n",
-        "sh: 1: cannot create /s/x: Read-only file system\n", target_exists=False,
+        "/b",
+        1,
+        "stockade-probe-ran\nCapEff: 0000000000000000\nNoNewPrivs: 1\n",
+        "sh: 1: cannot create /s/x: Read-only file system\n",
+        target_exists=False,
     )
     assert ok.usable and ok.enforcement["read-only"] is Enforcement.FULL
-    no_start = judge_bwrap_probe("/b", 1, "", "bwrap: No permissions to create new namespace\n",
-                                 target_exists=False)
+    no_start = judge_bwrap_probe(
+        "/b", 1, "", "bwrap: No permissions to create new namespace\n", target_exists=False
+    )
     assert not no_start.usable and "No permissions to create new namespace" in no_start.why_not
     wrote = judge_bwrap_probe("/b", 0, "stockade-probe-ran\n", "", target_exists=True)
     assert not wrote.usable and "did not refuse" in wrote.why_not
     privileged = judge_bwrap_probe(
-        "/b", 1, "stockade-probe-ran\nCapEff: 000001ffffffffff\nNoNewPrivs: 0\n",
-        "Read-only file system", target_exists=False,
+        "/b",
+        1,
+        "stockade-probe-ran\nCapEff: 000001ffffffffff\nNoNewPrivs: 0\n",
+        "Read-only file system",
+        target_exists=False,
     )
     assert not privileged.usable and "privileges" in privileged.why_not
 
     landlock = judge_landlock_probe("/l", 0, "landlock-run: probe ok: abi=7 enforcement=full\n", "")
     assert landlock.usable and landlock.abi == 7
-    assert landlock.enforcement == {"read-only": Enforcement.FULL,
-                                    "workspace-write": Enforcement.PARTIAL}
+    assert landlock.enforcement == {
+        "read-only": Enforcement.FULL,
+        "workspace-write": Enforcement.PARTIAL,
+    }
     failed = judge_landlock_probe("/l", 125, "", "landlock-run: probe failed: ABI 0\n")
     assert not failed.usable and "ABI 0" in failed.why_not
 
@@ -137,10 +146,12 @@ async def test_fifty_concurrent_first_callers_share_one_probe(tmp_path):
     async def first_call(provider):
         results.append(await provider.confine(CMD, policy))
 
-    async with open_provider(ProviderConfig(platform="linux"), selector=slow_selector) as provider:
-        async with trio.open_nursery() as nursery:
-            for _ in range(50):
-                nursery.start_soon(first_call, provider)
+    async with (
+        open_provider(ProviderConfig(platform="linux"), selector=slow_selector) as provider,
+        trio.open_nursery() as nursery,
+    ):
+        for _ in range(50):
+            nursery.start_soon(first_call, provider)
     assert len(calls) == 1
     assert len(results) == 50
     assert {wrapped.backend for wrapped in results} == {"landlock"}

@@ -53,15 +53,33 @@ def test_writable_roots_do_not_repeat_a_root_that_is_also_a_temp_root():
 def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
     argv = p.landlock_argv("/x/landlock-run", RO, HOST, CMD)
     assert argv == (
-        "/x/landlock-run", "--ro", "/", "--rw", "/dev/null", "--seal-metadata", "--", *CMD,
+        "/x/landlock-run",
+        "--ro",
+        "/",
+        "--rw",
+        "/dev/null",
+        "--seal-metadata",
+        "--",
+        *CMD,
     )
 
 
 def test_landlock_workspace_write_adds_root_and_temp_roots():
     argv = p.landlock_argv("/x/landlock-run", WW, HOST, CMD)
     assert argv == (
-        "/x/landlock-run", "--ro", "/", "--rw", "/dev/null",
-        "--rw", "/work/project", "--rw", "/tmp", "--rw", "/var/tmp/agent", "--", *CMD,
+        "/x/landlock-run",
+        "--ro",
+        "/",
+        "--rw",
+        "/dev/null",
+        "--rw",
+        "/work/project",
+        "--rw",
+        "/tmp",
+        "--rw",
+        "/var/tmp/agent",
+        "--",
+        *CMD,
     )
 
 
@@ -115,7 +133,9 @@ def test_landlock_enforcement_is_a_truthful_claim():
     assert "chmod outside the writable roots" in gaps
     old, old_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 2)
     assert old is Enforcement.PARTIAL and old_gaps == ("truncate", "device ioctl")
-    assert p.wrap(p.Backend("landlock", "/l", abi=7), WW, HOST, CMD).enforcement is Enforcement.PARTIAL
+    assert (
+        p.wrap(p.Backend("landlock", "/l", abi=7), WW, HOST, CMD).enforcement is Enforcement.PARTIAL
+    )
 
 
 def test_wrapped_is_plain_data_that_round_trips():

@@ -54,7 +54,9 @@ def test_sandbox_unavailable_carries_code_and_detail():
 
 
 def test_fixed_texts():
-    assert denial_marker(SandboxMode.READ_ONLY) == "[sandbox: file access denied under read-only mode]"
+    assert (
+        denial_marker(SandboxMode.READ_ONLY) == "[sandbox: file access denied under read-only mode]"
+    )
     assert rejection_text(SandboxMode.WORKSPACE_WRITE) == (
         'the user rejected escalating this command to "workspace-write"'
     )

@@ -1,0 +1,25 @@
+"""Helpers the test modules import (conftest only holds fixtures)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from stockade.sandbox._select import select_backend
+from stockade.sandbox.config import ProviderConfig
+
+IN_CI = os.environ.get("CI") == "true"
+REAL_BACKENDS = ("bwrap", "landlock")
+
+
+def require_backend(name: str) -> ProviderConfig:
+    """A config forcing backend `name`; skip locally, FAIL in CI, when it is unusable."""
+    config = ProviderConfig(backend=name)
+    selection = select_backend(config)
+    if selection.backend is None:
+        message = f"backend {name} unusable here: {selection.detail}"
+        if IN_CI:
+            pytest.fail(f"CI=true and a real backend is missing: {message}")
+        pytest.skip(message)
+    return config

@@ -1,0 +1,179 @@
+"""The `stockade probe` and `stockade exec` verbs, as a person runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from stockade import cli
+from stockade.sandbox import _select
+
+from .support import require_backend
+
+
+def stockade(
+    *args: str, cwd: str | os.PathLike[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stockade", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_probe_names_a_usable_backend():
+    require_backend("bwrap")
+    require_backend("landlock")
+    done = stockade("probe")
+    assert done.returncode == 0, done.stderr
+    assert "selected: bwrap" in done.stdout
+    assert "landlock: usable" in done.stdout
+    assert "Landlock ABI" in done.stdout
+
+
+def test_probe_json_reports_every_candidate():
+    require_backend("landlock")
+    done = stockade("probe", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["platform"] == "linux"
+    assert report["chain"] == ["bwrap", "landlock"]
+    by_name = {c["backend"]: c for c in report["candidates"]}
+    landlock = by_name["landlock"]
+    assert landlock["usable"] is True and landlock["abi"] >= 1
+    assert landlock["enforcement"]["read-only"] == "full"
+    assert landlock["enforcement"]["workspace-write"] == "partial"
+    assert report["selected"] in ("bwrap", "landlock")
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_exec_read_only_refuses_with_the_backends_denial_text(backend, tmp_path):
+    require_backend(backend)
+    target = Path("/tmp") / f"stockade-{uuid.uuid4().hex}"
+    done = stockade(
+        "exec",
+        "--mode",
+        "read-only",
+        "--backend",
+        backend,
+        "--",
+        "touch",
+        str(target),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    assert not target.exists()
+    expected = {"bwrap": "Read-only file system", "landlock": "Permission denied"}[backend]
+    assert expected in done.stderr
+
+
+@pytest.mark.parametrize("backend", ["auto", "bwrap", "landlock"])
+def test_exec_workspace_write_writes_under_the_root(backend, scratch):
+    if backend != "auto":
+        require_backend(backend)
+    done = stockade(
+        "exec",
+        "--mode",
+        "workspace-write",
+        "--root",
+        scratch,
+        "--backend",
+        backend,
+        "--",
+        "touch",
+        "./x",
+        cwd=scratch,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (Path(scratch) / "x").exists()
+
+
+def test_exec_passes_output_and_status_through(tmp_path):
+    require_backend("bwrap")
+    done = stockade("exec", "--", "sh", "-c", "echo out; echo err >&2; exit 7", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (7, "out\n", "err\n")
+
+
+def test_exec_adds_no_shell(tmp_path):
+    require_backend("bwrap")
+    done = stockade("exec", "--", "echo", "$HOME", "*", cwd=tmp_path)
+    assert done.stdout == "$HOME *\n"
+
+
+def test_exec_danger_full_access_runs_unconfined_without_the_provider(scratch, monkeypatch):
+    target = Path(scratch) / "outside" / "f"
+    target.parent.mkdir()
+    done = stockade(
+        "exec", "--mode", "danger-full-access", "--root", "/", "--", "touch", str(target), cwd="/"
+    )
+    assert done.returncode == 0, done.stderr
+    assert target.exists()
+
+
+def test_exec_unknown_mode_lists_allowed_values():
+    done = stockade("exec", "--mode", "yolo", "--", "true")
+    assert done.returncode == 2
+    assert "allowed: read-only, workspace-write, danger-full-access" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_exec_missing_root_is_a_clear_error(tmp_path):
+    done = stockade("exec", "--root", str(tmp_path / "nope"), "--", "true")
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_exec_with_no_usable_backend_is_sandbox_unavailable(monkeypatch, capsys, tmp_path):
+    """A forced backend that fails its probe never falls back to another one."""
+    monkeypatch.setattr(_select, "locate_bwrap", lambda: None)
+    marker = tmp_path / "ran"
+    with pytest.raises(SystemExit) as exited:
+        cli.main(
+            ["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "touch", str(marker)]
+        )
+    assert exited.value.code == 125
+    err = capsys.readouterr().err
+    assert err.startswith("stockade: SANDBOX_UNAVAILABLE: ")
+    assert "bwrap not found" in err
+    assert not marker.exists()
+
+
+def test_exec_runner_that_cannot_start_is_sandbox_unavailable(monkeypatch, capsys, tmp_path):
+    missing = tmp_path / "no-such-bwrap"
+    monkeypatch.setattr(
+        _select,
+        "probe_bwrap",
+        lambda _t: _select.CandidateReport(backend="bwrap", usable=True, runner=str(missing)),
+    )
+    monkeypatch.setitem(_select.PROBES, "bwrap", _select.probe_bwrap)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "true"])
+    assert exited.value.code == 125
+    assert "SANDBOX_UNAVAILABLE: cannot start the sandbox runner" in capsys.readouterr().err
+
+
+def test_probe_exits_125_when_nothing_is_usable(monkeypatch, capsys):
+    monkeypatch.setitem(
+        _select.PROBES,
+        "bwrap",
+        lambda _t: _select.CandidateReport(backend="bwrap", usable=False, why_not="stubbed off"),
+    )
+    monkeypatch.setitem(
+        _select.PROBES,
+        "landlock",
+        lambda _t: _select.CandidateReport(
+            backend="landlock", usable=False, why_not="stubbed off too"
+        ),
+    )
+    assert cli.main(["probe"]) == 125
+    out = capsys.readouterr().out
+    assert "why not: stubbed off" in out and "selected: none" in out
