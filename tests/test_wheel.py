@@ -15,9 +15,21 @@ MEMBER = "stockade/_bin/landlock-run"
 def test_installed_wheel_launcher_is_executable_and_byte_identical(tmp_path):
     wheels = tmp_path / "wheels"
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "-q", "-w", str(wheels), str(REPO)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert build.returncode == 0, build.stderr
     (wheel,) = wheels.glob("stockade-*.whl")
@@ -31,9 +43,20 @@ def test_installed_wheel_launcher_is_executable_and_byte_identical(tmp_path):
 
     target = tmp_path / "site"
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
-         str(wheel)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert install.returncode == 0, install.stderr
     installed = target / MEMBER
