@@ -53,6 +53,18 @@ def _build_parser() -> argparse.ArgumentParser:
     run_exec.add_argument("--root", help="workspace root (default: the current directory)")
     run_exec.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
     run_exec.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command")
+
+    run = verbs.add_parser("run", help="run COMMAND with bash -c through the sandboxed executor")
+    run.add_argument(
+        "--mode",
+        default=SandboxMode.WORKSPACE_WRITE.value,
+        help=f"one of {', '.join(allowed_modes())} (default: workspace-write)",
+    )
+    run.add_argument("--root", help="workspace root (default: the current directory)")
+    run.add_argument("--timeout", type=float, help="seconds before the command is killed")
+    run.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
+    run.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    run.add_argument("command", help="the shell command, run as bash -c COMMAND")
     return parser
 
 
@@ -126,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _probe(args)
             case "exec":
                 _exec(args)
+            case "run":
+                from ._run import run_command
+
+                return run_command(args)
             case _:
                 parser.print_help()
                 return EXIT_USAGE

@@ -30,3 +30,14 @@ class ConfigError(StockadeError, ValueError):
 
 class InvalidPolicy(StockadeError, ValueError):
     """An execution policy cannot be honoured as given (e.g. its root does not exist)."""
+
+
+class CommandStartError(StockadeError):
+    """The command could not be started (bad workdir, no resources); nothing ran."""
+
+
+class UnknownJob(StockadeError, KeyError):
+    """No background job has that id in this executor."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown job"

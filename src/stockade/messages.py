@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .vocab import Enforcement, SandboxPolicy
+from .vocab import Enforcement, ExecutionPolicy, SandboxMode, SandboxPolicy
 
 
 class RunnerFailureRule(msgspec.Struct, frozen=True):
@@ -71,3 +71,112 @@ class ProviderReport(msgspec.Struct, frozen=True, tag="provider-report"):
     candidates: tuple[CandidateReport, ...]
     selected: str | None
     detail: str | None = None
+
+
+# --- ExecutorActor inbox ---------------------------------------------------------
+
+
+class ShellSpec(msgspec.Struct, frozen=True):
+    """A resolved shell call: the command and the complete policy it runs under.
+
+    `workdir` defaults to the policy's workspace root; `env` entries are laid over
+    the inherited environment; `stdin` is closed unless given.
+    """
+
+    command: str
+    policy: ExecutionPolicy
+    workdir: str | None = None
+    timeout: float | None = None
+    stdin: bytes | None = None
+    env: dict[str, str] | None = None
+
+
+class Run(msgspec.Struct, frozen=True, tag="run"):
+    """Run in the foreground; the reply is the settled ShellResult."""
+
+    spec: ShellSpec
+
+
+class Start(msgspec.Struct, frozen=True, tag="start"):
+    """Start a background job; the reply is its JobHandle, at once."""
+
+    spec: ShellSpec
+
+
+class JobOutput(msgspec.Struct, frozen=True, tag="job-output"):
+    """Output since the last read, plus status."""
+
+    job_id: str
+
+
+class WaitJob(msgspec.Struct, frozen=True, tag="wait-job"):
+    """Reply when the job has settled, with its last report."""
+
+    job_id: str
+
+
+class KillJob(msgspec.Struct, frozen=True, tag="kill-job"):
+    job_id: str
+
+
+class ListJobs(msgspec.Struct, frozen=True, tag="list-jobs"):
+    pass
+
+
+ExecutorRequest = Run | Start | JobOutput | WaitJob | KillJob | ListJobs
+
+
+class ShellResult(msgspec.Struct, frozen=True):
+    """A settled command and the facts of how it ran.
+
+    `denied` means the kernel refused a file effect: the command RAN, and the fact
+    is independent of `exit_code`. Output beyond the cap is counted in `*_dropped`.
+    """
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    denied: bool
+    runner_failed: bool
+    timed_out: bool
+    cancelled: bool
+    mode: SandboxMode
+    backend: str
+    enforcement: Enforcement | None
+    duration: float
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
+    runner_failure: str | None = None
+
+
+class JobHandle(msgspec.Struct, frozen=True):
+    id: str
+    command: str
+    policy: ExecutionPolicy
+    started_at: float
+
+
+JobState = str  # "running" | "exited" | "timed-out" | "killed" | "runner-failed"
+
+
+class JobReport(msgspec.Struct, frozen=True):
+    """A background job as seen now: output since the last read, and its status."""
+
+    id: str
+    command: str
+    policy: ExecutionPolicy
+    state: JobState
+    started_at: float
+    ended_at: float | None
+    stdout: str
+    stderr: str
+    stdout_dropped: int
+    stderr_dropped: int
+    mode: SandboxMode
+    backend: str
+    enforcement: Enforcement | None
+    exit_code: int | None = None
+    denied: bool = False
+    runner_failed: bool = False
+    runner_failure: str | None = None
+    timed_out: bool = False

@@ -13,6 +13,7 @@ from typing import Any, assert_never
 import attrs
 import trio
 
+from .._lifetime import running
 from .._mailbox import Envelope, answer, open_inbox, request
 from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
@@ -111,7 +112,5 @@ async def open_provider(
 ) -> AsyncIterator[ProviderClient]:
     """Run a ProviderActor for the duration of the block (the harness does the same)."""
     actor = ProviderActor(config=config or ProviderConfig(), selector=selector)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(actor.run)
+    async with running(actor.run):
         yield actor.client
-        nursery.cancel_scope.cancel()

@@ -1,0 +1,1 @@
+"""The ExecutorActor's room: pure classification and buffers, spawn/drain/kill, jobs."""

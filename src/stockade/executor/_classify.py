@@ -1,0 +1,83 @@
+"""Pure classification: was it the runner that failed, the kernel that refused, or neither.
+
+Runner failure outranks denial, which outranks an ordinary result; a spawn error is
+blamed on the runner only with attributable evidence (see docs/executor.md).
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterable
+
+import attrs
+
+from ..messages import RunnerFailureRule
+
+RUNNER_SPAWN_ERRNOS = frozenset({errno.ENOENT, errno.EACCES})
+
+
+def spawn_failure_is_runner(error: OSError, runner: str, workdir_usable: bool) -> bool:
+    """True when a spawn rejection proves the sandbox runner itself could not start.
+
+    It must be ENOENT or EACCES naming the wrapped argv[0] (Python reports the exec
+    target in `filename`; a bad cwd is reported under the cwd's name instead), and
+    the caller's workdir must be independently usable, or the workdir is to blame.
+    """
+    return (
+        workdir_usable
+        and error.errno in RUNNER_SPAWN_ERRNOS
+        and error.filename is not None
+        and str(error.filename) == runner
+    )
+
+
+def runner_failure_line(
+    rules: Iterable[RunnerFailureRule], exit_code: int | None, stderr: str
+) -> str | None:
+    """The fatal stderr line of the first rule that matches, or None.
+
+    A rule matches when its exit-code gate (if any) admits `exit_code` AND a stderr
+    line, after dropping lines exactly equal to an informational line, starts with
+    one of its fatal signatures.
+    """
+    lines = stderr.splitlines()
+    for rule in rules:
+        if rule.exit_codes is not None and exit_code not in rule.exit_codes:
+            continue
+        informational = set(rule.informational_lines)
+        for line in lines:
+            if line in informational:
+                continue
+            if any(line.startswith(signature) for signature in rule.fatal_signatures):
+                return line
+    return None
+
+
+def is_denied(denial_signatures: Iterable[str], stderr: str) -> bool:
+    """Whether the backend's kernel refused a file effect (its text is in stderr)."""
+    return any(signature in stderr for signature in denial_signatures)
+
+
+@attrs.frozen
+class Verdict:
+    """What a settled process means: runner failure, else denial, else ordinary."""
+
+    runner_failure: str | None
+    denied: bool
+
+    @property
+    def runner_failed(self) -> bool:
+        return self.runner_failure is not None
+
+
+def classify(
+    rules: Iterable[RunnerFailureRule],
+    denial_signatures: Iterable[str],
+    exit_code: int | None,
+    stderr: str,
+) -> Verdict:
+    """Runner failure outranks denial; a denial is a fact beside any exit code."""
+    line = runner_failure_line(rules, exit_code, stderr)
+    if line is not None:
+        return Verdict(runner_failure=line, denied=False)
+    return Verdict(runner_failure=None, denied=is_denied(denial_signatures, stderr))

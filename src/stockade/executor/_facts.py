@@ -1,0 +1,75 @@
+"""Per-process wrap facts, and the pure step from a settled process to its result."""
+
+from __future__ import annotations
+
+import attrs
+
+from ..messages import RunnerFailureRule, ShellResult, Wrapped
+from ..vocab import Enforcement, SandboxMode
+from ._buffer import OutputBuffer
+from ._classify import Verdict, classify
+
+UNCONFINED = "none"
+
+
+@attrs.frozen
+class WrapFacts:
+    """How one process was confined; kept with its handle, so overlapping jobs keep theirs."""
+
+    mode: SandboxMode
+    backend: str
+    enforcement: Enforcement | None
+    denial_signatures: tuple[str, ...] = ()
+    runner_failure_rules: tuple[RunnerFailureRule, ...] = ()
+
+    @classmethod
+    def from_wrapped(cls, mode: SandboxMode, wrapped: Wrapped) -> WrapFacts:
+        return cls(
+            mode=mode,
+            backend=wrapped.backend,
+            enforcement=wrapped.enforcement,
+            denial_signatures=wrapped.denial_signatures,
+            runner_failure_rules=wrapped.runner_failure_rules,
+        )
+
+    @classmethod
+    def unconfined(cls) -> WrapFacts:
+        return cls(mode=SandboxMode.DANGER_FULL_ACCESS, backend=UNCONFINED, enforcement=None)
+
+    @property
+    def confined(self) -> bool:
+        return self.backend != UNCONFINED
+
+    def judge(self, exit_code: int | None, stderr: str) -> Verdict:
+        return classify(self.runner_failure_rules, self.denial_signatures, exit_code, stderr)
+
+
+def settled_result(
+    facts: WrapFacts,
+    *,
+    exit_code: int | None,
+    stdout: OutputBuffer,
+    stderr: OutputBuffer,
+    timed_out: bool,
+    cancelled: bool,
+    duration: float,
+) -> ShellResult:
+    """The ShellResult of a settled process, classified by its own wrap facts."""
+    stderr_text = stderr.text()
+    verdict = facts.judge(exit_code, stderr_text)
+    return ShellResult(
+        exit_code=exit_code,
+        stdout=stdout.text(),
+        stderr=stderr_text,
+        denied=verdict.denied,
+        runner_failed=verdict.runner_failed,
+        runner_failure=verdict.runner_failure,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        mode=facts.mode,
+        backend=facts.backend,
+        enforcement=facts.enforcement,
+        duration=duration,
+        stdout_dropped=stdout.dropped,
+        stderr_dropped=stderr.dropped,
+    )

@@ -1,0 +1,273 @@
+"""ExecutorActor: runs `bash -c COMMAND` confined (or not), foreground and background.
+
+It owns the child processes and the background-job nursery; classification is pure
+(`_classify`, `_facts`), spawning and killing live in `_spawn`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, assert_never
+
+import attrs
+import trio
+
+from .._lifetime import running
+from .._mailbox import Envelope, answer, open_inbox, request
+from ..errors import CommandStartError, SandboxUnavailable
+from ..messages import (
+    JobHandle,
+    JobOutput,
+    JobReport,
+    KillJob,
+    ListJobs,
+    Run,
+    ShellResult,
+    ShellSpec,
+    Start,
+    WaitJob,
+)
+from ..sandbox.actor import ProviderClient
+from ..vocab import ExecutionPolicy, SandboxMode
+from ._buffer import OutputBuffer
+from ._classify import spawn_failure_is_runner
+from ._facts import WrapFacts, settled_result
+from ._jobs import Job, JobTable
+from ._spawn import exit_status, settle, spawn
+from .config import ExecutorConfig
+
+
+def _workdir_usable(workdir: str) -> bool:
+    return os.path.isdir(workdir) and os.access(workdir, os.X_OK)
+
+
+@attrs.define(eq=False)
+class ExecutorActor:
+    """With a provider it confines (`confines` True); without one it is the local executor."""
+
+    config: ExecutorConfig = attrs.field(factory=ExecutorConfig)
+    provider: ProviderClient | None = None
+    jobs: JobTable = attrs.field(factory=JobTable, init=False)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _inbox: Any = attrs.field(init=False)
+    _mailbox: Any = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._inbox, self._mailbox = open_inbox()
+
+    @property
+    def confines(self) -> bool:
+        return self.provider is not None
+
+    @property
+    def client(self) -> ExecutorClient:
+        return ExecutorClient(inbox=self._inbox, config=self.config, confines=self.confines)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        # Leaving this nursery cancels every job; each one kills its process group.
+        async with trio.open_nursery() as nursery, self._mailbox:
+            self._nursery = nursery
+            task_status.started()
+            async for envelope in self._mailbox:
+                nursery.start_soon(self._serve, envelope)
+
+    async def _serve(self, envelope: Envelope[Any]) -> None:
+        message = envelope.message
+        match message:
+            case Run(spec=spec):
+                await answer(envelope, lambda: self._run(spec))
+            case Start(spec=spec):
+                await answer(envelope, lambda: self._start(spec))
+            case JobOutput(job_id=job_id):
+                await answer(envelope, lambda: self._job_output(job_id))
+            case WaitJob(job_id=job_id):
+                await answer(envelope, lambda: self._wait(job_id))
+            case KillJob(job_id=job_id):
+                await answer(envelope, lambda: self._kill(job_id))
+            case ListJobs():
+                await answer(envelope, self._list)
+            case _:
+                assert_never(message)
+
+    async def _prepare(self, spec: ShellSpec) -> tuple[tuple[str, ...], WrapFacts]:
+        """The exact argv to spawn and its wrap facts; a provider error propagates."""
+        argv = ("bash", "-c", spec.command)
+        if self.provider is None or not spec.policy.mode.confines:
+            # danger-full-access (or the local executor) never touches the provider.
+            return argv, WrapFacts.unconfined()
+        wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
+        return wrapped.argv, WrapFacts.from_wrapped(spec.policy.mode, wrapped)
+
+    async def _spawn(
+        self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts
+    ) -> trio.Process:
+        workdir = spec.workdir or spec.policy.workspace_root
+        try:
+            return await spawn(argv, cwd=workdir, env=spec.env, with_stdin=spec.stdin is not None)
+        except OSError as error:
+            if facts.confined and spawn_failure_is_runner(error, argv[0], _workdir_usable(workdir)):
+                raise SandboxUnavailable(
+                    f"cannot start the sandbox runner {argv[0]}: {error.strerror}"
+                ) from None
+            raise CommandStartError(
+                f"could not start the command in {workdir!r}: {error.strerror or error}"
+            ) from None
+
+    async def _run(self, spec: ShellSpec) -> ShellResult:
+        argv, facts = await self._prepare(spec)
+        started = time.monotonic()
+        process = await self._spawn(spec, argv, facts)
+        stdout = OutputBuffer.with_cap(self.config.output_cap)
+        stderr = OutputBuffer.with_cap(self.config.output_cap)
+        timed_out = await settle(
+            process,
+            stdout,
+            stderr,
+            stdin=spec.stdin,
+            time_limit=self._timeout(spec),
+            kill_grace=self.config.kill_grace,
+        )
+        result = settled_result(
+            facts,
+            exit_code=exit_status(process),
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=timed_out,
+            cancelled=False,
+            duration=time.monotonic() - started,
+        )
+        if result.runner_failed:
+            raise SandboxUnavailable(result.runner_failure or "the sandbox runner failed")
+        return result
+
+    def _timeout(self, spec: ShellSpec) -> float | None:
+        return spec.timeout if spec.timeout is not None else self.config.default_timeout
+
+    async def _start(self, spec: ShellSpec) -> JobHandle:
+        assert self._nursery is not None
+        argv, facts = await self._prepare(spec)
+        process = await self._spawn(spec, argv, facts)
+        job = self.jobs.add(
+            Job(
+                id=self.jobs.new_id(),
+                spec=spec,
+                facts=facts,
+                process=process,
+                stdout=OutputBuffer.with_cap(self.config.output_cap),
+                stderr=OutputBuffer.with_cap(self.config.output_cap),
+            )
+        )
+        self._nursery.start_soon(self._supervise, job)
+        return job.handle
+
+    async def _supervise(self, job: Job) -> None:
+        timed_out = False
+        try:
+            with job.scope:
+                timed_out = await settle(
+                    job.process,
+                    job.stdout,
+                    job.stderr,
+                    stdin=job.spec.stdin,
+                    time_limit=self._timeout(job.spec),
+                    kill_grace=self.config.kill_grace,
+                )
+        finally:
+            # Stamped before `done`, also when the harness is leaving (cancelled).
+            job.finish(
+                settled_result(
+                    job.facts,
+                    exit_code=exit_status(job.process),
+                    stdout=job.stdout,
+                    stderr=job.stderr,
+                    timed_out=timed_out,
+                    cancelled=job.scope.cancelled_caught or job.process.returncode is None,
+                    duration=time.monotonic() - job.started_clock,
+                )
+            )
+
+    async def _job_output(self, job_id: str) -> JobReport:
+        return self.jobs.get(job_id).report()
+
+    async def _wait(self, job_id: str) -> JobReport:
+        job = self.jobs.get(job_id)
+        await job.done.wait()
+        return job.report()
+
+    async def _kill(self, job_id: str) -> JobReport:
+        job = self.jobs.get(job_id)
+        if job.result is None:
+            job.killed = True
+            job.scope.cancel()
+            await job.done.wait()
+        return job.report()
+
+    async def _list(self) -> list[JobHandle]:
+        return [job.handle for job in self.jobs.jobs.values()]
+
+
+@attrs.frozen
+class ExecutorClient:
+    """What callers hold. `resolve` gives an agentless caller the configured default."""
+
+    inbox: Any
+    config: ExecutorConfig
+    confines: bool
+
+    def resolve(
+        self,
+        command: str,
+        *,
+        policy: ExecutionPolicy | None = None,
+        mode: SandboxMode | str | None = None,
+        workdir: str | None = None,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ShellSpec:
+        """A complete spec: the explicit policy, else `mode` or the default at the fallback root."""
+        if policy is None:
+            root = os.path.abspath(self.config.fallback_root or os.getcwd())
+            chosen = SandboxMode.parse(mode) if mode is not None else self.config.default_mode
+            policy = ExecutionPolicy(mode=chosen, workspace_root=root)
+        return ShellSpec(
+            command=command, policy=policy, workdir=workdir, timeout=timeout, stdin=stdin, env=env
+        )
+
+    async def run(self, spec: ShellSpec) -> ShellResult:
+        result: ShellResult = await request(self.inbox, Run(spec))
+        return result
+
+    async def start(self, spec: ShellSpec) -> JobHandle:
+        handle: JobHandle = await request(self.inbox, Start(spec))
+        return handle
+
+    async def job_output(self, job_id: str) -> JobReport:
+        report: JobReport = await request(self.inbox, JobOutput(job_id))
+        return report
+
+    async def wait(self, job_id: str) -> JobReport:
+        """Wait until the job settles; its report carries the output not yet read."""
+        report: JobReport = await request(self.inbox, WaitJob(job_id))
+        return report
+
+    async def kill(self, job_id: str) -> JobReport:
+        report: JobReport = await request(self.inbox, KillJob(job_id))
+        return report
+
+    async def list(self) -> list[JobHandle]:
+        handles: list[JobHandle] = await request(self.inbox, ListJobs())
+        return handles
+
+
+@asynccontextmanager
+async def open_executor(
+    config: ExecutorConfig | None = None, provider: ProviderClient | None = None
+) -> AsyncIterator[ExecutorClient]:
+    """Run an ExecutorActor for the block; leaving it kills every job it started."""
+    actor = ExecutorActor(config=config or ExecutorConfig(), provider=provider)
+    async with running(actor.run):
+        yield actor.client

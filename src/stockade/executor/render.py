@@ -1,0 +1,46 @@
+"""Model-facing text of a shell result or a job report (pure)."""
+
+from __future__ import annotations
+
+from ..messages import JobReport, ShellResult
+from ..vocab import DENIAL_INSTRUCTION, denial_marker
+
+
+def _streams(stdout: str, stderr: str, stdout_dropped: int, stderr_dropped: int) -> list[str]:
+    parts: list[str] = []
+    if stdout:
+        parts.append(stdout.rstrip("\n"))
+    if stderr:
+        parts.append(f"[stderr]\n{stderr.rstrip(chr(10))}")
+    for name, dropped in (("stdout", stdout_dropped), ("stderr", stderr_dropped)):
+        if dropped:
+            parts.append(f"[{name}: {dropped} bytes dropped from the middle of the output]")
+    return parts
+
+
+def render_result(result: ShellResult) -> str:
+    """What the model sees; a denied result ends with the marker and the instruction."""
+    parts = _streams(result.stdout, result.stderr, result.stdout_dropped, result.stderr_dropped)
+    if result.timed_out:
+        parts.append(
+            f"[timed out after {result.duration:.1f}s; the command's processes were killed]"
+        )
+    parts.append(f"[exit code: {result.exit_code}]")
+    if result.denied:
+        parts.append(denial_marker(result.mode))
+        parts.append(DENIAL_INSTRUCTION)
+    return "\n".join(parts)
+
+
+def render_job(report: JobReport) -> str:
+    """A background job's new output and status, in the same vocabulary."""
+    parts = [f"[job {report.id}: {report.state}]"]
+    parts += _streams(report.stdout, report.stderr, report.stdout_dropped, report.stderr_dropped)
+    if report.runner_failed:
+        parts.append(f"[sandbox unavailable: {report.runner_failure}; the command did not run]")
+    elif report.state != "running":
+        parts.append(f"[exit code: {report.exit_code}]")
+    if report.denied:
+        parts.append(denial_marker(report.mode))
+        parts.append(DENIAL_INSTRUCTION)
+    return "\n".join(parts)

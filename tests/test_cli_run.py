@@ -1,0 +1,99 @@
+"""`stockade run`, as a person runs it: pass-through, marker, --json, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stockade import cli
+from stockade.sandbox import _select
+
+from .support import require_backend
+
+
+def stockade(*args: str, cwd) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stockade", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture(params=["bwrap", "landlock"])
+def backend(request):
+    require_backend(request.param)
+    return request.param
+
+
+def test_read_only_prints_the_marker_and_writes_nothing(backend, scratch):
+    done = stockade("run", "--backend", backend, "--mode", "read-only", "echo hi > f", cwd=scratch)
+    assert done.returncode != 0
+    assert not (Path(scratch) / "f").exists()
+    assert "[sandbox: file access denied under read-only mode]" in done.stderr
+    assert "Do not try to work around the denial" in done.stderr
+
+
+def test_workspace_write_writes_the_file(backend, scratch):
+    done = stockade(
+        "run", "--backend", backend, "--mode", "workspace-write", "echo hi > f", cwd=scratch
+    )
+    assert done.returncode == 0, done.stderr
+    assert (Path(scratch) / "f").read_text() == "hi\n"
+
+
+def test_default_mode_is_workspace_write_and_output_passes_through(backend, scratch):
+    done = stockade("run", "--backend", backend, "echo out; echo err >&2; exit 4", cwd=scratch)
+    assert (done.returncode, done.stdout, done.stderr) == (4, "out\n", "err\n")
+
+
+def test_json_gives_one_object_and_exit_zero(backend, scratch):
+    done = stockade(
+        "run", "--json", "--backend", backend, "--mode", "read-only", "echo hi > f", cwd=scratch
+    )
+    assert done.returncode == 0
+    facts = json.loads(done.stdout)
+    assert set(facts) == {
+        "exit_code",
+        "stdout",
+        "stderr",
+        "denied",
+        "runner_failed",
+        "timed_out",
+        "mode",
+        "backend",
+        "enforcement",
+    }
+    assert facts["denied"] is True and facts["exit_code"] == 1
+    assert (facts["mode"], facts["backend"], facts["enforcement"]) == ("read-only", backend, "full")
+    assert not (Path(scratch) / "f").exists()
+
+
+def test_timeout_kills_and_reports(backend, scratch):
+    done = stockade(
+        "run", "--backend", backend, "--timeout", "0.5", "--json", "sleep 30", cwd=scratch
+    )
+    facts = json.loads(done.stdout)
+    assert facts["timed_out"] is True
+
+
+def test_sandbox_unavailable_in_both_output_forms(monkeypatch, capsys, scratch):
+    for name in ("bwrap", "landlock"):
+        off = _select.CandidateReport(backend=name, usable=False, why_not=f"{name} is off")
+        monkeypatch.setitem(_select.PROBES, name, lambda _timeout, off=off: off)
+    marker = Path(scratch) / "ran"
+    assert cli.main(["run", "--json", "--root", scratch, f"touch {marker}"]) == 125
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["error"]["code"] == "SANDBOX_UNAVAILABLE"
+    assert "bwrap is off" in reply["error"]["detail"]
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["run", "--root", scratch, f"touch {marker}"])
+    assert exited.value.code == 125
+    assert capsys.readouterr().err.startswith("stockade: SANDBOX_UNAVAILABLE: ")
+    assert not marker.exists()
