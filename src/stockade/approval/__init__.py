@@ -1,0 +1,1 @@
+"""The ApprovalActor's room: decisions, the answerer chain, built-in answerers, audit events."""

@@ -1,0 +1,29 @@
+"""The approval domain's session events: the audit pair of every ask."""
+
+from __future__ import annotations
+
+from ..events import SessionEvent
+
+
+class ApprovalAsked(SessionEvent, kw_only=True, frozen=True, tag="approval/asked"):
+    """An escalation was put to the answerer chain."""
+
+    ask_id: str
+    command: str
+    justification: str
+    current_mode: str
+    requested_mode: str
+    reason: str
+    call_id: str | None = None
+
+
+class ApprovalAnswered(SessionEvent, kw_only=True, frozen=True, tag="approval/answered"):
+    """What the chain decided for `ask_id`, and which answerer decided it."""
+
+    ask_id: str
+    decision: str
+    answerer: str
+    detail: str | None = None
+
+
+APPROVAL_EVENTS = (ApprovalAsked, ApprovalAnswered)
