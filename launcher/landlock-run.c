@@ -230,6 +230,29 @@ static const struct sock_filter seal_filter[] = {
 	{ BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW },
 };
 
+/*
+ * Always installed: a confined command may hold the caller's terminal (stockade
+ * exec), and TIOCSTI/TIOCLINUX would let it type into that terminal's shell,
+ * outside the sandbox.  No command needs either.
+ */
+#define TIOCSTI 0x5412U
+#define TIOCLINUX 0x541CU
+
+static const struct sock_filter tty_filter[] = {
+	{ BPF_LD_W_ABS, 0, 0, offsetof(struct seccomp_data, arch) },
+	{ BPF_JEQ_K, 1, 0, AUDIT_ARCH_NATIVE },
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS },
+	{ BPF_LD_W_ABS, 0, 0, offsetof(struct seccomp_data, nr) },
+	{ BPF_JEQ_K, 1, 0, __NR_ioctl },
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW },
+	{ BPF_LD_W_ABS, 0, 0, ARG1_LOW_WORD },
+	{ BPF_JEQ_K, 0, 1, TIOCSTI },
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM },
+	{ BPF_JEQ_K, 0, 1, TIOCLINUX },
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM },
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW },
+};
+
 /* ---- Failure reporting ---- */
 
 static _Noreturn void fatal(const char *fmt, ...)
@@ -483,15 +506,15 @@ static void parse_options(int argc, char **argv, struct options *opt)
 	fatal("missing -- before the command");
 }
 
-static void seal_metadata(void)
+static void install_filter(const struct sock_filter *filter, size_t length, const char *what)
 {
 	struct sock_fprog prog = {
-		.len = sizeof(seal_filter) / sizeof(seal_filter[0]),
-		.filter = seal_filter,
+		.len = (unsigned short)length,
+		.filter = filter,
 	};
 
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
-		fatal("cannot install the metadata seal: %s", strerror(errno));
+		fatal("cannot install the %s: %s", what, strerror(errno));
 }
 
 static _Noreturn void run(int argc, char **argv)
@@ -516,8 +539,10 @@ static _Noreturn void run(int argc, char **argv)
 	/* Required to restrict ourselves (and to filter syscalls) without CAP_SYS_ADMIN. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		fatal("cannot set no_new_privs: %s", strerror(errno));
+	install_filter(tty_filter, sizeof(tty_filter) / sizeof(tty_filter[0]), "terminal guard");
 	if (opt.seal_metadata)
-		seal_metadata();
+		install_filter(seal_filter, sizeof(seal_filter) / sizeof(seal_filter[0]),
+			       "metadata seal");
 	if (restrict_self(ruleset_fd) != 0)
 		fatal("cannot enforce the Landlock ruleset: %s", strerror(errno));
 	close(ruleset_fd);

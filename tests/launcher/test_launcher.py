@@ -611,3 +611,23 @@ def test_seal_kills_x32_syscalls(launcher):
     )  # x32 getpid
     result = run(launcher, *SEALED, "--", *PYTHON, "-c", code)
     assert result.returncode == -signal.SIGSYS
+
+
+def test_terminal_injection_is_refused_in_every_mode(launcher, area):
+    """TIOCSTI/TIOCLINUX would type into the caller's terminal, outside the sandbox."""
+    inside, _, _ = area
+    code = (
+        "import errno, fcntl, os, termios\n"
+        "fd = os.open('/dev/null', os.O_RDONLY)\n"
+        "for request in (termios.TIOCSTI, 0x541C):\n"
+        "    try:\n"
+        "        fcntl.ioctl(fd, request, b'x')\n"
+        "    except OSError as e:\n"
+        "        print(errno.errorcode[e.errno])\n"
+    )
+    for flags in (granted(inside), (*granted(inside), "--seal-metadata")):
+        result = run(launcher, *flags, "--", *PYTHON, "-c", code)
+        assert result.stdout.split() == ["EPERM", "EPERM"], result.stderr
+    # Without the launcher the same calls reach the driver (which says ENOTTY).
+    plain = subprocess.run([*PYTHON, "-c", code], capture_output=True, text=True, check=False)
+    assert plain.stdout.split() == ["ENOTTY", "ENOTTY"]

@@ -20,8 +20,12 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
     argv = p.bwrap_argv("/usr/bin/bwrap", RO, HOST, CMD)
     assert argv[0] == "/usr/bin/bwrap"
     assert argv[-4:] == ("--", *CMD)
-    for flag in ("--die-with-parent", "--new-session", "--unshare-pid"):
+    for flag in ("--die-with-parent", "--unshare-pid"):
         assert flag in argv
+    # The consumer's own new session replaces it, keeping one killable group.
+    assert "--new-session" not in argv
+    kept_terminal = p.bwrap_argv("/usr/bin/bwrap", RO, HOST, CMD, new_session=True)
+    assert "--new-session" in kept_terminal
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     assert ("/", "/") in pairs(argv, "--ro-bind")
     assert ("/proc/sys", "/proc/sys") in pairs(argv, "--ro-bind-try")

@@ -21,6 +21,7 @@ READ_SIZE = 65536
 # After the leader exits and its group is killed, pipes reach EOF at once; a process
 # that escaped the group (setsid) could hold them open, so stop reading after this.
 DRAIN_GRACE = 0.5
+GROUP_POLL = 0.005
 
 
 async def spawn(
@@ -51,13 +52,36 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def wait_group_gone(pgid: int, limit: float) -> None:
+    """Wait (at most `limit`) until no process of the group exists any more.
+
+    SIGKILL is asynchronous: a killed process (bwrap's PID-namespace init, which
+    takes the namespace down with it) may linger for a moment; callers are told the
+    command is gone only once it is.
+    """
+    with trio.move_on_after(limit):
+        while group_alive(pgid):  # noqa: ASYNC110 - the kernel offers no event for it
+            await trio.sleep(GROUP_POLL)
+
+
 async def terminate_group(process: trio.Process, grace: float) -> None:
-    """SIGTERM the whole group, SIGKILL it after `grace`, and reap the leader."""
+    """SIGTERM the whole group, SIGKILL it after `grace`, reap the leader, wait it out."""
     signal_group(process.pid, signal.SIGTERM)
     with trio.move_on_after(grace):
         await process.wait()
     signal_group(process.pid, signal.SIGKILL)
     await process.wait()
+    await wait_group_gone(process.pid, grace)
 
 
 async def _drain(stream: trio.abc.ReceiveStream | None, buffer: OutputBuffer) -> None:
@@ -106,6 +130,7 @@ async def settle(
                 await terminate_group(process, kill_grace)
             else:
                 signal_group(process.pid, signal.SIGKILL)
+                await wait_group_gone(process.pid, kill_grace)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await terminate_group(process, kill_grace)

@@ -65,18 +65,26 @@ def writable_roots(policy: SandboxPolicy, host: HostPaths) -> tuple[str, ...]:
 
 
 def bwrap_argv(
-    bwrap: str, policy: SandboxPolicy, host: HostPaths, argv: tuple[str, ...]
+    bwrap: str,
+    policy: SandboxPolicy,
+    host: HostPaths,
+    argv: tuple[str, ...],
+    *,
+    new_session: bool = False,
 ) -> tuple[str, ...]:
     """bwrap: the host read-only, a private /dev and /proc, no capabilities.
 
     As root, bwrap alone would leave every capability (remount / rw) and host
     sysctls writable through /proc/sys; --cap-drop ALL and the read-only /proc
-    binds close both (FACTS.md).
+    binds close both (FACTS.md). `new_session` is for a caller that keeps its
+    terminal (`stockade exec`): it denies the command TIOCSTI on it. The executor
+    instead spawns the runner in a session of its own, and keeps bwrap's inner
+    processes in that one process group so a kill reaches them all, even while
+    bwrap is still setting up.
     """
     args: list[str] = [
         bwrap,
         "--die-with-parent",
-        "--new-session",
         "--unshare-pid",
         "--cap-drop",
         "ALL",
@@ -88,6 +96,8 @@ def bwrap_argv(
         "--proc",
         "/proc",
     ]
+    if new_session:
+        args.append("--new-session")
     for entry in PROC_READ_ONLY:
         args += ["--ro-bind-try", entry, entry]
     if policy.mode is SandboxMode.READ_ONLY:
@@ -160,13 +170,22 @@ class Backend:
 
 
 def wrap(
-    backend: Backend, policy: SandboxPolicy, host: HostPaths, argv: tuple[str, ...]
+    backend: Backend,
+    policy: SandboxPolicy,
+    host: HostPaths,
+    argv: tuple[str, ...],
+    *,
+    new_session: bool = False,
 ) -> Wrapped:
-    """The Wrapped reply for `argv` under `policy` on the selected `backend`."""
+    """The Wrapped reply for `argv` under `policy` on the selected `backend`.
+
+    `new_session` (bwrap dialects) detaches the command from a terminal the caller
+    keeps; the Landlock launcher refuses TIOCSTI itself.
+    """
     match backend.name:
         case "bwrap":
             return Wrapped(
-                argv=bwrap_argv(backend.runner, policy, host, argv),
+                argv=bwrap_argv(backend.runner, policy, host, argv, new_session=new_session),
                 backend=BWRAP,
                 enforcement=Enforcement.FULL,
                 denial_signatures=BWRAP_DENIAL,
@@ -176,7 +195,7 @@ def wrap(
             # The operator asserts a bwrap-compatible runner; its own signatures
             # are the only runner-failure evidence.
             return Wrapped(
-                argv=bwrap_argv(backend.runner, policy, host, argv),
+                argv=bwrap_argv(backend.runner, policy, host, argv, new_session=new_session),
                 backend=RUNNER_COMMAND,
                 enforcement=Enforcement.FULL,
                 denial_signatures=BWRAP_DENIAL,
