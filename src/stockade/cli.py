@@ -29,7 +29,8 @@ def _unavailable(detail: str) -> NoReturn:
     _fail(f"{SandboxUnavailable.code}: {detail}", EXIT_UNAVAILABLE)
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; argument definitions only, so building it imports nothing."""
     parser = argparse.ArgumentParser(
         prog="stockade",
         description="Run commands under a kernel-enforced file sandbox.",
@@ -65,6 +66,23 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
     run.add_argument("--json", action="store_true", help="one JSON object on stdout")
     run.add_argument("command", help="the shell command, run as bash -c COMMAND")
+
+    session = verbs.add_parser("session", help="inspect session logs")
+    session_verbs = session.add_subparsers(dest="session_verb", metavar="VERB", required=True)
+    show = session_verbs.add_parser(
+        "show",
+        help="print a session's events and its effective policy",
+        description="Print a session log's events (seq, time, type, fields) and the "
+        "effective sandbox mode, approval policy, workspace root and preset.",
+    )
+    show.add_argument("path_or_id", metavar="PATH_OR_ID", help="a .jsonl log file or a session id")
+    show.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    show.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where session logs live (default: $STOCKADE_STATE_DIR, else "
+        "$XDG_STATE_HOME/stockade/sessions)",
+    )
     return parser
 
 
@@ -114,7 +132,8 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     if selection.backend is None:
         _unavailable(selection.detail)
     policy = SandboxPolicy(mode=mode, workspace_root=root)
-    wrapped = wrap(selection.backend, policy, host_paths(), tuple(argv))
+    # The command may inherit this terminal: it must not type into it (TIOCSTI).
+    wrapped = wrap(selection.backend, policy, host_paths(), tuple(argv), new_session=True)
     _execute(list(wrapped.argv), runner_is_argv0=True)
 
 
@@ -130,7 +149,7 @@ def _execute(argv: list[str], *, runner_is_argv0: bool) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _build_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         match args.verb:
@@ -138,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _probe(args)
             case "exec":
                 _exec(args)
+            case "session":
+                from .sessionlog.show import run_show
+
+                return run_show(args)
             case "run":
                 from ._run import run_command
 

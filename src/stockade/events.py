@@ -1,0 +1,305 @@
+"""Persisted session events: the base type, the header, and the registry that decodes them.
+
+Every line of a session log is one event: a frozen `msgspec.Struct` tagged by its
+`type` field (`"sandbox/mode"`, `"context/policy"`, ...). There is no global list of
+event types. Each domain declares its own subclasses of `SessionEvent` next to its
+fold and write path, and the composition builds one immutable `EventRegistry` from
+every domain's types (`EventRegistry.of(...)`, `registry.with_types(...)`). That
+registry is the closed union the log is decoded against: a line whose tag it does
+not know is refused with `UnknownEventType` naming the tag and `file:line`, never
+skipped.
+
+Declaring an event::
+
+    class ToolCalled(SessionEvent, kw_only=True, tag="tool/call"):
+        call_id: str
+        argv: tuple[str, ...]
+
+`kw_only=True` is required on every subclass: it lets a subclass add required
+fields after the base's defaulted ones, and keeps `seq` and `ts` first on each line.
+
+Evolution rules (how to change events without breaking logs already on disk):
+
+1. A tag is forever. Never rename a tag, reuse one for a different shape, or
+   remove a type whose tag may exist in someone's log; the Python class name may
+   change freely.
+2. Add a field only with a default. Old lines lack it and decode to the default;
+   because `omit_defaults` is on, new lines holding the default stay byte-identical
+   to old ones.
+3. Never change a field's type or meaning, and never make an optional field
+   required. Add a new field (or a new tag) and keep reading the old one.
+4. Removing a field is allowed only when every reader ignores it: unknown fields
+   are ignored on decode, so old lines keep decoding. Prefer leaving it in place.
+5. Never remove an enum value (e.g. a sandbox mode) that a log may hold. Adding one
+   is fine for new readers; an older reader refuses such a line as corrupt rather
+   than misreading it.
+6. A new event type is a new tag registered by its domain. Old logs are
+   unaffected; an older reader (or a composition without that domain) refuses a
+   log containing it with `UnknownEventType` instead of silently dropping history.
+7. `seq`, `ts`, `source` and `type` belong to the base and are never redeclared.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+import attrs
+import msgspec
+
+from .errors import StockadeError
+
+TAG_FIELD = "type"
+_TAG_RE = re.compile(r"^[a-z][a-z0-9_.-]*(/[a-z][a-z0-9_.-]*)*$")
+
+
+class SessionEvent(msgspec.Struct, frozen=True, tag_field=TAG_FIELD, omit_defaults=True):
+    """Base of every persisted event.
+
+    `seq` (1, 2, 3, ... per session, gapless) and `ts` (Unix seconds, UTC) are
+    stamped by the log when the event is committed; leave them at 0 when building
+    an event. `source` says where a context or inherited event came from
+    (`"sandbox:policy"`, `"inherited:<parent id>"`); None for an ordinary event.
+    """
+
+    seq: int = 0
+    ts: float = 0.0
+    source: str | None = None
+
+    @property
+    def tag(self) -> str:
+        return event_tag(type(self))
+
+
+class SessionHeader(SessionEvent, kw_only=True, tag="session/header"):
+    """The first event of every session: its workspace root and its parent, if forked.
+
+    `cwd` is the session's absolute workspace root, or None when the session has
+    none (resolution then falls back to the composition's configured root).
+    """
+
+    cwd: str | None = None
+    parent: str | None = None
+    format: int = 1
+
+
+def event_tag(event_type: type[SessionEvent]) -> str:
+    """The tag `event_type` is written under."""
+    tag = event_type.__struct_config__.tag
+    if not isinstance(tag, str):
+        raise TypeError(f"{event_type.__qualname__} has no string tag; declare tag='domain/name'")
+    return tag
+
+
+# --- errors ------------------------------------------------------------------------
+
+
+class LogCorrupt(StockadeError):
+    """A session log cannot be read as written; it was left untouched.
+
+    `where` is `file:line` (or `memory:<id>:line`), `reason` what is wrong there.
+    """
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(
+            f"{where}: {reason}. The session log was not changed; move the file aside "
+            "(or repair that line by hand) to use this session id again."
+        )
+        self.where = where
+        self.reason = reason
+
+
+class UnknownEventType(LogCorrupt):
+    """A line carries a tag this composition's registry does not know."""
+
+    def __init__(self, where: str, tag: str, known: Iterable[str]) -> None:
+        StockadeError.__init__(
+            self,
+            f"{where}: unknown event type {tag!r} (this composition knows: "
+            f"{', '.join(sorted(known))}). The log was written by a newer or extended "
+            f"stockade; open it with a composition that registers {tag!r}. "
+            "The log was not changed.",
+        )
+        self.where = where
+        self.reason = f"unknown event type {tag!r}"
+        self.tag = tag
+
+
+class UnregisteredEvent(StockadeError, TypeError):
+    """An append carried an event whose type the log's registry does not hold."""
+
+
+class AppendConflict(StockadeError):
+    """A conditional append found the log moved on since the caller read it."""
+
+    def __init__(self, expected_last: int, actual_last: int) -> None:
+        super().__init__(
+            f"append expected the log to end at seq {expected_last}, "
+            f"but it ends at {actual_last}; read again and retry"
+        )
+        self.expected_last = expected_last
+        self.actual_last = actual_last
+
+
+class UndecodableLine(Exception):
+    """Internal: a line is not JSON at all (the signature of a torn write)."""
+
+
+# --- the registry ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class EventRegistry:
+    """An immutable set of event types: the closed union a log is encoded and decoded as.
+
+    Compose it once per harness (built-ins plus each mounted domain's types); a
+    registry is a value, so tests build their own and nothing needs resetting.
+    """
+
+    types: tuple[type[SessionEvent], ...] = ()
+    _by_tag: dict[str, type[SessionEvent]] = attrs.field(init=False, repr=False, eq=False)
+    _decoder: msgspec.json.Decoder[Any] | None = attrs.field(init=False, repr=False, eq=False)
+    _encoder: msgspec.json.Encoder = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        by_tag: dict[str, type[SessionEvent]] = {}
+        for event_type in self.types:
+            if not (isinstance(event_type, type) and issubclass(event_type, SessionEvent)):
+                raise TypeError(f"{event_type!r} is not a SessionEvent subclass")
+            tag = event_tag(event_type)
+            if not _TAG_RE.match(tag):
+                raise ValueError(f"event tag {tag!r} must look like 'domain/name' (lowercase)")
+            if tag in by_tag and by_tag[tag] is not event_type:
+                raise ValueError(
+                    f"event tag {tag!r} is declared twice: by "
+                    f"{by_tag[tag].__module__}.{by_tag[tag].__qualname__} and "
+                    f"{event_type.__module__}.{event_type.__qualname__}"
+                )
+            by_tag[tag] = event_type
+        object.__setattr__(self, "_by_tag", by_tag)
+        decoder = None
+        if by_tag:
+            union = typing.Union[tuple(by_tag.values())]  # noqa: UP007
+            decoder = msgspec.json.Decoder(union)
+        object.__setattr__(self, "_decoder", decoder)
+        object.__setattr__(self, "_encoder", msgspec.json.Encoder())
+
+    @classmethod
+    def of(cls, *types: type[SessionEvent]) -> EventRegistry:
+        return cls(tuple(dict.fromkeys(types)))
+
+    def with_types(self, *types: type[SessionEvent]) -> EventRegistry:
+        """A new registry holding this one's types plus `types` (self is unchanged)."""
+        return EventRegistry(tuple(dict.fromkeys((*self.types, *types))))
+
+    @property
+    def tags(self) -> frozenset[str]:
+        return frozenset(self._by_tag)
+
+    def holds(self, event: SessionEvent) -> bool:
+        return self._by_tag.get(event_tag(type(event))) is type(event)
+
+    def check(self, events: Iterable[SessionEvent]) -> None:
+        """Raise UnregisteredEvent unless every event's type is registered here."""
+        for event in events:
+            if not isinstance(event, SessionEvent) or not self.holds(event):
+                raise UnregisteredEvent(
+                    f"{type(event).__qualname__} is not a registered session event "
+                    f"(registered tags: {', '.join(sorted(self._by_tag))}); "
+                    "add its type to the harness's EventRegistry"
+                )
+
+    def encode_lines(self, events: Sequence[SessionEvent]) -> bytes:
+        """Newline-terminated JSON lines, one per event."""
+        return self._encoder.encode_lines(events)
+
+    def decode_line(self, line: bytes, where: str) -> SessionEvent:
+        """One event from one line (without its newline).
+
+        Raises UndecodableLine when the line is not JSON at all, UnknownEventType for
+        a tag outside this registry, LogCorrupt for any other mismatch.
+        """
+        if self._decoder is None:
+            raise LogCorrupt(where, "no event types are registered")
+        try:
+            event: SessionEvent = self._decoder.decode(line)
+            return event
+        except msgspec.ValidationError as error:
+            raw = msgspec.json.decode(line)
+            if isinstance(raw, dict) and isinstance(raw.get(TAG_FIELD), str):
+                tag = raw[TAG_FIELD]
+                if tag not in self._by_tag:
+                    raise UnknownEventType(where, tag, self._by_tag) from None
+            raise LogCorrupt(where, f"invalid event: {error}") from None
+        except msgspec.DecodeError as error:
+            raise UndecodableLine(str(error)) from None
+
+
+# --- writing through a session --------------------------------------------------------
+
+
+class EventLog(Protocol):
+    """What a write path needs from a session: read its events, append conditionally."""
+
+    async def events(self) -> Sequence[SessionEvent]: ...
+
+    async def append(
+        self, *events: SessionEvent, after_seq: int | None = None
+    ) -> tuple[SessionEvent, ...]: ...
+
+
+Decide = Callable[[Sequence[SessionEvent]], Sequence[SessionEvent]]
+
+
+def last_seq(events: Sequence[SessionEvent]) -> int:
+    return events[-1].seq if events else 0
+
+
+async def append_decided(
+    log: EventLog, decide: Decide, *, attempts: int = 64
+) -> tuple[SessionEvent, ...]:
+    """Append what `decide(current events)` returns, atomically with respect to the log.
+
+    The append is conditional on the log still ending where `decide` saw it; when
+    another writer got there first, read again and decide again. `decide` must be
+    pure. Returns the committed (stamped) events, empty when it decided nothing.
+    """
+    conflict: AppendConflict | None = None
+    for _ in range(attempts):
+        current = await log.events()
+        wanted = decide(current)
+        if not wanted:
+            return ()
+        try:
+            return await log.append(*wanted, after_seq=last_seq(current))
+        except AppendConflict as error:
+            conflict = error
+    assert conflict is not None
+    raise conflict
+
+
+def find_last(events: Sequence[SessionEvent], event_type: type[Any]) -> Any:
+    """The last event of `event_type` in `events`, or None."""
+    for event in reversed(events):
+        if isinstance(event, event_type):
+            return event
+    return None
+
+
+__all__ = [
+    "AppendConflict",
+    "Decide",
+    "EventLog",
+    "EventRegistry",
+    "LogCorrupt",
+    "SessionEvent",
+    "SessionHeader",
+    "UnknownEventType",
+    "UnregisteredEvent",
+    "append_decided",
+    "event_tag",
+    "find_last",
+    "last_seq",
+]

@@ -1,0 +1,141 @@
+"""The policy-context message: one sourced message stating the complete current policy.
+
+Before each model step the host renders the one desired message (both knobs'
+effective values, explicit even when they are defaults) and compares it with the
+last `context/policy` event in the session's log. Only a difference is appended, so
+several switches between two steps yield one message with the final state, and a
+resumed session (or a default changed while the process was down) is told at its
+first step. The log is the only "last told" record.
+
+Pure: no trio, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..events import SessionEvent, find_last
+from ..vocab import ApprovalPolicy, SandboxMode, allowed_modes, denial_marker
+from .knobs import PolicyDefaults, knob_state, resolve_workspace_root
+
+POLICY_SOURCE = "sandbox:policy"
+
+
+class PolicyContext(SessionEvent, kw_only=True, tag="context/policy"):
+    """The complete policy message as the model was given it.
+
+    `text` is what the model saw; the other fields repeat its facts for readers of
+    the log. Always written with `source` (e.g. "sandbox:policy").
+    """
+
+    text: str
+    sandbox_mode: SandboxMode
+    workspace_root: str
+    approval_policy: ApprovalPolicy
+
+
+_MODE_TEXT = {
+    SandboxMode.READ_ONLY: (
+        "Shell commands may read files but cannot create, change or delete any file: "
+        "the kernel refuses every file write."
+    ),
+    SandboxMode.WORKSPACE_WRITE: (
+        "Shell commands may read files, and may create, change and delete files only "
+        "under the workspace root (and the system temporary directories); the kernel "
+        "refuses file writes anywhere else."
+    ),
+    SandboxMode.DANGER_FULL_ACCESS: (
+        "Shell commands run without file confinement: they may read and write every "
+        "file the user can. No sandbox denial happens in this mode."
+    ),
+}
+
+
+def _approval_text(mode: SandboxMode, policy: ApprovalPolicy) -> str:
+    widest = mode is SandboxMode.DANGER_FULL_ACCESS
+    if policy is ApprovalPolicy.ASK:
+        if widest:
+            return "There is no wider mode, so there is nothing to escalate to."
+        return (
+            "Escalation can be approved: when a command was denied a file effect it "
+            "really needs, retry that same command once with sandbox_permissions set to "
+            "the narrowest mode that suffices and a justification. The user is asked to "
+            "approve that one run; every other command keeps this mode."
+        )
+    if widest:
+        return "Escalation is disabled, and there is no wider mode anyway."
+    return (
+        "Escalation is disabled: a request for a wider mode fails closed without asking "
+        "anyone, so do not request one. If a denied effect is needed, tell the user what "
+        "was refused and why."
+    )
+
+
+def render_policy_context(mode: SandboxMode, workspace_root: str, approval: ApprovalPolicy) -> str:
+    """The message text for a model, stating both values explicitly."""
+    lines = [
+        "Current sandbox and approval policy for this session "
+        "(this replaces any earlier policy message):",
+        f"- Sandbox mode: {mode.value}. Workspace root: {workspace_root}",
+        f"  {_MODE_TEXT[mode]}",
+        f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
+    ]
+    if mode.confines:
+        lines += [
+            f"When the sandbox refuses a file effect, the command still runs and its "
+            f"result carries {denial_marker(mode)}. Do not try to work around a denial.",
+            "Do not avoid a command because you expect a denial: run it and let the "
+            "sandbox decide.",
+        ]
+    lines.append(
+        f"Modes from narrowest to widest: {' < '.join(allowed_modes())}. "
+        "The sandbox governs file effects only, not network access."
+    )
+    return "\n".join(lines)
+
+
+def desired_policy_context(
+    events: Sequence[SessionEvent],
+    defaults: PolicyDefaults,
+    *,
+    session_root: str | None,
+    source: str = POLICY_SOURCE,
+) -> PolicyContext:
+    """The message the model should currently hold, as an (unstamped) event."""
+    state = knob_state(events, defaults)
+    root = resolve_workspace_root(session_root, defaults)
+    return PolicyContext(
+        text=render_policy_context(state.sandbox_mode, root, state.approval_policy),
+        sandbox_mode=state.sandbox_mode,
+        workspace_root=root,
+        approval_policy=state.approval_policy,
+        source=source,
+    )
+
+
+def last_policy_context(
+    events: Sequence[SessionEvent], source: str | None = None
+) -> PolicyContext | None:
+    """The last materialized policy message (from `source`, when given), or None."""
+    if source is None:
+        found: PolicyContext | None = find_last(events, PolicyContext)
+        return found
+    for event in reversed(events):
+        if isinstance(event, PolicyContext) and event.source == source:
+            return event
+    return None
+
+
+def policy_context_update(
+    events: Sequence[SessionEvent],
+    defaults: PolicyDefaults,
+    *,
+    session_root: str | None,
+    source: str = POLICY_SOURCE,
+) -> PolicyContext | None:
+    """The message to append before the next step, or None when the last one still holds."""
+    desired = desired_policy_context(events, defaults, session_root=session_root, source=source)
+    told = last_policy_context(events, source)
+    if told is not None and told.text == desired.text:
+        return None
+    return desired

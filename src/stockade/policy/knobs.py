@@ -1,0 +1,179 @@
+"""The two policy knobs, each a three-piece kit: its event, a pure fold, THE write path.
+
+    effective(session) = fold(the session's events) ?? the composition default
+
+A switch IS its event: `set_sandbox_mode` appends `sandbox/mode`, and nothing else
+holds a mode. A resumed session therefore keeps its overrides, and a composition
+default changed while the process was down shows up at the next resolution.
+
+The folds and the resolution below are pure (no trio); the write paths only await
+the session they are given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import attrs
+
+from ..errors import ConfigError
+from ..events import EventLog, SessionEvent, append_decided, find_last
+from ..vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+
+# --- sandbox/mode ----------------------------------------------------------------------
+
+
+class SandboxModeSet(SessionEvent, kw_only=True, tag="sandbox/mode"):
+    """The session's sandbox mode override from here on."""
+
+    mode: SandboxMode
+
+
+def effective_sandbox_mode(events: Sequence[SessionEvent]) -> SandboxMode | None:
+    """The last `sandbox/mode` value in `events`, or None when the session never set one."""
+    event: SandboxModeSet | None = find_last(events, SandboxModeSet)
+    return None if event is None else event.mode
+
+
+async def set_sandbox_mode(
+    session: EventLog, mode: SandboxMode | str, *, source: str | None = None
+) -> SandboxModeSet | None:
+    """Switch the session's sandbox mode: append `sandbox/mode` unless already overridden so.
+
+    Returns the committed event, or None when the override already had that value.
+    Setting the value the default already gives still appends: it pins the
+    session against a later change of the default.
+    """
+    wanted = SandboxMode.parse(mode)
+
+    def decide(events: Sequence[SessionEvent]) -> list[SessionEvent]:
+        if effective_sandbox_mode(events) is wanted:
+            return []
+        return [SandboxModeSet(mode=wanted, source=source)]
+
+    for event in await append_decided(session, decide):
+        assert isinstance(event, SandboxModeSet)
+        return event
+    return None
+
+
+# --- approval/policy -------------------------------------------------------------------
+
+
+class ApprovalPolicySet(SessionEvent, kw_only=True, tag="approval/policy"):
+    """The session's approval policy override from here on."""
+
+    policy: ApprovalPolicy
+
+
+def effective_approval_policy(events: Sequence[SessionEvent]) -> ApprovalPolicy | None:
+    """The last `approval/policy` value in `events`, or None when the session never set one."""
+    event: ApprovalPolicySet | None = find_last(events, ApprovalPolicySet)
+    return None if event is None else event.policy
+
+
+async def set_approval_policy(
+    session: EventLog, policy: ApprovalPolicy | str, *, source: str | None = None
+) -> ApprovalPolicySet | None:
+    """Switch the session's approval policy (same contract as `set_sandbox_mode`)."""
+    wanted = ApprovalPolicy.parse(policy)
+
+    def decide(events: Sequence[SessionEvent]) -> list[SessionEvent]:
+        if effective_approval_policy(events) is wanted:
+            return []
+        return [ApprovalPolicySet(policy=wanted, source=source)]
+
+    for event in await append_decided(session, decide):
+        assert isinstance(event, ApprovalPolicySet)
+        return event
+    return None
+
+
+KNOB_EVENTS: tuple[type[SessionEvent], ...] = (SandboxModeSet, ApprovalPolicySet)
+
+
+# --- composition defaults and resolution ------------------------------------------------
+
+
+def _absolute_root(_instance: object, _attribute: object, value: str) -> None:
+    if not os.path.isabs(value):
+        raise ConfigError(f"fallback_root must be an absolute path, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class PolicyDefaults:
+    """The composition's (operator-owned, process-wide) defaults under every session.
+
+    The embedded default is the sandboxed product path: workspace-write, ask, and
+    the process's working directory as the fallback workspace root.
+    """
+
+    sandbox_mode: SandboxMode = attrs.field(
+        default=SandboxMode.WORKSPACE_WRITE, converter=SandboxMode.parse
+    )
+    approval_policy: ApprovalPolicy = attrs.field(
+        default=ApprovalPolicy.ASK, converter=ApprovalPolicy.parse
+    )
+    fallback_root: str = attrs.field(factory=os.getcwd, validator=_absolute_root)
+
+
+@attrs.frozen
+class KnobState:
+    """Both knobs' effective values, and whether each is a session override."""
+
+    sandbox_mode: SandboxMode
+    approval_policy: ApprovalPolicy
+    sandbox_mode_overridden: bool
+    approval_policy_overridden: bool
+
+
+def knob_state(events: Sequence[SessionEvent], defaults: PolicyDefaults) -> KnobState:
+    """effective = fold(events) ?? default, for both knobs."""
+    mode = effective_sandbox_mode(events)
+    policy = effective_approval_policy(events)
+    return KnobState(
+        sandbox_mode=defaults.sandbox_mode if mode is None else mode,
+        approval_policy=defaults.approval_policy if policy is None else policy,
+        sandbox_mode_overridden=mode is not None,
+        approval_policy_overridden=policy is not None,
+    )
+
+
+def resolve_workspace_root(session_root: str | None, defaults: PolicyDefaults) -> str:
+    """The session's own root when it has one, else the configured fallback root."""
+    return session_root if session_root is not None else defaults.fallback_root
+
+
+def resolve_execution_policy(
+    events: Sequence[SessionEvent],
+    defaults: PolicyDefaults,
+    *,
+    session_root: str | None,
+    explicit_mode: SandboxMode | None = None,
+) -> ExecutionPolicy:
+    """The complete policy for one call.
+
+    Mode: explicit (a granted escalation) > session override > composition default.
+    Root: the session's cwd > the configured fallback root. Whether an explicit mode
+    is strictly wider than the effective one is the caller's check, not this one's.
+    """
+    mode = explicit_mode if explicit_mode is not None else knob_state(events, defaults).sandbox_mode
+    return ExecutionPolicy(mode=mode, workspace_root=resolve_workspace_root(session_root, defaults))
+
+
+def inherited_overrides(events: Sequence[SessionEvent], parent_id: str) -> list[SessionEvent]:
+    """The parent's explicit overrides as source-tagged events to seed a child's log.
+
+    Only overrides that exist are copied, so a child resolves exactly as its parent
+    does and can never fall back to a wider default than the parent.
+    """
+    source = f"inherited:{parent_id}"
+    seeds: list[SessionEvent] = []
+    mode = effective_sandbox_mode(events)
+    if mode is not None:
+        seeds.append(SandboxModeSet(mode=mode, source=source))
+    policy = effective_approval_policy(events)
+    if policy is not None:
+        seeds.append(ApprovalPolicySet(policy=policy, source=source))
+    return seeds

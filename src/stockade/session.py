@@ -1,0 +1,236 @@
+"""Session: one agent conversation's id, workspace root and policy, all read from its log.
+
+A Session holds no policy state of its own: every answer (effective modes, the
+execution policy of a call, the preset, whether the model must be told) is a fold
+over the session's events at the moment of asking, combined with the composition's
+defaults. Switches are appends. So a resumed session keeps its overrides, a changed
+default shows up at the next resolution, and two sessions never share anything.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from types import TracebackType
+
+import attrs
+
+from .errors import StockadeError
+from .events import SessionEvent, SessionHeader, append_decided
+from .policy.context import POLICY_SOURCE, PolicyContext, policy_context_update
+from .policy.knobs import (
+    ApprovalPolicySet,
+    KnobState,
+    PolicyDefaults,
+    SandboxModeSet,
+    inherited_overrides,
+    knob_state,
+    resolve_execution_policy,
+    set_approval_policy,
+    set_sandbox_mode,
+)
+from .policy.presets import DEFAULT_PRESETS, PresetTable, current_preset, select_preset
+from .sessionlog import SessionLogClient, check_session_id
+from .vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+
+
+class SessionMismatch(StockadeError):
+    """A resumed session was asked to be something its log says it is not."""
+
+
+def new_session_id() -> str:
+    """A fresh id that sorts by creation time: `YYYYmmdd-HHMMSS-<8 hex>` (UTC)."""
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(4)}"
+
+
+def _absolute(cwd: str | os.PathLike[str] | None) -> str | None:
+    if cwd is None:
+        return None
+    path = os.fspath(cwd)
+    if not os.path.isabs(path):
+        raise SessionMismatch(f"a session's cwd must be an absolute path, got {path!r}")
+    return os.path.normpath(path)
+
+
+@attrs.define(eq=False)
+class Session:
+    """An open session. Create with `await Session.open(log, ...)`; close when done."""
+
+    id: str
+    cwd: str | None
+    log: SessionLogClient
+    defaults: PolicyDefaults
+    presets: PresetTable = DEFAULT_PRESETS
+    parent: str | None = None
+    location: str = ""
+    torn_lines_cut: int = 0
+    _closed: bool = attrs.field(default=False, init=False)
+
+    @classmethod
+    async def open(
+        cls,
+        log: SessionLogClient,
+        *,
+        session_id: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        defaults: PolicyDefaults | None = None,
+        presets: PresetTable = DEFAULT_PRESETS,
+        seed: Sequence[SessionEvent] = (),
+        parent: str | None = None,
+    ) -> Session:
+        """Open session `session_id`, creating it when it has no log yet, resuming it when it has.
+
+        With no id, a new session is created under a fresh id. A new session's log
+        starts with a `session/header` holding `cwd` (None: the session has no root
+        of its own and resolves to the defaults' fallback root), then `seed`. A
+        resumed session takes its cwd from its header; a different `cwd` is refused.
+        """
+        defaults = PolicyDefaults() if defaults is None else defaults
+        session_id = new_session_id() if session_id is None else check_session_id(session_id)
+        root = _absolute(cwd)
+        opened = await log.open(session_id)
+        try:
+            header = SessionHeader(cwd=root, parent=parent)
+            created = await append_decided(
+                _Appender(log, session_id), lambda events: [] if events else [header, *seed]
+            )
+            events = await log.read(session_id)
+            first = events[0]
+            if not isinstance(first, SessionHeader):
+                raise SessionMismatch(
+                    f"{opened.location}:1: a session log must start with a session/header "
+                    f"event, found {first.tag!r}"
+                )
+            if seed and not created:
+                raise SessionMismatch(f"session {session_id!r} already exists; cannot seed it")
+            if root is not None and first.cwd != root:
+                raise SessionMismatch(
+                    f"session {session_id!r} has workspace root {first.cwd!r}, not {root!r}; "
+                    "resume it without a cwd or from its own root"
+                )
+        except BaseException:
+            await log.close(session_id)
+            raise
+        return cls(
+            id=session_id,
+            cwd=first.cwd,
+            log=log,
+            defaults=defaults,
+            presets=presets,
+            parent=first.parent,
+            location=opened.location,
+            torn_lines_cut=opened.torn_lines_cut,
+        )
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self.log.close(self.id)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # --- the log ------------------------------------------------------------------------
+
+    async def events(self) -> tuple[SessionEvent, ...]:
+        """Every committed event of this session, in seq order."""
+        return await self.log.read(self.id)
+
+    async def append(
+        self, *events: SessionEvent, after_seq: int | None = None
+    ) -> tuple[SessionEvent, ...]:
+        """Append durably (conditionally on `after_seq`); returns the stamped events."""
+        return await self.log.append(self.id, *events, after_seq=after_seq)
+
+    # --- resolution (folds over the log + defaults) ---------------------------------------
+
+    async def knobs(self) -> KnobState:
+        return knob_state(await self.events(), self.defaults)
+
+    async def sandbox_mode(self) -> SandboxMode:
+        return (await self.knobs()).sandbox_mode
+
+    async def approval_policy(self) -> ApprovalPolicy:
+        return (await self.knobs()).approval_policy
+
+    async def execution_policy(self, explicit_mode: SandboxMode | None = None) -> ExecutionPolicy:
+        """This call's policy: explicit escalation > session override > default mode;
+        session cwd > fallback root."""
+        return resolve_execution_policy(
+            await self.events(), self.defaults, session_root=self.cwd, explicit_mode=explicit_mode
+        )
+
+    async def current_preset(self) -> str:
+        return current_preset(await self.events(), self.presets, self.defaults)
+
+    # --- write paths ------------------------------------------------------------------
+
+    async def set_sandbox_mode(self, mode: SandboxMode | str) -> SandboxModeSet | None:
+        return await set_sandbox_mode(self, mode)
+
+    async def set_approval_policy(self, policy: ApprovalPolicy | str) -> ApprovalPolicySet | None:
+        return await set_approval_policy(self, policy)
+
+    async def select_preset(self, name: str) -> tuple[SessionEvent, ...]:
+        return await select_preset(self, name)
+
+    async def pre_step(self, *, source: str = POLICY_SOURCE) -> PolicyContext | None:
+        """Before a model step: append the policy message if it changed; return it, or None."""
+
+        def decide(events: Sequence[SessionEvent]) -> list[SessionEvent]:
+            update = policy_context_update(
+                events, self.defaults, session_root=self.cwd, source=source
+            )
+            return [] if update is None else [update]
+
+        for event in await append_decided(self, decide):
+            assert isinstance(event, PolicyContext)
+            return event
+        return None
+
+    async def fork_child(
+        self, *, session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
+    ) -> Session:
+        """A new child session seeded with this session's explicit overrides.
+
+        The child's log starts with its header and then this session's overrides
+        (only those that exist) tagged `inherited:<parent id>`, so it can never
+        resolve to a wider default than its parent. It shares this session's root
+        unless `cwd` says otherwise; its later switches never touch this log.
+        """
+        seed = inherited_overrides(await self.events(), self.id)
+        return await Session.open(
+            self.log,
+            session_id=session_id,
+            cwd=self.cwd if cwd is None else cwd,
+            defaults=self.defaults,
+            presets=self.presets,
+            seed=seed,
+            parent=self.id,
+        )
+
+
+@attrs.frozen
+class _Appender:
+    """An EventLog over one session id, for use before the Session object exists."""
+
+    log: SessionLogClient
+    session_id: str
+
+    async def events(self) -> tuple[SessionEvent, ...]:
+        return await self.log.read(self.session_id)
+
+    async def append(
+        self, *events: SessionEvent, after_seq: int | None = None
+    ) -> tuple[SessionEvent, ...]:
+        return await self.log.append(self.session_id, *events, after_seq=after_seq)

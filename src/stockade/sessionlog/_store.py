@@ -1,0 +1,289 @@
+"""Where session logs live: the store interface, the JSON-lines store and a memory store.
+
+A store's methods block (file or database I/O); the SessionLogActor calls them from
+worker threads, one writer per open session, so a store needs no trio. A
+database-backed store implements the same two protocols.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import attrs
+
+from ..errors import ConfigError, StockadeError
+from ..events import EventRegistry, SessionEvent
+from ._builtin import BUILTIN_EVENTS
+from ._scan import TornTail, scan_log
+
+logger = logging.getLogger("stockade.sessionlog")
+
+STATE_DIR_ENV = "STOCKADE_STATE_DIR"
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class SessionLocked(StockadeError):
+    """Another writer holds the session open; two writers to one log are refused."""
+
+    def __init__(self, session_id: str, location: str) -> None:
+        super().__init__(
+            f"session {session_id!r} is already open for writing elsewhere ({location} is "
+            "locked by another process, or by another session log in this one). Close that "
+            "session or let its process exit first, or open a different session id."
+        )
+        self.session_id = session_id
+        self.location = location
+
+
+class InvalidSessionId(ConfigError):
+    """A session id that cannot name a log."""
+
+
+def check_session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not _SESSION_ID_RE.match(session_id):
+        raise InvalidSessionId(
+            f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit"
+        )
+    return session_id
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/stockade/sessions` (XDG's default: ~/.local/state)."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_STATE_HOME", "")
+    if os.path.isabs(xdg):
+        base = Path(xdg)
+    else:  # the XDG spec: a relative value is invalid and ignored
+        home = env.get("HOME") or str(Path.home())
+        base = Path(home) / ".local" / "state"
+    return base / "stockade" / "sessions"
+
+
+def resolve_state_dir(
+    configured: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
+    """Where logs go: `$STOCKADE_STATE_DIR` > the configured directory > the XDG default."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(STATE_DIR_ENV) or configured
+    if chosen:
+        return Path(chosen).expanduser().absolute()
+    return default_state_dir(env)
+
+
+# --- the interface ------------------------------------------------------------------------
+
+
+class LogHandle(Protocol):
+    """One open, exclusively held session log."""
+
+    def append(self, events: Sequence[SessionEvent]) -> None:
+        """Write `events` (already stamped) and return only once they are durable."""
+        ...
+
+    def close(self) -> None:
+        """Release the log (and its lock). Idempotent."""
+        ...
+
+
+@attrs.frozen
+class OpenedLog:
+    handle: LogHandle
+    events: tuple[SessionEvent, ...]
+    location: str
+    torn: TornTail | None = None
+
+
+class SessionStore(Protocol):
+    registry: EventRegistry
+
+    def open(self, session_id: str) -> OpenedLog:
+        """Hold `session_id`'s log exclusively (creating it empty when missing).
+
+        Cuts a torn tail (reported once: warning + `torn_tails_cut`), raises
+        LogCorrupt for a corrupt log and SessionLocked when another writer holds it.
+        """
+        ...
+
+
+def _report_torn(location: str, torn: TornTail) -> None:
+    logger.warning(
+        "%s:%d: cut a torn last line (%d bytes, %s); the events before it are kept",
+        location,
+        torn.line,
+        torn.length,
+        torn.reason,
+    )
+
+
+# --- JSON lines on disk -----------------------------------------------------------------
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+@attrs.define(eq=False)
+class JsonlStore:
+    """One `<session id>.jsonl` file per session under `directory`.
+
+    `fsync` is injectable (tests count it); it receives a file descriptor.
+    """
+
+    directory: Path = attrs.field(converter=Path)
+    registry: EventRegistry = BUILTIN_EVENTS
+    fsync: Callable[[int], None] = os.fsync
+    torn_tails_cut: int = attrs.field(default=0, init=False)
+    _count_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def path_for(self, session_id: str) -> Path:
+        return self.directory / f"{check_session_id(session_id)}.jsonl"
+
+    def open(self, session_id: str) -> OpenedLog:
+        path = self.path_for(session_id)
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags | os.O_EXCL, 0o600)
+            created = True
+        except FileExistsError:
+            fd = os.open(path, flags, 0o600)
+            created = False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise SessionLocked(session_id, str(path)) from None
+            if created:
+                self._fsync_directory()
+            scan = scan_log(_read_all(fd), str(path), self.registry)
+            if scan.torn is not None:
+                os.ftruncate(fd, scan.good_length)
+                self.fsync(fd)
+                with self._count_lock:
+                    self.torn_tails_cut += 1
+                _report_torn(str(path), scan.torn)
+        except BaseException:
+            os.close(fd)
+            raise
+        handle = _JsonlHandle(
+            fd=fd, size=scan.good_length, registry=self.registry, fsync=self.fsync
+        )
+        return OpenedLog(handle=handle, events=scan.events, location=str(path), torn=scan.torn)
+
+    def _fsync_directory(self) -> None:
+        dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+@attrs.define(eq=False)
+class _JsonlHandle:
+    fd: int
+    size: int
+    registry: EventRegistry
+    fsync: Callable[[int], None]
+    _closed: bool = False
+
+    def append(self, events: Sequence[SessionEvent]) -> None:
+        if self._closed:
+            raise StockadeError("append to a closed session log")
+        payload = self.registry.encode_lines(events)
+        data = memoryview(payload)
+        start = self.size
+        try:
+            while data:
+                written = os.write(self.fd, data)
+                data = data[written:]
+            self.fsync(self.fd)
+        except BaseException:
+            # Leave no unacknowledged bytes behind where we can help it.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, start)
+            raise
+        self.size = start + len(payload)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self.fd)  # also releases the flock
+
+
+# --- in memory, for tests ---------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class MemoryStore:
+    """Logs as byte strings in `files` (same encoding, scan and lock rules as on disk).
+
+    Tests may edit `files[session_id]` directly, e.g. to leave a torn tail.
+    """
+
+    registry: EventRegistry = BUILTIN_EVENTS
+    files: dict[str, bytearray] = attrs.field(factory=dict)
+    commits: int = attrs.field(default=0, init=False)
+    torn_tails_cut: int = attrs.field(default=0, init=False)
+    _open: set[str] = attrs.field(factory=set, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def open(self, session_id: str) -> OpenedLog:
+        check_session_id(session_id)
+        location = f"memory:{session_id}"
+        with self._lock:
+            if session_id in self._open:
+                raise SessionLocked(session_id, location)
+            data = self.files.setdefault(session_id, bytearray())
+            scan = scan_log(bytes(data), location, self.registry)
+            if scan.torn is not None:
+                del data[scan.good_length :]
+                self.torn_tails_cut += 1
+                _report_torn(location, scan.torn)
+            self._open.add(session_id)
+        return OpenedLog(
+            handle=_MemoryHandle(self, session_id),
+            events=scan.events,
+            location=location,
+            torn=scan.torn,
+        )
+
+    def _append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        data = self.registry.encode_lines(events)
+        with self._lock:
+            self.files[session_id] += data
+            self.commits += 1
+
+    def _release(self, session_id: str) -> None:
+        with self._lock:
+            self._open.discard(session_id)
+
+
+@attrs.define(eq=False)
+class _MemoryHandle:
+    store: MemoryStore
+    session_id: str
+    _closed: bool = False
+
+    def append(self, events: Sequence[SessionEvent]) -> None:
+        if self._closed:
+            raise StockadeError("append to a closed session log")
+        self.store._append(self.session_id, events)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.store._release(self.session_id)

@@ -1,0 +1,309 @@
+"""SessionLogActor: one task with a mailbox that owns every open session log.
+
+Each open session has one writer task. Appends queue on it; the writer takes
+everything queued, stamps seq and ts, and commits the group with one write and one
+fsync in a worker thread (its own thread limiter, so a slow disk under one session
+never holds up another), then acknowledges each append. An acknowledged event is
+durable; reads see only acknowledged events.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, assert_never
+
+import attrs
+import msgspec
+import outcome
+import trio
+
+from .._mailbox import Envelope, answer, open_inbox, request
+from ..errors import StockadeError
+from ..events import AppendConflict, EventRegistry, SessionEvent, UnregisteredEvent
+from ._messages import AppendEvents, CloseLog, LogOpened, OpenLog, ReadLog
+from ._store import OpenedLog, SessionStore
+
+
+class SessionNotOpen(StockadeError):
+    """A read or append for a session that is not open in this log actor."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} is not open; open (or resume) it first")
+        self.session_id = session_id
+
+
+class LogWriteFailed(StockadeError):
+    """A commit failed; what reached the disk is unknown, so the session refuses appends.
+
+    Close the session and open it again: the open re-reads and recovers the log.
+    """
+
+
+@attrs.frozen
+class _Pending:
+    events: tuple[SessionEvent, ...]
+    after_seq: int | None
+    envelope: Envelope[Any]
+
+
+@attrs.define(eq=False)
+class _Log:
+    session_id: str
+    refs: int = 0
+    opened: OpenedLog | None = None
+    events: list[SessionEvent] = attrs.field(factory=list)
+    failed: BaseException | None = None
+    ready: trio.Event = attrs.field(factory=trio.Event)
+    closed: trio.Event = attrs.field(factory=trio.Event)
+    limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
+    send: trio.MemorySendChannel[_Pending] = attrs.field(init=False)
+    receive: trio.MemoryReceiveChannel[_Pending] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.send, self.receive = trio.open_memory_channel[_Pending](0)
+
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1].seq if self.events else 0
+
+
+@attrs.define(eq=False)
+class SessionLogActor:
+    store: SessionStore
+    # Injectable so tests can pin timestamps.
+    clock: Callable[[], float] = time.time
+    max_batch: int = 1024
+    _logs: dict[str, _Log] = attrs.field(factory=dict, init=False)
+    _closing: dict[str, trio.Event] = attrs.field(factory=dict, init=False)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _inbox: Any = attrs.field(init=False)
+    _mailbox: Any = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._inbox, self._mailbox = open_inbox()
+
+    @property
+    def client(self) -> SessionLogClient:
+        return SessionLogClient(self._inbox, self.store.registry)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery, self._mailbox:
+            self._nursery = nursery
+            task_status.started()
+            async for envelope in self._mailbox:
+                # One task per request: a session waiting on its disk never blocks
+                # the inbox for another session.
+                nursery.start_soon(self._serve, envelope)
+
+    async def _serve(self, envelope: Envelope[Any]) -> None:
+        message = envelope.message
+        match message:
+            case OpenLog():
+                await answer(envelope, lambda: self._open(message.session_id))
+            case AppendEvents():
+                await self._enqueue(envelope, message)
+            case ReadLog():
+                await answer(envelope, lambda: self._read(message.session_id))
+            case CloseLog():
+                await answer(envelope, lambda: self._close(message.session_id))
+            case _:
+                assert_never(message)
+
+    # --- open / close -----------------------------------------------------------------
+
+    async def _open(self, session_id: str) -> LogOpened:
+        while True:
+            closing = self._closing.get(session_id)
+            if closing is not None:
+                await closing.wait()
+                continue
+            log = self._logs.get(session_id)
+            if log is None:
+                break
+            await log.ready.wait()
+            if self._logs.get(session_id) is log and log.opened is not None:
+                log.refs += 1
+                return self._opened(log)
+            # It failed to open, or closed meanwhile: look again.
+        log = _Log(session_id)
+        self._logs[session_id] = log
+        assert self._nursery is not None
+        try:
+            await self._nursery.start(self._run_log, log)
+        except BaseException:
+            if self._logs.get(session_id) is log:
+                del self._logs[session_id]
+            raise
+        finally:
+            log.ready.set()
+        log.refs += 1
+        return self._opened(log)
+
+    def _opened(self, log: _Log) -> LogOpened:
+        assert log.opened is not None
+        return LogOpened(
+            session_id=log.session_id,
+            location=log.opened.location,
+            events=tuple(log.events),
+            torn_lines_cut=0 if log.opened.torn is None else 1,
+        )
+
+    async def _close(self, session_id: str) -> None:
+        log = self._logs.get(session_id)
+        if log is None or log.opened is None:
+            return
+        log.refs -= 1
+        if log.refs > 0:
+            return
+        del self._logs[session_id]
+        self._closing[session_id] = log.closed
+        try:
+            log.send.close()  # the writer commits what it holds, then releases the log
+            await log.closed.wait()
+        finally:
+            if self._closing.get(session_id) is log.closed:
+                del self._closing[session_id]
+
+    # --- the writer -------------------------------------------------------------------
+
+    async def _run_log(self, log: _Log, *, task_status: trio.TaskStatus[None]) -> None:
+        opened = await trio.to_thread.run_sync(self.store.open, log.session_id, limiter=log.limiter)
+        try:
+            log.opened = opened
+            log.events = list(opened.events)
+            task_status.started()
+            async with log.receive:
+                while True:
+                    try:
+                        batch = [await log.receive.receive()]
+                    except trio.EndOfChannel:
+                        break
+                    while len(batch) < self.max_batch:
+                        try:
+                            batch.append(log.receive.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    await self._commit(log, batch)
+        finally:
+            try:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(opened.handle.close, limiter=log.limiter)
+            finally:
+                log.closed.set()
+
+    async def _commit(self, log: _Log, batch: list[_Pending]) -> None:
+        assert log.opened is not None
+        if log.failed is not None:
+            for pending in batch:
+                pending.envelope.reply(outcome.Error(self._failed_error(log)))
+            return
+        now = self.clock()
+        next_seq = log.last_seq + 1
+        staged: list[SessionEvent] = []
+        accepted: list[tuple[_Pending, tuple[SessionEvent, ...]]] = []
+        for pending in batch:
+            if pending.after_seq is not None and pending.after_seq != next_seq - 1:
+                conflict = AppendConflict(pending.after_seq, next_seq - 1)
+                pending.envelope.reply(outcome.Error(conflict))
+                continue
+            stamped = tuple(
+                msgspec.structs.replace(event, seq=next_seq + index, ts=now)
+                for index, event in enumerate(pending.events)
+            )
+            next_seq += len(stamped)
+            staged.extend(stamped)
+            accepted.append((pending, stamped))
+        if not staged:
+            return
+        try:
+            await trio.to_thread.run_sync(log.opened.handle.append, staged, limiter=log.limiter)
+        except Exception as error:
+            log.failed = error
+            for pending, _ in accepted:
+                pending.envelope.reply(outcome.Error(self._failed_error(log)))
+            return
+        log.events.extend(staged)
+        for pending, stamped in accepted:
+            pending.envelope.reply(outcome.Value(stamped))
+
+    def _failed_error(self, log: _Log) -> LogWriteFailed:
+        error = LogWriteFailed(
+            f"session {log.session_id!r}: writing its log failed ({log.failed!r}); the session "
+            "refuses further appends. Close it and open it again to recover the log."
+        )
+        error.__cause__ = log.failed
+        return error
+
+    # --- append / read ----------------------------------------------------------------
+
+    async def _enqueue(self, envelope: Envelope[Any], message: AppendEvents) -> None:
+        log = self._logs.get(message.session_id)
+        if log is None or log.opened is None:
+            envelope.reply(outcome.Error(SessionNotOpen(message.session_id)))
+            return
+        try:
+            self.store.registry.check(message.events)
+        except UnregisteredEvent as error:
+            envelope.reply(outcome.Error(error))
+            return
+        if not message.events:
+            envelope.reply(outcome.Value(()))
+            return
+        try:
+            await log.send.send(_Pending(message.events, message.after_seq, envelope))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            envelope.reply(outcome.Error(SessionNotOpen(message.session_id)))
+
+    async def _read(self, session_id: str) -> tuple[SessionEvent, ...]:
+        log = self._logs.get(session_id)
+        if log is None or log.opened is None:
+            raise SessionNotOpen(session_id)
+        return tuple(log.events)
+
+
+@attrs.frozen
+class SessionLogClient:
+    """What callers hold: open, append, read and close session logs by id."""
+
+    inbox: Any
+    registry: EventRegistry
+
+    async def open(self, session_id: str) -> LogOpened:
+        result: LogOpened = await request(self.inbox, OpenLog(session_id=session_id))
+        return result
+
+    async def append(
+        self, session_id: str, *events: SessionEvent, after_seq: int | None = None
+    ) -> tuple[SessionEvent, ...]:
+        """Append `events` contiguously and durably; returns them stamped with seq and ts.
+
+        With `after_seq`, the append happens only if the log still ends at that seq
+        (else AppendConflict).
+        """
+        message = AppendEvents(session_id=session_id, events=events, after_seq=after_seq)
+        result: tuple[SessionEvent, ...] = await request(self.inbox, message)
+        return result
+
+    async def read(self, session_id: str) -> tuple[SessionEvent, ...]:
+        result: tuple[SessionEvent, ...] = await request(self.inbox, ReadLog(session_id=session_id))
+        return result
+
+    async def close(self, session_id: str) -> None:
+        await request(self.inbox, CloseLog(session_id=session_id))
+
+
+@asynccontextmanager
+async def open_session_log(
+    store: SessionStore, *, clock: Callable[[], float] = time.time
+) -> AsyncIterator[SessionLogClient]:
+    """Run a SessionLogActor for the duration of the block (the harness does the same).
+
+    Leaving the block releases every log still open.
+    """
+    actor = SessionLogActor(store=store, clock=clock)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(actor.run)
+        yield actor.client
+        nursery.cancel_scope.cancel()

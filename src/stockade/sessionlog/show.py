@@ -1,0 +1,174 @@
+"""`stockade session show PATH_OR_ID [--json] [--state-dir DIR]`: replay a log for a person.
+
+Read-only: it takes no lock and never cuts a torn tail (a live writer may be
+mid-append); it reports one instead. The effective values are folded exactly as a
+session folds them, over the composition defaults given (the embedded ones when
+run from the command line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+
+from ..events import EventRegistry, LogCorrupt, SessionEvent, SessionHeader
+from ..policy.context import desired_policy_context, last_policy_context
+from ..policy.knobs import (
+    PolicyDefaults,
+    effective_approval_policy,
+    effective_sandbox_mode,
+    knob_state,
+    resolve_workspace_root,
+)
+from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset
+from ._builtin import BUILTIN_EVENTS
+from ._scan import Scan, scan_log
+from ._store import check_session_id, resolve_state_dir
+
+_BASE_FIELDS = ("seq", "ts", "source")
+
+
+def locate_log(path_or_id: str, state_dir: str | None = None) -> Path:
+    """A path when the argument names a file (or looks like one), else `<state dir>/<id>.jsonl`."""
+    candidate = Path(path_or_id)
+    if candidate.is_file() or os.sep in path_or_id or path_or_id.endswith(".jsonl"):
+        return candidate
+    directory = Path(state_dir) if state_dir else resolve_state_dir()
+    return directory / f"{check_session_id(path_or_id)}.jsonl"
+
+
+def run_show(
+    args: argparse.Namespace,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    registry: EventRegistry = BUILTIN_EVENTS,
+    defaults: PolicyDefaults | None = None,
+    presets: PresetTable = DEFAULT_PRESETS,
+) -> int:
+    """Print the log named by `args.path_or_id`; 0 on success, 1 when it cannot be read.
+
+    `args` needs `path_or_id`, and optionally `json` and `state_dir`.
+    """
+    out = sys.stdout if stdout is None else stdout
+    err = sys.stderr if stderr is None else stderr
+    try:
+        path = locate_log(args.path_or_id, getattr(args, "state_dir", None))
+        data = path.read_bytes()
+        scan = scan_log(data, str(path), registry)
+    except FileNotFoundError as error:
+        print(f"stockade: no session log at {error.filename}", file=err)
+        return 1
+    except (OSError, LogCorrupt, ValueError) as error:
+        print(f"stockade: {error}", file=err)
+        return 1
+    summary = summarize(scan, path, PolicyDefaults() if defaults is None else defaults, presets)
+    if getattr(args, "json", False):
+        out.write(msgspec.json.encode(summary).decode() + "\n")
+    else:
+        out.write(render_text(scan, summary))
+    return 0
+
+
+def summarize(
+    scan: Scan, path: Path, defaults: PolicyDefaults, presets: PresetTable
+) -> dict[str, Any]:
+    """The JSON-ready account of a log: its events and the values they fold to."""
+    events = scan.events
+    header = events[0] if events and isinstance(events[0], SessionHeader) else None
+    session_root = header.cwd if header else None
+    state = knob_state(events, defaults)
+    desired = desired_policy_context(events, defaults, session_root=session_root)
+    told = last_policy_context(events, desired.source)
+    if told is None:
+        message = "never told"
+    elif told.text == desired.text:
+        message = f"current (seq {told.seq})"
+    else:
+        message = f"stale (seq {told.seq}); the next step appends a new one"
+    return {
+        "session": path.name.removesuffix(".jsonl"),
+        "location": str(path),
+        "parent": header.parent if header else None,
+        "torn_tail": None
+        if scan.torn is None
+        else {"line": scan.torn.line, "bytes": scan.torn.length, "reason": scan.torn.reason},
+        "events": [msgspec.to_builtins(event) for event in events],
+        "effective": {
+            "sandbox_mode": state.sandbox_mode.value,
+            "sandbox_mode_from": _origin(events, effective_sandbox_mode, "sandbox/mode"),
+            "approval_policy": state.approval_policy.value,
+            "approval_policy_from": _origin(events, effective_approval_policy, "approval/policy"),
+            "workspace_root": resolve_workspace_root(session_root, defaults),
+            "workspace_root_from": "session" if session_root is not None else "fallback",
+            "preset": current_preset(events, presets, defaults),
+            "policy_message": message,
+        },
+    }
+
+
+def _origin(events: tuple[SessionEvent, ...], fold: Any, tag: str) -> str:
+    if fold(events) is None:
+        return "default"
+    last = next(event for event in reversed(events) if event.tag == tag)
+    return f"override (seq {last.seq})"
+
+
+def _time(ts: float) -> str:
+    moment = datetime.datetime.fromtimestamp(ts, datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _fields(event: SessionEvent) -> tuple[list[str], list[str]]:
+    """`name=value` pairs, and the lines of any long or multi-line text field."""
+    inline: list[str] = []
+    block: list[str] = []
+    raw = msgspec.to_builtins(event)
+    for name in event.__struct_fields__:
+        if name in _BASE_FIELDS or name not in raw:
+            continue
+        value = raw[name]
+        if isinstance(value, str) and ("\n" in value or len(value) > 60):
+            block += [f"{name}:"] + [f"| {line}" for line in value.splitlines()]
+        else:
+            text = value if isinstance(value, str) and value and " " not in value else repr(value)
+            inline.append(f"{name}={text}")
+    return inline, block
+
+
+def render_text(scan: Scan, summary: dict[str, Any]) -> str:
+    lines = [f"session  {summary['session']}", f"log      {summary['location']}"]
+    if summary["parent"]:
+        lines.append(f"parent   {summary['parent']}")
+    lines.append("")
+    lines.append(f"{'seq':>5}  {'time (UTC)':<24} {'type':<18} {'source':<22} fields")
+    for event in scan.events:
+        inline, block = _fields(event)
+        lines.append(
+            f"{event.seq:>5}  {_time(event.ts):<24} {event.tag:<18} "
+            f"{event.source or '-':<22} {' '.join(inline)}".rstrip()
+        )
+        lines += [f"{'':7}{line}" for line in block]
+    if scan.torn is not None:
+        lines.append(
+            f"    ~  line {scan.torn.line}: torn tail of {scan.torn.length} bytes "
+            f"({scan.torn.reason}); cut when the session is next opened"
+        )
+    effective = summary["effective"]
+    lines += [
+        "",
+        "effective",
+        f"  sandbox mode     {effective['sandbox_mode']:<20} {effective['sandbox_mode_from']}",
+        f"  approval policy  {effective['approval_policy']:<20} "
+        f"{effective['approval_policy_from']}",
+        f"  workspace root   {effective['workspace_root']:<20} {effective['workspace_root_from']}",
+        f"  preset           {effective['preset']}",
+        f"  policy message   {effective['policy_message']}",
+    ]
+    return "\n".join(lines) + "\n"

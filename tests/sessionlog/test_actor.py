@@ -1,0 +1,197 @@
+"""The SessionLogActor: group commit, ordering, conditional appends, isolation, release."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+import trio
+
+from stockade.events import AppendConflict, LogCorrupt, UnregisteredEvent
+from stockade.sessionlog import (
+    JsonlStore,
+    LogWriteFailed,
+    MemoryStore,
+    SessionLocked,
+    SessionNotOpen,
+    open_session_log,
+    scan_log,
+)
+
+from ._helpers import TEST_EVENTS, CountingFsync, Note
+
+
+def read_file(path: Path) -> list[Note]:
+    events = scan_log(path.read_bytes(), str(path), TEST_EVENTS).events
+    assert all(isinstance(e, Note) for e in events)
+    return list(events)  # type: ignore[arg-type]
+
+
+async def test_ten_thousand_concurrent_appends_commit_in_groups(tmp_path: Path) -> None:
+    fsync = CountingFsync()
+    store = JsonlStore(tmp_path, registry=TEST_EVENTS, fsync=fsync)
+    acked: dict[int, int] = {}
+    async with open_session_log(store) as log:
+        await log.open("s")
+        before = fsync.count
+
+        async def one(n: int) -> None:
+            (event,) = await log.append("s", Note(n=n))
+            acked[n] = event.seq
+
+        async with trio.open_nursery() as nursery:
+            for n in range(10_000):
+                nursery.start_soon(one, n)
+        commits = fsync.count - before
+    assert sorted(acked.values()) == list(range(1, 10_001))
+    on_disk = read_file(tmp_path / "s.jsonl")
+    # Each append is on disk at exactly the seq it was acknowledged with.
+    assert {event.n: event.seq for event in on_disk} == acked
+    print(f"10000 appends, {commits} fsyncs")
+    assert commits <= 100, commits  # far fewer fsyncs than appends
+
+
+async def test_each_writer_keeps_its_own_order(tmp_path: Path) -> None:
+    async with open_session_log(JsonlStore(tmp_path, registry=TEST_EVENTS)) as log:
+        await log.open("s")
+
+        async def writer(k: int) -> None:
+            for i in range(50):
+                await log.append("s", Note(n=k * 1000 + i))
+
+        async def batch_writer() -> None:
+            for i in range(20):
+                stamped = await log.append("s", *(Note(n=-1 - (i * 10 + j)) for j in range(5)))
+                assert [e.seq for e in stamped] == list(range(stamped[0].seq, stamped[0].seq + 5))
+
+        async with trio.open_nursery() as nursery:
+            for k in range(20):
+                nursery.start_soon(writer, k)
+            nursery.start_soon(batch_writer)
+        events = await log.read("s")
+    assert [e.seq for e in events] == list(range(1, 1101))
+    for k in range(20):
+        mine = [e.n for e in events if isinstance(e, Note) and e.n >= 0 and e.n // 1000 == k]
+        assert mine == [k * 1000 + i for i in range(50)]
+
+
+async def test_a_conditional_append_fails_when_the_log_moved_on() -> None:
+    async with open_session_log(MemoryStore(registry=TEST_EVENTS)) as log:
+        await log.open("s")
+        await log.append("s", Note(n=1), after_seq=0)
+        with pytest.raises(AppendConflict, match="end at seq 0, but it ends at 1"):
+            await log.append("s", Note(n=2), after_seq=0)
+        await log.append("s", Note(n=2), after_seq=1)
+        assert [e.seq for e in await log.read("s")] == [1, 2]
+
+
+async def test_an_unregistered_event_is_refused_and_nothing_is_written() -> None:
+    store = MemoryStore()  # built-in registry: no test/note
+    async with open_session_log(store) as log:
+        await log.open("s")
+        with pytest.raises(UnregisteredEvent, match="Note is not a registered session event"):
+            await log.append("s", Note(n=1))
+        assert await log.read("s") == ()
+    assert store.files["s"] == b""
+
+
+async def test_reads_and_appends_need_an_open_session() -> None:
+    async with open_session_log(MemoryStore(registry=TEST_EVENTS)) as log:
+        with pytest.raises(SessionNotOpen, match="'s' is not open"):
+            await log.read("s")
+        with pytest.raises(SessionNotOpen):
+            await log.append("s", Note(n=1))
+        await log.open("s")
+        await log.close("s")
+        with pytest.raises(SessionNotOpen):
+            await log.append("s", Note(n=1))
+
+
+async def test_opens_are_counted_and_the_last_close_releases_the_lock(tmp_path: Path) -> None:
+    async with open_session_log(JsonlStore(tmp_path, registry=TEST_EVENTS)) as log:
+        await log.open("s")
+        await log.open("s")
+        await log.close("s")
+        await log.append("s", Note(n=1))
+        with pytest.raises(SessionLocked):
+            JsonlStore(tmp_path, registry=TEST_EVENTS).open("s")
+        await log.close("s")
+        JsonlStore(tmp_path, registry=TEST_EVENTS).open("s").handle.close()
+        opened = await log.open("s")  # reopen after close, in the same actor
+        assert [e.seq for e in opened.events] == [1]
+
+
+async def test_leaving_the_block_releases_every_log(tmp_path: Path) -> None:
+    async with open_session_log(JsonlStore(tmp_path, registry=TEST_EVENTS)) as log:
+        await log.open("a")
+        await log.open("b")
+        await log.append("a", Note(n=1))
+    for name in ("a", "b"):
+        JsonlStore(tmp_path, registry=TEST_EVENTS).open(name).handle.close()
+
+
+async def test_a_slow_disk_under_one_session_never_blocks_another(tmp_path: Path) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("slow.jsonl"):
+            entered.set()
+            release.wait(10)
+        os.fsync(fd)
+
+    async with open_session_log(JsonlStore(tmp_path, registry=TEST_EVENTS, fsync=fsync)) as log:
+        await log.open("slow")
+        await log.open("fast")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.append, "slow", Note(n=1))
+            await trio.to_thread.run_sync(entered.wait, 5)
+            with trio.fail_after(5):
+                for n in range(50):
+                    await log.append("fast", Note(n=n))
+                assert len(await log.read("fast")) == 50
+                assert await log.read("slow") == ()  # not acknowledged, so not readable
+            release.set()
+        assert len(await log.read("slow")) == 1
+
+
+async def test_a_failed_commit_refuses_later_appends_until_reopened(tmp_path: Path) -> None:
+    broken = threading.Event()
+
+    def fsync(fd: int) -> None:
+        if broken.is_set():
+            raise OSError(28, "No space left on device")
+        os.fsync(fd)
+
+    async with open_session_log(JsonlStore(tmp_path, registry=TEST_EVENTS, fsync=fsync)) as log:
+        await log.open("s")
+        await log.append("s", Note(n=1))
+        broken.set()
+        with pytest.raises(LogWriteFailed, match="No space left"):
+            await log.append("s", Note(n=2))
+        broken.clear()
+        with pytest.raises(LogWriteFailed, match="Close it and open it again"):
+            await log.append("s", Note(n=3))
+        await log.close("s")
+        await log.open("s")
+        (event,) = await log.append("s", Note(n=4))
+        assert event.seq == 2
+    assert [e.n for e in read_file(tmp_path / "s.jsonl")] == [1, 4]
+
+
+async def test_open_errors_reach_the_caller_and_the_actor_keeps_serving(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_bytes(b"garbage\n" + TEST_EVENTS.encode_lines([Note(n=1)]))
+    holder = JsonlStore(tmp_path, registry=TEST_EVENTS).open("held")
+    try:
+        async with open_session_log(JsonlStore(tmp_path, registry=TEST_EVENTS)) as log:
+            with pytest.raises(LogCorrupt, match=r"bad\.jsonl:1: line is not JSON"):
+                await log.open("bad")
+            with pytest.raises(SessionLocked, match=r"held\.jsonl"):
+                await log.open("held")
+            await log.open("fine")
+            await log.append("fine", Note(n=1))
+            with pytest.raises(SessionNotOpen):
+                await log.read("held")
+    finally:
+        holder.handle.close()
