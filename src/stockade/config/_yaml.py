@@ -1,0 +1,151 @@
+"""Reading stockade.yml: ruamel's round-trip loader (it keeps line/column) plus the run-time tags.
+
+`!cwd`, `!env NAME` and `!path P` parse to markers; `resolve_tags` replaces them in place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import ScalarNode
+
+from ._problems import Path, Problem
+
+TAGS: Final = ("!cwd", "!env", "!path")
+
+
+@attrs.frozen
+class Tagged:
+    """A tagged scalar whose value is known only at load time (or an unknown tag)."""
+
+    tag: str
+    value: str | None  # None when the tag was put on a mapping or a list
+
+
+_YAML_PREFIX: Final = "tag:yaml.org,2002:"
+
+
+def _construct_tagged(constructor: RoundTripConstructor, node: Any) -> Tagged:
+    value = str(node.value) if isinstance(node, ScalarNode) else None
+    tag = str(getattr(node.tag, "value", node.tag))
+    if tag.startswith(_YAML_PREFIX):  # spell it as it was written: `!!python/object`
+        tag = "!!" + tag.removeprefix(_YAML_PREFIX)
+    return Tagged(tag, value)
+
+
+class _Constructor(RoundTripConstructor):
+    """The round-trip constructor plus our tags; a subclass, so ruamel's own stays untouched."""
+
+
+for _tag in TAGS:
+    _Constructor.add_constructor(_tag, _construct_tagged)
+# Any other tag (`!!python/object`, a typo like `!envv`) becomes a marker reported as unknown.
+_Constructor.add_constructor(None, _construct_tagged)
+
+
+@attrs.frozen
+class SyntaxProblem:
+    """A document ruamel could not read: 0-based position and its own wording."""
+
+    line: int
+    col: int
+    message: str
+
+
+def parse(text: str) -> Any | SyntaxProblem:
+    """The document's round-trip tree, or where and why it is not YAML."""
+    yaml = YAML(typ="rt", pure=True)
+    yaml.Constructor = _Constructor
+    try:
+        return yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or "invalid YAML"
+        if exc.context:
+            what = f"{what} ({exc.context})"
+        line, col = (mark.line, mark.column) if mark is not None else (0, 0)
+        return SyntaxProblem(line, col, f"invalid YAML: {what}")
+    except YAMLError as exc:  # unmarked: the whole document
+        return SyntaxProblem(0, 0, f"invalid YAML: {exc}")
+
+
+@attrs.frozen(kw_only=True)
+class TagContext:
+    """What the tags expand against: the working directory, environment and file's directory."""
+
+    cwd: str
+    environ: Mapping[str, str]
+    base_dir: str
+
+
+def resolve_tags(root: Any, context: TagContext) -> list[Problem]:
+    """Replace every tag marker under `root` in place; the problems for those that cannot be."""
+    problems: list[Problem] = []
+    _walk(root, (), context, problems)
+    return problems
+
+
+def _walk(node: Any, path: Path, context: TagContext, problems: list[Problem]) -> None:
+    if isinstance(node, CommentedMap):
+        for key in list(node):
+            if isinstance(key, Tagged):
+                problems.append(Problem((*path, key), f"a tag ({key.tag}) cannot be a key"))
+                continue
+            node[key] = _visit(node[key], (*path, key), context, problems)
+    elif isinstance(node, CommentedSeq):
+        for index, item in enumerate(node):
+            node[index] = _visit(item, (*path, index), context, problems)
+
+
+def _visit(value: Any, path: Path, context: TagContext, problems: list[Problem]) -> Any:
+    if not isinstance(value, Tagged):
+        _walk(value, path, context, problems)
+        return value
+    try:
+        return _expand(value, context)
+    except _TagError as exc:
+        problems.append(Problem(path, str(exc)))
+        return None
+
+
+class _TagError(Exception):
+    pass
+
+
+def _expand(tagged: Tagged, context: TagContext) -> str:
+    tag, value = tagged.tag, tagged.value
+    if tag not in TAGS:
+        raise _TagError(f"unknown tag {tag} (allowed: {', '.join(TAGS)})")
+    if value is None:
+        raise _TagError(f"{tag} takes a plain scalar, not a mapping or a list")
+    value = value.strip()
+    if tag == "!cwd":
+        if value:
+            raise _TagError(f"!cwd takes no value, got {value!r}")
+        return os.path.abspath(context.cwd)
+    if not value:
+        argument = "NAME" if tag == "!env" else "PATH"
+        raise _TagError(f"{tag} needs a {argument}, as in `{tag} {argument}`")
+    if tag == "!env":
+        found = context.environ.get(value)
+        if found is None:
+            raise _TagError(f"environment variable {value!r} is not set (from !env {value})")
+        return found
+    return _expand_path(value, context)
+
+
+def _expand_path(value: str, context: TagContext) -> str:
+    if value == "~" or value.startswith("~/"):
+        # The injected environment decides HOME, so a test never reads the real one.
+        home = context.environ.get("HOME") or os.path.expanduser("~")
+        value = home + value[1:]
+    else:
+        value = os.path.expanduser(value)  # `~user/...`
+    return os.path.normpath(os.path.join(context.base_dir, value))

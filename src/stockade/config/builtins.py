@@ -1,0 +1,235 @@
+"""The built-in plugins: their descriptors and the attrs config class each entry structures into.
+
+Only shapes and defaults live here; the harness turns them into actors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, Literal
+
+import attrs
+
+from ..executor.config import MIB, ExecutorConfig
+from ..sandbox.config import ProviderConfig
+from ..vocab import ApprovalPolicy, SandboxMode
+from .plugins import Plugin
+from .types import (
+    AbsolutePath,
+    AnswererName,
+    FieldProblem,
+    NonEmptyStr,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    PresetName,
+    Regex,
+    SingleLine,
+)
+
+# Spelled out for the type checker; tests/config keep it equal to the provider's BACKEND_CHOICES.
+Backend = Literal["auto", "bwrap", "landlock", "seatbelt"]
+
+DEFAULT_OUTPUT_CAP: Final = PositiveInt(MIB)
+DEFAULT_KILL_GRACE: Final = NonNegativeFloat(2.0)
+DEFAULT_READ_CAP: Final = PositiveInt(256 * 1024)
+
+
+@attrs.frozen(kw_only=True)
+class SandboxLocalConfig:
+    """`stockade.sandbox.local`: which backend, or the operator's own runner."""
+
+    runner_command: NonEmptyStr | None = None
+    runner_failure_signatures: tuple[SingleLine, ...] = ()
+    backend: Backend = "auto"
+
+    def provider_config(self) -> ProviderConfig:
+        return ProviderConfig(
+            backend=self.backend,
+            runner_command=self.runner_command,
+            runner_failure_signatures=self.runner_failure_signatures,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class SandboxBashConfig:
+    """`stockade.bash.sandbox`: the deployment default mode and fallback root, and limits.
+
+    `workspace_root` None means the process's current directory when a call resolves.
+    """
+
+    mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    workspace_root: AbsolutePath | None = None
+    output_cap: PositiveInt = DEFAULT_OUTPUT_CAP
+    kill_grace: NonNegativeFloat = DEFAULT_KILL_GRACE
+    default_timeout: PositiveFloat | None = None
+
+    def executor_config(self) -> ExecutorConfig:
+        return ExecutorConfig(
+            default_mode=self.mode,
+            fallback_root=self.workspace_root,
+            output_cap=self.output_cap,
+            kill_grace=self.kill_grace,
+            default_timeout=self.default_timeout,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class LocalBashConfig:
+    """`stockade.bash.local`: the same process limits, and nothing to confine with."""
+
+    output_cap: PositiveInt = DEFAULT_OUTPUT_CAP
+    kill_grace: NonNegativeFloat = DEFAULT_KILL_GRACE
+    default_timeout: PositiveFloat | None = None
+
+    def executor_config(self) -> ExecutorConfig:
+        # Unconfined means every command has every file effect: danger-full-access.
+        return ExecutorConfig(
+            default_mode=SandboxMode.DANGER_FULL_ACCESS,
+            output_cap=self.output_cap,
+            kill_grace=self.kill_grace,
+            default_timeout=self.default_timeout,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class RejectRule:
+    """Auto-reject an escalation whose command matches `pattern` (re.search), saying `reason`."""
+
+    pattern: Regex
+    reason: NonEmptyStr
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalConfig:
+    """`stockade.approval.user`: the policy, the prepended reject rules, the answerer chain."""
+
+    policy: ApprovalPolicy = ApprovalPolicy.ASK
+    reject: tuple[RejectRule, ...] = ()
+    answerers: tuple[AnswererName, ...] = (AnswererName("terminal"),)
+
+
+@attrs.frozen(kw_only=True)
+class PresetSpec:
+    """One preset: a value for each of the two knobs."""
+
+    sandbox_mode: SandboxMode
+    approval_policy: ApprovalPolicy
+
+
+def _frozen_presets(presets: Mapping[str, PresetSpec]) -> Mapping[str, PresetSpec]:
+    return MappingProxyType(dict(presets))
+
+
+DEFAULT_PRESET_SPECS: Final[Mapping[str, PresetSpec]] = MappingProxyType(
+    {
+        "workspace-write": PresetSpec(
+            sandbox_mode=SandboxMode.WORKSPACE_WRITE, approval_policy=ApprovalPolicy.ASK
+        ),
+        "danger-full-access": PresetSpec(
+            sandbox_mode=SandboxMode.DANGER_FULL_ACCESS, approval_policy=ApprovalPolicy.NEVER
+        ),
+    }
+)
+
+
+def _check_not_empty(
+    _instance: object, attribute: attrs.Attribute[object], presets: Mapping[str, object]
+) -> None:
+    if not presets:
+        raise FieldProblem(attribute.name, "must name at least one preset")
+
+
+@attrs.frozen(kw_only=True)
+class PresetsConfig:
+    """`stockade.permission.presets`: the table, in display order.
+
+    A given `presets` mapping IS the table (it replaces the default, not extends it).
+    """
+
+    presets: Mapping[PresetName, PresetSpec] = attrs.field(
+        default=DEFAULT_PRESET_SPECS, converter=_frozen_presets, validator=_check_not_empty
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SessionLogConfig:
+    """`stockade.session.log`: where logs live; None defers to the store's default chain."""
+
+    state_dir: AbsolutePath | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FsConfig:
+    """`stockade.fs.sandbox` / `stockade.fs.local`: the most bytes one read returns."""
+
+    read_cap: PositiveInt = DEFAULT_READ_CAP
+
+
+SANDBOX_LOCAL: Final = Plugin(
+    name="stockade.sandbox.local",
+    kind="sandbox",
+    config_type=SandboxLocalConfig,
+    summary="the per-platform runner provider",
+)
+BASH_SANDBOX: Final = Plugin(
+    name="stockade.bash.sandbox",
+    kind="executor",
+    config_type=SandboxBashConfig,
+    confines=True,
+    summary="bash under the session's sandbox policy",
+)
+BASH_LOCAL: Final = Plugin(
+    name="stockade.bash.local",
+    kind="executor",
+    config_type=LocalBashConfig,
+    summary="bash, unconfined",
+)
+APPROVAL_USER: Final = Plugin(
+    name="stockade.approval.user",
+    kind="approval",
+    config_type=ApprovalConfig,
+    summary="asks a person before a wider retry",
+)
+PERMISSION_PRESETS: Final = Plugin(
+    name="stockade.permission.presets",
+    kind="presets",
+    config_type=PresetsConfig,
+    summary="named pairs of sandbox mode and approval policy",
+)
+SESSION_LOG: Final = Plugin(
+    name="stockade.session.log",
+    kind="log",
+    config_type=SessionLogConfig,
+    summary="one append-only JSON-lines log per session",
+)
+FS_SANDBOX: Final = Plugin(
+    name="stockade.fs.sandbox",
+    kind="fs",
+    config_type=FsConfig,
+    confines=True,
+    summary="file tools fenced by the session's sandbox policy",
+)
+FS_LOCAL: Final = Plugin(
+    name="stockade.fs.local",
+    kind="fs",
+    config_type=FsConfig,
+    summary="file tools, unfenced",
+)
+
+BUILTIN_PLUGINS: Final[Mapping[str, Plugin]] = MappingProxyType(
+    {
+        plugin.name: plugin
+        for plugin in (
+            SANDBOX_LOCAL,
+            BASH_SANDBOX,
+            BASH_LOCAL,
+            APPROVAL_USER,
+            PERMISSION_PRESETS,
+            SESSION_LOG,
+            FS_SANDBOX,
+            FS_LOCAL,
+        )
+    }
+)
