@@ -6,6 +6,7 @@ import io
 
 import pytest
 import trio
+import trio.lowlevel
 import trio_asyncio
 
 from stockade.approval._chain import Answer, ApprovalRequest, Decision
@@ -97,7 +98,7 @@ async def test_trio_callback_answerer_may_return_a_string_a_decision_or_pass():
     replies = iter(["rejected", Decision.CANCELLED, None])
 
     async def decide(_request):
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         return next(replies)
 
     async with open_approval([CallbackAnswerer(decide)]) as approval:
