@@ -89,6 +89,8 @@ class ShellSpec(msgspec.Struct, frozen=True):
     timeout: float | None = None
     stdin: bytes | None = None
     env: dict[str, str] | None = None
+    # The session a background job belongs to: only it may read or kill the job.
+    owner: str | None = None
 
 
 class Run(msgspec.Struct, frozen=True, tag="run"):
@@ -107,20 +109,23 @@ class JobOutput(msgspec.Struct, frozen=True, tag="job-output"):
     """Output since the last read, plus status."""
 
     job_id: str
+    owner: str | None = None
 
 
 class WaitJob(msgspec.Struct, frozen=True, tag="wait-job"):
     """Reply when the job has settled, with its last report."""
 
     job_id: str
+    owner: str | None = None
 
 
 class KillJob(msgspec.Struct, frozen=True, tag="kill-job"):
     job_id: str
+    owner: str | None = None
 
 
 class ListJobs(msgspec.Struct, frozen=True, tag="list-jobs"):
-    pass
+    owner: str | None = None
 
 
 ExecutorRequest = Run | Start | JobOutput | WaitJob | KillJob | ListJobs

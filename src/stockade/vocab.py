@@ -144,9 +144,8 @@ def denial_marker(mode: SandboxMode) -> str:
 
 
 DENIAL_INSTRUCTION: Final = (
-    "The sandbox refused a file effect. Do not try to work around the denial; "
-    "if the effect is needed, retry this same command once with sandbox_permissions "
-    "and a justification."
+    "The sandbox refused a file effect. Do not try to work around the denial "
+    "(other paths, copies, symlinks, other tools)."
 )
 
 

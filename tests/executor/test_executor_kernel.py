@@ -93,9 +93,8 @@ async def test_bash_env_runs_inside_the_sandbox(backend_config, scratch):
     assert result.denied is True
     assert render_result(result).endswith(
         "[sandbox: file access denied under workspace-write mode]\n"
-        "The sandbox refused a file effect. Do not try to work around the denial; if the "
-        "effect is needed, retry this same command once with sandbox_permissions and a "
-        "justification."
+        "The sandbox refused a file effect. Do not try to work around the denial "
+        "(other paths, copies, symlinks, other tools)."
     )
 
 

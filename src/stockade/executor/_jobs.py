@@ -99,9 +99,13 @@ class JobTable:
         self.jobs[job.id] = job
         return job
 
-    def get(self, job_id: str) -> Job:
-        try:
-            return self.jobs[job_id]
-        except KeyError:
-            known = ", ".join(self.jobs) or "none"
-            raise UnknownJob(f"no background job {job_id!r} (known: {known})") from None
+    def owned_by(self, owner: str | None) -> list[Job]:
+        """Every job, or (given an owner) only that session's: sessions never see each other's."""
+        return [job for job in self.jobs.values() if owner is None or job.spec.owner == owner]
+
+    def get(self, job_id: str, owner: str | None = None) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None or (owner is not None and job.spec.owner != owner):
+            known = ", ".join(job.id for job in self.owned_by(owner)) or "none"
+            raise UnknownJob(f"no background job {job_id!r} (known: {known})")
+        return job

@@ -21,7 +21,6 @@ READ_SIZE = 65536
 # After the leader exits and its group is killed, pipes reach EOF at once; a process
 # that escaped the group (setsid) could hold them open, so stop reading after this.
 DRAIN_GRACE = 0.5
-GROUP_POLL = 0.005
 
 
 async def spawn(
@@ -52,44 +51,27 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-async def wait_group_gone(pgid: int, limit: float) -> None:
-    """Wait (at most `limit`) until no process of the group exists any more.
-
-    SIGKILL is asynchronous: a killed process (bwrap's PID-namespace init, which
-    takes the namespace down with it) may linger for a moment; callers are told the
-    command is gone only once it is.
-    """
-    with trio.move_on_after(limit):
-        while group_alive(pgid):  # noqa: ASYNC110 - the kernel offers no event for it
-            await trio.sleep(GROUP_POLL)
-
-
 async def terminate_group(process: trio.Process, grace: float) -> None:
-    """SIGTERM the whole group, SIGKILL it after `grace`, reap the leader, wait it out."""
+    """SIGTERM the whole group, SIGKILL it after `grace`, and reap the leader."""
     signal_group(process.pid, signal.SIGTERM)
     with trio.move_on_after(grace):
         await process.wait()
     signal_group(process.pid, signal.SIGKILL)
     await process.wait()
-    await wait_group_gone(process.pid, grace)
 
 
 async def _drain(stream: trio.abc.ReceiveStream | None, buffer: OutputBuffer) -> None:
+    # The stream stays open: after a cancellation, settle drains it once more.
     if stream is None:
         return
-    async with stream:
-        while chunk := await stream.receive_some(READ_SIZE):
-            buffer.write(chunk)
+    while chunk := await stream.receive_some(READ_SIZE):
+        buffer.write(chunk)
+
+
+async def _drain_both(process: trio.Process, stdout: OutputBuffer, stderr: OutputBuffer) -> None:
+    async with trio.open_nursery() as pipes:
+        pipes.start_soon(_drain, process.stdout, stdout)
+        pipes.start_soon(_drain, process.stderr, stderr)
 
 
 async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:
@@ -114,15 +96,16 @@ async def settle(
 
     On timeout the group gets SIGTERM then SIGKILL; on cancellation the same happens
     shielded, then the cancellation propagates. When the leader exits on its own,
-    what is left of its group is killed, so no orphan survives the call.
+    what is left of its group is killed, so no orphan survives the call. Either way
+    the pipes are read to their end (bounded by DRAIN_GRACE): their end is the sign
+    that every process holding them is gone.
     """
     timed_out = False
-    async with trio.open_nursery() as pipes:
-        pipes.start_soon(_drain, process.stdout, stdout)
-        pipes.start_soon(_drain, process.stderr, stderr)
-        if stdin is not None:
-            pipes.start_soon(_feed, process.stdin, stdin)
-        try:
+    try:
+        async with trio.open_nursery() as pipes:
+            pipes.start_soon(_drain_both, process, stdout, stderr)
+            if stdin is not None:
+                pipes.start_soon(_feed, process.stdin, stdin)
             with trio.move_on_after(math.inf if time_limit is None else time_limit) as deadline:
                 await process.wait()
             if deadline.cancelled_caught:
@@ -130,13 +113,22 @@ async def settle(
                 await terminate_group(process, kill_grace)
             else:
                 signal_group(process.pid, signal.SIGKILL)
-                await wait_group_gone(process.pid, kill_grace)
-        except BaseException:
-            with trio.CancelScope(shield=True):
-                await terminate_group(process, kill_grace)
-            raise
-        pipes.cancel_scope.deadline = trio.current_time() + DRAIN_GRACE
+            pipes.cancel_scope.deadline = trio.current_time() + DRAIN_GRACE
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await terminate_group(process, kill_grace)
+            with trio.move_on_after(DRAIN_GRACE):
+                await _drain_both(process, stdout, stderr)
+            await _close(process)
+        raise
+    await _close(process)
     return timed_out
+
+
+async def _close(process: trio.Process) -> None:
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            await stream.aclose()
 
 
 def exit_status(process: trio.Process) -> int | None:

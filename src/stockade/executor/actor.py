@@ -81,14 +81,14 @@ class ExecutorActor:
                 await answer(envelope, lambda: self._run(spec))
             case Start(spec=spec):
                 await answer(envelope, lambda: self._start(spec))
-            case JobOutput(job_id=job_id):
-                await answer(envelope, lambda: self._job_output(job_id))
-            case WaitJob(job_id=job_id):
-                await answer(envelope, lambda: self._wait(job_id))
-            case KillJob(job_id=job_id):
-                await answer(envelope, lambda: self._kill(job_id))
-            case ListJobs():
-                await answer(envelope, self._list)
+            case JobOutput(job_id=job_id, owner=owner):
+                await answer(envelope, lambda: self._job_output(job_id, owner))
+            case WaitJob(job_id=job_id, owner=owner):
+                await answer(envelope, lambda: self._wait(job_id, owner))
+            case KillJob(job_id=job_id, owner=owner):
+                await answer(envelope, lambda: self._kill(job_id, owner))
+            case ListJobs(owner=owner):
+                await answer(envelope, lambda: self._list(owner))
             case _:
                 assert_never(message)
 
@@ -189,24 +189,24 @@ class ExecutorActor:
                 )
             )
 
-    async def _job_output(self, job_id: str) -> JobReport:
-        return self.jobs.get(job_id).report()
+    async def _job_output(self, job_id: str, owner: str | None) -> JobReport:
+        return self.jobs.get(job_id, owner).report()
 
-    async def _wait(self, job_id: str) -> JobReport:
-        job = self.jobs.get(job_id)
+    async def _wait(self, job_id: str, owner: str | None) -> JobReport:
+        job = self.jobs.get(job_id, owner)
         await job.done.wait()
         return job.report()
 
-    async def _kill(self, job_id: str) -> JobReport:
-        job = self.jobs.get(job_id)
+    async def _kill(self, job_id: str, owner: str | None) -> JobReport:
+        job = self.jobs.get(job_id, owner)
         if job.result is None:
             job.killed = True
             job.scope.cancel()
             await job.done.wait()
         return job.report()
 
-    async def _list(self) -> list[JobHandle]:
-        return [job.handle for job in self.jobs.jobs.values()]
+    async def _list(self, owner: str | None) -> list[JobHandle]:
+        return [job.handle for job in self.jobs.owned_by(owner)]
 
 
 @attrs.frozen
@@ -227,6 +227,7 @@ class ExecutorClient:
         timeout: float | None = None,
         stdin: bytes | None = None,
         env: dict[str, str] | None = None,
+        owner: str | None = None,
     ) -> ShellSpec:
         """A complete spec: the explicit policy, else `mode` or the default at the fallback root."""
         if policy is None:
@@ -234,7 +235,13 @@ class ExecutorClient:
             chosen = SandboxMode.parse(mode) if mode is not None else self.config.default_mode
             policy = ExecutionPolicy(mode=chosen, workspace_root=root)
         return ShellSpec(
-            command=command, policy=policy, workdir=workdir, timeout=timeout, stdin=stdin, env=env
+            command=command,
+            policy=policy,
+            workdir=workdir,
+            timeout=timeout,
+            stdin=stdin,
+            env=env,
+            owner=owner,
         )
 
     async def run(self, spec: ShellSpec) -> ShellResult:
@@ -245,21 +252,22 @@ class ExecutorClient:
         handle: JobHandle = await request(self.inbox, Start(spec))
         return handle
 
-    async def job_output(self, job_id: str) -> JobReport:
-        report: JobReport = await request(self.inbox, JobOutput(job_id))
+    async def job_output(self, job_id: str, *, owner: str | None = None) -> JobReport:
+        report: JobReport = await request(self.inbox, JobOutput(job_id, owner))
         return report
 
-    async def wait(self, job_id: str) -> JobReport:
+    async def wait(self, job_id: str, *, owner: str | None = None) -> JobReport:
         """Wait until the job settles; its report carries the output not yet read."""
-        report: JobReport = await request(self.inbox, WaitJob(job_id))
+        report: JobReport = await request(self.inbox, WaitJob(job_id, owner))
         return report
 
-    async def kill(self, job_id: str) -> JobReport:
-        report: JobReport = await request(self.inbox, KillJob(job_id))
+    async def kill(self, job_id: str, *, owner: str | None = None) -> JobReport:
+        report: JobReport = await request(self.inbox, KillJob(job_id, owner))
         return report
 
-    async def list(self) -> list[JobHandle]:
-        handles: list[JobHandle] = await request(self.inbox, ListJobs())
+    async def list(self, *, owner: str | None = None) -> list[JobHandle]:
+        """Every job, or only `owner`'s; a session passes its own id."""
+        handles: list[JobHandle] = await request(self.inbox, ListJobs(owner))
         return handles
 
 
