@@ -1,0 +1,373 @@
+"""open_harness(): the actors of one composition in one nursery, and the sessions on it.
+
+`Harness` opens sessions and lists tool schemas; `AgentSession` is what an agent
+loop holds: model-facing tools, programmatic shell, knobs, pre_step, fork_child.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+
+from ._lifetime import running
+from .approval.actor import ApprovalActor, ApprovalClient
+from .approval.answerers import (
+    CallbackAnswerer,
+    RejectRule,
+    RejectRules,
+    ScriptedAnswerer,
+    TerminalAnswerer,
+)
+from .approval.events import APPROVAL_EVENTS
+from .config import Composition, load_composition
+from .config.builtins import ApprovalConfig
+from .errors import ConfigError
+from .events import EventRegistry, SessionEvent
+from .executor.actor import ExecutorActor, ExecutorClient
+from .executor.config import ExecutorConfig
+from .messages import JobHandle, JobReport, ShellResult
+from .policy.context import PolicyContext
+from .policy.knobs import PolicyDefaults
+from .policy.presets import DEFAULT_PRESETS, PresetTable
+from .sandbox.actor import ProviderActor, ProviderClient
+from .session import Session
+from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor
+from .sessionlog import resolve_state_dir as resolve_state_dir
+from .sessionlog.actor import SessionLogClient
+from .tools import _bash_schema as schemas
+from .tools.bash import BashTool
+from .tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
+from .tools.result import ToolResult
+from .vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+
+ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
+
+
+def harness_registry(*extra: type[SessionEvent]) -> EventRegistry:
+    """Every event type the shipped domains write, plus `extra` from plugins."""
+    return BUILTIN_EVENTS.with_types(*TOOL_EVENTS, *APPROVAL_EVENTS, *extra)
+
+
+@attrs.define(eq=False)
+class Harness:
+    """The running composition. Create it with `open_harness()`."""
+
+    composition: Composition
+    log: SessionLogClient
+    executor: ExecutorClient
+    provider: ProviderClient | None
+    approval: ApprovalClient | None
+    defaults: PolicyDefaults
+    presets: PresetTable
+    bash: BashTool
+
+    @property
+    def confines(self) -> bool:
+        """Whether the mounted executor confines (and so whether escalation exists)."""
+        return self.executor.confines
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """Function-calling schemas of the mounted tools."""
+        return [
+            schemas.bash_schema(confines=self.confines),
+            schemas.job_output_schema(),
+            schemas.kill_job_schema(),
+        ]
+
+    async def open_session(
+        self, session_id: str | None = None, *, cwd: str | os.PathLike[str] | None = None
+    ) -> AgentSession:
+        """Create a session (its cwd is its workspace root) or resume one by id."""
+        session = await Session.open(
+            self.log,
+            session_id=session_id,
+            cwd=cwd,
+            defaults=self.defaults,
+            presets=self.presets,
+        )
+        return AgentSession(harness=self, session=session)
+
+
+@attrs.define(eq=False)
+class AgentSession:
+    """One agent's session: the tools it calls and the knobs it switches.
+
+    All policy state lives in the session log; the only thing held here is the set
+    of commands whose escalation the user rejected in the current turn (a turn
+    ends at the next `pre_step()`).
+    """
+
+    harness: Harness
+    session: Session
+    rejected_this_turn: set[str] = attrs.field(factory=set)
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def cwd(self) -> str | None:
+        return self.session.cwd
+
+    @property
+    def shell(self) -> SessionShell:
+        return SessionShell(self)
+
+    async def run_tool(
+        self, name: str, arguments: Mapping[str, Any], *, call_id: str | None = None
+    ) -> ToolResult:
+        """Call a model-facing tool with arguments as the model sent them; both are logged."""
+        call_id = call_id or f"call-{uuid.uuid4().hex[:12]}"
+        arguments = dict(arguments) if isinstance(arguments, Mapping) else arguments
+        await self.session.append(
+            ToolCalled(call_id=call_id, name=name, arguments=_loggable(arguments))
+        )
+        result = await self._dispatch(call_id, name, arguments)
+        await self.session.append(
+            ToolResulted(
+                call_id=call_id,
+                name=name,
+                text=result.text,
+                is_error=result.is_error,
+                facts=result.facts,
+            )
+        )
+        return result
+
+    async def _dispatch(self, call_id: str, name: str, arguments: Any) -> ToolResult:
+        bash = self.harness.bash
+        match name:
+            case schemas.BASH:
+                return await bash.call(call_id, arguments, self)
+            case schemas.JOB_OUTPUT:
+                return await bash.job_output(call_id, arguments, self)
+            case schemas.KILL_JOB:
+                return await bash.kill_job(call_id, arguments, self)
+            case _:
+                known = ", ".join(schema["name"] for schema in self.harness.tool_schemas())
+                return ToolResult(
+                    call_id=call_id,
+                    name=name,
+                    text=f"unknown tool {name!r} (available: {known})",
+                    is_error=True,
+                )
+
+    # --- the session's policy, all folded from its log ---
+
+    async def events(self) -> tuple[SessionEvent, ...]:
+        return await self.session.events()
+
+    async def execution_policy(self, explicit_mode: SandboxMode | None = None) -> ExecutionPolicy:
+        return await self.session.execution_policy(explicit_mode)
+
+    async def sandbox_mode(self) -> SandboxMode:
+        return await self.session.sandbox_mode()
+
+    async def approval_policy(self) -> ApprovalPolicy:
+        return await self.session.approval_policy()
+
+    async def set_sandbox_mode(self, mode: SandboxMode | str) -> SessionEvent | None:
+        return await self.session.set_sandbox_mode(mode)
+
+    async def set_approval_policy(self, policy: ApprovalPolicy | str) -> SessionEvent | None:
+        return await self.session.set_approval_policy(policy)
+
+    async def select_preset(self, name: str) -> tuple[SessionEvent, ...]:
+        return await self.session.select_preset(name)
+
+    async def current_preset(self) -> str:
+        return await self.session.current_preset()
+
+    async def pre_step(self) -> PolicyContext | None:
+        """Before each model step: the policy message if it changed. Starts a new turn."""
+        self.rejected_this_turn.clear()
+        return await self.session.pre_step()
+
+    async def fork_child(
+        self, *, session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
+    ) -> AgentSession:
+        child = await self.session.fork_child(session_id=session_id, cwd=cwd)
+        return AgentSession(harness=self.harness, session=child)
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+@attrs.frozen
+class SessionShell:
+    """Programmatic run/start/job_output/kill under the session's resolved policy."""
+
+    owner: AgentSession
+
+    async def _spec(self, command: str, **options: Any) -> Any:
+        policy = await self.owner.execution_policy()
+        executor = self.owner.harness.executor
+        return executor.resolve(command, policy=policy, owner=self.owner.id, **options)
+
+    async def run(self, command: str, **options: Any) -> ShellResult:
+        return await self.owner.harness.executor.run(await self._spec(command, **options))
+
+    async def start(self, command: str, **options: Any) -> JobHandle:
+        return await self.owner.harness.executor.start(await self._spec(command, **options))
+
+    async def job_output(self, job_id: str) -> JobReport:
+        return await self.owner.harness.executor.job_output(job_id, owner=self.owner.id)
+
+    async def wait(self, job_id: str) -> JobReport:
+        return await self.owner.harness.executor.wait(job_id, owner=self.owner.id)
+
+    async def kill(self, job_id: str) -> JobReport:
+        return await self.owner.harness.executor.kill(job_id, owner=self.owner.id)
+
+    async def list(self) -> list[JobHandle]:
+        return await self.owner.harness.executor.list(owner=self.owner.id)
+
+
+def _loggable(arguments: Any) -> dict[str, Any]:
+    """Arguments as the model sent them, kept even when they are not a JSON object."""
+    if isinstance(arguments, dict):
+        return arguments
+    return {"_raw": repr(arguments)}
+
+
+def _import_answerer(path: str) -> CallbackAnswerer:
+    module_name, _, attribute = path.partition(":")
+    try:
+        callback = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f"answerer {path!r} cannot be imported: {error}") from None
+    return CallbackAnswerer(callback, name=path)
+
+
+def build_answerers(config: ApprovalConfig, programmatic: Sequence[Any] | None) -> list[Any]:
+    """Reject rules first, then the programmatic answerers if given, else the named ones."""
+    chain: list[Any] = []
+    if config.reject:
+        chain.append(
+            RejectRules(tuple(RejectRule(rule.pattern, rule.reason) for rule in config.reject))
+        )
+    if programmatic is not None:
+        return [*chain, *programmatic]
+    for name in config.answerers:
+        if name == "terminal":
+            chain.append(TerminalAnswerer())
+        elif name == "scripted":
+            chain.append(ScriptedAnswerer())
+        else:
+            chain.append(_import_answerer(name))
+    return chain
+
+
+def _presets(composition: Composition) -> PresetTable:
+    entry = composition.presets
+    if entry is None:
+        return DEFAULT_PRESETS
+    table = {
+        name: {"sandbox_mode": spec.sandbox_mode, "approval_policy": spec.approval_policy}
+        for name, spec in entry.config.presets.items()
+    }
+    return PresetTable.from_config(table, base=PresetTable(()))
+
+
+@asynccontextmanager
+async def open_harness(
+    config: ConfigSource = None,
+    *,
+    answerers: Sequence[Any] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    extra_events: Sequence[type[SessionEvent]] = (),
+) -> AsyncIterator[Harness]:
+    """Start the composition's actors; leaving the block stops them and kills every job.
+
+    `config`: a stockade.yml path, a list of entry mappings, or None for the embedded
+    default (the sandboxed product path). `answerers` replaces the configured
+    answerer chain (after the reject rules), e.g. a callback or a scripted list.
+    """
+    composition = config if isinstance(config, Composition) else load_composition(config, cwd=cwd)
+    actors, harness = assemble(composition, answerers=answerers, cwd=cwd, extra_events=extra_events)
+    # Dependency order: log, provider, approval, executor.
+    async with running(*(actor.run for actor in actors)):
+        yield harness
+
+
+def assemble(
+    composition: Composition,
+    *,
+    answerers: Sequence[Any] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    extra_events: Sequence[type[SessionEvent]] = (),
+) -> tuple[list[Any], Harness]:
+    """Build (not start) the actors of `composition`, in start order, and their Harness."""
+    registry = harness_registry(*extra_events)
+    log_entry = composition.session_log
+    store: Any
+    if log_entry is None:
+        # No log entry: sessions still have a log, for this process's life only.
+        store = MemoryStore(registry=registry)
+    else:
+        store = JsonlStore(resolve_state_dir(log_entry.config.state_dir), registry=registry)
+    log_actor = SessionLogActor(store)
+    actors: list[Any] = [log_actor]
+
+    provider_actor = None
+    if composition.provider is not None:
+        provider_actor = _plugin_actor(composition.provider) or ProviderActor(
+            config=composition.provider.config.provider_config()
+        )
+        actors.append(provider_actor)
+
+    approval_actor = None
+    if composition.approval is not None:
+        log_client = log_actor.client
+
+        async def audit(session_id: str, event: SessionEvent) -> None:
+            await log_client.append(session_id, event)
+
+        approval_actor = _plugin_actor(composition.approval) or ApprovalActor(
+            answerers=build_answerers(composition.approval.config, answerers), audit=audit
+        )
+        actors.append(approval_actor)
+
+    executor_entry = composition.executor
+    executor_config = (
+        executor_entry.config.executor_config() if executor_entry is not None else ExecutorConfig()
+    )
+    confining = executor_entry is not None and executor_entry.plugin.confines
+    executor_actor = ExecutorActor(
+        config=executor_config,
+        provider=provider_actor.client if confining and provider_actor is not None else None,
+    )
+    actors.append(executor_actor)
+
+    defaults = PolicyDefaults(
+        sandbox_mode=executor_config.default_mode if confining else SandboxMode.DANGER_FULL_ACCESS,
+        approval_policy=(
+            composition.approval.config.policy
+            if composition.approval is not None
+            else ApprovalPolicy.NEVER
+        ),
+        fallback_root=os.path.abspath(executor_config.fallback_root or cwd or os.getcwd()),
+    )
+    approval_client = approval_actor.client if approval_actor is not None else None
+    harness = Harness(
+        composition=composition,
+        log=log_actor.client,
+        executor=executor_actor.client,
+        provider=provider_actor.client if provider_actor is not None else None,
+        approval=approval_client,
+        defaults=defaults,
+        presets=_presets(composition),
+        bash=BashTool(executor=executor_actor.client, approval=approval_client),
+    )
+    return actors, harness
+
+
+def _plugin_actor(entry: Any) -> Any:
+    factory = entry.plugin.factory
+    return None if factory is None else factory(entry.config)

@@ -1,0 +1,1 @@
+"""Model-facing tools: schemas, argument validation, escalation texts, result text."""

@@ -1,0 +1,104 @@
+"""The bash tool's model-facing vocabulary: JSON Schemas, descriptions, fixed texts (pure)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..vocab import SandboxMode, allowed_modes, denial_marker
+
+BASH: Final = "bash"
+JOB_OUTPUT: Final = "job_output"
+KILL_JOB: Final = "kill_job"
+
+BASH_DESCRIPTION: Final = (
+    "Run a shell command with bash -c. Commands run under a file sandbox; the current "
+    "mode is stated in the sandbox policy message. Attempt commands even when they may "
+    "be refused: the kernel decides, not a guess. When the sandbox refuses a file "
+    f"effect the result ends with a marker such as {denial_marker(SandboxMode.READ_ONLY)}: "
+    "the command ran and the kernel refused that effect. Never try to work around a "
+    "denial (other paths, other tools, copies, symlinks)."
+)
+ESCALATION_DESCRIPTION: Final = (
+    " If a command was denied and the effect is needed, retry the SAME command once "
+    "with sandbox_permissions set to the narrowest sufficient mode and a justification "
+    "the user will read; the user is asked, and a grant applies to that one call only."
+)
+
+
+def bash_schema(*, confines: bool) -> dict[str, Any]:
+    """The bash tool's schema; escalation fields exist exactly when the executor confines."""
+    properties: dict[str, Any] = {
+        "command": {"type": "string", "description": "The command, run as bash -c COMMAND."},
+        "workdir": {
+            "type": "string",
+            "description": "Working directory (relative to the workspace root); default: the root.",
+        },
+        "timeout_ms": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Kill the command after this many milliseconds.",
+        },
+        "background": {
+            "type": "boolean",
+            "description": "Start as a background job and return its id at once; read it "
+            "with job_output.",
+        },
+    }
+    description = BASH_DESCRIPTION
+    if confines:
+        description += ESCALATION_DESCRIPTION
+        properties["sandbox_permissions"] = {
+            "type": "string",
+            "enum": list(allowed_modes()),
+            "description": "Ask the user to run THIS call once under this wider mode; only "
+            "after a denial; requires justification.",
+        }
+        properties["justification"] = {
+            "type": "string",
+            "description": "Why the wider mode is needed, shown to the user; requires "
+            "sandbox_permissions.",
+        }
+    return {
+        "name": BASH,
+        "description": description,
+        "parameters": {
+            "type": "object",
+            "properties": properties,
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def job_output_schema() -> dict[str, Any]:
+    return {
+        "name": JOB_OUTPUT,
+        "description": "Output of a background job since the last read, and its status.",
+        "parameters": {
+            "type": "object",
+            "properties": {"job_id": {"type": "string"}},
+            "required": ["job_id"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def kill_job_schema() -> dict[str, Any]:
+    return {
+        "name": KILL_JOB,
+        "description": "Stop a background job and every process it started.",
+        "parameters": {
+            "type": "object",
+            "properties": {"job_id": {"type": "string"}},
+            "required": ["job_id"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def escalation_hint() -> str:
+    return (
+        "To retry this exact command once with wider file access, call bash again with the "
+        "same command, sandbox_permissions set to the narrowest sufficient mode, and a "
+        "justification; the user will be asked."
+    )

@@ -1,0 +1,254 @@
+"""The model-facing bash, job_output and kill_job tools: arguments in, ToolResult out.
+
+Policy is resolved per call from the session (escalation > session override >
+default) and stamped on the spec before the executor runs; escalation asks the
+ApprovalActor once and never persists a grant.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Annotated, Any, Protocol
+
+import attrs
+import msgspec
+
+from ..approval._chain import ApprovalRequest, Decision
+from ..approval.actor import ApprovalClient
+from ..errors import CommandStartError, SandboxUnavailable, StockadeError
+from ..events import SessionEvent
+from ..executor.actor import ExecutorClient
+from ..executor.render import render_job, render_result
+from ..messages import JobReport, ShellResult, ShellSpec
+from ..vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+from . import _escalation as texts
+from ._bash_schema import BASH, JOB_OUTPUT, KILL_JOB, escalation_hint
+from .events import ToolResulted
+from .result import ToolResult
+
+
+class BashArguments(msgspec.Struct, forbid_unknown_fields=True):
+    command: str
+    workdir: str | None = None
+    timeout_ms: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    background: bool = False
+    sandbox_permissions: SandboxMode | None = None
+    justification: str | None = None
+
+
+class JobArguments(msgspec.Struct, forbid_unknown_fields=True):
+    job_id: str
+
+
+class ToolSession(Protocol):
+    """What the bash tool needs of a session (AgentSession provides it)."""
+
+    id: str
+    rejected_this_turn: set[str]
+
+    async def execution_policy(
+        self, explicit_mode: SandboxMode | None = None
+    ) -> ExecutionPolicy: ...
+
+    async def approval_policy(self) -> ApprovalPolicy: ...
+
+    async def events(self) -> tuple[SessionEvent, ...]: ...
+
+
+@attrs.frozen
+class BashTool:
+    executor: ExecutorClient
+    approval: ApprovalClient | None = None
+
+    @property
+    def confines(self) -> bool:
+        return self.executor.confines
+
+    async def call(self, call_id: str, arguments: Any, session: ToolSession | None) -> ToolResult:
+        try:
+            args = msgspec.convert(arguments, BashArguments)
+        except msgspec.ValidationError as error:
+            return _error(call_id, BASH, f"invalid arguments for bash: {error}")
+        try:
+            return await self._call(call_id, args, session)
+        except SandboxUnavailable as error:
+            return _error(
+                call_id,
+                BASH,
+                f"{error.code}: {error.detail}. The sandbox could not be set up, so the "
+                "command did not run; this is not a denial of the command.",
+                code=error.code,
+            )
+        except (CommandStartError, StockadeError) as error:
+            return _error(call_id, BASH, f"the command could not start: {error}. Nothing ran.")
+
+    async def _call(
+        self, call_id: str, args: BashArguments, session: ToolSession | None
+    ) -> ToolResult:
+        policy = await self._policy(session)
+        granted: SandboxMode | None = None
+        if args.sandbox_permissions is not None or args.justification is not None:
+            refusal, granted = await self._escalate(call_id, args, session, policy)
+            if refusal is not None:
+                return refusal
+            assert granted is not None
+            policy = ExecutionPolicy(mode=granted, workspace_root=policy.workspace_root)
+        spec = ShellSpec(
+            command=args.command,
+            policy=policy,
+            workdir=_workdir(args.workdir, policy.workspace_root),
+            timeout=None if args.timeout_ms is None else args.timeout_ms / 1000,
+            owner=None if session is None else session.id,
+        )
+        if args.background:
+            handle = await self.executor.start(spec)
+            text = (
+                f"started background job {handle.id} under {policy.mode.value}; read its "
+                f"output with job_output(job_id={handle.id!r})."
+            )
+            if granted is not None:
+                text += "\n" + texts.granted(granted)
+            facts = {"job_id": handle.id, "mode": policy.mode.value, "command": args.command}
+            if granted is not None:
+                facts["granted"] = granted.value
+            return ToolResult(call_id=call_id, name=BASH, text=text, facts=facts)
+        result = await self.executor.run(spec)
+        return ToolResult(
+            call_id=call_id,
+            name=BASH,
+            text=self._render(result, granted),
+            facts=_facts(result, args.command, granted),
+        )
+
+    async def _policy(self, session: ToolSession | None) -> ExecutionPolicy:
+        if session is None:
+            return self.executor.resolve("").policy
+        return await session.execution_policy()
+
+    async def _escalate(
+        self,
+        call_id: str,
+        args: BashArguments,
+        session: ToolSession | None,
+        policy: ExecutionPolicy,
+    ) -> tuple[ToolResult | None, SandboxMode | None]:
+        """Ask for one wider retry; (refusal, None) or (None, the granted mode)."""
+        requested, justification = args.sandbox_permissions, args.justification
+        if requested is None or not justification:
+            return _error(call_id, BASH, texts.PAIRED), None
+        if not self.confines:
+            return _error(call_id, BASH, texts.NOT_ADVERTISED), None
+        too_narrow = texts.not_wider(requested, policy.mode)
+        if too_narrow is not None:
+            return _error(call_id, BASH, too_narrow), None
+        if session is None:
+            return _error(call_id, BASH, texts.NO_SESSION), None
+        if self.approval is None:
+            return _error(call_id, BASH, texts.NO_APPROVAL_SERVICE), None
+        if args.command in session.rejected_this_turn:
+            return _error(call_id, BASH, texts.already_rejected(requested)), None
+        answer = await self.approval.ask(
+            ApprovalRequest(
+                session_id=session.id,
+                command=args.command,
+                justification=justification,
+                current_mode=policy.mode,
+                requested_mode=requested,
+                policy=await session.approval_policy(),
+                reason=_grounding(await session.events(), args.command, policy.mode),
+                call_id=call_id,
+            )
+        )
+        match answer.decision:
+            case Decision.ALLOWED_ONCE:
+                return None, requested
+            case Decision.REJECTED:
+                session.rejected_this_turn.add(args.command)
+                return _error(call_id, BASH, texts.rejected(requested), outcome="rejected"), None
+            case Decision.CANCELLED:
+                return _error(call_id, BASH, texts.CANCELLED, outcome="cancelled"), None
+            case Decision.UNAVAILABLE:
+                text = texts.unavailable(requested, answer.detail)
+                return _error(call_id, BASH, text, outcome="unavailable"), None
+
+    def _render(self, result: ShellResult, granted: SandboxMode | None) -> str:
+        text = render_result(result)
+        if granted is not None:
+            text += "\n" + texts.granted(granted)
+        elif result.denied and self.confines:
+            # The sanctioned retry is offered where the model decides, not only in the
+            # description it may not recall.
+            text += "\n" + escalation_hint()
+        return text
+
+    async def job_output(
+        self, call_id: str, arguments: Any, session: ToolSession | None
+    ) -> ToolResult:
+        return await self._job(call_id, JOB_OUTPUT, arguments, session)
+
+    async def kill_job(
+        self, call_id: str, arguments: Any, session: ToolSession | None
+    ) -> ToolResult:
+        return await self._job(call_id, KILL_JOB, arguments, session)
+
+    async def _job(
+        self, call_id: str, name: str, arguments: Any, session: ToolSession | None
+    ) -> ToolResult:
+        try:
+            args = msgspec.convert(arguments, JobArguments)
+        except msgspec.ValidationError as error:
+            return _error(call_id, name, f"invalid arguments for {name}: {error}")
+        owner = None if session is None else session.id
+        try:
+            if name == KILL_JOB:
+                report = await self.executor.kill(args.job_id, owner=owner)
+            else:
+                report = await self.executor.job_output(args.job_id, owner=owner)
+        except StockadeError as error:
+            return _error(call_id, name, str(error))
+        text = render_job(report)
+        if report.denied and self.confines:
+            text += "\n" + escalation_hint()
+        return ToolResult(call_id=call_id, name=name, text=text, facts=_job_facts(report))
+
+
+def _workdir(workdir: str | None, root: str) -> str | None:
+    if workdir is None:
+        return None
+    return os.path.normpath(os.path.join(root, workdir))
+
+
+def _grounding(events: Sequence[SessionEvent], command: str, mode: SandboxMode) -> str:
+    """Why the user is asked: a denial this session observed for the command, or none."""
+    for event in reversed(events):
+        if (
+            isinstance(event, ToolResulted)
+            and event.facts.get("command") == command
+            and event.facts.get("denied")
+        ):
+            return f"the sandbox denied this command under {event.facts.get('mode')}"
+    return f"requested under {mode.value} without an observed denial of this command"
+
+
+def _facts(result: ShellResult, command: str, granted: SandboxMode | None) -> dict[str, Any]:
+    facts = msgspec.to_builtins(result)
+    del facts["stdout"], facts["stderr"]
+    facts["command"] = command
+    if granted is not None:
+        facts["granted"] = granted.value
+    return facts
+
+
+def _job_facts(report: JobReport) -> dict[str, Any]:
+    facts = msgspec.to_builtins(report)
+    del facts["stdout"], facts["stderr"]
+    facts["policy"] = {
+        "mode": report.policy.mode.value,
+        "workspace_root": report.policy.workspace_root,
+    }
+    return facts
+
+
+def _error(call_id: str, name: str, text: str, **facts: Any) -> ToolResult:
+    return ToolResult(call_id=call_id, name=name, text=text, is_error=True, facts=facts)
