@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from contextlib import AsyncExitStack
 
 import msgspec
 import trio
 
+from ._cli_config import CliSettings, cli_settings, load_cli_composition
 from .errors import SandboxUnavailable
 from .executor.actor import open_executor
-from .executor.config import ExecutorConfig
 from .messages import ShellResult
 from .sandbox.actor import open_provider
-from .sandbox.config import ProviderConfig
-from .vocab import DENIAL_INSTRUCTION, ExecutionPolicy, SandboxMode, denial_marker
+from .vocab import DENIAL_INSTRUCTION, ExecutionPolicy, denial_marker
 
 EXIT_UNAVAILABLE = 125
 JSON_KEYS = (
@@ -29,24 +28,30 @@ JSON_KEYS = (
     "backend",
     "enforcement",
 )
+NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
 
 
-async def _run(args: argparse.Namespace, policy: ExecutionPolicy) -> ShellResult:
-    async with (
-        open_provider(ProviderConfig(backend=args.backend)) as provider,
-        open_executor(ExecutorConfig(), provider) as executor,
-    ):
-        return await executor.run(
-            executor.resolve(args.command, policy=policy, timeout=args.timeout)
-        )
+async def _run(
+    args: argparse.Namespace, settings: CliSettings, policy: ExecutionPolicy
+) -> ShellResult:
+    async with AsyncExitStack() as stack:
+        provider = None
+        if settings.confines:
+            if settings.provider is None:
+                raise SandboxUnavailable(NO_PROVIDER)
+            provider = await stack.enter_async_context(open_provider(settings.provider))
+        executor = await stack.enter_async_context(open_executor(settings.executor, provider))
+        spec = executor.resolve(args.command, policy=policy, timeout=args.timeout)
+        return await executor.run(spec)
 
 
 def run_command(args: argparse.Namespace) -> int:
-    mode = SandboxMode.parse(args.mode)
-    root = os.path.abspath(args.root or os.getcwd())
-    policy = ExecutionPolicy(mode=mode, workspace_root=root)
+    settings = cli_settings(
+        load_cli_composition(args.config), mode=args.mode, root=args.root, backend=args.backend
+    )
+    policy = ExecutionPolicy(mode=settings.mode, workspace_root=settings.root)
     try:
-        result = trio.run(_run, args, policy)
+        result = trio.run(_run, args, settings, policy)
     except SandboxUnavailable as error:
         if not args.json:
             raise
@@ -55,9 +60,8 @@ def run_command(args: argparse.Namespace) -> int:
         return EXIT_UNAVAILABLE
     if args.json:
         facts = msgspec.to_builtins(result)
-        sys.stdout.write(
-            msgspec.json.encode({key: facts[key] for key in JSON_KEYS}).decode() + "\n"
-        )
+        line = msgspec.json.encode({key: facts[key] for key in JSON_KEYS}).decode()
+        sys.stdout.write(line + "\n")
         return 0
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)

@@ -14,10 +14,15 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .errors import SandboxUnavailable, StockadeError
-from .vocab import SandboxMode, allowed_modes
+from .vocab import allowed_modes
 
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2
+MODE_HELP = (
+    f"one of {', '.join(allowed_modes())} (default: the composition's, else workspace-write)"
+)
+NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
+CONFIG_HELP = "a stockade.yml (default: $STOCKADE_CONFIG, else ./stockade.yml when present)"
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
@@ -40,27 +45,22 @@ def build_parser() -> argparse.ArgumentParser:
     probe = verbs.add_parser("probe", help="report which sandbox backends work here")
     probe.add_argument("--json", action="store_true", help="one JSON object on stdout")
     probe.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
+    probe.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
 
     run_exec = verbs.add_parser(
         "exec",
         help="run ARGV confined (no shell added)",
         usage="stockade exec [--mode MODE] [--root DIR] [--backend B] -- ARGV...",
     )
-    run_exec.add_argument(
-        "--mode",
-        default=SandboxMode.WORKSPACE_WRITE.value,
-        help=f"one of {', '.join(allowed_modes())} (default: workspace-write)",
-    )
+    run_exec.add_argument("--mode", help=MODE_HELP)
+    run_exec.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     run_exec.add_argument("--root", help="workspace root (default: the current directory)")
     run_exec.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
     run_exec.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command")
 
     run = verbs.add_parser("run", help="run COMMAND with bash -c through the sandboxed executor")
-    run.add_argument(
-        "--mode",
-        default=SandboxMode.WORKSPACE_WRITE.value,
-        help=f"one of {', '.join(allowed_modes())} (default: workspace-write)",
-    )
+    run.add_argument("--mode", help=MODE_HELP)
+    run.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     run.add_argument("--root", help="workspace root (default: the current directory)")
     run.add_argument("--timeout", type=float, help="seconds before the command is killed")
     run.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
@@ -87,10 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _probe(args: argparse.Namespace) -> int:
+    from ._cli_config import cli_settings, load_cli_composition
     from .sandbox._select import select_backend
-    from .sandbox.config import ProviderConfig
 
-    selection = select_backend(ProviderConfig(backend=args.backend), probe_all=True)
+    settings = cli_settings(
+        load_cli_composition(args.config), mode=None, root=None, backend=args.backend
+    )
+    if settings.provider is None:
+        _unavailable(NO_PROVIDER)
+    selection = select_backend(settings.provider, probe_all=True)
     if args.json:
         import msgspec
 
@@ -117,18 +122,24 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         argv = argv[1:]
     if not argv:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
-    mode = SandboxMode.parse(args.mode)
+    from ._cli_config import cli_settings, load_cli_composition
+
+    settings = cli_settings(
+        load_cli_composition(args.config), mode=args.mode, root=args.root, backend=args.backend
+    )
+    mode = settings.mode
     if not mode.confines:
         # danger-full-access never touches the provider.
         _execute(argv, runner_is_argv0=False)
+    if settings.provider is None:
+        _unavailable(NO_PROVIDER)
 
     from .sandbox._profiles import wrap
     from .sandbox._select import host_paths, resolve_workspace_root, select_backend
-    from .sandbox.config import ProviderConfig
     from .vocab import SandboxPolicy
 
-    root = resolve_workspace_root(os.path.abspath(args.root or os.getcwd()))
-    selection = select_backend(ProviderConfig(backend=args.backend))
+    root = resolve_workspace_root(settings.root)
+    selection = select_backend(settings.provider)
     if selection.backend is None:
         _unavailable(selection.detail)
     policy = SandboxPolicy(mode=mode, workspace_root=root)
