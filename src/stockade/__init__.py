@@ -1,10 +1,21 @@
-"""stockade: run an AI agent's shell commands under a kernel-enforced file sandbox."""
+"""stockade: run an AI agent's shell commands under a kernel-enforced file sandbox.
 
+Re-exports only. The pure vocabulary is imported eagerly; the Trio side (harness,
+actors) on first use, so `stockade exec` never pays for importing trio.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import CommandStartError as CommandStartError
 from .errors import ConfigError as ConfigError
 from .errors import InvalidPolicy as InvalidPolicy
 from .errors import SandboxUnavailable as SandboxUnavailable
 from .errors import StockadeError as StockadeError
+from .messages import JobHandle as JobHandle
+from .messages import JobReport as JobReport
 from .messages import RunnerFailureRule as RunnerFailureRule
+from .messages import ShellResult as ShellResult
+from .messages import ShellSpec as ShellSpec
 from .messages import Wrapped as Wrapped
 from .sandbox.config import ProviderConfig as ProviderConfig
 from .vocab import ApprovalPolicy as ApprovalPolicy
@@ -13,17 +24,69 @@ from .vocab import ExecutionPolicy as ExecutionPolicy
 from .vocab import SandboxMode as SandboxMode
 from .vocab import SandboxPolicy as SandboxPolicy
 
+if TYPE_CHECKING:
+    from .approval._chain import ApprovalRequest as ApprovalRequest
+    from .approval._chain import Decision as Decision
+    from .approval.answerers import AsyncioAnswerer as AsyncioAnswerer
+    from .approval.answerers import CallbackAnswerer as CallbackAnswerer
+    from .approval.answerers import ScriptedAnswerer as ScriptedAnswerer
+    from .approval.answerers import TerminalAnswerer as TerminalAnswerer
+    from .harness import AgentSession as AgentSession
+    from .harness import Harness as Harness
+    from .harness import open_harness as open_harness
+    from .tools.result import ToolResult as ToolResult
+
+_LAZY = {
+    "ApprovalRequest": "approval._chain",
+    "Decision": "approval._chain",
+    "AsyncioAnswerer": "approval.answerers",
+    "CallbackAnswerer": "approval.answerers",
+    "ScriptedAnswerer": "approval.answerers",
+    "TerminalAnswerer": "approval.answerers",
+    "AgentSession": "harness",
+    "Harness": "harness",
+    "open_harness": "harness",
+    "ToolResult": "tools.result",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stockade' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "AgentSession",
     "ApprovalPolicy",
+    "ApprovalRequest",
+    "AsyncioAnswerer",
+    "CallbackAnswerer",
+    "CommandStartError",
     "ConfigError",
+    "Decision",
     "Enforcement",
     "ExecutionPolicy",
+    "Harness",
     "InvalidPolicy",
+    "JobHandle",
+    "JobReport",
     "ProviderConfig",
     "RunnerFailureRule",
     "SandboxMode",
     "SandboxPolicy",
     "SandboxUnavailable",
+    "ScriptedAnswerer",
+    "ShellResult",
+    "ShellSpec",
     "StockadeError",
+    "TerminalAnswerer",
+    "ToolResult",
     "Wrapped",
+    "open_harness",
 ]

@@ -1,0 +1,44 @@
+"""Harness fixtures: a real composition on the real sandbox, a scripted approval chain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stockade.approval.answerers import ScriptedAnswerer
+
+
+def composition(state_dir: str, *, approval: bool = True, executor: str = "sandbox", **bash):
+    entries = []
+    if executor == "sandbox":
+        entries.append({"id": "sandbox", "name": "stockade.sandbox.local"})
+        entries.append({"id": "bash", "name": "stockade.bash.sandbox", "config": bash})
+    else:
+        entries.append({"id": "bash", "name": "stockade.bash.local"})
+    if approval:
+        entries.append({"id": "approval", "name": "stockade.approval.user"})
+    entries.append(
+        {"id": "log", "name": "stockade.session.log", "config": {"state_dir": state_dir}}
+    )
+    return entries
+
+
+@pytest.fixture
+def state_dir(tmp_path) -> str:
+    path = tmp_path / "state"
+    path.mkdir()
+    return str(path)
+
+
+@pytest.fixture
+def projects(scratch) -> tuple[Path, Path]:
+    a, b = Path(scratch) / "project-a", Path(scratch) / "project-b"
+    a.mkdir()
+    b.mkdir()
+    return a, b
+
+
+@pytest.fixture
+def scripted() -> ScriptedAnswerer:
+    return ScriptedAnswerer()
