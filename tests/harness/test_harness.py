@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,18 @@ def test_the_asyncio_example_runs(scratch):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[sandbox: file access denied under read-only mode]" in done.stdout
     assert (Path(scratch) / "note.txt").read_text() == "hello\n"
+
+
+def test_the_embedding_example_from_the_docs_runs(scratch, tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "embed.py"), scratch],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={**os.environ, "STOCKADE_STATE_DIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[sandbox: file access denied under read-only mode]" in done.stdout
+    assert (Path(scratch) / "hello.txt").read_text() == "hi\n"
+    assert list(tmp_path.glob("*.jsonl"))  # the session log is real
