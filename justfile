@@ -7,10 +7,9 @@ python := venv / "bin/python"
 test:
     python3 -m venv {{venv}} && {{venv}}/bin/pip install -q -e '.[test,bwrap]' && {{python}} -m pytest
 
-# The main job: probe the backends, then run a command confined.
+# The main job: a scripted agent session on the real sandbox (the README's first command).
 demo:
-    {{venv}}/bin/stockade probe
-    {{venv}}/bin/stockade exec --mode read-only -- bash -c 'touch /tmp/stockade-demo || echo "refused, as it should be"'
+    python3 -m venv {{venv}} && {{venv}}/bin/pip install -q -e '.[bwrap]' && {{venv}}/bin/stockade demo
 
 # Benchmarks (see bench/README.md); never part of the test suite.
 bench *ARGS:

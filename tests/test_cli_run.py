@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from stockade import _run as run_module
 from stockade import cli
 from stockade.sandbox import _select
 
@@ -97,3 +98,32 @@ def test_sandbox_unavailable_in_both_output_forms(monkeypatch, capsys, scratch):
     assert exited.value.code == 125
     assert capsys.readouterr().err.startswith("stockade: SANDBOX_UNAVAILABLE: ")
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(("decision", "written"), [("allowed-once", True), ("rejected", False)])
+def test_run_ask_retries_once_under_the_next_wider_mode(scratch, capsys, decision, written):
+    from stockade.approval.answerers import ScriptedAnswerer
+
+    answerer = ScriptedAnswerer([decision])
+    args = cli.build_parser().parse_args(
+        ["run", "--ask", "--mode", "read-only", "--root", scratch, f"echo hi > {scratch}/f"]
+    )
+    status = run_module.run_command(args, answerer=answerer)
+    err = capsys.readouterr().err
+    assert "[sandbox: file access denied under read-only mode]" in err
+    assert answerer.seen[0].requested_mode.value == "workspace-write"
+    assert (Path(scratch) / "f").exists() is written
+    assert (status == 0) is written
+    assert ("retrying once under workspace-write" in err) is written
+
+
+def test_run_ask_without_a_terminal_does_not_retry(scratch, capsys):
+    from stockade.approval.answerers import TerminalAnswerer
+
+    args = cli.build_parser().parse_args(
+        ["run", "--ask", "--mode", "read-only", "--root", scratch, f"echo hi > {scratch}/f"]
+    )
+    status = run_module.run_command(args, answerer=TerminalAnswerer(opener=lambda: None))
+    assert status == 1
+    assert "not retried" in capsys.readouterr().err
+    assert not (Path(scratch) / "f").exists()

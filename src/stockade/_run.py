@@ -10,11 +10,13 @@ import msgspec
 import trio
 
 from ._cli_config import CliSettings, cli_settings, load_cli_composition
+from .approval._chain import Answerer, ApprovalRequest, Decision
+from .approval.answerers import TerminalAnswerer
 from .errors import SandboxUnavailable
 from .executor.actor import open_executor
 from .messages import ShellResult
 from .sandbox.actor import open_provider
-from .vocab import DENIAL_INSTRUCTION, ExecutionPolicy, denial_marker
+from .vocab import DENIAL_INSTRUCTION, ApprovalPolicy, ExecutionPolicy, SandboxMode, denial_marker
 
 EXIT_UNAVAILABLE = 125
 JSON_KEYS = (
@@ -45,13 +47,64 @@ async def _run(
         return await executor.run(spec)
 
 
-def run_command(args: argparse.Namespace) -> int:
+def _wider(mode: SandboxMode) -> SandboxMode | None:
+    wider = [candidate for candidate in SandboxMode if candidate.is_wider_than(mode)]
+    return min(wider) if wider else None
+
+
+async def _ask_to_widen(
+    answerer: Answerer, command: str, current: SandboxMode
+) -> SandboxMode | None:
+    """After a denial, offer the next wider mode once; the granted mode or None."""
+    requested = _wider(current)
+    if requested is None:
+        return None
+    answer = await answerer.answer(
+        ApprovalRequest(
+            session_id="cli",
+            command=command,
+            justification="the sandbox denied a file effect (stockade run --ask)",
+            current_mode=current,
+            requested_mode=requested,
+            policy=ApprovalPolicy.ASK,
+            reason=f"denied under {current.value}",
+        )
+    )
+    granted = answer is not None and answer.decision is Decision.ALLOWED_ONCE
+    return requested if granted else None
+
+
+async def _run_asking(
+    args: argparse.Namespace, settings: CliSettings, policy: ExecutionPolicy, answerer: Answerer
+) -> ShellResult:
+    result = await _run(args, settings, policy)
+    if not result.denied:
+        return result
+    if not args.json:
+        # The person sees the denied attempt before being asked about a retry.
+        _emit(result, args)
+        result = msgspec.structs.replace(result, stdout="", stderr="", denied=False)
+    granted = await _ask_to_widen(answerer, args.command, policy.mode)
+    if granted is None:
+        sys.stderr.write("stockade: not retried\n")
+        return result
+    sys.stderr.write(f"stockade: retrying once under {granted.value}\n")
+    wider = ExecutionPolicy(mode=granted, workspace_root=policy.workspace_root)
+    return await _run(args, settings, wider)
+
+
+def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -> int:
+    """`stockade run`; `answerer` decides `--ask` retries (default: the terminal)."""
     settings = cli_settings(
         load_cli_composition(args.config), mode=args.mode, root=args.root, backend=args.backend
     )
     policy = ExecutionPolicy(mode=settings.mode, workspace_root=settings.root)
     try:
-        result = trio.run(_run, args, settings, policy)
+        if getattr(args, "ask", False):
+            chosen = answerer if answerer is not None else TerminalAnswerer()
+            result = trio.run(_run_asking, args, settings, policy, chosen)
+        else:
+            result = trio.run(_run, args, settings, policy)
     except SandboxUnavailable as error:
         if not args.json:
             raise
@@ -63,10 +116,14 @@ def run_command(args: argparse.Namespace) -> int:
         line = msgspec.json.encode({key: facts[key] for key in JSON_KEYS}).decode()
         sys.stdout.write(line + "\n")
         return 0
+    _emit(result, args)
+    return result.exit_code if result.exit_code is not None else 1
+
+
+def _emit(result: ShellResult, args: argparse.Namespace) -> None:
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     if result.denied:
         sys.stderr.write(f"{denial_marker(result.mode)}\n{DENIAL_INSTRUCTION}\n")
     if result.timed_out:
         sys.stderr.write(f"stockade: timed out after {args.timeout:g}s; the command was killed\n")
-    return result.exit_code if result.exit_code is not None else 1

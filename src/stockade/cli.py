@@ -65,7 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, help="seconds before the command is killed")
     run.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
     run.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    run.add_argument(
+        "--ask",
+        action="store_true",
+        help="on a denial, ask on the terminal to retry once under the next wider mode",
+    )
     run.add_argument("command", help="the shell command, run as bash -c COMMAND")
+
+    demo = verbs.add_parser(
+        "demo", help="a scripted agent session on the real sandbox: denial, approval, replay"
+    )
+    demo.add_argument(
+        "--interactive", action="store_true", help="answer the escalations yourself (y/N)"
+    )
 
     session = verbs.add_parser("session", help="inspect session logs")
     session_verbs = session.add_subparsers(dest="session_verb", metavar="VERB", required=True)
@@ -169,9 +181,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "exec":
                 _exec(args)
             case "session":
+                from .harness import harness_registry
                 from .sessionlog.show import run_show
 
-                return run_show(args)
+                # Logs hold tool and approval events too: decode with the full registry.
+                return run_show(args, registry=harness_registry())
+            case "demo":
+                from .demo import run_demo
+
+                return run_demo(interactive=args.interactive)
             case "run":
                 from ._run import run_command
 

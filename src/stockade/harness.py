@@ -219,8 +219,8 @@ class SessionShell:
     async def job_output(self, job_id: str) -> JobReport:
         return await self.owner.harness.executor.job_output(job_id, owner=self.owner.id)
 
-    async def wait(self, job_id: str) -> JobReport:
-        return await self.owner.harness.executor.wait(job_id, owner=self.owner.id)
+    async def wait(self, job_id: str, *, read: bool = True) -> JobReport:
+        return await self.owner.harness.executor.wait(job_id, owner=self.owner.id, read=read)
 
     async def kill(self, job_id: str) -> JobReport:
         return await self.owner.harness.executor.kill(job_id, owner=self.owner.id)

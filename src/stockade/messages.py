@@ -113,10 +113,14 @@ class JobOutput(msgspec.Struct, frozen=True, tag="job-output"):
 
 
 class WaitJob(msgspec.Struct, frozen=True, tag="wait-job"):
-    """Reply when the job has settled, with its last report."""
+    """Reply when the job has settled, with its last report.
+
+    `read` False leaves the unread output for the next `JobOutput`.
+    """
 
     job_id: str
     owner: str | None = None
+    read: bool = True
 
 
 class KillJob(msgspec.Struct, frozen=True, tag="kill-job"):

@@ -59,11 +59,12 @@ class Job:
         self.ended_at = time.time()
         self.done.set()
 
-    def report(self) -> JobReport:
-        """Output since the last report, then move the cursors past it."""
+    def report(self, *, advance: bool = True) -> JobReport:
+        """Output since the last report; `advance` moves the cursors past it."""
         out = self.stdout.read_from(self._stdout_cursor)
         err = self.stderr.read_from(self._stderr_cursor)
-        self._stdout_cursor, self._stderr_cursor = out.cursor, err.cursor
+        if advance:
+            self._stdout_cursor, self._stderr_cursor = out.cursor, err.cursor
         result = self.result
         return JobReport(
             id=self.id,

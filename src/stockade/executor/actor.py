@@ -83,8 +83,8 @@ class ExecutorActor:
                 await answer(envelope, lambda: self._start(spec))
             case JobOutput(job_id=job_id, owner=owner):
                 await answer(envelope, lambda: self._job_output(job_id, owner))
-            case WaitJob(job_id=job_id, owner=owner):
-                await answer(envelope, lambda: self._wait(job_id, owner))
+            case WaitJob(job_id=job_id, owner=owner, read=read):
+                await answer(envelope, lambda: self._wait(job_id, owner, read))
             case KillJob(job_id=job_id, owner=owner):
                 await answer(envelope, lambda: self._kill(job_id, owner))
             case ListJobs(owner=owner):
@@ -192,10 +192,10 @@ class ExecutorActor:
     async def _job_output(self, job_id: str, owner: str | None) -> JobReport:
         return self.jobs.get(job_id, owner).report()
 
-    async def _wait(self, job_id: str, owner: str | None) -> JobReport:
+    async def _wait(self, job_id: str, owner: str | None, read: bool) -> JobReport:
         job = self.jobs.get(job_id, owner)
         await job.done.wait()
-        return job.report()
+        return job.report(advance=read)
 
     async def _kill(self, job_id: str, owner: str | None) -> JobReport:
         job = self.jobs.get(job_id, owner)
@@ -256,9 +256,12 @@ class ExecutorClient:
         report: JobReport = await request(self.inbox, JobOutput(job_id, owner))
         return report
 
-    async def wait(self, job_id: str, *, owner: str | None = None) -> JobReport:
-        """Wait until the job settles; its report carries the output not yet read."""
-        report: JobReport = await request(self.inbox, WaitJob(job_id, owner))
+    async def wait(self, job_id: str, *, owner: str | None = None, read: bool = True) -> JobReport:
+        """Wait until the job settles; its report carries the output not yet read.
+
+        With `read=False` that output stays unread, for a later `job_output`.
+        """
+        report: JobReport = await request(self.inbox, WaitJob(job_id, owner, read))
         return report
 
     async def kill(self, job_id: str, *, owner: str | None = None) -> JobReport:
