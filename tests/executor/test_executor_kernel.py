@@ -335,3 +335,56 @@ async def test_stdin_is_closed_unless_given(backend_config, scratch):
         given = await executor.run(spec(executor, "cat", WW, scratch, stdin=b"fed\n"))
     assert closed.stdout == "done\n" and not closed.timed_out
     assert given.stdout == "fed\n"
+
+
+# --- the bound on running processes ----------------------------------------------------
+
+
+async def test_jobs_beyond_the_bound_queue_and_run_in_turn(backend_config, scratch):
+    root = Path(scratch)
+    config = ExecutorConfig(kill_grace=0.5, max_running=2)
+    async with executor_for(backend_config, config) as executor:
+        handles = [
+            await executor.start(spec(executor, f"sleep 0.3; echo {i} > q{i}", WW, root))
+            for i in range(6)
+        ]
+        states = [(await executor.job_output(h.id)).state for h in handles]
+        assert states.count("running") == 2 and states.count("queued") == 4
+        killed = await executor.kill(handles[-1].id)
+        assert killed.state == "killed" and killed.exit_code is None
+        with trio.fail_after(30):
+            reports = [await executor.wait(h.id) for h in handles[:-1]]
+    assert [r.state for r in reports] == ["exited"] * 5
+    assert sorted(p.name for p in root.iterdir()) == [f"q{i}" for i in range(5)]
+
+
+async def test_a_queued_job_whose_runner_cannot_start_is_stamped_runner_failed(scratch):
+    config = ProviderConfig(runner_command=str(Path(scratch) / "vanishing-runner"))
+    runner = Path(scratch) / "vanishing-runner"
+    runner.write_text(PASS_THROUGH)
+    runner.chmod(0o755)
+    async with executor_for(config, ExecutorConfig(max_running=1)) as executor:
+        first = await executor.start(spec(executor, "sleep 0.3", WW, scratch))
+        queued = await executor.start(spec(executor, "touch ran", WW, scratch))
+        runner.unlink()  # deleted between probe (none: runner_command) and the queued spawn
+        await executor.wait(first.id)
+        with trio.fail_after(10):
+            report = await executor.wait(queued.id)
+    assert report.state == "runner-failed" and report.runner_failed and not report.denied
+    assert "cannot start the sandbox runner" in (report.runner_failure or "")
+    assert not (Path(scratch) / "ran").exists()
+
+
+async def test_ten_thousand_queued_jobs_do_not_exhaust_descriptors(scratch):
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    baseline = open_fds()
+    config = ExecutorConfig(max_running=8, kill_grace=0.2)
+    async with open_executor(config) as executor:
+        for _ in range(10_000):
+            await executor.start(spec(executor, "sleep 5", DFA, scratch))
+        during = open_fds()
+        assert len(await executor.list()) == 10_000
+    assert during - baseline < 8 * 4 + 16
+    assert open_fds() <= baseline + 2

@@ -73,3 +73,23 @@ def settled_result(
         stdout_dropped=stdout.dropped,
         stderr_dropped=stderr.dropped,
     )
+
+
+def unstarted_result(
+    facts: WrapFacts, *, detail: str, runner_failed: bool, cancelled: bool = False
+) -> ShellResult:
+    """The result of a job whose process never started (spawn failed, or killed while queued)."""
+    return ShellResult(
+        exit_code=None,
+        stdout="",
+        stderr="" if runner_failed or cancelled else detail,
+        denied=False,
+        runner_failed=runner_failed,
+        runner_failure=detail if runner_failed else None,
+        timed_out=False,
+        cancelled=cancelled,
+        mode=facts.mode,
+        backend=facts.backend,
+        enforcement=facts.enforcement,
+        duration=0.0,
+    )

@@ -19,14 +19,18 @@ class Job:
     id: str
     spec: ShellSpec
     facts: WrapFacts
-    process: trio.Process
     stdout: OutputBuffer
     stderr: OutputBuffer
     started_at: float = attrs.field(factory=time.time)
     started_clock: float = attrs.field(factory=time.monotonic)
+    # None while queued for a spawn slot (or when its spawn failed).
+    process: trio.Process | None = None
     ended_at: float | None = None
     result: ShellResult | None = None
+    start_error: str | None = None
     killed: bool = False
+    # Two phases, two scopes (a scope is entered once): waiting for a slot, running.
+    queue_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     done: trio.Event = attrs.field(factory=trio.Event)
     _stdout_cursor: int = 0
@@ -44,7 +48,9 @@ class Job:
     @property
     def state(self) -> str:
         if self.result is None:
-            return "running"
+            return "queued" if self.process is None else "running"
+        if self.start_error is not None:
+            return "failed-to-start"
         if self.result.runner_failed:
             return "runner-failed"
         if self.result.timed_out:
@@ -52,6 +58,12 @@ class Job:
         if self.killed or self.result.cancelled:
             return "killed"
         return "exited"
+
+    def cancel(self) -> None:
+        """Kill the job in whichever phase it is; its process group goes with it."""
+        self.killed = True
+        self.queue_scope.cancel()
+        self.scope.cancel()
 
     def finish(self, result: ShellResult) -> None:
         """Stamp the settled result (with its classification) before `done` is set."""

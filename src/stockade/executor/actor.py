@@ -34,7 +34,7 @@ from ..sandbox.actor import ProviderClient
 from ..vocab import ExecutionPolicy, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
-from ._facts import WrapFacts, settled_result
+from ._facts import WrapFacts, settled_result, unstarted_result
 from ._jobs import Job, JobTable
 from ._spawn import exit_status, settle, spawn
 from .config import ExecutorConfig
@@ -51,12 +51,14 @@ class ExecutorActor:
     config: ExecutorConfig = attrs.field(factory=ExecutorConfig)
     provider: ProviderClient | None = None
     jobs: JobTable = attrs.field(factory=JobTable, init=False)
+    _slots: trio.CapacityLimiter = attrs.field(init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _inbox: Any = attrs.field(init=False)
     _mailbox: Any = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
+        self._slots = trio.CapacityLimiter(self.config.running_bound())
 
     @property
     def confines(self) -> bool:
@@ -118,18 +120,19 @@ class ExecutorActor:
 
     async def _run(self, spec: ShellSpec) -> ShellResult:
         argv, facts = await self._prepare(spec)
-        started = time.monotonic()
-        process = await self._spawn(spec, argv, facts)
-        stdout = OutputBuffer.with_cap(self.config.output_cap)
-        stderr = OutputBuffer.with_cap(self.config.output_cap)
-        timed_out = await settle(
-            process,
-            stdout,
-            stderr,
-            stdin=spec.stdin,
-            time_limit=self._timeout(spec),
-            kill_grace=self.config.kill_grace,
-        )
+        async with self._slots:
+            started = time.monotonic()
+            process = await self._spawn(spec, argv, facts)
+            stdout = OutputBuffer.with_cap(self.config.output_cap)
+            stderr = OutputBuffer.with_cap(self.config.output_cap)
+            timed_out = await settle(
+                process,
+                stdout,
+                stderr,
+                stdin=spec.stdin,
+                time_limit=self._timeout(spec),
+                kill_grace=self.config.kill_grace,
+            )
         result = settled_result(
             facts,
             exit_code=exit_status(process),
@@ -147,28 +150,77 @@ class ExecutorActor:
         return spec.timeout if spec.timeout is not None else self.config.default_timeout
 
     async def _start(self, spec: ShellSpec) -> JobHandle:
+        """Spawn now when a slot is free (spawn errors raise here), else queue the job."""
         assert self._nursery is not None
         argv, facts = await self._prepare(spec)
-        process = await self._spawn(spec, argv, facts)
-        job = self.jobs.add(
-            Job(
-                id=self.jobs.new_id(),
-                spec=spec,
-                facts=facts,
-                process=process,
-                stdout=OutputBuffer.with_cap(self.config.output_cap),
-                stderr=OutputBuffer.with_cap(self.config.output_cap),
-            )
+        job = Job(
+            id=self.jobs.new_id(),
+            spec=spec,
+            facts=facts,
+            stdout=OutputBuffer.with_cap(self.config.output_cap),
+            stderr=OutputBuffer.with_cap(self.config.output_cap),
         )
-        self._nursery.start_soon(self._supervise, job)
+        slot = object()
+        try:
+            self._slots.acquire_on_behalf_of_nowait(slot)
+        except trio.WouldBlock:
+            self.jobs.add(job)
+            self._nursery.start_soon(self._queued, job, argv, slot)
+            return job.handle
+        try:
+            job.process = await self._spawn(spec, argv, facts)
+        except BaseException:
+            self._slots.release_on_behalf_of(slot)
+            raise
+        self.jobs.add(job)
+        self._nursery.start_soon(self._supervise, job, slot)
         return job.handle
 
-    async def _supervise(self, job: Job) -> None:
+    async def _queued(self, job: Job, argv: tuple[str, ...], slot: object) -> None:
+        """Wait for a slot, then spawn; a spawn failure is stamped on the job."""
+        try:
+            with job.queue_scope:
+                await self._slots.acquire_on_behalf_of(slot)
+        except BaseException:
+            # The executor is stopping: the job never ran, and says so before `done`.
+            job.finish(
+                unstarted_result(
+                    job.facts, detail="the executor stopped", runner_failed=False, cancelled=True
+                )
+            )
+            raise
+        if job.queue_scope.cancelled_caught:
+            job.finish(
+                unstarted_result(
+                    job.facts, detail="killed while queued", runner_failed=False, cancelled=True
+                )
+            )
+            return
+        try:
+            job.process = await self._spawn(job.spec, argv, job.facts)
+        except SandboxUnavailable as error:
+            self._slots.release_on_behalf_of(slot)
+            job.finish(unstarted_result(job.facts, detail=error.detail, runner_failed=True))
+            return
+        except CommandStartError as error:
+            self._slots.release_on_behalf_of(slot)
+            job.start_error = str(error)
+            job.finish(unstarted_result(job.facts, detail=str(error), runner_failed=False))
+            return
+        except BaseException:
+            self._slots.release_on_behalf_of(slot)
+            raise
+        job.started_clock = time.monotonic()
+        await self._supervise(job, slot)
+
+    async def _supervise(self, job: Job, slot: object) -> None:
+        process = job.process
+        assert process is not None
         timed_out = False
         try:
             with job.scope:
                 timed_out = await settle(
-                    job.process,
+                    process,
                     job.stdout,
                     job.stderr,
                     stdin=job.spec.stdin,
@@ -176,15 +228,16 @@ class ExecutorActor:
                     kill_grace=self.config.kill_grace,
                 )
         finally:
+            self._slots.release_on_behalf_of(slot)
             # Stamped before `done`, also when the harness is leaving (cancelled).
             job.finish(
                 settled_result(
                     job.facts,
-                    exit_code=exit_status(job.process),
+                    exit_code=exit_status(process),
                     stdout=job.stdout,
                     stderr=job.stderr,
                     timed_out=timed_out,
-                    cancelled=job.scope.cancelled_caught or job.process.returncode is None,
+                    cancelled=job.scope.cancelled_caught or process.returncode is None,
                     duration=time.monotonic() - job.started_clock,
                 )
             )
@@ -200,8 +253,7 @@ class ExecutorActor:
     async def _kill(self, job_id: str, owner: str | None) -> JobReport:
         job = self.jobs.get(job_id, owner)
         if job.result is None:
-            job.killed = True
-            job.scope.cancel()
+            job.cancel()
             await job.done.wait()
         return job.report()
 

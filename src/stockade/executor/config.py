@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import resource
+
 import attrs
 
 from ..vocab import SandboxMode
@@ -23,3 +25,14 @@ class ExecutorConfig:
     output_cap: int = MIB
     kill_grace: float = 2.0
     default_timeout: float | None = None
+    # Processes running at once; further background jobs wait in a queue. None: sized
+    # from RLIMIT_NOFILE (each process holds about three descriptors here).
+    max_running: int | None = None
+
+    def running_bound(self) -> int:
+        if self.max_running is not None:
+            return max(1, self.max_running)
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return 1024
+        return max(8, min(1024, (soft - 64) // 4))
