@@ -43,6 +43,7 @@ from .sessionlog.actor import SessionLogClient
 from .tools import _bash_schema as schemas
 from .tools.bash import BashTool
 from .tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
+from .tools.fs_tool import FS_TOOLS, FsTool, fs_schemas
 from .tools.result import ToolResult
 from .vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
 
@@ -66,6 +67,7 @@ class Harness:
     defaults: PolicyDefaults
     presets: PresetTable
     bash: BashTool
+    fs: FsTool | None = None
 
     @property
     def confines(self) -> bool:
@@ -74,11 +76,19 @@ class Harness:
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """Function-calling schemas of the mounted tools."""
-        return [
+        mounted = [
             schemas.bash_schema(confines=self.confines),
             schemas.job_output_schema(),
             schemas.kill_job_schema(),
         ]
+        if self.fs is not None:
+            mounted += fs_schemas(escalation=self.fs.escalation)
+        return mounted
+
+    @property
+    def default_policy(self) -> ExecutionPolicy:
+        """What a call resolves to with no session override: the composition's default."""
+        return ExecutionPolicy(self.defaults.sandbox_mode, self.defaults.fallback_root)
 
     async def open_session(
         self, session_id: str | None = None, *, cwd: str | os.PathLike[str] | None = None
@@ -149,6 +159,10 @@ class AgentSession:
                 return await bash.job_output(call_id, arguments, self)
             case schemas.KILL_JOB:
                 return await bash.kill_job(call_id, arguments, self)
+            case _ if name in FS_TOOLS and self.harness.fs is not None:
+                return await self.harness.fs.call(
+                    call_id, name, arguments, self, self.harness.default_policy
+                )
             case _:
                 known = ", ".join(schema["name"] for schema in self.harness.tool_schemas())
                 return ToolResult(
@@ -355,6 +369,14 @@ def assemble(
         fallback_root=os.path.abspath(executor_config.fallback_root or cwd or os.getcwd()),
     )
     approval_client = approval_actor.client if approval_actor is not None else None
+    fs_tool = None
+    if composition.fs is not None:
+        fs_tool = FsTool(
+            fenced=composition.fs.plugin.confines,
+            read_cap=composition.fs.config.read_cap,
+            approval=approval_client,
+            confines=confining,
+        )
     harness = Harness(
         composition=composition,
         log=log_actor.client,
@@ -364,6 +386,7 @@ def assemble(
         defaults=defaults,
         presets=_presets(composition),
         bash=BashTool(executor=executor_actor.client, approval=approval_client),
+        fs=fs_tool,
     )
     return actors, harness
 

@@ -8,23 +8,20 @@ ApprovalActor once and never persists a grant.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 import attrs
 import msgspec
 
-from ..approval._chain import ApprovalRequest, Decision
 from ..approval.actor import ApprovalClient
 from ..errors import CommandStartError, SandboxUnavailable, StockadeError
-from ..events import SessionEvent
 from ..executor.actor import ExecutorClient
 from ..executor.render import render_job, render_result
 from ..messages import JobReport, ShellResult, ShellSpec
-from ..vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+from ..vocab import ExecutionPolicy, SandboxMode
 from . import _escalation as texts
+from ._approve import Escalation, ToolSession, request_escalation, tool_error
 from ._bash_schema import BASH, JOB_OUTPUT, KILL_JOB, escalation_hint
-from .events import ToolResulted
 from .result import ToolResult
 
 
@@ -39,21 +36,6 @@ class BashArguments(msgspec.Struct, forbid_unknown_fields=True):
 
 class JobArguments(msgspec.Struct, forbid_unknown_fields=True):
     job_id: str
-
-
-class ToolSession(Protocol):
-    """What the bash tool needs of a session (AgentSession provides it)."""
-
-    id: str
-    rejected_this_turn: set[str]
-
-    async def execution_policy(
-        self, explicit_mode: SandboxMode | None = None
-    ) -> ExecutionPolicy: ...
-
-    async def approval_policy(self) -> ApprovalPolicy: ...
-
-    async def events(self) -> tuple[SessionEvent, ...]: ...
 
 
 @attrs.frozen
@@ -89,7 +71,19 @@ class BashTool:
         policy = await self._policy(session)
         granted: SandboxMode | None = None
         if args.sandbox_permissions is not None or args.justification is not None:
-            refusal, granted = await self._escalate(call_id, args, session, policy)
+            refusal, granted = await request_escalation(
+                Escalation(
+                    call_id=call_id,
+                    tool=BASH,
+                    command=args.command,
+                    requested=args.sandbox_permissions,
+                    justification=args.justification,
+                    current=policy.mode,
+                ),
+                session=session,
+                approval=self.approval,
+                confines=self.confines,
+            )
             if refusal is not None:
                 return refusal
             assert granted is not None
@@ -125,52 +119,6 @@ class BashTool:
         if session is None:
             return self.executor.resolve("").policy
         return await session.execution_policy()
-
-    async def _escalate(
-        self,
-        call_id: str,
-        args: BashArguments,
-        session: ToolSession | None,
-        policy: ExecutionPolicy,
-    ) -> tuple[ToolResult | None, SandboxMode | None]:
-        """Ask for one wider retry; (refusal, None) or (None, the granted mode)."""
-        requested, justification = args.sandbox_permissions, args.justification
-        if requested is None or not justification:
-            return _error(call_id, BASH, texts.PAIRED), None
-        if not self.confines:
-            return _error(call_id, BASH, texts.NOT_ADVERTISED), None
-        too_narrow = texts.not_wider(requested, policy.mode)
-        if too_narrow is not None:
-            return _error(call_id, BASH, too_narrow), None
-        if session is None:
-            return _error(call_id, BASH, texts.NO_SESSION), None
-        if self.approval is None:
-            return _error(call_id, BASH, texts.NO_APPROVAL_SERVICE), None
-        if args.command in session.rejected_this_turn:
-            return _error(call_id, BASH, texts.already_rejected(requested)), None
-        answer = await self.approval.ask(
-            ApprovalRequest(
-                session_id=session.id,
-                command=args.command,
-                justification=justification,
-                current_mode=policy.mode,
-                requested_mode=requested,
-                policy=await session.approval_policy(),
-                reason=_grounding(await session.events(), args.command, policy.mode),
-                call_id=call_id,
-            )
-        )
-        match answer.decision:
-            case Decision.ALLOWED_ONCE:
-                return None, requested
-            case Decision.REJECTED:
-                session.rejected_this_turn.add(args.command)
-                return _error(call_id, BASH, texts.rejected(requested), outcome="rejected"), None
-            case Decision.CANCELLED:
-                return _error(call_id, BASH, texts.CANCELLED, outcome="cancelled"), None
-            case Decision.UNAVAILABLE:
-                text = texts.unavailable(requested, answer.detail)
-                return _error(call_id, BASH, text, outcome="unavailable"), None
 
     def _render(self, result: ShellResult, granted: SandboxMode | None) -> str:
         text = render_result(result)
@@ -219,18 +167,6 @@ def _workdir(workdir: str | None, root: str) -> str | None:
     return os.path.normpath(os.path.join(root, workdir))
 
 
-def _grounding(events: Sequence[SessionEvent], command: str, mode: SandboxMode) -> str:
-    """Why the user is asked: a denial this session observed for the command, or none."""
-    for event in reversed(events):
-        if (
-            isinstance(event, ToolResulted)
-            and event.facts.get("command") == command
-            and event.facts.get("denied")
-        ):
-            return f"the sandbox denied this command under {event.facts.get('mode')}"
-    return f"requested under {mode.value} without an observed denial of this command"
-
-
 def _facts(result: ShellResult, command: str, granted: SandboxMode | None) -> dict[str, Any]:
     facts = msgspec.to_builtins(result)
     del facts["stdout"], facts["stderr"]
@@ -250,5 +186,4 @@ def _job_facts(report: JobReport) -> dict[str, Any]:
     return facts
 
 
-def _error(call_id: str, name: str, text: str, **facts: Any) -> ToolResult:
-    return ToolResult(call_id=call_id, name=name, text=text, is_error=True, facts=facts)
+_error = tool_error

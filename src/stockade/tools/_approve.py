@@ -1,0 +1,114 @@
+"""The one approved wider retry, shared by every tool that advertises it (bash, fs).
+
+Checks in order: paired fields, a confining deployment, strictly wider than THIS
+call's mode, a session, an approval service, no rejection earlier this turn; then asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from ..approval._chain import ApprovalRequest, Decision
+from ..approval.actor import ApprovalClient
+from ..events import SessionEvent
+from ..vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+from . import _escalation as texts
+from .events import ToolResulted
+from .result import ToolResult
+
+
+class ToolSession(Protocol):
+    """What the tools need of a session (AgentSession provides it)."""
+
+    id: str
+    cwd: str | None
+    rejected_this_turn: set[str]
+
+    async def execution_policy(
+        self, explicit_mode: SandboxMode | None = None
+    ) -> ExecutionPolicy: ...
+
+    async def approval_policy(self) -> ApprovalPolicy: ...
+
+    async def events(self) -> tuple[SessionEvent, ...]: ...
+
+
+@attrs.frozen(kw_only=True)
+class Escalation:
+    """One tool call's request: `command` is what the user is shown and asked about."""
+
+    call_id: str
+    tool: str
+    command: str
+    requested: SandboxMode | None
+    justification: str | None
+    current: SandboxMode
+
+
+def tool_error(call_id: str, name: str, text: str, **facts: Any) -> ToolResult:
+    return ToolResult(call_id=call_id, name=name, text=text, is_error=True, facts=facts)
+
+
+async def request_escalation(
+    ask: Escalation,
+    *,
+    session: ToolSession | None,
+    approval: ApprovalClient | None,
+    confines: bool,
+) -> tuple[ToolResult | None, SandboxMode | None]:
+    """(refusal, None), each refusal with its own text and nothing run; or (None, granted)."""
+
+    def refuse(text: str, **facts: Any) -> tuple[ToolResult, None]:
+        return tool_error(ask.call_id, ask.tool, text, **facts), None
+
+    requested = ask.requested
+    if requested is None or not ask.justification:
+        return refuse(texts.PAIRED)
+    if not confines:
+        return refuse(texts.NOT_ADVERTISED)
+    too_narrow = texts.not_wider(requested, ask.current)
+    if too_narrow is not None:
+        return refuse(too_narrow)
+    if session is None:
+        return refuse(texts.NO_SESSION)
+    if approval is None:
+        return refuse(texts.NO_APPROVAL_SERVICE)
+    if ask.command in session.rejected_this_turn:
+        return refuse(texts.already_rejected(requested))
+    answer = await approval.ask(
+        ApprovalRequest(
+            session_id=session.id,
+            command=ask.command,
+            justification=ask.justification,
+            current_mode=ask.current,
+            requested_mode=requested,
+            policy=await session.approval_policy(),
+            reason=grounding(await session.events(), ask.command, ask.current),
+            call_id=ask.call_id,
+        )
+    )
+    match answer.decision:
+        case Decision.ALLOWED_ONCE:
+            return None, requested
+        case Decision.REJECTED:
+            session.rejected_this_turn.add(ask.command)
+            return refuse(texts.rejected(requested), outcome="rejected")
+        case Decision.CANCELLED:
+            return refuse(texts.CANCELLED, outcome="cancelled")
+        case Decision.UNAVAILABLE:
+            return refuse(texts.unavailable(requested, answer.detail), outcome="unavailable")
+
+
+def grounding(events: Sequence[SessionEvent], command: str, mode: SandboxMode) -> str:
+    """Why the user is asked: a denial this session observed for the command, or none."""
+    for event in reversed(events):
+        if (
+            isinstance(event, ToolResulted)
+            and event.facts.get("command") == command
+            and event.facts.get("denied")
+        ):
+            return f"the sandbox denied this command under {event.facts.get('mode')}"
+    return f"requested under {mode.value} without an observed denial of this command"

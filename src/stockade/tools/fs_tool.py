@@ -1,0 +1,206 @@
+"""The model-facing read_file, write_file and edit_file tools over the fenced operations.
+
+The fence keys on the same per-call policy as bash; write and edit offer the same
+one approved wider retry, through the same ApprovalActor, with the same texts.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import attrs
+import msgspec
+import trio
+
+from ..approval.actor import ApprovalClient
+from ..vocab import ExecutionPolicy, SandboxMode, allowed_modes
+from . import _escalation as texts
+from . import fs
+from ._approve import Escalation, ToolSession, request_escalation, tool_error
+from ._bash_schema import escalation_hint
+from .result import ToolResult
+
+READ_FILE = "read_file"
+WRITE_FILE = "write_file"
+EDIT_FILE = "edit_file"
+FS_TOOLS = (READ_FILE, WRITE_FILE, EDIT_FILE)
+
+
+class ReadArguments(msgspec.Struct, forbid_unknown_fields=True):
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+class WriteArguments(msgspec.Struct, forbid_unknown_fields=True):
+    path: str
+    content: str
+    sandbox_permissions: SandboxMode | None = None
+    justification: str | None = None
+
+
+class EditArguments(msgspec.Struct, forbid_unknown_fields=True):
+    path: str
+    old: str
+    new: str
+    replace_all: bool = False
+    sandbox_permissions: SandboxMode | None = None
+    justification: str | None = None
+
+
+def _escalation_properties() -> dict[str, Any]:
+    return {
+        "sandbox_permissions": {
+            "type": "string",
+            "enum": list(allowed_modes()),
+            "description": "Ask the user to run THIS call once under this wider mode; only "
+            "after a denial; requires justification.",
+        },
+        "justification": {
+            "type": "string",
+            "description": "Why the wider mode is needed, shown to the user.",
+        },
+    }
+
+
+def fs_schemas(*, escalation: bool) -> list[dict[str, Any]]:
+    """Schemas of the three file tools; write/edit carry escalation fields when offered."""
+    path = {"type": "string", "description": "File path, relative to the workspace root."}
+    extra = _escalation_properties() if escalation else {}
+    denial = (
+        " The file sandbox may refuse the write: the result then ends with "
+        "[sandbox: file access denied under <mode> mode]; do not work around it."
+    )
+    return [
+        {
+            "name": READ_FILE,
+            "description": "Read a text file (optionally a 1-based inclusive line range). "
+            "Large files are truncated and binary files are reported, not shown.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": path,
+                    "start_line": {"type": "integer", "minimum": 1},
+                    "end_line": {"type": "integer", "minimum": 1},
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+        },
+        {
+            "name": WRITE_FILE,
+            "description": "Create or replace a file with content, atomically." + denial,
+            "parameters": {
+                "type": "object",
+                "properties": {"path": path, "content": {"type": "string"}, **extra},
+                "required": ["path", "content"],
+                "additionalProperties": False,
+            },
+        },
+        {
+            "name": EDIT_FILE,
+            "description": "Replace `old` with `new` in a file; `old` must occur exactly "
+            "once unless replace_all." + denial,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": path,
+                    "old": {"type": "string"},
+                    "new": {"type": "string"},
+                    "replace_all": {"type": "boolean"},
+                    **extra,
+                },
+                "required": ["path", "old", "new"],
+                "additionalProperties": False,
+            },
+        },
+    ]
+
+
+@attrs.frozen
+class FsTool:
+    """`fenced` False is `stockade.fs.local`: every call runs as danger-full-access."""
+
+    fenced: bool
+    read_cap: int = fs.DEFAULT_READ_CAP
+    approval: ApprovalClient | None = None
+    confines: bool = True
+
+    @property
+    def escalation(self) -> bool:
+        return self.fenced and self.confines
+
+    async def call(
+        self,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        session: ToolSession | None,
+        default_policy: ExecutionPolicy,
+    ) -> ToolResult:
+        shape = {READ_FILE: ReadArguments, WRITE_FILE: WriteArguments, EDIT_FILE: EditArguments}
+        try:
+            args = msgspec.convert(arguments, shape[name])
+        except msgspec.ValidationError as error:
+            return tool_error(call_id, name, f"invalid arguments for {name}: {error}")
+        policy = default_policy if session is None else await session.execution_policy()
+        if not self.fenced:
+            policy = ExecutionPolicy(SandboxMode.DANGER_FULL_ACCESS, policy.workspace_root)
+        cwd = (session.cwd if session is not None else None) or policy.workspace_root
+        described = f"{name} {args.path}"
+        granted: SandboxMode | None = None
+        if not isinstance(args, ReadArguments) and (
+            args.sandbox_permissions is not None or args.justification is not None
+        ):
+            if not self.escalation:
+                return tool_error(call_id, name, texts.NOT_ADVERTISED)
+            refusal, granted = await request_escalation(
+                Escalation(
+                    call_id=call_id,
+                    tool=name,
+                    command=described,
+                    requested=args.sandbox_permissions,
+                    justification=args.justification,
+                    current=policy.mode,
+                ),
+                session=session,
+                approval=self.approval,
+                confines=self.confines,
+            )
+            if refusal is not None:
+                return refusal
+            assert granted is not None
+            policy = ExecutionPolicy(granted, policy.workspace_root)
+        result = await trio.to_thread.run_sync(self._operation(args, policy, cwd))
+        text = result.text
+        if granted is not None:
+            text += "\n" + texts.granted(granted)
+        elif result.denied and self.escalation:
+            text += "\n" + escalation_hint()
+        facts = {**result.facts(), "command": described}
+        if granted is not None:
+            facts["granted"] = granted.value
+        return ToolResult(
+            call_id=call_id, name=name, text=text, is_error=result.is_error, facts=facts
+        )
+
+    def _operation(self, args: Any, policy: ExecutionPolicy, cwd: str) -> Any:
+        match args:
+            case ReadArguments():
+                return partial(
+                    fs.read_file,
+                    policy,
+                    cwd,
+                    args.path,
+                    args.start_line,
+                    args.end_line,
+                    read_cap=self.read_cap,
+                )
+            case WriteArguments():
+                return partial(fs.write_file, policy, cwd, args.path, args.content)
+            case EditArguments():
+                return partial(
+                    fs.edit_file, policy, cwd, args.path, args.old, args.new, args.replace_all
+                )
+        raise AssertionError(f"unexpected arguments {args!r}")
