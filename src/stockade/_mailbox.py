@@ -78,3 +78,21 @@ async def answer(envelope: Envelope[Any], handler: Callable[[], Awaitable[Any]])
         else:
             envelope.reply(outcome.Value(value))
         nursery.cancel_scope.cancel()
+
+
+async def serve_forever(
+    mailbox: trio.MemoryReceiveChannel[Envelope[Any]],
+    serve: Callable[[Envelope[Any]], Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    on_start: Callable[[trio.Nursery], None] | None = None,
+) -> None:
+    """An actor's inbox loop: one task per request, so a request that waits (a probe, a
+    disk, a person) never blocks the next one. `on_start` receives the request
+    nursery, for an actor that also starts work of its own there (background jobs)."""
+    async with trio.open_nursery() as nursery, mailbox:
+        if on_start is not None:
+            on_start(nursery)
+        task_status.started()
+        async for envelope in mailbox:
+            nursery.start_soon(serve, envelope)

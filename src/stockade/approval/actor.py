@@ -16,7 +16,7 @@ import msgspec
 import trio
 
 from .._lifetime import running
-from .._mailbox import Envelope, answer, open_inbox, request
+from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
 from ..events import SessionEvent
 from ._chain import Answer, Answerer, ApprovalRequest, Decision, ask_chain, policy_gate
 from .events import ApprovalAnswered, ApprovalAsked
@@ -51,10 +51,7 @@ class ApprovalActor:
         return ApprovalClient(self._inbox)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery, self._mailbox:
-            task_status.started()
-            async for envelope in self._mailbox:
-                nursery.start_soon(self._serve, envelope)
+        await serve_forever(self._mailbox, self._serve, task_status=task_status)
 
     async def _serve(self, envelope: Envelope[Any]) -> None:
         message = envelope.message

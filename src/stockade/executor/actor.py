@@ -16,7 +16,7 @@ import attrs
 import trio
 
 from .._lifetime import running
-from .._mailbox import Envelope, answer, open_inbox, request
+from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
 from ..errors import CommandStartError, SandboxUnavailable
 from ..messages import (
     JobHandle,
@@ -69,12 +69,14 @@ class ExecutorActor:
         return ExecutorClient(inbox=self._inbox, config=self.config, confines=self.confines)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        # Leaving this nursery cancels every job; each one kills its process group.
-        async with trio.open_nursery() as nursery, self._mailbox:
-            self._nursery = nursery
-            task_status.started()
-            async for envelope in self._mailbox:
-                nursery.start_soon(self._serve, envelope)
+        # Jobs live in the request nursery: leaving it cancels every job, and each
+        # one kills its process group.
+        await serve_forever(
+            self._mailbox, self._serve, task_status=task_status, on_start=self._adopt_nursery
+        )
+
+    def _adopt_nursery(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
 
     async def _serve(self, envelope: Envelope[Any]) -> None:
         message = envelope.message

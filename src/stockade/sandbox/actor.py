@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from .._lifetime import running
-from .._mailbox import Envelope, answer, open_inbox, request
+from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
 from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
 from ..vocab import SandboxPolicy
@@ -46,12 +46,7 @@ class ProviderActor:
         return ProviderClient(self._inbox)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery, self._mailbox:
-            task_status.started()
-            async for envelope in self._mailbox:
-                # One task per request: a caller waiting on the probe never blocks
-                # the inbox for the next one.
-                nursery.start_soon(self._serve, envelope)
+        await serve_forever(self._mailbox, self._serve, task_status=task_status)
 
     async def _serve(self, envelope: Envelope[Any]) -> None:
         message = envelope.message

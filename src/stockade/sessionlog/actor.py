@@ -19,7 +19,7 @@ import msgspec
 import outcome
 import trio
 
-from .._mailbox import Envelope, answer, open_inbox, request
+from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
 from ..errors import StockadeError
 from ..events import AppendConflict, EventRegistry, SessionEvent, UnregisteredEvent
 from ._messages import AppendEvents, CloseLog, LogOpened, OpenLog, ReadLog
@@ -89,13 +89,13 @@ class SessionLogActor:
         return SessionLogClient(self._inbox, self.store.registry)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery, self._mailbox:
-            self._nursery = nursery
-            task_status.started()
-            async for envelope in self._mailbox:
-                # One task per request: a session waiting on its disk never blocks
-                # the inbox for another session.
-                nursery.start_soon(self._serve, envelope)
+        # One task per request: a session waiting on its disk never blocks another.
+        await serve_forever(
+            self._mailbox, self._serve, task_status=task_status, on_start=self._adopt_nursery
+        )
+
+    def _adopt_nursery(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
 
     async def _serve(self, envelope: Envelope[Any]) -> None:
         message = envelope.message
