@@ -23,3 +23,19 @@ def require_backend(name: str) -> ProviderConfig:
             pytest.fail(f"CI=true and a real backend is missing: {message}")
         pytest.skip(message)
     return config
+
+
+def stockade(*args: str, cwd=None, env=None):
+    """Run the `stockade` command as a person would: a fresh process, no stdin."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "stockade", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        env=None if env is None else {**os.environ, **env},
+    )

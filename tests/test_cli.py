@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -14,20 +11,7 @@ import pytest
 from stockade import cli
 from stockade.sandbox import _select
 
-from .support import require_backend
-
-
-def stockade(
-    *args: str, cwd: str | os.PathLike[str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stockade", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+from .support import require_backend, stockade
 
 
 def test_probe_names_a_usable_backend():

@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from .support import require_backend
+from .support import require_backend, stockade
 
 PASS_THROUGH = '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift\nexec "$@"\n'
-
-
-def stockade(*args: str, cwd, env=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stockade", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def write_config(directory: Path, body: str, name: str = "stockade.yml") -> Path:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,18 +11,7 @@ from stockade import _run as run_module
 from stockade import cli
 from stockade.sandbox import _select
 
-from .support import require_backend
-
-
-def stockade(*args: str, cwd) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stockade", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+from .support import require_backend, stockade
 
 
 @pytest.fixture(params=["bwrap", "landlock"])
