@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stockade import cli
-from stockade.sandbox import _select
+from stockade.sandbox import _probe
 
 from .support import require_backend, stockade
 
@@ -118,7 +118,7 @@ def test_exec_missing_root_is_a_clear_error(tmp_path):
 
 def test_exec_with_no_usable_backend_is_sandbox_unavailable(monkeypatch, capsys, tmp_path):
     """A forced backend that fails its probe never falls back to another one."""
-    monkeypatch.setattr(_select, "locate_bwrap", lambda: None)
+    monkeypatch.setattr(_probe, "locate_bwrap", lambda: None)
     marker = tmp_path / "ran"
     with pytest.raises(SystemExit) as exited:
         cli.main(
@@ -133,12 +133,8 @@ def test_exec_with_no_usable_backend_is_sandbox_unavailable(monkeypatch, capsys,
 
 def test_exec_runner_that_cannot_start_is_sandbox_unavailable(monkeypatch, capsys, tmp_path):
     missing = tmp_path / "no-such-bwrap"
-    monkeypatch.setattr(
-        _select,
-        "probe_bwrap",
-        lambda _t: _select.CandidateReport(backend="bwrap", usable=True, runner=str(missing)),
-    )
-    monkeypatch.setitem(_select.PROBES, "bwrap", _select.probe_bwrap)
+    stub = _probe.Verdict("bwrap", True, str(missing))
+    monkeypatch.setitem(_probe.PROBES, "bwrap", lambda _t: stub)
     with pytest.raises(SystemExit) as exited:
         cli.main(["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "true"])
     assert exited.value.code == 125
@@ -146,18 +142,9 @@ def test_exec_runner_that_cannot_start_is_sandbox_unavailable(monkeypatch, capsy
 
 
 def test_probe_exits_125_when_nothing_is_usable(monkeypatch, capsys):
-    monkeypatch.setitem(
-        _select.PROBES,
-        "bwrap",
-        lambda _t: _select.CandidateReport(backend="bwrap", usable=False, why_not="stubbed off"),
-    )
-    monkeypatch.setitem(
-        _select.PROBES,
-        "landlock",
-        lambda _t: _select.CandidateReport(
-            backend="landlock", usable=False, why_not="stubbed off too"
-        ),
-    )
+    for name, why in (("bwrap", "stubbed off"), ("landlock", "stubbed off too")):
+        off = _probe.Verdict(name, False, why_not=why)
+        monkeypatch.setitem(_probe.PROBES, name, lambda _t, off=off: off)
     assert cli.main(["probe"]) == 125
     out = capsys.readouterr().out
     assert "why not: stubbed off" in out and "selected: none" in out

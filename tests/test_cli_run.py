@@ -9,7 +9,7 @@ import pytest
 
 from stockade import _run as run_module
 from stockade import cli
-from stockade.sandbox import _select
+from stockade.sandbox import _probe
 
 from .support import require_backend, stockade
 
@@ -73,8 +73,8 @@ def test_timeout_kills_and_reports(backend, scratch):
 
 def test_sandbox_unavailable_in_both_output_forms(monkeypatch, capsys, scratch):
     for name in ("bwrap", "landlock"):
-        off = _select.CandidateReport(backend=name, usable=False, why_not=f"{name} is off")
-        monkeypatch.setitem(_select.PROBES, name, lambda _timeout, off=off: off)
+        off = _probe.Verdict(name, False, why_not=f"{name} is off")
+        monkeypatch.setitem(_probe.PROBES, name, lambda _timeout, off=off: off)
     marker = Path(scratch) / "ran"
     assert cli.main(["run", "--json", "--root", scratch, f"touch {marker}"]) == 125
     reply = json.loads(capsys.readouterr().out)

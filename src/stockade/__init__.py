@@ -1,28 +1,20 @@
 """stockade: run an AI agent's shell commands under a kernel-enforced file sandbox.
 
-Re-exports only. The pure vocabulary is imported eagerly; the Trio side (harness,
-actors) on first use, so `stockade exec` never pays for importing trio.
+Re-exports only. The errors and mode enums are imported eagerly; everything else
+(msgspec values, the Trio side) on first use, so `stockade exec` stays on the
+standard library.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from ._modes import ApprovalPolicy as ApprovalPolicy
+from ._modes import Enforcement as Enforcement
+from ._modes import SandboxMode as SandboxMode
 from .errors import CommandStartError as CommandStartError
 from .errors import ConfigError as ConfigError
 from .errors import InvalidPolicy as InvalidPolicy
 from .errors import SandboxUnavailable as SandboxUnavailable
 from .errors import StockadeError as StockadeError
-from .messages import JobHandle as JobHandle
-from .messages import JobReport as JobReport
-from .messages import RunnerFailureRule as RunnerFailureRule
-from .messages import ShellResult as ShellResult
-from .messages import ShellSpec as ShellSpec
-from .messages import Wrapped as Wrapped
-from .sandbox.config import ProviderConfig as ProviderConfig
-from .vocab import ApprovalPolicy as ApprovalPolicy
-from .vocab import Enforcement as Enforcement
-from .vocab import ExecutionPolicy as ExecutionPolicy
-from .vocab import SandboxMode as SandboxMode
-from .vocab import SandboxPolicy as SandboxPolicy
 
 if TYPE_CHECKING:
     from .approval._chain import ApprovalRequest as ApprovalRequest
@@ -34,9 +26,27 @@ if TYPE_CHECKING:
     from .harness import AgentSession as AgentSession
     from .harness import Harness as Harness
     from .harness import open_harness as open_harness
+    from .messages import JobHandle as JobHandle
+    from .messages import JobReport as JobReport
+    from .messages import RunnerFailureRule as RunnerFailureRule
+    from .messages import ShellResult as ShellResult
+    from .messages import ShellSpec as ShellSpec
+    from .messages import Wrapped as Wrapped
+    from .sandbox.config import ProviderConfig as ProviderConfig
     from .tools.result import ToolResult as ToolResult
+    from .vocab import ExecutionPolicy as ExecutionPolicy
+    from .vocab import SandboxPolicy as SandboxPolicy
 
 _LAZY = {
+    "JobHandle": "messages",
+    "JobReport": "messages",
+    "RunnerFailureRule": "messages",
+    "ShellResult": "messages",
+    "ShellSpec": "messages",
+    "Wrapped": "messages",
+    "ProviderConfig": "sandbox.config",
+    "ExecutionPolicy": "vocab",
+    "SandboxPolicy": "vocab",
     "ApprovalRequest": "approval._chain",
     "Decision": "approval._chain",
     "AsyncioAnswerer": "approval.answerers",

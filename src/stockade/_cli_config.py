@@ -7,11 +7,9 @@ none, the verbs keep the embedded defaults and `exec` stays on its fast path.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-import attrs
-
-from .vocab import SandboxMode
+from ._modes import SandboxMode
 
 if TYPE_CHECKING:
     from .config import Composition
@@ -22,13 +20,14 @@ CONFIG_ENV = "STOCKADE_CONFIG"
 CONFIG_FILENAME = "stockade.yml"
 
 
-def _named_config(explicit: str | None) -> bool:
+def names_a_config(explicit: str | None) -> bool:
+    """Whether a composition file is named or present (a cheap check: no YAML import)."""
     return bool(explicit or os.environ.get(CONFIG_ENV) or os.path.isfile(CONFIG_FILENAME))
 
 
 def load_cli_composition(explicit: str | None) -> Composition | None:
     """The composition the user named or left in the cwd, or None for the defaults."""
-    if not _named_config(explicit):
+    if not names_a_config(explicit):
         return None
     from .config import find_config, load_composition
 
@@ -36,8 +35,7 @@ def load_cli_composition(explicit: str | None) -> Composition | None:
     return None if path is None else load_composition(path)
 
 
-@attrs.frozen
-class CliSettings:
+class CliSettings(NamedTuple):
     """What a verb needs from the composition, with the user's flags laid over it."""
 
     provider: ProviderConfig | None
@@ -65,6 +63,8 @@ def cli_settings(
         entry = composition.provider
         provider = None if entry is None else entry.config.provider_config()
         if provider is not None and backend != "auto":
+            import attrs
+
             provider = attrs.evolve(provider, backend=backend)
         executor_entry = composition.executor
         executor = (

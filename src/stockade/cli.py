@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ._modes import SandboxMode, allowed_modes
 from .errors import SandboxUnavailable, StockadeError
-from .vocab import allowed_modes
 
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2
@@ -129,35 +129,51 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _exec(args: argparse.Namespace) -> NoReturn:
+    """The fast path: standard library only unless a stockade.yml is in play."""
     argv = list(args.argv)
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
-    from ._cli_config import cli_settings, load_cli_composition
+    from ._cli_config import cli_settings, load_cli_composition, names_a_config
 
-    settings = cli_settings(
-        load_cli_composition(args.config), mode=args.mode, root=args.root, backend=args.backend
-    )
-    mode = settings.mode
+    backend, runner_command, timeout = args.backend, None, 10.0
+    if names_a_config(args.config):
+        settings = cli_settings(
+            load_cli_composition(args.config), mode=args.mode, root=args.root, backend=backend
+        )
+        if settings.mode.confines and settings.provider is None:
+            _unavailable(NO_PROVIDER)
+        mode, root = settings.mode, settings.root
+        if settings.provider is not None:
+            backend = settings.provider.backend
+            runner_command = settings.provider.runner_command
+            timeout = settings.provider.probe_timeout
+    else:
+        mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
+        root = os.path.abspath(args.root or os.getcwd())
     if not mode.confines:
         # danger-full-access never touches the provider.
         _execute(argv, runner_is_argv0=False)
-    if settings.provider is None:
-        _unavailable(NO_PROVIDER)
 
-    from .sandbox._profiles import wrap
-    from .sandbox._select import host_paths, resolve_workspace_root, select_backend
-    from .vocab import SandboxPolicy
+    from .sandbox._argv import confined_argv
+    from .sandbox._probe import choose, host_temp_roots, resolve_workspace_root
 
-    root = resolve_workspace_root(settings.root)
-    selection = select_backend(settings.provider)
-    if selection.backend is None:
-        _unavailable(selection.detail)
-    policy = SandboxPolicy(mode=mode, workspace_root=root)
+    root = resolve_workspace_root(root)
+    chosen = choose(sys.platform, backend, runner_command=runner_command, timeout=timeout)
+    if chosen.selected is None or chosen.selected.runner is None:
+        _unavailable(chosen.detail)
     # The command may inherit this terminal: it must not type into it (TIOCSTI).
-    wrapped = wrap(selection.backend, policy, host_paths(), tuple(argv), new_session=True)
-    _execute(list(wrapped.argv), runner_is_argv0=True)
+    confined = confined_argv(
+        chosen.selected.backend,
+        chosen.selected.runner,
+        mode,
+        root,
+        host_temp_roots(),
+        argv,
+        new_session=True,
+    )
+    _execute(list(confined), runner_is_argv0=True)
 
 
 def _execute(argv: list[str], *, runner_is_argv0: bool) -> NoReturn:

@@ -1,107 +1,23 @@
 """The closed vocabulary shared by every actor: modes, enforcement, policies, texts.
 
-Pure values only; no I/O. Policies are msgspec Structs because they ride in messages
-and session events.
+The enums and texts live in `_modes` (standard library only); the policies are
+msgspec Structs because they ride in messages and session events.
 """
 
 from __future__ import annotations
 
-import enum
 import os
-from typing import Final
 
 import msgspec
 
-from .errors import ConfigError, InvalidPolicy
-
-
-class SandboxMode(enum.Enum):
-    """What file effects a command may have. FILE effects only: no network claim."""
-
-    READ_ONLY = "read-only"
-    WORKSPACE_WRITE = "workspace-write"
-    DANGER_FULL_ACCESS = "danger-full-access"
-
-    @classmethod
-    def parse(cls, value: str | SandboxMode) -> SandboxMode:
-        """The mode named `value`, or a ConfigError listing the allowed values."""
-        if isinstance(value, SandboxMode):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            raise ConfigError(
-                f"unknown sandbox mode {value!r} (allowed: {', '.join(allowed_modes())})"
-            ) from None
-
-    @property
-    def rank(self) -> int:
-        """Position in the order read-only < workspace-write < danger-full-access."""
-        return _MODE_ORDER.index(self)
-
-    def is_wider_than(self, other: SandboxMode) -> bool:
-        """True when this mode permits strictly more file effects than `other`."""
-        return self.rank > other.rank
-
-    @property
-    def confines(self) -> bool:
-        """Whether a command under this mode goes through a sandbox backend at all."""
-        return self is not SandboxMode.DANGER_FULL_ACCESS
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, SandboxMode):
-            return NotImplemented
-        return self.rank < other.rank
-
-    def __le__(self, other: object) -> bool:
-        if not isinstance(other, SandboxMode):
-            return NotImplemented
-        return self.rank <= other.rank
-
-    def __gt__(self, other: object) -> bool:
-        if not isinstance(other, SandboxMode):
-            return NotImplemented
-        return self.rank > other.rank
-
-    def __ge__(self, other: object) -> bool:
-        if not isinstance(other, SandboxMode):
-            return NotImplemented
-        return self.rank >= other.rank
-
-
-_MODE_ORDER: Final = (
-    SandboxMode.READ_ONLY,
-    SandboxMode.WORKSPACE_WRITE,
-    SandboxMode.DANGER_FULL_ACCESS,
-)
-
-
-def allowed_modes() -> tuple[str, ...]:
-    return tuple(mode.value for mode in _MODE_ORDER)
-
-
-class ApprovalPolicy(enum.Enum):
-    """Whether an escalation may ask a person (`ask`) or fails closed (`never`)."""
-
-    ASK = "ask"
-    NEVER = "never"
-
-    @classmethod
-    def parse(cls, value: str | ApprovalPolicy) -> ApprovalPolicy:
-        if isinstance(value, ApprovalPolicy):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            allowed = ", ".join(policy.value for policy in cls)
-            raise ConfigError(f"unknown approval policy {value!r} (allowed: {allowed})") from None
-
-
-class Enforcement(enum.Enum):
-    """`full` only when the backend governs every file effect the mode promises."""
-
-    FULL = "full"
-    PARTIAL = "partial"
+from ._modes import DENIAL_INSTRUCTION as DENIAL_INSTRUCTION
+from ._modes import ApprovalPolicy as ApprovalPolicy
+from ._modes import Enforcement as Enforcement
+from ._modes import SandboxMode as SandboxMode
+from ._modes import allowed_modes as allowed_modes
+from ._modes import denial_marker as denial_marker
+from ._modes import rejection_text as rejection_text
+from .errors import InvalidPolicy
 
 
 class ExecutionPolicy(msgspec.Struct, frozen=True):
@@ -136,18 +52,3 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
             raise InvalidPolicy(
                 f"workspace root must be an absolute path, got {self.workspace_root!r}"
             )
-
-
-def denial_marker(mode: SandboxMode) -> str:
-    """The fixed text a result carries when the kernel refused a file effect."""
-    return f"[sandbox: file access denied under {mode.value} mode]"
-
-
-DENIAL_INSTRUCTION: Final = (
-    "The sandbox refused a file effect. Do not try to work around the denial "
-    "(other paths, copies, symlinks, other tools)."
-)
-
-
-def rejection_text(mode: SandboxMode) -> str:
-    return f'the user rejected escalating this command to "{mode.value}"'

@@ -6,8 +6,8 @@ import pytest
 import trio
 
 from stockade.errors import ConfigError, SandboxUnavailable
-from stockade.messages import CandidateReport
-from stockade.sandbox._chain import chain_for, judge_bwrap_probe, judge_landlock_probe
+from stockade.sandbox._chain import candidate_report
+from stockade.sandbox._probe import Verdict, chain_for, judge_bwrap_probe, judge_landlock_probe
 from stockade.sandbox._select import select_backend
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
@@ -22,8 +22,8 @@ def stub_probes(calls, **usable):
             calls.append(name)
             if usable.get(name):
                 abi = 7 if name == "landlock" else None
-                return CandidateReport(backend=name, usable=True, runner=f"/stub/{name}", abi=abi)
-            return CandidateReport(backend=name, usable=False, why_not=f"{name} stubbed off")
+                return Verdict(name, True, f"/stub/{name}", abi=abi)
+            return Verdict(name, False, why_not=f"{name} stubbed off")
 
         return run
 
@@ -104,7 +104,8 @@ def test_probe_judges():
         "sh: 1: cannot create /s/x: Read-only file system\n",
         target_exists=False,
     )
-    assert ok.usable and ok.enforcement["read-only"] is Enforcement.FULL
+    assert ok.usable
+    assert candidate_report(ok).enforcement["read-only"] is Enforcement.FULL
     no_start = judge_bwrap_probe(
         "/b", 1, "", "bwrap: No permissions to create new namespace\n", target_exists=False
     )
@@ -122,7 +123,7 @@ def test_probe_judges():
 
     landlock = judge_landlock_probe("/l", 0, "landlock-run: probe ok: abi=7 enforcement=full\n", "")
     assert landlock.usable and landlock.abi == 7
-    assert landlock.enforcement == {
+    assert candidate_report(landlock).enforcement == {
         "read-only": Enforcement.FULL,
         "workspace-write": Enforcement.PARTIAL,
     }

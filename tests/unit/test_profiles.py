@@ -3,10 +3,12 @@
 import msgspec
 
 from stockade.messages import Wrapped
+from stockade.sandbox import _argv as a
 from stockade.sandbox import _profiles as p
 from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
 
-HOST = p.HostPaths(temp_roots=("/tmp", "/var/tmp/agent"))
+TEMP = ("/tmp", "/var/tmp/agent")
+HOST = p.HostPaths(temp_roots=TEMP)
 RO = SandboxPolicy(SandboxMode.READ_ONLY, "/work/project")
 WW = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, "/work/project")
 CMD = ("bash", "-c", "echo hi")
@@ -17,14 +19,16 @@ def pairs(argv, flag):
 
 
 def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
-    argv = p.bwrap_argv("/usr/bin/bwrap", RO, HOST, CMD)
+    argv = a.bwrap_argv("/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD)
     assert argv[0] == "/usr/bin/bwrap"
     assert argv[-4:] == ("--", *CMD)
     for flag in ("--die-with-parent", "--unshare-pid"):
         assert flag in argv
     # The consumer's own new session replaces it, keeping one killable group.
     assert "--new-session" not in argv
-    kept_terminal = p.bwrap_argv("/usr/bin/bwrap", RO, HOST, CMD, new_session=True)
+    kept_terminal = a.bwrap_argv(
+        "/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD, new_session=True
+    )
     assert "--new-session" in kept_terminal
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     assert ("/", "/") in pairs(argv, "--ro-bind")
@@ -39,7 +43,7 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
 
 
 def test_bwrap_workspace_write_binds_root_and_temp_roots_writable():
-    argv = p.bwrap_argv("/usr/bin/bwrap", WW, HOST, CMD)
+    argv = a.bwrap_argv("/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD)
     assert pairs(argv, "--bind") == [
         ("/work/project", "/work/project"),
         ("/tmp", "/tmp"),
@@ -49,13 +53,12 @@ def test_bwrap_workspace_write_binds_root_and_temp_roots_writable():
 
 
 def test_writable_roots_do_not_repeat_a_root_that_is_also_a_temp_root():
-    policy = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, "/tmp")
-    assert p.writable_roots(policy, HOST) == ("/tmp", "/var/tmp/agent")
-    assert p.writable_roots(RO, HOST) == ()
+    assert a.writable_roots(SandboxMode.WORKSPACE_WRITE, "/tmp", TEMP) == ("/tmp", "/var/tmp/agent")
+    assert a.writable_roots(SandboxMode.READ_ONLY, "/work/project", TEMP) == ()
 
 
 def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
-    argv = p.landlock_argv("/x/landlock-run", RO, HOST, CMD)
+    argv = a.landlock_argv("/x/landlock-run", RO.mode, RO.workspace_root, TEMP, CMD)
     assert argv == (
         "/x/landlock-run",
         "--ro",
@@ -69,7 +72,7 @@ def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
 
 
 def test_landlock_workspace_write_adds_root_and_temp_roots():
-    argv = p.landlock_argv("/x/landlock-run", WW, HOST, CMD)
+    argv = a.landlock_argv("/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD)
     assert argv == (
         "/x/landlock-run",
         "--ro",
@@ -88,7 +91,7 @@ def test_landlock_workspace_write_adds_root_and_temp_roots():
 
 
 def test_seatbelt_profile_is_readable_sbpl_with_parameterised_roots():
-    profile, params = p.seatbelt_profile(RO, HOST)
+    profile, params = a.seatbelt_profile(RO.mode, RO.workspace_root, TEMP)
     assert profile.splitlines() == [
         "(version 1)",
         "(allow default)",
@@ -96,14 +99,14 @@ def test_seatbelt_profile_is_readable_sbpl_with_parameterised_roots():
         '(allow file-write* (literal "/dev/null"))',
     ]
     assert params == {}
-    profile, params = p.seatbelt_profile(WW, HOST)
+    profile, params = a.seatbelt_profile(WW.mode, WW.workspace_root, TEMP)
     assert '(allow file-write* (subpath (param "WRITABLE_ROOT_0")))' in profile
     assert params == {
         "WRITABLE_ROOT_0": "/work/project",
         "WRITABLE_ROOT_1": "/tmp",
         "WRITABLE_ROOT_2": "/var/tmp/agent",
     }
-    argv = p.seatbelt_argv(WW, HOST, CMD)
+    argv = a.seatbelt_argv(WW.mode, WW.workspace_root, TEMP, CMD)
     assert argv[:3] == ("/usr/bin/sandbox-exec", "-p", profile)
     assert "-DWRITABLE_ROOT_0=/work/project" in argv
     assert argv[-4:] == ("--", *CMD)

