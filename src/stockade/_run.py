@@ -76,21 +76,21 @@ async def _ask_to_widen(
 
 async def _run_asking(
     args: argparse.Namespace, settings: CliSettings, policy: ExecutionPolicy, answerer: Answerer
-) -> ShellResult:
+) -> tuple[ShellResult, bool]:
+    """Run; on a denial, ask once and rerun wider if granted. (result, already shown)."""
     result = await _run(args, settings, policy)
     if not result.denied:
-        return result
+        return result, False
     if not args.json:
         # The person sees the denied attempt before being asked about a retry.
         _emit(result, args)
-        result = msgspec.structs.replace(result, stdout="", stderr="", denied=False)
     granted = await _ask_to_widen(answerer, args.command, policy.mode)
     if granted is None:
         sys.stderr.write("stockade: not retried\n")
-        return result
+        return result, not args.json
     sys.stderr.write(f"stockade: retrying once under {granted.value}\n")
     wider = ExecutionPolicy(mode=granted, workspace_root=policy.workspace_root)
-    return await _run(args, settings, wider)
+    return await _run(args, settings, wider), False
 
 
 def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -> int:
@@ -99,10 +99,11 @@ def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -
         load_cli_composition(args.config), mode=args.mode, root=args.root, backend=args.backend
     )
     policy = ExecutionPolicy(mode=settings.mode, workspace_root=settings.root)
+    shown = False
     try:
-        if getattr(args, "ask", False):
+        if args.ask:
             chosen = answerer if answerer is not None else TerminalAnswerer()
-            result = trio.run(_run_asking, args, settings, policy, chosen)
+            result, shown = trio.run(_run_asking, args, settings, policy, chosen)
         else:
             result = trio.run(_run, args, settings, policy)
     except SandboxUnavailable as error:
@@ -116,7 +117,8 @@ def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -
         line = msgspec.json.encode({key: facts[key] for key in JSON_KEYS}).decode()
         sys.stdout.write(line + "\n")
         return 0
-    _emit(result, args)
+    if not shown:
+        _emit(result, args)
     return result.exit_code if result.exit_code is not None else 1
 
 
