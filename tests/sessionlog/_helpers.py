@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import stockade
@@ -28,16 +29,23 @@ DEFAULTS = PolicyDefaults(fallback_root="/srv/fallback")
 
 
 class CountingFsync:
-    """An injectable fsync that counts its calls (thread-safe)."""
+    """An injectable fsync that counts its calls (thread-safe).
 
-    def __init__(self) -> None:
+    `latency` models a real device's flush time: on tmpfs an fsync costs next to
+    nothing, and how many appends queue behind one then depends only on scheduling.
+    """
+
+    def __init__(self, latency: float = 0.0) -> None:
         self.count = 0
+        self.latency = latency
         self._lock = threading.Lock()
 
     def __call__(self, fd: int) -> None:
         with self._lock:
             self.count += 1
         os.fsync(fd)
+        if self.latency:
+            time.sleep(self.latency)
 
 
 def child_argv(*args: str) -> list[str]:
