@@ -102,7 +102,7 @@ def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -
     shown = False
     try:
         if args.ask:
-            chosen = answerer if answerer is not None else TerminalAnswerer()
+            chosen: Answerer = answerer if answerer is not None else TerminalAnswerer()
             result, shown = trio.run(_run_asking, args, settings, policy, chosen)
         else:
             result = trio.run(_run, args, settings, policy)

@@ -48,7 +48,8 @@ class Answer(msgspec.Struct, frozen=True):
 class Answerer(Protocol):
     """Something that may decide an approval request, or pass (return None)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def answer(self, request: ApprovalRequest) -> Answer | None: ...
 

@@ -95,6 +95,7 @@ def wrap(
         argv,
         new_session=new_session,
     )
+    rules: tuple[RunnerFailureRule, ...]
     match backend.name:
         case "bwrap":
             enforcement, denial, rules = Enforcement.FULL, BWRAP_DENIAL, BWRAP_RULES

@@ -23,9 +23,13 @@ from .result import ToolResult
 class ToolSession(Protocol):
     """What the tools need of a session (AgentSession provides it)."""
 
-    id: str
-    cwd: str | None
     rejected_this_turn: set[str]
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str | None: ...
 
     async def execution_policy(
         self, explicit_mode: SandboxMode | None = None
