@@ -16,21 +16,42 @@ import trio
 M = TypeVar("M")
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class Envelope(Generic[M]):
+    """A message in transit, with the one slot its reply goes into.
+
+    The reply is an Event plus a slot rather than a channel: a request is the hot
+    path of every actor, and a channel per request cost several times as much.
+    """
+
     message: M
-    reply_to: trio.MemorySendChannel[outcome.Outcome[Any]]
-    # Set when the caller stops waiting (cancelled), so the actor stops the work.
-    abandoned: trio.Event = attrs.field(factory=trio.Event)
+    _replied: trio.Event = attrs.field(factory=trio.Event)
+    _result: outcome.Outcome[Any] | None = None
+    # The actor-side work, cancelled when the caller stops waiting.
+    _work: trio.CancelScope | None = None
+    abandoned: bool = False
 
     def reply(self, result: outcome.Outcome[Any]) -> None:
-        """Deliver `result`; a caller that stopped waiting (cancelled) is ignored."""
-        try:
-            self.reply_to.send_nowait(result)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            self.reply_to.close()
+        """Deliver `result` once; a caller that stopped waiting is simply not told."""
+        if self._result is None:
+            self._result = result
+            self._replied.set()
+
+    def abandon(self) -> None:
+        """The caller stopped waiting: stop the work done for it."""
+        self.abandoned = True
+        if self._work is not None:
+            self._work.cancel()
+
+    def attach_work(self, scope: trio.CancelScope) -> None:
+        self._work = scope
+        if self.abandoned:
+            scope.cancel()
+
+    async def wait_reply(self) -> Any:
+        await self._replied.wait()
+        assert self._result is not None
+        return self._result.unwrap()
 
 
 Inbox = trio.MemorySendChannel[Envelope[Any]]
@@ -45,16 +66,13 @@ def open_inbox(
 
 async def request(inbox: trio.MemorySendChannel[Envelope[Any]], message: object) -> Any:
     """Send `message` and wait for its reply, re-raising an error reply here."""
-    send, receive = trio.open_memory_channel[outcome.Outcome[Any]](1)
-    envelope = Envelope(message, send)
+    envelope = Envelope(message)
     try:
-        with receive:
-            await inbox.send(envelope)
-            result = await receive.receive()
-    except BaseException:
-        envelope.abandoned.set()
+        await inbox.send(envelope)
+        return await envelope.wait_reply()
+    except trio.Cancelled:
+        envelope.abandon()
         raise
-    return result.unwrap()
 
 
 async def answer(envelope: Envelope[Any], handler: Callable[[], Awaitable[Any]]) -> None:
@@ -63,21 +81,24 @@ async def answer(envelope: Envelope[Any], handler: Callable[[], Awaitable[Any]])
     Only `Exception`s travel back as values; `Cancelled` and other BaseExceptions
     propagate, so an actor shutting down never hands a caller its cancellation.
     """
-
-    async with trio.open_nursery() as nursery:
-
-        async def stop_when_abandoned() -> None:
-            await envelope.abandoned.wait()
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(stop_when_abandoned)
+    with trio.CancelScope() as work:
+        envelope.attach_work(work)
         try:
             value = await handler()
         except Exception as error:
             envelope.reply(outcome.Error(error))
         else:
             envelope.reply(outcome.Value(value))
-        nursery.cancel_scope.cancel()
+
+
+def answer_now(envelope: Envelope[Any], handler: Callable[[], Any]) -> None:
+    """Reply at once with what a synchronous `handler` returns or raises."""
+    try:
+        value = handler()
+    except Exception as error:
+        envelope.reply(outcome.Error(error))
+    else:
+        envelope.reply(outcome.Value(value))
 
 
 async def serve_forever(
@@ -86,13 +107,19 @@ async def serve_forever(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     on_start: Callable[[trio.Nursery], None] | None = None,
+    quick: Callable[[Envelope[Any]], bool] | None = None,
 ) -> None:
     """An actor's inbox loop: one task per request, so a request that waits (a probe, a
-    disk, a person) never blocks the next one. `on_start` receives the request
-    nursery, for an actor that also starts work of its own there (background jobs)."""
+    disk, a person) never blocks the next one.
+
+    `quick` may answer a request that cannot wait right here (with `answer_now`) and
+    return True: a task per request is most of a round trip's cost. `on_start`
+    receives the request nursery, for an actor that starts work of its own there.
+    """
     async with trio.open_nursery() as nursery, mailbox:
         if on_start is not None:
             on_start(nursery)
         task_status.started()
         async for envelope in mailbox:
-            nursery.start_soon(serve, envelope)
+            if quick is None or not quick(envelope):
+                nursery.start_soon(serve, envelope)

@@ -16,7 +16,7 @@ import attrs
 import trio
 
 from .._lifetime import running
-from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
+from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import CommandStartError, SandboxUnavailable
 from ..messages import (
     JobHandle,
@@ -72,8 +72,23 @@ class ExecutorActor:
         # Jobs live in the request nursery: leaving it cancels every job, and each
         # one kills its process group.
         await serve_forever(
-            self._mailbox, self._serve, task_status=task_status, on_start=self._adopt_nursery
+            self._mailbox,
+            self._serve,
+            task_status=task_status,
+            on_start=self._adopt_nursery,
+            quick=self._quick,
         )
+
+    def _quick(self, envelope: Envelope[Any]) -> bool:
+        """Reading the job table never waits: answer in the inbox loop."""
+        match envelope.message:
+            case JobOutput(job_id=job_id, owner=owner):
+                answer_now(envelope, lambda: self.jobs.get(job_id, owner).report())
+            case ListJobs(owner=owner):
+                answer_now(envelope, lambda: [job.handle for job in self.jobs.owned_by(owner)])
+            case _:
+                return False
+        return True
 
     def _adopt_nursery(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery

@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from .._lifetime import running
-from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
+from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
 from ..vocab import SandboxPolicy
@@ -47,7 +47,16 @@ class ProviderActor:
         return ProviderClient(self._inbox)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        await serve_forever(self._mailbox, self._serve, task_status=task_status)
+        await serve_forever(self._mailbox, self._serve, task_status=task_status, quick=self._quick)
+
+    def _quick(self, envelope: Envelope[Any]) -> bool:
+        """Once the verdict is cached, confining is pure: answer in the inbox loop."""
+        message = envelope.message
+        if isinstance(message, Confine) and self._selection is not None:
+            selection = self._selection
+            answer_now(envelope, lambda: self._wrap(selection, message))
+            return True
+        return False
 
     async def _serve(self, envelope: Envelope[Any]) -> None:
         message = envelope.message
@@ -69,8 +78,11 @@ class ProviderActor:
 
     async def _confine(self, message: Confine) -> Wrapped:
         # Checked before probing: a wrong root is the caller's error, not the sandbox's.
+        resolve_workspace_root(message.policy.workspace_root)
+        return self._wrap(await self.selection(), message)
+
+    def _wrap(self, selection: Selection, message: Confine) -> Wrapped:
         root = resolve_workspace_root(message.policy.workspace_root)
-        selection = await self.selection()
         if selection.backend is None:
             raise SandboxUnavailable(selection.detail)
         policy = SandboxPolicy(mode=message.policy.mode, workspace_root=root)
