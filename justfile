@@ -11,14 +11,26 @@ test:
 demo:
     python3 -m venv {{venv}} && {{venv}}/bin/pip install -q -e '.[bwrap]' && {{venv}}/bin/stockade demo
 
-# Benchmarks (see bench/README.md); never part of the test suite.
+# Benchmarks (see bench/README.md and docs/performance.md); never part of the tests.
 bench *ARGS:
     {{python}} -m bench {{ARGS}}
+
+# The one-minute smoke run CI does: isolation asserted, speed not.
+bench-quick:
+    {{python}} -m bench --quick
+
+# A full run that refreshes the committed plots in docs/perf/.
+bench-docs:
+    {{python}} -m bench --plots docs/perf
+
+# Install the peers (Codex CLI, sandbox-runtime) for side-by-side numbers.
+bench-peers DIR="$HOME/.cache/stockade-bench-peers":
+    mkdir -p {{DIR}} && cd {{DIR}} && npm install @openai/codex @anthropic-ai/sandbox-runtime
 
 # Build the platform wheel (with the static launcher) into dist/.
 wheel:
     {{python}} -m pip wheel --no-deps --no-build-isolation -w dist .
 
 lint:
-    {{venv}}/bin/ruff check src tests bench launcher
-    {{venv}}/bin/ruff format --check src tests bench launcher
+    {{venv}}/bin/ruff check src tests bench launcher examples
+    {{venv}}/bin/ruff format --check src tests bench launcher examples

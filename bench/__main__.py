@@ -1,0 +1,3 @@
+from ._run import main
+
+raise SystemExit(main())

@@ -1,0 +1,450 @@
+"""Family `cli`: whole processes, as a user or an agent host would start them.
+
+`stockade exec -- bash -c true` (the fast path: no trio, select + wrap + execvp)
+and `stockade run 'true'` (the provider and executor actors under trio.run), next
+to bare bash, the Python interpreter alone, the runners invoked directly and the
+peers. Rounds interleave the variants. Then where an `exec` spends its time:
+`-X importtime` of the fast path, and the in-process cost of selecting a backend
+(the functional probe it runs on every invocation).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._common import (
+    Check,
+    Context,
+    FamilyResult,
+    Progress,
+    Table,
+    Target,
+    fmt,
+    percentile,
+    ratio,
+    summarize,
+)
+from ._env import find_codex, find_srt
+from .spawn import ARGV, direct_argv, srt_settings
+
+
+@dataclass
+class Command:
+    name: str
+    group: str
+    argv: list[str]
+    every: int = 1
+    env: dict[str, str] | None = None
+    wall: list[float] = field(default_factory=list)
+
+
+def cached_bytecode_env(ctx: Context) -> dict[str, str]:
+    """Children write and reuse .pyc under a scratch prefix, as an installed wheel would.
+
+    This environment may set PYTHONDONTWRITEBYTECODE, and the editable source tree then
+    has no __pycache__: every start would compile stockade from source. The prefix
+    keeps src/ untouched.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = ctx.scratch.dir("pycache")
+    return env
+
+
+def stockade_script() -> list[str]:
+    """The venv's `stockade` console script (never `python3` from PATH: a slow shim there)."""
+    script = os.path.join(os.path.dirname(sys.executable), "stockade")
+    if os.access(script, os.X_OK):
+        return [script]
+    return [sys.executable, "-m", "stockade"]
+
+
+def _once(argv: Sequence[str], cwd: str, env: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(
+        list(argv), stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=env, timeout=60
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(argv[:3])}... exited {done.returncode}: "
+            f"{done.stderr.decode(errors='replace')[-300:]}"
+        )
+    return elapsed
+
+
+def parse_importtime(stderr: str) -> list[tuple[int, int, int, str]]:
+    """(self_us, cumulative_us, depth, module) for each `-X importtime` line."""
+    rows = []
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        _, rest = line.split(":", 1)
+        self_us, cumulative, name = rest.split("|", 2)
+        depth = (len(name) - len(name.lstrip(" "))) // 2
+        rows.append((int(self_us), int(cumulative), depth, name.strip()))
+    return rows
+
+
+def importtime(
+    argv: list[str], cwd: str, repeats: int, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Median per-module import cost of `argv` over `repeats` runs."""
+    runs: list[list[tuple[int, int, int, str]]] = []
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", *argv],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        runs.append(parse_importtime(done.stderr))
+    modules: dict[str, dict[str, list[int]]] = {}
+    depth_of: dict[str, int] = {}
+    for rows in runs:
+        for self_us, cumulative, depth, name in rows:
+            entry = modules.setdefault(name, {"self": [], "cumulative": []})
+            entry["self"].append(self_us)
+            entry["cumulative"].append(cumulative)
+            depth_of[name] = depth
+    table = {
+        name: {
+            "self_us": percentile(values["self"], 50),
+            "cumulative_us": percentile(values["cumulative"], 50),
+            "depth": depth_of[name],
+        }
+        for name, values in modules.items()
+    }
+    totals = [sum(row[0] for row in rows) for rows in runs]
+    return {
+        "total_us": percentile(totals, 50),
+        "modules": table,
+        "count": len(table),
+        "imports_trio": "trio" in table,
+    }
+
+
+def _groups(imports: dict[str, Any]) -> list[tuple[str, float]]:
+    """Import self-time summed by top-level package, largest first."""
+    sums: dict[str, float] = {}
+    for name, entry in imports["modules"].items():
+        top = name.split(".")[0]
+        sums[top] = sums.get(top, 0.0) + entry["self_us"]
+    return sorted(sums.items(), key=lambda item: -item[1])
+
+
+def run(ctx: Context) -> FamilyResult:
+    result = FamilyResult("cli")
+    root = ctx.scratch.dir("cli-root")
+    rounds = 8 if ctx.quick else 40
+    stockade = stockade_script()
+    commands = [
+        Command("bash -c true", "floor", list(ARGV)),
+        Command("python -I -S -c pass", "floor", [sys.executable, "-I", "-S", "-c", "pass"]),
+        Command("python -c pass (venv site)", "floor", [sys.executable, "-c", "pass"]),
+        Command(
+            "stockade exec --mode danger-full-access",
+            "stockade",
+            [*stockade, "exec", "--mode", "danger-full-access", "--", *ARGV],
+        ),
+    ]
+    if ctx.backends["selected"]:
+        commands.append(
+            Command(
+                f"stockade exec (auto: {ctx.backends['selected']})",
+                "stockade",
+                [*stockade, "exec", "--", *ARGV],
+            )
+        )
+        for backend in ("bwrap", "landlock"):
+            if ctx.usable(backend) and backend != ctx.backends["selected"]:
+                commands.append(
+                    Command(
+                        f"stockade exec --backend {backend}",
+                        "stockade",
+                        [*stockade, "exec", "--backend", backend, "--", *ARGV],
+                    )
+                )
+        commands.append(
+            Command(
+                f"stockade run 'true' (auto: {ctx.backends['selected']})",
+                "stockade",
+                [*stockade, "run", "true"],
+            )
+        )
+        if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+            commands.append(
+                Command(
+                    "stockade exec (auto), no bytecode cache (env as is)",
+                    "stockade",
+                    [*stockade, "exec", "--", *ARGV],
+                    env=dict(os.environ),
+                )
+            )
+    else:
+        result.skip("no usable backend: confined stockade rows are left out")
+    env = cached_bytecode_env(ctx)
+    for command in commands:
+        if command.env is None:
+            command.env = env
+    result.figures["bytecode"] = (
+        "children reuse .pyc from a scratch PYTHONPYCACHEPREFIX (as an installed wheel would)"
+    )
+    for backend in ("bwrap", "landlock"):
+        if ctx.usable(backend):
+            commands.append(
+                Command(
+                    f"{backend} direct",
+                    "direct",
+                    direct_argv(ctx, backend, root, new_session=backend == "bwrap"),
+                )
+            )
+    codex = find_codex(ctx.peers_dir)
+    for peer in codex:
+        commands.append(
+            Command(
+                peer.name,
+                "peer",
+                [*peer.argv_prefix, "sandbox", "-c", 'sandbox_mode="workspace-write"', "--", *ARGV],
+            )
+        )
+    if not codex:
+        result.skip("codex not found; its rows are left out")
+    srt = find_srt(ctx.peers_dir)
+    if srt is not None:
+        srt_reps = 3 if ctx.quick else 15
+        commands.append(
+            Command(
+                "srt",
+                "peer",
+                [*srt.argv_prefix, "--settings", srt_settings(ctx, root), "--", *ARGV],
+                every=max(1, math.ceil(rounds / srt_reps)),
+            )
+        )
+    else:
+        result.skip("srt not found; its row is left out")
+
+    working = []
+    for command in commands:
+        try:
+            _once(command.argv, root, command.env)
+            if command.group != "peer":
+                _once(command.argv, root, command.env)
+        except Exception as error:
+            if command.group == "peer":
+                result.skip(f"{command.name} does not run here ({error}); left out")
+                continue
+            raise
+        working.append(command)
+
+    rng = random.Random(ctx.seed)
+    total = sum(len(range(0, rounds, c.every)) for c in working)
+    with Progress("cli", "whole processes", total) as progress:
+        for index in range(rounds):
+            order = [c for c in working if index % c.every == 0]
+            rng.shuffle(order)
+            for command in order:
+                if command not in working:
+                    continue
+                try:
+                    command.wall.append(_once(command.argv, root, command.env))
+                except Exception as error:
+                    if command.group != "peer":
+                        raise
+                    result.skip(f"{command.name} failed during the run ({error}); left out")
+                    working.remove(command)
+                    continue
+                progress.advance(label=command.name)
+
+    by_name = {c.name: c for c in working}
+    floor = percentile(by_name["bash -c true"].wall, 50) * 1e3
+    rows = []
+    result.figures["commands"] = {}
+    for command in working:
+        summary = summarize(command.wall, 1e3)
+        result.figures["commands"][command.name] = {
+            "group": command.group,
+            "argv": command.argv,
+            "wall_ms": summary,
+            "samples_ms": [round(v * 1e3, 3) for v in command.wall],
+        }
+        rows.append(
+            [
+                command.name,
+                summary["n"],
+                summary["median"],
+                f"{fmt(summary['p10'])}-{fmt(summary['p90'])}",
+                ratio(summary["median"], floor),
+            ]
+        )
+    result.tables.append(
+        Table(
+            "Whole process: one `bash -c true` (ms, wall)",
+            ["command", "n", "median", "p10-p90", "x bare bash"],
+            rows,
+            "Each row is a fresh process started with subprocess.run and waited for; "
+            "rounds interleave the rows.",
+        )
+    )
+
+    # Where `stockade exec` spends its time.
+    exec_argv = stockade if len(stockade) == 1 else stockade[1:]  # after `python -X importtime`
+    imports = importtime([*exec_argv, "exec", "--", *ARGV], root, 2 if ctx.quick else 7, env)
+    result.figures["exec_importtime"] = imports
+    groups = _groups(imports)
+    result.tables.append(
+        Table(
+            "`stockade exec` imports (-X importtime, median self time by top-level package, ms)",
+            ["package", "self ms", "share"],
+            [[name, us / 1e3, f"{100 * us / imports['total_us']:.0f}%"] for name, us in groups[:12]]
+            + [["total", imports["total_us"] / 1e3, "100%"]],
+            f"{imports['count']} modules; trio imported: "
+            f"{'yes' if imports['imports_trio'] else 'no'}.",
+        )
+    )
+    result.checks.append(
+        Check(
+            "cli: `stockade exec` does not import trio",
+            not imports["imports_trio"],
+            "the fast path must not pay for trio",
+        )
+    )
+    top = sorted(imports["modules"].items(), key=lambda item: -item[1]["self_us"])[:12]
+    result.tables.append(
+        Table(
+            "`stockade exec`: the slowest single modules (self ms)",
+            ["module", "self ms", "cumulative ms"],
+            [[name, e["self_us"] / 1e3, e["cumulative_us"] / 1e3] for name, e in top],
+        )
+    )
+
+    # The functional probe `exec` runs each time, measured in-process.
+    from stockade.sandbox._select import select_backend
+    from stockade.sandbox.config import ProviderConfig
+
+    probe_rows = []
+    result.figures["select_backend_ms"] = {}
+    for backend in ("auto", "bwrap", "landlock"):
+        if backend != "auto" and not ctx.usable(backend):
+            continue
+        samples = []
+        for _ in range(5 if ctx.quick else 30):
+            start = time.perf_counter()
+            select_backend(ProviderConfig(backend=backend))
+            samples.append(time.perf_counter() - start)
+        summary = summarize(samples, 1e3)
+        result.figures["select_backend_ms"][backend] = summary
+        probe_rows.append(
+            [
+                f"select_backend(backend={backend!r})",
+                summary["median"],
+                f"{fmt(summary['p10'])}-{fmt(summary['p90'])}",
+            ]
+        )
+    result.tables.append(
+        Table(
+            "Backend selection per `exec` (functional probe, in-process, ms)",
+            ["call", "median", "p10-p90"],
+            probe_rows,
+        )
+    )
+
+    # Target: stockade exec as a whole process vs codex sandbox.
+    auto = next((c for c in working if c.name.startswith("stockade exec (auto")), None)
+    codex_rows = [c for c in working if c.name.startswith("codex sandbox")]
+    if auto and codex_rows:
+        mine = percentile(auto.wall, 50) * 1e3
+        theirs = {c.name: percentile(c.wall, 50) * 1e3 for c in codex_rows}
+        launcher = theirs.get("codex sandbox")
+        native = theirs.get("codex sandbox (native binary)")
+        parts = []
+        if launcher:
+            parts.append(f"{mine:.0f} ms vs {launcher:.0f} ms (codex, npm launcher)")
+        if native:
+            parts.append(f"vs {native:.0f} ms (codex native binary)")
+        met = mine < min(theirs.values())
+        result.targets.append(
+            Target(
+                "`stockade exec` whole process faster than `codex sandbox`",
+                "faster",
+                "; ".join(parts),
+                met,
+                "judged against the fastest way to run codex measured here",
+            )
+        )
+    elif auto:
+        result.targets.append(
+            Target(
+                "`stockade exec` whole process faster than `codex sandbox`",
+                "faster",
+                f"{percentile(auto.wall, 50) * 1e3:.0f} ms; codex absent",
+                None,
+            )
+        )
+    return result
+
+
+def _legend(ax: Any, colors: dict[str, str]) -> None:
+    from matplotlib.patches import Patch
+
+    labels = {
+        "floor": "floor (no sandbox)",
+        "stockade": "stockade",
+        "direct": "runner direct",
+        "peer": "peer",
+    }
+    ax.legend(
+        handles=[Patch(color=c, alpha=0.7, label=labels[g]) for g, c in colors.items()],
+        fontsize=7,
+        loc="lower right",
+    )
+
+
+def plot(result: FamilyResult, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    commands = result.figures["commands"]
+    names = sorted(commands, key=lambda name: commands[name]["wall_ms"]["median"])
+    colors = {"floor": "#7f7f7f", "stockade": "#1f77b4", "direct": "#2ca02c", "peer": "#d62728"}
+    medians = [commands[name]["wall_ms"]["median"] for name in names]
+    low = [m - commands[n]["wall_ms"]["p10"] for n, m in zip(names, medians, strict=True)]
+    high = [commands[n]["wall_ms"]["p90"] - m for n, m in zip(names, medians, strict=True)]
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(names) + 1.6))
+    ax.barh(
+        range(len(names)),
+        medians,
+        xerr=[low, high],
+        color=[colors[commands[n]["group"]] for n in names],
+        alpha=0.7,
+        capsize=3,
+    )
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("ms per whole process, `bash -c true` (median, error bars p10/p90; log scale)")
+    ax.set_title("Whole-process cost: stockade CLI vs bare bash, runners and peers")
+    for index, (value, above) in enumerate(zip(medians, high, strict=True)):
+        ax.annotate(
+            f"{value:.1f}",
+            (value + above, index),
+            xytext=(5, -3),
+            textcoords="offset points",
+            fontsize=7,
+        )
+    _legend(ax, colors)
+    ax.grid(axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

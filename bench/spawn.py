@@ -1,0 +1,503 @@
+"""Family `spawn`: what confinement costs per foreground command, inside one process.
+
+`bash -c true` N times through the executor (local, Landlock, bwrap,
+danger-full-access), against the raw floors (`subprocess.run`, `trio.run_process`)
+and the runners invoked directly with the very argv the provider builds, plus the
+peers (Codex CLI's sandbox, Anthropic's srt) when installed. Every variant runs
+once per round, rounds interleave the variants in a shuffled order, so machine
+noise lands on all of them alike; ratios compare medians of the same run.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import resource
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._common import (
+    Check,
+    Context,
+    FamilyResult,
+    Progress,
+    Table,
+    Target,
+    fmt,
+    percentile,
+    ratio,
+    summarize,
+)
+from ._env import Peer, find_codex, find_srt
+
+ARGV = ("bash", "-c", "true")
+COMMAND = "true"  # the executor runs ("bash", "-c", COMMAND)
+PROCESS_TIMEOUT = 60.0  # a peer that hangs is dropped, never waited for forever
+
+
+@dataclass
+class Variant:
+    name: str
+    group: str  # floor | stockade | direct | peer
+    call: Callable[[], Awaitable[Any]]
+    every: int = 1  # runs in rounds where round % every == 0 (slow peers run less often)
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    child_cpu: list[float] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _sync(argv: list[str], cwd: str) -> Callable[[], Awaitable[int]]:
+    async def call() -> int:
+        # Blocking on purpose: this is the synchronous floor, timed alone.
+        done = subprocess.run(  # noqa: ASYNC221
+            argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, timeout=PROCESS_TIMEOUT
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"{argv[0]} exited {done.returncode}: {done.stderr.decode(errors='replace')[-300:]}"
+            )
+        return done.returncode
+
+    return call
+
+
+def _trio(argv: list[str], cwd: str) -> Callable[[], Awaitable[int]]:
+    import trio
+
+    async def call() -> int:
+        done = await trio.run_process(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            capture_stderr=True,
+            cwd=cwd,
+        )
+        return done.returncode
+
+    return call
+
+
+def peer_variants(ctx: Context, root: str, slow_every: dict[str, int]) -> list[Variant]:
+    """Codex CLI's and srt's sandboxes running `bash -c true`, when installed."""
+    variants: list[Variant] = []
+    codex = find_codex(ctx.peers_dir)
+    if not codex:
+        return variants
+    for peer in codex:
+        argv = [*peer.argv_prefix, "sandbox", "-c", 'sandbox_mode="workspace-write"', "--", *ARGV]
+        variants.append(Variant(peer.name, "peer", _sync(argv, root), slow_every["codex"]))
+    return variants
+
+
+def srt_variant(ctx: Context, root: str, every: int) -> tuple[Variant | None, Peer | None]:
+    peer = find_srt(ctx.peers_dir)
+    if peer is None:
+        return None, None
+    settings = srt_settings(ctx, root)
+    argv = [*peer.argv_prefix, "--settings", settings, "--", *ARGV]
+    return Variant("srt", "peer", _sync(argv, root), every), peer
+
+
+def srt_settings(ctx: Context, root: str) -> str:
+    """srt's profile closest to workspace-write: write the root and /tmp, no network."""
+    import json
+
+    path = f"{ctx.scratch.dir('srt')}/settings.json"
+    with open(path, "w", encoding="utf-8") as settings:
+        json.dump(
+            {
+                "filesystem": {"denyRead": [], "allowWrite": [root, "/tmp"], "denyWrite": []},
+                "network": {"allowedDomains": [], "deniedDomains": []},
+            },
+            settings,
+        )
+    return path
+
+
+def direct_argv(ctx: Context, backend: str, root: str, *, new_session: bool = False) -> list[str]:
+    """The argv the provider builds for `bash -c true` under workspace-write at `root`.
+
+    Built by the provider's own pure `wrap()` (the code `confine` runs), so the
+    direct call and the executor spawn the very same runner argv.
+    """
+    from stockade.sandbox._profiles import Backend, wrap
+    from stockade.sandbox._select import host_paths
+    from stockade.vocab import SandboxMode, SandboxPolicy
+
+    report = ctx.backends["candidates"][backend]
+    policy = SandboxPolicy(mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root)
+    selected = Backend(name=backend, runner=report["runner"], abi=report.get("abi"))
+    return list(wrap(selected, policy, host_paths(), ARGV, new_session=new_session).argv)
+
+
+async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int) -> list[Variant]:
+    import trio
+
+    from stockade.executor.actor import open_executor
+    from stockade.sandbox.actor import open_provider
+    from stockade.sandbox.config import ProviderConfig
+    from stockade.vocab import ExecutionPolicy, SandboxMode
+
+    root = ctx.scratch.dir("spawn-root")
+    workspace = ExecutionPolicy(mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root)
+    unconfined = ExecutionPolicy(mode=SandboxMode.DANGER_FULL_ACCESS, workspace_root=root)
+    backends = [name for name in ("landlock", "bwrap") if ctx.usable(name)]
+    for name in ("landlock", "bwrap"):
+        if name not in backends:
+            result.skip(f"{name} is not usable here; its rows are left out")
+
+    async with trio.open_nursery() as nursery:
+        # Executors: local, one per usable backend, and the auto one for danger-full-access.
+        executors: dict[str, Any] = {}
+
+        async def serve(name: str, backend: str | None, *, task_status: Any) -> None:
+            if backend is None:
+                async with open_executor() as client:
+                    executors[name] = client
+                    task_status.started()
+                    await trio.sleep_forever()
+                return
+            async with (
+                open_provider(ProviderConfig(backend=backend)) as provider,
+                open_executor(provider=provider) as client,
+            ):
+                executors[name] = client
+                task_status.started()
+                await trio.sleep_forever()
+
+        await nursery.start(serve, "bare", None)
+        for backend in backends:
+            await nursery.start(serve, backend, backend)
+        if backends:
+            await nursery.start(serve, "auto", "auto")
+
+        expected: dict[str, tuple[str, SandboxMode]] = {}
+
+        def through(name: str, policy: ExecutionPolicy) -> Callable[[], Awaitable[Any]]:
+            client = executors[name]
+            spec = client.resolve(COMMAND, policy=policy)
+
+            async def call() -> Any:
+                return await client.run(spec)
+
+            return call
+
+        variants = [
+            Variant("subprocess.run (raw floor)", "floor", _sync(list(ARGV), root)),
+            Variant("trio.run_process (raw floor)", "floor", _trio(list(ARGV), root)),
+            Variant("executor: local (bare)", "stockade", through("bare", workspace)),
+        ]
+        expected["executor: local (bare)"] = ("none", SandboxMode.DANGER_FULL_ACCESS)
+        for backend in backends:
+            label = f"executor: {backend}"
+            variants.append(Variant(label, "stockade", through(backend, workspace)))
+            expected[label] = (backend, SandboxMode.WORKSPACE_WRITE)
+        if backends:
+            variants.append(
+                Variant("executor: danger-full-access", "stockade", through("auto", unconfined))
+            )
+            expected["executor: danger-full-access"] = ("none", SandboxMode.DANGER_FULL_ACCESS)
+        for backend in backends:
+            argv = direct_argv(ctx, backend, root)
+            variants.append(Variant(f"{backend} direct (trio)", "direct", _trio(argv, root)))
+            variants.append(Variant(f"{backend} direct (subprocess)", "direct", _sync(argv, root)))
+
+        # Slow peers run in fewer rounds (spread over the whole run, not bunched).
+        codex_reps = 10 if ctx.quick else 100
+        srt_reps = 3 if ctx.quick else 25
+        slow = {"codex": max(1, math.ceil(rounds / codex_reps))}
+        peers = peer_variants(ctx, root, slow)
+        if not peers:
+            result.skip(
+                "codex not found (npm install @openai/codex in a scratch dir, then "
+                "--peers DIR); its rows are left out"
+            )
+        srt, srt_peer = srt_variant(ctx, root, max(1, math.ceil(rounds / srt_reps)))
+        if srt is None:
+            result.skip(
+                "srt not found (npm install @anthropic-ai/sandbox-runtime + Debian socat "
+                "ripgrep, then --peers DIR); its row is left out"
+            )
+        else:
+            peers.append(srt)
+        result.figures["peer_versions"] = {
+            "codex": next((p.version for p in find_codex(ctx.peers_dir)), None),
+            "srt": srt_peer.version if srt_peer else None,
+        }
+
+        # Warm up, and prove each variant works (a broken peer is skipped, a broken
+        # stockade variant is a failed check).
+        usable: list[Variant] = []
+        for variant in variants + peers:
+            try:
+                for _ in range(warmup if variant.group != "peer" else 1):
+                    outcome = await variant.call()
+            except Exception as error:
+                if variant.group == "peer":
+                    result.skip(f"{variant.name} does not run here ({error}); left out")
+                    continue
+                raise
+            if variant.name in expected:
+                backend, mode = expected[variant.name]
+                ok = (
+                    outcome.exit_code == 0
+                    and outcome.backend == backend
+                    and outcome.mode is mode
+                    and not outcome.denied
+                )
+                result.checks.append(
+                    Check(
+                        f"spawn: {variant.name} ran under {backend}/{mode.value}",
+                        ok,
+                        f"exit {outcome.exit_code}, backend {outcome.backend}, "
+                        f"mode {outcome.mode.value}",
+                    )
+                )
+            usable.append(variant)
+
+        rng = random.Random(ctx.seed)
+        total = sum(len(range(0, rounds, variant.every)) for variant in usable)
+        with Progress("spawn", "bash -c true", total) as progress:
+            for index in range(rounds):
+                order = [variant for variant in usable if index % variant.every == 0]
+                rng.shuffle(order)
+                for variant in order:
+                    if variant not in usable:
+                        continue
+                    children = _children_cpu()
+                    cpu = time.process_time()
+                    start = time.perf_counter()
+                    try:
+                        await variant.call()
+                    except Exception as error:
+                        if variant.group != "peer":
+                            raise
+                        # A peer failing mid-run is left out, with its samples so far.
+                        result.skip(f"{variant.name} failed during the run ({error}); left out")
+                        usable.remove(variant)
+                        continue
+                    variant.wall.append(time.perf_counter() - start)
+                    variant.cpu.append(time.process_time() - cpu)
+                    variant.child_cpu.append(_children_cpu() - children)
+                    variant.rounds.append(index)
+                    progress.advance(label=variant.name)
+        nursery.cancel_scope.cancel()
+    return usable
+
+
+def _paired(variant: Variant, base: Variant) -> list[float]:
+    """Per-round differences variant - base (both ran in the same rounds)."""
+    by_round = dict(zip(base.rounds, base.wall, strict=True))
+    return [
+        wall - by_round[index]
+        for index, wall in zip(variant.rounds, variant.wall, strict=True)
+        if index in by_round
+    ]
+
+
+def run(ctx: Context) -> FamilyResult:
+    import trio
+
+    result = FamilyResult("spawn")
+    rounds = 30 if ctx.quick else 300
+    warmup = 2 if ctx.quick else 5
+    variants = trio.run(_measure, ctx, result, rounds, warmup)
+    by_name = {variant.name: variant for variant in variants}
+
+    floor_sub = by_name["subprocess.run (raw floor)"]
+    floor_trio = by_name["trio.run_process (raw floor)"]
+    med = {name: percentile(v.wall, 50) * 1e3 for name, v in by_name.items()}
+    figures: dict[str, Any] = {"rounds": rounds, "command": list(ARGV), "variants": {}}
+    rows = []
+    for variant in variants:
+        wall = summarize(variant.wall, 1e3)
+        cpu = summarize(variant.cpu, 1e3)
+        child = summarize(variant.child_cpu, 1e3)
+        figures["variants"][variant.name] = {
+            "group": variant.group,
+            "wall_ms": wall,
+            "parent_cpu_ms": cpu,
+            "child_cpu_ms": child,
+            "samples_ms": [round(value * 1e3, 4) for value in variant.wall],
+        }
+        rows.append(
+            [
+                variant.name,
+                wall["n"],
+                wall["median"],
+                f"{fmt(wall['p10'])}-{fmt(wall['p90'])}",
+                ratio(wall["median"], med[floor_sub.name]),
+                ratio(wall["median"], med[floor_trio.name]),
+                cpu["median"],
+                child["median"],
+            ]
+        )
+    result.tables.append(
+        Table(
+            "Spawn: `bash -c true`, one foreground command (ms, wall)",
+            [
+                "variant",
+                "n",
+                "median",
+                "p10-p90",
+                "x subprocess.run",
+                "x trio.run_process",
+                "parent CPU",
+                "child CPU",
+            ],
+            rows,
+            "Interleaved rounds; medians of the same run. Parent CPU is this Python "
+            "process's CPU per call; child CPU is the spawned processes' (bash, runner).",
+        )
+    )
+
+    # Overheads as paired per-round differences (less noisy than a difference of medians).
+    overhead_rows = []
+    pairs = [
+        (
+            "stockade Python overhead (local executor - trio.run_process)",
+            "executor: local (bare)",
+            floor_trio.name,
+        ),
+        (
+            "Landlock confinement (executor: landlock - local executor)",
+            "executor: landlock",
+            "executor: local (bare)",
+        ),
+        (
+            "provider + wrap, Landlock (executor - landlock direct (trio))",
+            "executor: landlock",
+            "landlock direct (trio)",
+        ),
+        (
+            "provider + wrap, bwrap (executor - bwrap direct (trio))",
+            "executor: bwrap",
+            "bwrap direct (trio)",
+        ),
+        (
+            "bwrap confinement (executor: bwrap - local executor)",
+            "executor: bwrap",
+            "executor: local (bare)",
+        ),
+        (
+            "danger-full-access through the confining executor - local",
+            "executor: danger-full-access",
+            "executor: local (bare)",
+        ),
+        ("trio.run_process - subprocess.run", floor_trio.name, floor_sub.name),
+    ]
+    figures["overheads_ms"] = {}
+    for label, name, base in pairs:
+        if name not in by_name or base not in by_name:
+            continue
+        diffs = _paired(by_name[name], by_name[base])
+        cpu_diff = percentile(by_name[name].cpu, 50) - percentile(by_name[base].cpu, 50)
+        summary = summarize(diffs, 1e3)
+        figures["overheads_ms"][label] = {"wall": summary, "parent_cpu_median": cpu_diff * 1e3}
+        overhead_rows.append(
+            [label, summary["median"], f"{fmt(summary['q1'])}-{fmt(summary['q3'])}", cpu_diff * 1e3]
+        )
+    result.tables.append(
+        Table(
+            "Where the time goes: paired per-round differences (ms)",
+            ["difference", "median", "IQR", "parent CPU (diff of medians)"],
+            overhead_rows,
+        )
+    )
+    result.figures.update(figures)
+
+    # Targets.
+    bare = med.get("executor: local (bare)")
+    if "executor: landlock" in med:
+        value = ratio(med["executor: landlock"], bare)
+        result.targets.append(
+            Target(
+                "Landlock-confined spawn vs bare local executor",
+                "<= 1.25x",
+                f"{value:.2f}x ({fmt(med['executor: landlock'])} vs {fmt(bare)} ms)",
+                value <= 1.25,
+            )
+        )
+    if "executor: bwrap" in med:
+        value = ratio(med["executor: bwrap"], med["bwrap direct (trio)"])
+        against_sub = ratio(med["executor: bwrap"], med["bwrap direct (subprocess)"])
+        result.targets.append(
+            Target(
+                "bwrap-confined spawn vs bwrap invoked directly",
+                "<= 1.1x",
+                f"{value:.2f}x vs trio.run_process(bwrap ...); {against_sub:.2f}x vs "
+                "subprocess.run(bwrap ...)",
+                value <= 1.1,
+                "judged against the direct call through the same spawn machinery "
+                "(trio.run_process); the subprocess.run ratio is shown beside it",
+            )
+        )
+    overhead = figures["overheads_ms"].get(pairs[0][0])
+    if overhead:
+        value = overhead["wall"]["median"]
+        result.targets.append(
+            Target(
+                "stockade Python overhead per foreground call beyond trio.run_process",
+                "< 0.3 ms",
+                f"{value:.3f} ms wall (paired); {overhead['parent_cpu_median']:.3f} ms parent CPU",
+                value < 0.3,
+            )
+        )
+    return result
+
+
+def plot(result: FamilyResult, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variants = result.figures["variants"]
+    names = sorted(variants, key=lambda name: variants[name]["wall_ms"]["median"])
+    data = [variants[name]["samples_ms"] for name in names]
+    colors = {"floor": "#7f7f7f", "stockade": "#1f77b4", "direct": "#2ca02c", "peer": "#d62728"}
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(names) + 1.6))
+    boxes = ax.boxplot(
+        data, vert=False, whis=(10, 90), showfliers=False, patch_artist=True, widths=0.6
+    )
+    for patch, name in zip(boxes["boxes"], names, strict=True):
+        patch.set_facecolor(colors[variants[name]["group"]])
+        patch.set_alpha(0.55)
+    ax.set_yticks(range(1, len(names) + 1), names, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("ms per `bash -c true` (log scale; box = IQR, whiskers = p10/p90)")
+    ax.set_title("Foreground spawn cost per variant (one process, interleaved rounds)")
+    for index, name in enumerate(names, start=1):
+        ax.annotate(
+            f"{variants[name]['wall_ms']['median']:.2f}",
+            (variants[name]["wall_ms"]["p90"], index),
+            xytext=(4, -3),
+            textcoords="offset points",
+            fontsize=7,
+        )
+    ax.grid(axis="x", which="both", alpha=0.3)
+    from matplotlib.patches import Patch
+
+    labels = {
+        "floor": "raw floor (no stockade)",
+        "stockade": "stockade executor",
+        "direct": "runner invoked directly",
+        "peer": "peer",
+    }
+    ax.legend(
+        handles=[Patch(color=c, alpha=0.55, label=labels[g]) for g, c in colors.items()],
+        fontsize=7,
+        loc="lower right",
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
