@@ -48,12 +48,14 @@ async def agent(harness, workspace: str) -> list[str]:
     return [denied.text, granted.text]
 
 
-async def main(workspace: str, state_dir: str) -> list[str]:
+async def main(workspace: str) -> list[str]:
     composition = [
         {"id": "sandbox", "name": "stockade.sandbox.local"},
         {"id": "bash", "name": "stockade.bash.sandbox", "config": {"workspace_root": workspace}},
         {"id": "approval", "name": "stockade.approval.user"},
-        {"id": "log", "name": "stockade.session.log", "config": {"state_dir": state_dir}},
+        # Logs in the default state dir ($STOCKADE_STATE_DIR, else ~/.local/state):
+        # never inside the workspace or /tmp, where a command could rewrite them.
+        {"id": "log", "name": "stockade.session.log"},
     ]
     async with (
         trio_asyncio.open_loop(),
@@ -64,6 +66,6 @@ async def main(workspace: str, state_dir: str) -> list[str]:
 
 if __name__ == "__main__":
     workspace = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="stockade-asyncio-")
-    texts = trio.run(main, workspace, tempfile.mkdtemp(prefix="stockade-state-"))
+    texts = trio.run(main, workspace)
     ok = "[sandbox: file access denied under read-only mode]" in texts[0] and "granted" in texts[1]
     sys.exit(0 if ok else 1)

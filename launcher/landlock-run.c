@@ -36,6 +36,19 @@
 #define LAUNCHER_FAILURE 125
 #define PROBE_TIMEOUT_SECONDS 5
 
+/* ---- openat2 (include/uapi/linux/openat2.h) ---- */
+
+#ifndef __NR_openat2
+#define __NR_openat2 437
+#endif
+#define RESOLVE_NO_SYMLINKS 0x04ULL
+
+struct open_how {
+	uint64_t flags;
+	uint64_t mode;
+	uint64_t resolve;
+};
+
 /* ---- Landlock UAPI (include/uapi/linux/landlock.h) ---- */
 
 #ifndef __NR_landlock_create_ruleset
@@ -322,14 +335,33 @@ static int restrict_self(int ruleset_fd)
 	return (int)syscall(__NR_landlock_restrict_self, ruleset_fd, 0U);
 }
 
+/*
+ * Grants are opened without following any symlink: a component swapped for a link
+ * (by a command whose root lies under a writable directory) must not redirect a
+ * grant to wherever the link points.  openat2 predates Landlock; a container whose
+ * seccomp policy hides it still gets O_NOFOLLOW on the last component.
+ */
+static int open_grant(const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS,
+	};
+	int fd = (int)syscall(__NR_openat2, AT_FDCWD, path, &how, sizeof(how));
+
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+		fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	return fd;
+}
+
 static void add_path_rule(int ruleset_fd, const char *path, uint64_t access)
 {
 	struct landlock_path_beneath_attr rule;
 	struct stat st;
-	int fd = open(path, O_PATH | O_CLOEXEC);
+	int fd = open_grant(path);
 
 	if (fd < 0)
-		fatal("cannot open %s: %s", path, strerror(errno));
+		fatal("cannot open %s without following a symlink: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0)
 		fatal("cannot stat %s: %s", path, strerror(errno));
 	if (!S_ISDIR(st.st_mode))

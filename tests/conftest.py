@@ -32,3 +32,16 @@ def scratch():
         yield base
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def state_dir_outside():
+    """A session-log directory outside every writable root, as the harness requires."""
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="stockade-state-", dir="/var/tmp")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -10,7 +10,8 @@ from pathlib import Path
 from .support import require_backend
 
 
-def test_demo_shows_the_whole_loop_and_leaves_a_replayable_log(tmp_path):
+def test_demo_shows_the_whole_loop_and_leaves_a_replayable_log(state_dir_outside):
+    tmp_path = Path(state_dir_outside)
     require_backend("bwrap")
     done = subprocess.run(
         [sys.executable, "-m", "stockade", "demo"],

@@ -78,5 +78,5 @@ def cli_settings(
         executor=executor,
         confines=confines,
         mode=chosen,
-        root=os.path.abspath(workspace),
+        root=os.path.realpath(workspace),
     )

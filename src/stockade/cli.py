@@ -151,7 +151,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
             timeout = settings.provider.probe_timeout
     else:
         mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
-        root = os.path.abspath(args.root or os.getcwd())
+        root = os.path.realpath(args.root or os.getcwd())
     if not mode.confines:
         # danger-full-access never touches the provider.
         _execute(argv, runner_is_argv0=False)

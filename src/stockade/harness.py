@@ -35,6 +35,7 @@ from .messages import JobHandle, JobReport, ShellResult
 from .policy.context import PolicyContext
 from .policy.knobs import PolicyDefaults
 from .policy.presets import DEFAULT_PRESETS, PresetTable
+from .sandbox._probe import host_temp_roots
 from .sandbox.actor import ProviderActor, ProviderClient
 from .session import Session
 from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor
@@ -68,6 +69,8 @@ class Harness:
     presets: PresetTable
     bash: BashTool
     fs: FsTool | None = None
+    # Where session logs live on disk (None: in memory for this process only).
+    log_directory: str | None = None
 
     @property
     def confines(self) -> bool:
@@ -85,6 +88,26 @@ class Harness:
             mounted += fs_schemas(escalation=self.fs.escalation)
         return mounted
 
+    def _check_log_is_out_of_reach(self, cwd: str | os.PathLike[str] | None) -> None:
+        """The log is the only store of a session's mode: no command may write it.
+
+        A log under the session's root or a temp root could be rewritten by a
+        workspace-write command into danger-full-access for the next resume.
+        """
+        if self.log_directory is None:
+            return
+        logs = os.path.realpath(self.log_directory)
+        root = os.path.realpath(cwd) if cwd is not None else self.defaults.fallback_root
+        for writable in (root, *host_temp_roots()):
+            if logs == writable or logs.startswith(writable.rstrip("/") + "/"):
+                raise ConfigError(
+                    f"the session log directory {logs} lies inside {writable}, where "
+                    "workspace-write commands can rewrite it (and with it the session's "
+                    "sandbox mode); keep session logs outside workspace roots and temp "
+                    "directories: set STOCKADE_STATE_DIR or the stockade.session.log "
+                    "entry's state_dir"
+                )
+
     @property
     def default_policy(self) -> ExecutionPolicy:
         """What a call resolves to with no session override: the composition's default."""
@@ -94,6 +117,7 @@ class Harness:
         self, session_id: str | None = None, *, cwd: str | os.PathLike[str] | None = None
     ) -> AgentSession:
         """Create a session (its cwd is its workspace root) or resume one by id."""
+        self._check_log_is_out_of_reach(cwd)
         session = await Session.open(
             self.log,
             session_id=session_id,
@@ -366,7 +390,7 @@ def assemble(
             if composition.approval is not None
             else ApprovalPolicy.NEVER
         ),
-        fallback_root=os.path.abspath(executor_config.fallback_root or cwd or os.getcwd()),
+        fallback_root=os.path.realpath(executor_config.fallback_root or cwd or os.getcwd()),
     )
     approval_client = approval_actor.client if approval_actor is not None else None
     fs_tool = None
@@ -387,6 +411,7 @@ def assemble(
         presets=_presets(composition),
         bash=BashTool(executor=executor_actor.client, approval=approval_client),
         fs=fs_tool,
+        log_directory=None if isinstance(store, MemoryStore) else str(store.directory),
     )
     return actors, harness
 

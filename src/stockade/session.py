@@ -51,7 +51,9 @@ def _absolute(cwd: str | os.PathLike[str] | None) -> str | None:
     path = os.fspath(cwd)
     if not os.path.isabs(path):
         raise SessionMismatch(f"a session's cwd must be an absolute path, got {path!r}")
-    return os.path.normpath(path)
+    # Pinned to its real path now: the sandbox later refuses a root that resolves
+    # elsewhere (a swapped symlink), so a root must be stored resolved.
+    return os.path.realpath(path)
 
 
 @attrs.define(eq=False)

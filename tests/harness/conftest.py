@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,10 +27,14 @@ def composition(state_dir: str, *, approval: bool = True, executor: str = "sandb
 
 
 @pytest.fixture
-def state_dir(tmp_path) -> str:
-    path = tmp_path / "state"
-    path.mkdir()
-    return str(path)
+def state_dir():
+    """Session logs outside every writable root (/tmp is one): the harness refuses
+    a log a workspace-write command could rewrite."""
+    path = tempfile.mkdtemp(prefix="stockade-state-", dir="/var/tmp")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
 import trio
 
-from stockade import open_harness
+from stockade import ConfigError, open_harness
 from stockade.tools.events import ToolCalled, ToolResulted
 
 from .conftest import composition
@@ -132,20 +135,22 @@ async def test_background_jobs_belong_to_their_session(state_dir, projects):
     assert "exited" in own.text and not own.is_error
 
 
-def test_the_asyncio_example_runs(scratch):
+def test_the_asyncio_example_runs(scratch, state_dir_outside):
     done = subprocess.run(
         [sys.executable, str(REPO / "examples" / "asyncio_host.py"), scratch],
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
+        env={**os.environ, "STOCKADE_STATE_DIR": state_dir_outside},
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[sandbox: file access denied under read-only mode]" in done.stdout
     assert (Path(scratch) / "note.txt").read_text() == "hello\n"
 
 
-def test_the_embedding_example_from_the_docs_runs(scratch, tmp_path):
+def test_the_embedding_example_from_the_docs_runs(scratch, state_dir_outside):
+    tmp_path = Path(state_dir_outside)
     done = subprocess.run(
         [sys.executable, str(REPO / "examples" / "embed.py"), scratch],
         capture_output=True,
@@ -158,3 +163,16 @@ def test_the_embedding_example_from_the_docs_runs(scratch, tmp_path):
     assert "[sandbox: file access denied under read-only mode]" in done.stdout
     assert (Path(scratch) / "hello.txt").read_text() == "hi\n"
     assert list(tmp_path.glob("*.jsonl"))  # the session log is real
+
+
+@pytest.mark.parametrize("where", ["root", "temp root"])
+async def test_a_session_log_commands_could_rewrite_is_refused(projects, where):
+    root, _ = projects
+    state = root / ".state" if where == "root" else Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        async with open_harness(composition(str(state))) as harness:
+            with pytest.raises(ConfigError, match="where workspace-write commands can rewrite"):
+                await harness.open_session(cwd=root)
+        assert not list(state.glob("*.jsonl"))  # refused before anything was written
+    finally:
+        shutil.rmtree(state, ignore_errors=True)

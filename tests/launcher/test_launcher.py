@@ -631,3 +631,14 @@ def test_terminal_injection_is_refused_in_every_mode(launcher, area):
     # Without the launcher the same calls reach the driver (which says ENOTTY).
     plain = subprocess.run([*PYTHON, "-c", code], capture_output=True, text=True, check=False)
     assert plain.stdout.split() == ["ENOTTY", "ENOTTY"]
+
+
+def test_a_grant_reached_through_a_symlink_is_refused(launcher, area, tmp_path):
+    """A root's component swapped for a link must not redirect the grant."""
+    inside, _, _ = area
+    link = tmp_path / "link-to-inside"
+    link.symlink_to(inside)
+    marker = inside / "ran"
+    result = run(launcher, "--ro", "/", "--rw", str(link), "--", "touch", str(marker))
+    assert_launcher_failure(result, str(link))
+    assert not marker.exists()

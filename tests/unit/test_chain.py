@@ -197,14 +197,20 @@ async def test_missing_workspace_root_is_a_clear_error_before_any_probe(tmp_path
     assert calls == []
 
 
-async def test_confine_resolves_symlinked_roots(tmp_path):
+async def test_confine_refuses_a_root_reached_through_a_symlink(tmp_path):
+    """Roots are pinned to their real path when a session opens; a root that now
+    resolves elsewhere had a component swapped for a link and is never granted."""
+    from stockade.errors import InvalidPolicy
+
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "link").symlink_to(real)
     selector = partial(select_backend, probes=stub_probes([], landlock=True))
-    policy = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(tmp_path / "link"))
     async with open_provider(ProviderConfig(platform="linux"), selector=selector) as provider:
-        wrapped = await provider.confine(CMD, policy)
+        with pytest.raises(InvalidPolicy, match="reached through a symlink"):
+            await provider.confine(
+                CMD, SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(tmp_path / "link"))
+            )
+        wrapped = await provider.confine(CMD, SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(real)))
     assert str(real) in wrapped.argv
-    assert str(tmp_path / "link") not in wrapped.argv
     assert wrapped.argv[-3:] == CMD

@@ -22,7 +22,7 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
     argv = a.bwrap_argv("/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD)
     assert argv[0] == "/usr/bin/bwrap"
     assert argv[-4:] == ("--", *CMD)
-    for flag in ("--die-with-parent", "--unshare-pid"):
+    for flag in ("--die-with-parent", "--unshare-pid", "--unshare-user-try"):
         assert flag in argv
     # The consumer's own new session replaces it, keeping one killable group.
     assert "--new-session" not in argv

@@ -9,18 +9,36 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
 import trio
 
+from ..errors import CommandStartError
 from ._buffer import OutputBuffer
 
 READ_SIZE = 65536
 # After the leader exits and its group is killed, pipes reach EOF at once; a process
 # that escaped the group (setsid) could hold them open, so stop reading after this.
 DRAIN_GRACE = 0.5
+
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def env_prefix(env: Mapping[str, str] | None) -> tuple[str, ...]:
+    """`/usr/bin/env NAME=VALUE ...`, to set the caller's variables inside a sandbox."""
+    if not env:
+        return ()
+    for name in env:
+        if not ENV_NAME.match(name):
+            raise CommandStartError(
+                f"environment variable name {name!r} is not valid "
+                "(letters, digits and underscores, not starting with a digit)"
+            )
+    return ("/usr/bin/env", *(f"{name}={value}" for name, value in env.items()))
 
 
 async def spawn(

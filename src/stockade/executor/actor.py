@@ -36,7 +36,7 @@ from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
 from ._facts import WrapFacts, settled_result, unstarted_result
 from ._jobs import Job, JobTable
-from ._spawn import exit_status, settle, spawn
+from ._spawn import env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
 
 
@@ -113,10 +113,13 @@ class ExecutorActor:
 
     async def _prepare(self, spec: ShellSpec) -> tuple[tuple[str, ...], WrapFacts]:
         """The exact argv to spawn and its wrap facts; a provider error propagates."""
-        argv = ("bash", "-c", spec.command)
         if self.provider is None or not spec.policy.mode.confines:
             # danger-full-access (or the local executor) never touches the provider.
-            return argv, WrapFacts.unconfined()
+            return ("bash", "-c", spec.command), WrapFacts.unconfined()
+        # The caller's variables reach the command through `env`, inside the sandbox:
+        # in the runner's own environment, LD_PRELOAD and the like would run code in
+        # a dynamically linked runner (bwrap) before any confinement exists.
+        argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
         wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
         return wrapped.argv, WrapFacts.from_wrapped(spec.policy.mode, wrapped)
 
@@ -124,8 +127,9 @@ class ExecutorActor:
         self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts
     ) -> trio.Process:
         workdir = spec.workdir or spec.policy.workspace_root
+        env = spec.env if not facts.confined else None  # confined: passed through `env`
         try:
-            return await spawn(argv, cwd=workdir, env=spec.env, with_stdin=spec.stdin is not None)
+            return await spawn(argv, cwd=workdir, env=env, with_stdin=spec.stdin is not None)
         except OSError as error:
             if facts.confined and spawn_failure_is_runner(error, argv[0], _workdir_usable(workdir)):
                 raise SandboxUnavailable(
@@ -300,7 +304,7 @@ class ExecutorClient:
     ) -> ShellSpec:
         """A complete spec: the explicit policy, else `mode` or the default at the fallback root."""
         if policy is None:
-            root = os.path.abspath(self.config.fallback_root or os.getcwd())
+            root = os.path.realpath(self.config.fallback_root or os.getcwd())
             chosen = SandboxMode.parse(mode) if mode is not None else self.config.default_mode
             policy = ExecutionPolicy(mode=chosen, workspace_root=root)
         return ShellSpec(

@@ -51,6 +51,10 @@ def bwrap_argv(
     args: list[str] = [
         bwrap,
         "--die-with-parent",
+        # A user namespace leaves a root caller an empty capability bounding set
+        # (without one, only no_new_privs stands between uid 0 and its capabilities);
+        # "-try" keeps bwrap usable where user namespaces are disabled.
+        "--unshare-user-try",
         "--unshare-pid",
         "--cap-drop",
         "ALL",

@@ -32,7 +32,7 @@ BWRAP_DENIAL: Final = "Read-only file system"
 # facts with shell builtins only, then attempts the write that must be refused.
 BWRAP_PROBE_SCRIPT: Final = (
     f"echo {PROBE_MARKER}; "
-    'while read -r key value; do case $key in CapEff:|NoNewPrivs:) echo "$key $value";; '
+    'while read -r key value; do case $key in CapEff:|CapBnd:|NoNewPrivs:) echo "$key $value";; '
     'esac; done < /proc/self/status; : > "$1"'
 )
 _LANDLOCK_PROBE_LINE: Final = re.compile(
@@ -93,16 +93,36 @@ def locate_bwrap() -> str | None:
 
 
 def resolve_workspace_root(root: str) -> str:
-    """The real path of an existing workspace root, or InvalidPolicy before any spawn.
+    """`root`, checked: an existing directory reached through no symlink.
 
-    Symlinks are resolved so every backend grants the directory the path really names.
+    Roots are pinned to their real path once, when a session opens or the CLI
+    starts. A root that resolves elsewhere now had a component swapped for a
+    symlink since (a command whose root lies under a writable directory can do
+    that) and must not be granted: that would hand out wherever the link points.
     """
     if not os.path.isdir(root):
         raise InvalidPolicy(
             f"workspace root {root!r} does not exist or is not a directory; "
             "create it or choose another root"
         )
-    return os.path.realpath(root)
+    real = os.path.realpath(root)
+    if real != os.path.normpath(root):
+        raise InvalidPolicy(
+            f"workspace root {root!r} is now reached through a symlink (it resolves to "
+            f"{real!r}); a root is granted only at its pinned real path. Reopen the "
+            "session from the directory you mean."
+        )
+    return real
+
+
+def check_temp_roots(temp_roots: Sequence[str]) -> None:
+    """The host temp roots are still the real directories found at startup."""
+    for temp_root in temp_roots:
+        if os.path.realpath(temp_root) != temp_root:
+            raise InvalidPolicy(
+                f"temp root {temp_root!r} is now reached through a symlink; refusing to "
+                "grant it (restart the harness if $TMPDIR moved on purpose)"
+            )
 
 
 def _run(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | str:

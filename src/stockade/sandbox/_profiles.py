@@ -38,7 +38,7 @@ SEATBELT_RULES: Final = (RunnerFailureRule(exit_codes=None, fatal_signatures=("s
 # Effects Landlock cannot govern on any ABI: the launcher seals them with seccomp in
 # read-only mode, but workspace-write must allow them inside the root, so there they
 # stay ungoverned outside it too (tests/launcher: test_landlock_does_not_govern_...).
-LANDLOCK_METADATA_EFFECTS: Final = ("chmod", "chown", "utimes", "xattr")
+LANDLOCK_METADATA_EFFECTS: Final = ("chmod", "chown", "utimes", "xattr", "inode flags")
 LANDLOCK_FULL_ABI: Final = 5  # truncate from ABI 3, device ioctl from ABI 5
 
 

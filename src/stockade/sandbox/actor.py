@@ -19,7 +19,7 @@ from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
 from ..vocab import SandboxPolicy
 from ._chain import Selection
-from ._probe import resolve_workspace_root
+from ._probe import check_temp_roots, resolve_workspace_root
 from ._profiles import HostPaths, wrap
 from ._select import host_paths, select_backend
 from .config import ProviderConfig
@@ -83,6 +83,7 @@ class ProviderActor:
 
     def _wrap(self, selection: Selection, message: Confine) -> Wrapped:
         root = resolve_workspace_root(message.policy.workspace_root)
+        check_temp_roots(self.host.temp_roots)
         if selection.backend is None:
             raise SandboxUnavailable(selection.detail)
         policy = SandboxPolicy(mode=message.policy.mode, workspace_root=root)
