@@ -1,0 +1,307 @@
+"""Escape attempts that need a system call the shell cannot make, run INSIDE the sandbox.
+
+    .venv/bin/python -I -S attacks.py ACTION ARGS... [ACTION ARGS...]...
+
+Standard library only (it runs with -I -S). Each action prints one line,
+`ACTION: DONE ...` when the kernel let it through, `ACTION: refused ERRNO` when
+it refused, and the script carries on with the next action: one command tries
+every route. The tests judge the host's state; these lines are evidence for a
+failure message, never the verdict.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import socket
+import struct
+import sys
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.mount.argtypes = (
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_ulong,
+    ctypes.c_void_p,
+)
+
+AT_FDCWD = -100
+AT_SYMLINK_FOLLOW = 0x400
+RENAME_EXCHANGE = 2
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY = 1
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PTRACE_SEIZE = 0x4206
+FS_IOC_SETFLAGS = 0x40086602
+FS_NODUMP_FL = 0x40
+BLKGETSIZE64 = 0x80081272
+RNDADDTOENTCNT = 0x40045201
+# x86_64 numbers; other architectures report ENOSYS, which still counts as refused.
+NR_INIT_MODULE = 175
+NR_FINIT_MODULE = 313
+
+
+def _errno_name(number: int) -> str:
+    return errno.errorcode.get(number, str(number))
+
+
+def _check(result: int) -> None:
+    if result < 0:
+        number = ctypes.get_errno()
+        raise OSError(number, os.strerror(number))
+
+
+def write(path: str) -> str:
+    with open(path, "w") as handle:
+        handle.write("pwned\n")
+    return path
+
+
+def open_write(path: str) -> str:
+    """Open for writing and close without writing a byte: safe on sysfs and devices."""
+    os.close(os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK))
+    return path
+
+
+def opath_reopen(path: str) -> str:
+    """A path-only descriptor (no access checked yet), reopened for writing via /proc."""
+    fd = os.open(path, os.O_PATH)
+    try:
+        return write(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)
+
+
+def write_fd(number: str) -> str:
+    os.write(int(number), b"pwned\n")
+    return number
+
+
+def create_at(dir_fd: str, name: str) -> str:
+    os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=int(dir_fd)))
+    return name
+
+
+def rename(source: str, target: str) -> str:
+    os.rename(source, target)
+    return target
+
+
+def exchange(first: str, second: str) -> str:
+    _check(libc.renameat2(AT_FDCWD, first.encode(), AT_FDCWD, second.encode(), RENAME_EXCHANGE))
+    return second
+
+
+def link(source: str, target: str) -> str:
+    os.link(source, target)
+    return target
+
+
+def truncate(path: str) -> str:
+    os.truncate(path, 0)
+    return path
+
+
+def bind_socket(path: str) -> str:
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(path)
+    finally:
+        sock.close()
+    return path
+
+
+def connect_send(path: str, text: str) -> str:
+    """Ask a service listening on a Unix socket to do something (it acts as itself)."""
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.connect(path)
+        sock.sendall(text.encode() + b"\n")
+    finally:
+        sock.close()
+    return path
+
+
+def mkfifo(path: str) -> str:
+    os.mkfifo(path)
+    return path
+
+
+def tmpfile(directory: str, target: str) -> str:
+    """An unnamed file in `directory`, then given the name `target` (linkat via /proc)."""
+    fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o600)
+    try:
+        os.write(fd, b"pwned\n")
+        # linkat(AT_SYMLINK_FOLLOW) through the magic link; os.link would call link(2).
+        _check(
+            libc.linkat(
+                AT_FDCWD,
+                f"/proc/self/fd/{fd}".encode(),
+                AT_FDCWD,
+                target.encode(),
+                AT_SYMLINK_FOLLOW,
+            )
+        )
+    finally:
+        os.close(fd)
+    return target
+
+
+def setxattr(path: str) -> str:
+    os.setxattr(path, "user.stockade-attack", b"1", follow_symlinks=False)
+    return path
+
+
+def removexattr(path: str, name: str) -> str:
+    os.removexattr(path, name, follow_symlinks=False)
+    return path
+
+
+def chattr(path: str) -> str:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, FS_IOC_SETFLAGS, struct.pack("l", FS_NODUMP_FL))
+    finally:
+        os.close(fd)
+    return path
+
+
+def ptrace(pid: str) -> str:
+    _check(libc.ptrace(PTRACE_SEIZE, int(pid), None, None))
+    return pid
+
+
+def open_mem(pid: str) -> str:
+    os.close(os.open(f"/proc/{pid}/mem", os.O_RDWR))
+    return pid
+
+
+def load_module() -> str:
+    _check(libc.syscall(NR_INIT_MODULE, None, ctypes.c_ulong(0), b""))
+    return "init_module"
+
+
+def load_module_fd() -> str:
+    fd = os.open("/dev/null", os.O_RDONLY)
+    try:
+        _check(libc.syscall(NR_FINIT_MODULE, fd, b"", 0))
+    finally:
+        os.close(fd)
+    return "finit_module"
+
+
+def block_ioctl(device: str) -> str:
+    """A read-only ioctl on a device opened read-only: governed as a device ioctl."""
+    fd = os.open(device, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.ioctl(fd, BLKGETSIZE64, b"\0" * 8)
+    finally:
+        os.close(fd)
+    return device
+
+
+def credit_entropy(device: str) -> str:
+    """RNDADDTOENTCNT with 0 bits: a privileged device ioctl that changes nothing if it passes."""
+    fd = os.open(device, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, RNDADDTOENTCNT, struct.pack("i", 0))
+    finally:
+        os.close(fd)
+    return device
+
+
+def remount_rw(target: str) -> str:
+    """Remount the mount holding `target` read-write, in our own mount namespace."""
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None))
+    _check(libc.mount(None, target.encode(), None, MS_REMOUNT | MS_BIND, None))
+    return target
+
+
+def userns_remount_write(path: str) -> str:
+    """A new user + mount namespace (full capabilities there), remount rw, write."""
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
+    try:
+        remount_rw("/")
+    except OSError as error:
+        print(f"userns_remount_write: remount / refused {_errno_name(error.errno)}")
+    try:
+        remount_rw(os.path.dirname(path))
+    except OSError as error:
+        print(f"userns_remount_write: remount parent refused {_errno_name(error.errno)}")
+    return write(path)
+
+
+def userns_bind_write(source_dir: str, mountpoint: str, name: str) -> str:
+    """A new user + mount namespace, bind `source_dir` on `mountpoint`, write through it."""
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None))
+    _check(libc.mount(source_dir.encode(), mountpoint.encode(), None, MS_BIND, None))
+    return write(os.path.join(mountpoint, name))
+
+
+def userns_tmpfs_over(directory: str) -> str:
+    """A tmpfs over `directory` in a private namespace: must not show on the host."""
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None))
+    _check(libc.mount(b"none", directory.encode(), b"tmpfs", 0, None))
+    return directory
+
+
+ACTIONS = {
+    "write": write,
+    "open-write": open_write,
+    "write-fd": write_fd,
+    "opath-reopen": opath_reopen,
+    "create-at": create_at,
+    "rename": rename,
+    "exchange": exchange,
+    "link": link,
+    "truncate": truncate,
+    "bind-socket": bind_socket,
+    "mkfifo": mkfifo,
+    "connect-send": connect_send,
+    "tmpfile": tmpfile,
+    "setxattr": setxattr,
+    "removexattr": removexattr,
+    "chattr": chattr,
+    "ptrace": ptrace,
+    "open-mem": open_mem,
+    "init-module": load_module,
+    "finit-module": load_module_fd,
+    "block-ioctl": block_ioctl,
+    "credit-entropy": credit_entropy,
+    "remount-rw": remount_rw,
+    "userns-remount-write": userns_remount_write,
+    "userns-bind-write": userns_bind_write,
+    "userns-tmpfs-over": userns_tmpfs_over,
+}
+
+
+def main(argv: list[str]) -> int:
+    """Run `ACTION ARGS...` groups separated by `--`; every group runs, whatever happens."""
+    groups: list[list[str]] = [[]]
+    for word in argv:
+        if word == "--":
+            groups.append([])
+        else:
+            groups[-1].append(word)
+    for name, *args in filter(None, groups):
+        try:
+            detail = ACTIONS[name](*args)
+        except OSError as error:
+            print(f"{name}: refused {_errno_name(error.errno or 0)}", flush=True)
+        else:
+            print(f"{name}: DONE {detail}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
