@@ -278,3 +278,102 @@ def choose(
         verdicts.append(Verdict(backend, False, why_not=why))
         chain = (backend,)
     return Chosen(platform, chain, tuple(verdicts), selected)
+
+
+# --- a verdict cache for `stockade exec` ------------------------------------------------
+#
+# Every `stockade exec` is a new process, and the functional probe (about 5 ms for bwrap,
+# plus the imports it needs) was its largest cost. A usable verdict is remembered per
+# user, keyed by the runner file's identity (path, device, inode, mtime, size), the
+# kernel release and the boot id: a new runner, kernel or boot probes again. A host
+# policy changed mid-boot (a sysctl, an LSM rule) shows up as the runner's own refusal
+# at exec time: the command still never runs unconfined. STOCKADE_NO_PROBE_CACHE=1
+# turns the cache off. The ProviderActor does not use it (it probes once per life).
+
+CACHE_ENV_OFF: Final = "STOCKADE_NO_PROBE_CACHE"
+
+
+def _cache_file() -> str | None:
+    if os.environ.get(CACHE_ENV_OFF):
+        return None
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = os.path.expanduser("~")
+        if home == "~":
+            return None
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "stockade", f"probe-verdicts-{os.getuid()}")
+
+
+def _identity(name: str, runner: str) -> str | None:
+    try:
+        info = os.stat(runner)
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:
+            boot_id = boot.read().strip()
+    except OSError:
+        return None
+    parts = (name, runner, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+    return "|".join(map(str, (*parts, os.uname().release, boot_id)))
+
+
+def _read_cached(path: str, key: str) -> Verdict | None:
+    """The cached verdict for `key`; only from a private file of this user's."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as cache:
+        info = os.fstat(cache.fileno())
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None
+        for line in cache:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) == 4 and fields[0] == key:
+                backend, runner, abi = fields[1], fields[2], fields[3]
+                return Verdict(backend, True, runner, abi=int(abi) if abi else None)
+    return None
+
+
+def _write_cached(path: str, key: str, verdict: Verdict) -> None:
+    """Add `verdict` under `key`, atomically; a cache that cannot be written is no cache."""
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        kept: list[str] = []
+        if os.path.isfile(path) and not os.path.islink(path):
+            with open(path, encoding="utf-8", errors="replace") as old:
+                kept = [line for line in old if not line.startswith(verdict.backend + "|")]
+        abi = "" if verdict.abi is None else str(verdict.abi)
+        kept.append(f"{key}\t{verdict.backend}\t{verdict.runner}\t{abi}\n")
+        partial = f"{path}.{os.getpid()}"
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as new:
+            new.writelines(kept)
+        os.replace(partial, path)
+    except OSError:
+        return
+
+
+def remembered(name: str, probe: Probe, locate: Callable[[], str | None]) -> Probe:
+    """`probe`, with its usable verdict remembered across processes (see above)."""
+
+    def run(timeout: float) -> Verdict:
+        path, runner = _cache_file(), locate()
+        key = _identity(name, runner) if path and runner else None
+        if path and key:
+            hit = _read_cached(path, key)
+            if hit is not None:
+                return hit
+        verdict = probe(timeout)
+        if path and key and verdict.usable and verdict.runner == runner:
+            _write_cached(path, key, verdict)
+        return verdict
+
+    return run
+
+
+EXEC_PROBES: Mapping[str, Probe] = {
+    BWRAP: remembered(BWRAP, probe_bwrap, locate_bwrap),
+    LANDLOCK: remembered(LANDLOCK, probe_landlock, launcher_path),
+    SEATBELT: seatbelt_verdict,
+}
