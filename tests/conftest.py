@@ -11,6 +11,13 @@ from stockade.sandbox.config import ProviderConfig
 from .support import REAL_BACKENDS, require_backend
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Every probe in the suite is real or stubbed on purpose: a verdict remembered by
+    # an earlier `stockade exec` must never stand in for a stub (tests/unit/
+    # test_probe_cache.py turns the cache back on for itself).
+    os.environ["STOCKADE_NO_PROBE_CACHE"] = "1"
+
+
 @pytest.fixture(params=REAL_BACKENDS)
 def backend_config(request: pytest.FixtureRequest) -> ProviderConfig:
     return require_backend(request.param)

@@ -157,11 +157,11 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         _execute(argv, runner_is_argv0=False)
 
     from .sandbox._argv import confined_argv
-    from .sandbox._probe import EXEC_PROBES, choose, host_temp_roots, resolve_workspace_root
+    from .sandbox._probe import choose, host_temp_roots, resolve_workspace_root
 
     root = resolve_workspace_root(root)
     chosen = choose(
-        sys.platform, backend, runner_command=runner_command, timeout=timeout, probes=EXEC_PROBES
+        sys.platform, backend, runner_command=runner_command, timeout=timeout, remember=True
     )
     if chosen.selected is None or chosen.selected.runner is None:
         _unavailable(chosen.detail)

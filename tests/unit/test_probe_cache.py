@@ -12,10 +12,11 @@ from stockade.sandbox import _probe
 @pytest.fixture
 def runner(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    monkeypatch.delenv(_probe.CACHE_ENV_OFF, raising=False)
+    monkeypatch.delenv(_probe.CACHE_ENV_OFF, raising=False)  # the suite turns it off
     path = tmp_path / "fake-bwrap"
     path.write_text("#!/bin/sh\n")
     path.chmod(0o755)
+    monkeypatch.setitem(_probe.RUNNER_LOCATORS, "bwrap", lambda: str(path))
     return path
 
 
@@ -29,7 +30,10 @@ def counting_probe(runner, calls, usable=True):
 
 def test_a_usable_verdict_is_remembered_until_the_runner_changes(runner):
     calls = []
-    cached = _probe.remembered("bwrap", counting_probe(runner, calls), lambda: str(runner))
+
+    def cached(timeout):
+        return _probe.remembered("bwrap", counting_probe(runner, calls), timeout)
+
     assert cached(1.0).usable and cached(1.0).usable
     assert len(calls) == 1
     cache = runner.parent / "run" / "stockade" / f"probe-verdicts-{os.getuid()}"
@@ -41,16 +45,19 @@ def test_a_usable_verdict_is_remembered_until_the_runner_changes(runner):
 
 def test_failures_are_not_remembered(runner):
     calls = []
-    cached = _probe.remembered(
-        "bwrap", counting_probe(runner, calls, usable=False), lambda: str(runner)
-    )
+    def cached(timeout):
+        return _probe.remembered("bwrap", counting_probe(runner, calls, usable=False), timeout)
+
     assert not cached(1.0).usable and not cached(1.0).usable
     assert len(calls) == 2
 
 
 def test_a_cache_file_others_could_write_is_ignored(runner):
     calls = []
-    cached = _probe.remembered("bwrap", counting_probe(runner, calls), lambda: str(runner))
+
+    def cached(timeout):
+        return _probe.remembered("bwrap", counting_probe(runner, calls), timeout)
+
     cached(1.0)
     cache = runner.parent / "run" / "stockade" / f"probe-verdicts-{os.getuid()}"
     cache.chmod(0o666)
@@ -61,7 +68,10 @@ def test_a_cache_file_others_could_write_is_ignored(runner):
 def test_the_cache_can_be_turned_off(runner, monkeypatch):
     monkeypatch.setenv(_probe.CACHE_ENV_OFF, "1")
     calls = []
-    cached = _probe.remembered("bwrap", counting_probe(runner, calls), lambda: str(runner))
+
+    def cached(timeout):
+        return _probe.remembered("bwrap", counting_probe(runner, calls), timeout)
+
     cached(1.0)
     cached(1.0)
     assert len(calls) == 2

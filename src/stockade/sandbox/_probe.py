@@ -254,11 +254,13 @@ def choose(
     timeout: float = 10.0,
     probe_all: bool = False,
     probes: Mapping[str, Probe] = PROBES,
+    remember: bool = False,
 ) -> Chosen:
     """Probe the platform chain in order; the first candidate that enforces wins.
 
     `runner_command` is the operator's runner: chain and probes are skipped.
     `probe_all` keeps probing after a winner, for a full report (`stockade probe`).
+    `remember` uses the cross-process verdict cache (`stockade exec` only).
     """
     if runner_command is not None:
         verdict = Verdict(RUNNER_COMMAND, True, runner_command, probed=False)
@@ -269,7 +271,8 @@ def choose(
     for name in chain:
         if selected is not None and not probe_all:
             break
-        verdict = probes[name](timeout)
+        probe = probes[name]
+        verdict = remembered(name, probe, timeout) if remember else probe(timeout)
         verdicts.append(verdict)
         if verdict.usable and selected is None:
             selected = verdict
@@ -354,26 +357,23 @@ def _write_cached(path: str, key: str, verdict: Verdict) -> None:
         return
 
 
-def remembered(name: str, probe: Probe, locate: Callable[[], str | None]) -> Probe:
-    """`probe`, with its usable verdict remembered across processes (see above)."""
-
-    def run(timeout: float) -> Verdict:
-        path, runner = _cache_file(), locate()
-        key = _identity(name, runner) if path and runner else None
-        if path and key:
-            hit = _read_cached(path, key)
-            if hit is not None:
-                return hit
-        verdict = probe(timeout)
-        if path and key and verdict.usable and verdict.runner == runner:
-            _write_cached(path, key, verdict)
-        return verdict
-
-    return run
-
-
-EXEC_PROBES: Mapping[str, Probe] = {
-    BWRAP: remembered(BWRAP, probe_bwrap, locate_bwrap),
-    LANDLOCK: remembered(LANDLOCK, probe_landlock, launcher_path),
-    SEATBELT: seatbelt_verdict,
+# Looked up when called, so a test (or a caller) that replaces a locator is obeyed.
+RUNNER_LOCATORS: Mapping[str, Callable[[], str | None]] = {
+    BWRAP: lambda: locate_bwrap(),
+    LANDLOCK: lambda: launcher_path(),
 }
+
+
+def remembered(name: str, probe: Probe, timeout: float) -> Verdict:
+    """`probe(timeout)`, with a usable verdict remembered across processes (see above)."""
+    locate = RUNNER_LOCATORS.get(name)
+    path, runner = _cache_file(), locate() if locate is not None else None
+    key = _identity(name, runner) if path and runner else None
+    if path and key:
+        hit = _read_cached(path, key)
+        if hit is not None:
+            return hit
+    verdict = probe(timeout)
+    if path and key and verdict.usable and verdict.runner == runner:
+        _write_cached(path, key, verdict)
+    return verdict
