@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 import typing
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 import msgspec
@@ -131,6 +131,14 @@ class UnregisteredEvent(StockadeError, TypeError):
     """An append carried an event whose type the log's registry does not hold."""
 
 
+class UnencodableEvent(StockadeError, ValueError):
+    """An append carried an event that cannot be written as a JSON line.
+
+    A lone surrogate in a string (which is not UTF-8), a value JSON has no form for,
+    or nesting too deep to read back. Nothing was appended; the log stays usable.
+    """
+
+
 class AppendConflict(StockadeError):
     """A conditional append found the log moved on since the caller read it."""
 
@@ -215,6 +223,34 @@ class EventRegistry:
         """Newline-terminated JSON lines, one per event."""
         return self._encoder.encode_lines(events)
 
+    def as_written(self, events: Sequence[SessionEvent]) -> tuple[SessionEvent, ...]:
+        """Each event as its log line reads back; UnencodableEvent if one cannot be written.
+
+        Checked before an event reaches a store, so one bad event is refused on its
+        own instead of failing the commit (and with it the session) it would share.
+        The read-back form is what the log keeps in memory, so a live session and a
+        resumed one see the same values (JSON has no NaN: a NaN in free-form data
+        reads back as null).
+        """
+        written = []
+        for event in events:
+            reason = None
+            try:
+                line = self._encoder.encode(event)
+            except Exception as error:  # whatever the encoder refuses, e.g. a lone surrogate
+                reason = str(error) or type(error).__name__
+            else:
+                try:
+                    written.append(self.decode_line(line, "line"))
+                except (UndecodableLine, LogCorrupt) as error:
+                    reason = f"its line would not read back ({error})"
+            if reason is not None:
+                raise UnencodableEvent(
+                    f"{event_tag(type(event))} event cannot be written to a session log: "
+                    f"{reason}. Nothing was appended"
+                )
+        return tuple(written)
+
     def decode_line(self, line: bytes, where: str) -> SessionEvent:
         """One event from one line (without its newline).
 
@@ -227,14 +263,34 @@ class EventRegistry:
             event: SessionEvent = self._decoder.decode(line)
             return event
         except msgspec.ValidationError as error:
-            raw = msgspec.json.decode(line)
-            if isinstance(raw, dict) and isinstance(raw.get(TAG_FIELD), str):
-                tag = raw[TAG_FIELD]
-                if tag not in self._by_tag:
-                    raise UnknownEventType(where, tag, self._by_tag) from None
+            tag = _tag_of(line)
+            if tag is not None and tag not in self._by_tag:
+                raise UnknownEventType(where, tag, self._by_tag) from None
             raise LogCorrupt(where, f"invalid event: {error}") from None
         except msgspec.DecodeError as error:
             raise UndecodableLine(str(error)) from None
+        except RecursionError:
+            # Well-formed or not, a line this deep is not one stockade wrote.
+            raise LogCorrupt(where, "line nests too deeply to decode") from None
+
+
+class _Tagged(msgspec.Struct):
+    type: Any = None
+
+
+_TAG_DECODER: Final = msgspec.json.Decoder(_Tagged)
+
+
+def _tag_of(line: bytes) -> str | None:
+    """The `type` of a JSON object line whose shape is wrong, read without its other fields.
+
+    Unknown fields are skipped, not built, so a deeply nested one cannot recurse here.
+    """
+    try:
+        tagged = _TAG_DECODER.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return tagged.type if isinstance(tagged.type, str) else None
 
 
 # --- writing through a session --------------------------------------------------------
@@ -296,6 +352,7 @@ __all__ = [
     "LogCorrupt",
     "SessionEvent",
     "SessionHeader",
+    "UnencodableEvent",
     "UnknownEventType",
     "UnregisteredEvent",
     "append_decided",

@@ -6,6 +6,7 @@ Turns cattrs' nested exception groups into flat problems and renders them in sou
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, Protocol
 
@@ -58,11 +59,20 @@ class Locator(Protocol):
         ...
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _render_step(step: Any) -> str:
+    """`.key` for a plain key, `[3]` for an index, `['odd key']` for anything else."""
+    if isinstance(step, int) and not isinstance(step, bool):
+        return f"[{step}]"
+    if isinstance(step, str) and _PLAIN_KEY.fullmatch(step):
+        return f".{step}"
+    return f"[{step!r}]"
+
+
 def _render_path(path: Path) -> str:
-    out = ""
-    for step in path:
-        out += f"[{step}]" if isinstance(step, int) else f".{step}"
-    return out.lstrip(".")
+    return "".join(_render_step(step) for step in path).removeprefix(".")
 
 
 class YamlLocator:
@@ -113,7 +123,7 @@ class MappingLocator:
     def where(self, path: Path, at: At = "node") -> tuple[str, tuple[int, ...]]:
         if not path or not isinstance(path[0], int):
             return self.name, (-1,)
-        rest = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path[1:])
+        rest = "".join(_render_step(step) for step in path[1:])
         return f"{self.name}:entry[{path[0]}]{rest}", (path[0],)
 
     def subject(self, path: Path) -> str | None:

@@ -15,6 +15,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.reader import ReaderError
 
 from ._problems import Path, Problem
 
@@ -59,8 +60,50 @@ class SyntaxProblem:
     message: str
 
 
+# ruamel's scanner is quadratic in flow nesting (seconds at ~1000 levels) and its
+# composer runs out of stack near 300 anyway: refuse deeper documents up front.
+MAX_FLOW_DEPTH: Final = 200
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest `[`/`{` nesting outside quoted scalars and comments (a cheap bound)."""
+    depth = deepest = 0
+    quote = None
+    previous = "\n"
+    escaped = False
+    comment = False
+    for char in text:
+        if comment:
+            comment = char != "\n"
+        elif quote == '"':
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quote = None
+        elif quote == "'":
+            if char == "'":
+                quote = None  # '' (an escaped quote) closes and reopens: same effect
+        elif char in "\"'":
+            quote = char
+        elif char == "#" and previous in " \t\n":
+            comment = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+        previous = char
+    return deepest
+
+
 def parse(text: str) -> Any | SyntaxProblem:
     """The document's round-trip tree, or where and why it is not YAML."""
+    if _flow_depth(text) > MAX_FLOW_DEPTH:
+        return SyntaxProblem(
+            0, 0, f"invalid YAML: the document nests deeper than {MAX_FLOW_DEPTH} levels"
+        )
     yaml = YAML(typ="rt", pure=True)
     yaml.Constructor = _Constructor
     try:
@@ -71,9 +114,29 @@ def parse(text: str) -> Any | SyntaxProblem:
         if exc.context:
             what = f"{what} ({exc.context})"
         line, col = (mark.line, mark.column) if mark is not None else (0, 0)
-        return SyntaxProblem(line, col, f"invalid YAML: {what}")
+        return SyntaxProblem(line, col, f"invalid YAML: {_one_line(what)}")
+    except ReaderError as exc:  # a character YAML forbids: point at it
+        line, col = _line_col(text, exc.position)
+        char = exc.character
+        shown = f"{chr(char)!r} (#x{char:04x})" if isinstance(char, int) else repr(char)
+        what = f"unacceptable character {shown}: {exc.reason}"
+        return SyntaxProblem(line, col, f"invalid YAML: {_one_line(what)}")
     except YAMLError as exc:  # unmarked: the whole document
-        return SyntaxProblem(0, 0, f"invalid YAML: {exc}")
+        return SyntaxProblem(0, 0, f"invalid YAML: {_one_line(str(exc))}")
+    except RecursionError:  # ruamel composes recursively
+        return SyntaxProblem(0, 0, "invalid YAML: the document nests too deeply")
+
+
+def _one_line(text: str) -> str:
+    """An error line stays one line: ruamel's own texts may carry a `\n  in ...` tail."""
+    return " ".join(str(text).split())
+
+
+def _line_col(text: str, position: int) -> tuple[int, int]:
+    """0-based line and column of a character offset."""
+    position = max(0, min(int(position), len(text)))
+    start = text.rfind("\n", 0, position) + 1
+    return text.count("\n", 0, position), position - start
 
 
 @attrs.frozen(kw_only=True)
@@ -86,27 +149,40 @@ class TagContext:
 
 
 def resolve_tags(root: Any, context: TagContext) -> list[Problem]:
-    """Replace every tag marker under `root` in place; the problems for those that cannot be."""
+    """Replace every tag marker under `root` in place; the problems for those that cannot be.
+
+    Iterative, and each node is visited once: an alias shares its node, and a
+    recursive alias (`&a [*a]`) makes a cycle that must not be walked forever.
+    """
     problems: list[Problem] = []
-    _walk(root, (), context, problems)
+    seen: set[int] = set()
+    stack: list[tuple[Any, Path]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if not isinstance(node, CommentedMap | CommentedSeq) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, CommentedMap):
+            for key in list(node):
+                if isinstance(key, Tagged):
+                    problems.append(Problem((*path, key), f"a tag ({key.tag}) cannot be a key"))
+                    continue
+                node[key] = _visit(node[key], (*path, key), context, problems, stack)
+        else:
+            for index, item in enumerate(node):
+                node[index] = _visit(item, (*path, index), context, problems, stack)
     return problems
 
 
-def _walk(node: Any, path: Path, context: TagContext, problems: list[Problem]) -> None:
-    if isinstance(node, CommentedMap):
-        for key in list(node):
-            if isinstance(key, Tagged):
-                problems.append(Problem((*path, key), f"a tag ({key.tag}) cannot be a key"))
-                continue
-            node[key] = _visit(node[key], (*path, key), context, problems)
-    elif isinstance(node, CommentedSeq):
-        for index, item in enumerate(node):
-            node[index] = _visit(item, (*path, index), context, problems)
-
-
-def _visit(value: Any, path: Path, context: TagContext, problems: list[Problem]) -> Any:
+def _visit(
+    value: Any,
+    path: Path,
+    context: TagContext,
+    problems: list[Problem],
+    stack: list[tuple[Any, Path]],
+) -> Any:
     if not isinstance(value, Tagged):
-        _walk(value, path, context, problems)
+        stack.append((value, path))
         return value
     try:
         return _expand(value, context)

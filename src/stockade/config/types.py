@@ -5,6 +5,7 @@ A plugin's attrs config class annotates fields with these; the loader's converte
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -98,7 +99,14 @@ def strict_int(value: object) -> int:
 def strict_float(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise WrongType("a number", value)
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueProblem("is too large to be a number") from None
+    if math.isnan(number):
+        # NaN slips past every `<= 0` check and fails later, at run time.
+        raise ValueProblem("must be a number, got nan")
+    return number
 
 
 def strict_bool(value: object) -> bool:

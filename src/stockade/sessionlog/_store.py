@@ -8,6 +8,7 @@ database-backed store implements the same two protocols.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -27,7 +28,8 @@ from ._scan import TornTail, scan_log
 logger = logging.getLogger("stockade.sessionlog")
 
 STATE_DIR_ENV = "STOCKADE_STATE_DIR"
-_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# fullmatch, not `$`: `$` also matches before a trailing newline ("abc\n").
+_SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 class SessionLocked(StockadeError):
@@ -48,7 +50,7 @@ class InvalidSessionId(ConfigError):
 
 
 def check_session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not _SESSION_ID_RE.match(session_id):
+    if not isinstance(session_id, str) or not _SESSION_ID_RE.fullmatch(session_id):
         raise InvalidSessionId(
             f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' "
             "or '-', starting with a letter or digit"
@@ -155,12 +157,21 @@ class JsonlStore:
     def open(self, session_id: str) -> OpenedLog:
         path = self.path_for(session_id)
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        # O_NOFOLLOW: a link planted under the state directory never redirects a log.
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
         try:
             fd = os.open(path, flags | os.O_EXCL, 0o600)
             created = True
         except FileExistsError:
-            fd = os.open(path, flags, 0o600)
+            try:
+                fd = os.open(path, flags, 0o600)
+            except OSError as error:
+                if error.errno != errno.ELOOP:
+                    raise
+                raise StockadeError(
+                    f"{path} is a symbolic link; a session log is never opened through a "
+                    "link. Remove the link, or open a different session id."
+                ) from None
             created = False
         try:
             try:

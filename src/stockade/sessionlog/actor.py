@@ -21,7 +21,13 @@ import trio
 
 from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
 from ..errors import StockadeError
-from ..events import AppendConflict, EventRegistry, SessionEvent, UnregisteredEvent
+from ..events import (
+    AppendConflict,
+    EventRegistry,
+    SessionEvent,
+    UnencodableEvent,
+    UnregisteredEvent,
+)
 from ._messages import AppendEvents, CloseLog, LogOpened, OpenLog, ReadLog
 from ._store import OpenedLog, SessionStore
 
@@ -245,14 +251,17 @@ class SessionLogActor:
             return
         try:
             self.store.registry.check(message.events)
-        except UnregisteredEvent as error:
+            # Refused alone, before it can fail a group commit and with it the session;
+            # kept as it reads back, so memory and disk agree.
+            events = self.store.registry.as_written(message.events)
+        except (UnregisteredEvent, UnencodableEvent) as error:
             envelope.reply(outcome.Error(error))
             return
-        if not message.events:
+        if not events:
             envelope.reply(outcome.Value(()))
             return
         try:
-            await log.send.send(_Pending(message.events, message.after_seq, envelope))
+            await log.send.send(_Pending(events, message.after_seq, envelope))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             envelope.reply(outcome.Error(SessionNotOpen(message.session_id)))
 
