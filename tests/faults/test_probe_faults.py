@@ -113,13 +113,6 @@ async def test_both_probes_hanging_fail_closed_naming_both(tmp_path, fake_bwrap,
             kill_leftovers(pids_with_marker(name))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a timed-out probe kills only the runner it started (subprocess.run's "
-    "timeout sends SIGKILL to the direct child); whatever the runner forked survives "
-    "the probe. sandbox/_probe.py:_run should start probes with start_new_session=True "
-    "and killpg the group on timeout.",
-)
 @pytest.mark.parametrize("candidate", ["bwrap", "landlock"])
 async def test_a_timed_out_probe_leaves_no_process_behind(
     tmp_path, fake_bwrap, fake_launcher, candidate

@@ -93,3 +93,20 @@ def unstarted_result(
         enforcement=facts.enforcement,
         duration=0.0,
     )
+
+
+def waited_out_result(facts: WrapFacts, *, waited: float) -> ShellResult:
+    """A call whose timeout passed while it waited for a running slot: nothing ran."""
+    return ShellResult(
+        exit_code=None,
+        stdout="",
+        stderr="[the command did not start: every running slot stayed busy until its timeout]",
+        denied=False,
+        runner_failed=False,
+        timed_out=True,
+        cancelled=False,
+        mode=facts.mode,
+        backend=facts.backend,
+        enforcement=facts.enforcement,
+        duration=waited,
+    )

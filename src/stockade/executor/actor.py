@@ -6,6 +6,7 @@ It owns the child processes and the background-job nursery; classification is pu
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import AsyncIterator
@@ -34,7 +35,7 @@ from ..sandbox.actor import ProviderClient
 from ..vocab import ExecutionPolicy, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
-from ._facts import WrapFacts, settled_result, unstarted_result
+from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._jobs import Job, JobTable
 from ._spawn import env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
@@ -141,19 +142,31 @@ class ExecutorActor:
 
     async def _run(self, spec: ShellSpec) -> ShellResult:
         argv, facts = await self._prepare(spec)
-        async with self._slots:
-            started = time.monotonic()
+        started = time.monotonic()
+        limit = self._timeout(spec)
+        slot, acquired = object(), False
+        # The call's timeout covers waiting for a slot: when long jobs hold them all,
+        # a short call ends at its deadline having run nothing.
+        with trio.move_on_after(math.inf if limit is None else limit):
+            await self._slots.acquire_on_behalf_of(slot)
+            acquired = True
+        if not acquired:
+            return waited_out_result(facts, waited=time.monotonic() - started)
+        try:
             process = await self._spawn(spec, argv, facts)
             stdout = OutputBuffer.with_cap(self.config.output_cap)
             stderr = OutputBuffer.with_cap(self.config.output_cap)
+            remaining = None if limit is None else max(0.0, limit - (time.monotonic() - started))
             timed_out = await settle(
                 process,
                 stdout,
                 stderr,
                 stdin=spec.stdin,
-                time_limit=self._timeout(spec),
+                time_limit=remaining,
                 kill_grace=self.config.kill_grace,
             )
+        finally:
+            self._slots.release_on_behalf_of(slot)
         result = settled_result(
             facts,
             exit_code=exit_status(process),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import resource
 
 import attrs
@@ -9,6 +10,12 @@ import attrs
 from ..vocab import SandboxMode
 
 MIB = 1024 * 1024
+MAX_DERIVED_BOUND = 1024
+# A running command keeps three descriptors (two pipes and its pidfd); spawning one
+# briefly needs about four more (the pipes' other ends, exec's error pipe).
+DESCRIPTORS_PER_PROCESS = 7
+# Kept free for the harness itself: logs, probes, the event loop.
+DESCRIPTOR_HEADROOM = 16
 
 
 @attrs.frozen(kw_only=True)
@@ -30,9 +37,15 @@ class ExecutorConfig:
     max_running: int | None = None
 
     def running_bound(self) -> int:
+        """max_running, else what the descriptors still free allow (at least one)."""
         if self.max_running is not None:
             return max(1, self.max_running)
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft == resource.RLIM_INFINITY:
-            return 1024
-        return max(8, min(1024, (soft - 64) // 4))
+            return MAX_DERIVED_BOUND
+        try:
+            open_now = len(os.listdir("/proc/self/fd"))
+        except OSError:
+            open_now = 64
+        free = soft - open_now - DESCRIPTOR_HEADROOM
+        return max(1, min(MAX_DERIVED_BOUND, free // DESCRIPTORS_PER_PROCESS))

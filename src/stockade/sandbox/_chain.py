@@ -50,6 +50,8 @@ class Selection:
     candidates: tuple[CandidateReport, ...]
     backend: Backend | None
     detail: str
+    # Nothing usable only because a probe could not run just now (EMFILE, ENOMEM...).
+    worth_retrying: bool = False
 
     @classmethod
     def of(cls, chosen: Chosen, backend: Backend | None) -> Selection:
@@ -59,4 +61,5 @@ class Selection:
             candidates=tuple(candidate_report(verdict) for verdict in chosen.verdicts),
             backend=backend,
             detail=chosen.detail,
+            worth_retrying=chosen.worth_retrying,
         )

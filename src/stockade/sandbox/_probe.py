@@ -7,9 +7,12 @@ is run and judged, and which one is selected. `stockade exec` uses this directly
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +45,11 @@ _LANDLOCK_PROBE_LINE: Final = re.compile(
 
 
 class Verdict(NamedTuple):
-    """One candidate as its probe found it."""
+    """One candidate as its probe found it.
+
+    `transient`: the probe could not run for a passing reason (out of descriptors,
+    memory or processes); such a failure is worth probing again later.
+    """
 
     backend: str
     usable: bool
@@ -50,6 +57,17 @@ class Verdict(NamedTuple):
     why_not: str | None = None
     abi: int | None = None
     probed: bool = True
+    transient: bool = False
+
+
+TRANSIENT_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
+
+
+class Unfinished(NamedTuple):
+    """A probe that could not run to its end, and why."""
+
+    why: str
+    transient: bool = False
 
 
 Probe = Callable[[float], Verdict]
@@ -125,21 +143,33 @@ def check_temp_roots(temp_roots: Sequence[str]) -> None:
             )
 
 
-def _run(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | str:
-    """(status, stdout, stderr) of a probe, or the reason it could not finish."""
+def _run(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unfinished:
+    """(status, stdout, stderr) of a probe, or why it could not finish.
+
+    The probe runs in a session of its own, so a timeout kills whatever the runner
+    started too, not only the runner.
+    """
     try:
-        done = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
-    except subprocess.TimeoutExpired:
-        return f"probe timed out after {timeout:g}s"
     except OSError as error:
-        return f"probe could not start: {error}"
-    return (
-        done.returncode,
-        done.stdout.decode(errors="replace"),
-        done.stderr.decode(errors="replace"),
-    )
+        return Unfinished(f"probe could not start: {error}", error.errno in TRANSIENT_ERRNOS)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+        return Unfinished(f"probe timed out after {timeout:g}s")
+    return process.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
 def _tail(text: str, lines: int = 3) -> str:
@@ -196,8 +226,8 @@ def probe_bwrap(timeout: float) -> Verdict:
     with tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch:
         target = os.path.join(scratch, "must-not-exist")
         ran = _run(bwrap_probe_argv(bwrap, scratch, target), timeout)
-        if isinstance(ran, str):
-            return Verdict(BWRAP, False, bwrap, ran)
+        if isinstance(ran, Unfinished):
+            return Verdict(BWRAP, False, bwrap, ran.why, transient=ran.transient)
         return judge_bwrap_probe(bwrap, *ran, target_exists=os.path.lexists(target))
 
 
@@ -207,8 +237,8 @@ def probe_landlock(timeout: float) -> Verdict:
         why = f"the Landlock launcher is missing at {launcher}; reinstall stockade"
         return Verdict(LANDLOCK, False, launcher, why)
     ran = _run((launcher, "--probe"), timeout)
-    if isinstance(ran, str):
-        return Verdict(LANDLOCK, False, launcher, ran)
+    if isinstance(ran, Unfinished):
+        return Verdict(LANDLOCK, False, launcher, ran.why, transient=ran.transient)
     return judge_landlock_probe(launcher, *ran)
 
 
@@ -231,6 +261,11 @@ class Chosen(NamedTuple):
     chain: tuple[str, ...]
     verdicts: tuple[Verdict, ...]
     selected: Verdict | None
+
+    @property
+    def worth_retrying(self) -> bool:
+        """No winner, but only because some probe could not run just now."""
+        return self.selected is None and any(v.transient for v in self.verdicts)
 
     @property
     def detail(self) -> str:
@@ -272,7 +307,13 @@ def choose(
         if selected is not None and not probe_all:
             break
         probe = probes[name]
-        verdict = remembered(name, probe, timeout) if remember else probe(timeout)
+        try:
+            verdict = remembered(name, probe, timeout) if remember else probe(timeout)
+        except OSError as error:  # e.g. no descriptor left for the probe's scratch dir
+            transient = error.errno in TRANSIENT_ERRNOS
+            verdict = Verdict(
+                name, False, why_not=f"probe could not run: {error}", transient=transient
+            )
         verdicts.append(verdict)
         if verdict.usable and selected is None:
             selected = verdict

@@ -69,12 +69,19 @@ class ProviderActor:
                 assert_never(message)
 
     async def selection(self) -> Selection:
-        """The cached verdict; the first caller runs the probes, the rest wait for it."""
+        """The cached verdict; the first caller runs the probes, the rest wait for it.
+
+        A failure is cached too, unless it was only a passing shortage (a probe that
+        met EMFILE): then the next caller probes again.
+        """
         async with self._select_lock:
-            if self._selection is None:
-                self.probe_count += 1
-                self._selection = await trio.to_thread.run_sync(self.selector, self.config)
-        return self._selection
+            if self._selection is not None:
+                return self._selection
+            self.probe_count += 1
+            selection = await trio.to_thread.run_sync(self.selector, self.config)
+            if not selection.worth_retrying:
+                self._selection = selection
+            return selection
 
     async def _confine(self, message: Confine) -> Wrapped:
         # Checked before probing: a wrong root is the caller's error, not the sandbox's.
