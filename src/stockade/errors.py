@@ -10,6 +10,14 @@ class StockadeError(Exception):
     """Base of every error stockade raises on purpose."""
 
 
+def brief(value: str, limit: int = 120) -> str:
+    """`value` quoted for an error message, cut to `limit` characters (a model may send
+    megabytes; the error must not echo them back)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
+
+
 class SandboxUnavailable(StockadeError):
     """No confinement could be established; the command was not run.
 

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import msgspec
 
 from ._lifetime import running
 from .approval.actor import ApprovalActor, ApprovalClient
@@ -28,7 +29,7 @@ from .approval.events import APPROVAL_EVENTS
 from .config import Composition, load_composition
 from .config.builtins import ApprovalConfig
 from .errors import ConfigError
-from .events import EventRegistry, SessionEvent
+from .events import EventRegistry, SessionEvent, UnencodableEvent
 from .executor.actor import ExecutorActor, ExecutorClient
 from .executor.config import ExecutorConfig
 from .messages import JobHandle, JobReport, ShellResult
@@ -159,10 +160,19 @@ class AgentSession:
         """Call a model-facing tool with arguments as the model sent them; both are logged."""
         call_id = call_id or f"call-{uuid.uuid4().hex[:12]}"
         arguments = dict(arguments) if isinstance(arguments, Mapping) else arguments
-        await self.session.append(
-            ToolCalled(call_id=call_id, name=name, arguments=_loggable(arguments))
-        )
+        try:
+            await self.session.append(
+                ToolCalled(call_id=call_id, name=name, arguments=_loggable(arguments))
+            )
+        except UnencodableEvent:
+            # Text that is not UTF-8 (a lone surrogate) cannot be a JSON line: log
+            # the call's arguments escaped; the tool itself refuses such text.
+            await self.session.append(
+                ToolCalled(call_id=call_id, name=name, arguments={"_raw": ascii(arguments)})
+            )
         result = await self._dispatch(call_id, name, arguments)
+        if not _encodable(result.text):
+            result = msgspec.structs.replace(result, text=ascii(result.text)[1:-1])
         await self.session.append(
             ToolResulted(
                 call_id=call_id,
@@ -265,6 +275,14 @@ class SessionShell:
 
     async def list(self) -> list[JobHandle]:
         return await self.owner.harness.executor.list(owner=self.owner.id)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _loggable(arguments: Any) -> dict[str, Any]:

@@ -25,10 +25,12 @@ CASES = {
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG: a command that ran is reported as SANDBOX_UNAVAILABLE 'the command did "
-    "not run' (its output hidden) when its own stderr carries a line that starts like "
-    "the runner's fatal line (executor/_classify.py + sandbox/_profiles.py rules). "
-    "Fix: learn from the runner itself whether the child was started, on a channel "
+    reason="LIMITATION (the in-band runner-failure protocol the design accepts, "
+    "docs/security.md): a command that ran is reported as SANDBOX_UNAVAILABLE (its "
+    "output hidden) when its own stderr carries a line that starts like the runner's "
+    "fatal line; a false attribution, never a bypass "
+    "(tests/security/test_inband.py). To lift it: learn from the runner itself whether "
+    "the child was started, on a channel "
     "the child cannot write: bwrap --json-status-fd/--info-fd (a child-pid record "
     "means bwrap's own setup succeeded); for the launcher, a CLOEXEC status fd that "
     "it closes by exec'ing the child (EOF = started). Treat a fatal-looking line as "

@@ -8,7 +8,7 @@ import time
 import attrs
 import trio
 
-from ..errors import UnknownJob
+from ..errors import UnknownJob, brief
 from ..messages import JobHandle, JobReport, ShellResult, ShellSpec
 from ._buffer import OutputBuffer
 from ._facts import WrapFacts
@@ -120,5 +120,5 @@ class JobTable:
         job = self.jobs.get(job_id)
         if job is None or (owner is not None and job.spec.owner != owner):
             known = ", ".join(job.id for job in self.owned_by(owner)) or "none"
-            raise UnknownJob(f"no background job {job_id!r} (known: {known})")
+            raise UnknownJob(f"no background job {brief(job_id)} (known: {known})")
         return job

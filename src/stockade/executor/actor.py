@@ -18,7 +18,7 @@ import trio
 
 from .._lifetime import running
 from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
-from ..errors import CommandStartError, SandboxUnavailable
+from ..errors import CommandStartError, SandboxUnavailable, brief
 from ..messages import (
     JobHandle,
     JobOutput,
@@ -131,13 +131,15 @@ class ExecutorActor:
         env = spec.env if not facts.confined else None  # confined: passed through `env`
         try:
             return await spawn(argv, cwd=workdir, env=env, with_stdin=spec.stdin is not None)
+        except ValueError as error:  # a NUL byte, or text that is not UTF-8
+            raise CommandStartError(f"the command cannot be started: {error}") from None
         except OSError as error:
             if facts.confined and spawn_failure_is_runner(error, argv[0], _workdir_usable(workdir)):
                 raise SandboxUnavailable(
                     f"cannot start the sandbox runner {argv[0]}: {error.strerror}"
                 ) from None
             raise CommandStartError(
-                f"could not start the command in {workdir!r}: {error.strerror or error}"
+                f"could not start the command in {brief(workdir)}: {error.strerror or error}"
             ) from None
 
     async def _run(self, spec: ShellSpec) -> ShellResult:

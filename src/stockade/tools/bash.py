@@ -28,6 +28,8 @@ from .result import ToolResult
 class BashArguments(msgspec.Struct, forbid_unknown_fields=True):
     command: str
     workdir: str | None = None
+    # Past LONGEST_TIMEOUT_MS a timeout never fires; past ABSURD_TIMEOUT_MS it is
+    # refused (msgspec bounds must fit in 64 bits, so that check is in the tool).
     timeout_ms: Annotated[int, msgspec.Meta(ge=1)] | None = None
     background: bool = False
     sandbox_permissions: SandboxMode | None = None
@@ -58,8 +60,9 @@ class BashTool:
             return _error(
                 call_id,
                 BASH,
-                f"{error.code}: {error.detail}. The sandbox could not be set up, so the "
-                "command did not run; this is not a denial of the command.",
+                f"{error.code}: {error.detail}. The sandbox runner reported that it could "
+                "not set up the sandbox, so the command is not known to have run; this is "
+                "not a denial of the command.",
                 code=error.code,
             )
         except (CommandStartError, StockadeError) as error:
@@ -68,6 +71,12 @@ class BashTool:
     async def _call(
         self, call_id: str, args: BashArguments, session: ToolSession | None
     ) -> ToolResult:
+        for name, text in (("command", args.command), ("workdir", args.workdir)):
+            problem = unspawnable(name, text)
+            if problem is not None:
+                return _error(call_id, BASH, problem)
+        if args.timeout_ms is not None and args.timeout_ms > ABSURD_TIMEOUT_MS:
+            return _error(call_id, BASH, "timeout_ms is out of range. Nothing ran.")
         policy = await self._policy(session)
         granted: SandboxMode | None = None
         if args.sandbox_permissions is not None or args.justification is not None:
@@ -92,7 +101,7 @@ class BashTool:
             command=args.command,
             policy=policy,
             workdir=_workdir(args.workdir, policy.workspace_root),
-            timeout=None if args.timeout_ms is None else args.timeout_ms / 1000,
+            timeout=_seconds(args.timeout_ms),
             owner=None if session is None else session.id,
         )
         if args.background:
@@ -159,6 +168,30 @@ class BashTool:
         if report.denied and self.confines:
             text += "\n" + escalation_hint()
         return ToolResult(call_id=call_id, name=name, text=text, facts=_job_facts(report))
+
+
+# Beyond this a timeout means nothing (about 285,000 years): no timeout at all.
+LONGEST_TIMEOUT_MS = 2**53
+ABSURD_TIMEOUT_MS = 10**300
+
+
+def _seconds(timeout_ms: int | None) -> float | None:
+    if timeout_ms is None or timeout_ms > LONGEST_TIMEOUT_MS:
+        return None
+    return timeout_ms / 1000
+
+
+def unspawnable(name: str, text: str | None) -> str | None:
+    """Why `text` cannot reach a process (a NUL byte, or not UTF-8), else None."""
+    if text is None:
+        return None
+    if "\x00" in text:
+        return f"the {name} contains a NUL byte, which no process can receive. Nothing ran."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"the {name} is not valid UTF-8 text (it holds a lone surrogate). Nothing ran."
+    return None
 
 
 def _workdir(workdir: str | None, root: str) -> str | None:

@@ -19,6 +19,7 @@ from . import _escalation as texts
 from . import fs
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
 from ._bash_schema import escalation_hint
+from .bash import unspawnable
 from .result import ToolResult
 
 READ_FILE = "read_file"
@@ -144,6 +145,10 @@ class FsTool:
             args = msgspec.convert(arguments, shape[name])
         except msgspec.ValidationError as error:
             return tool_error(call_id, name, f"invalid arguments for {name}: {error}")
+        for field in ("path", "content", "old", "new"):
+            problem = unspawnable(field, getattr(args, field, None))
+            if problem is not None and not (field == "path" and "NUL" in problem):
+                return tool_error(call_id, name, problem)
         policy = default_policy if session is None else await session.execution_policy()
         if not self.fenced:
             policy = ExecutionPolicy(SandboxMode.DANGER_FULL_ACCESS, policy.workspace_root)
