@@ -27,9 +27,12 @@ class SandboxUnavailable(StockadeError):
 
     code = "SANDBOX_UNAVAILABLE"
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, runner_started: bool = False) -> None:
         super().__init__(f"{self.code}: {detail}")
         self.detail = detail
+        # True when the evidence is a fatal line the started runner printed: in-band,
+        # so the command cannot be proven not to have run (docs/security.md).
+        self.runner_started = runner_started
 
 
 class ConfigError(StockadeError, ValueError):

@@ -41,10 +41,12 @@ Evolution rules (how to change events without breaking logs already on disk):
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import typing
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Final, Protocol, overload
 
 import attrs
 import msgspec
@@ -55,13 +57,23 @@ TAG_FIELD = "type"
 _TAG_RE = re.compile(r"^[a-z][a-z0-9_.-]*(/[a-z][a-z0-9_.-]*)*$")
 
 
-class SessionEvent(msgspec.Struct, frozen=True, tag_field=TAG_FIELD, omit_defaults=True):
+class SessionEvent(
+    msgspec.Struct, frozen=True, tag_field=TAG_FIELD, omit_defaults=True, gc=False
+):
     """Base of every persisted event.
 
     `seq` (1, 2, 3, ... per session, gapless) and `ts` (Unix seconds, UTC) are
     stamped by the log when the event is committed; leave them at 0 when building
     an event. `source` says where a context or inherited event came from
     (`"sandbox:policy"`, `"inherited:<parent id>"`); None for an ordinary event.
+
+    Events are immutable values, so they are kept out of the cyclic garbage
+    collector (`gc=False`, inherited by every subclass): a resumed log holds
+    millions of them, and the collector walking them again and again was most of
+    the cost of a replay. The one thing this gives up: a reference cycle through an
+    event (a field holding a container that holds the event itself) is never
+    freed. No event read from a log can hold one, and such an event cannot be
+    written anyway.
     """
 
     seq: int = 0
@@ -293,6 +305,120 @@ def _tag_of(line: bytes) -> str | None:
     return tagged.type if isinstance(tagged.type, str) else None
 
 
+# --- a log's committed events, shared rather than copied ---------------------------------
+
+
+class EventView(Sequence[SessionEvent]):
+    """An immutable view of the first `len(view)` events of an append-only run.
+
+    What a read of an open log returns: the log appends to one list and every read
+    shares it, so a read costs the same at ten events and at a million. A view never
+    changes once made; a later commit makes a new one. It behaves like the tuple it
+    stands for (indexing, iteration both ways, `==` and `+` with tuples, hashing);
+    a slice is a tuple. `find_last` answers from the index a view carries (the
+    position of the last event of each type) instead of walking the log back.
+    """
+
+    __slots__ = ("_events", "_last", "_length")
+
+    def __init__(
+        self, events: list[SessionEvent], length: int, last: dict[type[Any], int]
+    ) -> None:
+        # Only `CommittedEvents` makes views: `events` is append-only, `last` is the
+        # position of the last event of each type among the first `length`.
+        self._events = events
+        self._length = length
+        self._last = last
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> SessionEvent: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[SessionEvent, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> SessionEvent | tuple[SessionEvent, ...]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._length)
+            if step == 1:
+                return tuple(self._events[start:stop])
+            return tuple(self._events[i] for i in range(start, stop, step))
+        position = operator.index(index)
+        if position < 0:
+            position += self._length
+        if not 0 <= position < self._length:
+            raise IndexError("event index out of range")
+        return self._events[position]
+
+    def __iter__(self) -> Iterator[SessionEvent]:
+        return itertools.islice(self._events, self._length)
+
+    def __reversed__(self) -> Iterator[SessionEvent]:
+        # The list only grows after this view was made: skip what came later.
+        return itertools.islice(reversed(self._events), len(self._events) - self._length, None)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventView):
+            if other._events is self._events:
+                return other._length == self._length
+        elif not isinstance(other, tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(map(operator.eq, self, other))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other: object) -> tuple[Any, ...]:
+        if isinstance(other, EventView | tuple):
+            return (*self, *other)
+        return NotImplemented
+
+    def __radd__(self, other: object) -> tuple[Any, ...]:
+        if isinstance(other, tuple):
+            return (*other, *self)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"EventView({tuple(self)!r})"
+
+    def last_of(self, event_type: type[Any]) -> Any:
+        """The last event that is an instance of `event_type`, or None (see `find_last`)."""
+        best = -1
+        for kind, position in self._last.items():
+            if position > best and issubclass(kind, event_type):
+                best = position
+        return self._events[best] if best >= 0 else None
+
+
+class CommittedEvents:
+    """The append-only run of a log's committed events, and its current view.
+
+    `extend` adds one committed batch and replaces `view` in the same step, so a
+    read sees a whole batch or none of it.
+    """
+
+    __slots__ = ("_events", "view")
+
+    def __init__(self, events: Iterable[SessionEvent] = ()) -> None:
+        self._events: list[SessionEvent] = list(events)
+        last = dict(zip(map(type, self._events), itertools.count(), strict=False))
+        self.view = EventView(self._events, len(self._events), last)
+
+    def extend(self, events: Sequence[SessionEvent]) -> EventView:
+        start = len(self._events)
+        self._events.extend(events)
+        last = dict(self.view._last)
+        last.update(zip(map(type, events), itertools.count(start), strict=False))
+        self.view = EventView(self._events, len(self._events), last)
+        return self.view
+
+    @property
+    def last_seq(self) -> int:
+        return self._events[-1].seq if self._events else 0
+
+
 # --- writing through a session --------------------------------------------------------
 
 
@@ -337,7 +463,13 @@ async def append_decided(
 
 
 def find_last(events: Sequence[SessionEvent], event_type: type[Any]) -> Any:
-    """The last event of `event_type` in `events`, or None."""
+    """The last event of `event_type` in `events`, or None.
+
+    On a log's `EventView` (what a read returns) this costs the same however long
+    the log is; on any other sequence it walks back from the end.
+    """
+    if isinstance(events, EventView):
+        return events.last_of(event_type)
     for event in reversed(events):
         if isinstance(event, event_type):
             return event
@@ -346,9 +478,11 @@ def find_last(events: Sequence[SessionEvent], event_type: type[Any]) -> Any:
 
 __all__ = [
     "AppendConflict",
+    "CommittedEvents",
     "Decide",
     "EventLog",
     "EventRegistry",
+    "EventView",
     "LogCorrupt",
     "SessionEvent",
     "SessionHeader",

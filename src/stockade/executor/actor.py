@@ -179,7 +179,9 @@ class ExecutorActor:
             duration=time.monotonic() - started,
         )
         if result.runner_failed:
-            raise SandboxUnavailable(result.runner_failure or "the sandbox runner failed")
+            raise SandboxUnavailable(
+                result.runner_failure or "the sandbox runner failed", runner_started=True
+            )
         return result
 
     def _timeout(self, spec: ShellSpec) -> float | None:

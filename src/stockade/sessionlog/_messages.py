@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from ..events import SessionEvent
@@ -37,9 +39,12 @@ SessionLogRequest = OpenLog | AppendEvents | ReadLog | CloseLog
 
 
 class LogOpened(msgspec.Struct, frozen=True, tag="log-opened"):
-    """Reply to OpenLog: the log's events and whether a torn tail was cut on open."""
+    """Reply to OpenLog: the log's events and whether a torn tail was cut on open.
+
+    `events` is the log's view at that moment (an `EventView`: shared, not copied).
+    """
 
     session_id: str
     location: str
-    events: tuple[SessionEvent, ...]
+    events: Sequence[SessionEvent]
     torn_lines_cut: int = 0

@@ -130,12 +130,13 @@ def _report_torn(location: str, torn: TornTail) -> None:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
-    offset = 0
-    while chunk := os.pread(fd, 1 << 20, offset):
+    """The whole file, in one read of the size it has (then on to the end, should it differ)."""
+    chunks = [os.pread(fd, max(os.fstat(fd).st_size, 1 << 16), 0)]
+    offset = len(chunks[0])
+    while chunks[-1] and (chunk := os.pread(fd, 1 << 20, offset)):
         chunks.append(chunk)
         offset += len(chunk)
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 @attrs.define(eq=False)

@@ -5,6 +5,13 @@ everything queued, stamps seq and ts, and commits the group with one write and o
 fsync in a worker thread (its own thread limiter, so a slow disk under one session
 never holds up another), then acknowledges each append. An acknowledged event is
 durable; reads see only acknowledged events.
+
+Appends and reads never wait in the actor, so its inbox loop handles them itself
+rather than starting a task for each: an append is checked and put on its
+session's queue (a task waits for room only when the queue is full), a read is
+answered with the log's current view, which the writer replaces in the same step
+that commits a batch. Opens and closes wait (on a thread, on a drain) and get a
+task each.
 """
 
 from __future__ import annotations
@@ -19,11 +26,13 @@ import msgspec
 import outcome
 import trio
 
-from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
+from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import StockadeError
 from ..events import (
     AppendConflict,
+    CommittedEvents,
     EventRegistry,
+    EventView,
     SessionEvent,
     UnencodableEvent,
     UnregisteredEvent,
@@ -47,20 +56,31 @@ class LogWriteFailed(StockadeError):
     """
 
 
-@attrs.frozen
 class _Pending:
-    events: tuple[SessionEvent, ...]
-    after_seq: int | None
-    envelope: Envelope[Any]
+    """One append on its session's queue."""
+
+    __slots__ = ("after_seq", "envelope", "events")
+
+    def __init__(
+        self, events: tuple[SessionEvent, ...], after_seq: int | None, envelope: Envelope[Any]
+    ) -> None:
+        self.events = events
+        self.after_seq = after_seq
+        self.envelope = envelope
 
 
 @attrs.define(eq=False)
 class _Log:
     session_id: str
+    # The writer's queue: one batch's worth, so the inbox loop rarely has to wait.
+    queue_size: int = 1024
     refs: int = 0
     opened: OpenedLog | None = None
-    events: list[SessionEvent] = attrs.field(factory=list)
+    committed: CommittedEvents = attrs.field(factory=CommittedEvents)
     failed: BaseException | None = None
+    # Appends waiting (each in a task) for room in a full queue; while any wait,
+    # later ones queue behind them rather than overtake.
+    waiting: int = 0
     ready: trio.Event = attrs.field(factory=trio.Event)
     closed: trio.Event = attrs.field(factory=trio.Event)
     limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
@@ -68,11 +88,7 @@ class _Log:
     receive: trio.MemoryReceiveChannel[_Pending] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.send, self.receive = trio.open_memory_channel[_Pending](0)
-
-    @property
-    def last_seq(self) -> int:
-        return self.events[-1].seq if self.events else 0
+        self.send, self.receive = trio.open_memory_channel[_Pending](self.queue_size)
 
 
 @attrs.define(eq=False)
@@ -95,23 +111,36 @@ class SessionLogActor:
         return SessionLogClient(self._inbox, self.store.registry)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        # One task per request: a session waiting on its disk never blocks another.
+        # Appends and reads are handled in the inbox loop (`_quick`); opens and closes
+        # get a task each, so a session waiting on its disk never blocks another.
         await serve_forever(
-            self._mailbox, self._serve, task_status=task_status, on_start=self._adopt_nursery
+            self._mailbox,
+            self._serve,
+            task_status=task_status,
+            on_start=self._adopt_nursery,
+            quick=self._quick,
         )
 
     def _adopt_nursery(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
+
+    def _quick(self, envelope: Envelope[Any]) -> bool:
+        message = envelope.message
+        if isinstance(message, AppendEvents):
+            self._enqueue(envelope, message)
+            return True
+        if isinstance(message, ReadLog):
+            answer_now(envelope, lambda: self._read(message.session_id))
+            return True
+        return False
 
     async def _serve(self, envelope: Envelope[Any]) -> None:
         message = envelope.message
         match message:
             case OpenLog():
                 await answer(envelope, lambda: self._open(message.session_id))
-            case AppendEvents():
-                await self._enqueue(envelope, message)
-            case ReadLog():
-                await answer(envelope, lambda: self._read(message.session_id))
+            case AppendEvents() | ReadLog():
+                self._quick(envelope)
             case CloseLog():
                 await answer(envelope, lambda: self._close(message.session_id))
             case _:
@@ -133,7 +162,7 @@ class SessionLogActor:
                 log.refs += 1
                 return self._opened(log)
             # It failed to open, or closed meanwhile: look again.
-        log = _Log(session_id)
+        log = _Log(session_id, queue_size=self.max_batch)
         self._logs[session_id] = log
         assert self._nursery is not None
         try:
@@ -152,7 +181,7 @@ class SessionLogActor:
         return LogOpened(
             session_id=log.session_id,
             location=log.opened.location,
-            events=tuple(log.events),
+            events=log.committed.view,
             torn_lines_cut=0 if log.opened.torn is None else 1,
         )
 
@@ -175,10 +204,12 @@ class SessionLogActor:
     # --- the writer -------------------------------------------------------------------
 
     async def _run_log(self, log: _Log, *, task_status: trio.TaskStatus[None]) -> None:
-        opened = await trio.to_thread.run_sync(self.store.open, log.session_id, limiter=log.limiter)
+        opened, committed = await trio.to_thread.run_sync(
+            self._open_store, log.session_id, limiter=log.limiter
+        )
         try:
             log.opened = opened
-            log.events = list(opened.events)
+            log.committed = committed
             task_status.started()
             async with log.receive:
                 while True:
@@ -199,6 +230,15 @@ class SessionLogActor:
             finally:
                 log.closed.set()
 
+    def _open_store(self, session_id: str) -> tuple[OpenedLog, CommittedEvents]:
+        # In the worker thread: indexing a long log's events is no work for the loop.
+        opened = self.store.open(session_id)
+        try:
+            return opened, CommittedEvents(opened.events)
+        except BaseException:
+            opened.handle.close()
+            raise
+
     async def _commit(self, log: _Log, batch: list[_Pending]) -> None:
         assert log.opened is not None
         if log.failed is not None:
@@ -206,7 +246,7 @@ class SessionLogActor:
                 pending.envelope.reply(outcome.Error(self._failed_error(log)))
             return
         now = self.clock()
-        next_seq = log.last_seq + 1
+        next_seq = log.committed.last_seq + 1
         staged: list[SessionEvent] = []
         accepted: list[tuple[_Pending, tuple[SessionEvent, ...]]] = []
         for pending in batch:
@@ -230,7 +270,7 @@ class SessionLogActor:
             for pending, _ in accepted:
                 pending.envelope.reply(outcome.Error(self._failed_error(log)))
             return
-        log.events.extend(staged)
+        log.committed.extend(staged)  # reads see the whole batch from here on, or none of it
         for pending, stamped in accepted:
             pending.envelope.reply(outcome.Value(stamped))
 
@@ -244,10 +284,13 @@ class SessionLogActor:
 
     # --- append / read ----------------------------------------------------------------
 
-    async def _enqueue(self, envelope: Envelope[Any], message: AppendEvents) -> None:
+    def _enqueue(self, envelope: Envelope[Any], message: AppendEvents) -> None:
         log = self._logs.get(message.session_id)
         if log is None or log.opened is None:
             envelope.reply(outcome.Error(SessionNotOpen(message.session_id)))
+            return
+        if log.failed is not None:
+            envelope.reply(outcome.Error(self._failed_error(log)))
             return
         try:
             self.store.registry.check(message.events)
@@ -260,16 +303,35 @@ class SessionLogActor:
         if not events:
             envelope.reply(outcome.Value(()))
             return
-        try:
-            await log.send.send(_Pending(events, message.after_seq, envelope))
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            envelope.reply(outcome.Error(SessionNotOpen(message.session_id)))
+        pending = _Pending(events, message.after_seq, envelope)
+        if not log.waiting:
+            try:
+                log.send.send_nowait(pending)
+            except trio.WouldBlock:
+                pass
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                envelope.reply(outcome.Error(SessionNotOpen(message.session_id)))
+                return
+            else:
+                return
+        # The queue is full: wait for room in a task of its own, in arrival order.
+        log.waiting += 1
+        assert self._nursery is not None
+        self._nursery.start_soon(self._enqueue_when_room, log, pending)
 
-    async def _read(self, session_id: str) -> tuple[SessionEvent, ...]:
+    async def _enqueue_when_room(self, log: _Log, pending: _Pending) -> None:
+        try:
+            await log.send.send(pending)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pending.envelope.reply(outcome.Error(SessionNotOpen(log.session_id)))
+        finally:
+            log.waiting -= 1
+
+    def _read(self, session_id: str) -> EventView:
         log = self._logs.get(session_id)
         if log is None or log.opened is None:
             raise SessionNotOpen(session_id)
-        return tuple(log.events)
+        return log.committed.view
 
 
 @attrs.frozen
@@ -295,8 +357,11 @@ class SessionLogClient:
         result: tuple[SessionEvent, ...] = await request(self.inbox, message)
         return result
 
-    async def read(self, session_id: str) -> tuple[SessionEvent, ...]:
-        result: tuple[SessionEvent, ...] = await request(self.inbox, ReadLog(session_id=session_id))
+    async def read(self, session_id: str) -> EventView:
+        """Every committed event, in seq order: an immutable view shared with the log
+        (a `Sequence` that compares equal to the tuple of its events), so it costs the
+        same however long the session is. Events committed later are not in it."""
+        result: EventView = await request(self.inbox, ReadLog(session_id=session_id))
         return result
 
     async def close(self, session_id: str) -> None:

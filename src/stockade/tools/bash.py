@@ -60,9 +60,14 @@ class BashTool:
             return _error(
                 call_id,
                 BASH,
-                f"{error.code}: {error.detail}. The sandbox runner reported that it could "
-                "not set up the sandbox, so the command is not known to have run; this is "
-                "not a denial of the command.",
+                f"{error.code}: {error.detail}. "
+                + (
+                    "The sandbox runner reported that it could not set up the sandbox, "
+                    "so the command is not known to have run"
+                    if error.runner_started
+                    else "The sandbox could not be set up, so the command did not run"
+                )
+                + "; this is not a denial of the command.",
                 code=error.code,
             )
         except (CommandStartError, StockadeError) as error:
