@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,35 @@ def stockade(*args: str, cwd=None, env=None):
         stdin=subprocess.DEVNULL,
         env=None if env is None else {**os.environ, **env},
     )
+
+
+def pids_with_marker(name: str) -> list[int]:
+    """Host pids (other than this one) whose command line carries `name`; visible
+    across PID namespaces, so it finds what bwrap's sandboxes started too."""
+    """Host pids whose command line carries `name` (visible across pid namespaces)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if name.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def zombie_children() -> list[int]:
+    me = os.getpid()
+    zombies = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) == me:
+            zombies.append(int(entry.name))
+    return zombies

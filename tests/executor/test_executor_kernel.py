@@ -21,6 +21,8 @@ from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
+from ..support import pids_with_marker, zombie_children
+
 RO, WW, DFA = SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE, SandboxMode.DANGER_FULL_ACCESS
 
 
@@ -38,36 +40,6 @@ async def executor_for(
 def spec(executor: ExecutorClient, command: str, mode: SandboxMode, root, **kwargs):
     policy = ExecutionPolicy(mode=mode, workspace_root=str(root))
     return executor.resolve(command, policy=policy, **kwargs)
-
-
-def pids_with_marker(marker: str) -> list[int]:
-    """Host pids whose command line carries `marker` (visible across pid namespaces)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def zombie_children() -> list[int]:
-    me = os.getpid()
-    zombies = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] == "Z" and int(fields[1]) == me:
-            zombies.append(int(entry.name))
-    return zombies
 
 
 def sleeper(marker: str, seconds: int = 1000) -> str:

@@ -14,6 +14,9 @@ import pytest
 
 import stockade
 
+from ..support import pids_with_marker as pids_with_marker
+from ..support import zombie_children as zombie_children
+
 IN_CI = os.environ.get("CI") == "true"
 SRC = str(Path(stockade.__file__).resolve().parent.parent)
 REPO = Path(__file__).resolve().parents[2]
@@ -33,36 +36,6 @@ def marker() -> str:
 def sleeper(name: str, seconds: int = 1000) -> str:
     """A process findable from the host by `name` (exec -a renames its argv[0])."""
     return f"(exec -a {name} sleep {seconds})"
-
-
-def pids_with_marker(name: str) -> list[int]:
-    """Host pids whose command line carries `name` (visible across pid namespaces)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if name.encode() in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def zombie_children() -> list[int]:
-    me = os.getpid()
-    zombies = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] == "Z" and int(fields[1]) == me:
-            zombies.append(int(entry.name))
-    return zombies
 
 
 def open_fds() -> dict[int, str]:
