@@ -57,9 +57,7 @@ TAG_FIELD = "type"
 _TAG_RE = re.compile(r"^[a-z][a-z0-9_.-]*(/[a-z][a-z0-9_.-]*)*$")
 
 
-class SessionEvent(
-    msgspec.Struct, frozen=True, tag_field=TAG_FIELD, omit_defaults=True, gc=False
-):
+class SessionEvent(msgspec.Struct, frozen=True, tag_field=TAG_FIELD, omit_defaults=True, gc=False):
     """Base of every persisted event.
 
     `seq` (1, 2, 3, ... per session, gapless) and `ts` (Unix seconds, UTC) are
@@ -321,9 +319,7 @@ class EventView(Sequence[SessionEvent]):
 
     __slots__ = ("_events", "_last", "_length")
 
-    def __init__(
-        self, events: list[SessionEvent], length: int, last: dict[type[Any], int]
-    ) -> None:
+    def __init__(self, events: list[SessionEvent], length: int, last: dict[type[Any], int]) -> None:
         # Only `CommittedEvents` makes views: `events` is append-only, `last` is the
         # position of the last event of each type among the first `length`.
         self._events = events

@@ -208,7 +208,8 @@ class AgentSession:
 
     # --- the session's policy, all folded from its log ---
 
-    async def events(self) -> tuple[SessionEvent, ...]:
+    async def events(self) -> Sequence[SessionEvent]:
+        """The session's events (an immutable view of its log, shared, not copied)."""
         return await self.session.events()
 
     async def execution_policy(self, explicit_mode: SandboxMode | None = None) -> ExecutionPolicy:

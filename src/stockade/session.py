@@ -18,7 +18,7 @@ from types import TracebackType
 import attrs
 
 from .errors import StockadeError
-from .events import SessionEvent, SessionHeader, append_decided
+from .events import EventView, SessionEvent, SessionHeader, append_decided
 from .policy.context import POLICY_SOURCE, PolicyContext, policy_context_update
 from .policy.knobs import (
     ApprovalPolicySet,
@@ -144,8 +144,13 @@ class Session:
 
     # --- the log ------------------------------------------------------------------------
 
-    async def events(self) -> tuple[SessionEvent, ...]:
-        """Every committed event of this session, in seq order."""
+    async def events(self) -> EventView:
+        """Every committed event of this session, in seq order.
+
+        An immutable view shared with the log (it compares equal to the tuple of its
+        events): reading costs the same at any length, and the folds below answer from
+        its index of the last event of each type rather than walking the log.
+        """
         return await self.log.read(self.id)
 
     async def append(
@@ -229,7 +234,7 @@ class _Appender:
     log: SessionLogClient
     session_id: str
 
-    async def events(self) -> tuple[SessionEvent, ...]:
+    async def events(self) -> EventView:
         return await self.log.read(self.session_id)
 
     async def append(

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
-from stockade.events import AppendConflict, LogCorrupt, UnregisteredEvent
+from stockade.events import AppendConflict, EventView, LogCorrupt, UnregisteredEvent
 from stockade.sessionlog import (
     JsonlStore,
     LogWriteFailed,
     MemoryStore,
     SessionLocked,
+    SessionLogActor,
+    SessionLogClient,
     SessionNotOpen,
     open_session_log,
     scan_log,
@@ -196,3 +201,166 @@ async def test_open_errors_reach_the_caller_and_the_actor_keeps_serving(tmp_path
                 await log.read("held")
     finally:
         holder.handle.close()
+
+
+# --- appends queued in the inbox loop, reads from the shared view -------------------------
+
+
+@asynccontextmanager
+async def log_actor(store: Any, **options: Any) -> AsyncIterator[SessionLogClient]:
+    actor = SessionLogActor(store=store, **options)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(actor.run)
+        yield actor.client
+        nursery.cancel_scope.cancel()
+
+
+async def test_reads_never_see_half_a_batch(tmp_path: Path) -> None:
+    fsync = CountingFsync(latency=0.001)
+    async with open_session_log(JsonlStore(tmp_path, registry=TEST_EVENTS, fsync=fsync)) as log:
+        await log.open("s")
+        seen: list[EventView] = []
+        done = trio.Event()
+
+        async def writer(k: int) -> None:
+            for i in range(20):
+                await log.append("s", *(Note(n=k * 100 + i, payload=str(j)) for j in range(3)))
+
+        async def reader() -> None:
+            while not done.is_set():
+                seen.append(await log.read("s"))
+                # Not flat out: a loop that never waits starves the writer's thread
+                # of the GIL (CPython's switch interval), and the test crawls.
+                await trio.sleep(0.0002)
+
+        async with trio.open_nursery() as readers:
+            readers.start_soon(reader)
+            async with trio.open_nursery() as writers:
+                for k in range(10):
+                    writers.start_soon(writer, k)
+            done.set()
+        final = await log.read("s")
+    assert len(final) == 600
+    assert all(len(view) % 3 == 0 for view in seen)  # whole appends only
+    distinct = {len(view): view for view in seen}
+    assert len(distinct) > 5, sorted(distinct)
+    for view in distinct.values():
+        assert tuple(view) == final[: len(view)]  # a prefix of the log, unchanged since
+        assert [e.payload for e in view] == ["0", "1", "2"] * (len(view) // 3)
+
+
+async def test_a_read_shares_the_log_instead_of_copying_it() -> None:
+    async with open_session_log(MemoryStore(registry=TEST_EVENTS)) as log:
+        opened = await log.open("s")
+        await log.append("s", *(Note(n=n) for n in range(100)))
+        first, second = await log.read("s"), await log.read("s")
+        assert first is second and isinstance(first, EventView)
+        await log.append("s", Note(n=100))
+        third = await log.read("s")
+        assert len(first) == 100 and len(third) == 101 and third[:100] == tuple(first)
+        assert opened.events == ()
+
+
+async def test_appends_beyond_a_full_queue_wait_their_turn(tmp_path: Path) -> None:
+    fsync = CountingFsync(latency=0.002)
+    store = JsonlStore(tmp_path, registry=TEST_EVENTS, fsync=fsync)
+    acked: dict[int, int] = {}
+    async with log_actor(store, max_batch=4) as log:
+        await log.open("s")
+
+        async def one(n: int) -> None:
+            stamped = await log.append("s", Note(n=n), Note(n=-n - 1))
+            assert stamped[1].seq == stamped[0].seq + 1
+            acked[n] = stamped[0].seq
+
+        async with trio.open_nursery() as nursery:
+            for n in range(300):
+                nursery.start_soon(one, n)
+        assert len(await log.read("s")) == 600
+    on_disk = read_file(tmp_path / "s.jsonl")
+    assert [e.seq for e in on_disk] == list(range(1, 601))
+    assert {e.n: e.seq for e in on_disk if e.n >= 0} == acked
+
+
+async def test_conditional_appends_through_the_queue_are_decided_in_order() -> None:
+    async with log_actor(MemoryStore(registry=TEST_EVENTS), max_batch=2) as log:
+        await log.open("s")
+        outcomes: dict[int, object] = {}
+
+        async def one(n: int) -> None:
+            try:
+                outcomes[n] = (await log.append("s", Note(n=n), after_seq=0))[0].seq
+            except AppendConflict as error:
+                outcomes[n] = error.actual_last
+
+        async with trio.open_nursery() as nursery:
+            for n in range(50):
+                nursery.start_soon(one, n)
+        events = await log.read("s")
+    (winner,) = events
+    assert outcomes.pop(winner.n) == 1
+    assert set(outcomes.values()) == {1}  # every other one saw the winner's commit
+
+
+async def test_a_failed_commit_fails_everything_queued_behind_it(tmp_path: Path) -> None:
+    entered, release, broken = threading.Event(), threading.Event(), threading.Event()
+
+    def fsync(fd: int) -> None:
+        if broken.is_set():
+            entered.set()
+            release.wait(10)
+            raise OSError(28, "No space left on device")
+        os.fsync(fd)
+
+    async with log_actor(
+        JsonlStore(tmp_path, registry=TEST_EVENTS, fsync=fsync), max_batch=2
+    ) as log:
+        await log.open("s")
+        await log.append("s", Note(n=0))
+        broken.set()
+        failures: list[BaseException] = []
+
+        async def one(n: int) -> None:
+            try:
+                await log.append("s", Note(n=n))
+            except LogWriteFailed as error:
+                failures.append(error)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, 1)
+            await trio.to_thread.run_sync(entered.wait, 5)
+            for n in range(2, 12):  # fill the queue and wait beyond it
+                nursery.start_soon(one, n)
+            await trio.sleep(0.05)
+            assert [e.n for e in await log.read("s")] == [0]
+            release.set()
+        assert len(failures) == 11
+        with pytest.raises(LogWriteFailed, match="Close it and open it again"):
+            await log.append("s", Note(n=99))
+        assert [e.n for e in await log.read("s")] == [0]
+
+
+async def test_appends_waiting_for_room_at_close_are_committed_or_refused(tmp_path: Path) -> None:
+    fsync = CountingFsync(latency=0.005)
+    acked: list[int] = []
+    refused: list[int] = []
+    async with log_actor(
+        JsonlStore(tmp_path, registry=TEST_EVENTS, fsync=fsync), max_batch=2
+    ) as log:
+        await log.open("s")
+
+        async def one(n: int) -> None:
+            try:
+                await log.append("s", Note(n=n))
+                acked.append(n)
+            except SessionNotOpen:
+                refused.append(n)
+
+        async with trio.open_nursery() as nursery:
+            for n in range(40):
+                nursery.start_soon(one, n)
+            await trio.sleep(0.002)
+            await log.close("s")
+    assert sorted(acked + refused) == list(range(40))
+    # Exactly what was acknowledged is on disk, in the order it was acknowledged.
+    assert sorted(e.n for e in read_file(tmp_path / "s.jsonl")) == sorted(acked)

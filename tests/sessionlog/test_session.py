@@ -17,11 +17,13 @@ from stockade.policy import (
     UnknownPreset,
     render_policy_context,
 )
+from stockade.policy.knobs import knob_state
+from stockade.policy.presets import DEFAULT_PRESETS, current_preset
 from stockade.session import Session, SessionMismatch
 from stockade.sessionlog import JsonlStore, MemoryStore, SessionLogClient, open_session_log
 from stockade.vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
 
-from ._helpers import DEFAULTS, TEST_EVENTS
+from ._helpers import DEFAULTS, TEST_EVENTS, Note
 
 RO, WW, DFA = SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE, SandboxMode.DANGER_FULL_ACCESS
 ASK, NEVER = ApprovalPolicy.ASK, ApprovalPolicy.NEVER
@@ -233,3 +235,26 @@ async def test_a_session_reports_a_torn_tail_cut_on_open() -> None:
         assert session.torn_lines_cut == 1
         assert len(await session.events()) == 2
         assert (await session.execution_policy()).mode is RO
+
+
+async def test_a_long_session_resolves_from_the_shared_view(tmp_path: Path) -> None:
+    # Overrides early, then a long tail of other events: each resolution reads the
+    # log's view (no copy) and finds the knobs by index, not by walking back.
+    async with open_session_log(JsonlStore(tmp_path, registry=TEST_EVENTS)) as log:
+        async with await open_session(log, session_id="long", cwd="/w") as session:
+            await session.set_sandbox_mode("read-only")
+            await session.select_preset("danger-full-access")
+            await session.set_approval_policy("ask")
+            await session.append(*(Note(n=n) for n in range(3000)))
+            assert await session.events() is await session.events()
+            events = tuple(await session.events())
+        async with await open_session(log, session_id="long") as resumed:
+            view = await resumed.events()
+            assert view == events and view is not events
+            assert await resumed.knobs() == knob_state(events, DEFAULTS)
+            assert await resumed.current_preset() == current_preset(
+                events, DEFAULT_PRESETS, DEFAULTS
+            )
+            assert await resumed.execution_policy() == ExecutionPolicy(DFA, "/w")
+            assert await resumed.pre_step() is not None
+            assert await resumed.pre_step() is None

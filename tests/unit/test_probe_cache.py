@@ -45,6 +45,7 @@ def test_a_usable_verdict_is_remembered_until_the_runner_changes(runner):
 
 def test_failures_are_not_remembered(runner):
     calls = []
+
     def cached(timeout):
         return _probe.remembered("bwrap", counting_probe(runner, calls, usable=False), timeout)
 

@@ -117,8 +117,9 @@ def last_policy_context(
     events: Sequence[SessionEvent], source: str | None = None
 ) -> PolicyContext | None:
     """The last materialized policy message (from `source`, when given), or None."""
-    if source is None:
-        found: PolicyContext | None = find_last(events, PolicyContext)
+    found: PolicyContext | None = find_last(events, PolicyContext)
+    if source is None or found is None or found.source == source:
+        # The usual case, answered without walking the log: one source writes them.
         return found
     for event in reversed(events):
         if isinstance(event, PolicyContext) and event.source == source:

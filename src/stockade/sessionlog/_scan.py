@@ -18,8 +18,6 @@ and reports the fault exactly as it always has.
 from __future__ import annotations
 
 import gc
-import itertools
-import operator
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +29,6 @@ from ..events import EventRegistry, LogCorrupt, SessionEvent, UndecodableLine
 # How much of the log one stretch covers (rounded up to a whole line): large enough
 # that the per-stretch work vanishes, small enough that its copy stays small.
 _STRETCH = 1 << 22
-_seq_of = operator.attrgetter("seq")
 
 
 @attrs.frozen
@@ -69,7 +66,7 @@ def scan_log(data: bytes, location: str, registry: EventRegistry) -> Scan:
                 except Exception:  # undecodable or wrong: let the rule say what and where
                     break
                 first = len(events) + 1
-                if not all(map(operator.eq, map(_seq_of, decoded), itertools.count(first))):
+                if [event.seq for event in decoded] != list(range(first, first + len(decoded))):
                     break
                 events.extend(decoded)
                 offset = cut
