@@ -5,7 +5,7 @@ Re-exports only. The errors and mode enums are imported eagerly; everything else
 standard library.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from ._modes import ApprovalPolicy as ApprovalPolicy
 from ._modes import Enforcement as Enforcement
@@ -16,7 +16,10 @@ from .errors import InvalidPolicy as InvalidPolicy
 from .errors import SandboxUnavailable as SandboxUnavailable
 from .errors import StockadeError as StockadeError
 
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from typing import Any
+
     from .approval._chain import ApprovalRequest as ApprovalRequest
     from .approval._chain import Decision as Decision
     from .approval.answerers import AsyncioAnswerer as AsyncioAnswerer

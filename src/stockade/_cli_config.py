@@ -7,13 +7,13 @@ none, the verbs keep the embedded defaults and `exec` stays on its fast path.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from collections import namedtuple
 
 from ._modes import SandboxMode
 
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from .config import Composition
-    from .executor.config import ExecutorConfig
     from .sandbox.config import ProviderConfig
 
 CONFIG_ENV = "STOCKADE_CONFIG"
@@ -35,14 +35,12 @@ def load_cli_composition(explicit: str | None) -> Composition | None:
     return None if path is None else load_composition(path)
 
 
-class CliSettings(NamedTuple):
-    """What a verb needs from the composition, with the user's flags laid over it."""
+class CliSettings(namedtuple("CliSettings", "provider executor confines mode root")):
+    """What a verb needs from the composition, with the user's flags laid over it:
+    provider (ProviderConfig | None), executor (ExecutorConfig), confines (bool),
+    mode (SandboxMode), root (str)."""
 
-    provider: ProviderConfig | None
-    executor: ExecutorConfig
-    confines: bool
-    mode: SandboxMode
-    root: str
+    __slots__ = ()
 
 
 def cli_settings(

@@ -6,7 +6,6 @@ Standard library only, so `stockade exec` can use it without importing msgspec.
 from __future__ import annotations
 
 import enum
-from typing import Final
 
 from .errors import ConfigError
 
@@ -65,7 +64,7 @@ class SandboxMode(enum.Enum):
         return self.rank >= other.rank
 
 
-_MODE_ORDER: Final = (
+_MODE_ORDER = (
     SandboxMode.READ_ONLY,
     SandboxMode.WORKSPACE_WRITE,
     SandboxMode.DANGER_FULL_ACCESS,
@@ -105,7 +104,7 @@ def denial_marker(mode: SandboxMode) -> str:
     return f"[sandbox: file access denied under {mode.value} mode]"
 
 
-DENIAL_INSTRUCTION: Final = (
+DENIAL_INSTRUCTION = (
     "The sandbox refused a file effect. Do not try to work around the denial "
     "(other paths, copies, symlinks, other tools)."
 )

@@ -11,10 +11,13 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from ._modes import SandboxMode, allowed_modes
 from .errors import SandboxUnavailable, StockadeError
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2

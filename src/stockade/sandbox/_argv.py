@@ -6,20 +6,19 @@ Standard library only: `stockade exec` builds its argv with these and nothing el
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
 
 from .._modes import SandboxMode
 
-BWRAP: Final = "bwrap"
-LANDLOCK: Final = "landlock"
-SEATBELT: Final = "seatbelt"
-RUNNER_COMMAND: Final = "runner-command"
+BWRAP = "bwrap"
+LANDLOCK = "landlock"
+SEATBELT = "seatbelt"
+RUNNER_COMMAND = "runner-command"
 
-SEATBELT_EXEC: Final = "/usr/bin/sandbox-exec"
+SEATBELT_EXEC = "/usr/bin/sandbox-exec"
 
 # /proc entries whose writes change host state even from a fresh procfs; bound
 # read-only over bwrap's own /proc (the "-try" form tolerates their absence).
-PROC_READ_ONLY: Final = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 
 
 def writable_roots(mode: SandboxMode, root: str, temp_roots: Sequence[str]) -> tuple[str, ...]:

