@@ -9,6 +9,22 @@ import enum
 
 from .errors import ConfigError
 
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _parse(kind: type[enum.Enum], value: object, what: str) -> Any:
+    """`value` as a member of `kind` (members pass through), or a ConfigError that
+    names the allowed values in their declared order."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in kind)
+        raise ConfigError(f"unknown {what} {value!r} (allowed: {allowed})") from None
+
 
 class SandboxMode(enum.Enum):
     """What file effects a command may have. FILE effects only: no network claim."""
@@ -20,14 +36,7 @@ class SandboxMode(enum.Enum):
     @classmethod
     def parse(cls, value: str | SandboxMode) -> SandboxMode:
         """The mode named `value`, or a ConfigError listing the allowed values."""
-        if isinstance(value, SandboxMode):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            raise ConfigError(
-                f"unknown sandbox mode {value!r} (allowed: {', '.join(allowed_modes())})"
-            ) from None
+        return _parse(cls, value, "sandbox mode")
 
     @property
     def rank(self) -> int:
@@ -83,13 +92,8 @@ class ApprovalPolicy(enum.Enum):
 
     @classmethod
     def parse(cls, value: str | ApprovalPolicy) -> ApprovalPolicy:
-        if isinstance(value, ApprovalPolicy):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            allowed = ", ".join(policy.value for policy in cls)
-            raise ConfigError(f"unknown approval policy {value!r} (allowed: {allowed})") from None
+        """The policy named `value`, or a ConfigError listing the allowed values."""
+        return _parse(cls, value, "approval policy")
 
 
 class Enforcement(enum.Enum):
