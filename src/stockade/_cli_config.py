@@ -25,14 +25,34 @@ def names_a_config(explicit: str | None) -> bool:
     return bool(explicit or os.environ.get(CONFIG_ENV) or os.path.isfile(CONFIG_FILENAME))
 
 
+def implicit_config_refusal(path: str) -> str:
+    """Why ./stockade.yml is never loaded implicitly (the trust base, docs/security.md)."""
+    return (
+        f"{path} lies in the current directory, the workspace root of every call made "
+        "here without --root, where a confined command could have written it (and with "
+        "it how, or whether, later commands are confined); stockade does not load it "
+        "implicitly. Pass --config FILE (or set STOCKADE_CONFIG) naming a composition "
+        "outside the workspace and the temp directories"
+    )
+
+
 def load_cli_composition(explicit: str | None) -> Composition | None:
-    """The composition the user named or left in the cwd, or None for the defaults."""
+    """The composition the user named, or None for the defaults.
+
+    A `./stockade.yml` that is only present, not named, is refused (ConfigError):
+    nothing a confined command could have written steers a later call.
+    """
     if not names_a_config(explicit):
         return None
     from .config import find_config, load_composition
+    from .errors import ConfigError
 
     path = find_config(explicit)
-    return None if path is None else load_composition(path)
+    if path is None:
+        return None
+    if not explicit and not os.environ.get(CONFIG_ENV):
+        raise ConfigError(implicit_config_refusal(os.path.abspath(path)))
+    return load_composition(path)
 
 
 class CliSettings(namedtuple("CliSettings", "provider executor confines mode root")):
@@ -51,7 +71,8 @@ def cli_settings(
     backend: str,
 ) -> CliSettings:
     from .executor.config import ExecutorConfig
-    from .sandbox.config import ProviderConfig
+    from .sandbox._probe import host_temp_roots
+    from .sandbox.config import ProviderConfig, trusted_provider
 
     if composition is None:
         provider: ProviderConfig | None = ProviderConfig(backend=backend)
@@ -70,11 +91,13 @@ def cli_settings(
         )
         confines = composition.confines
     chosen = SandboxMode.parse(mode) if mode is not None else executor.default_mode
-    workspace = root or executor.fallback_root or os.getcwd()
+    workspace = os.path.realpath(root or executor.fallback_root or os.getcwd())
+    if provider is not None and composition is not None:
+        provider = trusted_provider(provider, composition.path, (workspace, *host_temp_roots()))
     return CliSettings(
         provider=provider,
         executor=executor,
         confines=confines,
         mode=chosen,
-        root=os.path.realpath(workspace),
+        root=workspace,
     )

@@ -140,18 +140,17 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
     from ._cli_config import cli_settings, load_cli_composition, names_a_config
 
-    backend, runner_command, timeout = args.backend, None, 10.0
+    backend, timeout = args.backend, 10.0
+    provider = None
     if names_a_config(args.config):
         settings = cli_settings(
             load_cli_composition(args.config), mode=args.mode, root=args.root, backend=backend
         )
         if settings.mode.confines and settings.provider is None:
             _unavailable(NO_PROVIDER)
-        mode, root = settings.mode, settings.root
-        if settings.provider is not None:
-            backend = settings.provider.backend
-            runner_command = settings.provider.runner_command
-            timeout = settings.provider.probe_timeout
+        mode, root, provider = settings.mode, settings.root, settings.provider
+        if provider is not None:
+            backend, timeout = provider.backend, provider.probe_timeout
     else:
         mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
         root = os.path.realpath(args.root or os.getcwd())
@@ -160,23 +159,47 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         _execute(argv, runner_is_argv0=False)
 
     from .sandbox._argv import confined_argv
+    from .sandbox._guard import guard_call
     from .sandbox._probe import choose, host_temp_roots, resolve_workspace_root
+    from .trust import installation_paths
 
     root = resolve_workspace_root(root)
+    temp_roots = host_temp_roots()
     chosen = choose(
-        sys.platform, backend, runner_command=runner_command, timeout=timeout, remember=True
+        sys.platform,
+        backend,
+        runner_command=provider.runner_command if provider else None,
+        timeout=timeout,
+        remember=True,
+        writable_roots=(root, *temp_roots),
+        bwrap_path=provider.bwrap_path if provider else None,
     )
-    if chosen.selected is None or chosen.selected.runner is None:
+    selected = chosen.selected
+    if selected is None or selected.runner is None:
         _unavailable(chosen.detail)
-    # The command may inherit this terminal: it must not type into it (TIOCSTI).
-    confined = confined_argv(
-        chosen.selected.backend,
-        chosen.selected.runner,
+    guard = guard_call(
+        selected.backend,
         mode,
         root,
-        host_temp_roots(),
+        temp_roots,
+        runner=selected.runner,
+        extra_protected=provider.protected_paths if provider else (),
+        trusted_files=provider.trusted_files if provider else (),
+        installation=installation_paths(),
+        allow_unprotected_installation=bool(provider and provider.allow_unprotected_installation),
+    )
+    if guard.refusal is not None:
+        _unavailable(guard.refusal)
+    # The command may inherit this terminal: it must not type into it (TIOCSTI).
+    confined = confined_argv(
+        selected.backend,
+        selected.runner,
+        mode,
+        root,
+        temp_roots,
         argv,
         new_session=True,
+        protections=guard.protections,
     )
     _execute(list(confined), runner_is_argv0=True)
 

@@ -38,6 +38,7 @@ from .policy.knobs import PolicyDefaults
 from .policy.presets import DEFAULT_PRESETS, PresetTable
 from .sandbox._probe import host_temp_roots
 from .sandbox.actor import ProviderActor, ProviderClient
+from .sandbox.config import trusted_provider
 from .session import Session
 from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor
 from .sessionlog import resolve_state_dir as resolve_state_dir
@@ -47,6 +48,7 @@ from .tools.bash import BashTool
 from .tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
 from .tools.fs_tool import FS_TOOLS, FsTool, fs_schemas
 from .tools.result import ToolResult
+from .trust import check_trusted
 from .vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
 
 ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
@@ -93,21 +95,29 @@ class Harness:
         """The log is the only store of a session's mode: no command may write it.
 
         A log under the session's root or a temp root could be rewritten by a
-        workspace-write command into danger-full-access for the next resume.
+        workspace-write command into danger-full-access for the next resume. The
+        whole chain of directories is checked (the trust base's check 1): a writable
+        parent could swap the log directory itself. Every mode counts the root as
+        writable (a knob or an escalation can widen any session to workspace-write),
+        so no later knob change can widen what this check covered.
         """
         if self.log_directory is None:
             return
-        logs = os.path.realpath(self.log_directory)
         root = os.path.realpath(cwd) if cwd is not None else self.defaults.fallback_root
-        for writable in (root, *host_temp_roots()):
-            if logs == writable or logs.startswith(writable.rstrip("/") + "/"):
-                raise ConfigError(
-                    f"the session log directory {logs} lies inside {writable}, where "
-                    "workspace-write commands can rewrite it (and with it the session's "
-                    "sandbox mode); keep session logs outside workspace roots and temp "
-                    "directories: set STOCKADE_STATE_DIR or the stockade.session.log "
-                    "entry's state_dir"
+        problem = check_trusted(
+            self.log_directory,
+            (root, *host_temp_roots()),
+            what="the session log directory",
+            must_exist=False,
+        )
+        if problem is not None:
+            raise ConfigError(
+                problem.message(
+                    "keep session logs outside workspace roots and temp directories, "
+                    "owned by you or root and writable by no one else: set "
+                    "STOCKADE_STATE_DIR or the stockade.session.log entry's state_dir"
                 )
+            )
 
     @property
     def default_policy(self) -> ExecutionPolicy:
@@ -241,6 +251,8 @@ class AgentSession:
     async def fork_child(
         self, *, session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
     ) -> AgentSession:
+        # A child rooted over the log directory could rewrite its parent's log.
+        self.harness._check_log_is_out_of_reach(cwd if cwd is not None else self.cwd)
         child = await self.session.fork_child(session_id=session_id, cwd=cwd)
         return AgentSession(harness=self.harness, session=child)
 
@@ -372,10 +384,22 @@ def assemble(
     log_actor = SessionLogActor(store)
     actors: list[Any] = [log_actor]
 
+    executor_entry = composition.executor
+    executor_config = (
+        executor_entry.config.executor_config() if executor_entry is not None else ExecutorConfig()
+    )
+    fallback_root = os.path.realpath(executor_config.fallback_root or cwd or os.getcwd())
     provider_actor = None
+    provider_config = None
     if composition.provider is not None:
+        provider_config = composition.provider.config.provider_config()
+        # A composition file a command could write may not loosen confinement, and is
+        # kept read-only (or refused) in every call that could write it.
+        provider_config = trusted_provider(
+            provider_config, composition.path, (fallback_root, *host_temp_roots())
+        )
         provider_actor = _plugin_actor(composition.provider) or ProviderActor(
-            config=composition.provider.config.provider_config()
+            config=provider_config
         )
         actors.append(provider_actor)
 
@@ -391,10 +415,6 @@ def assemble(
         )
         actors.append(approval_actor)
 
-    executor_entry = composition.executor
-    executor_config = (
-        executor_entry.config.executor_config() if executor_entry is not None else ExecutorConfig()
-    )
     confining = executor_entry is not None and executor_entry.plugin.confines
     executor_actor = ExecutorActor(
         config=executor_config,
@@ -409,12 +429,18 @@ def assemble(
             if composition.approval is not None
             else ApprovalPolicy.NEVER
         ),
-        fallback_root=os.path.realpath(executor_config.fallback_root or cwd or os.getcwd()),
+        fallback_root=fallback_root,
     )
     approval_client = approval_actor.client if approval_actor is not None else None
     fs_tool = None
     if composition.fs is not None:
+        protected: tuple[str, ...] = ()
+        if provider_config is not None:
+            protected = (*provider_config.protected_paths, *provider_config.trusted_files)
+        elif composition.path is not None:
+            protected = (composition.path,)
         fs_tool = FsTool(
+            protected=protected,
             fenced=composition.fs.plugin.confines,
             read_cap=composition.fs.config.read_cap,
             approval=approval_client,
@@ -432,6 +458,7 @@ def assemble(
         fs=fs_tool,
         log_directory=None if isinstance(store, MemoryStore) else str(store.directory),
     )
+    harness._check_log_is_out_of_reach(None)
     return actors, harness
 
 

@@ -49,6 +49,11 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     enforcement: Enforcement
     denial_signatures: tuple[str, ...]
     runner_failure_rules: tuple[RunnerFailureRule, ...]
+    # What this call leaves unenforced (each makes the claim partial), said plainly.
+    gaps: tuple[str, ...] = ()
+    # Mount points the runner creates on the host to block a missing protected path;
+    # the executor removes them (when still empty) once no process of its uses them.
+    blockers: tuple[str, ...] = ()
 
 
 class CandidateReport(msgspec.Struct, frozen=True):
@@ -156,6 +161,8 @@ class ShellResult(msgspec.Struct, frozen=True):
     stdout_dropped: int = 0
     stderr_dropped: int = 0
     runner_failure: str | None = None
+    # Why `enforcement` is partial: the effects this call left ungoverned.
+    gaps: tuple[str, ...] = ()
 
 
 class JobHandle(msgspec.Struct, frozen=True):
@@ -189,3 +196,4 @@ class JobReport(msgspec.Struct, frozen=True):
     runner_failed: bool = False
     runner_failure: str | None = None
     timed_out: bool = False
+    gaps: tuple[str, ...] = ()

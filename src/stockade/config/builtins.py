@@ -43,12 +43,21 @@ class SandboxLocalConfig:
     runner_command: NonEmptyStr | None = None
     runner_failure_signatures: tuple[SingleLine, ...] = ()
     backend: Backend = "auto"
+    # The trust base (docs/security.md): an explicit bwrap instead of the fixed system
+    # locations; paths kept read-only inside every writable root beside the defaults;
+    # running under Landlock although stockade's installation is writable (partial).
+    bwrap_path: AbsolutePath | None = None
+    protected_paths: tuple[NonEmptyStr, ...] = ()
+    allow_unprotected_installation: bool = False
 
     def provider_config(self) -> ProviderConfig:
         return ProviderConfig(
             backend=self.backend,
             runner_command=self.runner_command,
             runner_failure_signatures=self.runner_failure_signatures,
+            bwrap_path=self.bwrap_path,
+            protected_paths=self.protected_paths,
+            allow_unprotected_installation=self.allow_unprotected_installation,
         )
 
 

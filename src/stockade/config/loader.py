@@ -67,6 +67,9 @@ class Composition:
 
     entries: tuple[Entry, ...]
     source: str
+    # The real path of the file it was read from (None: the embedded default or a
+    # list given in code). The trust base checks it before honouring what it says.
+    path: str | None = None
 
     def get(self, entry_id: str) -> Entry | None:
         return next((entry for entry in self.entries if entry.id == entry_id), None)
@@ -164,7 +167,7 @@ def load_composition(
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise ConfigError(f"{filename}: cannot read: {reason}") from None
-        return loads_composition(
+        loaded = loads_composition(
             text,
             filename=filename,
             base_dir=str(path.parent),
@@ -172,6 +175,7 @@ def load_composition(
             environ=environ,
             cwd=here,
         )
+        return attrs.evolve(loaded, path=os.path.realpath(path))
     if isinstance(source, Mapping):
         raise CompositionError([f"{MAPPING_SOURCE}: expected a list of entries, got a mapping"])
     return _build(list(source), MappingLocator(MAPPING_SOURCE), [], plugins, MAPPING_SOURCE)

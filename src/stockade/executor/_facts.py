@@ -21,6 +21,8 @@ class WrapFacts:
     enforcement: Enforcement | None
     denial_signatures: tuple[str, ...] = ()
     runner_failure_rules: tuple[RunnerFailureRule, ...] = ()
+    gaps: tuple[str, ...] = ()
+    blockers: tuple[str, ...] = ()
 
     @classmethod
     def from_wrapped(cls, mode: SandboxMode, wrapped: Wrapped) -> WrapFacts:
@@ -30,6 +32,8 @@ class WrapFacts:
             enforcement=wrapped.enforcement,
             denial_signatures=wrapped.denial_signatures,
             runner_failure_rules=wrapped.runner_failure_rules,
+            gaps=wrapped.gaps,
+            blockers=wrapped.blockers,
         )
 
     @classmethod
@@ -72,6 +76,7 @@ def settled_result(
         duration=duration,
         stdout_dropped=stdout.dropped,
         stderr_dropped=stderr.dropped,
+        gaps=facts.gaps,
     )
 
 

@@ -97,6 +97,7 @@ class Job:
             runner_failed=result.runner_failed if result else False,
             runner_failure=result.runner_failure if result else None,
             timed_out=result.timed_out if result else False,
+            gaps=self.facts.gaps,
         )
 
 

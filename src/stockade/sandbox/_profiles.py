@@ -4,7 +4,7 @@ and the truthful enforcement claim. The argv itself comes from `_argv`. No I/O h
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -15,6 +15,9 @@ from ._argv import LANDLOCK as LANDLOCK
 from ._argv import RUNNER_COMMAND as RUNNER_COMMAND
 from ._argv import SEATBELT as SEATBELT
 from ._argv import confined_argv
+
+if TYPE_CHECKING:
+    from ..trust import Protection
 
 LANDLOCK_PARTIAL_NOTICE: Final = "landlock-run: partial enforcement (older Landlock ABI)"
 
@@ -65,12 +68,19 @@ def landlock_enforcement(mode: SandboxMode, abi: int) -> tuple[Enforcement, tupl
 
 @attrs.frozen
 class Backend:
-    """A selected runner: its name and path, and (Landlock) the kernel ABI it found."""
+    """A selected runner: its name and path, and (Landlock) the kernel ABI it found.
+
+    `identity` pins the runner file found at probe time (device, inode, size, mtime):
+    it is checked again before every spawn. `source` is the file on disk when `runner`
+    is a sealed in-memory copy of it (then nothing on disk can change what runs).
+    """
 
     name: str
     runner: str
     abi: int | None = None
     extra_rules: tuple[RunnerFailureRule, ...] = ()
+    identity: tuple[int, ...] | None = None
+    source: str | None = None
 
 
 def wrap(
@@ -80,11 +90,14 @@ def wrap(
     argv: tuple[str, ...],
     *,
     new_session: bool = False,
+    protections: tuple[Protection, ...] = (),
+    gaps: tuple[str, ...] = (),
 ) -> Wrapped:
     """The Wrapped reply for `argv` under `policy` on the selected `backend`.
 
     `new_session` (bwrap dialects) detaches the command from a terminal the caller
-    keeps; the Landlock launcher refuses TIOCSTI itself.
+    keeps; the Landlock launcher refuses TIOCSTI itself. `protections` and `gaps`
+    come from the trust base (`_guard`): binds to add, and what stays unenforced.
     """
     confined = confined_argv(
         backend.name,
@@ -94,8 +107,10 @@ def wrap(
         host.temp_roots,
         argv,
         new_session=new_session,
+        protections=protections,
     )
     rules: tuple[RunnerFailureRule, ...]
+    ungoverned: tuple[str, ...] = ()
     match backend.name:
         case "bwrap":
             enforcement, denial, rules = Enforcement.FULL, BWRAP_DENIAL, BWRAP_RULES
@@ -104,16 +119,21 @@ def wrap(
             # are the only runner-failure evidence.
             enforcement, denial, rules = Enforcement.FULL, BWRAP_DENIAL, backend.extra_rules
         case "landlock":
-            enforcement, _ = landlock_enforcement(policy.mode, backend.abi or 0)
+            enforcement, ungoverned = landlock_enforcement(policy.mode, backend.abi or 0)
             denial, rules = LANDLOCK_DENIAL, LANDLOCK_RULES
         case _:
             enforcement, denial, rules = Enforcement.FULL, SEATBELT_DENIAL, SEATBELT_RULES
+    all_gaps = (*ungoverned, *gaps)
     return Wrapped(
         argv=confined,
         backend=backend.name,
-        enforcement=enforcement,
+        enforcement=Enforcement.PARTIAL if all_gaps else enforcement,
         denial_signatures=denial,
         runner_failure_rules=rules,
+        gaps=all_gaps,
+        blockers=tuple(p.path for p in protections if p.kind == "block")
+        if backend.name in ("bwrap", "runner-command")
+        else (),
     )
 
 

@@ -5,13 +5,25 @@ Synchronous on purpose: the ProviderActor runs it once, in a worker thread.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 from collections.abc import Mapping
 
 from ._chain import Selection
-from ._probe import PROBES, Probe, choose, host_temp_roots
+from ._probe import (
+    LANDLOCK,
+    PROBES,
+    Probe,
+    choose,
+    host_temp_roots,
+    judge_landlock_probe,
+    run_probe,
+)
 from ._profiles import Backend, HostPaths, runner_command_rules
 from .config import ProviderConfig
+
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
 def host_paths(environ: Mapping[str, str] = os.environ) -> HostPaths:
@@ -30,15 +42,65 @@ def select_backend(
         timeout=config.probe_timeout,
         probe_all=probe_all,
         probes=probes,
+        bwrap_path=config.bwrap_path,
     )
     winner = chosen.selected
     backend = None
     if winner is not None:
         assert winner.runner is not None
+        runner, source = winner.runner, None
+        if winner.backend == LANDLOCK:
+            sealed = sealed_copy(winner.runner, config.probe_timeout)
+            if sealed is not None:
+                runner, source = sealed, winner.runner
         backend = Backend(
             name=winner.backend,
-            runner=winner.runner,
+            runner=runner,
             abi=winner.abi,
             extra_rules=runner_command_rules(config.runner_failure_signatures),
+            identity=None if source is not None else runner_identity(winner.runner),
+            source=source,
         )
     return Selection.of(chosen, backend)
+
+
+def runner_identity(path: str) -> tuple[int, ...] | None:
+    """(device, inode, size, mtime) of the runner file, or None when it cannot be read."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def sealed_copy(path: str, timeout: float) -> str | None:
+    """A sealed in-memory copy of the launcher, run as `/proc/<pid>/fd/<n>`.
+
+    The harness execs this copy for its whole life, so replacing the launcher file
+    on disk afterwards changes nothing it runs. The copy is probed once; None (use
+    the file, identity-pinned) where the kernel refuses to run a memfd
+    (`vm.memfd_noexec`) or the copy cannot be made. The descriptor stays open for
+    the life of the process (one per provider).
+    """
+    try:
+        fd = os.memfd_create("stockade-landlock-run", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except OSError:
+        return None
+    try:
+        with open(path, "rb") as source:
+            data = source.read()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, 0o500)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+    except OSError:
+        os.close(fd)
+        return None
+    copy = f"/proc/{os.getpid()}/fd/{fd}"
+    ran = run_probe((copy, "--probe"), timeout)
+    if isinstance(ran, tuple) and judge_landlock_probe(copy, *ran).usable:
+        return copy
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    return None

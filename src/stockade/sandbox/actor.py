@@ -17,11 +17,13 @@ from .._lifetime import running
 from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
+from ..trust import installation_paths
 from ..vocab import SandboxPolicy
 from ._chain import Selection
+from ._guard import guard_call
 from ._probe import check_temp_roots, resolve_workspace_root
 from ._profiles import HostPaths, wrap
-from ._select import host_paths, select_backend
+from ._select import host_paths, runner_identity, select_backend
 from .config import ProviderConfig
 
 Selector = Callable[[ProviderConfig], Selection]
@@ -33,7 +35,11 @@ class ProviderActor:
     host: HostPaths = attrs.field(factory=host_paths)
     # Injectable so tests can stub the probes; the default runs the real ones.
     selector: Selector = select_backend
+    # stockade's own files, which the next stockade process runs (the trust base).
+    installation: tuple[str, ...] = attrs.field(factory=installation_paths)
     probe_count: int = attrs.field(default=0, init=False)
+    # Every blocker mount point handed out (see trust.first_missing).
+    _blockers: set[str] = attrs.field(factory=set, init=False)
     _selection: Selection | None = attrs.field(default=None, init=False)
     _select_lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
     _inbox: Any = attrs.field(init=False)
@@ -91,10 +97,34 @@ class ProviderActor:
     def _wrap(self, selection: Selection, message: Confine) -> Wrapped:
         root = resolve_workspace_root(message.policy.workspace_root)
         check_temp_roots(self.host.temp_roots)
-        if selection.backend is None:
+        backend = selection.backend
+        if backend is None:
             raise SandboxUnavailable(selection.detail)
+        if backend.identity is not None and runner_identity(backend.runner) != backend.identity:
+            raise SandboxUnavailable(
+                f"the sandbox runner {backend.runner} changed on disk since it was probed; "
+                "restart the harness to probe it again"
+            )
+        config = self.config
+        guard = guard_call(
+            backend.name,
+            message.policy.mode,
+            root,
+            self.host.temp_roots,
+            runner=backend.source or backend.runner,
+            extra_protected=config.protected_paths,
+            trusted_files=config.trusted_files,
+            installation=self.installation,
+            allow_unprotected_installation=config.allow_unprotected_installation,
+            blockers=self._blockers,
+        )
+        if guard.refusal is not None:
+            raise SandboxUnavailable(guard.refusal)
+        self._blockers.update(p.path for p in guard.protections if p.kind == "block")
         policy = SandboxPolicy(mode=message.policy.mode, workspace_root=root)
-        return wrap(selection.backend, policy, self.host, message.argv)
+        return wrap(
+            backend, policy, self.host, message.argv, protections=guard.protections, gaps=guard.gaps
+        )
 
     async def _describe(self) -> ProviderReport:
         selection = await self.selection()

@@ -40,3 +40,51 @@ class ProviderConfig:
     )
     platform: str = sys.platform
     probe_timeout: float = 10.0
+    # The operator's bwrap, instead of the fixed system locations (never PATH).
+    bwrap_path: str | None = None
+    # Paths kept read-only inside every writable root, beside the defaults
+    # (trust.DEFAULT_PROTECTED); relative to each root, or absolute.
+    protected_paths: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    # Files a later decision reads (the composition file): bound read-only when a
+    # call could write them; refused on a backend that cannot protect them.
+    trusted_files: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    # Run under the Landlock launcher although stockade's own installation lies in a
+    # writable root (it cannot be protected there): the claim becomes partial.
+    allow_unprotected_installation: bool = False
+
+
+# Keys that loosen confinement: honoured only from a composition file that passes the
+# trust base's check 1 (outside every writable root, private to the caller or root).
+LOOSENING_KEYS = ("runner_command", "bwrap_path", "allow_unprotected_installation")
+
+
+def trusted_provider(
+    config: ProviderConfig, source: str | None, writable_roots: tuple[str, ...]
+) -> ProviderConfig:
+    """`config` as read from the composition file `source`, checked by the trust base.
+
+    A file that a confined command could have written may not loosen confinement
+    (ConfigError naming the key, the file and the fix); it is otherwise kept
+    read-only in every confined call that could write it (`trusted_files`), or
+    refused there by a backend that cannot (the Landlock launcher).
+    """
+    if source is None:
+        return config
+    from ..trust import check_trusted
+
+    problem = check_trusted(source, writable_roots, what="the composition file")
+    if problem is not None:
+        loosening = [key for key in LOOSENING_KEYS if getattr(config, key) not in (None, False)]
+        if loosening:
+            raise ConfigError(
+                problem.message(
+                    f"so its {', '.join(loosening)} is not honoured; move the file "
+                    "outside the workspace and the temp directories, owned by you or "
+                    "root and writable by no one else"
+                )
+            )
+        if problem.root is None:
+            raise ConfigError(
+                problem.message("fix its owner or mode bits (chmod go-w), or move it")
+            )
+    return attrs.evolve(config, trusted_files=(*config.trusted_files, source))

@@ -20,6 +20,7 @@ from typing import Final, TypeVar
 import attrs
 
 from ..vocab import ExecutionPolicy, SandboxMode
+from . import _protected
 
 RESOLVE_NO_MAGICLINKS: Final = 0x02
 RESOLVE_NO_SYMLINKS: Final = 0x04
@@ -270,15 +271,51 @@ def _settle(
     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name)
 
 
+def _refuse_protected(location: str | None, protected: Sequence[str]) -> None:
+    if location is None:
+        raise FenceRefused("where the write would land cannot be told, so it is refused")
+    if (path := _protected.hit(location, protected)) is not None:
+        raise FenceRefused(_protected.refusal(path))
+
+
+def _refuse_protected_early(absolute: str, protected: Sequence[str]) -> None:
+    """By the kernel's own resolution, before anything is opened, so a file in a missing
+    protected directory (ENOENT later) is still a denial. Only a classification: where
+    the fence's open lands is judged again, and a resolution racing a rename is left to it.
+    """
+    with contextlib.suppress(OSError):
+        _refuse_protected(os.path.realpath(absolute), protected)
+
+
+def _landing(target: Target) -> str | None:
+    """The real path a write to `target` lands at, or None when it cannot be told."""
+    where = _protected.dir_location(target.dir_fd)
+    if where is None:
+        return None
+    try:
+        now, held = os.stat(where, follow_symlinks=False), os.fstat(target.dir_fd)
+    except OSError:
+        return None
+    if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+        return None
+    return os.path.join(where, target.name)
+
+
 @contextlib.contextmanager
 def write_target(
-    policy: ExecutionPolicy, absolute: str, temp_roots: Sequence[str]
+    policy: ExecutionPolicy,
+    absolute: str,
+    temp_roots: Sequence[str],
+    *,
+    protected_extra: Sequence[str] = (),
 ) -> Iterator[Target]:
     """Open the directory a write of `absolute` lands in, fenced by `policy`'s mode.
 
     Raises FenceRefused before any effect when the mode forbids the write, OSError when
     the OS refuses a step. Symlinks (in directories and in the final name) are followed
     only while they stay beneath the writable root the path named; the fds close on exit.
+    In a fenced mode a write that lands on (or beneath, or creates an ancestor of) a
+    protected path of any writable root is refused, judged by the real landing place.
     """
     roots = writable_roots(policy, temp_roots)
     parts = parts_of(absolute)
@@ -293,6 +330,8 @@ def write_target(
         located = locate(parts, root_spellings(roots))
         if located is None:
             raise FenceRefused(f"it is outside the writable roots ({', '.join(roots)})")
+        protected = _protected.real_protected(roots, protected_extra)
+        _refuse_protected_early(absolute, protected)
         root, rest = located
         root_fd = os.open(root, _DIR_FLAGS)
         stack.callback(os.close, root_fd)
@@ -308,7 +347,9 @@ def write_target(
             return _final((*parent, *parts_of(link)), absolute)
 
         parent, name = _final(rest, absolute)
-        yield _settle(open_fenced, follow_fenced, parent, name, root, stack)
+        target = _settle(open_fenced, follow_fenced, parent, name, root, stack)
+        _refuse_protected(_landing(target), protected)
+        yield target
 
 
 _Anywhere = tuple[int | None, str]  # (base dir fd or None, path relative to it or absolute)

@@ -332,11 +332,13 @@ def write_file(
     content: str,
     *,
     temp_roots: Sequence[str] | None = None,
+    protected_extra: Sequence[str] = (),
 ) -> FsResult:
     """Create or replace a file with `content` (UTF-8), atomically, if the mode allows it.
 
     `temp_roots` defaults to the host's (/tmp, $TMPDIR). Missing directories are not
-    created; an existing file keeps its mode (and owner, when root).
+    created; an existing file keeps its mode (and owner, when root). `protected_extra`
+    adds protected paths (relative to each writable root, or absolute) to the defaults.
     """
     mode = policy.mode
     shown, problem = _prepare("write_file", policy, cwd, path)
@@ -350,7 +352,7 @@ def write_file(
         return _error(mode, shown, f"write_file: content is not encodable as UTF-8: {error}.")
     roots = host_paths().temp_roots if temp_roots is None else tuple(temp_roots)
     try:
-        with write_target(policy, shown, roots) as target:
+        with write_target(policy, shown, roots, protected_extra=protected_extra) as target:
             if (refused := _entry_problem("write_file", mode, shown, target)) is not None:
                 return refused
             replace_atomically(target, data, target.stat)
@@ -379,6 +381,7 @@ def edit_file(
     replace_all: bool = False,
     *,
     temp_roots: Sequence[str] | None = None,
+    protected_extra: Sequence[str] = (),
 ) -> FsResult:
     """Replace `old` with `new` in a UTF-8 file, atomically, if the mode allows writing it.
 
@@ -407,7 +410,7 @@ def edit_file(
         return _error(mode, shown, f"edit_file: new is not encodable as UTF-8: {error}.")
     roots = host_paths().temp_roots if temp_roots is None else tuple(temp_roots)
     try:
-        with write_target(policy, shown, roots) as target:
+        with write_target(policy, shown, roots, protected_extra=protected_extra) as target:
             if target.stat is None:
                 return _error(
                     mode,

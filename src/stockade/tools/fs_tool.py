@@ -121,12 +121,17 @@ def fs_schemas(*, escalation: bool) -> list[dict[str, Any]]:
 
 @attrs.frozen
 class FsTool:
-    """`fenced` False is `stockade.fs.local`: every call runs as danger-full-access."""
+    """`fenced` False is `stockade.fs.local`: every call runs as danger-full-access.
+
+    `protected` adds the composition's protected paths (relative to each writable root,
+    or absolute) to the defaults a fenced write is refused on (`stockade.trust`).
+    """
 
     fenced: bool
     read_cap: int = fs.DEFAULT_READ_CAP
     approval: ApprovalClient | None = None
     confines: bool = True
+    protected: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     @property
     def escalation(self) -> bool:
@@ -203,9 +208,23 @@ class FsTool:
                     read_cap=self.read_cap,
                 )
             case WriteArguments():
-                return partial(fs.write_file, policy, cwd, args.path, args.content)
+                return partial(
+                    fs.write_file,
+                    policy,
+                    cwd,
+                    args.path,
+                    args.content,
+                    protected_extra=self.protected,
+                )
             case EditArguments():
                 return partial(
-                    fs.edit_file, policy, cwd, args.path, args.old, args.new, args.replace_all
+                    fs.edit_file,
+                    policy,
+                    cwd,
+                    args.path,
+                    args.old,
+                    args.new,
+                    args.replace_all,
+                    protected_extra=self.protected,
                 )
         raise AssertionError(f"unexpected arguments {args!r}")

@@ -1,0 +1,104 @@
+"""The trust base applied to one confined call: what its backend must keep read-only
+inside the writable roots, what it cannot protect (claimed partial), what it refuses.
+
+Reads the disk (lstat, realpath, a `.git` file) but no trio: `stockade exec` uses it too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+from collections.abc import Sequence
+
+from .._modes import SandboxMode
+from ..trust import INSTALL_FIX, is_under, protected_paths, protections
+from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
+
+# Backends that can bind (or deny) protected paths inside a writable grant.
+PROTECTING_BACKENDS = (BWRAP, RUNNER_COMMAND, SEATBELT)
+
+
+class Guard(namedtuple("Guard", "protections gaps refusal")):
+    """protections (tuple[Protection, ...]) for the argv builder; gaps (tuple[str, ...]):
+    what stays unenforced, making the claim partial; refusal (str | None): why the call
+    must not run at all."""
+
+    __slots__ = ()
+
+
+NO_GUARD = Guard((), (), None)
+
+
+def _relative(path: str, roots: Sequence[str]) -> str:
+    for root in sorted(roots, key=len, reverse=True):
+        if is_under(path, root) and path != root:
+            return os.path.relpath(path, root)
+    return path
+
+
+def guard_call(
+    backend: str,
+    mode: SandboxMode,
+    root: str,
+    temp_roots: Sequence[str],
+    *,
+    runner: str | None = None,
+    extra_protected: Sequence[str] = (),
+    trusted_files: Sequence[str] = (),
+    installation: Sequence[str] = (),
+    allow_unprotected_installation: bool = False,
+    blockers: Sequence[str] = (),
+) -> Guard:
+    """What `backend` must do so that nothing trusted later is writable in this call.
+
+    `blockers`: placeholder mount points this process's runner made before (see
+    `trust.first_missing`).
+    """
+    roots = writable_roots(mode, root, temp_roots)
+    if not roots:
+        return NO_GUARD  # read-only: nothing is writable, everything holds
+    real_roots = [os.path.realpath(path) for path in roots]
+
+    def inside(path: str) -> str | None:
+        real = os.path.realpath(path)
+        return next((r for r in real_roots if is_under(real, r)), None)
+
+    metadata: list[str] = []
+    for writable in roots:
+        metadata += protected_paths(writable, extra_protected)
+    own = [path for path in (*installation, *((runner,) if runner else ())) if inside(path)]
+    files = [path for path in trusted_files if inside(path)]
+
+    if backend in PROTECTING_BACKENDS:
+        return Guard(protections((*metadata, *own, *files), roots, blockers), (), None)
+    if backend != LANDLOCK:
+        return NO_GUARD
+
+    # The Landlock launcher cannot carve a read-only hole out of a writable grant.
+    if files:
+        where = inside(files[0])
+        return Guard(
+            (),
+            (),
+            f"the composition file {files[0]} lies inside the writable root {where}, "
+            "where a workspace-write command could rewrite it and the Landlock launcher "
+            "cannot keep it read-only; keep stockade.yml outside the workspace and the "
+            "temp directories",
+        )
+    gaps: list[str] = []
+    if own:
+        where = inside(own[0])
+        if not allow_unprotected_installation:
+            return Guard(
+                (),
+                (),
+                f"stockade's installation ({own[0]}) lies inside the writable root {where}: "
+                "a workspace-write command could change what the next stockade process "
+                "runs, and the Landlock launcher cannot keep it read-only; "
+                f"{INSTALL_FIX} (or set allow_unprotected_installation: true in the "
+                "stockade.sandbox.local entry to accept a partial claim)",
+            )
+        gaps.append(f"stockade's installation under {where} is not protected")
+    shown = sorted({_relative(path, real_roots) for path in metadata})
+    gaps.append("protected paths not enforced: " + ", ".join(shown))
+    return Guard((), tuple(gaps), None)

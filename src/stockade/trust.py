@@ -1,0 +1,332 @@
+"""The trust base: whether a file that a later decision trusts could have been written
+by a confined command, decided from `stat` facts alone. Standard library only.
+
+The rule (docs/security.md, "The trust base"): every input to a later confinement
+decision or to later unconfined code is (1) outside every writable root, by real path
+and every parent, owned by the caller or root with no group/other write bit; or
+(2) protected read-only by the backend inside every confined command; or (3) refused.
+This module answers (1) and computes what (2) must protect; callers refuse (3).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections import namedtuple
+from collections.abc import Iterable, Sequence
+
+# Default protected paths, relative to each writable root: repository metadata that
+# runs code later OUTSIDE any sandbox (git hooks, core.fsmonitor / core.hooksPath in
+# the config), and a composition file at the root.
+DEFAULT_PROTECTED = (".git/hooks", ".git/config", "stockade.yml")
+# Inside a gitdir that a `.git` file points to (worktrees, submodules).
+GITDIR_PROTECTED = ("hooks", "config", "config.worktree")
+
+INSTALL_FIX = (
+    "install stockade outside the workspace and the temp directories, e.g. with pipx "
+    "or a venv elsewhere"
+)
+
+
+class Untrusted(namedtuple("Untrusted", "path what why root")):
+    """A path that fails check 1: path (str), what it is (str), why (str), and the
+    writable root it lies in (str | None)."""
+
+    __slots__ = ()
+
+    def message(self, fix: str) -> str:
+        where = f" (inside the writable root {self.root})" if self.root else ""
+        return f"{self.what} {self.path}{where} is not trusted: {self.why}; {fix}"
+
+
+def is_under(path: str, root: str) -> bool:
+    """`path` is `root` or lies beneath it (both already real, absolute paths)."""
+    if root == "/":
+        return True
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def containing_root(path: str, roots: Iterable[str]) -> str | None:
+    """The first of `roots` that `path` lies under (both compared as real paths)."""
+    real = os.path.realpath(path)
+    for root in roots:
+        if is_under(real, os.path.realpath(root)):
+            return root
+    return None
+
+
+def _prefixes(path: str) -> list[str]:
+    """`/a/b/c` -> ['/', '/a', '/a/b', '/a/b/c'] (an absolute, normalised path)."""
+    parts = [part for part in path.split("/") if part]
+    return ["/"] + ["/" + "/".join(parts[: index + 1]) for index in range(len(parts))]
+
+
+def _owner_and_mode_problem(info: os.stat_result, uid: int, is_last: bool) -> str | None:
+    if info.st_uid not in (uid, 0):
+        return f"it is owned by uid {info.st_uid}, neither the caller ({uid}) nor root"
+    loose = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if not loose:
+        return None
+    # A sticky, world-writable directory (/var/tmp) lets nobody else replace what the
+    # caller or root owns inside it: acceptable as a parent, never as the file itself.
+    if not is_last and stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:
+        return None
+    return f"it is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
+
+
+def check_trusted(
+    path: str,
+    writable_roots: Sequence[str],
+    *,
+    what: str,
+    uid: int | None = None,
+    must_exist: bool = True,
+) -> Untrusted | None:
+    """Check 1 for `path`: None when it holds, else why not.
+
+    Both the path as named and its real path are walked from `/`: no component may
+    lie in a writable root (a writable parent can swap the child), and each must be
+    owned by the caller or root with no group/other write bit (sshd's StrictModes).
+    A path that cannot be checked is untrusted: never skip silently. With
+    `must_exist` False, a missing tail (to be created by the caller) is accepted
+    when everything above it holds.
+    """
+    uid = os.getuid() if uid is None else uid
+    absolute = os.path.abspath(path)
+    real = os.path.realpath(absolute)
+    roots = [os.path.realpath(root) for root in writable_roots]
+    seen: set[str] = set()
+    for chain in (_prefixes(absolute), _prefixes(real)):
+        for index, prefix in enumerate(chain):
+            if prefix in seen:
+                continue
+            seen.add(prefix)
+            is_last = index == len(chain) - 1
+            try:
+                info = os.lstat(prefix)
+            except FileNotFoundError:
+                if not must_exist:
+                    # What is missing will be made by the caller, privately; what
+                    # exists above it was checked.
+                    break
+                return Untrusted(path, what, f"{prefix} does not exist", None)
+            except OSError as error:
+                return Untrusted(path, what, f"{prefix} cannot be checked: {error}", None)
+            if stat.S_ISLNK(info.st_mode):
+                # The link's own bits mean nothing; its directory was checked above and
+                # where it leads is walked in the real-path chain.
+                continue
+            prefix_real = os.path.realpath(prefix)
+            for root in roots:
+                if is_under(prefix_real, root):
+                    why = "a confined command can write there"
+                    return Untrusted(path, what, why, root)
+            problem = _owner_and_mode_problem(info, uid, is_last)
+            if problem is not None:
+                shown = "" if prefix == real else f" ({prefix})"
+                return Untrusted(path, what, f"{problem}{shown}", None)
+    return None
+
+
+# --- what stockade's own next process runs --------------------------------------------
+
+
+def installation_paths() -> tuple[str, ...]:
+    """The files and directories whose contents the next stockade process runs.
+
+    The package directory, the interpreter and its standard library, the prefix
+    (a venv: its console script, site-packages and .pth files) and every import
+    directory on sys.path except the current directory (which `python -m` adds).
+    """
+    here = os.path.dirname(os.path.realpath(__file__))
+    cwd = os.path.realpath(os.getcwd()) if _cwd_exists() else None
+    candidates = [
+        here,
+        os.path.realpath(sys.executable) if sys.executable else "",
+        sys.prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(os.__file__)),
+    ]
+    for entry in sys.path:
+        if entry and os.path.isdir(entry):
+            candidates.append(entry)
+    found: list[str] = []
+    for candidate in candidates:
+        if not candidate or not os.path.exists(candidate):
+            continue
+        real = os.path.realpath(candidate)
+        if real == cwd:
+            continue
+        found.append(real)
+    return tuple(dict.fromkeys(found))
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except OSError:
+        return False
+    return True
+
+
+def paths_inside(paths: Iterable[str], roots: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """(path, root) for each of `paths` whose real path lies under one of `roots`."""
+    hits: list[tuple[str, str]] = []
+    real_roots = [os.path.realpath(root) for root in roots]
+    for path in paths:
+        real = os.path.realpath(path)
+        for root in real_roots:
+            if is_under(real, root):
+                hits.append((real, root))
+                break
+    return tuple(hits)
+
+
+# --- protected paths inside writable roots ----------------------------------------------
+
+
+def _gitdir_of(dotgit: str) -> str | None:
+    """The directory a `.git` FILE points to (`gitdir: PATH`), or None."""
+    try:
+        with open(dotgit, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline(4096).strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    target = first[len("gitdir:") :].strip()
+    if not target:
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(dotgit), target))
+
+
+def _commondir_of(gitdir: str) -> str | None:
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as handle:
+            target = handle.readline(4096).strip()
+    except OSError:
+        return None
+    return os.path.normpath(os.path.join(gitdir, target)) if target else None
+
+
+def protected_paths(
+    root: str, extra: Sequence[str] = (), *, defaults: Sequence[str] = DEFAULT_PROTECTED
+) -> tuple[str, ...]:
+    """The absolute protected paths of one writable root, existing or not.
+
+    The defaults plus `extra` (relative to the root, or absolute), and, when `.git`
+    is a file (a worktree or submodule), the hooks and config of the gitdir it names
+    and of that gitdir's common directory.
+    """
+    found: list[str] = []
+    for relative in (*defaults, *extra):
+        path = relative if os.path.isabs(relative) else os.path.join(root, relative)
+        found.append(os.path.normpath(path))
+    dotgit = os.path.join(root, ".git")
+    if os.path.isfile(dotgit) and not os.path.islink(dotgit):
+        gitdir = _gitdir_of(dotgit)
+        if gitdir is not None:
+            found += [os.path.join(gitdir, name) for name in GITDIR_PROTECTED]
+            common = _commondir_of(gitdir)
+            if common is not None:
+                found += [os.path.join(common, name) for name in ("hooks", "config")]
+    return tuple(dict.fromkeys(found))
+
+
+PIN, READ_ONLY, BLOCK = "pin", "read-only", "block"
+
+
+class Protection(namedtuple("Protection", "path kind")):
+    """One bind the backend makes after the writable ones: path (str, a real path) and
+    kind (str): READ_ONLY binds an existing path read-only at itself; BLOCK puts an
+    empty read-only directory (or file) at a missing path so it cannot be created;
+    PIN re-binds an existing directory between a root and a protected path onto
+    itself, still writable, so that it becomes a mount point that cannot be renamed
+    or removed (renaming `.git` away would otherwise carry the read-only binds off
+    with it and let a fresh `.git/hooks` be made)."""
+
+    __slots__ = ()
+
+    @property
+    def exists(self) -> bool:
+        return self.kind != BLOCK
+
+
+def _is_empty_blocker(path: str) -> bool:
+    """What a blocker's mount point looks like on the host: an empty dir or file."""
+    try:
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode):
+            return not os.listdir(path)
+        return stat.S_ISREG(info.st_mode) and info.st_size == 0
+    except OSError:
+        return False
+
+
+def first_missing(path: str, blockers: Iterable[str] = ()) -> str | None:
+    """The first component of `path` that does not exist (None when all do).
+
+    A component in `blockers` (mount points this process's runner made to block a
+    missing path) still counts as missing while it is an empty placeholder, so that
+    overlapping calls protect it the same way.
+    """
+    known = set(blockers)
+    for prefix in _prefixes(os.path.normpath(path)):
+        if not os.path.lexists(prefix):
+            return prefix
+        if prefix in known and _is_empty_blocker(prefix):
+            return prefix
+    return None
+
+
+def protections(
+    paths: Iterable[str], writable_roots: Sequence[str], blockers: Iterable[str] = ()
+) -> tuple[Protection, ...]:
+    """The binds that keep `paths` unwritable inside `writable_roots`, in bind order.
+
+    An existing path is bound at its real path when that lies in a writable root
+    (elsewhere it is read-only already). A missing one is blocked at its first
+    missing component, when that lies in a writable root. Every directory between
+    the root and a protected path is pinned (see `Protection`).
+    """
+    real_roots = [os.path.realpath(root) for root in writable_roots]
+
+    def root_of(path: str) -> str | None:
+        # The innermost root: a workspace root may lie inside a temp root.
+        found = [root for root in real_roots if is_under(path, root)]
+        return max(found, key=len) if found else None
+
+    known = tuple(blockers)
+    targets: dict[str, str] = {}
+    for path in paths:
+        missing = first_missing(path, known)
+        if missing is None:
+            real = os.path.realpath(path)
+            if root_of(real) is not None:
+                targets.setdefault(real, READ_ONLY)
+            continue
+        # Resolve the existing parent (it may be a link), keep the missing name.
+        parent = os.path.realpath(os.path.dirname(missing))
+        blocked = os.path.join(parent, os.path.basename(missing))
+        if root_of(blocked) is not None:
+            targets.setdefault(blocked, BLOCK)
+    # A protection inside another protected path is redundant (and its mount point
+    # could not be made in a read-only tree): keep the outermost.
+    kept = {
+        path: kind
+        for path, kind in targets.items()
+        if not any(other != path and is_under(path, other) for other in targets)
+    }
+    pins: dict[str, None] = {}
+    for path in kept:
+        root = root_of(path)
+        assert root is not None
+        directory = os.path.dirname(path)
+        while directory != root and is_under(directory, root) and directory not in kept:
+            pins[directory] = None
+            directory = os.path.dirname(directory)
+    ordered = [Protection(path, PIN) for path in pins if path not in kept]
+    ordered += [Protection(path, kind) for path, kind in kept.items()]
+    # A parent is bound before anything beneath it.
+    return tuple(sorted(ordered, key=lambda item: (item.path.count("/"), item.path)))
