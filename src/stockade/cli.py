@@ -111,6 +111,18 @@ def _probe(args: argparse.Namespace) -> int:
     if settings.provider is None:
         _unavailable(NO_PROVIDER)
     selection = select_backend(settings.provider, probe_all=True)
+    from .sandbox._probe import host_temp_roots
+    from .sandbox._trustcheck import trust_checks
+    from .sessionlog import resolve_state_dir
+
+    trust = trust_checks(
+        root=settings.root,
+        temp_roots=host_temp_roots(),
+        state_dir=str(resolve_state_dir()),
+        composition=next(iter(settings.provider.trusted_files), None),
+        bwrap_path=settings.provider.bwrap_path,
+        protected_extra=settings.provider.protected_paths,
+    )
     if args.json:
         import msgspec
 
@@ -122,12 +134,13 @@ def _probe(args: argparse.Namespace) -> int:
             candidates=selection.candidates,
             selected=selection.backend.name if selection.backend else None,
             detail=None if selection.backend else selection.detail,
+            trust=trust,
         )
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
     else:
-        from .sandbox._report import render_selection
+        from .sandbox._report import render_selection, render_trust
 
-        sys.stdout.write(render_selection(selection))
+        sys.stdout.write(render_selection(selection) + render_trust(trust))
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
 
 

@@ -70,12 +70,26 @@ class CandidateReport(msgspec.Struct, frozen=True):
     probed: bool = True
 
 
+class TrustCheck(msgspec.Struct, frozen=True):
+    """One check of the trust base (`stockade probe`): what was checked, where, whether
+    it holds, and how (or why not)."""
+
+    item: str
+    path: str | None
+    holds: bool
+    how: str
+    # "trusted" (check 1), "protected" (check 2: bwrap binds it read-only; the Landlock
+    # launcher refuses or claims partial), "untrusted" (refused), or "off".
+    status: str = "trusted"
+
+
 class ProviderReport(msgspec.Struct, frozen=True, tag="provider-report"):
     platform: str
     chain: tuple[str, ...]
     candidates: tuple[CandidateReport, ...]
     selected: str | None
     detail: str | None = None
+    trust: tuple[TrustCheck, ...] = ()
 
 
 # --- ExecutorActor inbox ---------------------------------------------------------

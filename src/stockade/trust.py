@@ -234,6 +234,25 @@ def protected_paths(
     return tuple(dict.fromkeys(found))
 
 
+def relinkable(path: str, writable_roots: Sequence[str]) -> str | None:
+    """The first symlink on `path`'s way that lies in a writable root, or None.
+
+    A bind protects where a link leads now, not the link: a command may point such
+    a link (a `.git` symlink) somewhere else for the next reader.
+    """
+    real_roots = [os.path.realpath(root) for root in writable_roots]
+    for prefix in _prefixes(os.path.normpath(path)):
+        try:
+            is_link = stat.S_ISLNK(os.lstat(prefix).st_mode)
+        except OSError:
+            return None
+        if is_link:
+            parent = os.path.realpath(os.path.dirname(prefix))
+            if any(is_under(parent, root) for root in real_roots):
+                return prefix
+    return None
+
+
 PIN, READ_ONLY, BLOCK = "pin", "read-only", "block"
 
 

@@ -9,6 +9,7 @@ from typing import Final
 import attrs
 
 from ..messages import CandidateReport
+from ..trust import DEFAULT_PROTECTED
 from ..vocab import Enforcement, SandboxMode
 from ._probe import Chosen, Verdict
 from ._profiles import LANDLOCK, RUNNER_COMMAND, Backend, landlock_enforcement
@@ -24,6 +25,10 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
         for mode in CONFINING_MODES:
             if verdict.backend == LANDLOCK:
                 claim, gaps = landlock_enforcement(mode, verdict.abi or 0)
+                if mode is SandboxMode.WORKSPACE_WRITE:
+                    # It cannot keep a path read-only inside a writable grant.
+                    claim = Enforcement.PARTIAL
+                    gaps = (*gaps, "protected paths (" + ", ".join(DEFAULT_PROTECTED) + ")")
             else:
                 claim, gaps = Enforcement.FULL, ()
             enforcement[mode.value] = claim

@@ -11,7 +11,7 @@ from collections import namedtuple
 from collections.abc import Sequence
 
 from .._modes import SandboxMode
-from ..trust import INSTALL_FIX, is_under, protected_paths, protections
+from ..trust import INSTALL_FIX, is_under, protected_paths, protections, relinkable
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
 
 # Backends that can bind (or deny) protected paths inside a writable grant.
@@ -70,7 +70,12 @@ def guard_call(
     files = [path for path in trusted_files if inside(path)]
 
     if backend in PROTECTING_BACKENDS:
-        return Guard(protections((*metadata, *own, *files), roots, blockers), (), None)
+        links = sorted({link for p in metadata if (link := relinkable(p, roots)) is not None})
+        gaps = tuple(
+            f"{link} is a symlink inside a writable root: what it protects can be re-pointed"
+            for link in links
+        )
+        return Guard(protections((*metadata, *own, *files), roots, blockers), gaps, None)
     if backend != LANDLOCK:
         return NO_GUARD
 

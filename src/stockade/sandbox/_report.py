@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ..messages import TrustCheck
 from ._chain import Selection
 
 
@@ -32,4 +35,16 @@ def render_selection(selection: Selection) -> str:
         lines.append(f"selected: none: {selection.detail}")
     else:
         lines.append(f"selected: {selection.backend.name}")
+    return "\n".join(lines) + "\n"
+
+
+def render_trust(checks: Sequence[TrustCheck]) -> str:
+    """The trust base's checks, one per line, failures marked."""
+    lines = ["trust checks:"]
+    for check in checks:
+        mark = {"trusted": "ok", "protected": "protected", "off": "off"}.get(
+            check.status, "UNTRUSTED"
+        )
+        where = f" {check.path}" if check.path else ""
+        lines.append(f"  [{mark}] {check.item}{where}: {check.how}")
     return "\n".join(lines) + "\n"
