@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -117,9 +118,19 @@ def test_exec_missing_root_is_a_clear_error(tmp_path):
 
 
 def test_exec_with_no_usable_backend_is_sandbox_unavailable(monkeypatch, capsys, tmp_path):
-    """A forced backend that fails its probe never falls back to another one."""
-    monkeypatch.setattr(_probe, "locate_bwrap", lambda: None)
+    """A forced backend that fails its probe never falls back to another one, and a
+    `bwrap` on PATH is never a candidate (only the fixed locations, the wheel, or an
+    explicit bwrap_path)."""
+    monkeypatch.setattr(_probe, "BWRAP_LOCATIONS", (str(tmp_path / "no-such-bwrap"),))
+    monkeypatch.setattr(_probe, "_wheel_bwrap", lambda: None)
     marker = tmp_path / "ran"
+    planted = tmp_path / "planted-ran"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "bwrap"  # any run of it, probe or command, leaves `planted` behind
+    fake.write_text(f"#!/bin/sh\ntouch {planted}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     with pytest.raises(SystemExit) as exited:
         cli.main(
             ["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "touch", str(marker)]
@@ -127,8 +138,9 @@ def test_exec_with_no_usable_backend_is_sandbox_unavailable(monkeypatch, capsys,
     assert exited.value.code == 125
     err = capsys.readouterr().err
     assert err.startswith("stockade: SANDBOX_UNAVAILABLE: ")
-    assert "bwrap not found" in err
+    assert "bwrap not found" in err and "PATH is not searched" in err
     assert not marker.exists()
+    assert not planted.exists()
 
 
 def test_exec_runner_that_cannot_start_is_sandbox_unavailable(monkeypatch, capsys, tmp_path):

@@ -1,4 +1,5 @@
-"""Which composition the CLI verbs use: --config, $STOCKADE_CONFIG, ./stockade.yml.
+"""Which composition the CLI verbs use: --config or $STOCKADE_CONFIG (a ./stockade.yml
+that is only present is refused: the trust base, docs/security.md).
 
 Only a file that exists is loaded (that costs the YAML and cattrs imports); with
 none, the verbs keep the embedded defaults and `exec` stays on its fast path.

@@ -25,7 +25,10 @@ MODE_HELP = (
     f"one of {', '.join(allowed_modes())} (default: the composition's, else workspace-write)"
 )
 NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
-CONFIG_HELP = "a stockade.yml (default: $STOCKADE_CONFIG, else ./stockade.yml when present)"
+CONFIG_HELP = (
+    "a stockade.yml outside the workspace (default: $STOCKADE_CONFIG; a ./stockade.yml "
+    "is never loaded implicitly)"
+)
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> NoReturn:

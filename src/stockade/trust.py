@@ -99,23 +99,32 @@ def check_trusted(
     seen: set[str] = set()
     for chain in (_prefixes(absolute), _prefixes(real)):
         for index, prefix in enumerate(chain):
-            if prefix in seen:
+            is_last = index == len(chain) - 1
+            if prefix in seen and not is_last:
                 continue
             seen.add(prefix)
-            is_last = index == len(chain) - 1
             try:
                 info = os.lstat(prefix)
             except FileNotFoundError:
                 if not must_exist:
                     # What is missing will be made by the caller, privately; what
-                    # exists above it was checked.
+                    # exists above it was checked, and where it would land is not
+                    # in a writable root.
+                    landing = os.path.realpath(prefix)
+                    for root in roots:
+                        if is_under(landing, root):
+                            why = "a confined command can write there"
+                            return Untrusted(path, what, why, root)
                     break
                 return Untrusted(path, what, f"{prefix} does not exist", None)
             except OSError as error:
                 return Untrusted(path, what, f"{prefix} cannot be checked: {error}", None)
             if stat.S_ISLNK(info.st_mode):
-                # The link's own bits mean nothing; its directory was checked above and
-                # where it leads is walked in the real-path chain.
+                # A link's mode bits mean nothing, but its owner may re-point it (in a
+                # sticky directory too); where it leads is walked in the real chain.
+                if info.st_uid not in (uid, 0):
+                    why = f"the link {prefix} is owned by uid {info.st_uid}"
+                    return Untrusted(path, what, why, None)
                 continue
             prefix_real = os.path.realpath(prefix)
             for root in roots:

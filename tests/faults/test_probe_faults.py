@@ -1,7 +1,9 @@
 """A probe that never finishes: it is cut at `ProviderConfig.probe_timeout` and fails closed.
 
 The two Linux candidates are located differently, so each gets its own fake:
-- bwrap is found on PATH: a fake `bwrap` script earlier on PATH that sleeps;
+- bwrap is never looked up on PATH: a fake `bwrap` script that sleeps is named by
+  `ProviderConfig.bwrap_path`, and lives outside every host temp root (the trust base
+  refuses a runner under /tmp or $TMPDIR);
 - the Landlock launcher is the package's own binary, found by `launcher_path()`; the
   probe module's lookup is pointed at a fake launcher that sleeps.
 Both run through the unmodified default selector (the real `_run` with its timeout).
@@ -9,7 +11,6 @@ Both run through the unmodified default selector (the real `_run` with its timeo
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -37,14 +38,17 @@ def hanging(path: Path, name: str, *, forks: bool) -> Path:
 
 
 @pytest.fixture
-def fake_bwrap(tmp_path, monkeypatch):
-    def install(*, forks: bool = False) -> str:
-        bindir = tmp_path / "bin"
+def fake_bwrap(scratch):
+    """install() -> (marker, path): a hanging bwrap outside the temp roots, to be
+    passed as `bwrap_path` (PATH is never searched)."""
+
+    def install(*, forks: bool = False) -> tuple[str, str]:
+        bindir = Path(scratch) / "bin"
         bindir.mkdir(exist_ok=True)
         name = marker()
-        hanging(bindir / "bwrap", name, forks=forks)
-        monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
-        return name
+        path = hanging(bindir / "bwrap", name, forks=forks)
+        assert _probe.runner_problem(str(path), _probe.host_temp_roots()) is None
+        return name, str(path)
 
     return install
 
@@ -75,9 +79,12 @@ async def confine(config: ProviderConfig, root: Path):
 async def test_a_hanging_probe_fails_closed_with_a_clear_detail(
     tmp_path, fake_bwrap, fake_launcher, candidate
 ):
-    name = fake_bwrap() if candidate == "bwrap" else fake_launcher()
+    if candidate == "bwrap":
+        name, bwrap = fake_bwrap()
+    else:
+        name, bwrap = fake_launcher(), None
     outcome, took = await confine(
-        ProviderConfig(backend=candidate, probe_timeout=TIMEOUT), tmp_path
+        ProviderConfig(backend=candidate, probe_timeout=TIMEOUT, bwrap_path=bwrap), tmp_path
     )
     try:
         assert isinstance(outcome, SandboxUnavailable), outcome
@@ -90,8 +97,8 @@ async def test_a_hanging_probe_fails_closed_with_a_clear_detail(
 
 async def test_a_hanging_bwrap_gives_way_to_the_launcher_in_the_auto_chain(tmp_path, fake_bwrap):
     require_backend("landlock")
-    name = fake_bwrap()
-    outcome, took = await confine(ProviderConfig(probe_timeout=TIMEOUT), tmp_path)
+    name, bwrap = fake_bwrap()
+    outcome, took = await confine(ProviderConfig(probe_timeout=TIMEOUT, bwrap_path=bwrap), tmp_path)
     try:
         assert not isinstance(outcome, SandboxUnavailable), outcome
         assert outcome.backend == "landlock"
@@ -101,8 +108,9 @@ async def test_a_hanging_bwrap_gives_way_to_the_launcher_in_the_auto_chain(tmp_p
 
 
 async def test_both_probes_hanging_fail_closed_naming_both(tmp_path, fake_bwrap, fake_launcher):
-    names = [fake_bwrap(), fake_launcher()]
-    outcome, took = await confine(ProviderConfig(probe_timeout=TIMEOUT), tmp_path)
+    name, bwrap = fake_bwrap()
+    names = [name, fake_launcher()]
+    outcome, took = await confine(ProviderConfig(probe_timeout=TIMEOUT, bwrap_path=bwrap), tmp_path)
     try:
         assert isinstance(outcome, SandboxUnavailable)
         assert f"bwrap: probe timed out after {TIMEOUT:g}s" in outcome.detail
@@ -117,9 +125,12 @@ async def test_both_probes_hanging_fail_closed_naming_both(tmp_path, fake_bwrap,
 async def test_a_timed_out_probe_leaves_no_process_behind(
     tmp_path, fake_bwrap, fake_launcher, candidate
 ):
-    name = fake_bwrap(forks=True) if candidate == "bwrap" else fake_launcher(forks=True)
+    if candidate == "bwrap":
+        name, bwrap = fake_bwrap(forks=True)
+    else:
+        name, bwrap = fake_launcher(forks=True), None
     outcome, _took = await confine(
-        ProviderConfig(backend=candidate, probe_timeout=TIMEOUT), tmp_path
+        ProviderConfig(backend=candidate, probe_timeout=TIMEOUT, bwrap_path=bwrap), tmp_path
     )
     assert isinstance(outcome, SandboxUnavailable)
     await trio.sleep(0.2)

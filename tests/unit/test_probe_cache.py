@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from stockade.sandbox import _probe
+
+from ..support import require_backend, stockade
 
 
 @pytest.fixture
@@ -77,3 +80,124 @@ def test_the_cache_can_be_turned_off(runner, monkeypatch):
     cached(1.0)
     assert len(calls) == 2
     assert not (runner.parent / "run" / "stockade").exists()
+
+
+def cache_path(runner) -> str:
+    return str(runner.parent / "run" / "stockade" / f"probe-verdicts-{os.getuid()}")
+
+
+def plant_cache(runner, *lines: str) -> None:
+    """A cache file as a writer could leave it: private, in a private directory."""
+    path = cache_path(runner)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as cache:
+        cache.writelines(f"{line}\n" for line in lines)
+    os.chmod(path, 0o600)
+
+
+def test_a_cache_line_naming_a_runner_never_chooses_what_runs(runner, tmp_path):
+    """The cache maps identity -> verdict; the runner always comes from the locator."""
+    elsewhere = tmp_path / "planted-bwrap"
+    elsewhere.write_text("#!/bin/sh\n")
+    elsewhere.chmod(0o755)
+    key = _probe._identity("bwrap", str(runner))
+    assert key is not None
+    old_key = key.replace("bwrap|", f"bwrap|{runner}|", 1)  # the old key had the path
+    calls = []
+    probe = counting_probe(runner, calls)
+    for line in (
+        f"{old_key}\tbwrap\t{elsewhere}\t",  # the old format, under the old key
+        f"{key}\tbwrap\t{elsewhere}\t",  # the old format, under the current key
+        f"{key}\tbwrap\t{elsewhere}",  # a path where the ABI belongs
+    ):
+        plant_cache(runner, line)
+        verdict = _probe.remembered("bwrap", probe, 1.0)
+        assert verdict.runner == str(runner), line
+    assert len(calls) == 3  # none of those lines was taken for a verdict
+    # Rewritten in the current format, without any path:
+    with open(cache_path(runner), encoding="utf-8") as cache:
+        text = cache.read()
+    assert text == f"{key}\tbwrap\t\n"
+    assert str(elsewhere) not in text
+    # A current line is a hit, and the runner is still the one located.
+    verdict = _probe.remembered("bwrap", probe, 1.0)
+    assert (verdict.usable, verdict.runner, len(calls)) == (True, str(runner), 3)
+
+
+def test_a_remembered_verdict_follows_the_located_runner(runner, tmp_path, monkeypatch):
+    calls = []
+    assert _probe.remembered("bwrap", counting_probe(runner, calls), 1.0).usable
+    other = tmp_path / "other-bwrap"
+    other.write_text("#!/bin/sh\n# another file\n")
+    other.chmod(0o755)
+    monkeypatch.setitem(_probe.RUNNER_LOCATORS, "bwrap", lambda: str(other))
+    verdict = _probe.remembered("bwrap", counting_probe(other, calls), 1.0)
+    assert verdict.runner == str(other)
+    assert len(calls) == 2  # a different runner file: its own probe, not the cached one
+
+
+def test_a_cache_inside_a_writable_root_is_never_used(runner, tmp_path):
+    """A command that may write the cache could forge a usable verdict: probe every time."""
+    calls = []
+    # A usable verdict remembered by a call that could not write the cache...
+    assert _probe.remembered("bwrap", counting_probe(runner, calls), 1.0).usable
+    assert len(calls) == 1
+    assert _probe.cache_problem(cache_path(runner), (str(tmp_path),)) is not None
+    with open(cache_path(runner), encoding="utf-8") as cache:
+        before = cache.read()
+    # ...is not trusted by a call that could have written it: its probe decides.
+    for _ in range(2):
+        verdict = _probe.remembered(
+            "bwrap", counting_probe(runner, calls, usable=False), 1.0, (str(tmp_path),)
+        )
+        assert not verdict.usable
+    assert len(calls) == 3
+    for _ in range(2):
+        verdict = _probe.remembered("bwrap", counting_probe(runner, calls), 1.0, (str(tmp_path),))
+        assert verdict.usable
+    assert len(calls) == 5
+    # ...and such a call writes nothing there either.
+    with open(cache_path(runner), encoding="utf-8") as cache:
+        assert cache.read() == before
+
+
+def test_no_cache_is_made_inside_a_writable_root(runner, tmp_path):
+    assert not (tmp_path / "run").exists()  # the cache directory is not there yet
+    calls = []
+    for _ in range(2):
+        _probe.remembered("bwrap", counting_probe(runner, calls), 1.0, (str(tmp_path),))
+    assert len(calls) == 2
+    assert not os.path.exists(cache_path(runner))
+
+
+def test_stockade_exec_never_runs_a_runner_a_cache_line_names(scratch):
+    """End to end: a planted line naming another runner, in either format, is never
+    run; the located bwrap confines the command and the cache is rewritten without it."""
+    require_backend("bwrap")
+    located = _probe.locate_bwrap()
+    assert located is not None
+    key = _probe._identity("bwrap", located)
+    assert key is not None
+    base = Path(scratch)
+    work, run = base / "work", base / "run"
+    for directory in (work, run):
+        directory.mkdir(mode=0o700)
+    planted_ran = base / "planted-ran"
+    planted = base / "planted-bwrap"
+    planted.write_text(f'#!/bin/sh\ntouch {planted_ran}\nexec "$@"\n')
+    planted.chmod(0o755)
+    cache = run / "stockade" / f"probe-verdicts-{os.getuid()}"
+    cache.parent.mkdir(mode=0o700)
+    old_key = key.replace("bwrap|", f"bwrap|{located}|", 1)
+    cache.write_text(
+        f"{old_key}\tbwrap\t{planted}\t\n{key}\tbwrap\t{planted}\t\n{key}\tbwrap\t{planted}\n"
+    )
+    cache.chmod(0o600)
+    env = {_probe.CACHE_ENV_OFF: "", "XDG_RUNTIME_DIR": str(run), "STOCKADE_CONFIG": ""}
+    for _ in range(2):  # the second call reads what the first one wrote
+        done = stockade("exec", "--backend", "bwrap", "--", "touch", "./x", cwd=work, env=env)
+        assert done.returncode == 0, done.stderr
+        assert (work / "x").exists()
+        (work / "x").unlink()
+    assert not planted_ran.exists()
+    assert cache.read_text() == f"{key}\tbwrap\t\n"

@@ -104,6 +104,8 @@ def guard_call(
                 "stockade.sandbox.local entry to accept a partial claim)",
             )
         gaps.append(f"stockade's installation under {where} is not protected")
-    shown = sorted({_relative(path, real_roots) for path in metadata})
+    # Only what lies (or would be created) inside a writable root is unprotected.
+    exposed = [path for path in metadata if inside(path) or inside(os.path.dirname(path))]
+    shown = sorted({_relative(path, real_roots) for path in exposed})
     gaps.append("protected paths not enforced: " + ", ".join(shown))
     return Guard((), tuple(gaps), None)

@@ -460,6 +460,8 @@ def _read_cached(path: str, key: str, runner: str) -> Verdict | None:
             fields = line.rstrip("\n").split("\t")
             if len(fields) == 3 and fields[0] == key:
                 backend, abi = fields[1], fields[2]
+                if backend != key.split("|", 1)[0]:
+                    return None
                 if not abi.isdigit() and abi:
                     return None
                 return Verdict(backend, True, runner, abi=int(abi) if abi else None)

@@ -102,8 +102,8 @@ class ProviderActor:
             raise SandboxUnavailable(selection.detail)
         if backend.identity is not None and runner_identity(backend.runner) != backend.identity:
             raise SandboxUnavailable(
-                f"the sandbox runner {backend.runner} changed on disk since it was probed; "
-                "restart the harness to probe it again"
+                f"the sandbox runner {backend.runner} is gone or changed on disk since it "
+                "was probed; restore it, or restart the harness to probe again"
             )
         config = self.config
         guard = guard_call(

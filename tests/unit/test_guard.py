@@ -1,0 +1,374 @@
+"""The trust base applied to one call: guard_call's protections, gaps and refusals, and
+how the argv builders and `wrap` carry them."""
+
+import os
+
+import pytest
+
+from stockade.sandbox import _argv as a
+from stockade.sandbox import _profiles as p
+from stockade.sandbox._guard import NO_GUARD, Guard, guard_call
+from stockade.trust import BLOCK, PIN, READ_ONLY, Protection
+from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
+
+WW = SandboxMode.WORKSPACE_WRITE
+RO = SandboxMode.READ_ONLY
+CMD = ("bash", "-c", "echo hi")
+
+
+@pytest.fixture
+def roots(tmp_path):
+    """A workspace root with an empty `.git`, a temp root and a place outside both."""
+    base = tmp_path.resolve()
+    ws = base / "ws"
+    (ws / ".git").mkdir(parents=True)
+    temp = base / "temp"
+    temp.mkdir()
+    outside = base / "outside"
+    outside.mkdir()
+    return ws, temp, outside
+
+
+def kinds(guard):
+    return {protection.path: protection.kind for protection in guard.protections}
+
+
+# --- guard_call -------------------------------------------------------------------------
+
+
+def test_read_only_needs_no_guard(roots):
+    ws, temp, _ = roots
+    (ws / "venv").mkdir()
+    for backend in (a.BWRAP, a.LANDLOCK, a.SEATBELT, a.RUNNER_COMMAND):
+        guard = guard_call(
+            backend,
+            RO,
+            str(ws),
+            [str(temp)],
+            installation=[str(ws / "venv")],
+            trusted_files=[str(ws / "stockade.yml")],
+        )
+        assert guard == NO_GUARD == Guard((), (), None)
+
+
+def test_an_unknown_backend_gets_no_guard(roots):
+    ws, temp, _ = roots
+    assert guard_call("mystery", WW, str(ws), [str(temp)]) == NO_GUARD
+
+
+def test_bwrap_workspace_write_blocks_missing_repository_metadata(roots):
+    ws, temp, _ = roots
+    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    assert guard.refusal is None and guard.gaps == ()
+    found = kinds(guard)
+    assert found[str(ws / ".git")] == PIN
+    assert found[str(ws / ".git" / "hooks")] == BLOCK
+    assert found[str(ws / ".git" / "config")] == BLOCK
+    assert found[str(ws / "stockade.yml")] == BLOCK
+    # Every writable root gets the defaults: the temp root has no `.git` at all.
+    assert found[str(temp / ".git")] == BLOCK
+    assert found[str(temp / "stockade.yml")] == BLOCK
+    # Pins come before what lies beneath them.
+    paths = [protection.path for protection in guard.protections]
+    assert paths.index(str(ws / ".git")) < paths.index(str(ws / ".git" / "hooks"))
+
+
+def test_bwrap_binds_existing_metadata_read_only(roots):
+    ws, temp, _ = roots
+    (ws / ".git" / "hooks").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / "Makefile").write_text("all:\n")
+    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
+    found = kinds(guard)
+    assert found[str(ws / ".git" / "hooks")] == READ_ONLY
+    assert found[str(ws / ".git" / "config")] == READ_ONLY
+    assert found[str(ws / "Makefile")] == READ_ONLY
+
+
+def test_bwrap_protects_an_installation_inside_a_root_and_ignores_one_outside(roots):
+    ws, temp, outside = roots
+    (ws / "venv").mkdir()
+    (outside / "venv").mkdir()
+    guard = guard_call(
+        a.BWRAP,
+        WW,
+        str(ws),
+        [str(temp)],
+        installation=[str(ws / "venv"), str(outside / "venv")],
+    )
+    found = kinds(guard)
+    assert found[str(ws / "venv")] == READ_ONLY
+    assert str(outside / "venv") not in found
+    assert guard.refusal is None and guard.gaps == ()
+
+
+def test_bwrap_protects_a_trusted_file_and_the_runner_inside_a_root(roots):
+    ws, temp, outside = roots
+    (ws / "conf.yml").write_text("x")
+    (ws / "bin").mkdir()
+    (ws / "bin" / "bwrap").write_text("#!/bin/sh\n")
+    (outside / "other.yml").write_text("x")
+    guard = guard_call(
+        a.BWRAP,
+        WW,
+        str(ws),
+        [str(temp)],
+        runner=str(ws / "bin" / "bwrap"),
+        trusted_files=[str(ws / "conf.yml"), str(outside / "other.yml")],
+    )
+    found = kinds(guard)
+    assert found[str(ws / "conf.yml")] == READ_ONLY
+    assert found[str(ws / "bin" / "bwrap")] == READ_ONLY
+    assert found[str(ws / "bin")] == PIN
+    assert str(outside / "other.yml") not in found
+
+
+def test_bwrap_reports_a_dotgit_symlink_as_a_gap(roots):
+    ws, temp, outside = roots
+    (ws / ".git").rmdir()
+    (outside / "gitdir" / "hooks").mkdir(parents=True)
+    (ws / ".git").symlink_to(outside / "gitdir")
+    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    assert guard.refusal is None
+    assert guard.gaps == (
+        f"{ws / '.git'} is a symlink inside a writable root: what it protects can be re-pointed",
+    )
+    # What it leads to lies outside every root: read-only already, nothing to bind.
+    assert not any(path.startswith(str(outside)) for path in kinds(guard))
+
+
+def test_seatbelt_and_runner_command_are_protecting_backends(roots):
+    ws, temp, _ = roots
+    bwrap = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    for backend in (a.SEATBELT, a.RUNNER_COMMAND):
+        assert guard_call(backend, WW, str(ws), [str(temp)]) == bwrap
+
+
+def test_landlock_workspace_write_cannot_protect_and_says_so(roots):
+    ws, temp, _ = roots
+    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)])
+    assert guard.protections == ()
+    assert guard.refusal is None
+    assert guard.gaps == ("protected paths not enforced: .git/config, .git/hooks, stockade.yml",)
+    extra = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
+    assert extra.gaps == (
+        "protected paths not enforced: .git/config, .git/hooks, Makefile, stockade.yml",
+    )
+
+
+def test_landlock_refuses_an_installation_inside_a_root(roots):
+    ws, temp, _ = roots
+    (ws / "venv").mkdir()
+    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], installation=[str(ws / "venv")])
+    assert guard.protections == () and guard.gaps == ()
+    assert guard.refusal is not None
+    assert str(ws / "venv") in guard.refusal
+    assert f"inside the writable root {ws}" in guard.refusal
+    assert "install stockade outside the workspace" in guard.refusal
+    assert "allow_unprotected_installation" in guard.refusal
+
+
+def test_landlock_refuses_a_runner_inside_a_root(roots):
+    ws, temp, _ = roots
+    (ws / "landlock-run").write_text("x")
+    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], runner=str(ws / "landlock-run"))
+    assert guard.refusal is not None and str(ws / "landlock-run") in guard.refusal
+
+
+def test_landlock_may_accept_an_unprotected_installation_as_a_partial_claim(roots):
+    ws, temp, _ = roots
+    (ws / "venv").mkdir()
+    guard = guard_call(
+        a.LANDLOCK,
+        WW,
+        str(ws),
+        [str(temp)],
+        installation=[str(ws / "venv")],
+        allow_unprotected_installation=True,
+    )
+    assert guard.refusal is None and guard.protections == ()
+    assert guard.gaps == (
+        f"stockade's installation under {ws} is not protected",
+        "protected paths not enforced: .git/config, .git/hooks, stockade.yml",
+    )
+
+
+def test_landlock_ignores_an_installation_outside_every_root(roots):
+    ws, temp, outside = roots
+    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], installation=[str(outside)])
+    assert guard.refusal is None
+    assert guard.gaps == ("protected paths not enforced: .git/config, .git/hooks, stockade.yml",)
+
+
+def test_landlock_refuses_a_trusted_file_inside_a_root(roots):
+    ws, temp, outside = roots
+    (ws / "stockade.yml").write_text("x")
+    guard = guard_call(
+        a.LANDLOCK,
+        WW,
+        str(ws),
+        [str(temp)],
+        trusted_files=[str(outside / "fine.yml"), str(ws / "stockade.yml")],
+        # Even an accepted unprotected installation does not cover the file.
+        allow_unprotected_installation=True,
+    )
+    assert guard.protections == () and guard.gaps == ()
+    assert guard.refusal is not None
+    assert str(ws / "stockade.yml") in guard.refusal
+    assert f"inside the writable root {ws}" in guard.refusal
+
+
+def test_landlock_lists_names_relative_to_the_innermost_root(tmp_path):
+    temp = tmp_path.resolve() / "temp"
+    ws = temp / "project"
+    ws.mkdir(parents=True)
+    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)])
+    assert guard.gaps == ("protected paths not enforced: .git/config, .git/hooks, stockade.yml",)
+
+
+# --- the argv builders ------------------------------------------------------------------
+
+PROTECTIONS = (
+    Protection("/work/project/.git", PIN),
+    Protection("/work/project/.git/hooks", READ_ONLY),
+    Protection("/work/project/.git/config", BLOCK),
+    Protection("/work/project/stockade.yml", BLOCK),
+)
+TEMP = ("/tmp",)
+
+
+def test_bwrap_binds_protections_after_the_writable_roots():
+    argv = a.bwrap_argv("/usr/bin/bwrap", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS)
+    assert argv[-4:] == ("--", *CMD)
+    # The last writable bind, then the protections in order, then `--`.
+    writable = argv.index("/tmp") - 1
+    assert argv[writable : writable + 3] == ("--bind", "/tmp", "/tmp")
+    assert argv[writable + 3 : -4] == (
+        "--bind",
+        "/work/project/.git",
+        "/work/project/.git",
+        "--ro-bind",
+        "/work/project/.git/hooks",
+        "/work/project/.git/hooks",
+        "--ro-bind",
+        "/dev/null",
+        "/work/project/.git/config",
+        "--tmpfs",
+        "/work/project/stockade.yml",
+        "--remount-ro",
+        "/work/project/stockade.yml",
+    )
+    assert argv.index("--bind") < argv.index("/work/project/.git")
+    assert a.bwrap_argv("/usr/bin/bwrap", WW, "/work/project", TEMP, CMD)[-7:] == (
+        "--bind",
+        "/tmp",
+        "/tmp",
+        "--",
+        *CMD,
+    )
+
+
+def test_protection_args_per_kind():
+    assert a.protection_args(Protection("/r/d", PIN)) == ["--bind", "/r/d", "/r/d"]
+    assert a.protection_args(Protection("/r/f", READ_ONLY)) == ["--ro-bind", "/r/f", "/r/f"]
+    assert a.protection_args(Protection("/r/.git/config", BLOCK)) == [
+        "--ro-bind",
+        "/dev/null",
+        "/r/.git/config",
+    ]
+    assert a.protection_args(Protection("/r/g/config.worktree", BLOCK)) == [
+        "--ro-bind",
+        "/dev/null",
+        "/r/g/config.worktree",
+    ]
+    assert a.protection_args(Protection("/r/.git", BLOCK)) == [
+        "--tmpfs",
+        "/r/.git",
+        "--remount-ro",
+        "/r/.git",
+    ]
+
+
+def test_confined_argv_passes_protections_to_bwrap_dialects_only():
+    for backend in (a.BWRAP, a.RUNNER_COMMAND):
+        argv = a.confined_argv(
+            backend, "/b", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS
+        )
+        assert "/work/project/.git/hooks" in argv
+    landlock = a.confined_argv(
+        a.LANDLOCK, "/l", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS
+    )
+    assert landlock == a.landlock_argv("/l", WW, "/work/project", TEMP, CMD)
+
+
+def test_seatbelt_denies_writes_to_non_pin_protections_last():
+    profile, params = a.seatbelt_profile(WW, "/work/project", TEMP, PROTECTIONS)
+    lines = profile.splitlines()
+    assert lines[-3:] == [
+        '(deny file-write* (subpath (param "PROTECTED_0")))',
+        '(deny file-write* (subpath (param "PROTECTED_1")))',
+        '(deny file-write* (subpath (param "PROTECTED_2")))',
+    ]
+    assert lines.index('(allow file-write* (subpath (param "WRITABLE_ROOT_0")))') < len(lines) - 3
+    assert params == {
+        "WRITABLE_ROOT_0": "/work/project",
+        "WRITABLE_ROOT_1": "/tmp",
+        "PROTECTED_0": "/work/project/.git/hooks",
+        "PROTECTED_1": "/work/project/.git/config",
+        "PROTECTED_2": "/work/project/stockade.yml",
+    }
+    argv = a.seatbelt_argv(WW, "/work/project", TEMP, CMD, PROTECTIONS)
+    assert "-DPROTECTED_0=/work/project/.git/hooks" in argv
+    assert "-DPROTECTED_2=/work/project/stockade.yml" in argv
+    assert "PROTECTED" not in a.seatbelt_profile(WW, "/work/project", TEMP)[0]
+
+
+# --- wrap -------------------------------------------------------------------------------
+
+POLICY = SandboxPolicy(WW, "/work/project")
+HOST = p.HostPaths(temp_roots=TEMP)
+
+
+def test_wrap_with_gaps_claims_partial():
+    gap = "protected paths not enforced: stockade.yml"
+    bwrap = p.wrap(p.Backend("bwrap", "/usr/bin/bwrap"), POLICY, HOST, CMD, gaps=(gap,))
+    assert bwrap.enforcement is Enforcement.PARTIAL
+    assert bwrap.gaps == (gap,)
+    landlock = p.wrap(p.Backend("landlock", "/l", abi=7), POLICY, HOST, CMD, gaps=(gap,))
+    assert landlock.enforcement is Enforcement.PARTIAL
+    assert landlock.gaps[-1] == gap
+    assert "chmod outside the writable roots" in landlock.gaps
+    clean = p.wrap(p.Backend("bwrap", "/usr/bin/bwrap"), POLICY, HOST, CMD)
+    assert clean.enforcement is Enforcement.FULL and clean.gaps == ()
+
+
+def test_wrap_lists_blockers_for_bwrap_dialects_only():
+    blocked = ("/work/project/.git/config", "/work/project/stockade.yml")
+    for name in ("bwrap", "runner-command"):
+        wrapped = p.wrap(p.Backend(name, "/b"), POLICY, HOST, CMD, protections=PROTECTIONS)
+        assert wrapped.blockers == blocked
+        assert wrapped.enforcement is Enforcement.FULL
+        assert "/work/project/.git/hooks" in wrapped.argv
+    seatbelt = p.wrap(
+        p.Backend("seatbelt", "/usr/bin/sandbox-exec"), POLICY, HOST, CMD, protections=PROTECTIONS
+    )
+    assert seatbelt.blockers == ()
+    assert "-DPROTECTED_0=/work/project/.git/hooks" in seatbelt.argv
+
+
+def test_guard_output_feeds_wrap(roots):
+    ws, temp, _ = roots
+    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    policy = SandboxPolicy(WW, str(ws))
+    wrapped = p.wrap(
+        p.Backend("bwrap", "/usr/bin/bwrap"),
+        policy,
+        p.HostPaths(temp_roots=(str(temp),)),
+        CMD,
+        protections=guard.protections,
+        gaps=guard.gaps,
+    )
+    assert set(wrapped.blockers) == {x.path for x in guard.protections if x.kind == BLOCK}
+    assert str(ws / ".git" / "hooks") in wrapped.blockers
+    assert os.path.join(str(ws), ".git", "config") in wrapped.argv
+    assert wrapped.enforcement is Enforcement.FULL
