@@ -81,6 +81,9 @@ class Backend:
     extra_rules: tuple[RunnerFailureRule, ...] = ()
     identity: tuple[int, ...] | None = None
     source: str | None = None
+    # The descriptor holding the sealed copy (`runner` names it); the provider closes
+    # it when it stops.
+    sealed_fd: int | None = None
 
 
 def wrap(

@@ -48,11 +48,11 @@ def select_backend(
     backend = None
     if winner is not None:
         assert winner.runner is not None
-        runner, source = winner.runner, None
+        runner, source, sealed_fd = winner.runner, None, None
         if winner.backend == LANDLOCK:
             sealed = sealed_copy(winner.runner, config.probe_timeout)
             if sealed is not None:
-                runner, source = sealed, winner.runner
+                (runner, sealed_fd), source = sealed, winner.runner
         backend = Backend(
             name=winner.backend,
             runner=runner,
@@ -60,6 +60,7 @@ def select_backend(
             extra_rules=runner_command_rules(config.runner_failure_signatures),
             identity=None if source is not None else runner_identity(winner.runner),
             source=source,
+            sealed_fd=sealed_fd,
         )
     return Selection.of(chosen, backend)
 
@@ -73,14 +74,14 @@ def runner_identity(path: str) -> tuple[int, ...] | None:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
-def sealed_copy(path: str, timeout: float) -> str | None:
+def sealed_copy(path: str, timeout: float) -> tuple[str, int] | None:
     """A sealed in-memory copy of the launcher, run as `/proc/<pid>/fd/<n>`.
 
     The harness execs this copy for its whole life, so replacing the launcher file
     on disk afterwards changes nothing it runs. The copy is probed once; None (use
     the file, identity-pinned) where the kernel refuses to run a memfd
-    (`vm.memfd_noexec`) or the copy cannot be made. The descriptor stays open for
-    the life of the process (one per provider).
+    (`vm.memfd_noexec`) or the copy cannot be made. Returns the path and the
+    descriptor, which the provider closes when it stops.
     """
     try:
         fd = os.memfd_create("stockade-landlock-run", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
@@ -100,7 +101,7 @@ def sealed_copy(path: str, timeout: float) -> str | None:
     copy = f"/proc/{os.getpid()}/fd/{fd}"
     ran = run_probe((copy, "--probe"), timeout)
     if isinstance(ran, tuple) and judge_landlock_probe(copy, *ran).usable:
-        return copy
+        return copy, fd
     with contextlib.suppress(OSError):
         os.close(fd)
     return None

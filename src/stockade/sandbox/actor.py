@@ -6,6 +6,8 @@ and makes concurrent first callers wait for that single probe.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, assert_never
@@ -53,7 +55,15 @@ class ProviderActor:
         return ProviderClient(self._inbox)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        await serve_forever(self._mailbox, self._serve, task_status=task_status, quick=self._quick)
+        try:
+            await serve_forever(
+                self._mailbox, self._serve, task_status=task_status, quick=self._quick
+            )
+        finally:
+            backend = self._selection.backend if self._selection is not None else None
+            if backend is not None and backend.sealed_fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(backend.sealed_fd)
 
     def _quick(self, envelope: Envelope[Any]) -> bool:
         """Once the verdict is cached, confining is pure: answer in the inbox loop."""
