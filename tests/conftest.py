@@ -55,6 +55,21 @@ def scratch():
 
 
 @pytest.fixture
+def runner_dir():
+    """A directory for fake runners: outside every temp root AND every workspace root
+    (a runner inside a root is refused: a confined call could replace it)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    path = tempfile.mkdtemp(prefix="stockade-runners-", dir="/var/tmp")
+    try:
+        yield Path(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
 def state_dir_outside():
     """A session-log directory outside every writable root, as the harness requires."""
     import shutil

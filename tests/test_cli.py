@@ -143,8 +143,10 @@ def test_exec_with_no_usable_backend_is_sandbox_unavailable(monkeypatch, capsys,
     assert not planted.exists()
 
 
-def test_exec_runner_that_cannot_start_is_sandbox_unavailable(monkeypatch, capsys, tmp_path):
-    missing = tmp_path / "no-such-bwrap"
+def test_exec_runner_that_cannot_start_is_sandbox_unavailable(
+    monkeypatch, capsys, tmp_path, runner_dir
+):
+    missing = runner_dir / "no-such-bwrap"  # outside the root: a runner inside is refused
     stub = _probe.Verdict("bwrap", True, str(missing))
     monkeypatch.setitem(_probe.PROBES, "bwrap", lambda _t: stub)
     with pytest.raises(SystemExit) as exited:

@@ -52,6 +52,9 @@ def load_cli_composition(explicit: str | None) -> Composition | None:
     if path is None:
         return None
     if not explicit and not os.environ.get(CONFIG_ENV):
+        if os.path.getsize(path) == 0:
+            return None  # bwrap's placeholder for a protected stockade.yml: nothing
+
         raise ConfigError(implicit_config_refusal(os.path.abspath(path)))
     return load_composition(path)
 

@@ -231,9 +231,12 @@ def protected_paths(
     found: list[str] = []
     for relative in (*defaults, *extra):
         path = relative if os.path.isabs(relative) else os.path.join(root, relative)
-        found.append(os.path.normpath(path))
+        found.append(os.path.normpath(path) + ("/" if relative.endswith("/") else ""))
     dotgit = os.path.join(root, ".git")
     if os.path.isfile(dotgit) and not os.path.islink(dotgit):
+        # The `.git` file itself says where the repository is: re-pointing it at a
+        # planted gitdir would bring that gitdir's hooks and config.
+        found = [path for path in found if not is_under(path, dotgit)] + [dotgit]
         gitdir = _gitdir_of(dotgit)
         if gitdir is not None:
             found += [os.path.join(gitdir, name) for name in GITDIR_PROTECTED]
@@ -265,14 +268,15 @@ def relinkable(path: str, writable_roots: Sequence[str]) -> str | None:
 PIN, READ_ONLY, BLOCK = "pin", "read-only", "block"
 
 
-class Protection(namedtuple("Protection", "path kind")):
+class Protection(namedtuple("Protection", "path kind directory", defaults=(False,))):
     """One bind the backend makes after the writable ones: path (str, a real path) and
     kind (str): READ_ONLY binds an existing path read-only at itself; BLOCK puts an
     empty read-only directory (or file) at a missing path so it cannot be created;
     PIN re-binds an existing directory between a root and a protected path onto
     itself, still writable, so that it becomes a mount point that cannot be renamed
     or removed (renaming `.git` away would otherwise carry the read-only binds off
-    with it and let a fresh `.git/hooks` be made)."""
+    with it and let a fresh `.git/hooks` be made). directory (bool): a BLOCK for a
+    name configured as a directory (a trailing "/")."""
 
     __slots__ = ()
 
@@ -327,7 +331,10 @@ def protections(
 
     known = tuple(blockers)
     targets: dict[str, str] = {}
-    for path in paths:
+    directories: set[str] = set()
+    for named in paths:
+        as_directory = named.endswith("/")
+        path = os.path.normpath(named)
         missing = first_missing(path, known)
         if missing is None:
             real = os.path.realpath(path)
@@ -336,9 +343,18 @@ def protections(
             continue
         # Resolve the existing parent (it may be a link), keep the missing name.
         parent = os.path.realpath(os.path.dirname(missing))
+        if not os.path.isdir(parent):
+            # A file stands where a directory of the path would be (a `.git` file):
+            # nothing can be made beneath it; keep the file itself read-only.
+            if root_of(parent) is not None:
+                targets.setdefault(parent, READ_ONLY)
+            continue
         blocked = os.path.join(parent, os.path.basename(missing))
         if root_of(blocked) is not None:
             targets.setdefault(blocked, BLOCK)
+            if as_directory or blocked != os.path.realpath(path):
+                # A missing parent of the protected path is a directory.
+                directories.add(blocked)
     # A protection inside another protected path is redundant (and its mount point
     # could not be made in a read-only tree): keep the outermost.
     kept = {
@@ -355,6 +371,6 @@ def protections(
             pins[directory] = None
             directory = os.path.dirname(directory)
     ordered = [Protection(path, PIN) for path in pins if path not in kept]
-    ordered += [Protection(path, kind) for path, kind in kept.items()]
+    ordered += [Protection(path, kind, path in directories) for path, kind in kept.items()]
     # A parent is bound before anything beneath it.
     return tuple(sorted(ordered, key=lambda item: (item.path.count("/"), item.path)))

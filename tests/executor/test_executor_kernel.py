@@ -111,9 +111,9 @@ def write_runner(path: Path, body: str, *, executable: bool = True) -> Path:
 PASS_THROUGH = '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift\nexec "$@"\n'
 
 
-async def test_fake_runner_printing_a_fatal_line(scratch):
+async def test_fake_runner_printing_a_fatal_line(scratch, runner_dir):
     runner = write_runner(
-        Path(scratch) / "runner", '#!/bin/sh\necho "FAKE: cannot set up the sandbox" >&2\nexit 1\n'
+        runner_dir / "runner", '#!/bin/sh\necho "FAKE: cannot set up the sandbox" >&2\nexit 1\n'
     )
     config = ProviderConfig(runner_command=str(runner), runner_failure_signatures=["FAKE:"])
     async with executor_for(config) as executor:
@@ -128,8 +128,8 @@ async def test_fake_runner_printing_a_fatal_line(scratch):
     assert "sandbox unavailable: FAKE: cannot set up the sandbox" in render_job(report)
 
 
-async def test_fake_runner_that_passes_through_is_an_ordinary_result(scratch):
-    runner = write_runner(Path(scratch) / "runner", PASS_THROUGH)
+async def test_fake_runner_that_passes_through_is_an_ordinary_result(scratch, runner_dir):
+    runner = write_runner(runner_dir / "runner", PASS_THROUGH)
     config = ProviderConfig(runner_command=str(runner), runner_failure_signatures=["FAKE:"])
     async with executor_for(config) as executor:
         for command, status in (("false", 1), ("exit 126", 126), ("exit 127", 127)):
@@ -138,8 +138,8 @@ async def test_fake_runner_that_passes_through_is_an_ordinary_result(scratch):
 
 
 @pytest.mark.parametrize("kind", ["missing", "not-executable", "missing-interpreter"])
-async def test_runner_that_cannot_start_is_sandbox_unavailable(scratch, kind):
-    path = Path(scratch) / "runner"
+async def test_runner_that_cannot_start_is_sandbox_unavailable(scratch, runner_dir, kind):
+    path = runner_dir / "runner"
     if kind == "not-executable":
         write_runner(path, PASS_THROUGH, executable=False)
     elif kind == "missing-interpreter":
@@ -155,8 +155,10 @@ async def test_runner_that_cannot_start_is_sandbox_unavailable(scratch, kind):
     assert not marker.exists()
 
 
-async def test_invalid_workdir_is_an_ordinary_start_error_even_with_a_missing_runner(scratch):
-    config = ProviderConfig(runner_command=str(Path(scratch) / "missing-runner"))
+async def test_invalid_workdir_is_an_ordinary_start_error_even_with_a_missing_runner(
+    scratch, runner_dir
+):
+    config = ProviderConfig(runner_command=str(runner_dir / "missing-runner"))
     async with executor_for(config) as executor:
         bad = spec(executor, "true", WW, scratch, workdir=str(Path(scratch) / "no-such-dir"))
         with pytest.raises(CommandStartError, match="no-such-dir"):
@@ -330,9 +332,9 @@ async def test_jobs_beyond_the_bound_queue_and_run_in_turn(backend_config, scrat
     assert sorted(p.name for p in root.iterdir()) == [f"q{i}" for i in range(5)]
 
 
-async def test_a_queued_job_whose_runner_cannot_start_is_stamped_runner_failed(scratch):
-    config = ProviderConfig(runner_command=str(Path(scratch) / "vanishing-runner"))
-    runner = Path(scratch) / "vanishing-runner"
+async def test_a_queued_job_whose_runner_cannot_start_is_stamped_runner_failed(scratch, runner_dir):
+    config = ProviderConfig(runner_command=str(runner_dir / "vanishing-runner"))
+    runner = runner_dir / "vanishing-runner"
     runner.write_text(PASS_THROUGH)
     runner.chmod(0o755)
     async with executor_for(config, ExecutorConfig(max_running=1)) as executor:

@@ -66,9 +66,9 @@ def assert_unavailable(result, marker: Path) -> None:
     "kind", ["missing", "not-executable", "missing-interpreter", "deleted-after-first-use"]
 )
 async def test_a_runner_that_cannot_start_is_unavailable_to_the_model(
-    state_dir, project, tmp_path, kind
+    state_dir, project, runner_dir, kind
 ):
-    runner = make_runner(tmp_path / "runner", kind)
+    runner = make_runner(runner_dir / "runner", kind)
     marker = project / "ran"
     entries = composition(state_dir, sandbox={"runner_command": str(runner)})
     async with open_harness(entries) as harness:

@@ -22,11 +22,12 @@ WW = SandboxMode.WORKSPACE_WRITE
 
 async def confined(config, mode, root, script):
     """Run `sh -c script` confined; (exit, stdout, stderr, wrapped)."""
+    # The argv is good while its provider runs (the launcher may be its sealed copy).
     async with open_provider(config) as provider:
         wrapped = await provider.confine(("/bin/sh", "-c", script), SandboxPolicy(mode, str(root)))
-    done = await trio.run_process(
-        wrapped.argv, capture_stdout=True, capture_stderr=True, check=False, stdin=b""
-    )
+        done = await trio.run_process(
+            wrapped.argv, capture_stdout=True, capture_stderr=True, check=False, stdin=b""
+        )
     return done.returncode, done.stdout.decode(), done.stderr.decode(), wrapped
 
 
@@ -68,7 +69,7 @@ async def test_read_only_denial_text_is_the_backends_signature(backend_config, p
     assert status != 0
     assert not (root / "x").exists()
     expected = {"bwrap": "Read-only file system", "landlock": "Permission denied"}
-    assert wrapped.denial_signatures == (expected[wrapped.backend],)
+    assert wrapped.denial_signatures[0] == expected[wrapped.backend]
     assert expected[wrapped.backend] in stderr
 
 

@@ -102,25 +102,37 @@ def test_bwrap_protects_an_installation_inside_a_root_and_ignores_one_outside(ro
     assert guard.refusal is None and guard.gaps == ()
 
 
-def test_bwrap_protects_a_trusted_file_and_the_runner_inside_a_root(roots):
+def test_bwrap_protects_a_trusted_file_inside_a_root(roots):
     ws, temp, outside = roots
     (ws / "conf.yml").write_text("x")
-    (ws / "bin").mkdir()
-    (ws / "bin" / "bwrap").write_text("#!/bin/sh\n")
     (outside / "other.yml").write_text("x")
     guard = guard_call(
         a.BWRAP,
         WW,
         str(ws),
         [str(temp)],
-        runner=str(ws / "bin" / "bwrap"),
         trusted_files=[str(ws / "conf.yml"), str(outside / "other.yml")],
     )
     found = kinds(guard)
     assert found[str(ws / "conf.yml")] == READ_ONLY
-    assert found[str(ws / "bin" / "bwrap")] == READ_ONLY
-    assert found[str(ws / "bin")] == PIN
     assert str(outside / "other.yml") not in found
+
+
+def test_a_runner_inside_a_root_is_refused_unless_it_is_the_installation(roots):
+    """Calls made without this composition could replace it: only the installation
+    is protected in every call."""
+    ws, temp, _ = roots
+    (ws / "bin").mkdir()
+    (ws / "bin" / "bwrap").write_text("#!/bin/sh\n")
+    runner = str(ws / "bin" / "bwrap")
+    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)], runner=runner)
+    assert guard.refusal is not None and runner in guard.refusal
+    assert "outside every workspace" in guard.refusal
+    kept = guard_call(
+        a.BWRAP, WW, str(ws), [str(temp)], runner=runner, installation=[str(ws / "bin")]
+    )
+    assert kept.refusal is None
+    assert kinds(kept)[str(ws / "bin")] == READ_ONLY
 
 
 def test_bwrap_reports_a_dotgit_symlink_as_a_gap(roots):
@@ -251,11 +263,10 @@ def test_bwrap_binds_protections_after_the_writable_roots():
         "/work/project/.git/hooks",
         "/work/project/.git/hooks",
         "--ro-bind",
-        "/dev/null",
+        a.EMPTY_FILE,
         "/work/project/.git/config",
-        "--tmpfs",
-        "/work/project/stockade.yml",
-        "--remount-ro",
+        "--ro-bind",
+        a.EMPTY_FILE,
         "/work/project/stockade.yml",
     )
     assert argv.index("--bind") < argv.index("/work/project/.git")
@@ -273,14 +284,22 @@ def test_protection_args_per_kind():
     assert a.protection_args(Protection("/r/f", READ_ONLY)) == ["--ro-bind", "/r/f", "/r/f"]
     assert a.protection_args(Protection("/r/.git/config", BLOCK)) == [
         "--ro-bind",
-        "/dev/null",
+        a.EMPTY_FILE,
         "/r/.git/config",
     ]
     assert a.protection_args(Protection("/r/g/config.worktree", BLOCK)) == [
         "--ro-bind",
-        "/dev/null",
+        a.EMPTY_FILE,
         "/r/g/config.worktree",
     ]
+    # A missing name configured (or known) as a directory gets an empty directory.
+    assert a.protection_args(Protection("/r/private", BLOCK, True)) == [
+        "--tmpfs",
+        "/r/private",
+        "--remount-ro",
+        "/r/private",
+    ]
+    assert a.EMPTY_FILE.endswith("_data/empty") and os.path.getsize(a.EMPTY_FILE) == 0
     assert a.protection_args(Protection("/r/.git", BLOCK)) == [
         "--tmpfs",
         "/r/.git",

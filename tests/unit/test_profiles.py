@@ -115,7 +115,7 @@ def test_seatbelt_profile_is_readable_sbpl_with_parameterised_roots():
 def test_wrap_carries_each_backends_dialect():
     bwrap = p.wrap(p.Backend("bwrap", "/usr/bin/bwrap"), RO, HOST, CMD)
     assert bwrap.backend == "bwrap" and bwrap.enforcement is Enforcement.FULL
-    assert bwrap.denial_signatures == ("Read-only file system",)
+    assert bwrap.denial_signatures == ("Read-only file system", "Device or resource busy")
     assert bwrap.runner_failure_rules[0].exit_codes is None
     assert bwrap.runner_failure_rules[0].fatal_signatures == ("bwrap:",)
 

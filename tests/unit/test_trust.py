@@ -12,7 +12,6 @@ import pytest
 import stockade.trust as trust_module
 from stockade.trust import (
     BLOCK,
-    DEFAULT_PROTECTED,
     PIN,
     READ_ONLY,
     Protection,
@@ -240,8 +239,9 @@ def test_protected_paths_follow_a_dotgit_file_to_its_gitdir_and_common_dir(tree)
     gitdir.mkdir()
     (gitdir / "commondir").write_text("../common\n")
     paths = protected_paths(str(ws))
-    assert paths[:3] == tuple(f"{ws}/{name}" for name in DEFAULT_PROTECTED)
-    assert paths[3:] == (
+    # A `.git` FILE replaces `.git/hooks` and `.git/config`: it is itself protected.
+    assert paths[:2] == (f"{ws}/stockade.yml", f"{ws}/.git")
+    assert paths[2:] == (
         f"{base}/x/hooks",
         f"{base}/x/config",
         f"{base}/x/config.worktree",
@@ -253,13 +253,13 @@ def test_protected_paths_follow_a_dotgit_file_to_its_gitdir_and_common_dir(tree)
 def test_protected_paths_dotgit_file_without_commondir_or_gitdir_line(tree):
     base, ws, _ = tree
     (ws / ".git").write_text(f"gitdir: {base}/abs\n")
-    assert protected_paths(str(ws))[3:] == (
+    assert protected_paths(str(ws))[2:] == (
         f"{base}/abs/hooks",
         f"{base}/abs/config",
         f"{base}/abs/config.worktree",
     )
     (ws / ".git").write_text("not a gitdir line\n")
-    assert len(protected_paths(str(ws))) == 3
+    assert protected_paths(str(ws)) == (f"{ws}/stockade.yml", f"{ws}/.git")
 
 
 def test_protected_paths_ignore_a_dotgit_symlink_to_a_file(tree):
@@ -328,8 +328,9 @@ def test_a_protected_path_outside_every_root_needs_nothing(tree):
 
 def test_a_missing_protected_path_is_blocked_at_its_first_missing_component(tree):
     _, ws, _ = tree
+    # `.git` is missing on the way to `.git/hooks`: blocked as a directory.
     assert protections([str(ws / ".git" / "hooks")], [str(ws)]) == (
-        Protection(str(ws / ".git"), BLOCK),
+        Protection(str(ws / ".git"), BLOCK, True),
     )
     (ws / ".git").mkdir()
     found = protections([str(ws / ".git" / "hooks"), str(ws / ".git" / "config")], [str(ws)])
@@ -365,7 +366,7 @@ def test_nested_protections_keep_only_the_outermost(tree):
     assert protections(paths, [str(ws)]) == (Protection(str(ws / ".git"), READ_ONLY),)
     # A missing protected path inside a blocked one is covered by the block.
     found = protections([str(ws / "x"), str(ws / "x" / "y" / "z")], [str(ws)])
-    assert found == (Protection(str(ws / "x"), BLOCK),)
+    assert found == (Protection(str(ws / "x"), BLOCK, True),)  # x holds y/z: a directory
 
 
 def test_a_workspace_root_inside_a_temp_root_pins_from_the_innermost_root(tree):
@@ -387,7 +388,7 @@ def test_protections_treat_an_empty_blocker_as_still_missing(tree):
     (ws / ".git").mkdir()  # the placeholder an earlier call's runner made
     hooks = str(ws / ".git" / "hooks")
     assert protections([hooks], [str(ws)], blockers=[str(ws / ".git")]) == (
-        Protection(str(ws / ".git"), BLOCK),
+        Protection(str(ws / ".git"), BLOCK, True),
     )
 
 

@@ -125,6 +125,8 @@ def parse(text: str) -> Any | SyntaxProblem:
         return SyntaxProblem(0, 0, f"invalid YAML: {_one_line(str(exc))}")
     except RecursionError:  # ruamel composes recursively
         return SyntaxProblem(0, 0, "invalid YAML: the document nests too deeply")
+    except TypeError as exc:  # e.g. a complex mapping key (`? [ ]`): not a config shape
+        return SyntaxProblem(0, 0, f"invalid YAML: unsupported key ({_one_line(str(exc))})")
 
 
 def _one_line(text: str) -> str:

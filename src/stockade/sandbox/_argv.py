@@ -5,6 +5,7 @@ Standard library only: `stockade exec` builds its argv with these and nothing el
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from .._modes import SandboxMode
@@ -89,10 +90,14 @@ def bwrap_argv(
     return (*args, "--", *argv)
 
 
-# Missing protected names that git reads as FILES: blocked by an empty read-only file
-# (an empty directory there would break git); every other missing name by an empty
-# read-only directory, which git's discovery and the config lookup both skip.
-FILE_BLOCKERS = ("config", "config.worktree")
+# Missing protected names that are directories (`.git`, git's `hooks`, or a configured
+# path ending in "/"): blocked by an empty read-only directory, which git's discovery
+# skips. Every other missing name is blocked by an empty read-only FILE (the
+# package's own `_data/empty`): a write to it is refused with the same
+# `Read-only file system` as any other, and an empty `config` or `stockade.yml`
+# means nothing to git or to stockade.
+DIRECTORY_BLOCKERS = (".git", "hooks")
+EMPTY_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_data", "empty")
 
 
 def protection_args(protection: Protection) -> list[str]:
@@ -101,9 +106,9 @@ def protection_args(protection: Protection) -> list[str]:
         return ["--bind", path, path]
     if protection.kind == "read-only":
         return ["--ro-bind", path, path]
-    if path.rsplit("/", 1)[-1] in FILE_BLOCKERS:
-        return ["--ro-bind", "/dev/null", path]
-    return ["--tmpfs", path, "--remount-ro", path]
+    if protection.directory or path.rsplit("/", 1)[-1] in DIRECTORY_BLOCKERS:
+        return ["--tmpfs", path, "--remount-ro", path]
+    return ["--ro-bind", EMPTY_FILE, path]
 
 
 def landlock_argv(

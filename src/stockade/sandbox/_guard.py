@@ -36,6 +36,26 @@ def _relative(path: str, roots: Sequence[str]) -> str:
     return path
 
 
+def runner_refusal(
+    runner: str | None, roots: Sequence[str], installation: Sequence[str]
+) -> str | None:
+    """Why `runner` must not run: it lies in one of `roots` and is not part of
+    stockade's installation (which every bwrap call protects and the Landlock launcher
+    refuses to run beside), or None. Calls made without this composition (another
+    backend, another config) could replace it."""
+    if not runner:
+        return None
+    real = os.path.realpath(runner)
+    where = next((r for r in roots if is_under(real, os.path.realpath(r))), None)
+    if where is None or any(is_under(real, os.path.realpath(p)) for p in installation):
+        return None
+    return (
+        f"the sandbox runner {runner} lies inside the writable root {where}, where a "
+        "confined command could replace it; use a runner outside every workspace and "
+        "temp directory"
+    )
+
+
 def guard_call(
     backend: str,
     mode: SandboxMode,
@@ -54,6 +74,12 @@ def guard_call(
     `blockers`: placeholder mount points this process's runner made before (see
     `trust.first_missing`).
     """
+    # A runner about to be executed must be out of reach of every call that could
+    # run before it (any mode: a session can always be widened to workspace-write).
+    reachable = writable_roots(SandboxMode.WORKSPACE_WRITE, root, temp_roots)
+    problem = runner_refusal(runner, reachable, installation)
+    if problem is not None:
+        return Guard((), (), problem)
     roots = writable_roots(mode, root, temp_roots)
     if not roots:
         return NO_GUARD  # read-only: nothing is writable, everything holds
@@ -66,7 +92,7 @@ def guard_call(
     metadata: list[str] = []
     for writable in roots:
         metadata += protected_paths(writable, extra_protected)
-    own = [path for path in (*installation, *((runner,) if runner else ())) if inside(path)]
+    own = [path for path in installation if inside(path)]
     files = [path for path in trusted_files if inside(path)]
 
     if backend in PROTECTING_BACKENDS:

@@ -147,18 +147,21 @@ def runner_problem(path: str, temp_roots: Sequence[str]) -> str | None:
     return problem.message("use a bwrap outside every writable directory")
 
 
-def locate_bwrap(explicit: str | None = None) -> str | None:
-    """The first trusted bwrap of `bwrap_candidates` (see `bwrap_problems` for why not)."""
-    temp_roots = host_temp_roots()
+def locate_bwrap(explicit: str | None = None, roots: Sequence[str] = ()) -> str | None:
+    """The first trusted bwrap of `bwrap_candidates` (`bwrap_not_found` says why none).
+
+    `roots`: workspace roots a confined call may write, beside the temp roots.
+    """
+    temp_roots = (*host_temp_roots(), *roots)
     for candidate in bwrap_candidates(explicit):
         if os.access(candidate, os.X_OK) and runner_problem(candidate, temp_roots) is None:
             return candidate
     return None
 
 
-def bwrap_not_found(explicit: str | None = None) -> str:
+def bwrap_not_found(explicit: str | None = None, roots: Sequence[str] = ()) -> str:
     """Why no bwrap was usable: each candidate's refusal, or where to get one."""
-    temp_roots = host_temp_roots()
+    temp_roots = (*host_temp_roots(), *roots)
     reasons = []
     for candidate in bwrap_candidates(explicit):
         if not os.access(candidate, os.X_OK):
@@ -283,10 +286,10 @@ def judge_landlock_probe(launcher: str, returncode: int, stdout: str, stderr: st
     return Verdict(LANDLOCK, True, launcher, abi=int(match["abi"]))
 
 
-def probe_bwrap(timeout: float, explicit: str | None = None) -> Verdict:
-    bwrap = locate_bwrap(explicit)
+def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str] = ()) -> Verdict:
+    bwrap = locate_bwrap(explicit, roots)
     if bwrap is None:
-        return Verdict(BWRAP, False, why_not=bwrap_not_found(explicit))
+        return Verdict(BWRAP, False, why_not=bwrap_not_found(explicit, roots))
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch:
@@ -375,8 +378,8 @@ def choose(
         if selected is not None and not probe_all:
             break
         probe = probes[name]
-        if name == BWRAP and bwrap_path is not None and probe is probe_bwrap:
-            probe = lambda timeout: probe_bwrap(timeout, bwrap_path)  # noqa: E731
+        if name == BWRAP and probe is probe_bwrap and (bwrap_path or writable_roots):
+            probe = lambda timeout: probe_bwrap(timeout, bwrap_path, writable_roots)  # noqa: E731
         try:
             if remember and bwrap_path is None:
                 verdict = remembered(name, probe, timeout, writable_roots)
@@ -401,7 +404,7 @@ def choose(
 #
 # Every `stockade exec` is a new process, and the functional probe (about 5 ms for bwrap,
 # plus the imports it needs) was its largest cost. A usable verdict is remembered per
-# user, keyed by the runner file's identity (device, inode, mtime, size), the kernel
+# user, keyed by the runner file's identity (device, inode, mtime, ctime, size), the kernel
 # release and the boot id: a new runner, kernel or boot probes again. The cache holds
 # identity -> verdict only, never a path to run: the runner is located afresh by the
 # fixed rule above and must match the remembered identity. It is used only where the
@@ -442,7 +445,7 @@ def _identity(name: str, runner: str) -> str | None:
             boot_id = boot.read().strip()
     except OSError:
         return None
-    parts = (name, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+    parts = (name, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size)
     return "|".join(map(str, (*parts, os.uname().release, boot_id)))
 
 

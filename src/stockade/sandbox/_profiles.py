@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 LANDLOCK_PARTIAL_NOTICE: Final = "landlock-run: partial enforcement (older Landlock ABI)"
 
 # The stderr text each kernel path produces on a refused write (measured, FACTS.md).
-BWRAP_DENIAL: Final = ("Read-only file system",)
+# "Device or resource busy": renaming over or removing a protected path, which bwrap
+# keeps as a mount point (the trust base's binds).
+BWRAP_DENIAL: Final = ("Read-only file system", "Device or resource busy")
 LANDLOCK_DENIAL: Final = ("Permission denied",)
 SEATBELT_DENIAL: Final = ("Operation not permitted",)
 

@@ -43,6 +43,7 @@ def select_backend(
         probe_all=probe_all,
         probes=probes,
         bwrap_path=config.bwrap_path,
+        writable_roots=config.probe_roots,
     )
     winner = chosen.selected
     backend = None
@@ -66,12 +67,14 @@ def select_backend(
 
 
 def runner_identity(path: str) -> tuple[int, ...] | None:
-    """(device, inode, size, mtime) of the runner file, or None when it cannot be read."""
+    """(device, inode, size, mtime, ctime) of the runner file, or None when it cannot be
+    read. The ctime cannot be set from user space: an in-place rewrite that restores
+    the size and mtime still changes it."""
     try:
         info = os.stat(path)
     except OSError:
         return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def sealed_copy(path: str, timeout: float) -> tuple[str, int] | None:

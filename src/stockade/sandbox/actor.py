@@ -84,7 +84,7 @@ class ProviderActor:
             case _:
                 assert_never(message)
 
-    async def selection(self) -> Selection:
+    async def selection(self, root: str | None = None) -> Selection:
         """The cached verdict; the first caller runs the probes, the rest wait for it.
 
         A failure is cached too, unless it was only a passing shortage (a probe that
@@ -94,15 +94,18 @@ class ProviderActor:
             if self._selection is not None:
                 return self._selection
             self.probe_count += 1
-            selection = await trio.to_thread.run_sync(self.selector, self.config)
+            config = self.config
+            if root is not None:
+                config = attrs.evolve(config, probe_roots=(*config.probe_roots, root))
+            selection = await trio.to_thread.run_sync(self.selector, config)
             if not selection.worth_retrying:
                 self._selection = selection
             return selection
 
     async def _confine(self, message: Confine) -> Wrapped:
         # Checked before probing: a wrong root is the caller's error, not the sandbox's.
-        resolve_workspace_root(message.policy.workspace_root)
-        return self._wrap(await self.selection(), message)
+        root = resolve_workspace_root(message.policy.workspace_root)
+        return self._wrap(await self.selection(root), message)
 
     def _wrap(self, selection: Selection, message: Confine) -> Wrapped:
         root = resolve_workspace_root(message.policy.workspace_root)

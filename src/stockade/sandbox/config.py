@@ -51,6 +51,9 @@ class ProviderConfig:
     # Run under the Landlock launcher although stockade's own installation lies in a
     # writable root (it cannot be protected there): the claim becomes partial.
     allow_unprotected_installation: bool = False
+    # Workspace roots known when the probe runs (the first call's): a runner found
+    # inside one is never probed, since probing runs it unconfined.
+    probe_roots: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
 
 # Keys that loosen confinement: honoured only from a composition file that passes the

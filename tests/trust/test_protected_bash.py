@@ -1,0 +1,355 @@
+"""Protected paths through bash: git hooks and config, stockade.yml, a worktree's gitdir
+and configured extras stay read-only inside the writable root under bwrap (existing
+or not, and `.git` cannot be renamed away); the Landlock launcher cannot keep them
+read-only and says so (`partial`, a gap naming them). Judged by host state: every
+entry of the workspace, before and after, with no placeholder left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import trio
+
+from stockade import open_harness
+from stockade.executor.actor import remove_blocker
+from stockade.sandbox.actor import open_provider
+from stockade.vocab import SandboxMode, SandboxPolicy
+
+from ..support import require_backend
+from ._support import (
+    DENIED_WW,
+    IS_ROOT,
+    NOBODY,
+    PROTECTED_GAP,
+    Area,
+    composition,
+    describe_change,
+    snapshot,
+)
+
+HOOK = "#!/bin/sh\nexit 0\n"
+EVIL_CONFIG = r"printf '[core]\n\tfsmonitor = touch /tmp/pwned\n\thooksPath = /tmp\n'"
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def repo(root: Path) -> None:
+    git("init", "-q", ".", cwd=root)
+    assert (root / ".git" / "hooks").is_dir() and (root / ".git" / "config").is_file()
+
+
+def repo_with_hook(root: Path) -> None:
+    repo(root)
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text(HOOK)
+    hook.chmod(0o755)
+
+
+def repo_without_hooks(root: Path) -> None:
+    repo(root)
+    shutil.rmtree(root / ".git" / "hooks")
+
+
+def no_git(root: Path) -> None:
+    (root / "src.txt").write_text("content\n")
+
+
+def with_secrets(root: Path) -> None:
+    repo(root)
+    (root / "secrets").write_text("token\n")
+
+
+def with_stockade_yml(root: Path) -> None:
+    (root / "stockade.yml").write_text("- id: bash\n  name: stockade.bash.local\n")
+
+
+def separate_gitdir(root: Path) -> None:
+    """`.git` is a FILE naming a gitdir inside the root (`git init --separate-git-dir`)."""
+    git("init", "-q", "--separate-git-dir", str(root / "gd"), ".", cwd=root)
+    assert (root / ".git").is_file() and (root / "gd" / "hooks").is_dir()
+
+
+def worktree_gitdir(root: Path) -> None:
+    """A linked worktree's layout: `.git` names `.gitdirs/wt`, whose `commondir` names
+    a bare repository `common`, all inside the root (nothing of it exists outside)."""
+    git("init", "-q", "--bare", "common", cwd=root)
+    gitdir = root / ".gitdirs" / "wt"
+    gitdir.mkdir(parents=True)
+    (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
+    (gitdir / "commondir").write_text("../../common\n")
+    (root / ".git").write_text("gitdir: .gitdirs/wt\n")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    setup: Callable[[Path], None]
+    command: str
+    extra: tuple[str, ...] = ()
+    # What the Landlock claim must name besides the defaults (relative to the root).
+    also_named: tuple[str, ...] = ()
+    stderr: tuple[str, ...] = field(default=())
+
+
+CASES = [
+    Case("hook-create", repo, "echo evil > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit"),
+    Case("hook-change", repo_with_hook, "echo evil >> .git/hooks/pre-commit"),
+    Case(
+        "hook-replace",
+        repo_with_hook,
+        "rm -f .git/hooks/pre-commit; echo evil > .git/hooks/pre-commit",
+    ),
+    Case("hooks-dir-removed", repo_with_hook, "rm -rf .git/hooks; mkdir .git/hooks"),
+    Case("config-append", repo, f"{EVIL_CONFIG} >> .git/config"),
+    Case(
+        "config-replace",
+        repo,
+        f"{EVIL_CONFIG} > .git/new && mv .git/new .git/config; rm -f .git/new",
+    ),
+    Case(
+        "git-config", repo, "git config core.hooksPath /tmp && git config core.fsmonitor 'touch /x'"
+    ),
+    Case(
+        "missing-hooks-dir",
+        repo_without_hooks,
+        "mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
+    ),
+    Case(
+        "git-moved-away",
+        repo,
+        "mv .git .git-away; mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
+        stderr=("Device or resource busy",),
+    ),
+    Case("no-git-hooks", no_git, "mkdir -p .git/hooks && echo evil > .git/hooks/x"),
+    Case("no-git-config", no_git, f"mkdir -p .git; {EVIL_CONFIG} > .git/config"),
+    Case("stockade-yml-create", no_git, "echo '- id: bash' > stockade.yml"),
+    Case("stockade-yml-change", with_stockade_yml, "echo '- id: evil' >> stockade.yml"),
+    Case(
+        "extra-path",
+        with_secrets,
+        "echo evil > secrets",
+        extra=("secrets",),
+        also_named=("secrets",),
+    ),
+    Case(
+        "extra-path-missing",
+        repo,
+        "mkdir -p private && echo evil > private/x",
+        # A trailing "/" says the missing path is a directory: it is blocked by an
+        # empty read-only directory (a file blocker would answer mkdir with EEXIST).
+        extra=("private/",),
+        also_named=("private",),
+    ),
+    Case(
+        "worktree-gitdir",
+        separate_gitdir,
+        "echo evil > gd/hooks/pre-commit; echo evil >> gd/config",
+        also_named=(".git", "gd/config", "gd/config.worktree", "gd/hooks"),
+    ),
+    Case(
+        "worktree-commondir",
+        worktree_gitdir,
+        "mkdir -p .gitdirs/wt/hooks && echo evil > .gitdirs/wt/hooks/pre-commit; "
+        "echo evil >> .gitdirs/wt/config; echo evil > common/hooks/pre-commit; "
+        "echo evil >> common/config",
+        also_named=(
+            ".git",
+            ".gitdirs/wt/config",
+            ".gitdirs/wt/config.worktree",
+            ".gitdirs/wt/hooks",
+            "common/config",
+            "common/hooks",
+        ),
+    ),
+]
+by_case = pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+
+
+def ordinary_writes(root: Path) -> str:
+    """Writes that stay allowed beside the protected paths."""
+    command = "echo ok > ordinary.txt && mkdir -p notes && echo ok > notes/n.txt"
+    if (root / ".git").is_dir():
+        command += " && echo ok > .git/objects/ordinary"
+    return command
+
+
+def undo_ordinary_writes(root: Path) -> None:
+    for path in (root / "ordinary.txt", root / ".git" / "objects" / "ordinary"):
+        if path.parent.is_dir():  # `.git` may be a file (a worktree)
+            assert not path.exists() or path.read_text() == "ok\n"
+            path.unlink(missing_ok=True)
+    shutil.rmtree(root / "notes", ignore_errors=True)
+
+
+@by_case
+async def test_protected_paths_stay_read_only_under_bwrap(area: Area, state_dir, case: Case):
+    require_backend("bwrap")
+    root = area.root
+    case.setup(root)
+    before = snapshot(root)
+    config = {"backend": "bwrap", "protected_paths": list(case.extra)}
+    async with open_harness(composition(state_dir, **config)) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool("bash", {"command": case.command})
+        during = snapshot(root)
+        ordinary = await session.run_tool("bash", {"command": ordinary_writes(root)})
+    # The host first: nothing protected changed, and no placeholder was left behind.
+    assert during == before, f"{case.id} changed the host:\n{describe_change(before, during)}"
+    assert not ordinary.is_error, (
+        f"ordinary writes beside the protected paths failed: {ordinary.text}"
+    )
+    assert ordinary.facts["exit_code"] == 0 and not ordinary.facts["denied"], ordinary.text
+    assert (root / "ordinary.txt").read_text() == "ok\n"
+    assert (root / "notes" / "n.txt").read_text() == "ok\n"
+    undo_ordinary_writes(root)
+    after = snapshot(root)
+    assert after == before, (
+        f"left behind after the harness closed:\n{describe_change(before, after)}"
+    )
+    for text in case.stderr:
+        assert text in result.text, result.text
+    # Then the report: a write to a protected path is a denial like any other (the
+    # command ran: not SANDBOX_UNAVAILABLE).
+    assert not result.is_error, result.text
+    assert result.facts["backend"] == "bwrap" and result.facts["enforcement"] == "full"
+    assert result.facts["denied"] is True, f"not reported as a denial:\n{result.text}"
+    assert DENIED_WW in result.text, result.text
+
+
+@by_case
+async def test_landlock_claims_partial_naming_the_protected_paths(
+    area: Area, state_dir, case: Case
+):
+    require_backend("landlock")
+    root = area.root
+    case.setup(root)
+    config = {"backend": "landlock", "protected_paths": list(case.extra)}
+    async with open_harness(composition(state_dir, **config)) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool("bash", {"command": case.command})
+        await session.set_sandbox_mode("read-only")
+        read_only = await session.run_tool("bash", {"command": "true"})
+    assert result.facts["backend"] == "landlock", result.facts
+    assert result.facts["enforcement"] == "partial", result.facts
+    named = sorted({".git/config", ".git/hooks", "stockade.yml", *case.also_named})
+    expected = "protected paths not enforced: " + ", ".join(named)
+    assert expected in result.facts["gaps"], result.facts["gaps"]
+    if not case.also_named:
+        assert PROTECTED_GAP in result.facts["gaps"]
+    # Read-only writes nothing: the claim is full, with nothing to disclose.
+    assert read_only.facts["enforcement"] == "full" and read_only.facts["gaps"] == ()
+
+
+async def test_a_symlinked_git_is_protected_or_disclosed(area: Area, state_dir):
+    """`.git -> realgit` inside the root: bwrap binds the hooks where the link leads,
+    but the link itself can be re-pointed at a planted gitdir. Either the host's
+    `.git/hooks/pre-commit` never becomes the planted one, or the claim says partial."""
+    require_backend("bwrap")
+    root = area.root
+    repo(root)
+    (root / ".git").rename(root / "realgit")
+    (root / ".git").symlink_to("realgit")
+    command = (
+        "rm .git; mkdir -p evil/hooks && echo evil > evil/hooks/pre-commit && "
+        "cp realgit/config evil/ && ln -s evil .git"
+    )
+    async with open_harness(composition(state_dir, backend="bwrap")) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool("bash", {"command": command})
+    hook = root / ".git" / "hooks" / "pre-commit"
+    planted = hook.exists() and hook.read_text() == "evil\n"
+    if planted:
+        assert result.facts["enforcement"] == "partial", result.facts
+        assert any(".git" in gap and "re-pointed" in gap for gap in result.facts["gaps"]), (
+            result.facts["gaps"]
+        )
+
+
+async def test_a_git_file_cannot_be_repointed_or_is_disclosed(area: Area, state_dir):
+    """`.git` is a FILE naming a gitdir inside the root: rewriting it to name a planted
+    gitdir would hand git planted hooks. Either the host's `.git` stays as it was, or
+    the claim says partial and names it. (Needs ordinary calls to run at all there.)"""
+    require_backend("bwrap")
+    root = area.root
+    separate_gitdir(root)
+    before = (root / ".git").read_text()
+    command = (
+        "cp -r gd evil && echo evil > evil/hooks/pre-commit && chmod +x evil/hooks/pre-commit; "
+        "echo 'gitdir: evil' > .git"
+    )
+    async with open_harness(composition(state_dir, backend="bwrap")) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool("bash", {"command": command})
+    assert not result.is_error, result.text
+    if (root / ".git").read_text() != before:
+        assert result.facts["enforcement"] == "partial", result.facts
+        assert any(".git" in gap for gap in result.facts["gaps"]), result.facts["gaps"]
+
+
+# --- as an unprivileged caller (bwrap through an unprivileged user namespace) --------
+
+NOBODY_CASES = [
+    case
+    for case in CASES
+    if case.id in ("hook-create", "config-append", "no-git-hooks", "missing-hooks-dir")
+]
+
+
+def chown_tree(top: Path) -> None:
+    for path in [top, *top.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+
+
+def as_nobody(argv, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        cwd=str(cwd),
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="spawning as uid 65534 needs a root caller")
+@pytest.mark.parametrize("case", NOBODY_CASES, ids=lambda case: case.id)
+async def test_protected_paths_hold_for_an_unprivileged_caller(area: Area, case: Case):
+    """The workspace belongs to nobody, who could write its .git freely (the control
+    below); the confined argv, spawned as nobody, still cannot."""
+    config = require_backend("bwrap")
+    root = area.root
+    case.setup(root)
+    chown_tree(root)
+    before = snapshot(root)
+    async with open_provider(config) as provider:
+        wrapped = await provider.confine(
+            ("bash", "-c", case.command), SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(root))
+        )
+    try:
+        done = await trio.to_thread.run_sync(as_nobody, wrapped.argv, root)
+    finally:
+        for blocker in wrapped.blockers:
+            remove_blocker(blocker)
+    after = snapshot(root)
+    assert after == before, f"{case.id} as nobody:\n{describe_change(before, after)}\n{done.stderr}"
+    assert "Read-only file system" in done.stderr, done.stderr
+    # Control: unconfined, nobody really changes what the sandbox kept.
+    control = area.base / "control"
+    control.mkdir()
+    case.setup(control)
+    chown_tree(control)
+    control_before = snapshot(control)
+    ran = as_nobody(("bash", "-c", case.command), control)
+    assert snapshot(control) != control_before, f"not a real attack: {ran.stderr}"
