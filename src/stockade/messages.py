@@ -54,6 +54,10 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     # Mount points the runner creates on the host to block a missing protected path;
     # the executor removes them (when still empty) once no process of its uses them.
     blockers: tuple[str, ...] = ()
+    # The real paths this call may write under, and the protected paths inside them
+    # that the backend keeps read-only: what a denial is judged against.
+    writable: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
 
 
 class CandidateReport(msgspec.Struct, frozen=True):

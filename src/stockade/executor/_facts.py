@@ -23,6 +23,8 @@ class WrapFacts:
     runner_failure_rules: tuple[RunnerFailureRule, ...] = ()
     gaps: tuple[str, ...] = ()
     blockers: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
 
     @classmethod
     def from_wrapped(cls, mode: SandboxMode, wrapped: Wrapped) -> WrapFacts:
@@ -34,6 +36,8 @@ class WrapFacts:
             runner_failure_rules=wrapped.runner_failure_rules,
             gaps=wrapped.gaps,
             blockers=wrapped.blockers,
+            writable=wrapped.writable,
+            protected=wrapped.protected,
         )
 
     @classmethod

@@ -14,7 +14,7 @@ from ._argv import BWRAP as BWRAP
 from ._argv import LANDLOCK as LANDLOCK
 from ._argv import RUNNER_COMMAND as RUNNER_COMMAND
 from ._argv import SEATBELT as SEATBELT
-from ._argv import confined_argv
+from ._argv import confined_argv, writable_roots
 
 if TYPE_CHECKING:
     from ..trust import Protection
@@ -139,6 +139,8 @@ def wrap(
         blockers=tuple(p.path for p in protections if p.kind == "block")
         if backend.name in ("bwrap", "runner-command")
         else (),
+        writable=writable_roots(policy.mode, policy.workspace_root, host.temp_roots),
+        protected=tuple(p.path for p in protections if p.kind != "pin"),
     )
 
 
