@@ -22,8 +22,17 @@ CONFIG_FILENAME = "stockade.yml"
 
 
 def names_a_config(explicit: str | None) -> bool:
-    """Whether a composition file is named or present (a cheap check: no YAML import)."""
-    return bool(explicit or os.environ.get(CONFIG_ENV) or os.path.isfile(CONFIG_FILENAME))
+    """Whether a composition file is named or present (a cheap check: no YAML import).
+
+    An empty ./stockade.yml is bwrap's placeholder for the protected path (stockade
+    exec cannot remove it afterwards): no composition.
+    """
+    if explicit or os.environ.get(CONFIG_ENV):
+        return True
+    try:
+        return os.stat(CONFIG_FILENAME).st_size > 0 and os.path.isfile(CONFIG_FILENAME)
+    except OSError:
+        return False
 
 
 def implicit_config_refusal(path: str) -> str:
@@ -94,7 +103,14 @@ def cli_settings(
             ExecutorConfig() if executor_entry is None else executor_entry.config.executor_config()
         )
         confines = composition.confines
-    chosen = SandboxMode.parse(mode) if mode is not None else executor.default_mode
+    if mode is not None:
+        chosen = SandboxMode.parse(mode)
+    elif confines:
+        chosen = executor.default_mode
+    else:
+        # A composition that runs commands without a sandbox has one true mode; a
+        # confining mode asked for by flag is refused by the verb (unconfined_refusal).
+        chosen = SandboxMode.DANGER_FULL_ACCESS
     workspace = os.path.realpath(root or executor.fallback_root or os.getcwd())
     if provider is not None and composition is not None:
         provider = trusted_provider(provider, composition.path, (workspace, *host_temp_roots()))
@@ -105,3 +121,15 @@ def cli_settings(
         mode=chosen,
         root=workspace,
     )
+
+
+def unconfined_refusal(composition: Composition | None, settings: CliSettings) -> str | None:
+    """Why `settings.mode` cannot be honoured by `composition` (it runs commands without
+    a sandbox but the mode confines), or None when it can."""
+    if composition is None or settings.confines or not settings.mode.confines:
+        return None
+    from .policy.knobs import unconfined_reason, unconfined_refusal
+
+    executor = composition.executor
+    reason = unconfined_reason(executor.name if executor is not None else None)
+    return unconfined_refusal(f"sandbox mode {settings.mode.value!r}", reason).detail

@@ -9,7 +9,7 @@ from contextlib import AsyncExitStack
 import msgspec
 import trio
 
-from ._cli_config import CliSettings, cli_settings, load_cli_composition
+from ._cli_config import CliSettings, cli_settings, load_cli_composition, unconfined_refusal
 from .approval._chain import Answerer, ApprovalRequest, Decision
 from .approval.answerers import TerminalAnswerer
 from .errors import SandboxUnavailable
@@ -95,12 +95,15 @@ async def _run_asking(
 
 def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -> int:
     """`stockade run`; `answerer` decides `--ask` retries (default: the terminal)."""
-    settings = cli_settings(
-        load_cli_composition(args.config), mode=args.mode, root=args.root, backend=args.backend
-    )
+    composition = load_cli_composition(args.config)
+    settings = cli_settings(composition, mode=args.mode, root=args.root, backend=args.backend)
     policy = ExecutionPolicy(mode=settings.mode, workspace_root=settings.root)
     shown = False
     try:
+        refusal = unconfined_refusal(composition, settings)
+        if refusal is not None:
+            # The composition runs commands without a sandbox: a confining mode would be a lie.
+            raise SandboxUnavailable(refusal)
         if args.ask:
             chosen: Answerer = answerer if answerer is not None else TerminalAnswerer()
             result, shown = trio.run(_run_asking, args, settings, policy, chosen)

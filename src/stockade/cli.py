@@ -154,14 +154,16 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         argv = argv[1:]
     if not argv:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
-    from ._cli_config import cli_settings, load_cli_composition, names_a_config
+    from ._cli_config import cli_settings, load_cli_composition, names_a_config, unconfined_refusal
 
     backend, timeout = args.backend, 10.0
     provider = None
     if names_a_config(args.config):
-        settings = cli_settings(
-            load_cli_composition(args.config), mode=args.mode, root=args.root, backend=backend
-        )
+        composition = load_cli_composition(args.config)
+        settings = cli_settings(composition, mode=args.mode, root=args.root, backend=backend)
+        refusal = unconfined_refusal(composition, settings)
+        if refusal is not None:
+            _unavailable(refusal)
         if settings.mode.confines and settings.provider is None:
             _unavailable(NO_PROVIDER)
         mode, root, provider = settings.mode, settings.root, settings.provider

@@ -34,7 +34,7 @@ from .executor.actor import ExecutorActor, ExecutorClient
 from .executor.config import ExecutorConfig
 from .messages import JobHandle, JobReport, ShellResult
 from .policy.context import PolicyContext
-from .policy.knobs import PolicyDefaults
+from .policy.knobs import PolicyDefaults, unconfined_reason
 from .policy.presets import DEFAULT_PRESETS, PresetTable
 from .sandbox._probe import host_temp_roots
 from .sandbox.actor import ProviderActor, ProviderClient
@@ -415,7 +415,11 @@ def assemble(
         )
         actors.append(approval_actor)
 
-    confining = executor_entry is not None and executor_entry.plugin.confines
+    # Confining is a fact of what runs, not of a name: the executor confines only with a
+    # provider beside it (the loader requires one; a Composition built in code may not).
+    confining = (
+        executor_entry is not None and executor_entry.plugin.confines and provider_actor is not None
+    )
     executor_actor = ExecutorActor(
         config=executor_config,
         provider=provider_actor.client if confining and provider_actor is not None else None,
@@ -430,6 +434,11 @@ def assemble(
             else ApprovalPolicy.NEVER
         ),
         fallback_root=fallback_root,
+        # Without confinement only danger-full-access is true: every path that would
+        # make a session resolve to a confining mode refuses (docs/embedding.md).
+        unconfined=None
+        if confining
+        else unconfined_reason(executor_entry.name if executor_entry is not None else None),
     )
     approval_client = approval_actor.client if approval_actor is not None else None
     fs_tool = None

@@ -25,6 +25,7 @@ from .policy.knobs import (
     KnobState,
     PolicyDefaults,
     SandboxModeSet,
+    check_events_available,
     inherited_overrides,
     knob_state,
     resolve_execution_policy,
@@ -92,6 +93,9 @@ class Session:
         defaults = PolicyDefaults() if defaults is None else defaults
         session_id = new_session_id() if session_id is None else check_session_id(session_id)
         root = _absolute(cwd)
+        # A seed (a parent's overrides) naming a mode this composition cannot honour is
+        # refused before any log exists.
+        check_events_available(seed, defaults, _seeded_what(seed, parent))
         opened = await log.open(session_id)
         try:
             header = SessionHeader(cwd=root, parent=parent)
@@ -112,6 +116,9 @@ class Session:
                     f"session {session_id!r} has workspace root {first.cwd!r}, not {root!r}; "
                     "resume it without a cwd or from its own root"
                 )
+            # A resumed log whose mode confines cannot be honoured by a composition
+            # that runs commands without a sandbox: refuse rather than pretend.
+            check_events_available(events, defaults, f"session {session_id!r}'s sandbox mode")
         except BaseException:
             await log.close(session_id)
             raise
@@ -183,7 +190,9 @@ class Session:
     # --- write paths ------------------------------------------------------------------
 
     async def set_sandbox_mode(self, mode: SandboxMode | str) -> SandboxModeSet | None:
-        return await set_sandbox_mode(self, mode)
+        """Raises SandboxNotMounted (appending nothing) for a confining mode when the
+        composition cannot confine."""
+        return await set_sandbox_mode(self, mode, defaults=self.defaults)
 
     async def set_approval_policy(self, policy: ApprovalPolicy | str) -> ApprovalPolicySet | None:
         return await set_approval_policy(self, policy)
@@ -225,6 +234,12 @@ class Session:
             seed=seed,
             parent=self.id,
         )
+
+
+def _seeded_what(seed: Sequence[SessionEvent], parent: str | None) -> str:
+    if parent is not None:
+        return f"the sandbox mode inherited from session {parent!r}"
+    return "the seeded sandbox mode"
 
 
 @attrs.frozen

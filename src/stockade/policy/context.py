@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ..events import SessionEvent, find_last
 from ..vocab import ApprovalPolicy, SandboxMode, allowed_modes, denial_marker
-from .knobs import PolicyDefaults, knob_state, resolve_workspace_root
+from .knobs import PolicyDefaults, check_mode_available, knob_state, resolve_workspace_root
 
 POLICY_SOURCE = "sandbox:policy"
 
@@ -71,8 +71,31 @@ def _approval_text(mode: SandboxMode, policy: ApprovalPolicy) -> str:
     )
 
 
-def render_policy_context(mode: SandboxMode, workspace_root: str, approval: ApprovalPolicy) -> str:
-    """The message text for a model, stating both values explicitly."""
+UNCONFINED_TEXT = (
+    "This deployment runs shell commands WITHOUT a sandbox: nothing confines them, "
+    "they may read, create, change and delete every file the user can, and no file "
+    "effect is ever refused. No other sandbox mode is available here."
+)
+
+
+def render_policy_context(
+    mode: SandboxMode, workspace_root: str, approval: ApprovalPolicy, *, sandboxed: bool = True
+) -> str:
+    """The message text for a model, stating both values explicitly.
+
+    `sandboxed` False: the composition cannot confine (its only mode is
+    danger-full-access), and the message says that commands run without a sandbox.
+    """
+    if not sandboxed:
+        return "\n".join(
+            [
+                "Current sandbox and approval policy for this session "
+                "(this replaces any earlier policy message):",
+                f"- Sandbox: none. Sandbox mode: {mode.value}. Workspace root: {workspace_root}",
+                f"  {UNCONFINED_TEXT}",
+                f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
+            ]
+        )
     lines = [
         "Current sandbox and approval policy for this session "
         "(this replaces any earlier policy message):",
@@ -103,9 +126,13 @@ def desired_policy_context(
 ) -> PolicyContext:
     """The message the model should currently hold, as an (unstamped) event."""
     state = knob_state(events, defaults)
+    # A log that names a mode this composition cannot honour is never told as if it could.
+    check_mode_available(state.sandbox_mode, defaults, f"sandbox mode {state.sandbox_mode.value!r}")
     root = resolve_workspace_root(session_root, defaults)
     return PolicyContext(
-        text=render_policy_context(state.sandbox_mode, root, state.approval_policy),
+        text=render_policy_context(
+            state.sandbox_mode, root, state.approval_policy, sandboxed=defaults.confines
+        ),
         sandbox_mode=state.sandbox_mode,
         workspace_root=root,
         approval_policy=state.approval_policy,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidPolicy, SandboxUnavailable
 from ..events import EventLog, SessionEvent, append_decided, find_last
 from ..vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
 
@@ -37,15 +37,25 @@ def effective_sandbox_mode(events: Sequence[SessionEvent]) -> SandboxMode | None
 
 
 async def set_sandbox_mode(
-    session: EventLog, mode: SandboxMode | str, *, source: str | None = None
+    session: EventLog,
+    mode: SandboxMode | str,
+    *,
+    source: str | None = None,
+    defaults: PolicyDefaults | None = None,
 ) -> SandboxModeSet | None:
     """Switch the session's sandbox mode: append `sandbox/mode` unless already overridden so.
 
     Returns the committed event, or None when the override already had that value.
     Setting the value the default already gives still appends: it pins the
-    session against a later change of the default.
+    session against a later change of the default. A confining mode under a
+    composition that cannot confine (`defaults`, else the session's own) raises
+    SandboxNotMounted and appends nothing.
     """
     wanted = SandboxMode.parse(mode)
+    if defaults is None:
+        defaults = getattr(session, "defaults", None)
+    if isinstance(defaults, PolicyDefaults):
+        check_mode_available(wanted, defaults, f"sandbox mode {wanted.value!r}")
 
     def decide(events: Sequence[SessionEvent]) -> list[SessionEvent]:
         if effective_sandbox_mode(events) is wanted:
@@ -93,6 +103,52 @@ async def set_approval_policy(
 KNOB_EVENTS: tuple[type[SessionEvent], ...] = (SandboxModeSet, ApprovalPolicySet)
 
 
+# --- compositions that cannot confine ----------------------------------------------------
+
+CONFINING_EXECUTOR = "stockade.bash.sandbox"
+SANDBOX_PROVIDER = "stockade.sandbox.local"
+
+
+class SandboxNotMounted(SandboxUnavailable, InvalidPolicy):
+    """A confining sandbox mode was asked of a composition that runs commands without a
+    sandbox. Nothing was switched, seeded or run.
+
+    A SandboxUnavailable (code SANDBOX_UNAVAILABLE): the CLI exits 125 with it, and a
+    tool call that meets it reports that nothing ran.
+    """
+
+
+def unconfined_reason(executor_name: str | None) -> str:
+    """Why a composition whose executor entry is `executor_name` (None: none) cannot confine."""
+    if executor_name is None:
+        return "it mounts no executor entry, so commands run on the unconfined local executor"
+    return f"its executor {executor_name!r} does not confine the commands it runs"
+
+
+def unconfined_refusal(what: str, unconfined: str) -> SandboxNotMounted:
+    """The error for `what` (e.g. "sandbox mode 'read-only'") under a composition that
+    cannot confine, `unconfined` saying why."""
+    return SandboxNotMounted(
+        f"{what} cannot be honoured: this composition runs commands without a sandbox "
+        f"({unconfined}), so no file effect would be refused; only danger-full-access is "
+        f"true here. To confine commands, mount {CONFINING_EXECUTOR!r} as the executor "
+        f"beside a {SANDBOX_PROVIDER!r} provider entry (docs/configuration.md)"
+    )
+
+
+def check_mode_available(mode: SandboxMode, defaults: PolicyDefaults, what: str) -> None:
+    """Raise SandboxNotMounted when `mode` confines but the composition cannot."""
+    if mode.confines and defaults.unconfined is not None:
+        raise unconfined_refusal(what, defaults.unconfined)
+
+
+def check_events_available(
+    events: Sequence[SessionEvent], defaults: PolicyDefaults, what: str
+) -> None:
+    """Raise SandboxNotMounted when `events` resolve to a mode the composition cannot honour."""
+    check_mode_available(knob_state(events, defaults).sandbox_mode, defaults, what)
+
+
 # --- composition defaults and resolution ------------------------------------------------
 
 
@@ -116,6 +172,20 @@ class PolicyDefaults:
         default=ApprovalPolicy.ASK, converter=ApprovalPolicy.parse
     )
     fallback_root: str = attrs.field(factory=os.getcwd, validator=_absolute_root)
+    # None: the composition confines commands as their mode says. Otherwise why it
+    # cannot (its executor does not confine): then only danger-full-access is true, and
+    # every path that would make a session resolve to a confining mode refuses.
+    unconfined: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        check_mode_available(
+            self.sandbox_mode, self, f"the default sandbox mode {self.sandbox_mode.value!r}"
+        )
+
+    @property
+    def confines(self) -> bool:
+        """Whether a confining mode is enforced (False: commands run without a sandbox)."""
+        return self.unconfined is None
 
 
 @attrs.frozen
@@ -157,8 +227,11 @@ def resolve_execution_policy(
     Mode: explicit (a granted escalation) > session override > composition default.
     Root: the session's cwd > the configured fallback root. Whether an explicit mode
     is strictly wider than the effective one is the caller's check, not this one's.
+    A confining mode under a composition that cannot confine raises SandboxNotMounted
+    (the write paths refuse it first; this keeps a log edited by hand from lying).
     """
     mode = explicit_mode if explicit_mode is not None else knob_state(events, defaults).sandbox_mode
+    check_mode_available(mode, defaults, f"sandbox mode {mode.value!r}")
     return ExecutionPolicy(mode=mode, workspace_root=resolve_workspace_root(session_root, defaults))
 
 

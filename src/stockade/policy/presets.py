@@ -19,7 +19,13 @@ import attrs
 from ..errors import ConfigError
 from ..events import EventLog, SessionEvent, append_decided, find_last
 from ..vocab import ApprovalPolicy, SandboxMode
-from .knobs import ApprovalPolicySet, PolicyDefaults, SandboxModeSet, knob_state
+from .knobs import (
+    ApprovalPolicySet,
+    PolicyDefaults,
+    SandboxModeSet,
+    check_mode_available,
+    knob_state,
+)
 
 CUSTOM = "custom"
 
@@ -159,9 +165,10 @@ def preset_selection(
     """What selecting `name` appends: the preset event plus only the knobs that change.
 
     Empty when both effective values already equal the preset's. Raises
-    UnknownPreset for a name outside `table`.
+    UnknownPreset for a name outside `table`, and SandboxNotMounted for a preset
+    whose mode confines when the composition cannot.
     """
-    preset = table.get(name)
+    preset = _available(table, defaults, name)
     state = knob_state(events, defaults)
     changes: list[SessionEvent] = []
     if state.sandbox_mode is not preset.sandbox_mode:
@@ -171,6 +178,16 @@ def preset_selection(
     if not changes:
         return []
     return [PresetSelected(name=preset.name), *changes]
+
+
+def _available(table: PresetTable, defaults: PolicyDefaults, name: str) -> Preset:
+    preset = table.get(name)
+    check_mode_available(
+        preset.sandbox_mode,
+        defaults,
+        f"preset {name!r} (sandbox mode {preset.sandbox_mode.value!r})",
+    )
+    return preset
 
 
 class PresetSession(EventLog, Protocol):
@@ -188,7 +205,8 @@ async def select_preset(session: PresetSession, name: str) -> tuple[SessionEvent
 
     Returns the committed events (empty for a no-op selection).
     """
-    session.presets.get(name)  # an unknown name fails before reading the log
+    # An unknown name, or a mode this composition cannot honour, fails before reading the log.
+    _available(session.presets, session.defaults, name)
     return await append_decided(
         session, lambda events: preset_selection(events, session.presets, session.defaults, name)
     )

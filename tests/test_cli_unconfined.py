@@ -1,0 +1,113 @@
+"""`stockade run` and `stockade exec` with a composition that cannot confine.
+
+Such a composition (`stockade.bash.local`, or no executor entry at all) has one true
+mode: danger-full-access, its default. A confining mode asked for with --mode exits
+125 with SANDBOX_UNAVAILABLE and runs nothing. The composition lies in a private
+directory beside the workspace, both under /var/tmp (outside every writable root).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .support import stockade
+from .test_cli_config import private_dir, write_config
+
+COMPOSITIONS = {
+    "bash-local": (
+        "- {id: bash, name: stockade.bash.local}\n",
+        "its executor 'stockade.bash.local' does not confine",
+    ),
+    "provider-only": (
+        "- {id: sandbox, name: stockade.sandbox.local}\n",
+        "it mounts no executor entry",
+    ),
+}
+FIX = (
+    "To confine commands, mount 'stockade.bash.sandbox' as the executor beside a "
+    "'stockade.sandbox.local' provider entry"
+)
+
+
+@pytest.fixture(params=sorted(COMPOSITIONS))
+def unconfined(request, scratch):
+    body, why = COMPOSITIONS[request.param]
+    workspace = private_dir(scratch, "work")
+    config = write_config(private_dir(scratch, "conf"), body)
+    return workspace, config, why
+
+
+def one_refusal_line(done, mode: str, why: str) -> None:
+    assert done.returncode == 125, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        f"stockade: SANDBOX_UNAVAILABLE: sandbox mode {mode!r} cannot be honoured: "
+        "this composition runs commands without a sandbox"
+    ), line
+    assert why in line and FIX in line
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+def test_run_refuses_a_confining_mode_and_runs_nothing(unconfined, mode):
+    workspace, config, why = unconfined
+    done = stockade("run", "--config", str(config), "--mode", mode, "echo hi > f", cwd=workspace)
+    one_refusal_line(done, mode, why)
+    assert done.stdout == ""
+    assert not (workspace / "f").exists()
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+def test_run_json_refusal_is_one_error_object(unconfined, mode):
+    workspace, config, why = unconfined
+    done = stockade(
+        "run", "--config", str(config), "--json", "--mode", mode, "echo hi > f", cwd=workspace
+    )
+    assert done.returncode == 125, done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "SANDBOX_UNAVAILABLE"
+    assert error["detail"].startswith(f"sandbox mode {mode!r} cannot be honoured")
+    assert why in error["detail"] and FIX in error["detail"]
+    assert not (workspace / "f").exists()
+
+
+def test_run_ask_refuses_before_anything_runs(unconfined):
+    workspace, config, why = unconfined
+    done = stockade(
+        "run", "--config", str(config), "--ask", "--mode", "read-only", "echo hi > f", cwd=workspace
+    )
+    one_refusal_line(done, "read-only", why)
+    assert not (workspace / "f").exists()
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+def test_exec_refuses_a_confining_mode_and_runs_nothing(unconfined, mode):
+    workspace, config, why = unconfined
+    done = stockade(
+        "exec", "--config", str(config), "--mode", mode, "--", "touch", "f", cwd=workspace
+    )
+    one_refusal_line(done, mode, why)
+    assert done.stdout == ""
+    assert not (workspace / "f").exists()
+
+
+def test_the_default_is_danger_full_access_and_runs(unconfined):
+    workspace, config, _why = unconfined
+    ran = stockade("run", "--config", str(config), "--json", "echo hi > f", cwd=workspace)
+    assert ran.returncode == 0, ran.stderr
+    facts = json.loads(ran.stdout)
+    assert (facts["mode"], facts["backend"], facts["denied"]) == (
+        "danger-full-access",
+        "none",
+        False,
+    )
+    assert (workspace / "f").read_text() == "hi\n"
+    executed = stockade("exec", "--config", str(config), "--", "touch", "g", cwd=workspace)
+    assert executed.returncode == 0, executed.stderr
+    assert (workspace / "g").exists()
+    explicit = stockade(
+        "run", "--config", str(config), "--mode", "danger-full-access", "echo ok", cwd=workspace
+    )
+    assert (explicit.returncode, explicit.stdout) == (0, "ok\n"), explicit.stderr
