@@ -266,6 +266,9 @@ def relinkable(path: str, writable_roots: Sequence[str]) -> str | None:
 
 
 PIN, READ_ONLY, BLOCK = "pin", "read-only", "block"
+# Missing protected names that are directories: blocked by an empty read-only directory
+# (git's discovery skips an empty `.git`); any other missing name by an empty file.
+DIRECTORY_NAMES = (".git", "hooks")
 
 
 class Protection(namedtuple("Protection", "path kind directory", defaults=(False,))):
@@ -352,8 +355,15 @@ def protections(
         blocked = os.path.join(parent, os.path.basename(missing))
         if root_of(blocked) is not None:
             targets.setdefault(blocked, BLOCK)
-            if as_directory or blocked != os.path.realpath(path):
-                # A missing parent of the protected path is a directory.
+            if os.path.lexists(blocked):
+                # A placeholder already there keeps its kind (a mount needs a like target).
+                if os.path.isdir(blocked) and not os.path.islink(blocked):
+                    directories.add(blocked)
+            elif (
+                as_directory
+                or blocked != os.path.realpath(path)  # a missing parent of the path
+                or os.path.basename(blocked) in DIRECTORY_NAMES
+            ):
                 directories.add(blocked)
     # A protection inside another protected path is redundant (and its mount point
     # could not be made in a read-only tree): keep the outermost.

@@ -18,10 +18,12 @@ CMD = ("bash", "-c", "echo hi")
 
 @pytest.fixture
 def roots(tmp_path):
-    """A workspace root with an empty `.git`, a temp root and a place outside both."""
+    """A workspace root with a `.git` holding only HEAD, a temp root and a place outside
+    both. (An EMPTY `.git` is treated as a placeholder: see the placeholder test.)"""
     base = tmp_path.resolve()
     ws = base / "ws"
     (ws / ".git").mkdir(parents=True)
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     temp = base / "temp"
     temp.mkdir()
     outside = base / "outside"
@@ -76,6 +78,7 @@ def test_bwrap_workspace_write_blocks_missing_repository_metadata(roots):
 def test_bwrap_binds_existing_metadata_read_only(roots):
     ws, temp, _ = roots
     (ws / ".git" / "hooks").mkdir()
+    (ws / ".git" / "hooks" / "pre-commit.sample").write_text("#!/bin/sh\n")
     (ws / ".git" / "config").write_text("[core]\n")
     (ws / "Makefile").write_text("all:\n")
     guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
@@ -137,6 +140,7 @@ def test_a_runner_inside_a_root_is_refused_unless_it_is_the_installation(roots):
 
 def test_bwrap_reports_a_dotgit_symlink_as_a_gap(roots):
     ws, temp, outside = roots
+    (ws / ".git" / "HEAD").unlink()
     (ws / ".git").rmdir()
     (outside / "gitdir" / "hooks").mkdir(parents=True)
     (ws / ".git").symlink_to(outside / "gitdir")
@@ -300,7 +304,8 @@ def test_protection_args_per_kind():
         "/r/private",
     ]
     assert a.EMPTY_FILE.endswith("_data/empty") and os.path.getsize(a.EMPTY_FILE) == 0
-    assert a.protection_args(Protection("/r/.git", BLOCK)) == [
+    # Which blockers are directories is the trust base's call, never the name's.
+    assert a.protection_args(Protection("/r/.git", BLOCK, True)) == [
         "--tmpfs",
         "/r/.git",
         "--remount-ro",
@@ -364,12 +369,19 @@ def test_wrap_with_gaps_claims_partial():
 def test_wrap_lists_blockers_for_bwrap_dialects_only():
     blocked = ("/work/project/.git/config", "/work/project/stockade.yml")
     for name in ("bwrap", "runner-command"):
-        wrapped = p.wrap(p.Backend(name, "/b"), POLICY, HOST, CMD, protections=PROTECTIONS)
+        wrapped = p.wrap(
+            p.Backend(name, "/b"), POLICY, HOST, CMD, protections=PROTECTIONS, blockers=blocked
+        )
         assert wrapped.blockers == blocked
         assert wrapped.enforcement is Enforcement.FULL
         assert "/work/project/.git/hooks" in wrapped.argv
     seatbelt = p.wrap(
-        p.Backend("seatbelt", "/usr/bin/sandbox-exec"), POLICY, HOST, CMD, protections=PROTECTIONS
+        p.Backend("seatbelt", "/usr/bin/sandbox-exec"),
+        POLICY,
+        HOST,
+        CMD,
+        protections=PROTECTIONS,
+        blockers=blocked,
     )
     assert seatbelt.blockers == ()
     assert "-DPROTECTED_0=/work/project/.git/hooks" in seatbelt.argv
@@ -387,7 +399,35 @@ def test_guard_output_feeds_wrap(roots):
         protections=guard.protections,
         gaps=guard.gaps,
     )
-    assert set(wrapped.blockers) == {x.path for x in guard.protections if x.kind == BLOCK}
-    assert str(ws / ".git" / "hooks") in wrapped.blockers
+    assert wrapped.blockers == ()  # not passed: the guard's `creates` feeds it
+    with_blockers = p.wrap(
+        p.Backend("bwrap", "/usr/bin/bwrap"),
+        policy,
+        p.HostPaths(temp_roots=(str(temp),)),
+        CMD,
+        protections=guard.protections,
+        blockers=guard.creates,
+    )
+    assert set(with_blockers.blockers) == {x.path for x in guard.protections if x.kind == BLOCK}
+    assert str(ws / ".git" / "hooks") in with_blockers.blockers
     assert os.path.join(str(ws), ".git", "config") in wrapped.argv
     assert wrapped.enforcement is Enforcement.FULL
+
+
+def test_an_empty_placeholder_is_blocked_again_not_nested_into(roots):
+    """`stockade exec` cannot remove bwrap's placeholders: an empty `.git` directory or
+    an empty `stockade.yml` left by an earlier run is blocked again as it is."""
+    ws, temp, _ = roots
+    (ws / ".git" / "HEAD").unlink()  # now an empty directory: a placeholder
+    (ws / "stockade.yml").write_text("")
+    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    by_path = {x.path: x for x in guard.protections}
+    assert by_path[str(ws / ".git")].kind == BLOCK and by_path[str(ws / ".git")].directory
+    assert by_path[str(ws / "stockade.yml")].kind == BLOCK
+    assert not by_path[str(ws / "stockade.yml")].directory
+    assert not any(path.startswith(str(ws / ".git") + "/") for path in by_path)
+    # They existed before this call: not this call's to remove.
+    assert str(ws / ".git") not in guard.creates
+    # A placeholder this process's runner made is counted again.
+    again = guard_call(a.BWRAP, WW, str(ws), [str(temp)], blockers=[str(ws / ".git")])
+    assert str(ws / ".git") in again.creates

@@ -337,7 +337,7 @@ def test_a_missing_protected_path_is_blocked_at_its_first_missing_component(tree
     assert found == (
         Protection(str(ws / ".git"), PIN),
         Protection(str(ws / ".git" / "config"), BLOCK),
-        Protection(str(ws / ".git" / "hooks"), BLOCK),
+        Protection(str(ws / ".git" / "hooks"), BLOCK, True),  # git's hooks: a directory
     )
     assert not any(p.exists for p in found if p.kind == BLOCK)
     assert all(p.exists for p in found if p.kind != BLOCK)

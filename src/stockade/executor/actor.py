@@ -7,7 +7,7 @@ It owns the child processes and the background-job nursery; classification is pu
 from __future__ import annotations
 
 import collections
-import contextlib
+import errno
 import math
 import os
 import stat
@@ -44,18 +44,22 @@ from ._spawn import env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
 
 
-def remove_blocker(path: str) -> None:
-    """Remove a blocker mount point the runner left on the host, if still empty.
+def remove_blocker(path: str) -> bool:
+    """Remove a blocker mount point the runner left on the host, if still empty; False
+    when it is still busy (a sandbox whose pipes closed may still be tearing down).
 
-    An empty directory (or an empty read-only file, for git's config names) is all a
-    blocker ever is on the host; anything else was made by someone else: kept.
+    An empty directory (or an empty file) is all a blocker ever is on the host;
+    anything else was made by someone else: kept.
     """
-    with contextlib.suppress(OSError):
+    try:
         info = os.lstat(path)
         if stat.S_ISDIR(info.st_mode):
             os.rmdir(path)  # refuses a non-empty directory
         elif stat.S_ISREG(info.st_mode) and info.st_size == 0:
             os.unlink(path)
+    except OSError as error:
+        return error.errno != errno.EBUSY
+    return True
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -73,6 +77,8 @@ class ExecutorActor:
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     # Blocker mount points (see Wrapped.blockers) in use by running processes.
     _blockers: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
+    # Blockers no process uses any more that could not be removed yet (still busy).
+    _unused_blockers: set[str] = attrs.field(factory=set, init=False)
     _inbox: Any = attrs.field(init=False)
     _mailbox: Any = attrs.field(init=False)
 
@@ -91,13 +97,16 @@ class ExecutorActor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         # Jobs live in the request nursery: leaving it cancels every job, and each
         # one kills its process group.
-        await serve_forever(
-            self._mailbox,
-            self._serve,
-            task_status=task_status,
-            on_start=self._adopt_nursery,
-            quick=self._quick,
-        )
+        try:
+            await serve_forever(
+                self._mailbox,
+                self._serve,
+                task_status=task_status,
+                on_start=self._adopt_nursery,
+                quick=self._quick,
+            )
+        finally:
+            await self._sweep_blockers_at_exit()
 
     def _quick(self, envelope: Envelope[Any]) -> bool:
         """Reading the job table never waits: answer in the inbox loop."""
@@ -150,7 +159,22 @@ class ExecutorActor:
             self._blockers[path] -= 1
             if self._blockers[path] <= 0:
                 del self._blockers[path]
-                remove_blocker(path)
+                self._unused_blockers.add(path)
+        self._sweep_blockers()
+
+    def _sweep_blockers(self) -> None:
+        for path in sorted(self._unused_blockers, reverse=True):  # the deepest first
+            if path in self._blockers or remove_blocker(path):
+                self._unused_blockers.discard(path)
+
+    async def _sweep_blockers_at_exit(self) -> None:
+        """Last chance for blockers whose sandbox was still tearing down: a short,
+        bounded wait, shielded (the harness is leaving)."""
+        with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+            while self._unused_blockers:
+                self._sweep_blockers()
+                if self._unused_blockers:
+                    await trio.sleep(0.02)
 
     async def _spawn(
         self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts

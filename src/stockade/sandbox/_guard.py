@@ -18,10 +18,11 @@ from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
 PROTECTING_BACKENDS = (BWRAP, RUNNER_COMMAND, SEATBELT)
 
 
-class Guard(namedtuple("Guard", "protections gaps refusal")):
+class Guard(namedtuple("Guard", "protections gaps refusal creates", defaults=((),))):
     """protections (tuple[Protection, ...]) for the argv builder; gaps (tuple[str, ...]):
     what stays unenforced, making the claim partial; refusal (str | None): why the call
-    must not run at all."""
+    must not run at all; creates (tuple[str, ...]): the blockers whose mount points the
+    runner will create on the host (missing now), for the executor to remove later."""
 
     __slots__ = ()
 
@@ -34,6 +35,16 @@ def _relative(path: str, roots: Sequence[str]) -> str:
         if is_under(path, root) and path != root:
             return os.path.relpath(path, root)
     return path
+
+
+def _prefixes_inside(path: str, roots: Sequence[str]) -> list[str]:
+    """`path` and its parents that lie strictly inside one of `roots`."""
+    found = []
+    current = os.path.normpath(path)
+    while current != "/" and any(is_under(current, r) and current != r for r in roots):
+        found.append(current)
+        current = os.path.dirname(current)
+    return found
 
 
 def runner_refusal(
@@ -101,7 +112,22 @@ def guard_call(
             f"{link} is a symlink inside a writable root: what it protects can be re-pointed"
             for link in links
         )
-        return Guard(protections((*metadata, *own, *files), roots, blockers), gaps, None)
+        # An empty directory or file standing at a protected path (or a directory on
+        # its way) is a placeholder an earlier runner left (`stockade exec` cannot
+        # clean up): block it again rather than nest new placeholders inside it.
+        placeholders = {
+            prefix for path in metadata for prefix in _prefixes_inside(path, real_roots)
+        }
+        binds = protections((*metadata, *own, *files), roots, (*blockers, *placeholders))
+        # Ours to remove later: what is missing now, or a placeholder this process's
+        # runner made (still in use by an earlier call: counted again).
+        known = set(blockers)
+        creates = tuple(
+            p.path
+            for p in binds
+            if p.kind == "block" and (p.path in known or not os.path.lexists(p.path))
+        )
+        return Guard(binds, gaps, None, creates)
     if backend != LANDLOCK:
         return NO_GUARD
 

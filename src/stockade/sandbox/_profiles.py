@@ -38,13 +38,27 @@ LANDLOCK_RULES: Final = (
     ),
 )
 BWRAP_RULES: Final = (RunnerFailureRule(exit_codes=None, fatal_signatures=("bwrap:",)),)
+# bwrap runs the launcher as its filter stage (`--filters-only`): its failures too.
+BWRAP_FILTERED_RULES: Final = (
+    *BWRAP_RULES,
+    RunnerFailureRule(exit_codes=frozenset({125}), fatal_signatures=("landlock-run:",)),
+)
 SEATBELT_RULES: Final = (RunnerFailureRule(exit_codes=None, fatal_signatures=("sandbox-exec:",)),)
 
 # Effects Landlock cannot govern on any ABI: the launcher seals them with seccomp in
 # read-only mode, but workspace-write must allow them inside the root, so there they
 # stay ungoverned outside it too (tests/launcher: test_landlock_does_not_govern_...).
 LANDLOCK_METADATA_EFFECTS: Final = ("chmod", "chown", "utimes", "xattr", "inode flags")
-LANDLOCK_FULL_ABI: Final = 5  # truncate from ABI 3, device ioctl from ABI 5
+# Truncate from ABI 3, device ioctl from ABI 5, signal and abstract-socket scoping from 6.
+LANDLOCK_FULL_ABI: Final = 6
+# Without a private IPC namespace the launcher refuses creating, removing and changing
+# host IPC objects (seccomp); using the ones that exist is not refused.
+LANDLOCK_SHARED_IPC_GAP: Final = (
+    "existing host IPC objects (sending to and receiving from message queues, "
+    "attaching shared memory, semaphore operations)"
+)
+# bwrap without its filter stage (the launcher is missing): nothing refuses the bits.
+BWRAP_UNFILTERED_GAP: Final = "setuid and setgid bits inside the writable roots"
 
 
 @attrs.frozen
@@ -54,18 +68,33 @@ class HostPaths:
     temp_roots: tuple[str, ...] = ("/tmp",)
 
 
-def landlock_enforcement(mode: SandboxMode, abi: int) -> tuple[Enforcement, tuple[str, ...]]:
-    """What the launcher governs under `mode` on `abi`, and the effects it leaves open."""
+def landlock_enforcement(
+    mode: SandboxMode, abi: int, *, private_ipc: bool = True
+) -> tuple[Enforcement, tuple[str, ...]]:
+    """What the launcher governs under `mode` on `abi`, and the effects it leaves open.
+
+    `private_ipc`: the probe found the launcher can give commands an IPC namespace of
+    their own (CAP_SYS_ADMIN, or a user namespace), so `--private-ipc` is passed.
+    """
     ungoverned: list[str] = []
     if abi < 3:
         ungoverned.append("truncate")
-    if abi < LANDLOCK_FULL_ABI:
+    if abi < 5:
         ungoverned.append("device ioctl")
+    if abi < LANDLOCK_FULL_ABI:
+        ungoverned += ["signals to host processes", "abstract unix sockets"]
+    if not private_ipc:
+        ungoverned.append(LANDLOCK_SHARED_IPC_GAP)
     if mode is not SandboxMode.READ_ONLY:
         ungoverned += [
             f"{effect} outside the writable roots" for effect in LANDLOCK_METADATA_EFFECTS
         ]
     return (Enforcement.PARTIAL if ungoverned else Enforcement.FULL), tuple(ungoverned)
+
+
+def bwrap_gaps(launcher: str | None) -> tuple[str, ...]:
+    """What bwrap leaves open: nothing with its filter stage, setuid bits without."""
+    return () if launcher else (BWRAP_UNFILTERED_GAP,)
 
 
 @attrs.frozen
@@ -86,6 +115,10 @@ class Backend:
     # The descriptor holding the sealed copy (`runner` names it); the provider closes
     # it when it stops.
     sealed_fd: int | None = None
+    # bwrap: the launcher run inside it as the filter stage (on disk; None: missing).
+    launcher: str | None = None
+    # Landlock: the probe found a private IPC namespace possible (`--private-ipc`).
+    private_ipc: bool = True
 
 
 def wrap(
@@ -97,12 +130,14 @@ def wrap(
     new_session: bool = False,
     protections: tuple[Protection, ...] = (),
     gaps: tuple[str, ...] = (),
+    blockers: tuple[str, ...] = (),
 ) -> Wrapped:
     """The Wrapped reply for `argv` under `policy` on the selected `backend`.
 
     `new_session` (bwrap dialects) detaches the command from a terminal the caller
     keeps; the Landlock launcher refuses TIOCSTI itself. `protections` and `gaps`
-    come from the trust base (`_guard`): binds to add, and what stays unenforced.
+    come from the trust base (`_guard`): binds to add, and what stays unenforced;
+    `blockers` are the mount points the runner will create on the host.
     """
     confined = confined_argv(
         backend.name,
@@ -136,9 +171,7 @@ def wrap(
         denial_signatures=denial,
         runner_failure_rules=rules,
         gaps=all_gaps,
-        blockers=tuple(p.path for p in protections if p.kind == "block")
-        if backend.name in ("bwrap", "runner-command")
-        else (),
+        blockers=blockers if backend.name in ("bwrap", "runner-command") else (),
         writable=writable_roots(policy.mode, policy.workspace_root, host.temp_roots),
         protected=tuple(p.path for p in protections if p.kind != "pin"),
     )

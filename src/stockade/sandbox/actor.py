@@ -133,10 +133,16 @@ class ProviderActor:
         )
         if guard.refusal is not None:
             raise SandboxUnavailable(guard.refusal)
-        self._blockers.update(p.path for p in guard.protections if p.kind == "block")
+        self._blockers.update(guard.creates)
         policy = SandboxPolicy(mode=message.policy.mode, workspace_root=root)
         return wrap(
-            backend, policy, self.host, message.argv, protections=guard.protections, gaps=guard.gaps
+            backend,
+            policy,
+            self.host,
+            message.argv,
+            protections=guard.protections,
+            gaps=guard.gaps,
+            blockers=guard.creates,
         )
 
     async def _describe(self) -> ProviderReport:
