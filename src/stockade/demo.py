@@ -16,6 +16,7 @@ from typing import Any
 import trio
 
 from .approval.answerers import ScriptedAnswerer, TerminalAnswerer
+from .approval.render import one_line, visible
 from .harness import AgentSession, harness_registry, open_harness
 from .sessionlog.show import run_show
 
@@ -33,17 +34,24 @@ class Transcript:
     def step(self, title: str) -> None:
         self.out.write("\n" + self._paint("1;36", f"== {title}") + "\n")
 
+    # What the agent sent and what came back is shown through approval.render: a
+    # person answering an escalation (--interactive) reads these lines first.
+
     def agent(self, tool: str, arguments: dict[str, Any]) -> None:
-        shown = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
+        shown = ", ".join(f"{key}={_argument(value)}" for key, value in arguments.items())
         self.out.write(self._paint("33", f"agent  -> {tool}({shown})") + "\n")
 
     def tool(self, text: str) -> None:
-        for line in text.splitlines():
+        for line in visible(text.removesuffix("\n")).lines if text else ():
             painted = self._paint("31", line) if line.startswith("[sandbox:") else line
             self.out.write(f"   <- {painted}\n")
 
     def note(self, text: str) -> None:
         self.out.write(self._paint("2", text) + "\n")
+
+
+def _argument(value: Any) -> str:
+    return f"'{one_line(value)}'" if isinstance(value, str) else one_line(repr(value))
 
 
 async def _call(show: Transcript, session: AgentSession, tool: str, **arguments: Any) -> Any:

@@ -3,13 +3,17 @@ and a scripted list for tests and the demo."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import termios
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import attrs
 import trio
 
+from . import render
 from ._chain import Answer, ApprovalRequest, Decision
 
 
@@ -88,26 +92,77 @@ class ScriptedAnswerer:
         return _as_answer(self.decisions.pop(0), self.name)
 
 
-def _open_terminal() -> Any | None:
+class Tty:
+    """The controlling terminal, opened unbuffered on one read-write descriptor.
+
+    Not `open("/dev/tty", "r+")`: a text file in update mode needs a seekable
+    stream, and a terminal is not one (io.UnsupportedOperation).
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, text: str) -> int:
+        data = text.encode("utf-8", errors="replace")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+    def discard_typeahead(self) -> None:
+        """Drop keys typed before the question was shown: they cannot answer it."""
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcflush(self.fd, termios.TCIFLUSH)
+
+    def readline(self) -> str:
+        line = bytearray()
+        while True:
+            byte = os.read(self.fd, 1)
+            if not byte:
+                break
+            line += byte
+            if byte == b"\n":
+                break
+        return line.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Tty:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _open_terminal() -> Tty | None:
     try:
-        return open("/dev/tty", "r+", encoding="utf-8", errors="replace")
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return None
+    if not os.isatty(fd):
+        os.close(fd)
+        return None
+    return Tty(fd)
 
 
 def render_prompt(request: ApprovalRequest) -> str:
-    return (
-        "\nstockade: the agent asks to run a command with wider file access, once.\n"
-        f"  command:   {request.command}\n"
-        f"  why:       {request.justification}\n"
-        f"  mode:      {request.current_mode.value} -> {request.requested_mode.value}\n"
-        "Allow this command once? [y/N] "
-    )
+    """The question as text (every hidden character escaped): `render.render_prompt`."""
+    return render.render_prompt(request)
 
 
 @attrs.frozen
 class TerminalAnswerer:
-    """Shows the request on the controlling terminal and reads y/N; no terminal => unavailable."""
+    """Shows the request on the controlling terminal and reads y/N; no terminal => unavailable.
+
+    The command and justification are rendered by `approval.render`: every character
+    a terminal would hide or act on is shown escaped.
+    """
 
     name: str = "terminal"
     opener: Callable[[], Any | None] = _open_terminal
@@ -119,7 +174,13 @@ class TerminalAnswerer:
 
         def ask() -> str:
             with terminal:
-                terminal.write(render_prompt(request))
+                discard = getattr(terminal, "discard_typeahead", None)
+                if discard is not None:
+                    discard()
+                # A real terminal also gets the reset that undoes hiding state earlier
+                # output may have left (render.TERMINAL_RESET).
+                shown = render.terminal_prompt if isinstance(terminal, Tty) else render_prompt
+                terminal.write(shown(request))
                 terminal.flush()
                 return terminal.readline()
 
