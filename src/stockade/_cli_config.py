@@ -128,8 +128,8 @@ def unconfined_refusal(composition: Composition | None, settings: CliSettings) -
     a sandbox but the mode confines), or None when it can."""
     if composition is None or settings.confines or not settings.mode.confines:
         return None
-    from .policy.knobs import unconfined_reason, unconfined_refusal
+    from .policy import knobs
 
     executor = composition.executor
-    reason = unconfined_reason(executor.name if executor is not None else None)
-    return unconfined_refusal(f"sandbox mode {settings.mode.value!r}", reason).detail
+    reason = knobs.unconfined_reason(executor.name if executor is not None else None)
+    return knobs.unconfined_refusal(f"sandbox mode {settings.mode.value!r}", reason).detail

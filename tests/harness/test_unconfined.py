@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from stockade import InvalidPolicy, SandboxUnavailable, StockadeError, open_harness
-from stockade.policy import PolicyDefaults, SandboxModeSet
-from stockade.policy.knobs import SandboxNotMounted
+from stockade.policy import PolicyDefaults, SandboxModeSet, SandboxNotMounted
 from stockade.vocab import SandboxMode
 
 from .conftest import composition

@@ -11,6 +11,7 @@ from .knobs import ApprovalPolicySet as ApprovalPolicySet
 from .knobs import KnobState as KnobState
 from .knobs import PolicyDefaults as PolicyDefaults
 from .knobs import SandboxModeSet as SandboxModeSet
+from .knobs import SandboxNotMounted as SandboxNotMounted
 from .knobs import effective_approval_policy as effective_approval_policy
 from .knobs import effective_sandbox_mode as effective_sandbox_mode
 from .knobs import inherited_overrides as inherited_overrides
@@ -51,6 +52,7 @@ __all__ = [
     "PresetSelected",
     "PresetTable",
     "SandboxModeSet",
+    "SandboxNotMounted",
     "UnknownPreset",
     "check_preset_requirements",
     "current_preset",
