@@ -1,17 +1,19 @@
 """Pure classification: was it the runner that failed, the kernel that refused, or neither.
 
 Runner failure outranks denial, which outranks an ordinary result; a spawn error is
-blamed on the runner only with attributable evidence (see docs/executor.md).
+blamed on the runner only with attributable evidence (see docs/executor.md). Whether
+a denial signature means the sandbox refused is `_denials`' question.
 """
 
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from ..messages import RunnerFailureRule
+from ._denials import PathFacts, attribute, refusals
 
 RUNNER_SPAWN_ERRNOS = frozenset({errno.ENOENT, errno.EACCES})
 
@@ -54,8 +56,25 @@ def runner_failure_line(
 
 
 def is_denied(denial_signatures: Iterable[str], stderr: str) -> bool:
-    """Whether the backend's kernel refused a file effect (its text is in stderr)."""
+    """The signature alone: the backend's denial text is somewhere in stderr.
+
+    What a line decides when no path can be recovered from it (and the whole rule
+    when no evidence is given)."""
     return any(signature in stderr for signature in denial_signatures)
+
+
+@attrs.frozen
+class Evidence:
+    """What attributes a signature line to the sandbox besides its text: the call's
+    writable roots and protected paths (real paths, as the profile was built), the
+    host facts about the paths the lines name, whether the command may have left its
+    workdir (`moved`) and whether it sends stderr to stdout (`merged`)."""
+
+    writable: tuple[str, ...]
+    protected: tuple[str, ...]
+    paths: Mapping[str, PathFacts] = attrs.field(factory=dict)
+    moved: bool = False
+    merged: bool = False
 
 
 @attrs.frozen
@@ -75,9 +94,29 @@ def classify(
     denial_signatures: Iterable[str],
     exit_code: int | None,
     stderr: str,
+    *,
+    stdout: str = "",
+    evidence: Evidence | None = None,
 ) -> Verdict:
-    """Runner failure outranks denial; a denial is a fact beside any exit code."""
+    """Runner failure outranks denial; a denial is a fact beside any exit code.
+
+    Without `evidence` a signature in stderr is a denial. With it, a signature line
+    is a denial when `_denials.attribute` finds the sandbox refused it (a stdout line
+    too, when the command merged stderr into it); an unrecoverable stderr line still
+    is one.
+    """
     line = runner_failure_line(rules, exit_code, stderr)
     if line is not None:
         return Verdict(runner_failure=line, denied=False)
-    return Verdict(runner_failure=None, denied=is_denied(denial_signatures, stderr))
+    if evidence is None:
+        return Verdict(runner_failure=None, denied=is_denied(denial_signatures, stderr))
+    denied = attribute(
+        refusals(denial_signatures, stderr, stdout),
+        evidence.paths,
+        evidence.writable,
+        evidence.protected,
+        exit_code=exit_code,
+        moved=evidence.moved,
+        merged=evidence.merged,
+    )
+    return Verdict(runner_failure=None, denied=denied)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import attrs
 
 from ..messages import RunnerFailureRule, ShellResult, Wrapped
 from ..vocab import Enforcement, SandboxMode
 from ._buffer import OutputBuffer
-from ._classify import Verdict, classify
+from ._classify import Evidence, Verdict, classify, runner_failure_line
+from ._denials import changes_directory, merges_stderr, refusals
+from ._evidence import gather
 
 UNCONFINED = "none"
 
@@ -25,9 +29,16 @@ class WrapFacts:
     blockers: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
+    # Where the command ran and what it was: a relative path in a denial line is
+    # resolved against `workdir`, unless `command` may have changed directory.
+    # None: no attribution (the signature alone decides).
+    workdir: str | None = None
+    command: str = ""
 
     @classmethod
-    def from_wrapped(cls, mode: SandboxMode, wrapped: Wrapped) -> WrapFacts:
+    def from_wrapped(
+        cls, mode: SandboxMode, wrapped: Wrapped, *, workdir: str | None = None, command: str = ""
+    ) -> WrapFacts:
         return cls(
             mode=mode,
             backend=wrapped.backend,
@@ -38,6 +49,8 @@ class WrapFacts:
             blockers=wrapped.blockers,
             writable=wrapped.writable,
             protected=wrapped.protected,
+            workdir=workdir,
+            command=command,
         )
 
     @classmethod
@@ -48,8 +61,43 @@ class WrapFacts:
     def confined(self) -> bool:
         return self.backend != UNCONFINED
 
-    def judge(self, exit_code: int | None, stderr: str) -> Verdict:
-        return classify(self.runner_failure_rules, self.denial_signatures, exit_code, stderr)
+    def judge(self, exit_code: int | None, stderr: str, stdout: str = "") -> Verdict:
+        """Classify a settled process; host facts are gathered only for the paths of
+        lines that carry a denial signature (usually none: then nothing is asked)."""
+        evidence = None
+        if (
+            self.workdir is not None
+            and self._mentions_signature(stderr, stdout)
+            and runner_failure_line(self.runner_failure_rules, exit_code, stderr) is None
+        ):
+            evidence = self.evidence(stderr, stdout)
+        return classify(
+            self.runner_failure_rules,
+            self.denial_signatures,
+            exit_code,
+            stderr,
+            stdout=stdout,
+            evidence=evidence,
+        )
+
+    def _mentions_signature(self, stderr: str, stdout: str) -> bool:
+        seen = (stderr, stdout) if merges_stderr(self.command) else (stderr,)
+        return any(signature in text for signature in self.denial_signatures for text in seen)
+
+    def evidence(self, stderr: str, stdout: str) -> Evidence:
+        """The impure part of attribution: facts about the paths signature lines name."""
+        assert self.workdir is not None
+        merged = merges_stderr(self.command)
+        found = refusals(self.denial_signatures, stderr, stdout if merged else "")
+        if not found:
+            return Evidence(writable=self.writable, protected=self.protected)
+        return Evidence(
+            writable=tuple(os.path.realpath(root) for root in self.writable),
+            protected=tuple(os.path.realpath(path) for path in self.protected),
+            paths=gather(found, self.workdir),
+            moved=changes_directory(self.command),
+            merged=merged,
+        )
 
 
 def settled_result(
@@ -63,11 +111,11 @@ def settled_result(
     duration: float,
 ) -> ShellResult:
     """The ShellResult of a settled process, classified by its own wrap facts."""
-    stderr_text = stderr.text()
-    verdict = facts.judge(exit_code, stderr_text)
+    stderr_text, stdout_text = stderr.text(), stdout.text()
+    verdict = facts.judge(exit_code, stderr_text, stdout_text)
     return ShellResult(
         exit_code=exit_code,
-        stdout=stdout.text(),
+        stdout=stdout_text,
         stderr=stderr_text,
         denied=verdict.denied,
         runner_failed=verdict.runner_failed,

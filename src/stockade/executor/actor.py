@@ -151,7 +151,13 @@ class ExecutorActor:
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
         wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
         self._blockers.update(wrapped.blockers)
-        return wrapped.argv, WrapFacts.from_wrapped(spec.policy.mode, wrapped)
+        facts = WrapFacts.from_wrapped(
+            spec.policy.mode,
+            wrapped,
+            workdir=spec.workdir or spec.policy.workspace_root,
+            command=spec.command,
+        )
+        return wrapped.argv, facts
 
     def _release(self, facts: WrapFacts) -> None:
         """The process of `facts` is gone: remove the blockers no other process uses."""

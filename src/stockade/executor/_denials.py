@@ -1,0 +1,293 @@
+"""Pure denial attribution: did the SANDBOX refuse the effect a signature line reports?
+
+A backend's denial text ("Read-only file system", "Permission denied", ...) is also
+what the same failure prints without any sandbox: a 0444 file, a script without its
+x bit, a genuinely read-only mount. So a line carrying a signature counts as a
+denial only when the path it names lies where the mode forbids the effect AND the
+caller could have done it without the sandbox. Three steps, the middle one impure:
+
+1. `refusals` (here): each line carrying a signature, with the paths it names and
+   the kind of effect its wording reports (or no paths: unrecoverable).
+2. `_evidence.gather`: host facts about those paths only (real path, access).
+3. `attribute` (here): the verdict, from the lines, the facts and the call's roots.
+
+docs/executor.md ("Denials") states the rule; tests/executor/test_denials.py and the
+real-kernel table tests/precision/test_denials.py hold it.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from ..trust import is_under
+
+
+class Effect(enum.Enum):
+    """What the refused operation did to the file system."""
+
+    WRITE = "write"  # create a file or write its contents (the default reading)
+    ENTRY = "entry"  # remove or rename a directory entry: changes its directory
+    METADATA = "metadata"  # chmod, chown, utimes: needs ownership, not write access
+    READ = "read"  # enter, read or execute: no sandbox here refuses these
+
+
+class Attribution(enum.Enum):
+    SANDBOX = "sandbox"  # the mode forbids it and nothing else would have refused it
+    ORDINARY = "ordinary"  # it fails the same without a sandbox, or the mode allows it
+    UNKNOWN = "unknown"  # the line names no path we can trust: the signature decides
+
+
+@attrs.frozen
+class Refusal:
+    """One output line carrying a denial signature, as far as its wording tells."""
+
+    line: str
+    signature: str
+    on_stdout: bool
+    effect: Effect = Effect.WRITE
+    # The paths the line names, as printed; None when none can be recovered.
+    paths: tuple[str, ...] | None = None
+    # The shell's own message (`bash: line 1: PATH: ...`): may be a failed exec.
+    shell: bool = False
+    # Taken from an unquoted bare word (`cat: f: ...`): only trusted when it exists
+    # or has a slash (`ping: socket: ...` names no file).
+    weak: bool = False
+
+
+@attrs.frozen
+class PathFacts:
+    """What the host says about one path a refusal names (see `_evidence.gather`)."""
+
+    # Real location of what a write reaches: symlinks resolved, a missing tail kept.
+    target: str
+    # Real location of the directory entry itself: its parent resolved, its name kept.
+    entry: str
+    exists: bool
+    # The caller could do it without any sandbox (its own uid, the mount's flags):
+    writable: bool  # write the target (a missing one: create it in its directory)
+    entry_changeable: bool  # remove or rename the entry (not a host mount point)
+    metadata_changeable: bool  # change its mode, owner or times
+    # An existing regular file the caller may not execute (a failed exec, not a write).
+    unexecutable: bool = False
+
+
+# --- step 1: the lines ---------------------------------------------------------------
+
+# "Device or resource busy" (bwrap) is removing or renaming a mount point: an entry effect.
+ENTRY_SIGNATURES = ("Device or resource busy",)
+
+_QUOTED = re.compile(r"'([^']*)'|\u2018([^\u2019]*)\u2019|\"([^\"]*)\"")
+_PYTHON = re.compile(r"^\w+(?:\.\w+)*: \[Errno \d+\] (?P<message>[^:\[\]]+): (?P<rest>.+)$")
+_SHELL = re.compile(r"^(?P<shell>[^:\s]+): (?:line )?\d+: (?P<rest>.+)$")
+_ENTRY_WORDS = re.compile(r"\b(?:remove|move|rename|unlink|rmdir|overwrite)\b", re.IGNORECASE)
+_METADATA_WORDS = re.compile(
+    r"\b(?:changing|setting|cannot change|failed to preserve) "
+    r"(?:permissions|ownership|group|times|mode)\b",
+    re.IGNORECASE,
+)
+# Unquoted `VERB ... PATH` endings: sed's temporary file, git's lock, dash's redirect.
+_PHRASE = re.compile(
+    r"^(?:cannot|can't|could not|couldn't|unable to|failed to)\b.*?\s(?P<path>\S+)$",
+    re.IGNORECASE,
+)
+_DASH_REDIRECT = "cannot create "
+# Builtins whose failures are reads (a directory search, a sourced file, an exec).
+_READ_BUILTINS = frozenset({"cd", "pushd", "source", ".", "exec"})
+
+
+def _quoted(text: str) -> tuple[str, ...] | None:
+    """The quoted names in `text`; None when one uses an escape we do not undo."""
+    if "'\\''" in text or "$'" in text:
+        return None
+    names = tuple(
+        next(group for group in match.groups() if group is not None)
+        for match in _QUOTED.finditer(text)
+    )
+    if any("\\" in name or not name for name in names):
+        return None
+    if " => " in text and names:
+        names = names[:1]  # ln: 'LINK' => 'TARGET': only the link is created
+    return names
+
+
+def _effect(wording: str, signature: str) -> Effect:
+    if signature in ENTRY_SIGNATURES or _ENTRY_WORDS.search(wording):
+        return Effect.ENTRY
+    if _METADATA_WORDS.search(wording):
+        return Effect.METADATA
+    return Effect.WRITE
+
+
+def parse_line(line: str, signature: str, *, on_stdout: bool = False) -> Refusal:
+    """What one signature-bearing line says: its paths and effect, when recoverable."""
+    unknown = Refusal(line=line, signature=signature, on_stdout=on_stdout)
+    text = line.strip()
+    python = _PYTHON.match(text)
+    if python is not None:
+        if python["message"] != signature:
+            return unknown
+        names = _quoted(python["rest"])
+        if not names or len(names) > 2:
+            return unknown
+        effect = Effect.ENTRY if len(names) == 2 or signature in ENTRY_SIGNATURES else Effect.WRITE
+        return attrs.evolve(unknown, effect=effect, paths=names)
+    suffix = ": " + signature
+    if not text.endswith(suffix):
+        return unknown
+    head = text[: -len(suffix)]
+    shell = _SHELL.match(head)
+    if shell is not None:
+        rest = shell["rest"]
+        if rest.startswith(_DASH_REDIRECT):  # dash: `sh: 1: cannot create PATH: ...`
+            rest = rest[len(_DASH_REDIRECT) :]
+        builtin, _, after = rest.partition(": ")
+        if after and builtin in _READ_BUILTINS:
+            return attrs.evolve(unknown, effect=Effect.READ, paths=(after,), shell=True)
+        if after or not rest:
+            return unknown
+        return attrs.evolve(unknown, effect=_effect("", signature), paths=(rest,), shell=True)
+    effect = _effect(head, signature)
+    names = _quoted(head)
+    if names is None:
+        return unknown
+    if names:
+        return attrs.evolve(unknown, effect=effect, paths=names[:2])
+    segments = head.split(": ")
+    last = segments[-1]
+    if len(segments) == 1:
+        # `PATH: MESSAGE` with no program name (git init): a path only with a slash.
+        if "/" in last and not any(c.isspace() for c in last):
+            return attrs.evolve(unknown, effect=effect, paths=(last,))
+        return unknown
+    if last and not any(c.isspace() for c in last):
+        return attrs.evolve(unknown, effect=effect, paths=(last,), weak=True)
+    phrase = _PHRASE.match(last)
+    if phrase is not None:
+        return attrs.evolve(unknown, effect=effect, paths=(phrase["path"],), weak=True)
+    return unknown
+
+
+def refusals(signatures: Iterable[str], stderr: str, stdout: str = "") -> tuple[Refusal, ...]:
+    """Every line of either stream that carries one of `signatures`, parsed."""
+    signatures = tuple(s for s in signatures if s)
+    found: list[Refusal] = []
+    for text, on_stdout in ((stderr, False), (stdout, True)):
+        if not any(signature in text for signature in signatures):
+            continue  # the common case: nothing to parse at all
+        for line in text.splitlines():
+            signature = next((s for s in signatures if s in line), None)
+            if signature is not None:
+                found.append(parse_line(line, signature, on_stdout=on_stdout))
+    return tuple(found)
+
+
+# A relative path is resolved against the call's working directory; a command that
+# may have moved elsewhere first makes that unreliable (the path is then unknown).
+_MOVES = re.compile(
+    r"(?:^|[\s;&|({!`]|\$\()(?:cd|pushd|popd)(?=$|[\s;&|)])|\s-C\s?\S|--git-dir|--work-tree"
+    r"|--directory|chdir|\bcwd="
+)
+
+
+def changes_directory(command: str) -> bool:
+    """Whether `command` may run something in another directory than its workdir."""
+    return _MOVES.search(command) is not None
+
+
+# `2>&1`, `|&`, `&>`-free forms that send stderr to where stdout goes.
+_MERGES = re.compile(r"2>\s*&\s*1|\|&|2>\s*/dev/stdout|2>\s*/proc/self/fd/1|exec\s+2>&")
+
+
+def merges_stderr(command: str) -> bool:
+    """Whether `command` sends (some) stderr to stdout: only then can a refusal the
+    sandbox caused reach stdout, so only then is stdout read for one."""
+    return _MERGES.search(command) is not None
+
+
+# --- step 3: the verdict -----------------------------------------------------------------
+
+
+def _forbidden(location: str, writable: Iterable[str], protected: Iterable[str]) -> bool:
+    """The mode forbids writing at `location`: outside every root, or protected."""
+    return not any(is_under(location, root) for root in writable) or any(
+        is_under(location, path) for path in protected
+    )
+
+
+def _entry_forbidden(entry: str, writable: Iterable[str], protected: tuple[str, ...]) -> bool:
+    """The mode forbids removing or renaming `entry`: its directory is forbidden, or
+    the entry is (or holds) a protected path, which bwrap keeps as a mount point."""
+    parent = os.path.dirname(entry) or "/"
+    return _forbidden(parent, writable, protected) or any(
+        is_under(path, entry) for path in protected
+    )
+
+
+def attribute_line(
+    refusal: Refusal,
+    facts: Mapping[str, PathFacts],
+    writable: tuple[str, ...],
+    protected: tuple[str, ...],
+    *,
+    exit_code: int | None = None,
+    moved: bool = False,
+) -> Attribution:
+    """The verdict on one line. SANDBOX iff some named path is where the mode forbids
+    the effect AND every named path allowed it without the sandbox."""
+    if refusal.paths is None:
+        return Attribution.UNKNOWN
+    if refusal.effect is Effect.READ:
+        return Attribution.ORDINARY
+    forbidden, possible = False, True
+    for path in refusal.paths:
+        found = facts.get(path)
+        if found is None or (moved and not path.startswith("/")):
+            return Attribution.UNKNOWN
+        if refusal.weak and not found.exists and "/" not in path:
+            return Attribution.UNKNOWN
+        if refusal.shell and exit_code == 126 and found.unexecutable:
+            return Attribution.ORDINARY  # the shell could not exec it: a sandbox never refuses that
+        match refusal.effect:
+            case Effect.ENTRY:
+                forbidden |= _entry_forbidden(found.entry, writable, protected)
+                possible &= found.entry_changeable
+            case Effect.METADATA:
+                forbidden |= _forbidden(found.target, writable, protected)
+                possible &= found.metadata_changeable
+            case _:
+                forbidden |= _forbidden(found.target, writable, protected)
+                possible &= found.writable
+    return Attribution.SANDBOX if forbidden and possible else Attribution.ORDINARY
+
+
+def attribute(
+    found: Iterable[Refusal],
+    facts: Mapping[str, PathFacts],
+    writable: tuple[str, ...],
+    protected: tuple[str, ...],
+    *,
+    exit_code: int | None = None,
+    moved: bool = False,
+    merged: bool = False,
+) -> bool:
+    """Denied: a line the sandbox is proved to have refused, or an unrecoverable
+    stderr line (there the signature alone decides, as it always did). A stdout line
+    counts only when the command merged its stderr into stdout (`2>&1`, `|&`), and
+    then only with its proof: stdout is otherwise data (a log, a grep, an echo) and
+    must not raise a denial by quoting one."""
+    for refusal in found:
+        if refusal.on_stdout and not merged:
+            continue
+        verdict = attribute_line(
+            refusal, facts, writable, protected, exit_code=exit_code, moved=moved
+        )
+        if verdict is Attribution.SANDBOX:
+            return True
+        if verdict is Attribution.UNKNOWN and not refusal.on_stdout:
+            return True
+    return False
