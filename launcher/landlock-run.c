@@ -1,15 +1,33 @@
 /*
  * landlock-run: run a command under a Landlock filesystem sandbox.
  *
- *   landlock-run [--ro PATH]... [--rw PATH]... [--seal-metadata] -- ARGV...
+ *   landlock-run [--ro PATH]... [--rw PATH]... [--seal-metadata] [--private-ipc] -- ARGV...
+ *   landlock-run --filters-only [--seal-metadata] -- ARGV...
  *   landlock-run --probe
  *
  * The child may read and execute beneath --ro paths, do anything the running
  * Landlock ABI can govern beneath --rw paths, and nothing else on the
- * filesystem.  Before exec, every capability is dropped and no_new_privs is
- * set, so a root caller is confined just like anyone else.  --seal-metadata
- * adds a seccomp filter for the metadata changes Landlock does not govern
- * (mode, owner, timestamps, extended attributes, inode flags).
+ * filesystem.  On ABI >= 6 it may neither signal nor connect to an abstract
+ * Unix socket of a process outside its Landlock domain.  Before exec, every
+ * capability is dropped and no_new_privs is set, so a root caller is confined
+ * just like anyone else.
+ *
+ * Seccomp filters, each killing foreign-architecture and x32 calls:
+ *  - always: no TIOCSTI/TIOCLINUX (typing into the caller's terminal); no
+ *    setuid/setgid bit set or created (chmod family, open/creat/mkdir/mknod
+ *    with the bits), openat2 (its mode is out of a filter's sight) and
+ *    io_uring (it would bypass every filter) refused;
+ *  - without --private-ipc: no SysV or POSIX IPC object of the host created,
+ *    removed or changed (--private-ipc instead gives the child an IPC namespace
+ *    of its own: directly with CAP_SYS_ADMIN, else inside a user namespace
+ *    mapping only the caller's uid and gid; it fails if neither works);
+ *  - --seal-metadata (read-only): the metadata changes Landlock does not govern
+ *    (mode, owner, timestamps, extended attributes), and every ioctl but an
+ *    allowlist of terminal, file-query and socket-query requests.
+ *
+ * --filters-only installs the always-on filters (and the seal when asked) and
+ * nothing else: for a runner that already confines files, drops capabilities
+ * and makes IPC private (bwrap), run inside it.
  *
  * Any failure of the launcher itself exits 125 without running the child and
  * prints exactly one line, starting "landlock-run: ", on stderr.
@@ -20,6 +38,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,10 +80,17 @@ struct open_how {
 #define __NR_landlock_restrict_self 446
 #endif
 
-/* Only the first member: the kernel accepts this prefix on every ABI. */
+/* The struct grows with the ABI; ruleset_attr_size() passes the prefix each ABI knows. */
 struct landlock_ruleset_attr {
 	uint64_t handled_access_fs;
+	uint64_t handled_access_net;	/* ABI 4 */
+	uint64_t scoped;		/* ABI 6 */
 };
+
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#define NET_ABI 4
+#define SCOPE_ABI 6
 
 struct landlock_path_beneath_attr {
 	uint64_t allowed_access;
@@ -89,13 +115,15 @@ struct landlock_path_beneath_attr {
 #define ACCESS_FILE_ONLY (ACCESS_EXECUTE | ACCESS_WRITE_FILE | ACCESS_READ_FILE | \
 			  ACCESS_TRUNCATE | ACCESS_IOCTL_DEV)
 
-/* Below this ABI, truncate(2) and device ioctls escape the sandbox. */
-#define FULL_ENFORCEMENT_ABI 5
+/* Below this ABI, truncate(2) (3), device ioctls (5), or signals and abstract Unix
+ * sockets reaching host processes (6) escape the sandbox. */
+#define FULL_ENFORCEMENT_ABI SCOPE_ABI
 
 /* ---- Capability and securebits UAPI ---- */
 
 #define CAPABILITY_VERSION_3 0x20080522
 #define CAP_SETPCAP 8
+#define CAP_SYS_ADMIN 21
 
 struct cap_header {
 	uint32_t version;
@@ -145,6 +173,8 @@ struct seccomp_data {
 #define BPF_LD_W_ABS 0x20	/* BPF_LD | BPF_W | BPF_ABS */
 #define BPF_JEQ_K 0x15		/* BPF_JMP | BPF_JEQ | BPF_K */
 #define BPF_JGE_K 0x35		/* BPF_JMP | BPF_JGE | BPF_K */
+#define BPF_JSET_K 0x45		/* BPF_JMP | BPF_JSET | BPF_K */
+#define BPF_AND_K 0x54		/* BPF_ALU | BPF_AND | BPF_K */
 #define BPF_RET_K 0x06		/* BPF_RET | BPF_K */
 
 #if defined(__x86_64__)
@@ -157,15 +187,67 @@ struct seccomp_data {
 #error "unsupported architecture: add its AUDIT_ARCH and metadata syscalls"
 #endif
 
-/* The filter reads the low 32 bits of a 64-bit syscall argument. */
+/* The filters read the low 32 bits of a 64-bit syscall argument. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-	       "the seccomp filter assumes a little-endian seccomp_data");
-#define ARG1_LOW_WORD offsetof(struct seccomp_data, args[1])
+	       "the seccomp filters assume a little-endian seccomp_data");
+#define ARG_LOW_WORD(n) offsetof(struct seccomp_data, args[n])
 
-/* Inode-flag ioctls (chattr), include/uapi/linux/fs.h. */
-#define FS_IOC_SETFLAGS 0x40086602U
-#define FS_IOC32_SETFLAGS 0x40046602U
-#define FS_IOC_FSSETXATTR 0x401c5820U
+/*
+ * Every filter starts here: syscall numbers are only meaningful for the native
+ * arch, so an i386 (int 0x80) or x32 call kills the process.  Leaves the syscall
+ * number in the accumulator.
+ */
+#ifdef __x86_64__
+#define X32_GUARD \
+	{ BPF_JGE_K, 0, 1, 0x40000000U }, \
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS },
+#else
+#define X32_GUARD
+#endif
+#define ARCH_GUARD \
+	{ BPF_LD_W_ABS, 0, 0, offsetof(struct seccomp_data, arch) }, \
+	{ BPF_JEQ_K, 1, 0, AUDIT_ARCH_NATIVE }, \
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS }, \
+	{ BPF_LD_W_ABS, 0, 0, offsetof(struct seccomp_data, nr) }, \
+	X32_GUARD
+
+#define RET_ALLOW { BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW }
+/* EACCES, so the shell reports "Permission denied" as for Landlock's own denials. */
+#define RET_DENY { BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EACCES }
+
+/* The syscall (number in the accumulator) fails with `err`. */
+#define REFUSE_WITH(nr, err) \
+	{ BPF_JEQ_K, 0, 1, (nr) }, \
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | (err) }
+#define DENY(nr) REFUSE_WITH(nr, EACCES)
+
+/* The syscall is refused when argument `arg` has any of `bits`; else allowed. */
+#define DENY_IF_BITS(nr, arg, bits) \
+	{ BPF_JEQ_K, 0, 4, (nr) }, \
+	{ BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(arg) }, \
+	{ BPF_JSET_K, 0, 1, (bits) }, \
+	RET_DENY, \
+	RET_ALLOW
+
+/* Refused when `flags_arg` has any of `flags` and `mode_arg` any of `bits`. */
+#define DENY_IF_BOTH(nr, flags_arg, flags, mode_arg, bits) \
+	{ BPF_JEQ_K, 0, 6, (nr) }, \
+	{ BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(flags_arg) }, \
+	{ BPF_JSET_K, 0, 3, (flags) }, \
+	{ BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(mode_arg) }, \
+	{ BPF_JSET_K, 0, 1, (bits) }, \
+	RET_DENY, \
+	RET_ALLOW
+
+/* Refused when command argument `arg` (IPC_64 masked off) is `a` or `b`. */
+#define DENY_IF_CMD(nr, arg, a, b) \
+	{ BPF_JEQ_K, 0, 6, (nr) }, \
+	{ BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(arg) }, \
+	{ BPF_AND_K, 0, 0, ~(uint32_t)IPC_64 }, \
+	{ BPF_JEQ_K, 2, 0, (a) }, \
+	{ BPF_JEQ_K, 1, 0, (b) }, \
+	RET_ALLOW, \
+	RET_DENY
 
 /* Generic syscall numbers newer than the libc headers we build against. */
 #ifndef __NR_fchmodat2
@@ -181,22 +263,81 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define __NR_file_setattr 469
 #endif
 
-/* EACCES, so the shell reports "Permission denied" as for Landlock's own denials. */
-#define DENY(nr) \
-	{ BPF_JEQ_K, 0, 1, (nr) }, \
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EACCES }
+/*
+ * Always installed (both runners, every confining mode): a setuid or setgid file
+ * made by a confined command (root owns what root makes) would run with its
+ * owner's privileges for whoever executes it later, outside the sandbox.
+ * open/openat carry the mode only with O_CREAT or O_TMPFILE; openat2 hides it in a
+ * struct a filter cannot read, so it is refused with ENOSYS (callers fall back to
+ * openat); io_uring would issue opens past every filter.
+ */
+#define SPECIAL_MODE_BITS (S_ISUID | S_ISGID)
+#define CREATING_FLAGS (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
+
+static const struct sock_filter setid_filter[] = {
+	ARCH_GUARD
+#ifdef __NR_chmod
+	DENY_IF_BITS(__NR_chmod, 1, SPECIAL_MODE_BITS),
+#endif
+	DENY_IF_BITS(__NR_fchmod, 1, SPECIAL_MODE_BITS),
+	DENY_IF_BITS(__NR_fchmodat, 2, SPECIAL_MODE_BITS),
+	DENY_IF_BITS(__NR_fchmodat2, 2, SPECIAL_MODE_BITS),
+#ifdef __NR_creat
+	DENY_IF_BITS(__NR_creat, 1, SPECIAL_MODE_BITS),
+#endif
+#ifdef __NR_open
+	DENY_IF_BOTH(__NR_open, 1, CREATING_FLAGS, 2, SPECIAL_MODE_BITS),
+#endif
+	DENY_IF_BOTH(__NR_openat, 2, CREATING_FLAGS, 3, SPECIAL_MODE_BITS),
+#ifdef __NR_mkdir
+	DENY_IF_BITS(__NR_mkdir, 1, SPECIAL_MODE_BITS),
+#endif
+	DENY_IF_BITS(__NR_mkdirat, 2, SPECIAL_MODE_BITS),
+#ifdef __NR_mknod
+	DENY_IF_BITS(__NR_mknod, 1, SPECIAL_MODE_BITS),
+#endif
+	DENY_IF_BITS(__NR_mknodat, 2, SPECIAL_MODE_BITS),
+	REFUSE_WITH(__NR_openat2, ENOSYS),
+	DENY(__NR_io_uring_setup),
+	RET_ALLOW,
+};
+
+/*
+ * Without a private IPC namespace: no host IPC object may be created, removed or
+ * have its owner or mode changed.  Using an existing one (sending, receiving,
+ * attaching, semaphore operations) stays possible; the caller claims it.
+ */
+#define IPC_CREAT 01000
+#define IPC_RMID 0
+#define IPC_SET 1
+#define IPC_64 0x100
+
+static const struct sock_filter ipc_filter[] = {
+	ARCH_GUARD
+	DENY_IF_BITS(__NR_mq_open, 1, O_CREAT),
+	DENY(__NR_mq_unlink),
+	DENY_IF_BITS(__NR_msgget, 1, IPC_CREAT),
+	DENY_IF_BITS(__NR_semget, 2, IPC_CREAT),
+	DENY_IF_BITS(__NR_shmget, 2, IPC_CREAT),
+	DENY_IF_CMD(__NR_msgctl, 1, IPC_RMID, IPC_SET),
+	DENY_IF_CMD(__NR_semctl, 2, IPC_RMID, IPC_SET),
+	DENY_IF_CMD(__NR_shmctl, 1, IPC_RMID, IPC_SET),
+	RET_ALLOW,
+};
+
+/*
+ * --seal-metadata (read-only): no metadata change is legitimate anywhere.  ioctl
+ * is an allowlist: an inode can be changed by requests no list of known ones
+ * would keep up with (FS_IOC_SETVERSION rewrites the generation and ctime), so
+ * only terminal, file-query and socket-query requests pass.  The kernel
+ * truncates the request to 32 bits; so do we.
+ */
+#define ALLOW_IOCTL(request) \
+	{ BPF_JEQ_K, 0, 1, (request) }, \
+	RET_ALLOW
 
 static const struct sock_filter seal_filter[] = {
-	/* Syscall numbers are only meaningful for the native arch. */
-	{ BPF_LD_W_ABS, 0, 0, offsetof(struct seccomp_data, arch) },
-	{ BPF_JEQ_K, 1, 0, AUDIT_ARCH_NATIVE },
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS },
-	{ BPF_LD_W_ABS, 0, 0, offsetof(struct seccomp_data, nr) },
-#ifdef __x86_64__
-	/* x32 calls share the x86_64 audit arch but use other numbers. */
-	{ BPF_JGE_K, 0, 1, 0x40000000U },
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS },
-#endif
+	ARCH_GUARD
 #ifdef __NR_chmod
 	DENY(__NR_chmod),
 #endif
@@ -234,37 +375,81 @@ static const struct sock_filter seal_filter[] = {
 	/* io_uring performs setxattr without passing through this filter. */
 	DENY(__NR_io_uring_setup),
 	{ BPF_JEQ_K, 1, 0, __NR_ioctl },
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW },
-	/* The kernel truncates the ioctl command to 32 bits; so do we. */
-	{ BPF_LD_W_ABS, 0, 0, ARG1_LOW_WORD },
-	DENY(FS_IOC_SETFLAGS),
-	DENY(FS_IOC32_SETFLAGS),
-	DENY(FS_IOC_FSSETXATTR),
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW },
+	RET_ALLOW,
+	{ BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(1) },
+	/* Terminals: termios (and termios2), flush/drain, window size, job control. */
+	ALLOW_IOCTL(0x5401U),		/* TCGETS */
+	ALLOW_IOCTL(0x5402U),		/* TCSETS */
+	ALLOW_IOCTL(0x5403U),		/* TCSETSW */
+	ALLOW_IOCTL(0x5404U),		/* TCSETSF */
+	ALLOW_IOCTL(0x802C542AU),	/* TCGETS2 */
+	ALLOW_IOCTL(0x402C542BU),	/* TCSETS2 */
+	ALLOW_IOCTL(0x402C542CU),	/* TCSETSW2 */
+	ALLOW_IOCTL(0x402C542DU),	/* TCSETSF2 */
+	ALLOW_IOCTL(0x5409U),		/* TCSBRK (tcdrain) */
+	ALLOW_IOCTL(0x540AU),		/* TCXONC (tcflow) */
+	ALLOW_IOCTL(0x540BU),		/* TCFLSH (tcflush) */
+	ALLOW_IOCTL(0x540FU),		/* TIOCGPGRP */
+	ALLOW_IOCTL(0x5410U),		/* TIOCSPGRP */
+	ALLOW_IOCTL(0x5411U),		/* TIOCOUTQ, SIOCOUTQ */
+	ALLOW_IOCTL(0x5413U),		/* TIOCGWINSZ */
+	ALLOW_IOCTL(0x5414U),		/* TIOCSWINSZ */
+	ALLOW_IOCTL(0x5429U),		/* TIOCGSID */
+	/* Any descriptor: pending bytes, blocking, async, close-on-exec. */
+	ALLOW_IOCTL(0x541BU),		/* FIONREAD, SIOCINQ */
+	ALLOW_IOCTL(0x5421U),		/* FIONBIO */
+	ALLOW_IOCTL(0x5452U),		/* FIOASYNC */
+	ALLOW_IOCTL(0x5451U),		/* FIOCLEX */
+	ALLOW_IOCTL(0x5450U),		/* FIONCLEX */
+	/* Files: reads of flags, generation, fsxattr, block size, extents. */
+	ALLOW_IOCTL(0x80086601U),	/* FS_IOC_GETFLAGS */
+	ALLOW_IOCTL(0x80046601U),	/* FS_IOC32_GETFLAGS */
+	ALLOW_IOCTL(0x80087601U),	/* FS_IOC_GETVERSION */
+	ALLOW_IOCTL(0x80047601U),	/* FS_IOC32_GETVERSION */
+	ALLOW_IOCTL(0x801C581FU),	/* FS_IOC_FSGETXATTR */
+	ALLOW_IOCTL(0x00000002U),	/* FIGETBSZ */
+	ALLOW_IOCTL(0xC020660BU),	/* FS_IOC_FIEMAP */
+	/* Sockets: interface and timestamp queries (every SIOCS* stays refused). */
+	ALLOW_IOCTL(0x8905U),		/* SIOCATMARK */
+	ALLOW_IOCTL(0x8906U),		/* SIOCGSTAMP */
+	ALLOW_IOCTL(0x8907U),		/* SIOCGSTAMPNS */
+	ALLOW_IOCTL(0x8910U),		/* SIOCGIFNAME */
+	ALLOW_IOCTL(0x8912U),		/* SIOCGIFCONF */
+	ALLOW_IOCTL(0x8913U),		/* SIOCGIFFLAGS */
+	ALLOW_IOCTL(0x8915U),		/* SIOCGIFADDR */
+	ALLOW_IOCTL(0x8917U),		/* SIOCGIFDSTADDR */
+	ALLOW_IOCTL(0x8919U),		/* SIOCGIFBRDADDR */
+	ALLOW_IOCTL(0x891BU),		/* SIOCGIFNETMASK */
+	ALLOW_IOCTL(0x891DU),		/* SIOCGIFMETRIC */
+	ALLOW_IOCTL(0x8921U),		/* SIOCGIFMTU */
+	ALLOW_IOCTL(0x8927U),		/* SIOCGIFHWADDR */
+	ALLOW_IOCTL(0x8933U),		/* SIOCGIFINDEX */
+	ALLOW_IOCTL(0x8935U),		/* SIOCGIFPFLAGS */
+	ALLOW_IOCTL(0x8942U),		/* SIOCGIFTXQLEN */
+	ALLOW_IOCTL(0x8970U),		/* SIOCGIFMAP */
+	RET_DENY,
 };
 
 /*
- * Always installed: a confined command may hold the caller's terminal (stockade
- * exec), and TIOCSTI/TIOCLINUX would let it type into that terminal's shell,
- * outside the sandbox.  No command needs either.
+ * Always installed, last (so its EPERM is the answer where another filter also
+ * refuses): a confined command may hold the caller's terminal (stockade exec), and
+ * TIOCSTI/TIOCLINUX would let it type into that terminal's shell, outside the
+ * sandbox.  No command needs either.
  */
 #define TIOCSTI 0x5412U
 #define TIOCLINUX 0x541CU
 
 static const struct sock_filter tty_filter[] = {
-	{ BPF_LD_W_ABS, 0, 0, offsetof(struct seccomp_data, arch) },
-	{ BPF_JEQ_K, 1, 0, AUDIT_ARCH_NATIVE },
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS },
-	{ BPF_LD_W_ABS, 0, 0, offsetof(struct seccomp_data, nr) },
+	ARCH_GUARD
 	{ BPF_JEQ_K, 1, 0, __NR_ioctl },
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW },
-	{ BPF_LD_W_ABS, 0, 0, ARG1_LOW_WORD },
-	{ BPF_JEQ_K, 0, 1, TIOCSTI },
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM },
-	{ BPF_JEQ_K, 0, 1, TIOCLINUX },
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM },
-	{ BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW },
+	RET_ALLOW,
+	{ BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(1) },
+	REFUSE_WITH(TIOCSTI, EPERM),
+	REFUSE_WITH(TIOCLINUX, EPERM),
+	RET_ALLOW,
 };
+
+#define FILTER(name) (name), sizeof(name) / sizeof((name)[0])
 
 /* ---- Failure reporting ---- */
 
@@ -323,11 +508,27 @@ static uint64_t handled_access_for_abi(int abi)
 	return access;
 }
 
-static int create_ruleset(uint64_t handled)
+/* The prefix of the attribute struct the running ABI knows (older kernels reject more). */
+static size_t ruleset_attr_size(int abi)
 {
-	struct landlock_ruleset_attr attr = { .handled_access_fs = handled };
+	if (abi >= SCOPE_ABI)
+		return sizeof(struct landlock_ruleset_attr);
+	if (abi >= NET_ABI)
+		return offsetof(struct landlock_ruleset_attr, scoped);
+	return offsetof(struct landlock_ruleset_attr, handled_access_net);
+}
 
-	return (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof(attr), 0U);
+/*
+ * From ABI 6 the domain is also scoped: no signal to, and no connection to an
+ * abstract Unix socket of, a process outside it (the harness, host processes).
+ */
+static int create_ruleset(int abi)
+{
+	struct landlock_ruleset_attr attr = { .handled_access_fs = handled_access_for_abi(abi) };
+
+	if (abi >= SCOPE_ABI)
+		attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+	return (int)syscall(__NR_landlock_create_ruleset, &attr, ruleset_attr_size(abi), 0U);
 }
 
 static int restrict_self(int ruleset_fd)
@@ -376,14 +577,15 @@ static void add_path_rule(int ruleset_fd, const char *path, uint64_t access)
 
 /* ---- Privileges ---- */
 
-static int has_setpcap(void)
+/* Whether an effective capability below 32 is held. */
+static int has_capability(int cap)
 {
 	struct cap_header hdr = { CAPABILITY_VERSION_3, 0 };
 	struct cap_data data[2];
 
 	if (syscall(SYS_capget, &hdr, data) != 0)
 		fatal("capget: %s", strerror(errno));
-	return (data[0].effective >> CAP_SETPCAP) & 1;
+	return (data[0].effective >> cap) & 1;
 }
 
 /* With an empty bounding set, no exec (setuid root included) can regain a capability. */
@@ -418,7 +620,7 @@ static void drop_capabilities(void)
 	struct cap_data none[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
 
 	/* Both steps need CAP_SETPCAP; an unprivileged caller has nothing to drop there. */
-	if (has_setpcap()) {
+	if (has_capability(CAP_SETPCAP)) {
 		drop_bounding_set();
 		lock_securebits();
 	}
@@ -432,6 +634,52 @@ static void drop_capabilities(void)
 		fatal("cannot clear ambient capabilities: %s", strerror(errno));
 	if (syscall(SYS_capset, &hdr, none) != 0)
 		fatal("cannot drop capabilities: %s", strerror(errno));
+}
+
+/* ---- IPC ---- */
+
+static int write_proc_self(const char *name, const char *text)
+{
+	char path[64];
+	int fd, err = 0;
+	size_t len = strlen(text);
+
+	snprintf(path, sizeof(path), "/proc/self/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (write(fd, text, len) != (ssize_t)len)
+		err = errno ? errno : EIO;
+	close(fd);
+	return err;
+}
+
+/*
+ * Give this process (and so the command) an IPC namespace of its own: SysV
+ * objects and POSIX message queues (the mqueue file system is per IPC
+ * namespace) of the host are then out of sight.  With CAP_SYS_ADMIN directly;
+ * otherwise inside a new user namespace that maps only the caller's uid and gid
+ * (files of other owners then show as the overflow uid, as under bwrap).
+ * Returns 0 or an errno.
+ */
+static int private_ipc(void)
+{
+	char map[64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int err;
+
+	if (has_capability(CAP_SYS_ADMIN) && unshare(CLONE_NEWIPC) == 0)
+		return 0;
+	if (unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0)
+		return errno;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	if ((err = write_proc_self("uid_map", map)) != 0)
+		return err;
+	if ((err = write_proc_self("setgroups", "deny")) != 0)
+		return err;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	return write_proc_self("gid_map", map);
 }
 
 /* ---- Program lookup ---- */
@@ -506,6 +754,7 @@ struct options {
 	int *writable;
 	int npaths;
 	int seal_metadata;
+	int private_ipc;
 	char **argv;
 };
 
@@ -526,6 +775,8 @@ static void parse_options(int argc, char **argv, struct options *opt)
 		}
 		if (strcmp(arg, "--seal-metadata") == 0) {
 			opt->seal_metadata = 1;
+		} else if (strcmp(arg, "--private-ipc") == 0) {
+			opt->private_ipc = 1;
 		} else if (strcmp(arg, "--ro") == 0 || strcmp(arg, "--rw") == 0) {
 			if (i + 1 == argc)
 				fatal("%s needs a path", arg);
@@ -549,32 +800,46 @@ static void install_filter(const struct sock_filter *filter, size_t length, cons
 		fatal("cannot install the %s: %s", what, strerror(errno));
 }
 
+/*
+ * The filters every confined command gets.  Among filters that refuse the same
+ * call, the one installed last gives the errno: the terminal guard goes last.
+ */
+static void install_filters(int seal_metadata, int filter_ipc)
+{
+	/* Required to filter syscalls (and to restrict ourselves) without CAP_SYS_ADMIN. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		fatal("cannot set no_new_privs: %s", strerror(errno));
+	if (seal_metadata)
+		install_filter(FILTER(seal_filter), "metadata seal");
+	if (filter_ipc)
+		install_filter(FILTER(ipc_filter), "IPC filter");
+	install_filter(FILTER(setid_filter), "setuid guard");
+	install_filter(FILTER(tty_filter), "terminal guard");
+}
+
 static _Noreturn void run(int argc, char **argv)
 {
 	struct options opt = { 0 };
 	uint64_t handled;
 	char *program;
-	int abi, ruleset_fd;
+	int abi, ruleset_fd, err;
 
 	parse_options(argc, argv, &opt);
 	abi = require_landlock_abi("");
 	handled = handled_access_for_abi(abi);
-	ruleset_fd = create_ruleset(handled);
+	ruleset_fd = create_ruleset(abi);
 	if (ruleset_fd < 0)
 		fatal("cannot create a Landlock ruleset: %s", strerror(errno));
 	/* Paths are opened while we still hold the caller's privileges. */
 	for (int i = 0; i < opt.npaths; i++)
 		add_path_rule(ruleset_fd, opt.paths[i],
 			      opt.writable[i] ? handled : ACCESS_READ_ONLY);
+	/* Before the capabilities go: unsharing needs CAP_SYS_ADMIN (or a user namespace). */
+	if (opt.private_ipc && (err = private_ipc()) != 0)
+		fatal("cannot make a private IPC namespace: %s", strerror(err));
 
 	drop_capabilities();
-	/* Required to restrict ourselves (and to filter syscalls) without CAP_SYS_ADMIN. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		fatal("cannot set no_new_privs: %s", strerror(errno));
-	install_filter(tty_filter, sizeof(tty_filter) / sizeof(tty_filter[0]), "terminal guard");
-	if (opt.seal_metadata)
-		install_filter(seal_filter, sizeof(seal_filter) / sizeof(seal_filter[0]),
-			       "metadata seal");
+	install_filters(opt.seal_metadata, !opt.private_ipc);
 	if (restrict_self(ruleset_fd) != 0)
 		fatal("cannot enforce the Landlock ruleset: %s", strerror(errno));
 	close(ruleset_fd);
@@ -585,6 +850,32 @@ static _Noreturn void run(int argc, char **argv)
 		fputs("landlock-run: partial enforcement (older Landlock ABI)\n", stderr);
 	execv(program, opt.argv);
 	fatal("cannot execute %s: %s", opt.argv[0], strerror(errno));
+}
+
+/*
+ * --filters-only [--seal-metadata] -- ARGV: inside a runner (bwrap) that already
+ * confines files, holds no capability and gave the command an IPC namespace of
+ * its own; only the seccomp filters are added.
+ */
+static _Noreturn void filters_only(int argc, char **argv)
+{
+	int seal_metadata = 0, i = 2;
+	char *program;
+
+	if (i < argc && strcmp(argv[i], "--seal-metadata") == 0) {
+		seal_metadata = 1;
+		i++;
+	}
+	if (i == argc)
+		fatal("missing -- before the command");
+	if (strcmp(argv[i], "--") != 0)
+		fatal("--filters-only takes only --seal-metadata, not %s", argv[i]);
+	if (i + 1 == argc)
+		fatal("no command given after --");
+	install_filters(seal_metadata, 0);
+	program = resolve_program(argv[i + 1]);
+	execv(program, argv + i + 1);
+	fatal("cannot execute %s: %s", argv[i + 1], strerror(errno));
 }
 
 /* ---- Probe ---- */
@@ -621,7 +912,7 @@ static int refused(const char *path, int flags)
 /* Runs in the forked child: confine ourselves with no rules and try to escape. */
 static enum probe_status probe_child(int abi)
 {
-	int ruleset_fd = create_ruleset(handled_access_for_abi(abi));
+	int ruleset_fd = create_ruleset(abi);
 
 	if (ruleset_fd < 0)
 		return PROBE_NO_RULESET;
@@ -642,7 +933,8 @@ static void on_alarm(int sig)
 	(void)sig;
 }
 
-static void wait_for_probe(pid_t child)
+/* The child's exit status; a hang, a signal or a failed wait is fatal. */
+static int wait_for_child(pid_t child)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };
 	int status;
@@ -660,9 +952,28 @@ static void wait_for_probe(pid_t child)
 	alarm(0);
 	if (WIFSIGNALED(status))
 		fatal("probe failed: killed by signal %d", WTERMSIG(status));
-	if (WEXITSTATUS(status) != PROBE_ENFORCED)
-		fatal("probe failed: %s", WEXITSTATUS(status) < PROBE_STATUS_COUNT
-		      ? probe_failures[WEXITSTATUS(status)] : "unexpected exit status");
+	return WEXITSTATUS(status);
+}
+
+static void wait_for_probe(pid_t child)
+{
+	int status = wait_for_child(child);
+
+	if (status != PROBE_ENFORCED)
+		fatal("probe failed: %s", status < PROBE_STATUS_COUNT
+		      ? probe_failures[status] : "unexpected exit status");
+}
+
+/* Whether --private-ipc would work for this caller (tried in a throwaway child). */
+static int private_ipc_works(void)
+{
+	pid_t child = fork();
+
+	if (child < 0)
+		fatal("probe failed: fork: %s", strerror(errno));
+	if (child == 0)
+		_exit(private_ipc() == 0 ? 0 : 1);
+	return wait_for_child(child) == 0;
 }
 
 static int probe(void)
@@ -675,8 +986,9 @@ static int probe(void)
 	if (child == 0)
 		_exit(probe_child(abi));
 	wait_for_probe(child);
-	if (printf("landlock-run: probe ok: abi=%d enforcement=%s\n", abi,
-		   abi >= FULL_ENFORCEMENT_ABI ? "full" : "partial") < 0 ||
+	if (printf("landlock-run: probe ok: abi=%d enforcement=%s ipc=%s\n", abi,
+		   abi >= FULL_ENFORCEMENT_ABI ? "full" : "partial",
+		   private_ipc_works() ? "private" : "filtered") < 0 ||
 	    fflush(stdout) != 0)
 		fatal("probe failed: cannot write the report: %s", strerror(errno));
 	return 0;
@@ -689,5 +1001,7 @@ int main(int argc, char **argv)
 			fatal("--probe takes no other arguments");
 		return probe();
 	}
+	if (argc >= 2 && strcmp(argv[1], "--filters-only") == 0)
+		filters_only(argc, argv);
 	run(argc, argv);
 }

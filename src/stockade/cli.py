@@ -178,7 +178,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
 
     from .sandbox._argv import confined_argv
     from .sandbox._guard import guard_call
-    from .sandbox._probe import choose, host_temp_roots, resolve_workspace_root
+    from .sandbox._probe import choose, filter_launcher, host_temp_roots, resolve_workspace_root
     from .trust import installation_paths
 
     root = resolve_workspace_root(root)
@@ -218,6 +218,9 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         argv,
         new_session=True,
         protections=guard.protections,
+        # bwrap's filter stage; the Landlock launcher's IPC namespace where it can make one.
+        launcher=filter_launcher(),
+        private_ipc=selected.ipc == "private",
     )
     _execute(list(confined), runner_is_argv0=True)
 

@@ -12,8 +12,10 @@ failure message, never the verdict.
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import errno
 import fcntl
+import mmap
 import os
 import socket
 import struct
@@ -47,6 +49,46 @@ RNDADDTOENTCNT = 0x40045201
 # x86_64 numbers; other architectures report ENOSYS, which still counts as refused.
 NR_INIT_MODULE = 175
 NR_FINIT_MODULE = 313
+NR_FCHMODAT2 = 452
+NR_OPENAT2 = 437
+FS_IOC_SETVERSION = 0x40087602
+FS_IOC_GETVERSION = 0x80087601
+IPC_CREAT = 0o1000
+IPC_RMID = 0
+IPC_SET = 1
+# i386 (int 0x80) numbers: the same call under another ABI's numbering.
+I386_CHMOD = 15
+MAP_32BIT = 0x40
+
+for _name, _types in {
+    "msgget": (ctypes.c_int, ctypes.c_int),
+    "semget": (ctypes.c_int, ctypes.c_int, ctypes.c_int),
+    "shmget": (ctypes.c_int, ctypes.c_size_t, ctypes.c_int),
+    "msgctl": (ctypes.c_int, ctypes.c_int, ctypes.c_void_p),
+    "semctl": (ctypes.c_int, ctypes.c_int, ctypes.c_int),
+    "shmctl": (ctypes.c_int, ctypes.c_int, ctypes.c_void_p),
+    "msgsnd": (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int),
+    "shmat": (ctypes.c_int, ctypes.c_void_p, ctypes.c_int),
+}.items():
+    getattr(libc, _name).argtypes = _types
+libc.shmat.restype = ctypes.c_void_p
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = (
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_long,
+)
+# POSIX message queues: in libc since glibc 2.34, in librt before (and in musl's libc).
+_mq = (
+    libc
+    if hasattr(libc, "mq_open")
+    else ctypes.CDLL(ctypes.util.find_library("rt"), use_errno=True)
+)
+_mq.mq_open.argtypes = (ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p)
+_mq.mq_unlink.argtypes = (ctypes.c_char_p,)
 
 
 def _errno_name(number: int) -> str:
@@ -255,6 +297,169 @@ def userns_tmpfs_over(directory: str) -> str:
     return directory
 
 
+# --- kernel surfaces: IPC objects, setuid bits, inode ioctls, signals, foreign ABIs ---
+
+
+def mq_create(name: str) -> str:
+    fd = _mq.mq_open(name.encode(), os.O_CREAT | os.O_RDWR, 0o600, None)
+    _check(fd)
+    os.close(fd)
+    return name
+
+
+def mq_unlink(name: str) -> str:
+    _check(_mq.mq_unlink(name.encode()))
+    return name
+
+
+def sysv_create(key: str) -> str:
+    """A message queue, a semaphore set and a shared memory segment under `key`."""
+    number = int(key, 0)
+    _check(libc.msgget(number, IPC_CREAT | 0o600))
+    _check(libc.semget(number, 1, IPC_CREAT | 0o600))
+    _check(libc.shmget(number, 4096, IPC_CREAT | 0o600))
+    return key
+
+
+def sysv_remove(msqid: str, semid: str, shmid: str) -> str:
+    _check(libc.msgctl(int(msqid), IPC_RMID, None))
+    _check(libc.semctl(int(semid), 0, IPC_RMID))
+    _check(libc.shmctl(int(shmid), IPC_RMID, None))
+    return f"{msqid} {semid} {shmid}"
+
+
+def msg_set_mode(msqid: str) -> str:
+    """IPC_SET on a message queue: read its msqid_ds, change the mode, write it back."""
+    buffer = ctypes.create_string_buffer(512)
+    _check(libc.msgctl(int(msqid), 2, buffer))  # IPC_STAT
+    # struct ipc_perm (x86_64): key, uid, gid, cuid, cgid, mode (u32 each) ...
+    struct.pack_into("I", buffer, 20, 0o666)
+    _check(libc.msgctl(int(msqid), IPC_SET, buffer))
+    return msqid
+
+
+def msg_send(msqid: str) -> str:
+    message = struct.pack("l", 1) + b"pwned"
+    _check(libc.msgsnd(int(msqid), message, 5, 0o4000))  # IPC_NOWAIT
+    return msqid
+
+
+def shm_write(shmid: str) -> str:
+    address = libc.shmat(int(shmid), None, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        _check(-1)
+    ctypes.memmove(address, b"pwned", 5)
+    return shmid
+
+
+def chmod_mode(path: str, mode: str) -> str:
+    os.chmod(path, int(mode, 8))
+    return path
+
+
+def fchmodat2(path: str, mode: str) -> str:
+    _check(libc.syscall(NR_FCHMODAT2, AT_FDCWD, path.encode(), int(mode, 8), 0))
+    return path
+
+
+def create_mode(path: str, mode: str) -> str:
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, int(mode, 8)))
+    return path
+
+
+def tmpfile_mode(directory: str, target: str, mode: str) -> str:
+    fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, int(mode, 8))
+    try:
+        _check(
+            libc.linkat(
+                AT_FDCWD,
+                f"/proc/self/fd/{fd}".encode(),
+                AT_FDCWD,
+                target.encode(),
+                AT_SYMLINK_FOLLOW,
+            )
+        )
+    finally:
+        os.close(fd)
+    return target
+
+
+def openat2_create(path: str, mode: str) -> str:
+    how = struct.pack("QQQ", os.O_CREAT | os.O_WRONLY, int(mode, 8), 0)
+    fd = libc.syscall(NR_OPENAT2, AT_FDCWD, path.encode(), how, len(how))
+    _check(fd)
+    os.close(fd)
+    return path
+
+
+def mkdir_mode(path: str, mode: str) -> str:
+    os.mkdir(path, int(mode, 8))
+    return path
+
+
+def mknod_mode(path: str, mode: str) -> str:
+    os.mknod(path, 0o100000 | int(mode, 8))  # S_IFREG
+    return path
+
+
+def set_version(path: str) -> str:
+    """FS_IOC_SETVERSION: a new inode generation (and ctime), needing only ownership."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        current = struct.unpack("l", fcntl.ioctl(fd, FS_IOC_GETVERSION, b"\0" * 8))[0]
+        fcntl.ioctl(fd, FS_IOC_SETVERSION, struct.pack("l", current + 1))
+    finally:
+        os.close(fd)
+    return path
+
+
+def kill(pid: str, number: str) -> str:
+    os.kill(int(pid), int(number))
+    return pid
+
+
+def abstract_connect(name: str, text: str) -> str:
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.connect(b"\0" + name.encode())
+        sock.sendall(text.encode() + b"\n")
+    finally:
+        sock.close()
+    return name
+
+
+def i386_chmod(path: str, mode: str) -> str:
+    """chmod under the i386 ABI (int 0x80 from this 64-bit process): other numbers,
+    which a filter reading only native numbers would let through."""
+    page = libc.mmap(
+        None,
+        mmap.PAGESIZE,
+        mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC,
+        mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_32BIT,
+        -1,
+        0,
+    )
+    if page in (None, ctypes.c_void_p(-1).value):
+        _check(-1)
+    name = os.fsencode(path) + b"\0"
+    ctypes.memmove(page + 256, name, len(name))
+    # push rbx; mov eax, 15; mov ebx, path; mov ecx, mode; int 0x80; pop rbx; ret
+    code = (
+        b"\x53\xb8"
+        + struct.pack("<I", I386_CHMOD)
+        + b"\xbb"
+        + struct.pack("<I", page + 256)
+        + b"\xb9"
+        + struct.pack("<I", int(mode, 8))
+        + b"\xcd\x80\x5b\xc3"
+    )
+    ctypes.memmove(page, code, len(code))
+    result = ctypes.CFUNCTYPE(ctypes.c_int)(page)()
+    if result < 0:
+        raise OSError(-result, os.strerror(-result))
+    return path
+
+
 ACTIONS = {
     "write": write,
     "open-write": open_write,
@@ -282,6 +487,24 @@ ACTIONS = {
     "userns-remount-write": userns_remount_write,
     "userns-bind-write": userns_bind_write,
     "userns-tmpfs-over": userns_tmpfs_over,
+    "mq-create": mq_create,
+    "mq-unlink": mq_unlink,
+    "sysv-create": sysv_create,
+    "sysv-remove": sysv_remove,
+    "msg-set-mode": msg_set_mode,
+    "msg-send": msg_send,
+    "shm-write": shm_write,
+    "chmod": chmod_mode,
+    "fchmodat2": fchmodat2,
+    "create-mode": create_mode,
+    "tmpfile-mode": tmpfile_mode,
+    "openat2-create": openat2_create,
+    "mkdir-mode": mkdir_mode,
+    "mknod-mode": mknod_mode,
+    "set-version": set_version,
+    "kill": kill,
+    "abstract-connect": abstract_connect,
+    "i386-chmod": i386_chmod,
 }
 
 

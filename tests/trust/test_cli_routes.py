@@ -325,9 +325,10 @@ def test_a_cache_in_a_trusted_place_works_and_holds_no_path(backend, area: Area)
     text = cache.read_text()
     assert "/" not in text, f"the cache names a path: {text!r}"
     for line in text.splitlines():
-        key, name, abi = line.split("\t")
+        key, name, abi, ipc = line.split("\t")
         assert key.split("|", 1)[0] == name and name in ("bwrap", "landlock"), line
         assert abi == "" or abi.isdigit(), line
+        assert ipc in ("", "private", "filtered"), line
     # A confined command cannot touch it there.
     before = cache.read_bytes()
     done = cli(

@@ -121,12 +121,29 @@ def test_probe_judges():
     )
     assert not privileged.usable and "privileges" in privileged.why_not
 
-    landlock = judge_landlock_probe("/l", 0, "landlock-run: probe ok: abi=7 enforcement=full\n", "")
-    assert landlock.usable and landlock.abi == 7
+    line = "landlock-run: probe ok: abi=7 enforcement=full ipc=private\n"
+    landlock = judge_landlock_probe("/l", 0, line, "")
+    assert landlock.usable and landlock.abi == 7 and landlock.ipc == "private"
     assert candidate_report(landlock).enforcement == {
         "read-only": Enforcement.FULL,
         "workspace-write": Enforcement.PARTIAL,
     }
+    # No private IPC namespace possible (or not reported): existing host IPC objects
+    # stay usable, and the claim says so in both modes.
+    for line in (
+        "landlock-run: probe ok: abi=7 enforcement=full ipc=filtered\n",
+        "landlock-run: probe ok: abi=7 enforcement=full\n",
+    ):
+        report = candidate_report(judge_landlock_probe("/l", 0, line, ""))
+        assert report.enforcement["read-only"] is Enforcement.PARTIAL
+        assert any("IPC" in gap for gap in report.ungoverned["read-only"])
+    # Before ABI 6 signals and abstract sockets reach host processes.
+    old = candidate_report(
+        judge_landlock_probe(
+            "/l", 0, "landlock-run: probe ok: abi=5 enforcement=partial ipc=private\n", ""
+        )
+    )
+    assert old.ungoverned["read-only"] == ("signals to host processes", "abstract unix sockets")
     failed = judge_landlock_probe("/l", 125, "", "landlock-run: probe failed: ABI 0\n")
     assert not failed.usable and "ABI 0" in failed.why_not
 

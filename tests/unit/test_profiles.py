@@ -42,6 +42,42 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
     assert argv.index("--proc") < argv.index("--ro-bind-try")
 
 
+def test_bwrap_runs_the_launcher_as_its_filter_stage_and_unshares_ipc():
+    argv = a.bwrap_argv(
+        "/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD, launcher="/x/landlock-run"
+    )
+    assert "--unshare-ipc" in argv
+    # The inner argv after the last `--` is the command, unchanged.
+    assert argv[-7:] == ("--", "/x/landlock-run", "--filters-only", "--", *CMD)
+    # Read-only binds refuse metadata and inode ioctls with bwrap's own EROFS: no seal.
+    ro = a.bwrap_argv(
+        "/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD, launcher="/x/landlock-run"
+    )
+    assert "--seal-metadata" not in ro
+    # An operator's runner_command gets the bwrap dialect without the filter stage.
+    runner = a.confined_argv(
+        "runner-command", "/r", WW.mode, WW.workspace_root, TEMP, CMD, launcher="/x/l"
+    )
+    assert "/x/l" not in runner
+
+
+def test_bwrap_claims_setuid_bits_open_without_its_filter_stage():
+    shipped = p.Backend("bwrap", "/usr/bin/bwrap")
+    assert shipped.launcher is not None and shipped.launcher.endswith("_bin/landlock-run")
+    wrapped = p.wrap(shipped, WW, HOST, CMD)
+    assert wrapped.enforcement is Enforcement.FULL and wrapped.gaps == ()
+    assert wrapped.argv[-6:-4] == (shipped.launcher, "--filters-only")
+    # The launcher's own failures (exit 125 and its line) are runner failures too.
+    assert wrapped.runner_failure_rules[1].exit_codes == frozenset({125})
+    assert wrapped.runner_failure_rules[1].fatal_signatures == ("landlock-run:",)
+    bare = p.Backend("bwrap", "/usr/bin/bwrap", launcher=None)
+    unfiltered = p.wrap(bare, WW, HOST, CMD)
+    assert unfiltered.enforcement is Enforcement.PARTIAL
+    assert unfiltered.gaps == (p.BWRAP_UNFILTERED_GAP,)
+    # Read-only binds refuse the bits anyway.
+    assert p.wrap(bare, RO, HOST, CMD).enforcement is Enforcement.FULL
+
+
 def test_bwrap_workspace_write_binds_root_and_temp_roots_writable():
     argv = a.bwrap_argv("/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD)
     assert pairs(argv, "--bind") == [
@@ -66,9 +102,15 @@ def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
         "--rw",
         "/dev/null",
         "--seal-metadata",
+        "--private-ipc",
         "--",
         *CMD,
     )
+    # Where the probe found no private IPC namespace possible, the launcher filters.
+    filtered = a.landlock_argv(
+        "/x/landlock-run", RO.mode, RO.workspace_root, TEMP, CMD, private_ipc=False
+    )
+    assert "--private-ipc" not in filtered
 
 
 def test_landlock_workspace_write_adds_root_and_temp_roots():
@@ -85,6 +127,7 @@ def test_landlock_workspace_write_adds_root_and_temp_roots():
         "/tmp",
         "--rw",
         "/var/tmp/agent",
+        "--private-ipc",
         "--",
         *CMD,
     )
@@ -139,7 +182,17 @@ def test_landlock_enforcement_is_a_truthful_claim():
     assert partial is Enforcement.PARTIAL
     assert "chmod outside the writable roots" in gaps
     old, old_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 2)
-    assert old is Enforcement.PARTIAL and old_gaps == ("truncate", "device ioctl")
+    assert old is Enforcement.PARTIAL
+    assert old_gaps == (
+        "truncate",
+        "device ioctl",
+        "signals to host processes",
+        "abstract unix sockets",
+    )
+    scoped, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 6)
+    assert (scoped, none) == (Enforcement.FULL, ())
+    shared, ipc_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 7, private_ipc=False)
+    assert shared is Enforcement.PARTIAL and ipc_gaps == (p.LANDLOCK_SHARED_IPC_GAP,)
     assert (
         p.wrap(p.Backend("landlock", "/l", abi=7), WW, HOST, CMD).enforcement is Enforcement.PARTIAL
     )

@@ -42,8 +42,9 @@ def bwrap_argv(
     *,
     new_session: bool = False,
     protections: Sequence[Protection] = (),
+    launcher: str | None = None,
 ) -> tuple[str, ...]:
-    """bwrap: the host read-only, a private /dev and /proc, no capabilities.
+    """bwrap: the host read-only, a private /dev, /proc and IPC namespace, no capabilities.
 
     `protections` (the trust base) are re-bound read-only after the writable binds:
     an existing path at itself, a missing one as an empty read-only directory (or
@@ -56,6 +57,11 @@ def bwrap_argv(
     instead spawns the runner in a session of its own, and keeps bwrap's inner
     processes in that one process group so a kill reaches them all, even while
     bwrap is still setting up.
+
+    `launcher` (the shipped `landlock-run`, on disk: the host file system is visible
+    read-only inside) runs between bwrap and the command as `--filters-only`: the
+    same seccomp filters as under the Landlock launcher (no setuid/setgid bits, no
+    TIOCSTI, no i386 or x32 calls), none of its Landlock or capability work.
     """
     args: list[str] = [
         bwrap,
@@ -65,6 +71,8 @@ def bwrap_argv(
         # "-try" keeps bwrap usable where user namespaces are disabled.
         "--unshare-user-try",
         "--unshare-pid",
+        # SysV objects and POSIX message queues of the host stay out of reach.
+        "--unshare-ipc",
         "--cap-drop",
         "ALL",
         "--ro-bind",
@@ -87,6 +95,10 @@ def bwrap_argv(
         args += ["--bind", writable, writable]
     for protection in protections:
         args += protection_args(protection)
+    if launcher is not None:
+        # The mount table already refuses every metadata change and inode ioctl in
+        # read-only (EROFS, bwrap's own denial text), so no --seal-metadata here.
+        args += ["--", launcher, "--filters-only"]
     return (*args, "--", *argv)
 
 
@@ -117,13 +129,22 @@ def landlock_argv(
     root: str,
     temp_roots: Sequence[str],
     argv: Sequence[str],
+    *,
+    private_ipc: bool = True,
 ) -> tuple[str, ...]:
-    """The shipped launcher: read and execute everywhere, write only the grants."""
+    """The shipped launcher: read and execute everywhere, write only the grants.
+
+    `private_ipc` (the probe found it possible): the command gets an IPC namespace of
+    its own, or the launcher fails; without it the launcher refuses creating, removing
+    and changing host IPC objects, and the claim names what stays open.
+    """
     args: list[str] = [launcher, "--ro", "/", "--rw", "/dev/null"]
     if mode is SandboxMode.READ_ONLY:
         args.append("--seal-metadata")
     for writable in writable_roots(mode, root, temp_roots):
         args += ["--rw", writable]
+    if private_ipc:
+        args.append("--private-ipc")
     return (*args, "--", *argv)
 
 
@@ -177,18 +198,29 @@ def confined_argv(
     *,
     new_session: bool = False,
     protections: Sequence[Protection] = (),
+    launcher: str | None = None,
+    private_ipc: bool = True,
 ) -> tuple[str, ...]:
     """The argv to spawn instead of `argv`, for the selected backend and runner.
 
     The Landlock launcher cannot carve read-only holes out of a writable grant:
     the caller refuses or claims `partial` for the protections it would need.
+    `launcher` is bwrap's filter stage (not an operator's runner_command: what it can
+    see inside is its own business); `private_ipc` is the Landlock launcher's.
     """
     if backend in (BWRAP, RUNNER_COMMAND):
         return bwrap_argv(
-            runner, mode, root, temp_roots, argv, new_session=new_session, protections=protections
+            runner,
+            mode,
+            root,
+            temp_roots,
+            argv,
+            new_session=new_session,
+            protections=protections,
+            launcher=launcher if backend == BWRAP else None,
         )
     if backend == LANDLOCK:
-        return landlock_argv(runner, mode, root, temp_roots, argv)
+        return landlock_argv(runner, mode, root, temp_roots, argv, private_ipc=private_ipc)
     if backend == SEATBELT:
         return seatbelt_argv(mode, root, temp_roots, argv, protections)
     raise ValueError(f"unknown sandbox backend {backend!r}")

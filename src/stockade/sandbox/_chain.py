@@ -11,8 +11,8 @@ import attrs
 from ..messages import CandidateReport
 from ..trust import DEFAULT_PROTECTED
 from ..vocab import Enforcement, SandboxMode
-from ._probe import Chosen, Verdict
-from ._profiles import LANDLOCK, RUNNER_COMMAND, Backend, landlock_enforcement
+from ._probe import Chosen, Verdict, filter_launcher
+from ._profiles import BWRAP, LANDLOCK, RUNNER_COMMAND, Backend, bwrap_gaps, landlock_enforcement
 
 CONFINING_MODES: Final = (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE)
 
@@ -24,11 +24,16 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
     if verdict.usable and verdict.backend != RUNNER_COMMAND:
         for mode in CONFINING_MODES:
             if verdict.backend == LANDLOCK:
-                claim, gaps = landlock_enforcement(mode, verdict.abi or 0)
+                claim, gaps = landlock_enforcement(
+                    mode, verdict.abi or 0, private_ipc=verdict.ipc == "private"
+                )
                 if mode is SandboxMode.WORKSPACE_WRITE:
                     # It cannot keep a path read-only inside a writable grant.
                     claim = Enforcement.PARTIAL
                     gaps = (*gaps, "protected paths (" + ", ".join(DEFAULT_PROTECTED) + ")")
+            elif verdict.backend == BWRAP:
+                gaps = bwrap_gaps(mode, filter_launcher())
+                claim = Enforcement.PARTIAL if gaps else Enforcement.FULL
             else:
                 claim, gaps = Enforcement.FULL, ()
             enforcement[mode.value] = claim

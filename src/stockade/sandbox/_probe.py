@@ -36,7 +36,8 @@ BWRAP_PROBE_SCRIPT = (
     'esac; done < /proc/self/status; : > "$1"'
 )
 _LANDLOCK_PROBE_LINE = re.compile(
-    r"^landlock-run: probe ok: abi=(?P<abi>\d+) enforcement=(?P<enforcement>full|partial)$",
+    r"^landlock-run: probe ok: abi=(?P<abi>\d+) enforcement=(?P<enforcement>full|partial)"
+    r"(?: ipc=(?P<ipc>private|filtered))?$",
     re.MULTILINE,
 )
 
@@ -48,14 +49,16 @@ _LANDLOCK_PROBE_LINE = re.compile(
 class Verdict(
     namedtuple(
         "Verdict",
-        "backend usable runner why_not abi probed transient",
-        defaults=(None, None, None, True, False),
+        "backend usable runner why_not abi probed transient ipc",
+        defaults=(None, None, None, True, False, None),
     )
 ):
     """One candidate as its probe found it: backend (str), usable (bool), runner
-    (str | None), why_not (str | None), abi (int | None), probed (bool), and
+    (str | None), why_not (str | None), abi (int | None), probed (bool),
     transient (bool): the probe could not run for a passing reason (out of
-    descriptors, memory or processes), so the failure is worth probing again later.
+    descriptors, memory or processes), so the failure is worth probing again later,
+    and ipc (str | None, Landlock): "private" when the launcher can give commands an
+    IPC namespace of their own, "filtered" (or None: not known) when it cannot.
     """
 
     __slots__ = ()
@@ -95,6 +98,12 @@ def launcher_path() -> str:
     """The Landlock launcher shipped inside this package."""
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     return os.path.join(here, "_bin", "landlock-run")
+
+
+def filter_launcher() -> str | None:
+    """The launcher as bwrap's filter stage (`--filters-only`), or None when missing."""
+    path = launcher_path()
+    return path if os.access(path, os.X_OK) else None
 
 
 # bwrap is never looked up on PATH: a PATH directory inside a writable root
@@ -249,9 +258,13 @@ def _tail(text: str, lines: int = 3) -> str:
     return " | ".join(kept) if kept else "(no output)"
 
 
-def bwrap_probe_argv(bwrap: str, scratch: str, target: str) -> tuple[str, ...]:
+def bwrap_probe_argv(
+    bwrap: str, scratch: str, target: str, launcher: str | None = None
+) -> tuple[str, ...]:
+    """The read-only profile around the probe script, with the filter stage when given
+    (a filter stage that cannot start fails the probe: the marker never prints)."""
     inner = ("/bin/sh", "-c", BWRAP_PROBE_SCRIPT, "sh", target)
-    return bwrap_argv(bwrap, SandboxMode.READ_ONLY, scratch, (), inner)
+    return bwrap_argv(bwrap, SandboxMode.READ_ONLY, scratch, (), inner, launcher=launcher)
 
 
 def judge_bwrap_probe(
@@ -283,7 +296,7 @@ def judge_landlock_probe(launcher: str, returncode: int, stdout: str, stderr: st
     if returncode != 0 or match is None:
         why = f"landlock-run --probe failed (exit {returncode}): {_tail(stderr or stdout)}"
         return Verdict(LANDLOCK, False, launcher, why)
-    return Verdict(LANDLOCK, True, launcher, abi=int(match["abi"]))
+    return Verdict(LANDLOCK, True, launcher, abi=int(match["abi"]), ipc=match["ipc"])
 
 
 def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str] = ()) -> Verdict:
@@ -294,7 +307,7 @@ def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str
 
     with tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch:
         target = os.path.join(scratch, "must-not-exist")
-        ran = run_probe(bwrap_probe_argv(bwrap, scratch, target), timeout)
+        ran = run_probe(bwrap_probe_argv(bwrap, scratch, target, filter_launcher()), timeout)
         if isinstance(ran, Unfinished):
             return Verdict(BWRAP, False, bwrap, ran.why, transient=ran.transient)
         return judge_bwrap_probe(bwrap, *ran, target_exists=os.path.lexists(target))
@@ -461,13 +474,19 @@ def _read_cached(path: str, key: str, runner: str) -> Verdict | None:
             return None
         for line in cache:
             fields = line.rstrip("\n").split("\t")
-            if len(fields) == 3 and fields[0] == key:
-                backend, abi = fields[1], fields[2]
+            if len(fields) == 4 and fields[0] == key:
+                backend, abi, ipc = fields[1], fields[2], fields[3]
                 if backend != key.split("|", 1)[0]:
                     return None
                 if not abi.isdigit() and abi:
                     return None
-                return Verdict(backend, True, runner, abi=int(abi) if abi else None)
+                return Verdict(
+                    backend,
+                    True,
+                    runner,
+                    abi=int(abi) if abi else None,
+                    ipc=ipc if ipc in ("private", "filtered") else None,
+                )
     return None
 
 
@@ -481,7 +500,7 @@ def _write_cached(path: str, key: str, verdict: Verdict) -> None:
             with open(path, encoding="utf-8", errors="replace") as old:
                 kept = [line for line in old if not line.startswith(verdict.backend + "|")]
         abi = "" if verdict.abi is None else str(verdict.abi)
-        kept.append(f"{key}\t{verdict.backend}\t{abi}\n")
+        kept.append(f"{key}\t{verdict.backend}\t{abi}\t{verdict.ipc or ''}\n")
         partial = f"{path}.{os.getpid()}"
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as new:

@@ -15,6 +15,7 @@ from ._argv import LANDLOCK as LANDLOCK
 from ._argv import RUNNER_COMMAND as RUNNER_COMMAND
 from ._argv import SEATBELT as SEATBELT
 from ._argv import confined_argv, writable_roots
+from ._probe import launcher_path
 
 if TYPE_CHECKING:
     from ..trust import Protection
@@ -92,9 +93,12 @@ def landlock_enforcement(
     return (Enforcement.PARTIAL if ungoverned else Enforcement.FULL), tuple(ungoverned)
 
 
-def bwrap_gaps(launcher: str | None) -> tuple[str, ...]:
-    """What bwrap leaves open: nothing with its filter stage, setuid bits without."""
-    return () if launcher else (BWRAP_UNFILTERED_GAP,)
+def bwrap_gaps(mode: SandboxMode, launcher: str | None) -> tuple[str, ...]:
+    """What bwrap leaves open under `mode`: nothing with its filter stage; without it,
+    setuid bits where something is writable (read-only binds refuse them elsewhere)."""
+    if launcher or mode is SandboxMode.READ_ONLY:
+        return ()
+    return (BWRAP_UNFILTERED_GAP,)
 
 
 @attrs.frozen
@@ -115,8 +119,13 @@ class Backend:
     # The descriptor holding the sealed copy (`runner` names it); the provider closes
     # it when it stops.
     sealed_fd: int | None = None
-    # bwrap: the launcher run inside it as the filter stage (on disk; None: missing).
-    launcher: str | None = None
+    # bwrap: the launcher run inside it as its filter stage, on disk (the shipped one
+    # unless given; None: there is none, and the claim says what that leaves open).
+    launcher: str | None = attrs.field(
+        default=attrs.Factory(
+            lambda self: launcher_path() if self.name == BWRAP else None, takes_self=True
+        )
+    )
     # Landlock: the probe found a private IPC namespace possible (`--private-ipc`).
     private_ipc: bool = True
 
@@ -148,18 +157,24 @@ def wrap(
         argv,
         new_session=new_session,
         protections=protections,
+        launcher=backend.launcher,
+        private_ipc=backend.private_ipc,
     )
     rules: tuple[RunnerFailureRule, ...]
     ungoverned: tuple[str, ...] = ()
     match backend.name:
         case "bwrap":
-            enforcement, denial, rules = Enforcement.FULL, BWRAP_DENIAL, BWRAP_RULES
+            enforcement, denial = Enforcement.FULL, BWRAP_DENIAL
+            rules = BWRAP_FILTERED_RULES if backend.launcher else BWRAP_RULES
+            ungoverned = bwrap_gaps(policy.mode, backend.launcher)
         case "runner-command":
             # The operator asserts a bwrap-compatible runner; its own signatures
             # are the only runner-failure evidence.
             enforcement, denial, rules = Enforcement.FULL, BWRAP_DENIAL, backend.extra_rules
         case "landlock":
-            enforcement, ungoverned = landlock_enforcement(policy.mode, backend.abi or 0)
+            enforcement, ungoverned = landlock_enforcement(
+                policy.mode, backend.abi or 0, private_ipc=backend.private_ipc
+            )
             denial, rules = LANDLOCK_DENIAL, LANDLOCK_RULES
         case _:
             enforcement, denial, rules = Enforcement.FULL, SEATBELT_DENIAL, SEATBELT_RULES

@@ -12,10 +12,12 @@ from collections.abc import Mapping
 
 from ._chain import Selection
 from ._probe import (
+    BWRAP,
     LANDLOCK,
     PROBES,
     Probe,
     choose,
+    filter_launcher,
     host_temp_roots,
     judge_landlock_probe,
     run_probe,
@@ -62,6 +64,8 @@ def select_backend(
             identity=None if source is not None else runner_identity(winner.runner),
             source=source,
             sealed_fd=sealed_fd,
+            launcher=filter_launcher() if winner.backend == BWRAP else None,
+            private_ipc=winner.ipc == "private",
         )
     return Selection.of(chosen, backend)
 
