@@ -55,11 +55,13 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "runner_failed",
         "timed_out",
         "mode",
+        "network",
         "backend",
         "enforcement",
     }
     assert facts["denied"] is True and facts["exit_code"] == 1
     assert (facts["mode"], facts["backend"], facts["enforcement"]) == ("read-only", backend, "full")
+    assert facts["network"] == "off"
     assert not (Path(scratch) / "f").exists()
 
 

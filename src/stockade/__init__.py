@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ._modes import ApprovalPolicy as ApprovalPolicy
 from ._modes import Enforcement as Enforcement
+from ._modes import Network as Network
 from ._modes import SandboxMode as SandboxMode
 from .errors import CommandStartError as CommandStartError
 from .errors import ConfigError as ConfigError
@@ -89,6 +90,7 @@ __all__ = [
     "InvalidPolicy",
     "JobHandle",
     "JobReport",
+    "Network",
     "ProviderConfig",
     "RunnerFailureRule",
     "SandboxMode",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from ._modes import SandboxMode
+from ._modes import Network, SandboxMode
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -68,10 +68,11 @@ def load_cli_composition(explicit: str | None) -> Composition | None:
     return load_composition(path)
 
 
-class CliSettings(namedtuple("CliSettings", "provider executor confines mode root")):
+class CliSettings(namedtuple("CliSettings", "provider executor confines mode root network")):
     """What a verb needs from the composition, with the user's flags laid over it:
     provider (ProviderConfig | None), executor (ExecutorConfig), confines (bool),
-    mode (SandboxMode), root (str)."""
+    mode (SandboxMode), root (str), network (Network: the flag, else the composition's
+    default; a call under danger-full-access has it `on` whatever this says)."""
 
     __slots__ = ()
 
@@ -82,6 +83,7 @@ def cli_settings(
     mode: str | None,
     root: str | None,
     backend: str,
+    network: str | None = None,
 ) -> CliSettings:
     from .executor.config import ExecutorConfig
     from .sandbox._probe import host_temp_roots
@@ -111,6 +113,13 @@ def cli_settings(
         # A composition that runs commands without a sandbox has one true mode; a
         # confining mode asked for by flag is refused by the verb (unconfined_refusal).
         chosen = SandboxMode.DANGER_FULL_ACCESS
+    if network is not None:
+        networked = Network.parse(network)
+    elif confines:
+        networked = executor.default_network
+    else:
+        # Nothing cuts an unconfined command's network off: `on` is its one true value.
+        networked = Network.ON
     workspace = os.path.realpath(root or executor.fallback_root or os.getcwd())
     if provider is not None and composition is not None:
         provider = trusted_provider(provider, composition.path, (workspace, *host_temp_roots()))
@@ -120,16 +129,24 @@ def cli_settings(
         confines=confines,
         mode=chosen,
         root=workspace,
+        network=networked,
     )
 
 
 def unconfined_refusal(composition: Composition | None, settings: CliSettings) -> str | None:
-    """Why `settings.mode` cannot be honoured by `composition` (it runs commands without
-    a sandbox but the mode confines), or None when it can."""
-    if composition is None or settings.confines or not settings.mode.confines:
+    """Why `settings` cannot be honoured by `composition` (it runs commands without a
+    sandbox but the mode confines, or the network is off), or None when it can."""
+    if composition is None or settings.confines:
+        return None
+    mode_lies = settings.mode.confines
+    if not mode_lies and settings.network is not Network.OFF:
         return None
     from .policy import knobs
 
     executor = composition.executor
     reason = knobs.unconfined_reason(executor.name if executor is not None else None)
-    return knobs.unconfined_refusal(f"sandbox mode {settings.mode.value!r}", reason).detail
+    if mode_lies:
+        return knobs.unconfined_refusal(f"sandbox mode {settings.mode.value!r}", reason).detail
+    return knobs.unconfined_refusal(
+        f"network {settings.network.value!r}", reason, network=True
+    ).detail

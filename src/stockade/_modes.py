@@ -1,4 +1,4 @@
-"""The closed vocabulary's enums and fixed texts: modes, approval policies, enforcement.
+"""The closed vocabulary's enums and fixed texts: modes, network, approval policies, enforcement.
 
 Standard library only, so `stockade exec` can use it without importing msgspec.
 """
@@ -84,6 +84,33 @@ def allowed_modes() -> tuple[str, ...]:
     return tuple(mode.value for mode in _MODE_ORDER)
 
 
+class Network(enum.Enum):
+    """Whether a confined command may use the network: `off` or `on`.
+
+    A knob beside the sandbox mode, not a mode: it says nothing about files. Under
+    danger-full-access everything is allowed, so such a call has network `on`
+    whatever the knob says (`network_under`).
+    """
+
+    OFF = "off"
+    ON = "on"
+
+    @classmethod
+    def parse(cls, value: str | Network) -> Network:
+        """The value named `value`, or a ConfigError listing the allowed values."""
+        return _parse(cls, value, "network setting")
+
+
+def allowed_networks() -> tuple[str, ...]:
+    return tuple(network.value for network in Network)
+
+
+def network_under(mode: SandboxMode, network: Network) -> Network:
+    """The network a call under `mode` gets when the knob says `network`: `on` under
+    danger-full-access (nothing confines it), else the knob's value."""
+    return network if mode.confines else Network.ON
+
+
 class ApprovalPolicy(enum.Enum):
     """Whether an escalation may ask a person (`ask`) or fails closed (`never`)."""
 
@@ -116,3 +143,9 @@ DENIAL_INSTRUCTION = (
 
 def rejection_text(mode: SandboxMode) -> str:
     return f'the user rejected escalating this command to "{mode.value}"'
+
+
+NETWORK_REJECTION_TEXT = "the user rejected running this command with network access"
+
+# The bash tool's `sandbox_permissions` value that asks for one run with network on.
+WITH_NETWORK = "with_network"

@@ -27,6 +27,7 @@ JSON_KEYS = (
     "runner_failed",
     "timed_out",
     "mode",
+    "network",
     "backend",
     "enforcement",
 )
@@ -89,15 +90,25 @@ async def _run_asking(
         sys.stderr.write("stockade: not retried\n")
         return result, not args.json
     sys.stderr.write(f"stockade: retrying once under {granted.value}\n")
-    wider = ExecutionPolicy(mode=granted, workspace_root=policy.workspace_root)
+    wider = ExecutionPolicy(
+        mode=granted, workspace_root=policy.workspace_root, network=policy.network
+    )
     return await _run(args, settings, wider), False
 
 
 def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -> int:
     """`stockade run`; `answerer` decides `--ask` retries (default: the terminal)."""
     composition = load_cli_composition(args.config)
-    settings = cli_settings(composition, mode=args.mode, root=args.root, backend=args.backend)
-    policy = ExecutionPolicy(mode=settings.mode, workspace_root=settings.root)
+    settings = cli_settings(
+        composition,
+        mode=args.mode,
+        root=args.root,
+        backend=args.backend,
+        network=getattr(args, "network", None),
+    )
+    policy = ExecutionPolicy(
+        mode=settings.mode, workspace_root=settings.root, network=settings.network
+    )
     shown = False
     try:
         refusal = unconfined_refusal(composition, settings)

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ._modes import SandboxMode, allowed_modes
+from ._modes import Network, SandboxMode, allowed_modes, allowed_networks, network_under
 from .errors import SandboxUnavailable, StockadeError
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
@@ -23,6 +23,10 @@ EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2
 MODE_HELP = (
     f"one of {', '.join(allowed_modes())} (default: the composition's, else workspace-write)"
+)
+NETWORK_HELP = (
+    f"{' or '.join(allowed_networks())}: whether the command may use the network (default: "
+    "the composition's, else off; danger-full-access is always on)"
 )
 NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
 CONFIG_HELP = (
@@ -56,9 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     run_exec = verbs.add_parser(
         "exec",
         help="run ARGV confined (no shell added)",
-        usage="stockade exec [--mode MODE] [--root DIR] [--backend B] -- ARGV...",
+        usage="stockade exec [--mode MODE] [--network off|on] [--root DIR] [--backend B] "
+        "-- ARGV...",
     )
     run_exec.add_argument("--mode", help=MODE_HELP)
+    run_exec.add_argument("--network", help=NETWORK_HELP)
     run_exec.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     run_exec.add_argument("--root", help="workspace root (default: the current directory)")
     run_exec.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
@@ -66,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = verbs.add_parser("run", help="run COMMAND with bash -c through the sandboxed executor")
     run.add_argument("--mode", help=MODE_HELP)
+    run.add_argument("--network", help=NETWORK_HELP)
     run.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     run.add_argument("--root", help="workspace root (default: the current directory)")
     run.add_argument("--timeout", type=float, help="seconds before the command is killed")
@@ -91,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "show",
         help="print a session's events and its effective policy",
         description="Print a session log's events (seq, time, type, fields) and the "
-        "effective sandbox mode, approval policy, workspace root and preset.",
+        "effective sandbox mode, approval policy, network, workspace root and preset.",
     )
     show.add_argument("path_or_id", metavar="PATH_OR_ID", help="a .jsonl log file or a session id")
     show.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -160,18 +167,25 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     provider = None
     if names_a_config(args.config):
         composition = load_cli_composition(args.config)
-        settings = cli_settings(composition, mode=args.mode, root=args.root, backend=backend)
+        settings = cli_settings(
+            composition, mode=args.mode, root=args.root, backend=backend, network=args.network
+        )
         refusal = unconfined_refusal(composition, settings)
         if refusal is not None:
             _unavailable(refusal)
         if settings.mode.confines and settings.provider is None:
             _unavailable(NO_PROVIDER)
         mode, root, provider = settings.mode, settings.root, settings.provider
+        network = settings.network
         if provider is not None:
             backend, timeout = provider.backend, provider.probe_timeout
     else:
         mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
         root = os.path.realpath(args.root or os.getcwd())
+        network = Network.parse(args.network or Network.OFF.value)
+    # The resolved values, kept on the namespace: `exec_network(args)` is the network
+    # the confined argv is built for.
+    args.mode, args.network = mode, network
     if not mode.confines:
         # danger-full-access never touches the provider.
         _execute(argv, runner_is_argv0=False)
@@ -223,6 +237,13 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         private_ipc=selected.ipc == "private",
     )
     _execute(list(confined), runner_is_argv0=True)
+
+
+def exec_network(args: argparse.Namespace) -> Network:
+    """The network `stockade exec`'s command gets, once `_exec` resolved `args`:
+    --network, else the composition's default, else off; `on` under danger-full-access
+    (which runs unconfined)."""
+    return network_under(SandboxMode.parse(args.mode), Network.parse(args.network))
 
 
 def _execute(argv: list[str], *, runner_is_argv0: bool) -> NoReturn:

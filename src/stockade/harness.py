@@ -49,7 +49,7 @@ from .tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
 from .tools.fs_tool import FS_TOOLS, FsTool, fs_schemas
 from .tools.result import ToolResult
 from .trust import check_trusted
-from .vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+from .vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 
 ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
 
@@ -122,7 +122,9 @@ class Harness:
     @property
     def default_policy(self) -> ExecutionPolicy:
         """What a call resolves to with no session override: the composition's default."""
-        return ExecutionPolicy(self.defaults.sandbox_mode, self.defaults.fallback_root)
+        return ExecutionPolicy(
+            self.defaults.sandbox_mode, self.defaults.fallback_root, self.defaults.network
+        )
 
     async def open_session(
         self, session_id: str | None = None, *, cwd: str | os.PathLike[str] | None = None
@@ -222,8 +224,10 @@ class AgentSession:
         """The session's events (an immutable view of its log, shared, not copied)."""
         return await self.session.events()
 
-    async def execution_policy(self, explicit_mode: SandboxMode | None = None) -> ExecutionPolicy:
-        return await self.session.execution_policy(explicit_mode)
+    async def execution_policy(
+        self, explicit_mode: SandboxMode | None = None, explicit_network: Network | None = None
+    ) -> ExecutionPolicy:
+        return await self.session.execution_policy(explicit_mode, explicit_network)
 
     async def sandbox_mode(self) -> SandboxMode:
         return await self.session.sandbox_mode()
@@ -231,11 +235,19 @@ class AgentSession:
     async def approval_policy(self) -> ApprovalPolicy:
         return await self.session.approval_policy()
 
+    async def network(self) -> Network:
+        """The network this session's calls get (`on` under danger-full-access)."""
+        return await self.session.network()
+
     async def set_sandbox_mode(self, mode: SandboxMode | str) -> SessionEvent | None:
         return await self.session.set_sandbox_mode(mode)
 
     async def set_approval_policy(self, policy: ApprovalPolicy | str) -> SessionEvent | None:
         return await self.session.set_approval_policy(policy)
+
+    async def set_network(self, network: Network | str) -> SessionEvent | None:
+        """Network `off` | `on` for this session's calls, from here on (an event in its log)."""
+        return await self.session.set_network(network)
 
     async def select_preset(self, name: str) -> tuple[SessionEvent, ...]:
         return await self.session.select_preset(name)
@@ -338,7 +350,11 @@ def _presets(composition: Composition) -> PresetTable:
     if entry is None:
         return DEFAULT_PRESETS
     table = {
-        name: {"sandbox_mode": spec.sandbox_mode, "approval_policy": spec.approval_policy}
+        name: {
+            "sandbox_mode": spec.sandbox_mode,
+            "approval_policy": spec.approval_policy,
+            "network": spec.network,
+        }
         for name, spec in entry.config.presets.items()
     }
     return PresetTable.from_config(table, base=PresetTable(()))
@@ -439,6 +455,8 @@ def assemble(
         unconfined=None
         if confining
         else unconfined_reason(executor_entry.name if executor_entry is not None else None),
+        # Without confinement nothing cuts the network off: only `on` is true.
+        network=executor_config.default_network if confining else Network.ON,
     )
     approval_client = approval_actor.client if approval_actor is not None else None
     fs_tool = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .vocab import Enforcement, ExecutionPolicy, SandboxMode, SandboxPolicy
+from .vocab import Enforcement, ExecutionPolicy, Network, SandboxMode, SandboxPolicy
 
 
 class RunnerFailureRule(msgspec.Struct, frozen=True):
@@ -181,6 +181,9 @@ class ShellResult(msgspec.Struct, frozen=True):
     runner_failure: str | None = None
     # Why `enforcement` is partial: the effects this call left ungoverned.
     gaps: tuple[str, ...] = ()
+    # Whether this call had the network: its policy's effective value (`on` under
+    # danger-full-access and without a sandbox). The default claims no confinement.
+    network: Network = Network.ON
 
 
 class JobHandle(msgspec.Struct, frozen=True):
@@ -215,3 +218,5 @@ class JobReport(msgspec.Struct, frozen=True):
     runner_failure: str | None = None
     timed_out: bool = False
     gaps: tuple[str, ...] = ()
+    # As ShellResult.network: the network this job's command had.
+    network: Network = Network.ON

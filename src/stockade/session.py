@@ -23,6 +23,7 @@ from .policy.context import POLICY_SOURCE, PolicyContext, policy_context_update
 from .policy.knobs import (
     ApprovalPolicySet,
     KnobState,
+    NetworkSet,
     PolicyDefaults,
     SandboxModeSet,
     check_events_available,
@@ -30,11 +31,12 @@ from .policy.knobs import (
     knob_state,
     resolve_execution_policy,
     set_approval_policy,
+    set_network,
     set_sandbox_mode,
 )
 from .policy.presets import DEFAULT_PRESETS, PresetTable, current_preset, select_preset
 from .sessionlog import SessionLogClient, check_session_id
-from .vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+from .vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 
 
 class SessionMismatch(StockadeError):
@@ -177,11 +179,22 @@ class Session:
     async def approval_policy(self) -> ApprovalPolicy:
         return (await self.knobs()).approval_policy
 
-    async def execution_policy(self, explicit_mode: SandboxMode | None = None) -> ExecutionPolicy:
-        """This call's policy: explicit escalation > session override > default mode;
-        session cwd > fallback root."""
+    async def network(self) -> Network:
+        """The network this session's calls get: the knob (override ?? default), but
+        `on` under danger-full-access whatever the knob says."""
+        return (await self.knobs()).effective_network
+
+    async def execution_policy(
+        self, explicit_mode: SandboxMode | None = None, explicit_network: Network | None = None
+    ) -> ExecutionPolicy:
+        """This call's policy: explicit escalation > session override > default, for the
+        mode and the network; session cwd > fallback root."""
         return resolve_execution_policy(
-            await self.events(), self.defaults, session_root=self.cwd, explicit_mode=explicit_mode
+            await self.events(),
+            self.defaults,
+            session_root=self.cwd,
+            explicit_mode=explicit_mode,
+            explicit_network=explicit_network,
         )
 
     async def current_preset(self) -> str:
@@ -196,6 +209,11 @@ class Session:
 
     async def set_approval_policy(self, policy: ApprovalPolicy | str) -> ApprovalPolicySet | None:
         return await set_approval_policy(self, policy)
+
+    async def set_network(self, network: Network | str) -> NetworkSet | None:
+        """Switch the network knob (`off` | `on`). Raises SandboxNotMounted (appending
+        nothing) for `off` when the composition cannot confine."""
+        return await set_network(self, network, defaults=self.defaults)
 
     async def select_preset(self, name: str) -> tuple[SessionEvent, ...]:
         return await select_preset(self, name)

@@ -32,6 +32,7 @@ async def test_escalation_fields_exist_exactly_when_the_executor_confines(state_
             "read-only",
             "workspace-write",
             "danger-full-access",
+            "with_network",
         ]
     async with open_harness(composition(state_dir, executor="local", approval=False)) as local:
         bash = local.tool_schemas()[0]

@@ -38,6 +38,7 @@ def test_builtin_tags() -> None:
     assert BUILTIN_EVENTS.tags == {
         "session/header",
         "sandbox/mode",
+        "sandbox/network",
         "approval/policy",
         "permission/preset",
         "context/policy",

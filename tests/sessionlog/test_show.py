@@ -83,6 +83,8 @@ async def test_json_is_one_object(state_dir: Path) -> None:
         "sandbox_mode_from": "override (seq 2)",
         "approval_policy": "never",
         "approval_policy_from": "override (seq 3)",
+        "network": "off",
+        "network_from": "default",
         "workspace_root": "/work/demo",
         "workspace_root_from": "session",
         "preset": "custom",

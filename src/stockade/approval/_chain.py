@@ -26,6 +26,8 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
     """One escalation to decide: this command, once, under `requested_mode`.
 
     `policy` is the session's effective approval policy, resolved by the caller.
+    `with_network`: the request is for network access for this one run (the mode
+    stays: `requested_mode` equals `current_mode`); show the person that it is.
     """
 
     session_id: str
@@ -36,6 +38,7 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
     policy: ApprovalPolicy
     reason: str
     call_id: str | None = None
+    with_network: bool = False
 
 
 class Answer(msgspec.Struct, frozen=True):

@@ -73,6 +73,7 @@ class ApprovalActor:
                 requested_mode=ask.requested_mode.value,
                 reason=ask.reason,
                 call_id=ask.call_id,
+                with_network=ask.with_network,
             ),
         )
         try:

@@ -15,6 +15,8 @@ class ApprovalAsked(SessionEvent, kw_only=True, frozen=True, tag="approval/asked
     requested_mode: str
     reason: str
     call_id: str | None = None
+    # The ask was for network access for the one run (the mode unchanged).
+    with_network: bool = False
 
 
 class ApprovalAnswered(SessionEvent, kw_only=True, frozen=True, tag="approval/answered"):

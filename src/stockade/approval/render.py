@@ -166,13 +166,27 @@ def render_prompt(request: ApprovalRequest) -> str:
     """The whole question put to a person, ending with the y/N prompt."""
     command_rows, command = render_field("command", request.command)
     why_rows, why = render_field("why", request.justification, limit=JUSTIFICATION_LIMIT)
-    rows = [
-        "",
-        "stockade: the agent asks to run a command with wider file access, once.",
-        *command_rows,
-        *why_rows,
-        f"  {'mode:':<{LABEL_WIDTH}}{request.current_mode.value} -> {request.requested_mode.value}",
-    ]
+    if request.with_network:
+        rows = [
+            "",
+            "stockade: the agent asks to run a command with network access, once.",
+            *command_rows,
+            *why_rows,
+            f"  {'requests:':<{LABEL_WIDTH}}network access",
+            f"  {'mode:':<{LABEL_WIDTH}}{request.current_mode.value} (unchanged)",
+        ]
+    else:
+        mode = f"{request.current_mode.value} -> {request.requested_mode.value}"
+        rows = [
+            "",
+            "stockade: the agent asks to run a command with wider file access, once.",
+            *command_rows,
+            *why_rows,
+            f"  {'mode:':<{LABEL_WIDTH}}{mode}",
+        ]
+        if not request.requested_mode.confines:
+            # The widest mode confines nothing: the person is told the network comes with it.
+            rows.append(f"  {'network:':<{LABEL_WIDTH}}on (danger-full-access allows everything)")
     for field, shown in (("command", command), ("justification", why)):
         warning = _warning(field, shown)
         if warning is not None:

@@ -19,7 +19,7 @@ from cattrs.cols import (
 )
 from cattrs.gen import make_dict_structure_fn
 
-from ..vocab import ApprovalPolicy, SandboxMode
+from ..vocab import ApprovalPolicy, Network, SandboxMode
 from .types import CHECKS, ValueProblem, WrongType, describe, strict_str
 
 Hook = Callable[[Any, Any], Any]
@@ -32,6 +32,7 @@ def make_converter() -> cattrs.Converter:
         converter.register_structure_hook(checked_type, _simple(check))
     converter.register_structure_hook(SandboxMode, _simple(_sandbox_mode))
     converter.register_structure_hook(ApprovalPolicy, _simple(_approval_policy))
+    converter.register_structure_hook(Network, _simple(_network))
     # Exact-type hooks (above) outrank these predicate factories in cattrs' dispatch.
     converter.register_structure_hook_factory(_is_enum, _enum_factory)
     converter.register_structure_hook_factory(_is_literal, _literal_factory)
@@ -52,6 +53,10 @@ def _sandbox_mode(value: object) -> SandboxMode:
 
 def _approval_policy(value: object) -> ApprovalPolicy:
     return ApprovalPolicy.parse(strict_str(value))
+
+
+def _network(value: object) -> Network:
+    return Network.parse(strict_str(value))
 
 
 def _is_enum(type_: Any) -> bool:

@@ -13,7 +13,7 @@ import attrs
 
 from ..executor.config import MIB, ExecutorConfig
 from ..sandbox.config import ProviderConfig
-from ..vocab import ApprovalPolicy, SandboxMode
+from ..vocab import ApprovalPolicy, Network, SandboxMode, network_under
 from .plugins import Plugin
 from .types import (
     AbsolutePath,
@@ -63,12 +63,14 @@ class SandboxLocalConfig:
 
 @attrs.frozen(kw_only=True)
 class SandboxBashConfig:
-    """`stockade.bash.sandbox`: the deployment default mode and fallback root, and limits.
+    """`stockade.bash.sandbox`: the deployment default mode, network and fallback root,
+    and limits.
 
     `workspace_root` None means the process's current directory when a call resolves.
     """
 
     mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    network: Network = Network.OFF
     workspace_root: AbsolutePath | None = None
     output_cap: PositiveInt = DEFAULT_OUTPUT_CAP
     kill_grace: NonNegativeFloat = DEFAULT_KILL_GRACE
@@ -77,6 +79,7 @@ class SandboxBashConfig:
     def executor_config(self) -> ExecutorConfig:
         return ExecutorConfig(
             default_mode=self.mode,
+            default_network=self.network,
             fallback_root=self.workspace_root,
             output_cap=self.output_cap,
             kill_grace=self.kill_grace,
@@ -96,6 +99,7 @@ class LocalBashConfig:
         # Unconfined means every command has every file effect: danger-full-access.
         return ExecutorConfig(
             default_mode=SandboxMode.DANGER_FULL_ACCESS,
+            default_network=Network.ON,
             output_cap=self.output_cap,
             kill_grace=self.kill_grace,
             default_timeout=self.default_timeout,
@@ -119,12 +123,31 @@ class ApprovalConfig:
     answerers: tuple[AnswererName, ...] = (AnswererName("terminal"),)
 
 
+def _check_preset_network(
+    spec: PresetSpec, attribute: attrs.Attribute[object], network: Network | None
+) -> None:
+    if network is not None and network_under(spec.sandbox_mode, network) is not network:
+        raise FieldProblem(
+            attribute.name,
+            f"must be 'on' for sandbox mode {spec.sandbox_mode.value!r}: it allows "
+            "everything, network included",
+        )
+
+
 @attrs.frozen(kw_only=True)
 class PresetSpec:
-    """One preset: a value for each of the two knobs."""
+    """One preset: a value for each of the three knobs.
+
+    `network` absent (None): `off`, or `on` for a danger-full-access preset.
+    """
 
     sandbox_mode: SandboxMode
     approval_policy: ApprovalPolicy
+    network: Network | None = attrs.field(default=None, validator=_check_preset_network)
+
+    @property
+    def effective_network(self) -> Network:
+        return network_under(self.sandbox_mode, self.network or Network.OFF)
 
 
 def _frozen_presets(presets: Mapping[str, PresetSpec]) -> Mapping[str, PresetSpec]:
@@ -134,10 +157,14 @@ def _frozen_presets(presets: Mapping[str, PresetSpec]) -> Mapping[str, PresetSpe
 DEFAULT_PRESET_SPECS: Final[Mapping[str, PresetSpec]] = MappingProxyType(
     {
         "workspace-write": PresetSpec(
-            sandbox_mode=SandboxMode.WORKSPACE_WRITE, approval_policy=ApprovalPolicy.ASK
+            sandbox_mode=SandboxMode.WORKSPACE_WRITE,
+            approval_policy=ApprovalPolicy.ASK,
+            network=Network.OFF,
         ),
         "danger-full-access": PresetSpec(
-            sandbox_mode=SandboxMode.DANGER_FULL_ACCESS, approval_policy=ApprovalPolicy.NEVER
+            sandbox_mode=SandboxMode.DANGER_FULL_ACCESS,
+            approval_policy=ApprovalPolicy.NEVER,
+            network=Network.ON,
         ),
     }
 )
@@ -205,7 +232,7 @@ PERMISSION_PRESETS: Final = Plugin(
     name="stockade.permission.presets",
     kind="presets",
     config_type=PresetsConfig,
-    summary="named pairs of sandbox mode and approval policy",
+    summary="named bundles of sandbox mode, approval policy and network",
 )
 SESSION_LOG: Final = Plugin(
     name="stockade.session.log",

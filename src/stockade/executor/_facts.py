@@ -7,7 +7,7 @@ import os
 import attrs
 
 from ..messages import RunnerFailureRule, ShellResult, Wrapped
-from ..vocab import Enforcement, SandboxMode
+from ..vocab import Enforcement, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import Evidence, Verdict, classify, runner_failure_line
 from ._denials import changes_directory, merges_stderr, refusals
@@ -34,10 +34,18 @@ class WrapFacts:
     # None: no attribution (the signature alone decides).
     workdir: str | None = None
     command: str = ""
+    # The network the call's policy gives it (`on` when nothing confines it).
+    network: Network = Network.ON
 
     @classmethod
     def from_wrapped(
-        cls, mode: SandboxMode, wrapped: Wrapped, *, workdir: str | None = None, command: str = ""
+        cls,
+        mode: SandboxMode,
+        wrapped: Wrapped,
+        *,
+        workdir: str | None = None,
+        command: str = "",
+        network: Network = Network.ON,
     ) -> WrapFacts:
         return cls(
             mode=mode,
@@ -51,6 +59,7 @@ class WrapFacts:
             protected=wrapped.protected,
             workdir=workdir,
             command=command,
+            network=network,
         )
 
     @classmethod
@@ -125,6 +134,7 @@ def settled_result(
         mode=facts.mode,
         backend=facts.backend,
         enforcement=facts.enforcement,
+        network=facts.network,
         duration=duration,
         stdout_dropped=stdout.dropped,
         stderr_dropped=stderr.dropped,
@@ -148,6 +158,7 @@ def unstarted_result(
         mode=facts.mode,
         backend=facts.backend,
         enforcement=facts.enforcement,
+        network=facts.network,
         duration=0.0,
     )
 
@@ -165,5 +176,6 @@ def waited_out_result(facts: WrapFacts, *, waited: float) -> ShellResult:
         mode=facts.mode,
         backend=facts.backend,
         enforcement=facts.enforcement,
+        network=facts.network,
         duration=waited,
     )

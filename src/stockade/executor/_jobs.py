@@ -98,6 +98,7 @@ class Job:
             runner_failure=result.runner_failure if result else None,
             timed_out=result.timed_out if result else False,
             gaps=self.facts.gaps,
+            network=self.facts.network,
         )
 
 

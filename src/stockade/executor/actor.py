@@ -156,6 +156,7 @@ class ExecutorActor:
             wrapped,
             workdir=spec.workdir or spec.policy.workspace_root,
             command=spec.command,
+            network=spec.policy.network,
         )
         return wrapped.argv, facts
 
@@ -401,7 +402,9 @@ class ExecutorClient:
         if policy is None:
             root = os.path.realpath(self.config.fallback_root or os.getcwd())
             chosen = SandboxMode.parse(mode) if mode is not None else self.config.default_mode
-            policy = ExecutionPolicy(mode=chosen, workspace_root=root)
+            policy = ExecutionPolicy(
+                mode=chosen, workspace_root=root, network=self.config.default_network
+            )
         return ShellSpec(
             command=command,
             policy=policy,

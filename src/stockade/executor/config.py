@@ -7,7 +7,7 @@ import resource
 
 import attrs
 
-from ..vocab import SandboxMode
+from ..vocab import Network, SandboxMode
 
 MIB = 1024 * 1024
 MAX_DERIVED_BOUND = 1024
@@ -20,7 +20,8 @@ DESCRIPTOR_HEADROOM = 16
 
 @attrs.frozen(kw_only=True)
 class ExecutorConfig:
-    """`default_mode`/`fallback_root` serve a direct caller that brings no policy.
+    """`default_mode`/`default_network`/`fallback_root` serve a direct caller that brings
+    no policy (and are the composition's defaults under every session).
 
     `fallback_root` None means the process's current directory at resolution time.
     """
@@ -28,6 +29,7 @@ class ExecutorConfig:
     default_mode: SandboxMode = attrs.field(
         default=SandboxMode.WORKSPACE_WRITE, converter=SandboxMode.parse
     )
+    default_network: Network = attrs.field(default=Network.OFF, converter=Network.parse)
     fallback_root: str | None = None
     output_cap: int = MIB
     kill_grace: float = 2.0

@@ -1,4 +1,4 @@
-"""Pure policy: the knob kits, presets and the policy-context message (no trio here)."""
+"""Pure policy: the three knob kits, presets and the policy-context message (no trio here)."""
 
 from ..events import SessionEvent
 from .context import POLICY_SOURCE as POLICY_SOURCE
@@ -9,16 +9,19 @@ from .context import policy_context_update as policy_context_update
 from .context import render_policy_context as render_policy_context
 from .knobs import ApprovalPolicySet as ApprovalPolicySet
 from .knobs import KnobState as KnobState
+from .knobs import NetworkSet as NetworkSet
 from .knobs import PolicyDefaults as PolicyDefaults
 from .knobs import SandboxModeSet as SandboxModeSet
 from .knobs import SandboxNotMounted as SandboxNotMounted
 from .knobs import effective_approval_policy as effective_approval_policy
+from .knobs import effective_network as effective_network
 from .knobs import effective_sandbox_mode as effective_sandbox_mode
 from .knobs import inherited_overrides as inherited_overrides
 from .knobs import knob_state as knob_state
 from .knobs import resolve_execution_policy as resolve_execution_policy
 from .knobs import resolve_workspace_root as resolve_workspace_root
 from .knobs import set_approval_policy as set_approval_policy
+from .knobs import set_network as set_network
 from .knobs import set_sandbox_mode as set_sandbox_mode
 from .presets import CUSTOM as CUSTOM
 from .presets import DEFAULT_PRESETS as DEFAULT_PRESETS
@@ -35,6 +38,7 @@ from .presets import select_preset as select_preset
 POLICY_EVENTS: tuple[type[SessionEvent], ...] = (
     SandboxModeSet,
     ApprovalPolicySet,
+    NetworkSet,
     PresetSelected,
     PolicyContext,
 )
@@ -46,6 +50,7 @@ __all__ = [
     "POLICY_SOURCE",
     "ApprovalPolicySet",
     "KnobState",
+    "NetworkSet",
     "PolicyContext",
     "PolicyDefaults",
     "Preset",
@@ -58,6 +63,7 @@ __all__ = [
     "current_preset",
     "desired_policy_context",
     "effective_approval_policy",
+    "effective_network",
     "effective_sandbox_mode",
     "inherited_overrides",
     "knob_state",
@@ -69,5 +75,6 @@ __all__ = [
     "resolve_workspace_root",
     "select_preset",
     "set_approval_policy",
+    "set_network",
     "set_sandbox_mode",
 ]

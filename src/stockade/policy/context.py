@@ -1,7 +1,7 @@
 """The policy-context message: one sourced message stating the complete current policy.
 
-Before each model step the host renders the one desired message (both knobs'
-effective values, explicit even when they are defaults) and compares it with the
+Before each model step the host renders the one desired message (every knob's
+effective value, explicit even when it is a default) and compares it with the
 last `context/policy` event in the session's log. Only a difference is appended, so
 several switches between two steps yield one message with the final state, and a
 resumed session (or a default changed while the process was down) is told at its
@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..events import SessionEvent, find_last
-from ..vocab import ApprovalPolicy, SandboxMode, allowed_modes, denial_marker
+from ..vocab import (
+    WITH_NETWORK,
+    ApprovalPolicy,
+    Network,
+    SandboxMode,
+    allowed_modes,
+    denial_marker,
+)
 from .knobs import PolicyDefaults, check_mode_available, knob_state, resolve_workspace_root
 
 POLICY_SOURCE = "sandbox:policy"
@@ -32,6 +39,9 @@ class PolicyContext(SessionEvent, kw_only=True, tag="context/policy"):
     sandbox_mode: SandboxMode
     workspace_root: str
     approval_policy: ApprovalPolicy
+    # The network a call gets (`on` under danger-full-access); None in messages
+    # written before the network knob existed.
+    network: Network | None = None
 
 
 _MODE_TEXT = {
@@ -71,6 +81,28 @@ def _approval_text(mode: SandboxMode, policy: ApprovalPolicy) -> str:
     )
 
 
+def _network_text(mode: SandboxMode, network: Network, approval: ApprovalPolicy) -> str:
+    if not mode.confines:
+        return (
+            "Network: on. danger-full-access allows everything, network included, whatever "
+            "the network setting says."
+        )
+    if network is Network.ON:
+        return "Network: on. Shell commands may use the network."
+    text = (
+        "Network: off. Shell commands run without network access: connections to other "
+        "hosts fail. A refused connection shows only as the command's own error, with no "
+        "sandbox marker."
+    )
+    if approval is ApprovalPolicy.ASK:
+        return text + (
+            " If a command really needs the network, run it once with sandbox_permissions "
+            f'"{WITH_NETWORK}" and a justification; the user is asked to approve that one '
+            "run, and every other command stays without network."
+        )
+    return text + " Network access cannot be requested in this session: do not ask for it."
+
+
 UNCONFINED_TEXT = (
     "This deployment runs shell commands WITHOUT a sandbox: nothing confines them, "
     "they may read, create, change and delete every file the user can, and no file "
@@ -79,12 +111,18 @@ UNCONFINED_TEXT = (
 
 
 def render_policy_context(
-    mode: SandboxMode, workspace_root: str, approval: ApprovalPolicy, *, sandboxed: bool = True
+    mode: SandboxMode,
+    workspace_root: str,
+    approval: ApprovalPolicy,
+    *,
+    sandboxed: bool = True,
+    network: Network = Network.OFF,
 ) -> str:
-    """The message text for a model, stating both values explicitly.
+    """The message text for a model, stating every value explicitly.
 
     `sandboxed` False: the composition cannot confine (its only mode is
     danger-full-access), and the message says that commands run without a sandbox.
+    `network` is the knob's value; under danger-full-access the message says `on`.
     """
     if not sandboxed:
         return "\n".join(
@@ -93,6 +131,7 @@ def render_policy_context(
                 "(this replaces any earlier policy message):",
                 f"- Sandbox: none. Sandbox mode: {mode.value}. Workspace root: {workspace_root}",
                 f"  {UNCONFINED_TEXT}",
+                "- Network: on. Nothing restricts network access.",
                 f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
             ]
         )
@@ -101,6 +140,7 @@ def render_policy_context(
         "(this replaces any earlier policy message):",
         f"- Sandbox mode: {mode.value}. Workspace root: {workspace_root}",
         f"  {_MODE_TEXT[mode]}",
+        f"- {_network_text(mode, network, approval)}",
         f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
     ]
     if mode.confines:
@@ -112,7 +152,7 @@ def render_policy_context(
         ]
     lines.append(
         f"Modes from narrowest to widest: {' < '.join(allowed_modes())}. "
-        "The sandbox governs file effects only, not network access."
+        "Modes govern file effects only; network access is the separate setting above."
     )
     return "\n".join(lines)
 
@@ -131,11 +171,16 @@ def desired_policy_context(
     root = resolve_workspace_root(session_root, defaults)
     return PolicyContext(
         text=render_policy_context(
-            state.sandbox_mode, root, state.approval_policy, sandboxed=defaults.confines
+            state.sandbox_mode,
+            root,
+            state.approval_policy,
+            sandboxed=defaults.confines,
+            network=state.network,
         ),
         sandbox_mode=state.sandbox_mode,
         workspace_root=root,
         approval_policy=state.approval_policy,
+        network=state.effective_network,
         source=source,
     )
 

@@ -1,4 +1,4 @@
-"""The two policy knobs, each a three-piece kit: its event, a pure fold, THE write path.
+"""The three policy knobs, each a three-piece kit: its event, a pure fold, THE write path.
 
     effective(session) = fold(the session's events) ?? the composition default
 
@@ -19,7 +19,7 @@ import attrs
 
 from ..errors import ConfigError, InvalidPolicy, SandboxUnavailable
 from ..events import EventLog, SessionEvent, append_decided, find_last
-from ..vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode, network_under
 
 # --- sandbox/mode ----------------------------------------------------------------------
 
@@ -100,7 +100,54 @@ async def set_approval_policy(
     return None
 
 
-KNOB_EVENTS: tuple[type[SessionEvent], ...] = (SandboxModeSet, ApprovalPolicySet)
+# --- sandbox/network ---------------------------------------------------------------------
+
+
+class NetworkSet(SessionEvent, kw_only=True, tag="sandbox/network"):
+    """The session's network override from here on (`off` | `on`).
+
+    Under danger-full-access a call has network `on` whatever this says.
+    """
+
+    network: Network
+
+
+def effective_network(events: Sequence[SessionEvent]) -> Network | None:
+    """The last `sandbox/network` value in `events`, or None when the session never set one."""
+    event: NetworkSet | None = find_last(events, NetworkSet)
+    return None if event is None else event.network
+
+
+async def set_network(
+    session: EventLog,
+    network: Network | str,
+    *,
+    source: str | None = None,
+    defaults: PolicyDefaults | None = None,
+) -> NetworkSet | None:
+    """Switch the session's network knob (same contract as `set_sandbox_mode`).
+
+    `off` under a composition that cannot confine (`defaults`, else the session's
+    own) raises SandboxNotMounted and appends nothing: nothing would cut it off.
+    """
+    wanted = Network.parse(network)
+    if defaults is None:
+        defaults = getattr(session, "defaults", None)
+    if isinstance(defaults, PolicyDefaults):
+        check_network_available(wanted, defaults, f"network {wanted.value!r}")
+
+    def decide(events: Sequence[SessionEvent]) -> list[SessionEvent]:
+        if effective_network(events) is wanted:
+            return []
+        return [NetworkSet(network=wanted, source=source)]
+
+    for event in await append_decided(session, decide):
+        assert isinstance(event, NetworkSet)
+        return event
+    return None
+
+
+KNOB_EVENTS: tuple[type[SessionEvent], ...] = (SandboxModeSet, ApprovalPolicySet, NetworkSet)
 
 
 # --- compositions that cannot confine ----------------------------------------------------
@@ -125,14 +172,18 @@ def unconfined_reason(executor_name: str | None) -> str:
     return f"its executor {executor_name!r} does not confine the commands it runs"
 
 
-def unconfined_refusal(what: str, unconfined: str) -> SandboxNotMounted:
-    """The error for `what` (e.g. "sandbox mode 'read-only'") under a composition that
-    cannot confine, `unconfined` saying why."""
+def unconfined_refusal(what: str, unconfined: str, *, network: bool = False) -> SandboxNotMounted:
+    """The error for `what` (e.g. "sandbox mode 'read-only'", or with `network`
+    "network 'off'") under a composition that cannot confine, `unconfined` saying why."""
+    truth = (
+        "nothing would cut off its network access; only network 'on' is true here"
+        if network
+        else "no file effect would be refused; only danger-full-access is true here"
+    )
     return SandboxNotMounted(
         f"{what} cannot be honoured: this composition runs commands without a sandbox "
-        f"({unconfined}), so no file effect would be refused; only danger-full-access is "
-        f"true here. To confine commands, mount {CONFINING_EXECUTOR!r} as the executor "
-        f"beside a {SANDBOX_PROVIDER!r} provider entry (docs/configuration.md)"
+        f"({unconfined}), so {truth}. To confine commands, mount {CONFINING_EXECUTOR!r} "
+        f"as the executor beside a {SANDBOX_PROVIDER!r} provider entry (docs/configuration.md)"
     )
 
 
@@ -140,6 +191,12 @@ def check_mode_available(mode: SandboxMode, defaults: PolicyDefaults, what: str)
     """Raise SandboxNotMounted when `mode` confines but the composition cannot."""
     if mode.confines and defaults.unconfined is not None:
         raise unconfined_refusal(what, defaults.unconfined)
+
+
+def check_network_available(network: Network, defaults: PolicyDefaults, what: str) -> None:
+    """Raise SandboxNotMounted when `network` is `off` but the composition cannot confine."""
+    if network is Network.OFF and defaults.unconfined is not None:
+        raise unconfined_refusal(what, defaults.unconfined, network=True)
 
 
 def check_events_available(
@@ -176,11 +233,20 @@ class PolicyDefaults:
     # cannot (its executor does not confine): then only danger-full-access is true, and
     # every path that would make a session resolve to a confining mode refuses.
     unconfined: str | None = None
+    # The network knob's default: `off` where the composition confines, `on` where it
+    # cannot (there `off` is refused like a confining mode).
+    network: Network = attrs.field(
+        default=attrs.Factory(
+            lambda self: Network.OFF if self.unconfined is None else Network.ON, takes_self=True
+        ),
+        converter=Network.parse,
+    )
 
     def __attrs_post_init__(self) -> None:
         check_mode_available(
             self.sandbox_mode, self, f"the default sandbox mode {self.sandbox_mode.value!r}"
         )
+        check_network_available(self.network, self, f"the default network {self.network.value!r}")
 
     @property
     def confines(self) -> bool:
@@ -190,23 +256,36 @@ class PolicyDefaults:
 
 @attrs.frozen
 class KnobState:
-    """Both knobs' effective values, and whether each is a session override."""
+    """The knobs' values (fold ?? default), and whether each is a session override.
+
+    `network` is the knob as set; `effective_network` is what a call gets (`on`
+    under danger-full-access, whatever the knob says).
+    """
 
     sandbox_mode: SandboxMode
     approval_policy: ApprovalPolicy
     sandbox_mode_overridden: bool
     approval_policy_overridden: bool
+    network: Network = Network.OFF
+    network_overridden: bool = False
+
+    @property
+    def effective_network(self) -> Network:
+        return network_under(self.sandbox_mode, self.network)
 
 
 def knob_state(events: Sequence[SessionEvent], defaults: PolicyDefaults) -> KnobState:
-    """effective = fold(events) ?? default, for both knobs."""
+    """effective = fold(events) ?? default, for every knob."""
     mode = effective_sandbox_mode(events)
     policy = effective_approval_policy(events)
+    network = effective_network(events)
     return KnobState(
         sandbox_mode=defaults.sandbox_mode if mode is None else mode,
         approval_policy=defaults.approval_policy if policy is None else policy,
         sandbox_mode_overridden=mode is not None,
         approval_policy_overridden=policy is not None,
+        network=defaults.network if network is None else network,
+        network_overridden=network is not None,
     )
 
 
@@ -221,18 +300,27 @@ def resolve_execution_policy(
     *,
     session_root: str | None,
     explicit_mode: SandboxMode | None = None,
+    explicit_network: Network | None = None,
 ) -> ExecutionPolicy:
     """The complete policy for one call.
 
-    Mode: explicit (a granted escalation) > session override > composition default.
-    Root: the session's cwd > the configured fallback root. Whether an explicit mode
-    is strictly wider than the effective one is the caller's check, not this one's.
-    A confining mode under a composition that cannot confine raises SandboxNotMounted
-    (the write paths refuse it first; this keeps a log edited by hand from lying).
+    Mode and network, each: explicit (a granted escalation) > session override >
+    composition default; the network is `on` under danger-full-access whatever the
+    knob says. Root: the session's cwd > the configured fallback root. Whether an
+    explicit value is strictly wider than the effective one is the caller's check,
+    not this one's. A confining mode under a composition that cannot confine raises
+    SandboxNotMounted (the write paths refuse it first; this keeps a log edited by
+    hand from lying).
     """
-    mode = explicit_mode if explicit_mode is not None else knob_state(events, defaults).sandbox_mode
+    state = knob_state(events, defaults)
+    mode = explicit_mode if explicit_mode is not None else state.sandbox_mode
     check_mode_available(mode, defaults, f"sandbox mode {mode.value!r}")
-    return ExecutionPolicy(mode=mode, workspace_root=resolve_workspace_root(session_root, defaults))
+    network = explicit_network if explicit_network is not None else state.network
+    return ExecutionPolicy(
+        mode=mode,
+        workspace_root=resolve_workspace_root(session_root, defaults),
+        network=network_under(mode, network),
+    )
 
 
 def inherited_overrides(events: Sequence[SessionEvent], parent_id: str) -> list[SessionEvent]:
@@ -249,4 +337,7 @@ def inherited_overrides(events: Sequence[SessionEvent], parent_id: str) -> list[
     policy = effective_approval_policy(events)
     if policy is not None:
         seeds.append(ApprovalPolicySet(policy=policy, source=source))
+    network = effective_network(events)
+    if network is not None:
+        seeds.append(NetworkSet(network=network, source=source))
     return seeds

@@ -1,10 +1,15 @@
-"""Permission presets: deployment-defined bundles of one sandbox mode and one approval policy.
+"""Permission presets: deployment-defined bundles of a value for each of the three knobs
+(sandbox mode, approval policy, network).
 
-A preset is a UI convenience over the two knobs, not a third store: selecting one
+A preset is a UI convenience over the knobs, not another store: selecting one
 appends a `permission/preset` event plus ONLY the knob events whose effective value
 changes, and selecting what is already in effect appends nothing. Which preset a
 session is "in" is folded from the knobs (`current_preset`); a combination outside
 the table is `custom`.
+
+The network compares by what a call gets: under danger-full-access that is `on`
+whatever the knob says, so a danger-full-access preset is always `on` (a table
+saying otherwise is refused) and selecting it never needs to write the network.
 
 Everything here is pure except `select_preset`, which only awaits its session.
 """
@@ -18,12 +23,14 @@ import attrs
 
 from ..errors import ConfigError
 from ..events import EventLog, SessionEvent, append_decided, find_last
-from ..vocab import ApprovalPolicy, SandboxMode
+from ..vocab import ApprovalPolicy, Network, SandboxMode, network_under
 from .knobs import (
     ApprovalPolicySet,
+    NetworkSet,
     PolicyDefaults,
     SandboxModeSet,
     check_mode_available,
+    check_network_available,
     knob_state,
 )
 
@@ -45,11 +52,30 @@ class UnknownPreset(ConfigError):
         self.known = tuple(known)
 
 
+def _default_network(preset: Preset) -> Network:
+    return network_under(preset.sandbox_mode, Network.OFF)
+
+
+def _check_network(preset: Preset, _attribute: object, network: Network) -> None:
+    if network_under(preset.sandbox_mode, network) is not network:
+        raise ConfigError(
+            f"preset {preset.name!r} cannot have network {network.value!r}: its sandbox mode "
+            f"{preset.sandbox_mode.value!r} allows everything, network included"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class Preset:
+    """One value per knob. `network` defaults to `off`, or `on` for danger-full-access."""
+
     name: str
     sandbox_mode: SandboxMode = attrs.field(converter=SandboxMode.parse)
     approval_policy: ApprovalPolicy = attrs.field(converter=ApprovalPolicy.parse)
+    network: Network = attrs.field(
+        default=attrs.Factory(_default_network, takes_self=True),
+        converter=Network.parse,
+        validator=_check_network,
+    )
 
 
 def _check_presets(_instance: object, _attribute: object, presets: tuple[Preset, ...]) -> None:
@@ -80,11 +106,16 @@ class PresetTable:
                 return preset
         raise UnknownPreset(name, self.names)
 
-    def matching(self, mode: SandboxMode, policy: ApprovalPolicy) -> tuple[Preset, ...]:
+    def matching(
+        self, mode: SandboxMode, policy: ApprovalPolicy, network: Network | None = None
+    ) -> tuple[Preset, ...]:
+        """The presets with these values (`network`: what a call gets; None: any)."""
         return tuple(
             preset
             for preset in self.presets
-            if preset.sandbox_mode is mode and preset.approval_policy is policy
+            if preset.sandbox_mode is mode
+            and preset.approval_policy is policy
+            and (network is None or preset.network is network_under(mode, network))
         )
 
     def with_presets(self, *presets: Preset) -> PresetTable:
@@ -97,26 +128,31 @@ class PresetTable:
     def from_config(
         cls, entries: Mapping[str, Mapping[str, Any]], *, base: PresetTable | None = None
     ) -> PresetTable:
-        """A table from config: `{name: {sandbox_mode: ..., approval_policy: ...}}`.
+        """A table from config: `{name: {sandbox_mode: ..., approval_policy: ...,
+        network: ...}}` (`network` optional: `off`, or `on` for danger-full-access;
+        None counts as absent).
 
         The entries extend (or replace by name) `base`, which defaults to the shipped
         presets; pass `base=PresetTable(())` for a table holding only `entries`.
         """
         presets = []
         for name, entry in entries.items():
-            unknown = set(entry) - {"sandbox_mode", "approval_policy"}
+            unknown = set(entry) - {"sandbox_mode", "approval_policy", "network"}
             missing = {"sandbox_mode", "approval_policy"} - set(entry)
             if unknown or missing:
                 raise ConfigError(
-                    f"preset {name!r} needs exactly sandbox_mode and approval_policy"
+                    f"preset {name!r} needs sandbox_mode and approval_policy (and may "
+                    "name network)"
                     + (f"; unknown: {', '.join(sorted(unknown))}" if unknown else "")
                     + (f"; missing: {', '.join(sorted(missing))}" if missing else "")
                 )
+            network = entry.get("network")
             presets.append(
                 Preset(
                     name=name,
                     sandbox_mode=entry["sandbox_mode"],
                     approval_policy=entry["approval_policy"],
+                    **({} if network is None else {"network": network}),
                 )
             )
         return (DEFAULT_PRESETS if base is None else base).with_presets(*presets)
@@ -128,11 +164,13 @@ DEFAULT_PRESETS = PresetTable(
             name="workspace-write",
             sandbox_mode=SandboxMode.WORKSPACE_WRITE,
             approval_policy=ApprovalPolicy.ASK,
+            network=Network.OFF,
         ),
         Preset(
             name="danger-full-access",
             sandbox_mode=SandboxMode.DANGER_FULL_ACCESS,
             approval_policy=ApprovalPolicy.NEVER,
+            network=Network.ON,
         ),
     )
 )
@@ -150,7 +188,7 @@ def current_preset(
     among them; otherwise the first in table order.
     """
     state = knob_state(events, defaults)
-    candidates = table.matching(state.sandbox_mode, state.approval_policy)
+    candidates = table.matching(state.sandbox_mode, state.approval_policy, state.network)
     if not candidates:
         return CUSTOM
     selected: PresetSelected | None = find_last(events, PresetSelected)
@@ -164,9 +202,11 @@ def preset_selection(
 ) -> list[SessionEvent]:
     """What selecting `name` appends: the preset event plus only the knobs that change.
 
-    Empty when both effective values already equal the preset's. Raises
-    UnknownPreset for a name outside `table`, and SandboxNotMounted for a preset
-    whose mode confines when the composition cannot.
+    Empty when every effective value already equals the preset's. The network is
+    written only when what a call gets under the preset's mode would differ (never
+    for danger-full-access, where it is `on` anyway). Raises UnknownPreset for a
+    name outside `table`, and SandboxNotMounted for a preset whose mode confines, or
+    whose network is `off`, when the composition cannot confine.
     """
     preset = _available(table, defaults, name)
     state = knob_state(events, defaults)
@@ -175,6 +215,8 @@ def preset_selection(
         changes.append(SandboxModeSet(mode=preset.sandbox_mode))
     if state.approval_policy is not preset.approval_policy:
         changes.append(ApprovalPolicySet(policy=preset.approval_policy))
+    if network_under(preset.sandbox_mode, state.network) is not preset.network:
+        changes.append(NetworkSet(network=preset.network))
     if not changes:
         return []
     return [PresetSelected(name=preset.name), *changes]
@@ -186,6 +228,9 @@ def _available(table: PresetTable, defaults: PolicyDefaults, name: str) -> Prese
         preset.sandbox_mode,
         defaults,
         f"preset {name!r} (sandbox mode {preset.sandbox_mode.value!r})",
+    )
+    check_network_available(
+        preset.network, defaults, f"preset {name!r} (network {preset.network.value!r})"
     )
     return preset
 

@@ -22,11 +22,13 @@ from ..policy.context import desired_policy_context, last_policy_context
 from ..policy.knobs import (
     PolicyDefaults,
     effective_approval_policy,
+    effective_network,
     effective_sandbox_mode,
     knob_state,
     resolve_workspace_root,
 )
 from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset
+from ..vocab import SandboxMode
 from ._builtin import BUILTIN_EVENTS
 from ._scan import Scan, scan_log
 from ._store import check_session_id, resolve_state_dir
@@ -105,6 +107,8 @@ def summarize(
             "sandbox_mode_from": _origin(events, effective_sandbox_mode, "sandbox/mode"),
             "approval_policy": state.approval_policy.value,
             "approval_policy_from": _origin(events, effective_approval_policy, "approval/policy"),
+            "network": state.effective_network.value,
+            "network_from": _network_origin(events, state.sandbox_mode),
             "workspace_root": resolve_workspace_root(session_root, defaults),
             "workspace_root_from": "session" if session_root is not None else "fallback",
             "preset": current_preset(events, presets, defaults),
@@ -118,6 +122,12 @@ def _origin(events: tuple[SessionEvent, ...], fold: Any, tag: str) -> str:
         return "default"
     last = next(event for event in reversed(events) if event.tag == tag)
     return f"override (seq {last.seq})"
+
+
+def _network_origin(events: tuple[SessionEvent, ...], mode: SandboxMode) -> str:
+    if not mode.confines:
+        return f"{mode.value} allows everything"
+    return _origin(events, effective_network, "sandbox/network")
 
 
 def _time(ts: float) -> str:
@@ -167,6 +177,7 @@ def render_text(scan: Scan, summary: dict[str, Any]) -> str:
         f"  sandbox mode     {effective['sandbox_mode']:<20} {effective['sandbox_mode_from']}",
         f"  approval policy  {effective['approval_policy']:<20} "
         f"{effective['approval_policy_from']}",
+        f"  network          {effective['network']:<20} {effective['network_from']}",
         f"  workspace root   {effective['workspace_root']:<20} {effective['workspace_root_from']}",
         f"  preset           {effective['preset']}",
         f"  policy message   {effective['policy_message']}",

@@ -1,7 +1,8 @@
 """The one approved wider retry, shared by every tool that advertises it (bash, fs).
 
 Checks in order: paired fields, a confining deployment, strictly wider than THIS
-call's mode, a session, an approval service, no rejection earlier this turn; then asks.
+call's mode (for a network request: this call does not already have the network), a
+session, an approval service, no rejection of this command earlier this turn; then asks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import attrs
 from ..approval._chain import ApprovalRequest, Decision
 from ..approval.actor import ApprovalClient
 from ..events import SessionEvent
-from ..vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
+from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from .events import ToolResulted
 from .result import ToolResult
@@ -32,7 +33,7 @@ class ToolSession(Protocol):
     def cwd(self) -> str | None: ...
 
     async def execution_policy(
-        self, explicit_mode: SandboxMode | None = None
+        self, explicit_mode: SandboxMode | None = None, explicit_network: Network | None = None
     ) -> ExecutionPolicy: ...
 
     async def approval_policy(self) -> ApprovalPolicy: ...
@@ -42,7 +43,11 @@ class ToolSession(Protocol):
 
 @attrs.frozen(kw_only=True)
 class Escalation:
-    """One tool call's request: `command` is what the user is shown and asked about."""
+    """One tool call's request: `command` is what the user is shown and asked about.
+
+    `with_network`: the request is for network access for this one call, under its
+    current mode (`requested` is None then); `current_network` is what the call has.
+    """
 
     call_id: str
     tool: str
@@ -50,6 +55,8 @@ class Escalation:
     requested: SandboxMode | None
     justification: str | None
     current: SandboxMode
+    with_network: bool = False
+    current_network: Network = Network.OFF
 
 
 def tool_error(call_id: str, name: str, text: str, **facts: Any) -> ToolResult:
@@ -63,25 +70,39 @@ async def request_escalation(
     approval: ApprovalClient | None,
     confines: bool,
 ) -> tuple[ToolResult | None, SandboxMode | None]:
-    """(refusal, None), each refusal with its own text and nothing run; or (None, granted)."""
+    """(refusal, None), each refusal with its own text and nothing run; or (None, granted).
+
+    For a network request the granted mode is the call's current one: the grant is
+    network `on` for this one call, and the mode stays as it was.
+    """
 
     def refuse(text: str, **facts: Any) -> tuple[ToolResult, None]:
         return tool_error(ask.call_id, ask.tool, text, **facts), None
 
-    requested = ask.requested
+    network = ask.with_network
+    requested = ask.current if network else ask.requested
     if requested is None or not ask.justification:
         return refuse(texts.PAIRED)
     if not confines:
         return refuse(texts.NOT_ADVERTISED)
-    too_narrow = texts.not_wider(requested, ask.current)
-    if too_narrow is not None:
-        return refuse(too_narrow)
+    if network:
+        if ask.current_network is Network.ON:
+            return refuse(texts.network_not_needed(ask.current))
+    else:
+        too_narrow = texts.not_wider(requested, ask.current)
+        if too_narrow is not None:
+            return refuse(too_narrow)
     if session is None:
         return refuse(texts.NO_SESSION)
     if approval is None:
         return refuse(texts.NO_APPROVAL_SERVICE)
+    # Any rejection of this command this turn stands against every later ask for it:
+    # a wider mode could otherwise bring back the network the user refused, and back.
     if ask.command in session.rejected_this_turn:
-        return refuse(texts.already_rejected(requested))
+        return refuse(
+            texts.network_already_rejected() if network else texts.already_rejected(requested)
+        )
+    events = await session.events()
     answer = await approval.ask(
         ApprovalRequest(
             session_id=session.id,
@@ -90,8 +111,11 @@ async def request_escalation(
             current_mode=ask.current,
             requested_mode=requested,
             policy=await session.approval_policy(),
-            reason=grounding(await session.events(), ask.command, ask.current),
+            reason=network_grounding(ask.current)
+            if network
+            else grounding(events, ask.command, ask.current),
             call_id=ask.call_id,
+            with_network=network,
         )
     )
     match answer.decision:
@@ -99,11 +123,28 @@ async def request_escalation(
             return None, requested
         case Decision.REJECTED:
             session.rejected_this_turn.add(ask.command)
-            return refuse(texts.rejected(requested), outcome="rejected")
+            text = texts.network_rejected() if network else texts.rejected(requested)
+            return refuse(text, outcome="rejected")
         case Decision.CANCELLED:
-            return refuse(texts.CANCELLED, outcome="cancelled")
+            return refuse(
+                texts.NETWORK_CANCELLED if network else texts.CANCELLED, outcome="cancelled"
+            )
         case Decision.UNAVAILABLE:
-            return refuse(texts.unavailable(requested, answer.detail), outcome="unavailable")
+            text = (
+                texts.network_unavailable(answer.detail)
+                if network
+                else texts.unavailable(requested, answer.detail)
+            )
+            return refuse(text, outcome="unavailable")
+
+
+def network_grounding(mode: SandboxMode) -> str:
+    """Why the user is asked for network access: asked up front, since a refused
+    connection leaves no sandbox marker to observe."""
+    return (
+        f"network access requested under {mode.value} with network off (a refused "
+        "connection leaves no sandbox marker, so it is asked before running)"
+    )
 
 
 def grounding(events: Sequence[SessionEvent], command: str, mode: SandboxMode) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..vocab import SandboxMode, allowed_modes, denial_marker
+from ..vocab import WITH_NETWORK, SandboxMode, allowed_modes, denial_marker
 
 BASH: Final = "bash"
 JOB_OUTPUT: Final = "job_output"
@@ -22,6 +22,10 @@ ESCALATION_DESCRIPTION: Final = (
     " If a command was denied and the effect is needed, retry the SAME command once "
     "with sandbox_permissions set to the narrowest sufficient mode and a justification "
     "the user will read; the user is asked, and a grant applies to that one call only."
+    " When the policy message says network is off and a command needs the network, "
+    f'run it with sandbox_permissions "{WITH_NETWORK}" and a justification (a refused '
+    "connection leaves no marker, so ask up front); it runs once with network on if "
+    "the user approves."
 )
 
 
@@ -49,14 +53,15 @@ def bash_schema(*, confines: bool) -> dict[str, Any]:
         description += ESCALATION_DESCRIPTION
         properties["sandbox_permissions"] = {
             "type": "string",
-            "enum": list(allowed_modes()),
-            "description": "Ask the user to run THIS call once under this wider mode; only "
-            "after a denial; requires justification.",
+            "enum": [*allowed_modes(), WITH_NETWORK],
+            "description": "Ask the user to run THIS call once under this wider mode (only "
+            f'after a denial), or "{WITH_NETWORK}": once with network access, under the '
+            "current mode. Requires justification.",
         }
         properties["justification"] = {
             "type": "string",
-            "description": "Why the wider mode is needed, shown to the user; requires "
-            "sandbox_permissions.",
+            "description": "Why the wider mode or the network is needed, shown to the user; "
+            "requires sandbox_permissions.",
         }
     return {
         "name": BASH,

@@ -1,11 +1,14 @@
 """Pure escalation rules and their model-facing texts: one approved wider retry.
 
-Each non-grant outcome has its own text, and none of them runs anything.
+Two kinds of request share the rules: a wider sandbox mode (after a denial), and
+network access (`sandbox_permissions: "with_network"`, asked up front: a refused
+connection leaves no marker to ground it). Each non-grant outcome has its own text,
+and none of them runs anything.
 """
 
 from __future__ import annotations
 
-from ..vocab import SandboxMode, rejection_text
+from ..vocab import NETWORK_REJECTION_TEXT, WITH_NETWORK, SandboxMode, rejection_text
 
 PAIRED = (
     "sandbox_permissions and justification go together: give both to ask the user for "
@@ -59,3 +62,48 @@ def unavailable(requested: SandboxMode, detail: str | None) -> str:
 
 def granted(requested: SandboxMode) -> str:
     return f'[escalation granted once: this call ran under "{requested.value}"]'
+
+
+# --- network access (sandbox_permissions "with_network") ----------------------------------
+
+NETWORK_CANCELLED = "the network access request was cancelled before the user decided. Nothing ran."
+
+
+def network_not_needed(current_mode: SandboxMode) -> str:
+    """The refusal when this call already has the network (nobody is asked)."""
+    return (
+        f'sandbox_permissions "{WITH_NETWORK}" asks for nothing here: this call already '
+        f'has network access (mode "{current_mode.value}", network on). Nobody was asked '
+        "and nothing ran. Run the command without sandbox_permissions."
+    )
+
+
+def network_rejected() -> str:
+    return f"{NETWORK_REJECTION_TEXT}. Nothing ran. Do not ask again for this command in this turn."
+
+
+def network_already_rejected() -> str:
+    return (
+        "the user rejected a request for this command earlier in this turn; it may not be "
+        "asked again, with network access or otherwise. Nothing ran."
+    )
+
+
+def network_unavailable(detail: str | None) -> str:
+    why = f" ({detail})" if detail else ""
+    return (
+        f"running this command with network access is unavailable{why}: the approval "
+        "policy does not allow asking, or nobody can answer. Nothing ran; do not retry "
+        f'with sandbox_permissions "{WITH_NETWORK}".'
+    )
+
+
+def network_granted() -> str:
+    return "[network access granted once: this call ran with network on]"
+
+
+def grant_text(grant: str) -> str:
+    """The line a granted call's result ends with: `grant` is a mode or `with_network`."""
+    if grant == WITH_NETWORK:
+        return network_granted()
+    return granted(SandboxMode(grant))

@@ -1,14 +1,15 @@
 """The model-facing bash, job_output and kill_job tools: arguments in, ToolResult out.
 
-Policy is resolved per call from the session (escalation > session override >
-default) and stamped on the spec before the executor runs; escalation asks the
-ApprovalActor once and never persists a grant.
+Policy (mode and network) is resolved per call from the session (escalation >
+session override > default) and stamped on the spec before the executor runs;
+escalation (a wider mode, or `with_network`) asks the ApprovalActor once and never
+persists a grant.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import attrs
 import msgspec
@@ -18,11 +19,16 @@ from ..errors import CommandStartError, SandboxUnavailable, StockadeError
 from ..executor.actor import ExecutorClient
 from ..executor.render import render_job, render_result
 from ..messages import JobReport, ShellResult, ShellSpec
-from ..vocab import ExecutionPolicy, SandboxMode
+from ..vocab import WITH_NETWORK, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
 from ._bash_schema import BASH, JOB_OUTPUT, KILL_JOB, escalation_hint
 from .result import ToolResult
+
+# What `sandbox_permissions` takes: a sandbox mode, or one run with network on. One
+# Literal (msgspec allows one string-like type per union), kept equal to
+# `(*allowed_modes(), WITH_NETWORK)` by tests/harness/test_network.py.
+Permission = Literal["read-only", "workspace-write", "danger-full-access", "with_network"]
 
 
 class BashArguments(msgspec.Struct, forbid_unknown_fields=True):
@@ -32,7 +38,7 @@ class BashArguments(msgspec.Struct, forbid_unknown_fields=True):
     # refused (msgspec bounds must fit in 64 bits, so that check is in the tool).
     timeout_ms: Annotated[int, msgspec.Meta(ge=1)] | None = None
     background: bool = False
-    sandbox_permissions: SandboxMode | None = None
+    sandbox_permissions: Permission | None = None
     justification: str | None = None
 
 
@@ -83,16 +89,23 @@ class BashTool:
         if args.timeout_ms is not None and args.timeout_ms > ABSURD_TIMEOUT_MS:
             return _error(call_id, BASH, "timeout_ms is out of range. Nothing ran.")
         policy = await self._policy(session)
-        granted: SandboxMode | None = None
+        # What an approved escalation granted this one call: a mode's value, or
+        # WITH_NETWORK (network on, the mode unchanged).
+        grant: str | None = None
         if args.sandbox_permissions is not None or args.justification is not None:
+            with_network = args.sandbox_permissions == WITH_NETWORK
             refusal, granted = await request_escalation(
                 Escalation(
                     call_id=call_id,
                     tool=BASH,
                     command=args.command,
-                    requested=args.sandbox_permissions,
+                    requested=None
+                    if with_network or args.sandbox_permissions is None
+                    else SandboxMode(args.sandbox_permissions),
                     justification=args.justification,
                     current=policy.mode,
+                    with_network=with_network,
+                    current_network=policy.network,
                 ),
                 session=session,
                 approval=self.approval,
@@ -101,7 +114,12 @@ class BashTool:
             if refusal is not None:
                 return refusal
             assert granted is not None
-            policy = ExecutionPolicy(mode=granted, workspace_root=policy.workspace_root)
+            grant = WITH_NETWORK if with_network else granted.value
+            policy = ExecutionPolicy(
+                mode=granted,
+                workspace_root=policy.workspace_root,
+                network=Network.ON if with_network else policy.network,
+            )
         spec = ShellSpec(
             command=args.command,
             policy=policy,
@@ -115,18 +133,23 @@ class BashTool:
                 f"started background job {handle.id} under {policy.mode.value}; read its "
                 f"output with job_output(job_id={handle.id!r})."
             )
-            if granted is not None:
-                text += "\n" + texts.granted(granted)
-            facts = {"job_id": handle.id, "mode": policy.mode.value, "command": args.command}
-            if granted is not None:
-                facts["granted"] = granted.value
+            if grant is not None:
+                text += "\n" + texts.grant_text(grant)
+            facts = {
+                "job_id": handle.id,
+                "mode": policy.mode.value,
+                "network": policy.network.value,
+                "command": args.command,
+            }
+            if grant is not None:
+                facts["granted"] = grant
             return ToolResult(call_id=call_id, name=BASH, text=text, facts=facts)
         result = await self.executor.run(spec)
         return ToolResult(
             call_id=call_id,
             name=BASH,
-            text=self._render(result, granted),
-            facts=_facts(result, args.command, granted),
+            text=self._render(result, grant),
+            facts=_facts(result, args.command, grant),
         )
 
     async def _policy(self, session: ToolSession | None) -> ExecutionPolicy:
@@ -134,10 +157,10 @@ class BashTool:
             return self.executor.resolve("").policy
         return await session.execution_policy()
 
-    def _render(self, result: ShellResult, granted: SandboxMode | None) -> str:
+    def _render(self, result: ShellResult, grant: str | None) -> str:
         text = render_result(result)
-        if granted is not None:
-            text += "\n" + texts.granted(granted)
+        if grant is not None:
+            text += "\n" + texts.grant_text(grant)
         elif result.denied and self.confines:
             # The sanctioned retry is offered where the model decides, not only in the
             # description it may not recall.
@@ -205,12 +228,12 @@ def _workdir(workdir: str | None, root: str) -> str | None:
     return os.path.normpath(os.path.join(root, workdir))
 
 
-def _facts(result: ShellResult, command: str, granted: SandboxMode | None) -> dict[str, Any]:
+def _facts(result: ShellResult, command: str, grant: str | None) -> dict[str, Any]:
     facts = msgspec.to_builtins(result)
     del facts["stdout"], facts["stderr"]
     facts["command"] = command
-    if granted is not None:
-        facts["granted"] = granted.value
+    if grant is not None:
+        facts["granted"] = grant
     return facts
 
 
@@ -220,6 +243,7 @@ def _job_facts(report: JobReport) -> dict[str, Any]:
     facts["policy"] = {
         "mode": report.policy.mode.value,
         "workspace_root": report.policy.workspace_root,
+        "network": report.policy.network.value,
     }
     return facts
 
