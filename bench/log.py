@@ -13,13 +13,26 @@ read + decode through `JsonlStore.open`, plus the fold (`knob_state`,
 `resolve_execution_policy`); and the same through the actor (`Session.open` +
 `execution_policy`). Broken down into read / decode / fold, beside
 one `msgspec` `decode_lines` call over the whole file for comparison.
+
+PostgreSQL (issue 17), side by side in the same run: the same append rows through
+`PostgresStore` (plus 100 sessions x 10 writers for both stores), every commit
+durable (`synchronous_commit = on`), over a local Unix socket; and replay + fold of
+the same logs loaded into the database. The server is $STOCKADE_BENCH_PG_DSN, else
+$STOCKADE_TEST_PG_DSN (CI's), else a throwaway cluster started for the run when the
+server binaries are here (full runs only); `--quick` includes postgres only when a
+server is already given. Without one the postgres rows are a note, not a failure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import shutil
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ._common import (
@@ -104,6 +117,36 @@ def write_log(path: str, count: int, registry: Any, root: str) -> int:
     return os.path.getsize(path)
 
 
+@contextlib.contextmanager
+def postgres_server(ctx: Context) -> Iterator[str | None]:
+    """A DSN for the postgres rows, or None (with the reason in a note) when there is none."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        yield None
+        return
+    dsn = os.environ.get("STOCKADE_BENCH_PG_DSN") or os.environ.get("STOCKADE_TEST_PG_DSN")
+    if dsn or ctx.quick:
+        yield dsn or None
+        return
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "postgres")
+    sys.path.insert(0, here)
+    try:
+        import _cluster
+    finally:
+        sys.path.remove(here)
+    if _cluster.bin_dir() is None:
+        yield None
+        return
+    directory = tempfile.mkdtemp(prefix="stockade-bench-pg-", dir="/var/tmp")
+    try:
+        yield _cluster.start(directory, max_connections=300)
+    finally:
+        _cluster.stop(directory)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 async def _appends(
     store: Any,
     sessions: int,
@@ -178,7 +221,7 @@ class CountingFsync:
         os.fsync(fd)
 
 
-def _append_runs(ctx: Context, result: FamilyResult) -> None:
+def _append_runs(ctx: Context, result: FamilyResult, dsn: str | None = None) -> None:
     import trio
 
     from stockade.harness import harness_registry
@@ -186,14 +229,15 @@ def _append_runs(ctx: Context, result: FamilyResult) -> None:
 
     registry = harness_registry()
     seconds = 0.25 if ctx.quick else 2.0
-    plan = [(1, 1), (1, 10), (1, 100), (100, 1)]
+    plan = [(1, 1), (1, 10), (1, 100), (100, 1), (100, 10)]
+    kinds = ("jsonl", "postgres", "memory") if dsn else ("jsonl", "memory")
     directory = ctx.scratch.dir("log-appends")
     result.figures["append_dir_fs"] = filesystem_of(directory)
     runs = []
     with Progress("log", "durable appends") as progress:
-        for store_kind in ("jsonl", "memory"):
+        for store_kind in kinds:
             for sessions, writers in plan:
-                if store_kind == "memory" and sessions > 1:
+                if store_kind == "memory" and sessions > 1 and writers == 1:
                     continue
                 progress.label = f"{store_kind}: {sessions} session(s) x {writers} writer(s)"
                 progress.set(0)
@@ -204,11 +248,19 @@ def _append_runs(ctx: Context, result: FamilyResult) -> None:
                         registry=registry,
                         fsync=fsync,
                     )
+                elif store_kind == "postgres":
+                    from stockade.sessionlog._postgres import PostgresStore
+
+                    fsync = None
+                    store = PostgresStore(dsn, registry=registry, pool_size=10)
                 else:
                     fsync = None
                     store = MemoryStore(registry=registry)
                 counter = (lambda f=fsync: f.calls) if fsync else (lambda s=store: s.commits)
-                entry = trio.run(_appends, store, sessions, writers, seconds, progress, counter)
+                try:
+                    entry = trio.run(_appends, store, sessions, writers, seconds, progress, counter)
+                finally:
+                    getattr(store, "close", lambda: None)()
                 if fsync is not None:
                     size = sum(
                         os.path.getsize(os.path.join(store.directory, name))
@@ -228,7 +280,9 @@ def _append_runs(ctx: Context, result: FamilyResult) -> None:
     result.tables.append(
         Table(
             f"Durable appends (one `tool/call` event per append, {seconds:g} s per row; "
-            f"JsonlStore on {result.figures['append_dir_fs']})",
+            f"JsonlStore on {result.figures['append_dir_fs']}"
+            + ("; PostgresStore over a Unix socket, pool 10" if dsn else "")
+            + ")",
             [
                 "store",
                 "sessions",
@@ -254,7 +308,8 @@ def _append_runs(ctx: Context, result: FamilyResult) -> None:
                 ]
                 for r in runs
             ],
-            "memory: MemoryStore, no disk: the actor's own ceiling.",
+            "memory: MemoryStore, no disk: the actor's own ceiling. postgres: commits are "
+            "statements, each one transaction holding every waiting session's batch.",
         )
     )
     hundred = next(r for r in runs if r["store"] == "jsonl" and r["writers_per_session"] == 100)
@@ -265,6 +320,40 @@ def _append_runs(ctx: Context, result: FamilyResult) -> None:
             f"{hundred['events_per_s']:,.0f} events/s ({fmt(hundred['events_per_commit'])} "
             "events per fsync)",
             hundred["events_per_s"] >= 20_000,
+        )
+    )
+    if not dsn:
+        result.notes.append(
+            "postgres: no server (set STOCKADE_BENCH_PG_DSN, or install postgresql for a "
+            "throwaway cluster in full runs); its rows were not measured"
+        )
+        return
+    single = next(
+        r
+        for r in runs
+        if r["store"] == "postgres" and r["sessions"] == 1 and r["writers_per_session"] == 100
+    )
+    many = next(
+        r
+        for r in runs
+        if r["store"] == "postgres" and r["sessions"] == 100 and r["writers_per_session"] == 10
+    )
+    result.targets.append(
+        Target(
+            "postgres: durable appends, one session, 100 concurrent writers",
+            ">= 10,000 events/s",
+            f"{single['events_per_s']:,.0f} events/s ({fmt(single['events_per_commit'])} events "
+            "per commit)",
+            single["events_per_s"] >= 10_000,
+        )
+    )
+    result.targets.append(
+        Target(
+            "postgres: 100 sessions x 10 writers, aggregate",
+            ">= 20,000 events/s",
+            f"{many['events_per_s']:,.0f} events/s ({fmt(many['events_per_commit'])} events "
+            "per commit)",
+            many["events_per_s"] >= 20_000,
         )
     )
 
@@ -428,10 +517,156 @@ def _replay_runs(ctx: Context, result: FamilyResult) -> None:
         )
 
 
+def load_postgres_log(dsn: str, session_id: str, count: int, registry: Any, root: str) -> None:
+    """A session of `count` events (the JSON-lines mix) put straight into the database."""
+    import psycopg
+
+    from stockade.events import SessionHeader
+    from stockade.sessionlog._postgres import PostgresStore
+
+    with PostgresStore(dsn, registry=registry, pool_size=1) as store:
+        store.schema_version()  # the schema exists
+    ts = time.time()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute("DELETE FROM stockade_events WHERE session_id = %s", (session_id,))
+            conn.execute("DELETE FROM stockade_sessions WHERE session_id = %s", (session_id,))
+            conn.execute(
+                "INSERT INTO stockade_sessions (session_id, last_seq) VALUES (%s, %s)",
+                (session_id, count),
+            )
+            with conn.cursor().copy(
+                "COPY stockade_events (session_id, seq, ts, type, data) FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["text", "int8", "float8", "text", "bytea"])
+                seq = 1
+                while seq <= count:
+                    end = min(count + 1, seq + 10_000)
+                    events = [
+                        SessionHeader(seq=1, ts=ts, cwd=root)
+                        if index == 1
+                        else _mixed_event(index, index, ts, root)
+                        for index in range(seq, end)
+                    ]
+                    lines = registry.encode_lines(events).split(b"\n")
+                    for event, line in zip(events, lines, strict=False):
+                        copy.write_row((session_id, event.seq, event.ts, event.tag, line))
+                    seq = end
+        conn.execute("ANALYZE stockade_events")
+
+
+def _pg_replay_runs(ctx: Context, result: FamilyResult, dsn: str) -> None:
+    import trio
+
+    from stockade.harness import harness_registry
+    from stockade.policy.knobs import PolicyDefaults, knob_state, resolve_execution_policy
+    from stockade.session import Session
+    from stockade.sessionlog import open_session_log
+    from stockade.sessionlog._postgres import PostgresStore
+
+    registry = harness_registry()
+    root = ctx.scratch.dir("log-root-pg")
+    defaults = PolicyDefaults(fallback_root=root)
+    sizes = (10_000,) if ctx.quick else (10_000, 100_000, 1_000_000)
+    runs = []
+    with Progress("log", "postgres replay", len(sizes)) as progress:
+        for count in sizes:
+            session_id = f"replay-{count}-{os.getpid()}"
+            progress.label = f"postgres replay: loading {count:,} events"
+            begun = time.perf_counter()
+            load_postgres_log(dsn, session_id, count, registry, root)
+            load_seconds = time.perf_counter() - begun
+            progress.label = f"postgres replay: {count:,} events"
+            totals, folds = [], []
+            repeats = 1 if ctx.quick else 3
+            with PostgresStore(dsn, registry=registry, pool_size=1) as store:
+                for _ in range(repeats):
+                    gc.collect()
+                    start = time.perf_counter()
+                    opened = store.open(session_id)
+                    opened_at = time.perf_counter()
+                    knob_state(opened.events, defaults)
+                    policy = resolve_execution_policy(opened.events, defaults, session_root=root)
+                    folded_at = time.perf_counter()
+                    opened.handle.close()
+                    assert len(opened.events) == count and policy.workspace_root == root
+                    totals.append(folded_at - start)
+                    folds.append(folded_at - opened_at)
+                    del opened
+                    gc.collect()
+
+            async def through_actor(session_id: str = session_id) -> float:
+                store = PostgresStore(dsn, registry=registry, pool_size=1)
+                try:
+                    async with open_session_log(store) as log:
+                        begun = time.perf_counter()
+                        session = await Session.open(log, session_id=session_id, defaults=defaults)
+                        await session.execution_policy()
+                        took = time.perf_counter() - begun
+                        await session.close()
+                finally:
+                    store.close()
+                return took
+
+            actor = [trio.run(through_actor)]
+            runs.append(
+                {
+                    "events": count,
+                    "load_seconds": load_seconds,
+                    "store_open_fold_s": summarize(totals),
+                    "fold_s": summarize(folds),
+                    "session_open_s": summarize(actor),
+                }
+            )
+            progress.advance()
+    result.figures["replay_postgres"] = runs
+    result.tables.append(
+        Table(
+            "Replay + fold from PostgreSQL (seconds; the server's cache warm after loading)",
+            [
+                "events",
+                "store open+fold",
+                "min-max",
+                "fold",
+                "Session.open via actor",
+                "load (COPY)",
+            ],
+            [
+                [
+                    r["events"],
+                    r["store_open_fold_s"]["median"],
+                    f"{fmt(r['store_open_fold_s']['min'])}-{fmt(r['store_open_fold_s']['max'])}",
+                    r["fold_s"]["median"],
+                    r["session_open_s"]["median"],
+                    r["load_seconds"],
+                ]
+                for r in runs
+            ],
+            "store open+fold = PostgresStore.open (lock, epoch, the server joining the "
+            "events' lines 20,000 at a time, scan_log) + knob_state + resolve_execution_policy.",
+        )
+    )
+    biggest = runs[-1]
+    if biggest["events"] >= 1_000_000:
+        value = biggest["store_open_fold_s"]["median"]
+        result.targets.append(
+            Target(
+                "postgres: replay+fold of 10^6 events",
+                "< 5 s",
+                f"{value:.2f} s through the store; "
+                f"{biggest['session_open_s']['median']:.2f} s via Session.open",
+                value < 5.0,
+            )
+        )
+
+
 def run(ctx: Context) -> FamilyResult:
     result = FamilyResult("log")
-    _append_runs(ctx, result)
-    _replay_runs(ctx, result)
+    with postgres_server(ctx) as dsn:
+        _append_runs(ctx, result, dsn)
+        _replay_runs(ctx, result)
+        if dsn:
+            _pg_replay_runs(ctx, result, dsn)
     return result
 
 
@@ -441,9 +676,10 @@ def plot(result: FamilyResult, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     appends = result.figures["appends"]
-    for store, marker in (("jsonl", "o"), ("memory", "s")):
+    colors = {"jsonl": "#1f77b4", "postgres": "#9467bd", "memory": "#7f7f7f"}
+    for store, marker in (("jsonl", "o"), ("postgres", "D"), ("memory", "s")):
         rows = sorted(
             (r for r in appends if r["store"] == store and r["sessions"] == 1),
             key=lambda r: r["writers_per_session"],
@@ -454,44 +690,65 @@ def plot(result: FamilyResult, path: str) -> None:
                 [r["events_per_s"] for r in rows],
                 "-",
                 marker=marker,
+                color=colors[store],
                 label=f"{store}: one session",
             )
-    many = [r for r in appends if r["sessions"] > 1]
-    for r in many:
-        left.scatter(
-            [r["sessions"] * r["writers_per_session"]],
-            [r["events_per_s"]],
-            marker="^",
-            color="#2ca02c",
-            zorder=3,
-            label=f"{r['store']}: {r['sessions']} sessions x 1",
-        )
+        for r in (r for r in appends if r["store"] == store and r["sessions"] > 1):
+            left.scatter(
+                [r["sessions"] * r["writers_per_session"]],
+                [r["events_per_s"]],
+                marker="^" if r["writers_per_session"] == 1 else "v",
+                s=60,
+                color=colors[store],
+                zorder=3,
+                label=f"{store}: {r['sessions']} sessions x {r['writers_per_session']}",
+            )
     left.axhline(20_000, color="#d62728", linestyle="--", linewidth=1, label="target: 20,000/s")
+    left.axhline(
+        10_000, color="#ff7f0e", linestyle=":", linewidth=1, label="postgres, 1 session: 10,000/s"
+    )
     left.set_xscale("log")
     left.set_yscale("log")
-    left.set_xlabel("concurrent writers")
-    left.set_ylabel("acknowledged events/s")
+    left.set_xlabel("concurrent writers (all sessions)")
+    left.set_ylabel("acknowledged durable events/s")
     left.set_title("Append rate vs writers (group commit)")
     left.grid(alpha=0.3, which="both")
-    left.legend(fontsize=7)
+    left.legend(fontsize=6.5, ncol=2)
 
     replay = result.figures["replay"]
     counts = [r["events"] for r in replay]
     for key, label in (
-        ("store_open_fold_s", "JsonlStore.open + fold"),
-        ("session_open_s", "Session.open via actor"),
+        ("store_open_fold_s", "jsonl: JsonlStore.open + fold"),
+        ("session_open_s", "jsonl: Session.open via actor"),
         ("scan_decode_s", "scan_log alone"),
-        ("bulk_decode_lines_s", "msgspec decode_lines, one call (GC on)"),
     ):
         right.plot(counts, [r[key]["median"] for r in replay], "-o", label=label)
-    right.axhline(2.0, color="#d62728", linestyle="--", linewidth=1, label="target: 2 s at 10^6")
+    for r_key, label, style in (
+        ("store_open_fold_s", "postgres: PostgresStore.open + fold", "-D"),
+        ("session_open_s", "postgres: Session.open via actor", "--D"),
+    ):
+        pg = result.figures.get("replay_postgres") or []
+        if pg:
+            right.plot(
+                [r["events"] for r in pg],
+                [r[r_key]["median"] for r in pg],
+                style,
+                color="#9467bd",
+                label=label,
+            )
+    right.axhline(
+        2.0, color="#d62728", linestyle="--", linewidth=1, label="jsonl target: 2 s at 10^6"
+    )
+    right.axhline(
+        5.0, color="#ff7f0e", linestyle=":", linewidth=1, label="postgres target: 5 s at 10^6"
+    )
     right.set_xscale("log")
     right.set_yscale("log")
     right.set_xlabel("events in the log")
     right.set_ylabel("seconds (median)")
     right.set_title("Replay + fold time vs log length")
     right.grid(alpha=0.3, which="both")
-    right.legend(fontsize=7)
+    right.legend(fontsize=6.5)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

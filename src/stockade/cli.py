@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--interactive", action="store_true", help="answer the escalations yourself (y/N)"
     )
+    demo.add_argument(
+        "--config", metavar="FILE", help="run it on this composition (e.g. a postgres log)"
+    )
 
     session = verbs.add_parser("session", help="inspect session logs")
     session_verbs = session.add_subparsers(dest="session_verb", metavar="VERB", required=True)
@@ -107,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where session logs live (default: $STOCKADE_STATE_DIR, else "
         "$XDG_STATE_HOME/stockade/sessions)",
+    )
+    show.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read the session from this composition's log store (a JSON-lines "
+        "directory or a PostgreSQL database; default: $STOCKADE_CONFIG)",
     )
     return parser
 
@@ -268,14 +277,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _exec(args)
             case "session":
                 from .harness import harness_registry
+                from .sessionlog._select import show_store
                 from .sessionlog.show import run_show
 
                 # Logs hold tool and approval events too: decode with the full registry.
-                return run_show(args, registry=harness_registry())
+                registry = harness_registry()
+                store = show_store(args, registry)
+                try:
+                    return run_show(args, registry=registry, store=store)
+                finally:
+                    if store is not None:
+                        store.close()
             case "demo":
                 from .demo import run_demo
 
-                return run_demo(interactive=args.interactive)
+                return run_demo(interactive=args.interactive, config=args.config)
             case "run":
                 from ._run import run_command
 

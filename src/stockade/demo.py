@@ -18,6 +18,7 @@ import trio
 from .approval.answerers import ScriptedAnswerer, TerminalAnswerer
 from .approval.render import one_line, visible
 from .harness import AgentSession, harness_registry, open_harness
+from .sessionlog._select import show_store
 from .sessionlog.show import run_show
 
 
@@ -61,13 +62,15 @@ async def _call(show: Transcript, session: AgentSession, tool: str, **arguments:
     return result
 
 
-async def _demo(show: Transcript, project: Path, interactive: bool) -> str:
+async def _demo(
+    show: Transcript, project: Path, interactive: bool, config: str | None = None
+) -> tuple[str, str]:
     answerers = (
         [TerminalAnswerer()]
         if interactive
         else [ScriptedAnswerer(["allowed-once", "rejected"], name="scripted-user")]
     )
-    async with open_harness(None, answerers=answerers, cwd=project) as harness:
+    async with open_harness(config, answerers=answerers, cwd=project) as harness:
         session = await harness.open_session(cwd=project)
         await session.set_sandbox_mode("read-only")
 
@@ -131,20 +134,30 @@ async def _demo(show: Transcript, project: Path, interactive: bool) -> str:
         await _call(show, session, "bash", command="echo 'now allowed' >> notes.txt")
         location = session.session.location
         await session.close()
-    return location
+    return location, session.id
 
 
-def run_demo(*, interactive: bool = False) -> int:
+def run_demo(*, interactive: bool = False, config: str | None = None) -> int:
+    """The scripted session; `config` names a composition to run it on (its log store,
+    e.g. PostgreSQL, among the rest), else the embedded default."""
     show = Transcript()
     with tempfile.TemporaryDirectory(prefix="stockade-demo-", dir=_project_parent()) as project:
         show.note(f"project: {project} (temporary)")
-        location = trio.run(_demo, show, Path(project), interactive)
+        location, session_id = trio.run(_demo, show, Path(project), interactive, config)
     show.step("The session log, replayed (stockade session show)")
-    status = run_show(
-        argparse.Namespace(path_or_id=location, json=False, state_dir=None),
-        registry=harness_registry(),
-    )
-    show.note(f"\nsession log: {location}\nreplay it: stockade session show {location}")
+    registry = harness_registry()
+    args = argparse.Namespace(path_or_id=location, json=False, state_dir=None, config=config)
+    store = show_store(args, registry) if config else None
+    replay = f"stockade session show {location}"
+    if store is not None:
+        args.path_or_id = session_id
+        replay = f"stockade session show {session_id} --config {config}"
+    try:
+        status = run_show(args, registry=registry, store=store)
+    finally:
+        if store is not None:
+            store.close()
+    show.note(f"\nsession log: {location}\nreplay it: {replay}")
     return status
 
 

@@ -42,6 +42,7 @@ from .sandbox.config import trusted_provider
 from .session import Session
 from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor
 from .sessionlog import resolve_state_dir as resolve_state_dir
+from .sessionlog._select import build_store, check_store_files, store_files
 from .sessionlog.actor import SessionLogClient
 from .tools import _bash_schema as schemas
 from .tools.bash import BashTool
@@ -72,8 +73,10 @@ class Harness:
     presets: PresetTable
     bash: BashTool
     fs: FsTool | None = None
-    # Where session logs live on disk (None: in memory for this process only).
+    # Where session logs live on disk (None: in memory for this process only, or a database).
     log_directory: str | None = None
+    # Files that steer where the log is (a database's password file): (path, what).
+    log_files: tuple[tuple[str, str], ...] = ()
 
     @property
     def confines(self) -> bool:
@@ -101,9 +104,11 @@ class Harness:
         writable (a knob or an escalation can widen any session to workspace-write),
         so no later knob change can widen what this check covered.
         """
+        root = os.path.realpath(cwd) if cwd is not None else self.defaults.fallback_root
+        if self.log_files:
+            check_store_files(self.log_files, (root, *host_temp_roots()))
         if self.log_directory is None:
             return
-        root = os.path.realpath(cwd) if cwd is not None else self.defaults.fallback_root
         problem = check_trusted(
             self.log_directory,
             (root, *host_temp_roots()),
@@ -396,8 +401,9 @@ def assemble(
         # No log entry: sessions still have a log, for this process's life only.
         store = MemoryStore(registry=registry)
     else:
-        store = JsonlStore(resolve_state_dir(log_entry.config.state_dir), registry=registry)
-    log_actor = SessionLogActor(store)
+        store = build_store(log_entry.config, registry, composition_path=composition.path)
+    # The actor closes the store (a database's connections) when the harness stops.
+    log_actor = SessionLogActor(store, owns_store=True)
     actors: list[Any] = [log_actor]
 
     executor_entry = composition.executor
@@ -483,7 +489,8 @@ def assemble(
         presets=_presets(composition),
         bash=BashTool(executor=executor_actor.client, approval=approval_client),
         fs=fs_tool,
-        log_directory=None if isinstance(store, MemoryStore) else str(store.directory),
+        log_directory=str(store.directory) if isinstance(store, JsonlStore) else None,
+        log_files=store_files(store),
     )
     harness._check_log_is_out_of_reach(None)
     return actors, harness

@@ -142,9 +142,15 @@ class HostIpc:
         finally:
             libc.shmdt(ctypes.c_void_p(address))
 
+    def ours(self) -> dict[tuple[str, int], tuple[str, ...]]:
+        """The SysV objects under our key or the attack's: other processes on the host
+        (a database server's segment) change their own objects' attach times."""
+        keys = {str(self.key), str(self.key + 1)}
+        return {name: row for name, row in sysv_objects().items() if row[0] in keys}
+
     def state(self) -> dict[str, object]:
         return {
-            "sysv": sysv_objects(),
+            "sysv": self.ours(),
             "shm content": self.shm_content(),
             "host queue": mq_exists(self.mq_host),
             "new queue": mq_exists(self.mq_new),

@@ -34,6 +34,7 @@ Backend = Literal["auto", "bwrap", "landlock", "seatbelt"]
 DEFAULT_OUTPUT_CAP: Final = PositiveInt(MIB)
 DEFAULT_KILL_GRACE: Final = NonNegativeFloat(2.0)
 DEFAULT_READ_CAP: Final = PositiveInt(256 * 1024)
+DEFAULT_POOL_SIZE: Final = PositiveInt(10)
 
 
 @attrs.frozen(kw_only=True)
@@ -189,11 +190,38 @@ class PresetsConfig:
     )
 
 
+SessionStoreKind = Literal["jsonl", "postgres"]
+
+
+def _check_log_store(
+    config: SessionLogConfig, attribute: attrs.Attribute[object], value: object
+) -> None:
+    if config.store == "postgres":
+        if attribute.name == "dsn" and value is None:
+            raise FieldProblem(
+                "store", "store postgres needs a dsn (e.g. `dsn: !env STOCKADE_LOG_DSN`)"
+            )
+        if attribute.name == "state_dir" and value is not None:
+            raise FieldProblem("state_dir", "applies to store jsonl, not postgres")
+    elif attribute.name == "dsn" and value is not None:
+        raise FieldProblem("dsn", "applies to store postgres (add `store: postgres`)")
+
+
 @attrs.frozen(kw_only=True)
 class SessionLogConfig:
-    """`stockade.session.log`: where logs live; None defers to the store's default chain."""
+    """`stockade.session.log`: where logs live.
 
-    state_dir: AbsolutePath | None = None
+    `store: jsonl` (default): one file per session under `state_dir` (None defers to
+    the store's default chain). `store: postgres`: one database every host shares, at
+    `dsn` (a libpq string or URI; its password from the environment, `!env VAR`, or a
+    password file), with `pool_size` connections for appends and reads (plus one that
+    holds the session locks).
+    """
+
+    store: SessionStoreKind = "jsonl"
+    state_dir: AbsolutePath | None = attrs.field(default=None, validator=_check_log_store)
+    dsn: NonEmptyStr | None = attrs.field(default=None, validator=_check_log_store, repr=False)
+    pool_size: PositiveInt = DEFAULT_POOL_SIZE
 
 
 @attrs.frozen(kw_only=True)
@@ -238,7 +266,7 @@ SESSION_LOG: Final = Plugin(
     name="stockade.session.log",
     kind="log",
     config_type=SessionLogConfig,
-    summary="one append-only JSON-lines log per session",
+    summary="one append-only log per session: JSON lines, or PostgreSQL for many hosts",
 )
 FS_SANDBOX: Final = Plugin(
     name="stockade.fs.sandbox",

@@ -97,6 +97,9 @@ class SessionLogActor:
     # Injectable so tests can pin timestamps.
     clock: Callable[[], float] = time.time
     max_batch: int = 1024
+    # Close the store (a database's connections) once every log is released: for a
+    # store made for this actor alone (the harness's), never for one shared with others.
+    owns_store: bool = False
     _logs: dict[str, _Log] = attrs.field(factory=dict, init=False)
     _closing: dict[str, trio.Event] = attrs.field(factory=dict, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
@@ -113,13 +116,20 @@ class SessionLogActor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         # Appends and reads are handled in the inbox loop (`_quick`); opens and closes
         # get a task each, so a session waiting on its disk never blocks another.
-        await serve_forever(
-            self._mailbox,
-            self._serve,
-            task_status=task_status,
-            on_start=self._adopt_nursery,
-            quick=self._quick,
-        )
+        try:
+            await serve_forever(
+                self._mailbox,
+                self._serve,
+                task_status=task_status,
+                on_start=self._adopt_nursery,
+                quick=self._quick,
+            )
+        finally:
+            # Every writer task has released its log by now (they ran in that nursery).
+            close = getattr(self.store, "close", None)
+            if self.owns_store and close is not None:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(close)
 
     def _adopt_nursery(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery

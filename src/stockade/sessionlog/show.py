@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from ..errors import StockadeError
 from ..events import EventRegistry, LogCorrupt, SessionEvent, SessionHeader
 from ..policy.context import desired_policy_context, last_policy_context
 from ..policy.knobs import (
@@ -53,13 +54,18 @@ def run_show(
     registry: EventRegistry = BUILTIN_EVENTS,
     defaults: PolicyDefaults | None = None,
     presets: PresetTable = DEFAULT_PRESETS,
+    store: Any = None,
 ) -> int:
     """Print the log named by `args.path_or_id`; 0 on success, 1 when it cannot be read.
 
-    `args` needs `path_or_id`, and optionally `json` and `state_dir`.
+    `args` needs `path_or_id`, and optionally `json` and `state_dir`. With `store` (one
+    that can `scan(session_id)` without a lock, e.g. a PostgresStore), an id is read
+    from it.
     """
     out = sys.stdout if stdout is None else stdout
     err = sys.stderr if stderr is None else stderr
+    if store is not None:
+        return _show_from_store(args, store, out, err, defaults, presets)
     try:
         path = locate_log(args.path_or_id, getattr(args, "state_dir", None))
         data = path.read_bytes()
@@ -78,10 +84,49 @@ def run_show(
     return 0
 
 
+def _show_from_store(
+    args: argparse.Namespace,
+    store: Any,
+    out: TextIO,
+    err: TextIO,
+    defaults: PolicyDefaults | None,
+    presets: PresetTable,
+) -> int:
+    session_id = args.path_or_id
+    try:
+        scan = store.scan(session_id)
+    except KeyError:
+        print(f"stockade: no session {session_id!r} in {store.where}", file=err)
+        return 1
+    except (StockadeError, ValueError) as error:
+        print(f"stockade: {error}", file=err)
+        return 1
+    summary = summarize(
+        scan,
+        Path(session_id),
+        PolicyDefaults() if defaults is None else defaults,
+        presets,
+        location=store.location_of(session_id),
+    )
+    if getattr(args, "json", False):
+        out.write(msgspec.json.encode(summary).decode() + "\n")
+    else:
+        out.write(render_text(scan, summary))
+    return 0
+
+
 def summarize(
-    scan: Scan, path: Path, defaults: PolicyDefaults, presets: PresetTable
+    scan: Scan,
+    path: Path,
+    defaults: PolicyDefaults,
+    presets: PresetTable,
+    *,
+    location: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON-ready account of a log: its events and the values they fold to."""
+    """The JSON-ready account of a log: its events and the values they fold to.
+
+    `location` names a log that is not a file (a database's), instead of `path`.
+    """
     events = scan.events
     header = events[0] if events and isinstance(events[0], SessionHeader) else None
     session_root = header.cwd if header else None
@@ -96,7 +141,7 @@ def summarize(
         message = f"stale (seq {told.seq}); the next step appends a new one"
     return {
         "session": path.name.removesuffix(".jsonl"),
-        "location": str(path),
+        "location": str(path) if location is None else location,
         "parent": header.parent if header else None,
         "torn_tail": None
         if scan.torn is None
