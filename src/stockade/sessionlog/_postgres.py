@@ -40,12 +40,14 @@ why psycopg in worker threads rather than asyncpg through trio-asyncio.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
+import queue
 import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -53,7 +55,7 @@ import attrs
 from ..errors import ConfigError, StockadeError
 from ..events import EventRegistry, LogCorrupt, SessionEvent
 from ._builtin import BUILTIN_EVENTS
-from ._scan import Scan, scan_log
+from ._scan import Scan, _gc_paused, scan_log
 from ._store import OpenedLog, SessionLocked, check_session_id
 
 logger = logging.getLogger("stockade.sessionlog")
@@ -484,8 +486,7 @@ class PostgresStore:
             self._open.add(session_id)
             pid = holder.info.backend_pid
         try:
-            epoch, last_seq, data = self._claim_and_read(pool, session_id)
-            scan = scan_log(data, location, self.registry)
+            epoch, last_seq, scan = self._claim_and_read(pool, session_id)
             found = scan.events[-1].seq if scan.events else 0
             if scan.torn is not None or found != last_seq:
                 raise LogCorrupt(
@@ -506,7 +507,7 @@ class PostgresStore:
         )
         return OpenedLog(handle=handle, events=scan.events, location=location)
 
-    def _claim_and_read(self, pool: Any, session_id: str) -> tuple[int, int, bytes]:
+    def _claim_and_read(self, pool: Any, session_id: str) -> tuple[int, int, Scan]:
         """Bump the session's epoch (fencing out any earlier writer) and read its events."""
         psycopg = self._psycopg
         try:
@@ -521,30 +522,64 @@ class PostgresStore:
                     " opened_at = now() WHERE session_id = %s RETURNING epoch, last_seq",
                     (self.owner, session_id),
                 ).fetchone()
-                data = self._read_events(conn, session_id, int(last_seq))
+                scan = self._read_scan(conn, session_id, int(last_seq))
         except psycopg.Error as error:
             raise _clear_error(error, self._where, "reading the session's events") from None
-        return int(epoch), int(last_seq), data
+        return int(epoch), int(last_seq), scan
 
-    def _read_events(self, conn: Any, session_id: str, last_seq: int) -> bytes:
-        """The log as JSON lines (in the caller's transaction): the server joins each
-        chunk's lines, we join the chunks. Events past `last_seq` (a database edited by
-        hand) are read too, so the scan reports them."""
+    def _read_events(self, conn: Any, session_id: str, last_seq: int) -> Iterator[bytes]:
+        """The log as pieces of whole JSON lines (in the caller's transaction): the server
+        joins each chunk's lines. Events past `last_seq` (a database edited by hand)
+        are read too, so the scan reports them."""
         for setting in _READ_SETTINGS:
             conn.execute(setting)
-        chunks: list[bytes] = []
         cursor = conn.cursor(binary=True)
         start = 0
         while True:
             end = start + _READ_CHUNK if start < last_seq else 2**62
             (chunk,) = cursor.execute(_READ, (session_id, start, end), prepare=True).fetchone()
             if chunk:
-                chunks.append(bytes(chunk))
-                chunks.append(b"\n")
+                yield bytes(chunk) + b"\n"
             if end >= 2**62:
-                break
+                return
             start = end
-        return b"".join(chunks)
+
+    def _read_scan(self, conn: Any, session_id: str, last_seq: int) -> Scan:
+        """Read and scan the log at once: a thread fetches the next piece from the server
+        while this one decodes the last (the two costs overlap instead of adding up)."""
+        location = self.location_of(session_id)
+        pieces: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=4)
+
+        def fetch() -> None:
+            try:
+                for piece in self._read_events(conn, session_id, last_seq):
+                    pieces.put(piece)
+            except BaseException as error:
+                pieces.put(error)
+            else:
+                pieces.put(None)
+
+        fetcher = threading.Thread(target=fetch, name="stockade-pg-read", daemon=True)
+        fetcher.start()
+        events: list[SessionEvent] = []
+        try:
+            with _gc_paused():
+                while (piece := pieces.get()) is not None:
+                    if isinstance(piece, BaseException):
+                        raise piece
+                    scan = scan_log(piece, location, self.registry, first_seq=len(events) + 1)
+                    if scan.torn is not None:  # a commit is whole: a bad line is corruption
+                        where = f"{location}:{scan.torn.line}"
+                        raise LogCorrupt(
+                            where, f"the stored event is unreadable ({scan.torn.reason})"
+                        )
+                    events.extend(scan.events)
+        finally:
+            while fetcher.is_alive():  # drain, so the fetcher never blocks on a full queue
+                with contextlib.suppress(queue.Empty):
+                    pieces.get(timeout=0.05)
+            fetcher.join()
+        return Scan(tuple(events), 0, None)
 
     def _holder_of(self, holder: Any, key: int) -> str:
         """Who holds `key`: the holding backend's application name and start, else the row."""
@@ -683,38 +718,121 @@ class PostgresStore:
                 ).fetchone()
                 if row is None:
                     raise KeyError(session_id)
-                data = self._read_events(conn, session_id, int(row[0]))
+                return self._read_scan(conn, session_id, int(row[0]))
         except self._psycopg.Error as error:
             raise _clear_error(error, self._where, "reading the session's events") from None
-        return scan_log(data, self.location_of(session_id), self.registry)
 
-    def sessions(self) -> list[dict[str, Any]]:
-        """Every session: id, events, created, last opened by whom, and whether held now."""
+    def _held_keys(self, conn: Any) -> set[tuple[int, int]]:
+        return {
+            (int(hi), int(lo))
+            for hi, lo in conn.execute(
+                "SELECT classid, objid FROM pg_locks"
+                " WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
+            ).fetchall()
+        }
+
+    def list_sessions(self, *, defaults: Any) -> list[Any]:
+        """`stockade session list` (the catalog protocol of `sessionlog.catalog`).
+
+        The policy columns fold every event but the tool calls and results (the bulk
+        of a log, and never a policy event), so a listing costs little per session.
+        """
+        from .catalog import SessionEntry, policy_summary
+
         with self._lock:
             _, pool = self._started()
+        entries = []
         with pool.connection() as conn:
             rows = conn.execute(
-                "SELECT session_id, last_seq, created_at, owner, opened_at"
-                " FROM stockade_sessions ORDER BY created_at, session_id"
+                "SELECT s.session_id, s.last_seq, e.ts FROM stockade_sessions s"
+                " LEFT JOIN stockade_events e ON e.session_id = s.session_id"
+                " AND e.seq = s.last_seq ORDER BY s.created_at, s.session_id"
             ).fetchall()
-            held = {
-                (int(hi), int(lo))
-                for hi, lo in conn.execute(
-                    "SELECT classid, objid FROM pg_locks"
-                    " WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
+            held = self._held_keys(conn)
+            cursor = conn.cursor(binary=True)
+            for session_id, last_seq, last_ts in rows:
+                entry = SessionEntry(
+                    session=session_id,
+                    location=self.location_of(session_id),
+                    last_activity=last_ts,
+                    size=None,
+                    open=_key_halves(lock_key(session_id)) in held,
+                    events=int(last_seq),
+                )
+                lines = cursor.execute(
+                    "SELECT seq, data FROM stockade_events WHERE session_id = %s"
+                    " AND type NOT IN ('tool/call', 'tool/result') ORDER BY seq",
+                    (session_id,),
                 ).fetchall()
-            }
-        return [
-            {
-                "session": sid,
-                "events": int(last),
-                "created": created,
-                "owner": owner,
-                "opened": opened,
-                "open": _key_halves(lock_key(sid)) in held,
-            }
-            for sid, last, created, owner, opened in rows
-        ]
+                try:
+                    events = [
+                        self.registry.decode_line(bytes(data), f"{entry.location}:{seq}")
+                        for seq, data in lines
+                    ]
+                    for name, value in policy_summary(events, defaults).items():
+                        setattr(entry, name, value)
+                except (StockadeError, ValueError) as error:
+                    entry.error = {"code": "LOG_CORRUPT", "detail": str(error)}
+                entries.append(entry)
+        return entries
+
+    def prune_sessions(self, cutoff: float, *, dry_run: bool) -> Any:
+        """`stockade session prune`: remove the sessions idle since before `cutoff` that
+        no writer holds (each is locked, without waiting, while it is removed)."""
+        from .catalog import PruneResult, SessionEntry
+
+        with self._lock:
+            holder, pool = self._started()
+        with pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT s.session_id, s.last_seq, coalesce(e.ts, extract(epoch FROM s.created_at))"
+                " FROM stockade_sessions s LEFT JOIN stockade_events e"
+                " ON e.session_id = s.session_id AND e.seq = s.last_seq"
+                " WHERE coalesce(e.ts, extract(epoch FROM s.created_at)) < %s"
+                " ORDER BY s.session_id",
+                (cutoff,),
+            ).fetchall()
+        result = PruneResult(removed=[], kept_open=[], failed=[])
+        for session_id, last_seq, last_ts in rows:
+            entry = SessionEntry(
+                session=session_id,
+                location=self.location_of(session_id),
+                last_activity=float(last_ts),
+                size=None,
+                open=False,
+                events=int(last_seq),
+            )
+            key = lock_key(session_id)
+            with self._lock:
+                taken = (
+                    session_id not in self._open
+                    and holder.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
+                )
+            if not taken:
+                entry.open = True
+                result.kept_open.append(entry)
+                continue
+            try:
+                if not dry_run:
+                    with pool.connection() as conn, conn.transaction():
+                        gone = conn.execute(
+                            "DELETE FROM stockade_sessions WHERE session_id = %s"
+                            " AND last_seq = %s RETURNING session_id",
+                            (session_id, last_seq),
+                        ).fetchone()
+                        if gone is None:  # written since it was judged: keep it
+                            continue
+                        conn.execute(
+                            "DELETE FROM stockade_events WHERE session_id = %s", (session_id,)
+                        )
+                result.removed.append(entry)
+            except self._psycopg.Error as error:
+                entry.error = {"code": "STORE", "detail": str(error).strip()}
+                result.failed.append(entry)
+            finally:
+                with self._lock:
+                    holder.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        return result
 
 
 @attrs.define(eq=False)

@@ -48,8 +48,12 @@ class Scan:
     torn: TornTail | None
 
 
-def scan_log(data: bytes, location: str, registry: EventRegistry) -> Scan:
-    """Decode every line of `data`; `location` names the log in errors (`path` -> `path:N`)."""
+def scan_log(data: bytes, location: str, registry: EventRegistry, *, first_seq: int = 1) -> Scan:
+    """Decode every line of `data`; `location` names the log in errors (`path` -> `path:N`).
+
+    `first_seq`: the seq (and line number) of `data`'s first line, for a log read in
+    whole-line pieces (a database's), each scanned as it arrives.
+    """
     events: list[SessionEvent] = []
     decoder = registry._decoder
     with _gc_paused():
@@ -65,12 +69,12 @@ def scan_log(data: bytes, location: str, registry: EventRegistry) -> Scan:
                     decoded = list(map(decode, lines))
                 except Exception:  # undecodable or wrong: let the rule say what and where
                     break
-                first = len(events) + 1
+                first = first_seq + len(events)
                 if [event.seq for event in decoded] != list(range(first, first + len(decoded))):
                     break
                 events.extend(decoded)
                 offset = cut
-        return _scan_lines(data, location, registry, events, offset)
+        return _scan_lines(data, location, registry, events, offset, first_seq)
 
 
 def _scan_lines(
@@ -79,9 +83,10 @@ def _scan_lines(
     registry: EventRegistry,
     events: list[SessionEvent],
     offset: int,
+    first_seq: int = 1,
 ) -> Scan:
     """The rule, line by line from `offset`, after `events` (the lines before it)."""
-    line_no = len(events)
+    line_no = first_seq - 1 + len(events)
     end = len(data)
     while offset < end:
         line_no += 1
