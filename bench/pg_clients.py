@@ -3,7 +3,7 @@ session log's workload, from Trio (issue 17's choice; docs/decisions.md, docs/sc
 
 Both clients run the PostgresStore's own append statement (the lock/epoch gate and
 the insert of a batch, one statement, one round trip, `synchronous_commit = on`)
-and its own replay query, against the same database:
+and its own replay query (the bytes only: no decoding), against the same database:
 
 - psycopg 3 (+ psycopg-pool), blocking, each commit in a Trio worker thread (one
   thread limiter per session, as the SessionLogActor runs every store);
@@ -12,8 +12,9 @@ and its own replay query, against the same database:
 
 Workloads: one session committing batches of 50 events back to back (what 100
 concurrent writers become under group commit), 100 sessions committing batches of
-10 at once (100 sessions x 10 writers), and reading back 10^6 events (the server
-joins each 100,000-event chunk's lines; the client joins the chunks).
+10 at once, one statement each (100 sessions x 10 writers, before the store's
+cross-session combining), and reading back 10^6 events (the server joins each
+20,000-event chunk's lines; the client joins the chunks).
 
 Without --dsn it starts a throwaway cluster (tests/postgres/_cluster.py).
 """
@@ -154,25 +155,25 @@ async def _read_asyncpg(dsn: str, session_id: str, last_seq: int) -> float:
     import asyncpg
     import trio_asyncio
 
-    from stockade.sessionlog._postgres import _READ_CHUNK, dsn_parts
+    from stockade.sessionlog._postgres import _READ, _READ_CHUNK, _READ_SETTINGS, dsn_parts
 
     parts = dsn_parts(dsn)
+    sql = _READ.replace("%s", "$1", 1).replace("%s", "$2", 1).replace("%s", "$3", 1)
     async with trio_asyncio.open_loop():
         conn = await trio_asyncio.aio_as_trio(asyncpg.connect)(
             host=parts.get("host"), user=parts.get("user"), database=parts.get("dbname")
         )
+        execute = trio_asyncio.aio_as_trio(conn.execute)
         fetchval = trio_asyncio.aio_as_trio(conn.fetchval)
         begun = time.perf_counter()
+        await execute("BEGIN")
+        for setting in _READ_SETTINGS:
+            await execute(setting)
         chunks = []
         for start in range(0, last_seq, _READ_CHUNK):
-            chunk = await fetchval(
-                "SELECT string_agg(data, '\\x0a'::bytea ORDER BY seq) FROM stockade_events"
-                " WHERE session_id = $1 AND seq > $2 AND seq <= $3",
-                session_id,
-                start,
-                start + _READ_CHUNK,
-            )
+            chunk = await fetchval(sql, session_id, start, start + _READ_CHUNK)
             chunks.append(chunk + b"\n")
+        await execute("COMMIT")
         data = b"".join(chunks)
         took = time.perf_counter() - begun
         await trio_asyncio.aio_as_trio(conn.close)()
@@ -182,8 +183,8 @@ async def _read_asyncpg(dsn: str, session_id: str, last_seq: int) -> float:
 
 def _read_psycopg(store: Any, session_id: str, last_seq: int) -> float:
     begun = time.perf_counter()
-    with store._pool.connection() as conn:
-        data = store._read_events(conn, session_id, last_seq)
+    with store._pool.connection() as conn, conn.transaction():
+        data = b"".join(store._read_events(conn, session_id, last_seq))
     took = time.perf_counter() - begun
     assert data.count(b"\n") == last_seq
     return took

@@ -370,6 +370,12 @@ class PostgresStore:
             try:
                 for name, value in _KEEPALIVE.items():
                     holder.execute(f"SET {name} = {int(value)}")
+                if holder.execute("SHOW fsync").fetchone() == ("off",):
+                    logger.warning(
+                        "%s: the server runs with fsync = off: a commit it acknowledges "
+                        "may be lost in a crash, and so may acknowledged session events",
+                        self._where,
+                    )
                 if self._pool is None:
                     self._migrate(holder)
             except BaseException:
