@@ -95,6 +95,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="run it on this composition (e.g. a postgres log)"
     )
 
+    mcp = verbs.add_parser(
+        "mcp",
+        help="serve the sandboxed tools to an MCP client (stdio, or --http)",
+        description="An MCP server on stdio (or streamable HTTP): the bash, file and job "
+        "tools under the sandbox; escalations are asked through the client. Needs "
+        "stockade[mcp]. docs/mcp.md",
+    )
+    mcp.add_argument("--root", help="workspace root (default: the current directory)")
+    mcp.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
+    mcp.add_argument("--session-id", metavar="ID", help="resume (or create) this session")
+    mcp.add_argument("--mode", help=MODE_HELP)
+    mcp.add_argument("--approval", choices=("ask", "never"), help="the session's approval policy")
+    mcp.add_argument("--preset", metavar="NAME", help="select this preset of the composition")
+    mcp.add_argument("--network", help=NETWORK_HELP)
+    mcp.add_argument(
+        "--ask-timeout",
+        default="300",
+        metavar="SECONDS",
+        help="an escalation nobody answers in time is unavailable (default: 300)",
+    )
+    mcp.add_argument(
+        "--http", metavar="HOST:PORT", help="serve streamable HTTP instead (default host: 127.0.0.1)"
+    )
+    mcp.add_argument(
+        "--allow-remote", action="store_true", help="allow --http on a non-loopback address"
+    )
+
     session = verbs.add_parser("session", help="inspect session logs")
     session_verbs = session.add_subparsers(dest="session_verb", metavar="VERB", required=True)
     show = session_verbs.add_parser(
@@ -296,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from ._run import run_command
 
                 return run_command(args)
+            case "mcp":
+                from .mcp.command import run_mcp
+
+                return run_mcp(args)
             case _:
                 parser.print_help()
                 return EXIT_USAGE

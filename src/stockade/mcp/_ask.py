@@ -1,0 +1,164 @@
+"""The escalation question as an MCP elicitation form, and its answer as a Decision.
+
+A flat form with one required field, `decision`: "approve once" or "reject"
+(default "reject", so a client that submits defaults never grants). The message
+shows every character of what would run, escaped by `approval.render`, with the
+working directory and the mode change. The answer maps onto the approval outcomes:
+
+| client answer                          | Decision       |
+|----------------------------------------|----------------|
+| accept, decision "approve once"        | allowed-once   |
+| accept, decision "reject"              | rejected       |
+| decline                                | rejected       |
+| cancel                                 | cancelled      |
+| accept without a valid decision        | cancelled      |
+| no form elicitation, error, timeout    | unavailable    |
+
+Pure: no I/O, no trio, no SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from ..approval._chain import Answer, ApprovalRequest, Decision
+from ..approval.render import JUSTIFICATION_LIMIT, LABEL_WIDTH, Visible, render_field
+
+ANSWERER: Final = "mcp-elicitation"
+FIELD: Final = "decision"
+APPROVE: Final = "approve once"
+REJECT: Final = "reject"
+# What the person may read of a file tool's content before approving (the content
+# does not run; the path does not get cut).
+CONTENT_LIMIT: Final = 2000
+
+
+def ask_schema() -> dict[str, Any]:
+    """The form's `requestedSchema`: one string field, two choices, "reject" by default."""
+    return {
+        "type": "object",
+        "properties": {
+            FIELD: {
+                "type": "string",
+                "title": "Decision",
+                "description": f'"{APPROVE}": run exactly this once with the wider access. '
+                f'"{REJECT}": do not run it.',
+                "enum": [APPROVE, REJECT],
+                "default": REJECT,
+            }
+        },
+        "required": [FIELD],
+    }
+
+
+@attrs.frozen
+class Shown:
+    """What the form shows beside the request: where it runs and, for the file
+    tools, what would be written (fields the ApprovalRequest does not carry)."""
+
+    cwd: str
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+def shown_for(tool: str, arguments: Mapping[str, Any], root: str) -> Shown:
+    """The working directory of a call (`workdir` joined to the root, for bash) and
+    the file tools' content fields, from the arguments the call runs with."""
+    import posixpath
+
+    workdir = arguments.get("workdir") if tool == "bash" else None
+    cwd = posixpath.normpath(posixpath.join(root, workdir)) if isinstance(workdir, str) else root
+    extra: list[tuple[str, str]] = []
+    for name in ("content", "old", "new"):
+        value = arguments.get(name)
+        if tool in ("write_file", "edit_file") and isinstance(value, str):
+            extra.append((name, value))
+    return Shown(cwd=cwd, extra=tuple(extra))
+
+
+def _warning(field: str, shown: Visible) -> str | None:
+    if not shown.escaped:
+        return None
+    many = "character" if shown.escaped == 1 else "characters"
+    return (
+        f"  warning:   the {field} holds {shown.escaped} control or invisible {many}, "
+        "shown above as escapes (\\r, \\xNN, \\uNNNN); read it carefully"
+    )
+
+
+def ask_message(request: ApprovalRequest, shown: Shown) -> str:
+    """The form's message: the request, every hidden character escaped, never the
+    command cut; the choices spelled out at the end."""
+    command_rows, command = render_field("command", request.command)
+    cwd_rows, cwd = render_field("cwd", shown.cwd)
+    why_rows, why = render_field("why", request.justification, limit=JUSTIFICATION_LIMIT)
+    fields = [("command", command), ("cwd", cwd), ("justification", why)]
+    extra_rows: list[str] = []
+    for name, value in shown.extra:
+        rows, visible_value = render_field(name, value, limit=CONTENT_LIMIT)
+        extra_rows += rows
+        fields.append((name, visible_value))
+    if request.with_network:
+        head = "stockade: the agent asks to run a command with network access, once."
+        mode_rows = [
+            f"  {'requests:':<{LABEL_WIDTH}}network access",
+            f"  {'mode:':<{LABEL_WIDTH}}{request.current_mode.value} (unchanged)",
+        ]
+        grant = "with network access"
+    else:
+        head = "stockade: the agent asks to run a command with wider file access, once."
+        mode = f"{request.current_mode.value} -> {request.requested_mode.value}"
+        mode_rows = [f"  {'mode:':<{LABEL_WIDTH}}{mode}"]
+        if not request.requested_mode.confines:
+            mode_rows.append(
+                f"  {'network:':<{LABEL_WIDTH}}on (danger-full-access allows everything)"
+            )
+        grant = f"under {request.requested_mode.value}"
+    rows = [head, *command_rows, *cwd_rows, *extra_rows, *why_rows, *mode_rows]
+    rows += [w for name, value in fields if (w := _warning(name, value)) is not None]
+    rows.append(
+        f'Choose "{APPROVE}" to run exactly this once {grant}, or "{REJECT}". '
+        "Declining rejects; dismissing the form cancels. Nothing runs unless you approve."
+    )
+    return "\n".join(rows)
+
+
+def decide(action: str, content: Mapping[str, Any] | None) -> Answer:
+    """The client's elicitation answer as the approval outcome (see the module table)."""
+    if action == "accept":
+        value = content.get(FIELD) if isinstance(content, Mapping) else None
+        if value == APPROVE:
+            return Answer(Decision.ALLOWED_ONCE, ANSWERER)
+        if value == REJECT:
+            return Answer(Decision.REJECTED, ANSWERER)
+        return Answer(
+            Decision.CANCELLED, ANSWERER, "the client submitted the form without a decision"
+        )
+    if action == "decline":
+        return Answer(Decision.REJECTED, ANSWERER, "declined in the MCP client")
+    return Answer(Decision.CANCELLED, ANSWERER, "dismissed in the MCP client")
+
+
+def unavailable(detail: str) -> Answer:
+    return Answer(Decision.UNAVAILABLE, ANSWERER, detail)
+
+
+NO_ELICITATION: Final = "this MCP client cannot ask the person: it declared no form elicitation"
+SHUTTING_DOWN: Final = "the MCP server is shutting down"
+
+
+def timed_out(seconds: float) -> str:
+    return f"nobody answered through the MCP client within {seconds:g} s"
+
+
+def can_elicit_form(capabilities: Any) -> bool:
+    """Whether declared client capabilities include form elicitation. An empty
+    `elicitation: {}` counts as form (how clients before 2025-11-25 declare it)."""
+    elicitation = getattr(capabilities, "elicitation", None)
+    if elicitation is None:
+        return False
+    form = getattr(elicitation, "form", None)
+    url = getattr(elicitation, "url", None)
+    return form is not None or url is None

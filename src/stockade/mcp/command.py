@@ -1,0 +1,95 @@
+"""`stockade mcp`: check the extra is installed, read the flags, run the server.
+
+Imports no MCP SDK itself, so a missing SDK gets a one-line hint instead of a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import os
+import sys
+
+from ..errors import StockadeError
+
+EXIT_USAGE = 2
+INSTALL_HINT = "stockade mcp needs the MCP SDK: pip install 'stockade[mcp]'"
+
+
+def _missing(*modules: str) -> str | None:
+    for module in modules:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return module
+        except (ImportError, ValueError):
+            return module
+    return None
+
+
+def _usage(message: str) -> int:
+    print(f"stockade: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    missing = _missing("mcp", "mcp.server.lowlevel", *(("hypercorn",) if args.http else ()))
+    if missing is not None:
+        return _usage(f"{INSTALL_HINT} (cannot import {missing})")
+    from ._http import is_loopback, parse_http
+    from ._link import seconds
+    from .server import McpSettings, serve
+
+    http = None
+    if args.http is not None:
+        try:
+            http = parse_http(args.http)
+        except ValueError as error:
+            return _usage(str(error))
+        if args.session_id is not None:
+            return _usage(
+                "--session-id resumes the one session of a stdio server; over --http "
+                "every connection opens its own session"
+            )
+        if not is_loopback(http[0]) and not args.allow_remote:
+            return _usage(
+                f"--http {args.http}: not a loopback address, and the MCP endpoint has no "
+                "authentication; pass --allow-remote to serve it anyway"
+            )
+    try:
+        ask_timeout = seconds(args.ask_timeout)
+    except ValueError:
+        return _usage(f"--ask-timeout wants a positive number of seconds, got {args.ask_timeout!r}")
+    root = os.path.realpath(args.root or os.getcwd())
+    if not os.path.isdir(root):
+        return _usage(f"--root {root}: not a directory")
+
+    from .._cli_config import load_cli_composition
+
+    composition = load_cli_composition(args.config)
+    settings = McpSettings(
+        root=root,
+        session_id=args.session_id,
+        mode=args.mode,
+        approval=args.approval,
+        preset=args.preset,
+        network=args.network,
+        ask_timeout=ask_timeout,
+        http=http,
+    )
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="stockade mcp: %(name)s: %(message)s"
+    )
+    import trio
+
+    try:
+        return trio.run(serve, composition, settings)
+    except BaseExceptionGroup as group:
+        # One error raised inside a nursery: report it as itself.
+        errors = group.exceptions
+        if len(errors) == 1 and isinstance(errors[0], StockadeError | KeyboardInterrupt):
+            raise errors[0] from None
+        raise
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,147 @@
+"""`stockade mcp --http`: the streamable-HTTP app under Hypercorn's Trio worker, driven
+by the SDK's own HTTP client. One stockade session per MCP session (connection)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from stockade import open_harness
+
+from ..support import pids_with_marker, stockade
+from .support import answering, events, of_type, read_status, server_argv, server_env, text
+
+
+@asynccontextmanager
+async def http_server(root: Path, state_dir: Path, *extra: str) -> AsyncIterator[tuple[str, list]]:
+    """The server's URL and (after the block) its stderr lines and exit status."""
+    process = await trio.lowlevel.open_process(
+        server_argv(root, "--http", "127.0.0.1:0", *extra),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(state_dir),
+    )
+    out: list = []
+    received = b""
+    try:
+        with trio.fail_after(60):
+            while (found := re.search(rb"at (http://\S+/mcp)\n", received)) is None:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, received.decode()
+                received += chunk
+        yield found.group(1).decode(), out
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        with trio.fail_after(30):
+            while chunk := await process.stderr.receive_some(4096):
+                received += chunk
+            status = await process.wait()
+        stdout = await process.stdout.receive_some(65536)
+        out += [received.decode(), status, stdout]
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_http_serves_the_harness_tools_one_session_per_connection(
+    era, root, state_dir, monkeypatch
+):
+    monkeypatch.setenv("STOCKADE_STATE_DIR", str(state_dir))
+    async with open_harness(None, cwd=str(root)) as harness:
+        expected = harness.tool_schemas()
+    async with http_server(root, state_dir) as (url, out):
+        sessions = []
+        for _ in range(2):
+            async with Client(url, mode=era) as client:
+                # `auto` probes the 2026 era, is refused, and falls back to the handshake.
+                assert client.protocol_version == "2025-11-25"
+                listed = (await client.list_tools()).tools
+                ran = await client.call_tool("bash", {"command": "pwd; echo hi > in.txt"})
+                status = await read_status(client)
+                instructions = client.session.initialize_result.instructions
+                sessions.append(status["session_id"])
+            assert [t.name for t in listed] == [s["name"] for s in expected]
+            assert [t.input_schema for t in listed] == [s["parameters"] for s in expected]
+            assert text(ran).startswith(f"{root}\n") and (root / "in.txt").exists()
+            assert f"stockade session: {status['session_id']} " in instructions
+    stderr, status, stdout = out
+    assert status == 0 and stdout == b""
+    assert len(set(sessions)) == 2
+    for session in sessions:
+        assert f"session {session} closed" in stderr
+
+
+async def test_http_escalation_is_asked_through_elicitation(root, state_dir):
+    seen: list = []
+    async with http_server(root, state_dir, "--mode", "read-only") as (url, _out):
+        elicit = answering("accept", "approve once", seen)
+        async with Client(url, elicitation_callback=elicit) as client:
+            denied = await client.call_tool("bash", {"command": "echo x > out.txt"})
+            granted = await client.call_tool(
+                "bash",
+                {
+                    "command": "echo x > out.txt",
+                    "sandbox_permissions": "workspace-write",
+                    "justification": "write out.txt",
+                },
+            )
+            sid = (await read_status(client))["session_id"]
+    assert denied.structured_content["denied"] is True
+    assert granted.structured_content["granted"] == "workspace-write"
+    assert (root / "out.txt").read_text() == "x\n"
+    assert "echo x > out.txt" in seen[0].message
+    [answered] = of_type(events(state_dir, sid), "approval/answered")
+    assert answered["decision"] == "allowed-once" and answered["answerer"] == "mcp-elicitation"
+
+
+async def test_http_connection_end_kills_its_jobs(root, state_dir):
+    marker = f"mcp-http-{uuid.uuid4().hex}"
+    async with http_server(root, state_dir) as (url, _out):
+        async with Client(url) as client:
+            await client.call_tool("bash", {"command": f"sleep 300 # {marker}", "background": True})
+            with trio.fail_after(10):
+                while not pids_with_marker(marker):
+                    await trio.sleep(0.05)
+            sid = (await read_status(client))["session_id"]
+        # The client deleted its MCP session: the stockade session closes, jobs die.
+        with trio.fail_after(10):
+            while pids_with_marker(marker):
+                await trio.sleep(0.05)
+        # The server keeps serving other connections.
+        async with Client(url) as client:
+            again = await client.call_tool("bash", {"command": "echo next"})
+    assert text(again).startswith("next\n")
+    assert of_type(events(state_dir, sid), "tool/result")
+
+
+async def test_http_refuses_a_client_that_speaks_only_the_2026_era(root, state_dir):
+    async with http_server(root, state_dir) as (url, _out):
+        with pytest.raises((MCPError, BaseExceptionGroup)) as refused:
+            async with Client(url, mode="2026-07-28") as client:
+                await client.list_tools()
+    error = refused.value
+    while isinstance(error, BaseExceptionGroup):
+        [error] = error.exceptions
+    assert isinstance(error, MCPError) and error.code == -32022
+
+
+def test_http_usage_errors(root, state_dir):
+    env = {"STOCKADE_STATE_DIR": str(state_dir)}
+    remote = stockade("mcp", "--root", str(root), "--http", "0.0.0.0:0", env=env)
+    assert remote.returncode == 2 and "--allow-remote" in remote.stderr
+    resumed = stockade(
+        "mcp", "--root", str(root), "--http", "127.0.0.1:0", "--session-id", "x", env=env
+    )
+    assert resumed.returncode == 2 and "--session-id" in resumed.stderr
+    bad = stockade("mcp", "--root", str(root), "--http", "nowhere", env=env)
+    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
