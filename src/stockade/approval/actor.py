@@ -83,7 +83,9 @@ class ApprovalActor:
             with trio.CancelScope(shield=True):
                 await self._answered(ask, ask_id, Answer(Decision.CANCELLED, "caller", None))
             raise
-        await self._answered(ask, ask_id, decided)
+        # Audited even when the caller stops waiting just as the answer comes in.
+        with trio.CancelScope(shield=True):
+            await self._answered(ask, ask_id, decided)
         return decided
 
     async def _answered(self, ask: ApprovalRequest, ask_id: str, decided: Answer) -> None:
