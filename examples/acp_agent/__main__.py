@@ -1,0 +1,5 @@
+"""python -m examples.acp_agent [OPTIONS]: the ACP agent over stdio (see docs/acp.md)."""
+
+from stockade.acp.main import main
+
+raise SystemExit(main())

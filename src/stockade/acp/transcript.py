@@ -1,0 +1,176 @@
+"""A session's log as the model's chat history and as the client's `session/update`s.
+
+Pure folds over the session's events (no trio, no SDK): what the model is sent and
+what `session/load` replays are both derived from the log alone, so a restarted
+agent continues the conversation exactly where the log says it stands.
+
+- `acp/prompt` -> a user message / a `user_message_chunk`
+- `acp/reply` -> an assistant message / an `agent_message_chunk`
+- `tool/call` -> an assistant tool call / a `tool_call`
+- `tool/result` -> the tool message the model saw / a `tool_call_update`
+- `context/policy` -> a system message, at the point the model was given it
+  (not replayed to the client: it is the model's input, not the conversation)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from ..approval import render
+from ..events import SessionEvent
+from ..policy import PolicyContext
+from ..tools.events import ToolCalled, ToolResulted
+from .events import PromptReceived, ReplyGiven
+from .permission import tool_kind
+
+INTERRUPTED: Final = (
+    "[no result: the call was interrupted before it finished; nothing is known of its effects]"
+)
+TITLE_LIMIT: Final = 120
+
+
+def prompt_text(blocks: Sequence[Mapping[str, Any]]) -> str:
+    """A prompt's content blocks as one text: text as is, other blocks named."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "resource_link":
+            parts.append(f"[resource: {block.get('uri')}]")
+        elif kind == "resource":
+            resource = block.get("resource") or {}
+            text = resource.get("text") if isinstance(resource, Mapping) else None
+            uri = resource.get("uri") if isinstance(resource, Mapping) else None
+            parts.append(f"[resource: {uri}]" + (f"\n{text}" if isinstance(text, str) else ""))
+        else:
+            parts.append(f"[{kind} content not supported by this agent]")
+    return "\n".join(parts)
+
+
+def chat_messages(events: Sequence[SessionEvent], system: str) -> list[dict[str, Any]]:
+    """The model's history in the chat-completions shape.
+
+    Every tool call is followed by its result; a call the log holds no result for
+    (the turn was cancelled while it ran) gets an explicit "interrupted" result, so
+    the history is always well formed.
+    """
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    open_calls: list[str] = []
+
+    def close_open() -> None:
+        for call_id in open_calls:
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED})
+        open_calls.clear()
+
+    for event in events:
+        match event:
+            case PromptReceived(text=text):
+                close_open()
+                messages.append({"role": "user", "content": text})
+            case ReplyGiven(text=text):
+                close_open()
+                messages.append({"role": "assistant", "content": text})
+            case PolicyContext(text=text):
+                close_open()
+                messages.append({"role": "system", "content": text})
+            case ToolCalled(call_id=call_id, name=name, arguments=arguments):
+                close_open()
+                open_calls.append(call_id)
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": json.dumps(arguments)},
+                            }
+                        ],
+                    }
+                )
+            case ToolResulted(call_id=call_id, text=text):
+                if call_id in open_calls:
+                    open_calls.remove(call_id)
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            case _:
+                pass
+    close_open()
+    return messages
+
+
+def tool_title(name: str, arguments: Any) -> str:
+    """A one-line title for a tool call (escaped: a title is shown to a person)."""
+    if isinstance(arguments, Mapping):
+        for key in ("command", "path", "job_id"):
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                return f"{name}: {render.one_line(value, limit=TITLE_LIMIT)}"
+    return name
+
+
+def tool_call_start(call_id: str, name: str, arguments: Any, cwd: str | None) -> dict[str, Any]:
+    """The `tool_call` update announcing a call before it runs."""
+    update: dict[str, Any] = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": call_id,
+        "title": tool_title(name, arguments),
+        "kind": tool_kind(name),
+        "status": "in_progress",
+        "rawInput": arguments,
+    }
+    if cwd is not None:
+        update["locations"] = [{"path": cwd}]
+    return update
+
+
+def tool_call_done(
+    call_id: str, text: str, *, is_error: bool, facts: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The `tool_call_update` carrying a call's result: the exact text the model saw."""
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": call_id,
+        "status": "failed" if is_error else "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+        "rawOutput": dict(facts or {}),
+    }
+
+
+def replay_updates(events: Sequence[SessionEvent], cwd: str | None) -> list[dict[str, Any]]:
+    """What `session/load` streams to the client: the conversation, in log order."""
+    updates: list[dict[str, Any]] = []
+    open_calls: list[str] = []
+    for event in events:
+        match event:
+            case PromptReceived(text=text):
+                updates.append(
+                    {
+                        "sessionUpdate": "user_message_chunk",
+                        "content": {"type": "text", "text": text},
+                    }
+                )
+            case ReplyGiven(text=text):
+                updates.append(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": text},
+                    }
+                )
+            case ToolCalled(call_id=call_id, name=name, arguments=arguments):
+                open_calls.append(call_id)
+                updates.append(tool_call_start(call_id, name, arguments, cwd))
+            case ToolResulted(call_id=call_id, text=text, is_error=is_error, facts=facts):
+                if call_id in open_calls:
+                    open_calls.remove(call_id)
+                updates.append(tool_call_done(call_id, text, is_error=is_error, facts=facts))
+            case _:
+                pass
+    # A call cut off by a cancel or a crash has no result: the client is told so.
+    updates += [
+        tool_call_done(call_id, INTERRUPTED, is_error=True, facts=None) for call_id in open_calls
+    ]
+    return updates
