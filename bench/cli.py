@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import resource
 import subprocess
 import sys
 import time
@@ -35,6 +36,15 @@ from ._common import (
 from ._env import find_codex, find_srt
 from .spawn import ARGV, direct_argv, srt_settings
 
+# What `stockade run` cannot avoid as a whole process: the interpreter, the console
+# script's `re`, trio and msgspec imported, one event loop, one child waited for.
+TRIO_FLOOR = "import re, sys, trio, msgspec; trio.run(trio.run_process, sys.argv[1:])"
+# Issue #15's figures for the targets below: `stockade run 'true'` before the lazy
+# imports (whole process, the project's machine), and the exec allowance.
+RUN_BEFORE_MS = 310.0
+EXEC_ALLOWANCE_MS = 8.0
+CODEX_FACTOR = 1.5
+
 
 @dataclass
 class Command:
@@ -44,6 +54,7 @@ class Command:
     every: int = 1
     env: dict[str, str] | None = None
     wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
 
 def cached_bytecode_env(ctx: Context) -> dict[str, str]:
@@ -67,12 +78,24 @@ def stockade_script() -> list[str]:
     return [sys.executable, "-m", "stockade"]
 
 
-def _once(argv: Sequence[str], cwd: str, env: dict[str, str] | None = None) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _once(
+    argv: Sequence[str], cwd: str, env: dict[str, str] | None = None, cpu: list[float] | None = None
+) -> float:
+    """Wall seconds of one whole process; its CPU seconds (and its waited-for
+    descendants') appended to `cpu`: a figure a busy machine disturbs much less."""
+    before = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(
         list(argv), stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=env, timeout=60
     )
     elapsed = time.perf_counter() - start
+    if cpu is not None:
+        cpu.append(_children_cpu() - before)
     if done.returncode != 0:
         raise RuntimeError(
             f"{' '.join(argv[:3])}... exited {done.returncode}: "
@@ -152,6 +175,11 @@ def run(ctx: Context) -> FamilyResult:
         Command("bash -c true", "floor", list(ARGV)),
         Command("python -I -S -c pass", "floor", [sys.executable, "-I", "-S", "-c", "pass"]),
         Command("python -c pass (venv site)", "floor", [sys.executable, "-c", "pass"]),
+        Command(
+            "python: import trio, msgspec + one trio.run_process (run's floor)",
+            "floor",
+            [sys.executable, "-c", TRIO_FLOOR, *ARGV],
+        ),
         Command(
             "stockade exec --mode danger-full-access",
             "stockade",
@@ -257,7 +285,7 @@ def run(ctx: Context) -> FamilyResult:
                 if command not in working:
                     continue
                 try:
-                    command.wall.append(_once(command.argv, root, command.env))
+                    command.wall.append(_once(command.argv, root, command.env, command.cpu))
                 except Exception as error:
                     if command.group != "peer":
                         raise
@@ -277,6 +305,7 @@ def run(ctx: Context) -> FamilyResult:
             "argv": command.argv,
             "wall_ms": summary,
             "samples_ms": [round(v * 1e3, 3) for v in command.wall],
+            "cpu_ms": summarize(command.cpu, 1e3),
         }
         rows.append(
             [
@@ -285,15 +314,17 @@ def run(ctx: Context) -> FamilyResult:
                 summary["median"],
                 f"{fmt(summary['p10'])}-{fmt(summary['p90'])}",
                 ratio(summary["median"], floor),
+                percentile(command.cpu, 50) * 1e3,
             ]
         )
     result.tables.append(
         Table(
             "Whole process: one `bash -c true` (ms, wall)",
-            ["command", "n", "median", "p10-p90", "x bare bash"],
+            ["command", "n", "median", "p10-p90", "x bare bash", "CPU median"],
             rows,
             "Each row is a fresh process started with subprocess.run and waited for; "
-            "rounds interleave the rows.",
+            "rounds interleave the rows. CPU: user + system time of the process and "
+            "the descendants it waited for.",
         )
     )
 
@@ -327,6 +358,32 @@ def run(ctx: Context) -> FamilyResult:
             [[name, e["self_us"] / 1e3, e["cumulative_us"] / 1e3] for name, e in top],
         )
     )
+    result.checks.append(
+        Check(
+            "cli: `stockade exec` does not import argparse",
+            "argparse" not in imports["modules"],
+            "its arguments are read without the parser when they are written plainly",
+        )
+    )
+
+    # Where `stockade run 'true'` spends its imports: trio and the actors.
+    if ctx.backends["selected"]:
+        run_imports = importtime([*exec_argv, "run", "true"], root, 2 if ctx.quick else 5, env)
+        result.figures["run_importtime"] = run_imports
+        result.tables.append(
+            Table(
+                "`stockade run 'true'` imports (-X importtime, median self time by top-level "
+                "package, ms)",
+                ["package", "self ms", "share"],
+                [
+                    [name, us / 1e3, f"{100 * us / run_imports['total_us']:.0f}%"]
+                    for name, us in _groups(run_imports)[:12]
+                ]
+                + [["total", run_imports["total_us"] / 1e3, "100%"]],
+                f"{run_imports['count']} modules. -X importtime inflates every figure; "
+                "the shares are what it shows.",
+            )
+        )
 
     # The functional probe `exec` runs each time, measured in-process.
     from stockade.sandbox._select import select_backend
@@ -359,39 +416,79 @@ def run(ctx: Context) -> FamilyResult:
         )
     )
 
-    # Target: stockade exec as a whole process vs codex sandbox.
+    result.targets.extend(_targets(working, ctx))
+    return result
+
+
+def _median_ms(command: Command) -> float:
+    return percentile(command.wall, 50) * 1e3
+
+
+def _cpu_ms(command: Command) -> float:
+    return percentile(command.cpu, 50) * 1e3
+
+
+def _targets(working: list[Command], ctx: Context) -> list[Target]:
+    """Issue #15's: exec within 8 ms of the interpreter plus the runner, at least 1.5x
+    faster than Codex's `codex sandbox`; run 'true' under half its time before."""
+    targets = []
+    by_name = {c.name: c for c in working}
     auto = next((c for c in working if c.name.startswith("stockade exec (auto")), None)
+    interpreter = by_name.get("python -I -S -c pass")
+    selected = ctx.backends["selected"]
+    direct = by_name.get(f"{selected} direct") if selected else None
+    if auto and interpreter and direct:
+        mine = _median_ms(auto)
+        floor = _median_ms(interpreter) + _median_ms(direct)
+        targets.append(
+            Target(
+                f"`stockade exec` within {EXEC_ALLOWANCE_MS:g} ms of `python -I -S -c pass` "
+                f"+ {selected} direct",
+                f"<= +{EXEC_ALLOWANCE_MS:g} ms",
+                f"{mine:.1f} ms vs {floor:.1f} ms ({_median_ms(interpreter):.1f} + "
+                f"{_median_ms(direct):.1f}): +{mine - floor:.1f} ms (CPU: +"
+                f"{_cpu_ms(auto) - _cpu_ms(interpreter) - _cpu_ms(direct):.1f} ms)",
+                mine - floor <= EXEC_ALLOWANCE_MS,
+            )
+        )
     codex_rows = [c for c in working if c.name.startswith("codex sandbox")]
     if auto and codex_rows:
-        mine = percentile(auto.wall, 50) * 1e3
-        theirs = {c.name: percentile(c.wall, 50) * 1e3 for c in codex_rows}
-        launcher = theirs.get("codex sandbox")
-        native = theirs.get("codex sandbox (native binary)")
-        parts = []
-        if launcher:
-            parts.append(f"{mine:.0f} ms vs {launcher:.0f} ms (codex, npm launcher)")
-        if native:
-            parts.append(f"vs {native:.0f} ms (codex native binary)")
-        met = mine < min(theirs.values())
-        result.targets.append(
+        mine = _median_ms(auto)
+        fastest = min(codex_rows, key=_median_ms)
+        theirs = _median_ms(fastest)
+        targets.append(
             Target(
-                "`stockade exec` whole process faster than `codex sandbox`",
-                "faster",
-                "; ".join(parts),
-                met,
+                f"`stockade exec` at least {CODEX_FACTOR:g}x faster than `codex sandbox`",
+                f">= {CODEX_FACTOR:g}x",
+                f"{theirs / mine:.2f}x: {mine:.1f} ms vs {theirs:.1f} ms ({fastest.name})",
+                theirs / mine >= CODEX_FACTOR,
                 "judged against the fastest way to run codex measured here",
             )
         )
     elif auto:
-        result.targets.append(
+        targets.append(
             Target(
-                "`stockade exec` whole process faster than `codex sandbox`",
-                "faster",
-                f"{percentile(auto.wall, 50) * 1e3:.0f} ms; codex absent",
+                f"`stockade exec` at least {CODEX_FACTOR:g}x faster than `codex sandbox`",
+                f">= {CODEX_FACTOR:g}x",
+                f"{_median_ms(auto):.1f} ms; codex absent (--peers DIR)",
                 None,
             )
         )
-    return result
+    run = next((c for c in working if c.name.startswith("stockade run 'true'")), None)
+    if run:
+        mine = _median_ms(run)
+        floor = by_name.get("python: import trio, msgspec + one trio.run_process (run's floor)")
+        shown = f"; trio floor {_median_ms(floor):.0f} ms" if floor else ""
+        targets.append(
+            Target(
+                "`stockade run 'true'` under half its time before issue #15",
+                f"< {RUN_BEFORE_MS / 2:g} ms",
+                f"{mine:.0f} ms{shown}",
+                mine < RUN_BEFORE_MS / 2,
+                f"the before figure is the issue's ({RUN_BEFORE_MS:g} ms, the project's machine)",
+            )
+        )
+    return targets
 
 
 def _legend(ax: Any, colors: dict[str, str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from contextlib import AsyncExitStack
 
@@ -98,6 +99,9 @@ async def _run_asking(
 
 def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -> int:
     """`stockade run`; `answerer` decides `--ask` retries (default: the terminal)."""
+    if not isinstance(args.command, str):  # the parser's words: one is the shell text
+        words = args.command
+        args.command = words[0] if len(words) == 1 else shlex.join(words)
     composition = load_cli_composition(args.config)
     settings = cli_settings(
         composition,

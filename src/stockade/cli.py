@@ -1,26 +1,30 @@
-"""The `stockade` command: `probe` and `exec` (later verbs join here).
+"""The `stockade` command: build_parser() defines every verb; main() runs one.
 
 `exec` is the fast path: it imports only the pure modules and the synchronous
 selector, then replaces itself with the confined argv (no trio, no event loop).
+Its arguments (and `run`'s), when well formed, are read without argparse, whose
+import and parser cost more than the rest of `exec`; anything else (help, an error,
+an unusual spelling) goes to the parser, so every usage and error text is its own.
 """
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import sys
-from collections.abc import Sequence
 
 from ._modes import Network, SandboxMode, allowed_modes, allowed_networks, network_under
-from .errors import SandboxUnavailable, StockadeError
+from .errors import ConfigError, InvalidPolicy, SandboxUnavailable, StockadeError
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from typing import NoReturn
+    import argparse
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2
+BACKENDS = ("auto", "bwrap", "landlock")
 MODE_HELP = (
     f"one of {', '.join(allowed_modes())} (default: the composition's, else workspace-write)"
 )
@@ -33,6 +37,18 @@ CONFIG_HELP = (
     "a stockade.yml outside the workspace (default: $STOCKADE_CONFIG; a ./stockade.yml "
     "is never loaded implicitly)"
 )
+STATE_DIR_HELP = (
+    "where session logs live (default: $STOCKADE_STATE_DIR, else the composition's, "
+    "else $XDG_STATE_HOME/stockade/sessions)"
+)
+STORE_CONFIG_HELP = (
+    "use this composition's log store (a JSON-lines directory or a PostgreSQL "
+    "database; default: $STOCKADE_CONFIG)"
+)
+JSON_ERRORS = (
+    "With --json, an error is one object on stdout:\n"
+    '  {"error": {"code": CODE, "detail": TEXT}} (the codes: docs/cli.md)'
+)
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
@@ -44,49 +60,315 @@ def _unavailable(detail: str) -> NoReturn:
     _fail(f"{SandboxUnavailable.code}: {detail}", EXIT_UNAVAILABLE)
 
 
+def version() -> str:
+    """The installed distribution's version (importlib.metadata: only for --version)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("stockade")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _help(description: str, exit_codes: str, examples: str) -> dict[str, str]:
+    """A verb's description and epilog: what it does, its exit codes, examples."""
+    return {
+        "description": description.strip(),
+        "epilog": f"exit codes:\n{exit_codes.strip(chr(10))}\n\nexamples:\n"
+        f"{examples.strip(chr(10))}",
+    }
+
+
+PROBE_HELP = _help(
+    """
+Report the sandbox backends of this platform: for each, whether it works here (a
+functional probe) and why not, what it enforces in each mode, which one a command
+gets, and the trust-base checks (installation, state directory, composition).
+""",
+    """
+  0     a backend is usable
+  125   none is (SANDBOX_UNAVAILABLE)
+  2     usage or configuration error (USAGE, CONFIG)
+"""
+    + JSON_ERRORS,
+    """
+  stockade probe
+  stockade probe --json --backend landlock
+""",
+)
+EXEC_HELP = _help(
+    """
+Run ARGV confined, as this very process: stockade selects the backend (a usable
+verdict is remembered per user), builds the confined command line and replaces
+itself with it. No shell is added, no event loop runs; output, input and exit
+status are the command's own. danger-full-access runs ARGV unconfined.
+""",
+    """
+  N     the command's own exit status
+  125   SANDBOX_UNAVAILABLE: nothing can confine it here; it did not run
+  127   ARGV cannot be executed (danger-full-access; confined, the runner says so)
+  2     usage or configuration error
+""",
+    """
+  stockade exec -- touch ./notes.txt
+  stockade exec --mode read-only -- ls -la
+  stockade exec --root ~/project --network on -- make test
+""",
+)
+RUN_HELP = _help(
+    """
+Run a command with bash -c through the sandboxed executor. One word is the shell
+text as written ('make test'); several words (after --) are quoted one by one, so
+each reaches the program as one argument. Output streams through; a denied file
+effect adds "[sandbox: file access denied under MODE mode]" on stderr. --json
+prints the result's facts as one object instead (nothing streamed).
+""",
+    """
+  N     the command's exit status, as a shell reports it (128+N: killed by signal N)
+  124   timed out (--timeout); the command was killed
+  125   SANDBOX_UNAVAILABLE: nothing can confine it here; it did not run
+  126   the command could not be started
+  1     the environment failed (ENVIRONMENT, INTERNAL)
+  2     usage or configuration error (USAGE, CONFIG)
+With --json: 0 and the facts (exit_code among them), or an error object on stdout
+with the status above (the codes: docs/cli.md).
+""",
+    """
+  stockade run 'make test'
+  stockade run --mode read-only -- grep -rn TODO src
+  stockade run --json --timeout 30 'pytest -q'
+""",
+)
+DEMO_HELP = _help(
+    """
+A scripted agent session on the real sandbox, in a temporary project: a denied
+write, an escalation approved (--interactive: by you), a background job, a mode
+switch, and the session log replayed as `stockade session show` prints it.
+""",
+    """
+  0     the session ran and its log replays
+  1     the log could not be replayed
+  125   SANDBOX_UNAVAILABLE: no backend can confine commands here
+  2     usage or configuration error
+""",
+    """
+  stockade demo
+  stockade demo --interactive
+""",
+)
+MCP_HELP = _help(
+    """
+An MCP server on stdio (or streamable HTTP): the bash, file and job tools under
+the sandbox; escalations are asked through the client. Needs stockade[mcp].
+docs/mcp.md
+""",
+    """
+  0     the client ended the session (stdio closed) or the server was stopped
+  2     usage error: a bad flag, or the MCP SDK is missing (pip install 'stockade[mcp]')
+  125   SANDBOX_UNAVAILABLE: no backend can confine commands here
+  130   interrupted (Ctrl-C)
+""",
+    """
+  stockade mcp --root ~/project
+  stockade mcp --http 127.0.0.1:8765 --approval never --mode read-only
+""",
+)
+SESSION_HELP = _help(
+    """
+Read and tidy the session logs: show one, list them, prune the idle ones. Logs are
+found in --state-dir, else $STOCKADE_STATE_DIR, else the state directory of the
+composition (--config, $STOCKADE_CONFIG), else $XDG_STATE_HOME/stockade/sessions.
+""",
+    """
+  0     done
+  1     a log or the store cannot be read, or a log cannot be removed
+  2     usage or configuration error
+"""
+    + JSON_ERRORS,
+    """
+  stockade session list
+  stockade session show 3f2a9c
+  stockade session prune --older-than 7d --dry-run
+""",
+)
+SHOW_HELP = _help(
+    """
+Print a session log's events (seq, time, type, source, fields) and the effective
+sandbox mode, approval policy, network, workspace root and preset, folded as the
+session folds them. Read-only: no lock is taken and a torn tail is reported, not
+cut.
+""",
+    """
+  0     shown
+  1     the log cannot be read: SESSION_NOT_FOUND, INVALID_SESSION_ID,
+        NOT_A_SESSION_LOG, LOG_CORRUPT, STORE_UNAVAILABLE, ENVIRONMENT
+  2     usage or configuration error (USAGE, CONFIG)
+"""
+    + JSON_ERRORS,
+    """
+  stockade session show 3f2a9c
+  stockade session show ./logs/3f2a9c.jsonl --json
+""",
+)
+LIST_HELP = _help(
+    """
+One line per session: its id, last activity (its last append), size on disk,
+effective sandbox mode, approval policy and network, whether a session holds it
+open now, and its workspace root. Each log is read without a lock.
+""",
+    """
+  0     listed (none is no error)
+  1     the store cannot be read (ENVIRONMENT, STORE_UNAVAILABLE)
+  2     usage or configuration error (USAGE, CONFIG)
+"""
+    + JSON_ERRORS,
+    """
+  stockade session list
+  stockade session list --json --state-dir /srv/agents/sessions
+""",
+)
+PRUNE_HELP = _help(
+    """
+Remove the logs of sessions idle for at least DURATION (no append since), and
+never one a session holds open: each log is locked before it is removed, and kept
+when that fails. Says what it removed; --dry-run only says what it would remove.
+DURATION: a number and a unit (s, m, h, d, w), e.g. 7d, 12h, 1d12h, 0s.
+""",
+    """
+  0     pruned (nothing to prune is no error)
+  1     a log could not be removed, or the store cannot be read
+  2     usage or configuration error (USAGE: a bad DURATION; CONFIG)
+"""
+    + JSON_ERRORS,
+    """
+  stockade session prune --older-than 7d --dry-run
+  stockade session prune --older-than 12h --json
+""",
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line; argument definitions only, so building it imports nothing."""
-    parser = argparse.ArgumentParser(
+    """The whole command line; argument definitions only, so building it imports nothing
+    beyond argparse. Usage lines are generated from these definitions."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        """Errors as JSON on stdout when the command line asked for --json."""
+
+        json_errors = False
+
+        def error(self, message: str) -> NoReturn:
+            if Parser.json_errors:
+                from ._cli_errors import emit_error
+
+                emit_error("USAGE", f"{message} (see {self.prog} --help)", as_json=True)
+                raise SystemExit(EXIT_USAGE)
+            super().error(message)
+
+    class Formatter(argparse.RawDescriptionHelpFormatter):
+        """Descriptions and epilogs as written; a metavar with spaces (exec's and run's
+        command) as written too."""
+
+        def _format_args(self, action: argparse.Action, default_metavar: str) -> str:
+            if isinstance(action.metavar, str) and " " in action.metavar:
+                return action.metavar
+            return super()._format_args(action, default_metavar)
+
+    class Version(argparse.Action):
+        """--version, looked up only when asked for."""
+
+        def __init__(self, option_strings: list[str], dest: str, **_: Any) -> None:
+            super().__init__(
+                option_strings,
+                dest=argparse.SUPPRESS,
+                default=argparse.SUPPRESS,
+                nargs=0,
+                help="print stockade's version and exit",
+            )
+
+        def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+            sys.stdout.write(f"stockade {version()}\n")
+            parser.exit()
+
+    parser = Parser(
         prog="stockade",
-        description="Run commands under a kernel-enforced file sandbox.",
+        formatter_class=Formatter,
+        **_help(
+            """
+Run an AI agent's shell commands under a kernel-enforced file sandbox (bwrap or
+Landlock on Linux). Each verb has its own --help.
+""",
+            """
+  0     success (exec and run: the command's own status)
+  2     usage or configuration error (USAGE, CONFIG)
+  125   SANDBOX_UNAVAILABLE: nothing can confine the command; it did not run
+"""
+            + JSON_ERRORS,
+            """
+  stockade probe
+  stockade exec -- touch ./notes.txt
+  stockade run 'make test'
+  stockade session list
+""",
+        ),
     )
+    parser.add_argument("-V", "--version", action=Version)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
 
-    probe = verbs.add_parser("probe", help="report which sandbox backends work here")
+    def verb(parent: Any, name: str, summary: str, texts: dict[str, str]) -> Any:
+        return parent.add_parser(name, help=summary, formatter_class=Formatter, **texts)
+
+    probe = verb(verbs, "probe", "report which sandbox backends work here", PROBE_HELP)
     probe.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    probe.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
+    probe.add_argument("--backend", default="auto", choices=BACKENDS)
     probe.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
 
-    run_exec = verbs.add_parser(
-        "exec",
-        help="run ARGV confined (no shell added)",
-        usage="stockade exec [--mode MODE] [--network off|on] [--root DIR] [--backend B] "
-        "-- ARGV...",
-    )
+    run_exec = verb(verbs, "exec", "run ARGV confined (no shell added)", EXEC_HELP)
     run_exec.add_argument("--mode", help=MODE_HELP)
     run_exec.add_argument("--network", help=NETWORK_HELP)
     run_exec.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
-    run_exec.add_argument("--root", help="workspace root (default: the current directory)")
-    run_exec.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
-    run_exec.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command")
+    run_exec.add_argument(
+        "--root", metavar="DIR", help="workspace root (default: the current directory)"
+    )
+    run_exec.add_argument("--backend", default="auto", choices=BACKENDS)
+    run_exec.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="[--] ARGV ...",
+        help="the command and its arguments (-- first when it starts with -)",
+    )
 
-    run = verbs.add_parser("run", help="run COMMAND with bash -c through the sandboxed executor")
+    run = verb(verbs, "run", "run COMMAND with bash -c through the sandboxed executor", RUN_HELP)
     run.add_argument("--mode", help=MODE_HELP)
     run.add_argument("--network", help=NETWORK_HELP)
     run.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
-    run.add_argument("--root", help="workspace root (default: the current directory)")
-    run.add_argument("--timeout", type=float, help="seconds before the command is killed")
-    run.add_argument("--backend", default="auto", choices=("auto", "bwrap", "landlock"))
+    run.add_argument(
+        "--root", metavar="DIR", help="workspace root (default: the current directory)"
+    )
+    run.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="seconds before the command is killed"
+    )
+    run.add_argument("--backend", default="auto", choices=BACKENDS)
     run.add_argument("--json", action="store_true", help="one JSON object on stdout")
     run.add_argument(
         "--ask",
         action="store_true",
         help="on a denial, ask on the terminal to retry once under the next wider mode",
     )
-    run.add_argument("command", help="the shell command, run as bash -c COMMAND")
+    run.add_argument(
+        "command",
+        nargs="+",
+        metavar="COMMAND [ARG ...]",
+        help="one word: the shell text, run as bash -c COMMAND; several (after --): "
+        "a command and its arguments, each quoted",
+    )
 
-    demo = verbs.add_parser(
-        "demo", help="a scripted agent session on the real sandbox: denial, approval, replay"
+    demo = verb(
+        verbs,
+        "demo",
+        "a scripted agent session on the real sandbox: denial, approval, replay",
+        DEMO_HELP,
     )
     demo.add_argument(
         "--interactive", action="store_true", help="answer the escalations yourself (y/N)"
@@ -95,14 +377,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="run it on this composition (e.g. a postgres log)"
     )
 
-    mcp = verbs.add_parser(
-        "mcp",
-        help="serve the sandboxed tools to an MCP client (stdio, or --http)",
-        description="An MCP server on stdio (or streamable HTTP): the bash, file and job "
-        "tools under the sandbox; escalations are asked through the client. Needs "
-        "stockade[mcp]. docs/mcp.md",
+    mcp = verb(
+        verbs, "mcp", "serve the sandboxed tools to an MCP client (stdio, or --http)", MCP_HELP
     )
-    mcp.add_argument("--root", help="workspace root (default: the current directory)")
+    mcp.add_argument(
+        "--root", metavar="DIR", help="workspace root (default: the current directory)"
+    )
     mcp.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     mcp.add_argument("--session-id", metavar="ID", help="resume (or create) this session")
     mcp.add_argument("--mode", help=MODE_HELP)
@@ -116,34 +396,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="an escalation nobody answers in time is unavailable (default: 300)",
     )
     mcp.add_argument(
-        "--http", metavar="HOST:PORT", help="serve streamable HTTP instead (default host: 127.0.0.1)"
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP instead (default host: 127.0.0.1)",
     )
     mcp.add_argument(
         "--allow-remote", action="store_true", help="allow --http on a non-loopback address"
     )
 
-    session = verbs.add_parser("session", help="inspect session logs")
+    session = verb(verbs, "session", "show, list and prune session logs", SESSION_HELP)
     session_verbs = session.add_subparsers(dest="session_verb", metavar="VERB", required=True)
-    show = session_verbs.add_parser(
-        "show",
-        help="print a session's events and its effective policy",
-        description="Print a session log's events (seq, time, type, fields) and the "
-        "effective sandbox mode, approval policy, network, workspace root and preset.",
+
+    def store_options(sub: Any) -> None:
+        sub.add_argument("--json", action="store_true", help="one JSON object on stdout")
+        sub.add_argument("--state-dir", metavar="DIR", help=STATE_DIR_HELP)
+        sub.add_argument("--config", metavar="FILE", help=STORE_CONFIG_HELP)
+
+    show = verb(
+        session_verbs, "show", "print a session's events and its effective policy", SHOW_HELP
     )
     show.add_argument("path_or_id", metavar="PATH_OR_ID", help="a .jsonl log file or a session id")
-    show.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    show.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        help="where session logs live (default: $STOCKADE_STATE_DIR, else "
-        "$XDG_STATE_HOME/stockade/sessions)",
+    store_options(show)
+
+    listing = verb(
+        session_verbs,
+        "list",
+        "one line per session: activity, size, mode, approval, network, cwd",
+        LIST_HELP,
     )
-    show.add_argument(
-        "--config",
-        metavar="FILE",
-        help="read the session from this composition's log store (a JSON-lines "
-        "directory or a PostgreSQL database; default: $STOCKADE_CONFIG)",
+    store_options(listing)
+
+    prune = verb(
+        session_verbs, "prune", "remove the logs of sessions idle for DURATION", PRUNE_HELP
     )
+    prune.add_argument(
+        "--older-than",
+        metavar="DURATION",
+        required=True,
+        help="remove sessions with no activity for this long (7d, 12h, 30m, 0s)",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+    store_options(prune)
     return parser
 
 
@@ -155,7 +448,7 @@ def _probe(args: argparse.Namespace) -> int:
         load_cli_composition(args.config), mode=None, root=None, backend=args.backend
     )
     if settings.provider is None:
-        _unavailable(NO_PROVIDER)
+        raise SandboxUnavailable(NO_PROVIDER)
     selection = select_backend(settings.provider, probe_all=True)
     from .sandbox._probe import host_temp_roots
     from .sandbox._trustcheck import trust_checks
@@ -293,9 +586,132 @@ def _execute(argv: list[str], *, runner_is_argv0: bool) -> NoReturn:
         _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)
 
 
+# The options `exec` and `run` read on the fast path: option -> destination (True: a
+# flag). tests/test_cli_verbs.py holds them to the parser's.
+_EXEC_OPTIONS: dict[str, Any] = {
+    "--mode": "mode",
+    "--network": "network",
+    "--config": "config",
+    "--root": "root",
+    "--backend": "backend",
+}
+_RUN_OPTIONS: dict[str, Any] = {
+    **_EXEC_OPTIONS,
+    "--timeout": "timeout",
+    "--json": True,
+    "--ask": True,
+}
+
+
+def fast_args(words: Sequence[str]) -> Any | None:
+    """`exec`'s or `run`'s arguments when they are written the plain way (options, each
+    with its value, then the command), read without argparse into what the parser
+    would make of them; None for anything else (help, an error, an abbreviation, an
+    option after the command, another verb), which the parser then reads."""
+    if not words or words[0] not in ("exec", "run"):
+        return None
+    verb = words[0]
+    options = _EXEC_OPTIONS if verb == "exec" else _RUN_OPTIONS
+    values: dict[str, Any] = {
+        "verb": verb,
+        "mode": None,
+        "network": None,
+        "config": None,
+        "root": None,
+        "backend": "auto",
+    }
+    if verb == "run":
+        values.update(timeout=None, json=False, ask=False)
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word in ("-", "--") or not word.startswith("-"):
+            break
+        name, has_value, value = word.partition("=")
+        dest = options.get(name)
+        if dest is None:
+            return None
+        if dest is True:
+            if has_value:
+                return None
+            values[name[2:]] = True
+            index += 1
+            continue
+        if has_value:
+            index += 1
+        elif index + 1 < len(words):
+            value = words[index + 1]
+            index += 2
+        else:
+            return None
+        if not value or value.startswith("-"):
+            return None
+        if dest == "backend" and value not in BACKENDS:
+            return None
+        if dest == "timeout":
+            try:
+                values[dest] = float(value)
+            except ValueError:
+                return None
+            continue
+        values[dest] = value
+    rest = list(words[index:])
+    if verb == "exec":
+        values["argv"] = rest  # argparse.REMAINDER: a leading "--" is kept, _exec drops it
+    else:
+        if rest[:1] == ["--"]:
+            rest = rest[1:]
+        elif any(word.startswith("-") for word in rest):
+            return None
+        if not rest:
+            return None
+        values["command"] = rest
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**values)
+
+
+def _wants_json(words: Sequence[str]) -> bool:
+    """--json among the options (not among the words of a command after --)."""
+    end = words.index("--") if "--" in words else len(words)
+    return "--json" in words[:end]
+
+
+def _session(args: argparse.Namespace) -> int:
+    from .harness import harness_registry
+    from .sessionlog._select import show_store
+
+    # Logs hold tool and approval events too: decode with the full registry.
+    registry = harness_registry()
+    store = show_store(args, registry)
+    try:
+        match args.session_verb:
+            case "show":
+                from .sessionlog.show import run_show
+
+                return run_show(args, registry=registry, store=store)
+            case "list":
+                from .sessionlog.catalog import run_list
+
+                return run_list(args, registry=registry, store=store)
+            case _:
+                from .sessionlog.catalog import run_prune
+
+                return run_prune(args, registry=registry, store=store)
+    finally:
+        if store is not None:
+            store.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = fast_args(words)
+    parser = None
+    if args is None:
+        parser = build_parser()
+        type(parser).json_errors = _wants_json(words)
+        args = parser.parse_args(words)
+    as_json = bool(getattr(args, "json", False))
     try:
         match args.verb:
             case "probe":
@@ -303,18 +719,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "exec":
                 _exec(args)
             case "session":
-                from .harness import harness_registry
-                from .sessionlog._select import show_store
-                from .sessionlog.show import run_show
-
-                # Logs hold tool and approval events too: decode with the full registry.
-                registry = harness_registry()
-                store = show_store(args, registry)
-                try:
-                    return run_show(args, registry=registry, store=store)
-                finally:
-                    if store is not None:
-                        store.close()
+                return _session(args)
             case "demo":
                 from .demo import run_demo
 
@@ -328,12 +733,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 return run_mcp(args)
             case _:
+                assert parser is not None  # the fast path always names a verb
                 parser.print_help()
                 return EXIT_USAGE
-    except SandboxUnavailable as error:
-        _unavailable(error.detail)
     except StockadeError as error:
-        _fail(str(error))
+        if isinstance(error, SandboxUnavailable):
+            code, detail, status = error.code, error.detail, EXIT_UNAVAILABLE
+        elif isinstance(error, ConfigError | InvalidPolicy):
+            code = "CONFIG" if isinstance(error, ConfigError) else "USAGE"
+            detail, status = str(error), EXIT_USAGE
+        else:
+            code, detail, status = "ENVIRONMENT", str(error), 1
+        if as_json:
+            from ._cli_errors import emit_error
+
+            emit_error(code, detail, as_json=True)
+            return status
+        if isinstance(error, SandboxUnavailable):
+            _unavailable(detail)
+        _fail(detail, status)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
 
+from .._cli_errors import CliError, report
 from ..errors import StockadeError
 from ..events import EventRegistry, LogCorrupt, SessionEvent, SessionHeader
 from ..policy.context import desired_policy_context, last_policy_context
@@ -60,59 +62,85 @@ def run_show(
 
     `args` needs `path_or_id`, and optionally `json` and `state_dir`. With `store` (one
     that can `scan(session_id)` without a lock, e.g. a PostgresStore), an id is read
-    from it.
+    from it. An error is one line on stderr, or with `json` one object on stdout
+    (`{"error": {"code", "detail"}}`, the codes in docs/cli.md).
     """
     out = sys.stdout if stdout is None else stdout
-    err = sys.stderr if stderr is None else stderr
-    if store is not None:
-        return _show_from_store(args, store, out, err, defaults, presets)
+    as_json = bool(getattr(args, "json", False))
+    location = None
     try:
-        path = locate_log(args.path_or_id, getattr(args, "state_dir", None))
-        data = path.read_bytes()
-        scan = scan_log(data, str(path), registry)
-    except FileNotFoundError as error:
-        print(f"stockade: no session log at {error.filename}", file=err)
-        return 1
-    except (OSError, LogCorrupt, ValueError) as error:
-        print(f"stockade: {error}", file=err)
-        return 1
-    summary = summarize(scan, path, PolicyDefaults() if defaults is None else defaults, presets)
-    if getattr(args, "json", False):
-        out.write(msgspec.json.encode(summary).decode() + "\n")
-    else:
-        out.write(render_text(scan, summary))
-    return 0
-
-
-def _show_from_store(
-    args: argparse.Namespace,
-    store: Any,
-    out: TextIO,
-    err: TextIO,
-    defaults: PolicyDefaults | None,
-    presets: PresetTable,
-) -> int:
-    session_id = args.path_or_id
-    try:
-        scan = store.scan(session_id)
-    except KeyError:
-        print(f"stockade: no session {session_id!r} in {store.where}", file=err)
-        return 1
-    except (StockadeError, ValueError) as error:
-        print(f"stockade: {error}", file=err)
-        return 1
+        if store is not None:
+            path = Path(args.path_or_id)
+            scan = _scan_from_store(store, args.path_or_id)
+            location = store.location_of(args.path_or_id)
+        else:
+            try:
+                path = locate_log(args.path_or_id, getattr(args, "state_dir", None))
+            except ValueError as error:  # InvalidSessionId
+                raise CliError("INVALID_SESSION_ID", str(error)) from None
+            scan = read_log(path, registry)
+    except CliError as error:
+        return report(error, as_json=as_json, stdout=out, stderr=stderr)
     summary = summarize(
         scan,
-        Path(session_id),
+        path,
         PolicyDefaults() if defaults is None else defaults,
         presets,
-        location=store.location_of(session_id),
+        location=location,
     )
-    if getattr(args, "json", False):
+    if as_json:
         out.write(msgspec.json.encode(summary).decode() + "\n")
     else:
         out.write(render_text(scan, summary))
     return 0
+
+
+def read_log(path: Path, registry: EventRegistry = BUILTIN_EVENTS) -> Scan:
+    """The events of the log file at `path`, read without a lock; a CliError that says
+    in one line what `path` is when it is no readable session log."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise CliError("SESSION_NOT_FOUND", f"no session log at {path}") from None
+    except OSError as error:
+        raise CliError("ENVIRONMENT", f"cannot read {path}: {error.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise CliError(
+            "NOT_A_SESSION_LOG",
+            f"{path} is a directory, not a session log (the logs in it: "
+            f"stockade session list --state-dir {path})",
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise CliError("NOT_A_SESSION_LOG", f"{path} is not a session log: not a regular file")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise CliError("ENVIRONMENT", f"cannot read {path}: {error.strerror}") from None
+    not_a_log = CliError(
+        "NOT_A_SESSION_LOG", f"{path} is not a session log: its first line is no stockade event"
+    )
+    try:
+        scan = scan_log(data, str(path), registry)
+    except LogCorrupt as error:
+        if error.where == f"{path}:1":
+            raise not_a_log from None
+        raise CliError("LOG_CORRUPT", str(error)) from None
+    if data and not scan.events:  # one line, and not an event: a torn tail to the store
+        raise not_a_log
+    return scan
+
+
+def _scan_from_store(store: Any, session_id: str) -> Scan:
+    try:
+        return store.scan(session_id)
+    except KeyError:
+        raise CliError("SESSION_NOT_FOUND", f"no session {session_id!r} in {store.where}") from None
+    except ValueError as error:  # InvalidSessionId
+        raise CliError("INVALID_SESSION_ID", str(error)) from None
+    except LogCorrupt as error:
+        raise CliError("LOG_CORRUPT", str(error)) from None
+    except StockadeError as error:
+        raise CliError("STORE_UNAVAILABLE", str(error)) from None
 
 
 def summarize(
