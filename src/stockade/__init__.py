@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from typing import Any
 
+    from .approval._chain import Answer as Answer
     from .approval._chain import ApprovalRequest as ApprovalRequest
     from .approval._chain import Decision as Decision
     from .approval.answerers import AsyncioAnswerer as AsyncioAnswerer
@@ -51,6 +52,7 @@ _LAZY = {
     "ProviderConfig": "sandbox.config",
     "ExecutionPolicy": "vocab",
     "SandboxPolicy": "vocab",
+    "Answer": "approval._chain",
     "ApprovalRequest": "approval._chain",
     "Decision": "approval._chain",
     "AsyncioAnswerer": "approval.answerers",
@@ -77,6 +79,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AgentSession",
+    "Answer",
     "ApprovalPolicy",
     "ApprovalRequest",
     "AsyncioAnswerer",

@@ -2,13 +2,20 @@
 
 An answerer decides (`allowed-once`, `rejected`, `cancelled`, `unavailable`) or passes
 (None); nobody deciding means `unavailable`.
+
+The contract (docs/embedding.md, "Answerers"): what an answerer or a callback gives
+back is read by `as_answer` (an `Answer`, a `Decision`, the decision's string value,
+a bool, or None to pass). An answerer that raises, or gives back anything else, ends
+the chain with `unavailable`: the error goes to Python logging (`stockade.approval`)
+and to the `approval/answered` event's `error`, and never out of the tool call.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -42,9 +49,13 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
 
 
 class Answer(msgspec.Struct, frozen=True):
+    """A decision and who made it. `detail` reaches the model (keep it short and
+    harmless); `error` (an answerer that failed) reaches only the log and logging."""
+
     decision: Decision
     answerer: str
     detail: str | None = None
+    error: str | None = None
 
 
 @runtime_checkable
@@ -58,12 +69,97 @@ class Answerer(Protocol):
 
 
 NOBODY = "nobody"
+logger = logging.getLogger("stockade.approval")
+# What one failure may put in the log: an exception's text can be anything.
+ERROR_TEXT_LIMIT = 500
+
+
+class InvalidDecision(TypeError):
+    """An answerer or callback gave back something the contract does not accept."""
+
+
+def as_answer(value: Any, name: str) -> Answer | None:
+    """What an answerer or callback gave back, as an Answer; None passes.
+
+    Accepted: None (pass), an `Answer`, a `Decision`, a decision's string value
+    (`"allowed-once"`, `"rejected"`, `"cancelled"`, `"unavailable"`, exactly), or a
+    bool (True: allowed-once, False: rejected). Anything else raises InvalidDecision.
+    """
+    if value is None:
+        return None
+    if isinstance(value, Answer):
+        answerer = value.answerer if isinstance(value.answerer, str) else name
+        detail = value.detail if value.detail is None or isinstance(value.detail, str) else None
+        decision = _decision(value.decision, name)
+        if (decision, answerer, detail) == (value.decision, value.answerer, value.detail):
+            return value
+        return Answer(decision, answerer, detail, value.error)
+    return Answer(_decision(value, name), name)
+
+
+def _decision(value: Any, name: str) -> Decision:
+    if isinstance(value, Decision):
+        return value
+    if isinstance(value, bool):
+        return Decision.ALLOWED_ONCE if value else Decision.REJECTED
+    if isinstance(value, str):
+        for decision in Decision:
+            if value == decision.value:
+                return decision
+    allowed = ", ".join(repr(decision.value) for decision in Decision)
+    raise InvalidDecision(
+        f"answerer {name!r} gave back {_cut(repr(value))}, which is not a decision (give "
+        f"an Answer, a Decision, one of {allowed}, a bool, or None to pass)"
+    )
+
+
+def _cut(text: str) -> str:
+    if len(text) <= ERROR_TEXT_LIMIT:
+        return text
+    return f"{text[:ERROR_TEXT_LIMIT]}... ({len(text)} characters)"
+
+
+def _name_of(answerer: Any) -> str:
+    try:
+        name = answerer.name
+    except Exception:
+        name = None
+    return name if isinstance(name, str) else type(answerer).__name__
+
+
+def _failed(name: str, request: ApprovalRequest, error: Exception) -> Answer:
+    """An answerer broke the contract: the ask is `unavailable`, and says why in the log."""
+    if isinstance(error, InvalidDecision):
+        why = str(error)
+        logger.error(
+            "approval for session %s: %s; the outcome is unavailable", request.session_id, why
+        )
+        detail = f"the approval answerer {name!r} gave no valid decision"
+    else:
+        why = _cut(f"answerer {name!r} raised {type(error).__name__}: {error}")
+        logger.error(
+            "approval for session %s: %s; the outcome is unavailable",
+            request.session_id,
+            why,
+            exc_info=error,
+        )
+        detail = f"the approval answerer {name!r} failed"
+    return Answer(Decision.UNAVAILABLE, name, detail, error=why)
 
 
 async def ask_chain(answerers: Sequence[Answerer], request: ApprovalRequest) -> Answer:
-    """Ask each answerer in order; the first decision wins; nobody => unavailable."""
+    """Ask each answerer in order; the first decision wins; nobody => unavailable.
+
+    Never raises an Exception: an answerer that raises one, or gives back something
+    `as_answer` refuses, ends the chain with `unavailable` (later answerers are not
+    asked: a broken answerer is not a pass). Cancellation still propagates.
+    """
     for answerer in answerers:
-        answer = await answerer.answer(request)
+        name = _name_of(answerer)
+        try:
+            answer = as_answer(await answerer.answer(request), name)
+        except Exception as error:
+            return _failed(name, request, error)
         if answer is not None:
             return answer
     return Answer(Decision.UNAVAILABLE, NOBODY, "no answerer could take the request")

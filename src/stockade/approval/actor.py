@@ -94,6 +94,7 @@ class ApprovalActor:
             decision=decided.decision.value,
             answerer=decided.answerer,
             detail=decided.detail,
+            error=decided.error,
         )
         await self.audit(ask.session_id, event)
 

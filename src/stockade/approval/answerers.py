@@ -1,9 +1,14 @@
 """Built-in answerers: prepend reject rules, callbacks (Trio or asyncio), the terminal,
-and a scripted list for tests and the demo."""
+and a scripted list for tests and the demo.
+
+What a callback or a script gives back is read by `_chain.as_answer`; the chain turns
+an answerer's exception or invalid value into `unavailable` (docs/embedding.md).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import re
 import termios
@@ -14,7 +19,7 @@ import attrs
 import trio
 
 from . import render
-from ._chain import Answer, ApprovalRequest, Decision
+from ._chain import Answer, ApprovalRequest, Decision, as_answer
 
 
 @attrs.frozen
@@ -37,27 +42,31 @@ class RejectRules:
         return None
 
 
-Decider = Callable[[ApprovalRequest], Awaitable[Any]]
-
-
-def _as_answer(value: Any, name: str) -> Answer | None:
-    if value is None or isinstance(value, Answer):
-        return value
-    return Answer(Decision(value.value if isinstance(value, Decision) else value), name)
+# A callback: sync or async, `(request) -> Answer | Decision | str | bool | None`.
+Decider = Callable[[ApprovalRequest], Any]
+AsyncDecider = Callable[[ApprovalRequest], Awaitable[Any]]
 
 
 @attrs.frozen
 class CallbackAnswerer:
-    """Any async callable `(request) -> decision | None`, on Trio.
+    """Any callable `(request) -> decision | None`, sync or async (Trio), as an answerer.
 
-    It may return an `Answer`, a `Decision`, a decision string, or None to pass.
+    It may return an `Answer`, a `Decision`, a decision's string value
+    (`"allowed-once"`, `"rejected"`, `"cancelled"`, `"unavailable"`), a bool (True:
+    allowed-once, False: rejected), or None to pass to the next answerer. Raising, or
+    returning anything else, makes the ask `unavailable` (logged; see `_chain`). A sync
+    callback runs on the Trio thread: one that blocks (waits for a person) should be
+    async, e.g. `await trio.to_thread.run_sync(ask_person, request)`.
     """
 
     callback: Decider
     name: str = "callback"
 
     async def answer(self, request: ApprovalRequest) -> Answer | None:
-        return _as_answer(await self.callback(request), self.name)
+        value = self.callback(request)
+        if inspect.isawaitable(value):
+            value = await value
+        return as_answer(value, self.name)
 
 
 @attrs.frozen
@@ -67,14 +76,14 @@ class AsyncioAnswerer:
     The harness must run inside `trio_asyncio.open_loop()`.
     """
 
-    callback: Decider
+    callback: AsyncDecider
     name: str = "asyncio-callback"
 
     async def answer(self, request: ApprovalRequest) -> Answer | None:
         import trio_asyncio
 
         value = await trio_asyncio.aio_as_trio(self.callback)(request)
-        return _as_answer(value, self.name)
+        return as_answer(value, self.name)
 
 
 @attrs.define(eq=False)
@@ -89,7 +98,7 @@ class ScriptedAnswerer:
         self.seen.append(request)
         if not self.decisions:
             return None
-        return _as_answer(self.decisions.pop(0), self.name)
+        return as_answer(self.decisions.pop(0), self.name)
 
 
 class Tty:

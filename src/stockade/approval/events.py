@@ -20,12 +20,17 @@ class ApprovalAsked(SessionEvent, kw_only=True, frozen=True, tag="approval/asked
 
 
 class ApprovalAnswered(SessionEvent, kw_only=True, frozen=True, tag="approval/answered"):
-    """What the chain decided for `ask_id`, and which answerer decided it."""
+    """What the chain decided for `ask_id`, and which answerer decided it.
+
+    `error`: the answerer raised, or gave back no valid decision (the outcome is then
+    `unavailable`); what went wrong, for the person reading the log.
+    """
 
     ask_id: str
     decision: str
     answerer: str
     detail: str | None = None
+    error: str | None = None
 
 
 APPROVAL_EVENTS = (ApprovalAsked, ApprovalAnswered)
