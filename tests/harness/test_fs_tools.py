@@ -111,6 +111,37 @@ async def test_fs_escalation_uses_the_same_approval_path(state_dir, projects):
     assert answerer.seen[0].reason == "the sandbox denied this command under read-only"
 
 
+async def test_a_denied_file_tool_names_itself_for_the_retry(state_dir, projects):
+    """The retry a denial offers is a call of the same tool with the same arguments,
+    never "call bash again" (which would run a different thing)."""
+    root, _ = projects
+    (root / "e.txt").write_text("old")
+    answerer = ScriptedAnswerer(["allowed-once"])
+    async with open_harness(with_fs(state_dir), answerers=[answerer]) as harness:
+        session = await harness.open_session(cwd=root)
+        await session.set_sandbox_mode("read-only")
+        arguments = {
+            "write_file": {"path": "w.txt", "content": "new"},
+            "edit_file": {"path": "e.txt", "old": "old", "new": "new"},
+        }
+        denied = {name: await session.run_tool(name, args) for name, args in arguments.items()}
+        # Following the hint to the letter works: same tool, same arguments, plus the fields.
+        ask = {"sandbox_permissions": "workspace-write", "justification": "save notes"}
+        retried = await session.run_tool("edit_file", {**arguments["edit_file"], **ask})
+        descriptions = {name: schema(harness, name)["description"] for name in arguments}
+    for name, result in denied.items():
+        assert result.facts["denied"], result.text
+        assert "bash" not in result.text, result.text
+        assert result.text.endswith(
+            f"To retry this exact {name} call once with wider file access, call {name} "
+            "again with the same arguments, sandbox_permissions set to the narrowest "
+            "sufficient mode, and a justification; the user will be asked."
+        )
+        assert "call this tool again once with the same arguments" in descriptions[name]
+    assert retried.facts["granted"] == "workspace-write"
+    assert (root / "e.txt").read_text() == "new"
+
+
 async def test_two_concurrent_project_sessions_stay_apart(state_dir, projects):
     a, b = projects
     async with open_harness(with_fs(state_dir)) as harness:

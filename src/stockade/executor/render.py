@@ -35,8 +35,16 @@ def render_result(result: ShellResult) -> str:
 def render_job(report: JobReport) -> str:
     """A background job's new output and status, in the same vocabulary."""
     parts = [f"[job {report.id}: {report.state}]"]
+    if report.runner_failed and report.exit_code is not None:
+        # Recognised in-band: the runner ran and printed its failure, so the command
+        # may have started (docs/security.md); what it wrote follows.
+        parts.append(
+            f"[sandbox unavailable: {report.runner_failure}; the sandbox runner reported "
+            "a failure after the command may have started; its output is below]"
+        )
     parts += _streams(report.stdout, report.stderr, report.stdout_dropped, report.stderr_dropped)
-    if report.runner_failed:
+    if report.runner_failed and report.exit_code is None:
+        # The runner never started (its spawn failed): nothing ran.
         parts.append(f"[sandbox unavailable: {report.runner_failure}; the command did not run]")
     elif report.state != "running":
         parts.append(f"[exit code: {report.exit_code}]")

@@ -18,7 +18,6 @@ from ..vocab import ExecutionPolicy, SandboxMode, allowed_modes
 from . import _escalation as texts
 from . import fs
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
-from ._bash_schema import escalation_hint
 from .bash import unspawnable
 from .result import ToolResult
 
@@ -65,6 +64,16 @@ def _escalation_properties() -> dict[str, Any]:
     }
 
 
+def escalation_hint(tool: str) -> str:
+    """What a denied write_file / edit_file result ends with when escalation is offered:
+    the retry is a call of the same tool, never of bash."""
+    return (
+        f"To retry this exact {tool} call once with wider file access, call {tool} again "
+        "with the same arguments, sandbox_permissions set to the narrowest sufficient "
+        "mode, and a justification; the user will be asked."
+    )
+
+
 def fs_schemas(*, escalation: bool) -> list[dict[str, Any]]:
     """Schemas of the three file tools; write/edit carry escalation fields when offered."""
     path = {"type": "string", "description": "File path, relative to the workspace root."}
@@ -73,6 +82,12 @@ def fs_schemas(*, escalation: bool) -> list[dict[str, Any]]:
         " The file sandbox may refuse the write: the result then ends with "
         "[sandbox: file access denied under <mode> mode]; do not work around it."
     )
+    if escalation:
+        denial += (
+            " If the write is needed, call this tool again once with the same arguments, "
+            "sandbox_permissions set to the narrowest sufficient mode and a justification "
+            "the user will read; a grant applies to that one call only."
+        )
     return [
         {
             "name": READ_FILE,
@@ -187,7 +202,7 @@ class FsTool:
         if granted is not None:
             text += "\n" + texts.granted(granted)
         elif result.denied and self.escalation:
-            text += "\n" + escalation_hint()
+            text += "\n" + escalation_hint(name)
         facts = {**result.facts(), "command": described}
         if granted is not None:
             facts["granted"] = granted.value
