@@ -30,7 +30,9 @@
  * and makes IPC private (bwrap), run inside it.
  *
  * Any failure of the launcher itself exits 125 without running the child and
- * prints exactly one line, starting "landlock-run: ", on stderr.
+ * prints exactly one line, starting "landlock-run: ", on stderr.  A command it
+ * cannot execute is the command's result, as in a shell: 127 (not found) or 126,
+ * with the shell's line ("CMD: command not found", "CMD: Permission denied").
  *
  * Built as a static binary with glibc or musl, so it includes no <linux/...>
  * header: the few kernel UAPI definitions it needs are declared below.
@@ -710,6 +712,23 @@ static int check_executable(const char *path)
 }
 
 /*
+ * The command could not be executed: that is the command's result, as in a
+ * shell (127 not found, 126 found but not executable), not a launcher failure,
+ * so the line says it as a shell does, without the "landlock-run:" prefix.
+ */
+#define EXIT_NOT_FOUND 127
+#define EXIT_NOT_EXECUTABLE 126
+
+static _Noreturn void exec_failed(const char *name, int err)
+{
+	if (err == ENOENT && *name != '\0' && strchr(name, '/') == NULL)
+		fprintf(stderr, "%s: command not found\n", name);
+	else
+		fprintf(stderr, "%s: %s\n", name, strerror(err));
+	exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE);
+}
+
+/*
  * Resolve NAME as execvp would, so that a missing or forbidden program is
  * reported before the partial-enforcement notice, never after it.
  */
@@ -721,7 +740,7 @@ static char *resolve_program(char *name)
 	if (*name == '\0' || strchr(name, '/') != NULL) {
 		err = check_executable(name);
 		if (err != 0)
-			fatal("cannot execute %s: %s", name, strerror(err));
+			exec_failed(name, err);
 		return name;
 	}
 	if (dirs == NULL)
@@ -743,8 +762,7 @@ static char *resolve_program(char *name)
 		if (*dir == '\0')
 			break;
 	}
-	fatal("cannot execute %s: %s", name,
-	      strerror(saw_eacces ? EACCES : ENOENT));
+	exec_failed(name, saw_eacces ? EACCES : ENOENT);
 }
 
 /* ---- Run ---- */
@@ -849,7 +867,7 @@ static _Noreturn void run(int argc, char **argv)
 	if (abi < FULL_ENFORCEMENT_ABI)
 		fputs("landlock-run: partial enforcement (older Landlock ABI)\n", stderr);
 	execv(program, opt.argv);
-	fatal("cannot execute %s: %s", opt.argv[0], strerror(errno));
+	exec_failed(opt.argv[0], errno);
 }
 
 /*
@@ -875,7 +893,7 @@ static _Noreturn void filters_only(int argc, char **argv)
 	install_filters(seal_metadata, 0);
 	program = resolve_program(argv[i + 1]);
 	execv(program, argv + i + 1);
-	fatal("cannot execute %s: %s", argv[i + 1], strerror(errno));
+	exec_failed(argv[i + 1], errno);
 }
 
 /* ---- Probe ---- */

@@ -147,18 +147,6 @@ FAILURES = {
     "missing_value": (lambda t, child: ["--rw", t, "--ro"], ["--ro"]),
     "no_separator": (lambda t, child: ["--ro", "/", "--rw", t, *child], []),
     "empty_argv": (lambda t, child: ["--ro", "/", "--rw", t, "--"], []),
-    "missing_program": (
-        lambda t, child: ["--ro", "/", "--rw", t, "--", "stockade-no-such-prog"],
-        ["stockade-no-such-prog", "No such file or directory"],
-    ),
-    "missing_program_path": (
-        lambda t, child: ["--ro", "/", "--rw", t, "--", t / "nope"],
-        ["nope", "No such file or directory"],
-    ),
-    "program_outside_sandbox": (
-        lambda t, child: ["--rw", t, "--", *child],
-        ["cannot execute", "Permission denied"],
-    ),
 }
 
 
@@ -170,6 +158,48 @@ def test_launcher_failure_prints_one_line_and_runs_nothing(launcher, tmp_path, c
     result = run(launcher, *build_args(tmp_path, child))
     assert_launcher_failure(result, *mentions)
     assert not marker.exists()
+
+
+# A command the launcher cannot execute is the command's result, as in a shell: 127
+# not found, 126 not executable, with the shell's line (no "landlock-run:" prefix, which
+# would read as a launcher failure).
+EXEC_FAILURES = {
+    "missing_program": (
+        lambda t: ["--ro", "/", "--rw", t, "--", "stockade-no-such-prog"],
+        127,
+        "stockade-no-such-prog: command not found\n",
+    ),
+    "missing_program_path": (
+        lambda t: ["--ro", "/", "--rw", t, "--", f"{t}/nope"],
+        127,
+        "{t}/nope: No such file or directory\n",
+    ),
+    "not_executable": (
+        lambda t: ["--ro", "/", "--rw", t, "--", f"{t}/plain"],
+        126,
+        "{t}/plain: Permission denied\n",
+    ),
+    "program_outside_sandbox": (
+        lambda t: ["--rw", t, "--", "/bin/sh", "-c", "true"],
+        126,
+        "/bin/sh: Permission denied\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXEC_FAILURES))
+def test_a_command_that_cannot_execute_is_a_command_result(launcher, tmp_path, case):
+    build_args, status, line = EXEC_FAILURES[case]
+    (tmp_path / "plain").write_text("echo ran\n")  # no execute bit
+    result = run(launcher, *build_args(tmp_path))
+    assert (result.returncode, result.stdout) == (status, "")
+    assert result.stderr == line.format(t=tmp_path)
+
+
+def test_filters_only_reports_a_missing_command_as_a_shell_does(launcher):
+    result = run(launcher, "--filters-only", "--", "stockade-no-such-prog")
+    assert result.returncode == 127
+    assert result.stderr == "stockade-no-such-prog: command not found\n"
 
 
 def test_child_exit_status_125_is_just_a_child_result(launcher):
@@ -1111,7 +1141,6 @@ def test_filters_only_adds_the_filters_and_nothing_else(launcher, area):
         (["--filters-only", "true"], "true"),
         (["--filters-only"], "missing --"),
         (["--filters-only", "--"], "no command"),
-        (["--filters-only", "--", "stockade-no-such-prog"], "stockade-no-such-prog"),
     ],
 )
 def test_filters_only_failures_print_one_line(launcher, args, mention):
