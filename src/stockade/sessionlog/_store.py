@@ -157,10 +157,10 @@ class JsonlStore:
 
     def open(self, session_id: str) -> OpenedLog:
         path = self.path_for(session_id)
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         # O_NOFOLLOW: a link planted under the state directory never redirects a log.
         flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
         try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(path, flags | os.O_EXCL, 0o600)
             created = True
         except FileExistsError:
@@ -174,6 +174,13 @@ class JsonlStore:
                     "link. Remove the link, or open a different session id."
                 ) from None
             created = False
+        except OSError as error:
+            # A missing or read-only $HOME, a state directory nobody may write: one line.
+            raise StockadeError(
+                f"cannot keep a session log in {self.directory}: "
+                f"{error.strerror or error} ({error.filename}). Set {STATE_DIR_ENV} (or "
+                "the log's state_dir) to a directory you can write"
+            ) from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
