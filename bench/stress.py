@@ -17,7 +17,8 @@ session's mode and root, the selected backend, exit 0, `denied` (the outside wri
 is refused in both modes); its stdout says the inside write succeeded exactly under
 workspace-write and the outside one never; the filesystem agrees (inside files exist
 exactly for workspace-write jobs, no outside file exists anywhere); a session sees
-only its own jobs; fds return to their baseline when the harness closes.
+only its own jobs; every job read to its end is forgotten (the table is empty after
+the phase); fds return to their baseline when the harness closes.
 """
 
 from __future__ import annotations
@@ -229,27 +230,29 @@ async def _phase(
                 outcome.errors.append(f"the phase did not finish within {PHASE_TIMEOUT:g} s")
             outcome.seconds = time.perf_counter() - phase_start
 
-            # Ownership: a session lists only its own jobs and cannot wait on another's.
-            own = {index: set() for index in range(sessions_count)}
-            for plan in plans:
-                if plan["job"] in handles:
-                    own[plan["session"]].add(handles[plan["job"]].id)
+            # Retention: every job was read to its end, so the table holds none of them.
+            left = len(await harness.executor.list())
+            if left:
+                outcome.errors.append(f"{left} jobs still held after every one was read")
+            # Ownership: a session lists only its own jobs and cannot read another's
+            # (one live job per session, as finished jobs read to the end are forgotten).
+            own = {
+                index: (await session.shell.start("sleep 60")).id
+                for index, session in enumerate(sessions)
+            }
             for index, session in enumerate(sessions):
-                listed = {handle.id for handle in await session.shell.list()}
-                if listed != own[index]:
-                    outcome.errors.append(
-                        f"session {index} lists {len(listed)} jobs, owns {len(own[index])}"
-                    )
-            if sessions_count > 1 and plans[1]["job"] in handles:
-                foreign = handles[plans[1]["job"]].id  # a job of session 1
+                listed = [handle.id for handle in await session.shell.list()]
+                if listed != [own[index]]:
+                    outcome.errors.append(f"session {index} lists {listed}, owns {own[index]}")
+            if sessions_count > 1:
                 try:
-                    await sessions[0].shell.wait(foreign)
+                    await sessions[0].shell.job_output(own[1])
                 except Exception:
                     pass
                 else:
-                    outcome.errors.append("session 0 could wait on session 1's job")
+                    outcome.errors.append("session 0 could read session 1's job")
             for session in sessions:
-                await session.close()
+                await session.close()  # kills its live job
         outcome.rss_peak = peak_rss_mib()
     finally:
         if saved_env is not None:

@@ -15,6 +15,8 @@ from .errors import CommandStartError as CommandStartError
 from .errors import ConfigError as ConfigError
 from .errors import InvalidPolicy as InvalidPolicy
 from .errors import SandboxUnavailable as SandboxUnavailable
+from .errors import SessionExists as SessionExists
+from .errors import SessionNotFound as SessionNotFound
 from .errors import StockadeError as StockadeError
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
@@ -100,6 +102,8 @@ __all__ = [
     "SandboxPolicy",
     "SandboxUnavailable",
     "ScriptedAnswerer",
+    "SessionExists",
+    "SessionNotFound",
     "ShellResult",
     "ShellSpec",
     "StockadeError",

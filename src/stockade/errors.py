@@ -47,6 +47,30 @@ class CommandStartError(StockadeError):
     """The command could not be started (bad workdir, no resources); nothing ran."""
 
 
+class SessionNotFound(StockadeError, LookupError):
+    """A session was to be resumed, but no log holds a session under that id."""
+
+    def __init__(self, session_id: str, location: str | None = None) -> None:
+        where = f" (nothing is logged at {location})" if location else ""
+        super().__init__(
+            f"no session {session_id!r} to resume{where}; check the id (`stockade session "
+            "list`), or open a new session"
+        )
+        self.session_id = session_id
+
+
+class SessionExists(StockadeError):
+    """A new session was asked for under an id that already names one."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r} already exists; resume it with "
+            f"harness.resume_session({session_id!r}) (or open_session(..., resume=True)), "
+            "or choose another id"
+        )
+        self.session_id = session_id
+
+
 class UnknownJob(StockadeError, KeyError):
     """No background job has that id in this executor."""
 

@@ -6,6 +6,7 @@ loop holds: model-facing tools, programmatic shell, knobs, pre_step, fork_child.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import uuid
@@ -15,6 +16,7 @@ from typing import Any
 
 import attrs
 import msgspec
+import trio
 
 from ._lifetime import running
 from .approval.actor import ApprovalActor, ApprovalClient
@@ -28,7 +30,7 @@ from .approval.answerers import (
 from .approval.events import APPROVAL_EVENTS
 from .config import Composition, load_composition
 from .config.builtins import ApprovalConfig
-from .errors import ConfigError
+from .errors import ConfigError, InvalidPolicy, UnknownJob
 from .events import EventRegistry, SessionEvent, UnencodableEvent
 from .executor.actor import ExecutorActor, ExecutorClient
 from .executor.config import ExecutorConfig
@@ -39,8 +41,8 @@ from .policy.presets import DEFAULT_PRESETS, PresetTable
 from .sandbox._probe import host_temp_roots
 from .sandbox.actor import ProviderActor, ProviderClient
 from .sandbox.config import trusted_provider
-from .session import Session
-from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor
+from .session import Session, SessionNotFound
+from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor, check_session_id
 from .sessionlog import resolve_state_dir as resolve_state_dir
 from .sessionlog._select import build_store, check_store_files, store_files
 from .sessionlog.actor import SessionLogClient
@@ -132,18 +134,57 @@ class Harness:
         )
 
     async def open_session(
-        self, session_id: str | None = None, *, cwd: str | os.PathLike[str] | None = None
+        self,
+        session_id: str | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        resume: bool = False,
     ) -> AgentSession:
-        """Create a session (its cwd is its workspace root) or resume one by id."""
+        """Create a new session (its cwd, an existing directory, is its workspace root),
+        or with `resume=True` resume session `session_id` from its log.
+
+        Creating under an id that already names a session raises SessionExists; resuming
+        an id no log holds raises SessionNotFound (and writes nothing). `resume_session`
+        is the same as `resume=True`.
+        """
+        if resume and session_id is None:
+            raise ValueError("resume=True needs the session_id of the session to resume")
+        _check_workspace_root(cwd, "the session's cwd")
         self._check_log_is_out_of_reach(cwd)
+        if resume:
+            self._check_log_exists(session_id)
         session = await Session.open(
             self.log,
             session_id=session_id,
             cwd=cwd,
             defaults=self.defaults,
             presets=self.presets,
+            resume=resume,
         )
-        return AgentSession(harness=self, session=session)
+        agent = AgentSession(harness=self, session=session)
+        if resume and cwd is None:
+            # Its root comes from its log: one removed since would fail every call.
+            try:
+                _check_workspace_root(session.cwd, f"session {session.id!r}'s workspace root")
+            except BaseException:
+                await session.close()
+                raise
+        return agent
+
+    async def resume_session(
+        self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
+    ) -> AgentSession:
+        """Resume session `session_id` from its log; SessionNotFound when none holds it."""
+        return await self.open_session(session_id, cwd=cwd, resume=True)
+
+    def _check_log_exists(self, session_id: str | None) -> None:
+        """On disk, an unknown id is refused before its log would be opened (and so
+        created empty); other stores are checked once the log is open."""
+        if self.log_directory is None or session_id is None:
+            return
+        path = os.path.join(self.log_directory, f"{check_session_id(session_id)}.jsonl")
+        if not os.path.lexists(path):
+            raise SessionNotFound(session_id, path)
 
 
 @attrs.define(eq=False)
@@ -268,13 +309,42 @@ class AgentSession:
     async def fork_child(
         self, *, session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
     ) -> AgentSession:
+        """A new child session (never a resumed one: an id that exists is refused)."""
+        _check_workspace_root(cwd, "the child session's cwd")
         # A child rooted over the log directory could rewrite its parent's log.
         self.harness._check_log_is_out_of_reach(cwd if cwd is not None else self.cwd)
         child = await self.session.fork_child(session_id=session_id, cwd=cwd)
         return AgentSession(harness=self.harness, session=child)
 
     async def close(self) -> None:
+        """Kill this session's background jobs, forget them, and release its log.
+
+        Every job the session started (running or still queued) is killed with its
+        process group, as `kill_job` does, and waited for; its unread output is
+        discarded. Jobs of child sessions belong to the children. Idempotent; it
+        finishes even when the caller is being cancelled.
+        """
+        with trio.CancelScope(shield=True):
+            await self._kill_jobs()
         await self.session.close()
+
+    async def _kill_jobs(self) -> None:
+        executor = self.harness.executor
+        try:
+            jobs = await executor.list(owner=self.id)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return  # the harness has stopped: it killed every job as it left
+
+        async def kill(job_id: str) -> None:
+            # A job that settled and was forgotten meanwhile is gone already.
+            with contextlib.suppress(
+                UnknownJob, trio.ClosedResourceError, trio.BrokenResourceError
+            ):
+                await executor.kill(job_id, owner=self.id)
+
+        async with trio.open_nursery() as nursery:
+            for handle in jobs:
+                nursery.start_soon(kill, handle.id)
 
 
 @attrs.frozen
@@ -305,6 +375,26 @@ class SessionShell:
 
     async def list(self) -> list[JobHandle]:
         return await self.owner.harness.executor.list(owner=self.owner.id)
+
+
+def _check_workspace_root(cwd: str | os.PathLike[str] | None, what: str) -> None:
+    """A workspace root must be an existing directory: every command and file tool
+    call runs there, so a missing one would fail each of them later instead."""
+    if cwd is None or not isinstance(cwd, str | os.PathLike):
+        return  # no root of its own; a non-path is refused by Session
+    path = os.fspath(cwd)
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return  # Session refuses a relative root with its own message
+    if not os.path.exists(path):
+        raise InvalidPolicy(
+            f"{what} {path!r} does not exist; a session's cwd is its workspace root and "
+            "must be an existing directory"
+        )
+    if not os.path.isdir(path):
+        raise InvalidPolicy(
+            f"{what} {path!r} is not a directory; a session's cwd is its workspace root "
+            "and must be an existing directory"
+        )
 
 
 def _encodable(text: str) -> bool:

@@ -17,6 +17,8 @@ from types import TracebackType
 
 import attrs
 
+from .errors import SessionExists as SessionExists
+from .errors import SessionNotFound as SessionNotFound
 from .errors import StockadeError
 from .events import EventView, SessionEvent, SessionHeader, append_decided
 from .policy.context import POLICY_SOURCE, PolicyContext, policy_context_update
@@ -84,15 +86,21 @@ class Session:
         presets: PresetTable = DEFAULT_PRESETS,
         seed: Sequence[SessionEvent] = (),
         parent: str | None = None,
+        resume: bool | None = None,
     ) -> Session:
-        """Open session `session_id`, creating it when it has no log yet, resuming it when it has.
+        """Open session `session_id`: create it, or resume it from its log.
 
+        `resume` True: the log must hold the session (else SessionNotFound, nothing
+        written); False: the session must be new (else SessionExists); None (this
+        low-level default): create it when it has no log yet, resume it when it has.
         With no id, a new session is created under a fresh id. A new session's log
         starts with a `session/header` holding `cwd` (None: the session has no root
         of its own and resolves to the defaults' fallback root), then `seed`. A
         resumed session takes its cwd from its header; a different `cwd` is refused.
         """
         defaults = PolicyDefaults() if defaults is None else defaults
+        if session_id is None and resume:
+            raise ValueError("resuming a session needs its id (session_id)")
         session_id = new_session_id() if session_id is None else check_session_id(session_id)
         root = _absolute(cwd)
         # A seed (a parent's overrides) naming a mode this composition cannot honour is
@@ -101,9 +109,14 @@ class Session:
         opened = await log.open(session_id)
         try:
             header = SessionHeader(cwd=root, parent=parent)
+            # The log is held exclusively from here: no one else creates it meanwhile.
+            if resume and not await log.read(session_id):
+                raise SessionNotFound(session_id, opened.location)
             created = await append_decided(
                 _Appender(log, session_id), lambda events: [] if events else [header, *seed]
             )
+            if resume is False and not created:
+                raise SessionExists(session_id)
             events = await log.read(session_id)
             first = events[0]
             if not isinstance(first, SessionHeader):
@@ -251,6 +264,8 @@ class Session:
             presets=self.presets,
             seed=seed,
             parent=self.id,
+            # A child is always new: an id that names a session is refused, never resumed.
+            resume=False,
         )
 
 

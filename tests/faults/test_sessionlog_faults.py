@@ -233,7 +233,7 @@ async def test_a_full_disk_under_the_harness_runs_nothing_and_says_why(base, pro
             assert not marker.exists()  # the call was not logged, so it did not run
             await session.close()
             (mount / "filler").unlink()
-            resumed = await harness.open_session(session.id)
+            resumed = await harness.resume_session(session.id)
             again = await resumed.run_tool("bash", {"command": "echo after"})
             assert again.text.startswith("after")
             events = await resumed.events()

@@ -179,7 +179,8 @@ async def test_background_escalation_runs_only_that_job_wider(state_dir, project
         )
         plain = await session.run_tool("bash", {"command": "echo n > n.txt", "background": True})
         report = await session.shell.wait(granted.facts["job_id"])
-        neighbour = await session.shell.wait(plain.facts["job_id"])
+        # Not read here (read=False): the model reads it next, which is its last read.
+        neighbour = await session.shell.wait(plain.facts["job_id"], read=False)
         denied_view = await session.run_tool("job_output", {"job_id": plain.facts["job_id"]})
     assert report.mode.value == "workspace-write" and not report.denied
     assert (root / "bg.txt").read_text() == "bg\n"

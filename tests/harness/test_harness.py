@@ -125,7 +125,8 @@ async def test_background_jobs_belong_to_their_session(state_dir, projects):
         second = await harness.open_session(cwd=b)
         started = await first.run_tool("bash", {"command": "echo bg", "background": True})
         job_id = started.facts["job_id"]
-        settled = await first.shell.wait(job_id)
+        # Settled but not read (read=False keeps it): ownership, not retention, answers.
+        settled = await first.shell.wait(job_id, read=False)
         stolen = await second.run_tool("job_output", {"job_id": job_id})
         stolen_kill = await second.run_tool("kill_job", {"job_id": job_id})
         own = await first.run_tool("job_output", {"job_id": job_id})

@@ -149,7 +149,7 @@ async def test_a_resumed_session_keeps_its_network(state_dir, projects):
         await session.close()
     config, provider = recording(state_dir)
     async with open_harness(config) as harness:
-        resumed = await harness.open_session(session_id)
+        resumed = await harness.resume_session(session_id)
         told = await resumed.pre_step()
         result = await resumed.run_tool("bash", {"command": "true"})
     assert told is not None and "- Network: on." in told.text

@@ -127,7 +127,7 @@ async def test_resuming_a_confined_session_under_an_unconfined_composition_is_re
     before = log_text(state_dir, session_id)
     async with open_harness(local(state_dir)) as unconfined:
         with pytest.raises(SandboxNotMounted) as refused:
-            await unconfined.open_session(session_id)
+            await unconfined.resume_session(session_id)
         assert_refusal(refused.value, f"session {session_id!r}'s sandbox mode")
         # A session under its default resumes fine.
         other = await unconfined.open_session(cwd=scratch)
@@ -135,7 +135,7 @@ async def test_resuming_a_confined_session_under_an_unconfined_composition_is_re
     assert log_text(state_dir, session_id) == before
     # The confined composition can still resume it, unchanged.
     async with open_harness(composition(state_dir)) as confined:
-        again = await confined.open_session(session_id)
+        again = await confined.resume_session(session_id)
         assert await again.sandbox_mode() is SandboxMode.READ_ONLY
 
 

@@ -232,7 +232,7 @@ async def test_a_surrogate_no_longer_poisons_the_session_log(state_dir, project)
         assert refused.is_error and "not valid UTF-8" in refused.text
         assert after.text.startswith("still fine")
         await session.close()
-        resumed = await harness.open_session(session.id)
+        resumed = await harness.resume_session(session.id)
         events = await resumed.events()
     tags = [event.tag for event in events]
     assert tags.count("tool/call") == tags.count("tool/result") == 2

@@ -61,7 +61,7 @@ async def first_call(config, root: str, command: str) -> str | None:
 async def resumed_call(config, session_id: str, command: str) -> None:
     async with open_harness(config, answerers=[]) as harness:
         try:
-            session = await harness.open_session(session_id=session_id)
+            session = await harness.resume_session(session_id)
         except StockadeError:  # e.g. a log found tampered with, or a refused state dir
             return
         await session.run_tool("bash", {"command": command})

@@ -112,7 +112,7 @@ class ExecutorActor:
         """Reading the job table never waits: answer in the inbox loop."""
         match envelope.message:
             case JobOutput(job_id=job_id, owner=owner):
-                answer_now(envelope, lambda: self.jobs.get(job_id, owner).report())
+                answer_now(envelope, lambda: self.jobs.read(job_id, owner))
             case ListJobs(owner=owner):
                 answer_now(envelope, lambda: [job.handle for job in self.jobs.owned_by(owner)])
             case _:
@@ -359,20 +359,21 @@ class ExecutorActor:
                 )
             )
 
+    # A report that reads a finished job to its end is its last: the table forgets it.
     async def _job_output(self, job_id: str, owner: str | None) -> JobReport:
-        return self.jobs.get(job_id, owner).report()
+        return self.jobs.read(job_id, owner)
 
     async def _wait(self, job_id: str, owner: str | None, read: bool) -> JobReport:
         job = self.jobs.get(job_id, owner)
         await job.done.wait()
-        return job.report(advance=read)
+        return self.jobs.reported(job, advance=read)
 
     async def _kill(self, job_id: str, owner: str | None) -> JobReport:
         job = self.jobs.get(job_id, owner)
         if job.result is None:
             job.cancel()
             await job.done.wait()
-        return job.report()
+        return self.jobs.reported(job)
 
     async def _list(self, owner: str | None) -> list[JobHandle]:
         return [job.handle for job in self.jobs.owned_by(owner)]
@@ -424,18 +425,23 @@ class ExecutorClient:
         return handle
 
     async def job_output(self, job_id: str, *, owner: str | None = None) -> JobReport:
+        """Output since the last read, and the status. Read after the job ended, it is
+        the job's last report: the job is forgotten (`_jobs`, "Retention")."""
         report: JobReport = await request(self.inbox, JobOutput(job_id, owner))
         return report
 
     async def wait(self, job_id: str, *, owner: str | None = None, read: bool = True) -> JobReport:
-        """Wait until the job settles; its report carries the output not yet read.
+        """Wait until the job settles; its report carries the output not yet read, and
+        is its last (the job is forgotten).
 
-        With `read=False` that output stays unread, for a later `job_output`.
+        With `read=False` that output stays unread, and the job kept, for a later
+        `job_output`.
         """
         report: JobReport = await request(self.inbox, WaitJob(job_id, owner, read))
         return report
 
     async def kill(self, job_id: str, *, owner: str | None = None) -> JobReport:
+        """Kill the job (its process group with it); the report is its last."""
         report: JobReport = await request(self.inbox, KillJob(job_id, owner))
         return report
 
