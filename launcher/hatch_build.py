@@ -1,12 +1,15 @@
 """Hatch build hook: compile launcher/landlock-run.c into src/stockade/_bin/landlock-run.
 
-Static (musl-gcc when present, else cc), for both wheels and editable installs;
-the binary is never committed, and the wheel is tagged for this platform.
+Static (musl-gcc when it can run, else cc or gcc), for both wheels and editable
+installs; the binary is never committed, and the wheel is tagged for this platform.
+A build that cannot compile stops with `LauncherBuildError`: its first line says what
+to install, and no traceback follows it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -15,17 +18,59 @@ from pathlib import Path
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 CFLAGS = ["-static", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-s"]
+# What makes `gcc` work on Debian/Ubuntu: gcc brings libc6-dev (the static C library)
+# as a recommended package; musl-tools only wraps gcc (musl-gcc runs gcc underneath).
+INSTALL_HINT = (
+    "install gcc (Debian/Ubuntu: apt-get install gcc; optionally musl-tools as well, for "
+    "a smaller static launcher), or set STOCKADE_CC to a C compiler"
+)
+NO_COMPILER = (
+    "stockade: no C compiler found to build the Landlock launcher (needed at install): "
+    + INSTALL_HINT
+)
+_REALGCC = re.compile(rb"\$\{REALGCC:-([^}\s]+)\}")
+
+
+class LauncherBuildError(SystemExit):
+    """The launcher cannot be built. A SystemExit, so a build frontend (pip) shows its
+    message as is, without a traceback in front of it; the first line is the fix."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _musl_gcc_runs(path: str) -> bool:
+    """musl-gcc is a wrapper that runs gcc (`${REALGCC:-<triplet>-gcc}`); without that
+    compiler it cannot build anything. A wrapper that cannot be read is given a try."""
+    real = os.environ.get("REALGCC")
+    if not real:
+        try:
+            with open(path, "rb") as wrapper:
+                found = _REALGCC.search(wrapper.read(64 * 1024))
+        except OSError:
+            return True
+        if found is None:
+            return True
+        real = found.group(1).decode(errors="replace")
+    return shutil.which(real) is not None
 
 
 def pick_compiler() -> str:
     # An explicit choice wins; musl gives a small, libc-independent binary.
-    for candidate in (os.environ.get("STOCKADE_CC"), "musl-gcc", "cc"):
-        if candidate and shutil.which(candidate):
+    explicit = os.environ.get("STOCKADE_CC")
+    if explicit and shutil.which(explicit):
+        return explicit
+    musl = shutil.which("musl-gcc")
+    if musl and _musl_gcc_runs(musl):
+        return "musl-gcc"
+    for candidate in ("cc", "gcc"):
+        if shutil.which(candidate):
             return candidate
-    raise RuntimeError(
-        "stockade: no C compiler found to build the Landlock launcher; "
-        "install one (Debian: apt-get install musl-tools, or gcc)"
-    )
+    raise LauncherBuildError(NO_COMPILER)
 
 
 def build_launcher(root: Path) -> Path:
@@ -41,8 +86,10 @@ def build_launcher(root: Path) -> Path:
         check=False,
     )
     if result.returncode != 0:
-        raise RuntimeError(
-            f"stockade: building the Landlock launcher with {compiler} failed:\n{result.stderr}"
+        raise LauncherBuildError(
+            f"stockade: building the Landlock launcher with {compiler} failed "
+            f"(exit {result.returncode}); {INSTALL_HINT}. The compiler said:\n"
+            f"{result.stderr.strip()}"
         )
     partial.chmod(0o755)
     # Rename so a concurrent reader never sees a half-written executable.
