@@ -1,8 +1,12 @@
 /*
  * landlock-run: run a command under a Landlock filesystem sandbox.
  *
- *   landlock-run [--ro PATH]... [--rw PATH]... [--seal-metadata] [--private-ipc] -- ARGV...
- *   landlock-run --filters-only [--seal-metadata] -- ARGV...
+ *   landlock-run [--ro PATH]... [--rw PATH]... [--seal-metadata] [--private-ipc]
+ *                [--no-network [--unix-pairs-only]]
+ *                [--empty FILE --hide-socket PATH...] -- ARGV...
+ *   landlock-run --filters-only [--seal-metadata]
+ *                [--no-network | --netns-only] [--unix-pairs-only]
+ *                [--empty FILE --hide-socket PATH...] -- ARGV...
  *   landlock-run --probe
  *
  * The child may read and execute beneath --ro paths, do anything the running
@@ -11,6 +15,25 @@
  * Unix socket of a process outside its Landlock domain.  Before exec, every
  * capability is dropped and no_new_privs is set, so a root caller is confined
  * just like anyone else.
+ *
+ * --no-network: no socket of any family but AF_UNIX (socket and socketpair;
+ * seccomp, EAFNOSUPPORT), and on ABI >= 4 a ruleset that handles TCP bind and
+ * connect with no port allowed.  --netns-only (--filters-only inside a runner
+ * that gave the command a network namespace of its own, bwrap --unshare-net):
+ * AF_INET, AF_INET6 and AF_NETLINK reach only that namespace and stay allowed;
+ * every other family but AF_UNIX is refused (vsock, for one, ignores network
+ * namespaces).  --unix-pairs-only (with either): not even an AF_UNIX socket(),
+ * only socketpair() of stream or seqpacket type, so no Unix socket can be
+ * reached by name (a datagram pair could still send to a named socket).
+ *
+ * --hide-socket PATH (with --empty FILE, an empty file): a network namespace
+ * does not cover named Unix sockets, which connect() finds through the file
+ * system.  Each PATH that is still a socket is covered with a read-only bind of
+ * FILE in a mount namespace of the command's own (connect() then meets a
+ * regular file: ECONNREFUSED); one that is gone is skipped.  The namespace is
+ * made as for --private-ipc; inside a runner (--filters-only) that takes
+ * CAP_SYS_ADMIN, which the runner leaves the launcher for this (bwrap
+ * --cap-add) and the launcher drops before exec like every other capability.
  *
  * Seccomp filters, each killing foreign-architecture and x32 calls:
  *  - always: no TIOCSTI/TIOCLINUX (typing into the caller's terminal); no
@@ -49,7 +72,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,6 +116,8 @@ struct landlock_ruleset_attr {
 
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
 #define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
 #define NET_ABI 4
 #define SCOPE_ABI 6
 
@@ -453,6 +480,78 @@ static const struct sock_filter tty_filter[] = {
 
 #define FILTER(name) (name), sizeof(name) / sizeof((name)[0])
 
+/*
+ * Network off (--no-network, --netns-only): socket() only for the allowed
+ * families, socketpair() only for AF_UNIX (TIPC has pairs too).  Refused with
+ * EAFNOSUPPORT, as systemd's RestrictAddressFamilies= does: programs take it for
+ * a family this system lacks, and the text ("Address family not supported by
+ * protocol") is never mistaken for a file denial ("Permission denied" would
+ * make the executor offer a wider mode, which brings no network back).
+ * io_uring, which could open sockets past this filter, is refused by the
+ * setuid guard in every mode.  Built at run time: the allowed families vary.
+ */
+#define NET_REFUSAL EAFNOSUPPORT
+#define NET_FILTER_MAX 40
+#define SOCK_TYPE_MASK 0xfU
+
+enum network { NETWORK_ON, NETWORK_OFF, NETWORK_NETNS };
+
+struct filter_buffer {
+	struct sock_filter insn[NET_FILTER_MAX];
+	size_t len;
+};
+
+static void emit(struct filter_buffer *buf, uint16_t code, uint8_t jt, uint8_t jf, uint32_t k)
+{
+	struct sock_filter insn = { code, jt, jf, k };
+
+	/* The largest program built below has 23 instructions; install checks the length. */
+	if (buf->len < NET_FILTER_MAX)
+		buf->insn[buf->len] = insn;
+	buf->len++;
+}
+
+static size_t build_net_filter(struct filter_buffer *buf, enum network network,
+			       int unix_pairs_only)
+{
+	static const struct sock_filter guard[] = { ARCH_GUARD };
+	uint32_t families[4];
+	size_t count = 0, guard_len = sizeof(guard) / sizeof(guard[0]);
+
+	if (!unix_pairs_only)
+		families[count++] = AF_UNIX;
+	if (network == NETWORK_NETNS) {
+		families[count++] = AF_INET;
+		families[count++] = AF_INET6;
+		families[count++] = AF_NETLINK;
+	}
+	buf->len = 0;
+	for (size_t i = 0; i < guard_len; i++)
+		emit(buf, guard[i].code, guard[i].jt, guard[i].jf, guard[i].k);
+	/* socket(family, ...): [nr check][load][one test per family][refuse][allow] */
+	emit(buf, BPF_JEQ_K, 0, (uint8_t)(count + 3), __NR_socket);
+	emit(buf, BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(0));
+	for (size_t i = 0; i < count; i++)
+		emit(buf, BPF_JEQ_K, (uint8_t)(count - i), 0, families[i]);
+	emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | NET_REFUSAL);
+	emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW);
+	/* socketpair(family, type, ...): AF_UNIX only; datagram pairs too unless pairs-only. */
+	emit(buf, BPF_JEQ_K, 0, unix_pairs_only ? 7 : 4, __NR_socketpair);
+	emit(buf, BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(0));
+	if (unix_pairs_only) {
+		emit(buf, BPF_JEQ_K, 0, 4, AF_UNIX);
+		emit(buf, BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(1));
+		emit(buf, BPF_AND_K, 0, 0, SOCK_TYPE_MASK);
+		emit(buf, BPF_JEQ_K, 1, 0, SOCK_DGRAM);
+	} else {
+		emit(buf, BPF_JEQ_K, 0, 1, AF_UNIX);
+	}
+	emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW);
+	emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | NET_REFUSAL);
+	emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW);
+	return buf->len;
+}
+
 /* ---- Failure reporting ---- */
 
 static _Noreturn void fatal(const char *fmt, ...)
@@ -522,12 +621,18 @@ static size_t ruleset_attr_size(int abi)
 
 /*
  * From ABI 6 the domain is also scoped: no signal to, and no connection to an
- * abstract Unix socket of, a process outside it (the harness, host processes).
+ * abstract Unix socket of, a process outside it (the harness, host processes),
+ * network on or off.  `no_network` (ABI >= 4): TCP bind and connect are handled
+ * and no rule allows a port, behind the seccomp filter that already refuses
+ * every socket family but AF_UNIX.
  */
-static int create_ruleset(int abi)
+static int create_ruleset(int abi, int no_network)
 {
 	struct landlock_ruleset_attr attr = { .handled_access_fs = handled_access_for_abi(abi) };
 
+	if (no_network && abi >= NET_ABI)
+		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP |
+			LANDLOCK_ACCESS_NET_CONNECT_TCP;
 	if (abi >= SCOPE_ABI)
 		attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
 	return (int)syscall(__NR_landlock_create_ruleset, &attr, ruleset_attr_size(abi), 0U);
@@ -657,31 +762,129 @@ static int write_proc_self(const char *name, const char *text)
 }
 
 /*
- * Give this process (and so the command) an IPC namespace of its own: SysV
- * objects and POSIX message queues (the mqueue file system is per IPC
- * namespace) of the host are then out of sight.  With CAP_SYS_ADMIN directly;
- * otherwise inside a new user namespace that maps only the caller's uid and gid
- * (files of other owners then show as the overflow uid, as under bwrap).
- * Returns 0 or an errno.
+ * Give this process (and so the command) namespaces of its own: `flags` holds
+ * CLONE_NEWIPC (SysV objects and POSIX message queues of the host, the mqueue
+ * file system being per IPC namespace, are then out of sight) and/or
+ * CLONE_NEWNS (for --hide-socket).  With CAP_SYS_ADMIN directly; otherwise
+ * inside a new user namespace that maps only the caller's uid and gid (files of
+ * other owners then show as the overflow uid, as under bwrap).  A new mount
+ * namespace is made a slave of the host's, so nothing mounted in it propagates
+ * back.  Returns 0 or an errno.
  */
-static int private_ipc(void)
+#define REC_SLAVE ((1UL << 14) | (1UL << 19))	/* MS_REC | MS_SLAVE */
+
+static int private_namespaces(int flags)
 {
 	char map[64];
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	int err;
 
-	if (has_capability(CAP_SYS_ADMIN) && unshare(CLONE_NEWIPC) == 0)
-		return 0;
-	if (unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0)
+	if (!has_capability(CAP_SYS_ADMIN) || unshare(flags) != 0) {
+		if (unshare(CLONE_NEWUSER | flags) != 0)
+			return errno;
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		if ((err = write_proc_self("uid_map", map)) != 0)
+			return err;
+		if ((err = write_proc_self("setgroups", "deny")) != 0)
+			return err;
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+		if ((err = write_proc_self("gid_map", map)) != 0)
+			return err;
+	}
+	if ((flags & CLONE_NEWNS) &&
+	    syscall(SYS_mount, NULL, "/", NULL, REC_SLAVE, NULL) != 0)
 		return errno;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-	if ((err = write_proc_self("uid_map", map)) != 0)
-		return err;
-	if ((err = write_proc_self("setgroups", "deny")) != 0)
-		return err;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-	return write_proc_self("gid_map", map);
+	return 0;
+}
+
+static int private_ipc(void)
+{
+	return private_namespaces(CLONE_NEWIPC);
+}
+
+/* ---- Hiding named Unix sockets ---- */
+
+#ifndef __NR_open_tree
+#define __NR_open_tree 428
+#endif
+#ifndef __NR_move_mount
+#define __NR_move_mount 429
+#endif
+#ifndef __NR_mount_setattr
+#define __NR_mount_setattr 442
+#endif
+#define TREE_CLONE 1U			/* OPEN_TREE_CLONE */
+#define FROM_EMPTY_PATH 0x04U		/* MOVE_MOUNT_F_EMPTY_PATH */
+#define TO_EMPTY_PATH 0x40U		/* MOVE_MOUNT_T_EMPTY_PATH */
+#define ATTR_RDONLY 0x01ULL		/* MOUNT_ATTR_RDONLY */
+
+struct mount_attributes {
+	uint64_t attr_set;
+	uint64_t attr_clr;
+	uint64_t propagation;
+	uint64_t userns_fd;
+};
+
+static int open_grant(const char *path);
+
+/*
+ * A detached, read-only bind of `empty`; each hidden socket gets a clone of it.
+ * mount_setattr needs Linux 5.12 (Landlock needs 5.13); where it is missing the
+ * clone must be read-only already (under bwrap, whose tree is).
+ */
+static int empty_mount(const char *empty)
+{
+	struct mount_attributes attr = { .attr_set = ATTR_RDONLY };
+	struct statvfs info;
+	int fd = (int)syscall(__NR_open_tree, AT_FDCWD, empty, TREE_CLONE | O_CLOEXEC);
+
+	if (fd < 0)
+		fatal("cannot hide sockets: cannot bind %s: %s", empty, strerror(errno));
+	if (syscall(__NR_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
+		if (errno != ENOSYS || fstatvfs(fd, &info) != 0 || !(info.f_flag & ST_RDONLY))
+			fatal("cannot hide sockets: cannot make %s read-only: %s", empty,
+			      strerror(errno));
+	}
+	return fd;
+}
+
+/*
+ * Cover each path that is still a socket with a clone of `empty`.  The socket is
+ * opened without following a symlink (the caller resolved its real path) and the
+ * bind is attached to that very dentry: nothing can swap it in between.  One
+ * that is gone, or that this process cannot reach (then neither can the
+ * command, which has the same credentials and no capability), is skipped.
+ */
+static void hide_sockets(const char *empty, const char **paths, int count)
+{
+	int source = empty_mount(empty);
+
+	for (int i = 0; i < count; i++) {
+		struct stat st;
+		int target = open_grant(paths[i]), clone;
+
+		if (target < 0) {
+			if (errno == ENOENT || errno == EACCES || errno == ENOTDIR)
+				continue;
+			fatal("cannot hide the socket %s: %s", paths[i], strerror(errno));
+		}
+		if (fstat(target, &st) != 0)
+			fatal("cannot hide the socket %s: %s", paths[i], strerror(errno));
+		if (!S_ISSOCK(st.st_mode)) {
+			close(target);
+			continue;
+		}
+		clone = (int)syscall(__NR_open_tree, source, "",
+				     TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH);
+		if (clone < 0 ||
+		    syscall(__NR_move_mount, clone, "", target, "",
+			    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+			fatal("cannot hide the socket %s: %s", paths[i], strerror(errno));
+		close(clone);
+		close(target);
+	}
+	close(source);
 }
 
 /* ---- Program lookup ---- */
@@ -773,8 +976,59 @@ struct options {
 	int npaths;
 	int seal_metadata;
 	int private_ipc;
+	enum network network;
+	int unix_pairs_only;
+	const char *empty;
+	const char **hidden;	/* --hide-socket paths */
+	int nhidden;
 	char **argv;
 };
+
+/* The network options both modes take; 1 when `arg` was one of them. */
+static int network_option(const char *arg, struct options *opt)
+{
+	if (strcmp(arg, "--no-network") == 0) {
+		if (opt->network == NETWORK_NETNS)
+			fatal("--no-network and --netns-only exclude each other");
+		opt->network = NETWORK_OFF;
+	} else if (strcmp(arg, "--netns-only") == 0) {
+		if (opt->network == NETWORK_OFF)
+			fatal("--no-network and --netns-only exclude each other");
+		opt->network = NETWORK_NETNS;
+	} else if (strcmp(arg, "--unix-pairs-only") == 0) {
+		opt->unix_pairs_only = 1;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* --empty FILE and --hide-socket PATH; 1 when argv[*i] was one (its value taken). */
+static int hiding_option(int argc, char **argv, int *i, struct options *opt)
+{
+	const char *arg = argv[*i];
+
+	if (strcmp(arg, "--empty") != 0 && strcmp(arg, "--hide-socket") != 0)
+		return 0;
+	if (*i + 1 == argc)
+		fatal("%s needs a path", arg);
+	if (strcmp(arg, "--empty") == 0) {
+		opt->empty = argv[++*i];
+	} else {
+		if (opt->hidden == NULL && (opt->hidden = calloc((size_t)argc, sizeof(char *))) == NULL)
+			fatal("out of memory");
+		opt->hidden[opt->nhidden++] = argv[++*i];
+	}
+	return 1;
+}
+
+static void check_network_options(const struct options *opt)
+{
+	if (opt->unix_pairs_only && opt->network == NETWORK_ON)
+		fatal("--unix-pairs-only needs --no-network or --netns-only");
+	if (opt->nhidden > 0 && opt->empty == NULL)
+		fatal("--hide-socket needs --empty FILE");
+}
 
 static void parse_options(int argc, char **argv, struct options *opt)
 {
@@ -788,10 +1042,16 @@ static void parse_options(int argc, char **argv, struct options *opt)
 		if (strcmp(arg, "--") == 0) {
 			if (i + 1 == argc)
 				fatal("no command given after --");
+			/* No namespace is made here: only --filters-only may say there is one. */
+			if (opt->network == NETWORK_NETNS)
+				fatal("--netns-only needs --filters-only inside a private network namespace");
+			check_network_options(opt);
 			opt->argv = argv + i + 1;
 			return;
 		}
-		if (strcmp(arg, "--seal-metadata") == 0) {
+		if (network_option(arg, opt) || hiding_option(argc, argv, &i, opt)) {
+			continue;
+		} else if (strcmp(arg, "--seal-metadata") == 0) {
 			opt->seal_metadata = 1;
 		} else if (strcmp(arg, "--private-ipc") == 0) {
 			opt->private_ipc = 1;
@@ -822,8 +1082,11 @@ static void install_filter(const struct sock_filter *filter, size_t length, cons
  * The filters every confined command gets.  Among filters that refuse the same
  * call, the one installed last gives the errno: the terminal guard goes last.
  */
-static void install_filters(int seal_metadata, int filter_ipc)
+static void install_filters(int seal_metadata, int filter_ipc, enum network network,
+			    int unix_pairs_only)
 {
+	struct filter_buffer net;
+
 	/* Required to filter syscalls (and to restrict ourselves) without CAP_SYS_ADMIN. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		fatal("cannot set no_new_privs: %s", strerror(errno));
@@ -831,6 +1094,11 @@ static void install_filters(int seal_metadata, int filter_ipc)
 		install_filter(FILTER(seal_filter), "metadata seal");
 	if (filter_ipc)
 		install_filter(FILTER(ipc_filter), "IPC filter");
+	if (network != NETWORK_ON) {
+		if (build_net_filter(&net, network, unix_pairs_only) > NET_FILTER_MAX)
+			fatal("cannot build the network filter: too long");
+		install_filter(net.insn, net.len, "network filter");
+	}
 	install_filter(FILTER(setid_filter), "setuid guard");
 	install_filter(FILTER(tty_filter), "terminal guard");
 }
@@ -845,7 +1113,7 @@ static _Noreturn void run(int argc, char **argv)
 	parse_options(argc, argv, &opt);
 	abi = require_landlock_abi("");
 	handled = handled_access_for_abi(abi);
-	ruleset_fd = create_ruleset(abi);
+	ruleset_fd = create_ruleset(abi, opt.network == NETWORK_OFF);
 	if (ruleset_fd < 0)
 		fatal("cannot create a Landlock ruleset: %s", strerror(errno));
 	/* Paths are opened while we still hold the caller's privileges. */
@@ -853,11 +1121,16 @@ static _Noreturn void run(int argc, char **argv)
 		add_path_rule(ruleset_fd, opt.paths[i],
 			      opt.writable[i] ? handled : ACCESS_READ_ONLY);
 	/* Before the capabilities go: unsharing needs CAP_SYS_ADMIN (or a user namespace). */
-	if (opt.private_ipc && (err = private_ipc()) != 0)
+	if (opt.private_ipc && (err = private_namespaces(
+		CLONE_NEWIPC | (opt.nhidden > 0 ? CLONE_NEWNS : 0))) != 0)
 		fatal("cannot make a private IPC namespace: %s", strerror(err));
+	if (!opt.private_ipc && opt.nhidden > 0 && (err = private_namespaces(CLONE_NEWNS)) != 0)
+		fatal("cannot make a mount namespace to hide sockets in: %s", strerror(err));
+	if (opt.nhidden > 0)
+		hide_sockets(opt.empty, opt.hidden, opt.nhidden);
 
 	drop_capabilities();
-	install_filters(opt.seal_metadata, !opt.private_ipc);
+	install_filters(opt.seal_metadata, !opt.private_ipc, opt.network, opt.unix_pairs_only);
 	if (restrict_self(ruleset_fd) != 0)
 		fatal("cannot enforce the Landlock ruleset: %s", strerror(errno));
 	close(ruleset_fd);
@@ -871,26 +1144,43 @@ static _Noreturn void run(int argc, char **argv)
 }
 
 /*
- * --filters-only [--seal-metadata] -- ARGV: inside a runner (bwrap) that already
- * confines files, holds no capability and gave the command an IPC namespace of
- * its own; only the seccomp filters are added.
+ * --filters-only [--seal-metadata] [--no-network | --netns-only] [--unix-pairs-only]
+ * -- ARGV: inside a runner (bwrap) that already confines files, holds no
+ * capability and gave the command an IPC namespace of its own (and, with
+ * --netns-only, a network namespace); only the seccomp filters are added.
  */
 static _Noreturn void filters_only(int argc, char **argv)
 {
-	int seal_metadata = 0, i = 2;
+	struct options opt = { 0 };
 	char *program;
+	int i = 2;
 
-	if (i < argc && strcmp(argv[i], "--seal-metadata") == 0) {
-		seal_metadata = 1;
-		i++;
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--seal-metadata") == 0)
+			opt.seal_metadata = 1;
+		else if (!network_option(argv[i], &opt) && !hiding_option(argc, argv, &i, &opt))
+			fatal("--filters-only takes only --seal-metadata, the network options, "
+			      "--empty and --hide-socket, not %s", argv[i]);
 	}
 	if (i == argc)
 		fatal("missing -- before the command");
-	if (strcmp(argv[i], "--") != 0)
-		fatal("--filters-only takes only --seal-metadata, not %s", argv[i]);
 	if (i + 1 == argc)
 		fatal("no command given after --");
-	install_filters(seal_metadata, 0);
+	check_network_options(&opt);
+	/*
+	 * The runner left CAP_SYS_ADMIN (and CAP_SETPCAP) for this only: the sockets are
+	 * covered in a mount namespace of the command's own (never the one this was
+	 * started in, whatever that is), then every capability goes.
+	 */
+	if (opt.nhidden > 0) {
+		int err = private_namespaces(CLONE_NEWNS);
+
+		if (err != 0)
+			fatal("cannot make a mount namespace to hide sockets in: %s", strerror(err));
+		hide_sockets(opt.empty, opt.hidden, opt.nhidden);
+		drop_capabilities();
+	}
+	install_filters(opt.seal_metadata, 0, opt.network, opt.unix_pairs_only);
 	program = resolve_program(argv[i + 1]);
 	execv(program, argv + i + 1);
 	exec_failed(argv[i + 1], errno);
@@ -930,7 +1220,7 @@ static int refused(const char *path, int flags)
 /* Runs in the forked child: confine ourselves with no rules and try to escape. */
 static enum probe_status probe_child(int abi)
 {
-	int ruleset_fd = create_ruleset(abi);
+	int ruleset_fd = create_ruleset(abi, 0);
 
 	if (ruleset_fd < 0)
 		return PROBE_NO_RULESET;

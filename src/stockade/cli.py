@@ -519,7 +519,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         # danger-full-access never touches the provider.
         _execute(argv, runner_is_argv0=False)
 
-    from .sandbox._argv import confined_argv
+    from .sandbox._argv import confined_argv, hides_sockets
     from .sandbox._guard import guard_call
     from .sandbox._probe import choose, filter_launcher, host_temp_roots, resolve_workspace_root
     from .trust import installation_paths
@@ -551,6 +551,12 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     )
     if guard.refusal is not None:
         _unavailable(guard.refusal)
+    launcher, private_ipc = filter_launcher(), selected.ipc == "private"
+    hidden: tuple[str, ...] = ()
+    if hides_sockets(selected.backend, mode, network, launcher=launcher, private_ipc=private_ipc):
+        from .sandbox._sockets import host_unix_sockets
+
+        hidden = host_unix_sockets()
     # The command may inherit this terminal: it must not type into it (TIOCSTI).
     confined = confined_argv(
         selected.backend,
@@ -562,8 +568,10 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         new_session=True,
         protections=guard.protections,
         # bwrap's filter stage; the Landlock launcher's IPC namespace where it can make one.
-        launcher=filter_launcher(),
-        private_ipc=selected.ipc == "private",
+        launcher=launcher,
+        private_ipc=private_ipc,
+        network=network,
+        hidden_sockets=hidden,
     )
     _execute(list(confined), runner_is_argv0=True)
 

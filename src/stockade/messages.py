@@ -60,6 +60,16 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     protected: tuple[str, ...] = ()
 
 
+class NetworkClaim(msgspec.Struct, frozen=True):
+    """What a backend claims for a call with network off under one mode: the claim,
+    every effect it leaves open (file and network), and how it governs each network
+    effect (one it does not govern reads "not governed: ..."; docs/security.md)."""
+
+    enforcement: Enforcement
+    ungoverned: tuple[str, ...] = ()
+    effects: dict[str, str] = {}
+
+
 class CandidateReport(msgspec.Struct, frozen=True):
     """One backend of the chain as its probe found it."""
 
@@ -68,10 +78,14 @@ class CandidateReport(msgspec.Struct, frozen=True):
     runner: str | None = None
     why_not: str | None = None
     abi: int | None = None
-    # Per confining mode: what this backend governs there (see docs/security.md).
+    # Per confining mode: what this backend governs there with network on, where only
+    # file effects are promised (see docs/security.md).
     enforcement: dict[str, Enforcement] = {}
     ungoverned: dict[str, tuple[str, ...]] = {}
     probed: bool = True
+    # Per confining mode, with network off (the default): the claim and its gaps,
+    # network effects included, and how each network effect is governed.
+    network_off: dict[str, NetworkClaim] = {}
 
 
 class TrustCheck(msgspec.Struct, frozen=True):

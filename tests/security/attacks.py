@@ -20,6 +20,7 @@ import os
 import socket
 import struct
 import sys
+import time
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -428,6 +429,104 @@ def abstract_connect(name: str, text: str) -> str:
     return name
 
 
+# --- network (network off must hold; judged by what the host's own servers received) ---
+
+
+def tcp_send(host: str, port: str, text: str) -> str:
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(text.encode() + b"\n")
+    return f"{host}:{port}"
+
+
+def udp_send(host: str, port: str, text: str) -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.sendto(text.encode() + b"\n", (host, int(port)))
+    return f"{host}:{port}"
+
+
+def _checksum(header: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def _loopback_udp(port: int, text: str) -> bytes:
+    """An IPv4 + UDP packet from and to 127.0.0.1 (UDP checksum 0: none, as IPv4 allows)."""
+    payload = text.encode() + b"\n"
+    udp = struct.pack("!HHHH", 40000, port, 8 + len(payload), 0) + payload
+    loopback = socket.inet_aton("127.0.0.1")
+    header = struct.pack(
+        "!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, loopback, loopback
+    )
+    header = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
+    return header + udp
+
+
+def raw_udp(port: str, text: str) -> str:
+    """A raw IP socket (IP_HDRINCL) delivering a hand-made UDP datagram to 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as sock:
+        sock.sendto(_loopback_udp(int(port), text), ("127.0.0.1", 0))
+    return port
+
+
+def packet_udp(port: str, text: str) -> str:
+    """A packet socket on `lo` delivering the same datagram below IP."""
+    eth_p_ip = 0x0800
+    with socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(eth_p_ip)) as sock:
+        sock.sendto(_loopback_udp(int(port), text), ("lo", eth_p_ip))
+    return port
+
+
+def vsock_listen(port: str, seconds: str) -> str:
+    """Hold a vsock port (vsock ignores network namespaces: the hypervisor host could
+    connect to it) for `seconds`."""
+    with socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM) as sock:
+        sock.bind((socket.VMADDR_CID_ANY, int(port)))
+        sock.listen(1)
+        print(f"vsock-listen: holding {port}", flush=True)
+        time.sleep(float(seconds))
+    return port
+
+
+def loopback_self(text: str) -> str:
+    """A server on this command's own loopback, and a connection to it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        with socket.create_connection(server.getsockname(), timeout=5) as client:
+            client.sendall(text.encode())
+            accepted, _ = server.accept()
+            with accepted:
+                got = accepted.recv(64).decode()
+    return got
+
+
+def unix_self(path: str, text: str) -> str:
+    """A server on a named Unix socket of this command's own, and a connection to it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(path)
+        server.listen(1)
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+                client.connect(path)
+                client.sendall(text.encode())
+                accepted, _ = server.accept()
+                with accepted:
+                    got = accepted.recv(64).decode()
+        finally:
+            os.unlink(path)
+    return got
+
+
+def dgram_pair_send(path: str, text: str) -> str:
+    """A connected datagram pair can still name another socket in sendmsg()."""
+    first, second = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with first, second:
+        first.sendto(text.encode() + b"\n", path)
+    return path
+
+
 def i386_chmod(path: str, mode: str) -> str:
     """chmod under the i386 ABI (int 0x80 from this 64-bit process): other numbers,
     which a filter reading only native numbers would let through."""
@@ -505,6 +604,14 @@ ACTIONS = {
     "kill": kill,
     "abstract-connect": abstract_connect,
     "i386-chmod": i386_chmod,
+    "tcp-send": tcp_send,
+    "udp-send": udp_send,
+    "raw-udp": raw_udp,
+    "packet-udp": packet_udp,
+    "vsock-listen": vsock_listen,
+    "loopback-self": loopback_self,
+    "unix-self": unix_self,
+    "dgram-pair-send": dgram_pair_send,
 }
 
 

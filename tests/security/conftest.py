@@ -19,7 +19,7 @@ from stockade.executor.config import ExecutorConfig
 from stockade.messages import JobReport, ShellResult
 from stockade.sandbox.actor import ProviderClient, open_provider
 from stockade.sandbox.config import ProviderConfig
-from stockade.vocab import ExecutionPolicy, SandboxMode
+from stockade.vocab import ExecutionPolicy, Network, SandboxMode, network_under
 
 from ..support import REAL_BACKENDS, require_backend
 from .support import Terrain, expected_enforcement, new_terrain
@@ -109,15 +109,24 @@ class Sandbox:
     terrain: Terrain
     battery: Battery
 
-    def spec(self, command: str, mode: SandboxMode, *, root=None, **kwargs):
-        policy = ExecutionPolicy(mode=mode, workspace_root=str(root or self.terrain.root))
+    def spec(self, command: str, mode: SandboxMode, *, root=None, network=Network.OFF, **kwargs):
+        policy = ExecutionPolicy(
+            mode=mode, workspace_root=str(root or self.terrain.root), network=network
+        )
         return self.executor.resolve(command, policy=policy, **kwargs)
 
     async def run(
-        self, command: str, mode: SandboxMode, *, via: str = "run", **kwargs
+        self,
+        command: str,
+        mode: SandboxMode,
+        *,
+        via: str = "run",
+        network: Network = Network.OFF,
+        **kwargs,
     ) -> ShellResult | JobReport:
-        """`bash -c command` through the executor: foreground (`run`) or a background job."""
-        spec = self.spec(command, mode, **kwargs)
+        """`bash -c command` through the executor: foreground (`run`) or a background job
+        (network off unless said, as the knob's default)."""
+        spec = self.spec(command, mode, network=network, **kwargs)
         if via == "job":
             handle = await self.executor.start(spec)
             result: ShellResult | JobReport = await self.executor.wait(handle.id)
@@ -125,7 +134,8 @@ class Sandbox:
             result = await self.executor.run(spec)
         assert result.backend == self.backend
         assert result.mode is mode
-        assert result.enforcement is expected_enforcement(self.backend, mode), result
+        assert result.network is network_under(mode, network), result
+        assert result.enforcement is expected_enforcement(self.backend, mode, network), result
         return result
 
 

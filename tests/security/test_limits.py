@@ -13,6 +13,8 @@ import threading
 import pytest
 import trio
 
+from stockade.vocab import Network
+
 from .support import ATTACK, MODES, WW
 
 
@@ -39,14 +41,17 @@ def serve_once(path: str, into) -> threading.Thread:
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value)
 async def test_a_host_service_on_a_unix_socket_acts_for_a_confined_command(sandbox, mode):
-    """IPC is not a file effect: connecting to a pathname Unix socket is governed by
-    neither backend (bwrap's read-only bind does not apply to sockets, Landlock has no
-    right for connect). A service listening there writes with ITS authority."""
+    """With network on, IPC is not a file effect: connecting to a pathname Unix socket
+    is governed by neither backend (bwrap's read-only bind does not apply to sockets,
+    Landlock has no right for connect). A service listening there writes with ITS
+    authority. (Network off covers it: tests/security/test_network.py.)"""
     terrain = sandbox.terrain
     path = str(terrain.base / "deputy.sock")
     written = terrain.outside / "deputy.txt"
     thread = serve_once(path, written)
-    result = await sandbox.run(f"{ATTACK} connect-send {path} via-the-deputy", mode)
+    result = await sandbox.run(
+        f"{ATTACK} connect-send {path} via-the-deputy", mode, network=Network.ON
+    )
     await trio.to_thread.run_sync(thread.join, 10)
     assert "connect-send: DONE" in result.stdout, result.stdout
     assert written.read_text() == "via-the-deputy\n"

@@ -34,7 +34,7 @@ import trio
 
 from stockade.executor.actor import ExecutorClient, open_executor
 from stockade.executor.config import ExecutorConfig
-from stockade.vocab import Enforcement, ExecutionPolicy
+from stockade.vocab import Enforcement, ExecutionPolicy, Network
 
 from .support import (
     ATTACK,
@@ -414,18 +414,20 @@ def reached(server: socket.socket) -> bool:
 
 @by_mode
 async def test_a_host_abstract_socket_is_not_reachable_under_landlock(sandbox, mode):
-    """Landlock (ABI >= 6) scopes abstract Unix sockets to the domain. bwrap shares the
-    host's network namespace, where abstract sockets live: reachable, like a pathname
-    socket (docs/security.md, "Out of scope: network"); pinned, not counted."""
+    """With network on: Landlock (ABI >= 6) still scopes abstract Unix sockets to the
+    domain. bwrap then shares the host's network namespace, where abstract sockets
+    live: reachable (the network is on); pinned, not counted. With network off both
+    refuse (tests/security/test_network.py)."""
     name = sandbox.terrain.host_name("abstract")
     with abstract_server(name) as server:
+        command = f"{ATTACK} abstract-connect {name} hello"
         if sandbox.backend == "bwrap":
-            result = await sandbox.run(f"{ATTACK} abstract-connect {name} hello", mode)
+            result = await sandbox.run(command, mode, network=Network.ON)
             assert "abstract-connect: DONE" in result.stdout, result.stdout
             assert reached(server)
             return
         with sandbox.battery.attempt(f"connect to a host abstract unix socket ({mode.value})"):
-            result = await sandbox.run(f"{ATTACK} abstract-connect {name} hello", mode)
+            result = await sandbox.run(command, mode, network=Network.ON)
             assert not reached(server), result.stdout
 
 

@@ -9,7 +9,7 @@ from stockade.sandbox import _argv as a
 from stockade.sandbox import _profiles as p
 from stockade.sandbox._guard import NO_GUARD, Guard, guard_call
 from stockade.trust import BLOCK, PIN, READ_ONLY, Protection
-from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
+from stockade.vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 
 WW = SandboxMode.WORKSPACE_WRITE
 RO = SandboxMode.READ_ONLY
@@ -349,7 +349,8 @@ def test_seatbelt_denies_writes_to_non_pin_protections_last():
 
 # --- wrap -------------------------------------------------------------------------------
 
-POLICY = SandboxPolicy(WW, "/work/project")
+# Network on: these are about the trust base's gaps (network off adds its own).
+POLICY = SandboxPolicy(WW, "/work/project", network=Network.ON)
 HOST = p.HostPaths(temp_roots=TEMP)
 
 
@@ -390,7 +391,7 @@ def test_wrap_lists_blockers_for_bwrap_dialects_only():
 def test_guard_output_feeds_wrap(roots):
     ws, temp, _ = roots
     guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
-    policy = SandboxPolicy(WW, str(ws))
+    policy = SandboxPolicy(WW, str(ws), network=Network.ON)
     wrapped = p.wrap(
         p.Backend("bwrap", "/usr/bin/bwrap"),
         policy,

@@ -5,12 +5,14 @@ import msgspec
 from stockade.messages import Wrapped
 from stockade.sandbox import _argv as a
 from stockade.sandbox import _profiles as p
-from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
+from stockade.vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 
 TEMP = ("/tmp", "/var/tmp/agent")
 HOST = p.HostPaths(temp_roots=TEMP)
-RO = SandboxPolicy(SandboxMode.READ_ONLY, "/work/project")
-WW = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, "/work/project")
+# Network on: the file-effect profiles as they were; network off is tested below.
+ON = Network.ON
+RO = SandboxPolicy(SandboxMode.READ_ONLY, "/work/project", network=ON)
+WW = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, "/work/project", network=ON)
 CMD = ("bash", "-c", "echo hi")
 
 
@@ -44,7 +46,13 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
 
 def test_bwrap_runs_the_launcher_as_its_filter_stage_and_unshares_ipc():
     argv = a.bwrap_argv(
-        "/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD, launcher="/x/landlock-run"
+        "/usr/bin/bwrap",
+        WW.mode,
+        WW.workspace_root,
+        TEMP,
+        CMD,
+        launcher="/x/landlock-run",
+        network=ON,
     )
     assert "--unshare-ipc" in argv
     # The inner argv after the last `--` is the command, unchanged.
@@ -94,7 +102,7 @@ def test_writable_roots_do_not_repeat_a_root_that_is_also_a_temp_root():
 
 
 def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
-    argv = a.landlock_argv("/x/landlock-run", RO.mode, RO.workspace_root, TEMP, CMD)
+    argv = a.landlock_argv("/x/landlock-run", RO.mode, RO.workspace_root, TEMP, CMD, network=ON)
     assert argv == (
         "/x/landlock-run",
         "--ro",
@@ -114,7 +122,7 @@ def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
 
 
 def test_landlock_workspace_write_adds_root_and_temp_roots():
-    argv = a.landlock_argv("/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD)
+    argv = a.landlock_argv("/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD, network=ON)
     assert argv == (
         "/x/landlock-run",
         "--ro",
@@ -134,7 +142,7 @@ def test_landlock_workspace_write_adds_root_and_temp_roots():
 
 
 def test_seatbelt_profile_is_readable_sbpl_with_parameterised_roots():
-    profile, params = a.seatbelt_profile(RO.mode, RO.workspace_root, TEMP)
+    profile, params = a.seatbelt_profile(RO.mode, RO.workspace_root, TEMP, network=ON)
     assert profile.splitlines() == [
         "(version 1)",
         "(allow default)",
@@ -176,12 +184,12 @@ def test_wrap_carries_each_backends_dialect():
 
 
 def test_landlock_enforcement_is_a_truthful_claim():
-    full, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 7)
+    full, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 7, network=ON)
     assert (full, none) == (Enforcement.FULL, ())
-    partial, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 7)
+    partial, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 7, network=ON)
     assert partial is Enforcement.PARTIAL
     assert "chmod outside the writable roots" in gaps
-    old, old_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 2)
+    old, old_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 2, network=ON)
     assert old is Enforcement.PARTIAL
     assert old_gaps == (
         "truncate",
@@ -189,9 +197,11 @@ def test_landlock_enforcement_is_a_truthful_claim():
         "signals to host processes",
         "abstract unix sockets",
     )
-    scoped, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 6)
+    scoped, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 6, network=ON)
     assert (scoped, none) == (Enforcement.FULL, ())
-    shared, ipc_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 7, private_ipc=False)
+    shared, ipc_gaps = p.landlock_enforcement(
+        SandboxMode.READ_ONLY, 7, private_ipc=False, network=ON
+    )
     assert shared is Enforcement.PARTIAL and ipc_gaps == (p.LANDLOCK_SHARED_IPC_GAP,)
     assert (
         p.wrap(p.Backend("landlock", "/l", abi=7), WW, HOST, CMD).enforcement is Enforcement.PARTIAL
@@ -201,3 +211,168 @@ def test_landlock_enforcement_is_a_truthful_claim():
 def test_wrapped_is_plain_data_that_round_trips():
     wrapped = p.wrap(p.Backend("landlock", "/l", abi=7), WW, HOST, CMD)
     assert msgspec.json.decode(msgspec.json.encode(wrapped), type=Wrapped) == wrapped
+
+
+# --- network off ------------------------------------------------------------------------
+
+OFF = Network.OFF
+RO_OFF = SandboxPolicy(SandboxMode.READ_ONLY, "/work/project")
+WW_OFF = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, "/work/project")
+SOCKETS = ("/run/docker.sock", "/var/tmp/svc/s.sock")
+
+
+def test_network_is_off_unless_said():
+    assert RO_OFF.network is OFF and WW_OFF.network is OFF
+    argv = a.bwrap_argv("/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD)
+    assert "--unshare-net" in argv
+    assert "--no-network" in a.landlock_argv("/l", WW.mode, WW.workspace_root, TEMP, CMD)
+
+
+def test_bwrap_network_off_unshares_the_network_and_filters_families():
+    launcher = "/x/landlock-run"
+    on = a.bwrap_argv("/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=ON)
+    assert "--unshare-net" not in on and "--netns-only" not in on
+    ro = a.bwrap_argv("/b", RO.mode, "/w", TEMP, CMD, launcher=launcher, network=OFF)
+    assert ro.index("--unshare-net") < ro.index("--cap-drop")
+    stage = ro[ro.index(launcher) :]
+    assert stage == (launcher, "--filters-only", "--netns-only", "--unix-pairs-only", "--", *CMD)
+    # Read-only refuses every Unix socket but pairs: nothing to hide, no capability left.
+    ro_hidden = a.bwrap_argv(
+        "/b", RO.mode, "/w", TEMP, CMD, launcher=launcher, network=OFF, hidden_sockets=()
+    )
+    assert "--cap-add" not in ro_hidden
+
+
+def test_bwrap_workspace_write_hides_sockets_through_its_filter_stage():
+    launcher = "/x/landlock-run"
+    argv = a.bwrap_argv(
+        "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=OFF, hidden_sockets=SOCKETS
+    )
+    # The stage gets CAP_SYS_ADMIN to mount with (and CAP_SETPCAP to drop the
+    # bounding set), after everything else was dropped.
+    drop = argv.index("--cap-drop")
+    assert argv[drop : drop + 6] == (
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "CAP_SYS_ADMIN",
+        "--cap-add",
+        "CAP_SETPCAP",
+    )
+    stage = argv[argv.index(launcher) :]
+    assert stage == (
+        launcher,
+        "--filters-only",
+        "--netns-only",
+        "--empty",
+        a.EMPTY_FILE,
+        "--hide-socket",
+        SOCKETS[0],
+        "--hide-socket",
+        SOCKETS[1],
+        "--",
+        *CMD,
+    )
+    # Without a filter stage (an operator's runner) nothing hides them and no
+    # capability is left.
+    bare = a.bwrap_argv("/b", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS)
+    assert "--cap-add" not in bare and "--hide-socket" not in bare
+    assert "--unshare-net" in bare
+    # Network on hides nothing.
+    on = a.bwrap_argv(
+        "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=ON, hidden_sockets=SOCKETS
+    )
+    assert "--hide-socket" not in on and "--cap-add" not in on
+
+
+def test_landlock_network_off():
+    ro = a.landlock_argv("/l", RO.mode, "/w", TEMP, CMD, network=OFF)
+    assert ro[ro.index("--private-ipc") :] == (
+        "--private-ipc",
+        "--no-network",
+        "--unix-pairs-only",
+        "--",
+        *CMD,
+    )
+    ww = a.landlock_argv("/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS)
+    assert ww[ww.index("--private-ipc") :] == (
+        "--private-ipc",
+        "--no-network",
+        "--empty",
+        a.EMPTY_FILE,
+        "--hide-socket",
+        SOCKETS[0],
+        "--hide-socket",
+        SOCKETS[1],
+        "--",
+        *CMD,
+    )
+    # No mount namespace possible (no private IPC namespace either): nothing hidden.
+    shared = a.landlock_argv(
+        "/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS, private_ipc=False
+    )
+    assert "--hide-socket" not in shared
+
+
+def test_seatbelt_network_off_denies_the_network():
+    profile, _ = a.seatbelt_profile(WW.mode, "/w", TEMP)
+    assert "(deny network*)" in profile.splitlines()
+
+
+def test_hides_sockets_only_where_unix_sockets_stay_allowed():
+    ww, ro = SandboxMode.WORKSPACE_WRITE, SandboxMode.READ_ONLY
+    assert a.hides_sockets("bwrap", ww, OFF, launcher="/l")
+    assert not a.hides_sockets("bwrap", ww, OFF, launcher=None)
+    assert not a.hides_sockets("bwrap", ro, OFF, launcher="/l")
+    assert not a.hides_sockets("bwrap", ww, ON, launcher="/l")
+    assert a.hides_sockets("landlock", ww, OFF, private_ipc=True)
+    assert not a.hides_sockets("landlock", ww, OFF, private_ipc=False)
+    assert not a.hides_sockets("runner-command", ww, OFF, launcher="/l")
+    assert not a.hides_sockets("seatbelt", ww, OFF)
+
+
+def test_network_off_claims_never_full_for_what_is_not_governed():
+    shipped = p.Backend("bwrap", "/usr/bin/bwrap")
+    assert p.wrap(shipped, RO_OFF, HOST, CMD).enforcement is Enforcement.FULL
+    ww = p.wrap(shipped, WW_OFF, HOST, CMD, hidden_sockets=SOCKETS)
+    assert ww.enforcement is Enforcement.PARTIAL
+    assert ww.gaps == (p.UNFOUND_SOCKETS_GAP,)
+    assert ww.protected == ()
+    # A hidden socket inside a writable root is a mount point there: removing it is a
+    # refusal ("Device or resource busy"), judged as one.
+    tmux = "/tmp/tmux-0/default"
+    inside = p.wrap(shipped, WW_OFF, HOST, CMD, hidden_sockets=(*SOCKETS, tmux))
+    assert inside.protected == (tmux,)
+    bare = p.Backend("bwrap", "/usr/bin/bwrap", launcher=None)
+    assert p.wrap(bare, RO_OFF, HOST, CMD).gaps == (
+        p.UNFILTERED_FAMILIES_GAP,
+        p.UNHIDDEN_PATHNAME_GAP,
+    )
+    runner = p.Backend("runner-command", "/r")
+    assert p.wrap(runner, WW_OFF, HOST, CMD).enforcement is Enforcement.PARTIAL
+    landlock = p.Backend("landlock", "/l", abi=7)
+    assert p.wrap(landlock, RO_OFF, HOST, CMD).enforcement is Enforcement.FULL
+    gaps = p.wrap(landlock, WW_OFF, HOST, CMD).gaps
+    assert p.UNFOUND_SOCKETS_GAP in gaps
+    shared = p.Backend("landlock", "/l", abi=7, private_ipc=False)
+    assert p.LANDLOCK_PATHNAME_GAP in p.wrap(shared, WW_OFF, HOST, CMD).gaps
+    # Network on claims nothing about the network.
+    assert p.wrap(shipped, WW, HOST, CMD).gaps == ()
+
+
+def test_network_claim_names_every_effect():
+    for backend, launcher in (("bwrap", "/l"), ("bwrap", None), ("landlock", None)):
+        for mode in (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE):
+            effects, gaps = p.network_claim(backend, mode, OFF, abi=7, launcher=launcher)
+            assert tuple(effects) == p.NETWORK_EFFECTS
+            open_ = [how for how in effects.values() if how.startswith(p.NOT_GOVERNED)]
+            assert [how.split(": ", 1)[1] for how in open_] == [
+                gap for gap in gaps if gap != p.UNFOUND_SOCKETS_GAP
+            ]
+    assert p.network_claim("bwrap", SandboxMode.READ_ONLY, ON, launcher="/l") == ({}, ())
+    # Below ABI 6 abstract sockets are open in workspace-write (listed with the
+    # launcher's other older-ABI gaps), refused with the Unix sockets in read-only.
+    effects, _ = p.network_claim("landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5)
+    assert effects[p.NET_ABSTRACT].startswith(p.NOT_GOVERNED)
+    _, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 5, network=OFF)
+    assert gaps.count("abstract unix sockets") == 1

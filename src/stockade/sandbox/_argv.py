@@ -1,4 +1,5 @@
-"""Pure argv builders for each backend: a mode, a root and the temp roots -> the argv.
+"""Pure argv builders for each backend: a mode, a root, the temp roots and the
+network -> the argv.
 
 Standard library only: `stockade exec` builds its argv with these and nothing else.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from .._modes import SandboxMode
+from .._modes import Network, SandboxMode
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -33,6 +34,36 @@ def writable_roots(mode: SandboxMode, root: str, temp_roots: Sequence[str]) -> t
     return tuple(dict.fromkeys((root, *temp_roots)))
 
 
+def pairs_only(mode: SandboxMode, network: Network) -> bool:
+    """Network off in read-only: no Unix socket but connected stream or seqpacket pairs
+    (the launcher's --unix-pairs-only), so no named socket can be reached at all. A
+    read-only command cannot bind a named socket of its own anyway. In
+    workspace-write a command's own Unix sockets (a test's server, a forkserver)
+    must keep working: there the host's are hidden instead (`hides_sockets`)."""
+    return network is Network.OFF and mode is SandboxMode.READ_ONLY
+
+
+def hides_sockets(
+    backend: str,
+    mode: SandboxMode,
+    network: Network,
+    *,
+    launcher: str | None = None,
+    private_ipc: bool = True,
+) -> bool:
+    """Whether a call covers the host's named Unix sockets (sandbox/_sockets.py): with
+    network off where Unix sockets stay allowed, on bwrap through its filter stage
+    (`launcher`), on the Landlock launcher where it can make a mount namespace (the
+    same mechanism as a private IPC namespace)."""
+    if network is Network.ON or pairs_only(mode, network):
+        return False
+    if backend == BWRAP:
+        return launcher is not None
+    if backend == LANDLOCK:
+        return private_ipc
+    return False
+
+
 def bwrap_argv(
     bwrap: str,
     mode: SandboxMode,
@@ -43,6 +74,8 @@ def bwrap_argv(
     new_session: bool = False,
     protections: Sequence[Protection] = (),
     launcher: str | None = None,
+    network: Network = Network.OFF,
+    hidden_sockets: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """bwrap: the host read-only, a private /dev, /proc and IPC namespace, no capabilities.
 
@@ -62,7 +95,17 @@ def bwrap_argv(
     read-only inside) runs between bwrap and the command as `--filters-only`: the
     same seccomp filters as under the Landlock launcher (no setuid/setgid bits, no
     TIOCSTI, no i386 or x32 calls), none of its Landlock or capability work.
+
+    `network` off: a network namespace of the command's own (`--unshare-net`: only a
+    loopback of its own), and the filter stage refuses every socket family that
+    namespace does not isolate (`--netns-only`: vsock, packet, ...), in read-only
+    every Unix socket but connected pairs too. `hidden_sockets` (the host's named
+    Unix sockets, which no network namespace covers) are covered by the filter
+    stage with an empty read-only file: bwrap leaves it CAP_SYS_ADMIN (and
+    CAP_SETPCAP, to empty the bounding set) for that, which it drops before exec.
+    Needs the filter stage; without one they are not hidden.
     """
+    hide = bool(hidden_sockets) and launcher is not None and network is Network.OFF
     args: list[str] = [
         bwrap,
         "--die-with-parent",
@@ -73,8 +116,11 @@ def bwrap_argv(
         "--unshare-pid",
         # SysV objects and POSIX message queues of the host stay out of reach.
         "--unshare-ipc",
+        *(("--unshare-net",) if network is Network.OFF else ()),
         "--cap-drop",
         "ALL",
+        # Only for the filter stage to hide sockets with; it drops both before exec.
+        *(("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP") if hide else ()),
         "--ro-bind",
         "/",
         "/",
@@ -99,16 +145,27 @@ def bwrap_argv(
         # The mount table already refuses every metadata change and inode ioctl in
         # read-only (EROFS, bwrap's own denial text), so no --seal-metadata here.
         args += ["--", launcher, "--filters-only"]
+        if network is Network.OFF:
+            args.append("--netns-only")
+            if pairs_only(mode, network):
+                args.append("--unix-pairs-only")
+        if hide:
+            args += hiding_args(hidden_sockets)
     return (*args, "--", *argv)
 
 
-# Missing protected names that are directories (`.git`, git's `hooks`, or a configured
-# path ending in "/"): blocked by an empty read-only directory, which git's discovery
-# skips. Every other missing name is blocked by an empty read-only FILE (the
-# package's own `_data/empty`): a write to it is refused with the same
-# `Read-only file system` as any other, and an empty `config` or `stockade.yml`
-# means nothing to git or to stockade.
-DIRECTORY_BLOCKERS = (".git", "hooks")
+def hiding_args(hidden_sockets: Sequence[str]) -> list[str]:
+    """The launcher's options covering each socket with the package's empty file."""
+    args = ["--empty", EMPTY_FILE]
+    for path in hidden_sockets:
+        args += ["--hide-socket", path]
+    return args
+
+
+# A missing protected FILE is blocked by an empty read-only file (the package's own
+# `_data/empty`): a write to it is refused with the same `Read-only file system` as
+# any other, and an empty `config` or `stockade.yml` means nothing to git or stockade.
+# Which blockers are directories is the trust base's call (`Protection.directory`).
 EMPTY_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_data", "empty")
 
 
@@ -118,7 +175,7 @@ def protection_args(protection: Protection) -> list[str]:
         return ["--bind", path, path]
     if protection.kind == "read-only":
         return ["--ro-bind", path, path]
-    if protection.directory or path.rsplit("/", 1)[-1] in DIRECTORY_BLOCKERS:
+    if protection.directory:
         return ["--tmpfs", path, "--remount-ro", path]
     return ["--ro-bind", EMPTY_FILE, path]
 
@@ -131,12 +188,19 @@ def landlock_argv(
     argv: Sequence[str],
     *,
     private_ipc: bool = True,
+    network: Network = Network.OFF,
+    hidden_sockets: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """The shipped launcher: read and execute everywhere, write only the grants.
 
     `private_ipc` (the probe found it possible): the command gets an IPC namespace of
     its own, or the launcher fails; without it the launcher refuses creating, removing
     and changing host IPC objects, and the claim names what stays open.
+
+    `network` off: no socket family but AF_UNIX (seccomp) and no TCP port (Landlock,
+    ABI >= 4); in read-only no Unix socket but connected pairs either.
+    `hidden_sockets` are covered in a mount namespace of the command's own (made as
+    the private IPC namespace is: only where that is possible).
     """
     args: list[str] = [launcher, "--ro", "/", "--rw", "/dev/null"]
     if mode is SandboxMode.READ_ONLY:
@@ -145,6 +209,12 @@ def landlock_argv(
         args += ["--rw", writable]
     if private_ipc:
         args.append("--private-ipc")
+    if network is Network.OFF:
+        args.append("--no-network")
+        if pairs_only(mode, network):
+            args.append("--unix-pairs-only")
+        if hidden_sockets and private_ipc:
+            args += hiding_args(hidden_sockets)
     return (*args, "--", *argv)
 
 
@@ -153,8 +223,10 @@ def seatbelt_profile(
     root: str,
     temp_roots: Sequence[str],
     protections: Sequence[Protection] = (),
+    network: Network = Network.OFF,
 ) -> tuple[str, dict[str, str]]:
-    """SBPL text and its parameters: everything allowed but file writes off the grants.
+    """SBPL text and its parameters: everything allowed but file writes off the grants
+    (and, network off, every network operation, Unix sockets by name included).
 
     `file-write*` covers data, create, unlink, mode, owner, times and xattrs, so
     Seatbelt governs every promised file effect.
@@ -167,6 +239,8 @@ def seatbelt_profile(
         "(deny file-write*)",
         '(allow file-write* (literal "/dev/null"))',
     ]
+    if network is Network.OFF:
+        lines.append("(deny network*)")
     lines += [f'(allow file-write* (subpath (param "{name}")))' for name in params]
     # The last matching rule wins: protected paths stay unwritable inside the grants.
     for index, protection in enumerate(p for p in protections if p.kind != "pin"):
@@ -182,8 +256,9 @@ def seatbelt_argv(
     temp_roots: Sequence[str],
     argv: Sequence[str],
     protections: Sequence[Protection] = (),
+    network: Network = Network.OFF,
 ) -> tuple[str, ...]:
-    profile, params = seatbelt_profile(mode, root, temp_roots, protections)
+    profile, params = seatbelt_profile(mode, root, temp_roots, protections, network)
     defines = [f"-D{name}={value}" for name, value in params.items()]
     return (SEATBELT_EXEC, "-p", profile, *defines, "--", *argv)
 
@@ -200,6 +275,8 @@ def confined_argv(
     protections: Sequence[Protection] = (),
     launcher: str | None = None,
     private_ipc: bool = True,
+    network: Network = Network.OFF,
+    hidden_sockets: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """The argv to spawn instead of `argv`, for the selected backend and runner.
 
@@ -207,6 +284,8 @@ def confined_argv(
     the caller refuses or claims `partial` for the protections it would need.
     `launcher` is bwrap's filter stage (not an operator's runner_command: what it can
     see inside is its own business); `private_ipc` is the Landlock launcher's.
+    `network` is the call's effective value; `hidden_sockets` the host's named Unix
+    sockets found for it (`_sockets.host_unix_sockets`, where `hides_sockets`).
     """
     if backend in (BWRAP, RUNNER_COMMAND):
         return bwrap_argv(
@@ -218,9 +297,20 @@ def confined_argv(
             new_session=new_session,
             protections=protections,
             launcher=launcher if backend == BWRAP else None,
+            network=network,
+            hidden_sockets=hidden_sockets,
         )
     if backend == LANDLOCK:
-        return landlock_argv(runner, mode, root, temp_roots, argv, private_ipc=private_ipc)
+        return landlock_argv(
+            runner,
+            mode,
+            root,
+            temp_roots,
+            argv,
+            private_ipc=private_ipc,
+            network=network,
+            hidden_sockets=hidden_sockets,
+        )
     if backend == SEATBELT:
-        return seatbelt_argv(mode, root, temp_roots, argv, protections)
+        return seatbelt_argv(mode, root, temp_roots, argv, protections, network)
     raise ValueError(f"unknown sandbox backend {backend!r}")

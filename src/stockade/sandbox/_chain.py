@@ -8,37 +8,67 @@ from typing import Final
 
 import attrs
 
-from ..messages import CandidateReport
+from ..messages import CandidateReport, NetworkClaim
 from ..trust import DEFAULT_PROTECTED
-from ..vocab import Enforcement, SandboxMode
+from ..vocab import Enforcement, Network, SandboxMode
 from ._probe import Chosen, Verdict, filter_launcher
-from ._profiles import BWRAP, LANDLOCK, RUNNER_COMMAND, Backend, bwrap_gaps, landlock_enforcement
+from ._profiles import (
+    BWRAP,
+    LANDLOCK,
+    RUNNER_COMMAND,
+    Backend,
+    bwrap_gaps,
+    landlock_enforcement,
+    network_claim,
+)
 
 CONFINING_MODES: Final = (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE)
 
 
+def _claim(
+    verdict: Verdict, mode: SandboxMode, network: Network
+) -> tuple[Enforcement, tuple[str, ...]]:
+    if verdict.backend == LANDLOCK:
+        claim, gaps = landlock_enforcement(
+            mode, verdict.abi or 0, private_ipc=verdict.ipc == "private", network=network
+        )
+        if mode is SandboxMode.WORKSPACE_WRITE:
+            # It cannot keep a path read-only inside a writable grant.
+            claim = Enforcement.PARTIAL
+            gaps = (*gaps, "protected paths (" + ", ".join(DEFAULT_PROTECTED) + ")")
+        return claim, gaps
+    if verdict.backend == BWRAP:
+        gaps = bwrap_gaps(mode, filter_launcher(), network=network)
+        return (Enforcement.PARTIAL if gaps else Enforcement.FULL), gaps
+    _, gaps = network_claim(verdict.backend, mode, network)
+    return (Enforcement.PARTIAL if gaps else Enforcement.FULL), gaps
+
+
 def candidate_report(verdict: Verdict) -> CandidateReport:
-    """A verdict with the enforcement its backend claims in each confining mode."""
+    """A verdict with the enforcement its backend claims in each confining mode: with
+    network on (`enforcement`, `ungoverned`: file effects) and with network off
+    (`network_off`: the same, network effects included, and how each is governed)."""
     enforcement: dict[str, Enforcement] = {}
     ungoverned: dict[str, tuple[str, ...]] = {}
+    network_off: dict[str, NetworkClaim] = {}
     if verdict.usable and verdict.backend != RUNNER_COMMAND:
         for mode in CONFINING_MODES:
-            if verdict.backend == LANDLOCK:
-                claim, gaps = landlock_enforcement(
-                    mode, verdict.abi or 0, private_ipc=verdict.ipc == "private"
-                )
-                if mode is SandboxMode.WORKSPACE_WRITE:
-                    # It cannot keep a path read-only inside a writable grant.
-                    claim = Enforcement.PARTIAL
-                    gaps = (*gaps, "protected paths (" + ", ".join(DEFAULT_PROTECTED) + ")")
-            elif verdict.backend == BWRAP:
-                gaps = bwrap_gaps(mode, filter_launcher())
-                claim = Enforcement.PARTIAL if gaps else Enforcement.FULL
-            else:
-                claim, gaps = Enforcement.FULL, ()
+            claim, gaps = _claim(verdict, mode, Network.ON)
             enforcement[mode.value] = claim
             if gaps:
                 ungoverned[mode.value] = gaps
+            claim, gaps = _claim(verdict, mode, Network.OFF)
+            effects, _ = network_claim(
+                verdict.backend,
+                mode,
+                Network.OFF,
+                abi=verdict.abi or 0,
+                launcher=filter_launcher() if verdict.backend == BWRAP else None,
+                private_ipc=verdict.ipc == "private",
+            )
+            network_off[mode.value] = NetworkClaim(
+                enforcement=claim, ungoverned=gaps, effects=effects
+            )
     return CandidateReport(
         backend=verdict.backend,
         usable=verdict.usable,
@@ -48,6 +78,7 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
         enforcement=enforcement,
         ungoverned=ungoverned,
         probed=verdict.probed,
+        network_off=network_off,
     )
 
 

@@ -15,7 +15,7 @@ import signal
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 
-from .._modes import SandboxMode
+from .._modes import Network, SandboxMode
 from ..errors import InvalidPolicy
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, SEATBELT_EXEC, bwrap_argv
 
@@ -26,12 +26,16 @@ PLATFORM_CHAINS: dict[str, tuple[str, ...]] = {
     "win32": (),
 }
 PROBE_MARKER = "stockade-probe-ran"
+SOCKET_VISIBLE = "stockade-probe-socket-visible"
 BWRAP_DENIAL = "Read-only file system"
 
-# Runs inside the read-only profile: proves the command ran, reports the privilege
-# facts with shell builtins only, then attempts the write that must be refused.
+# Runs inside the read-only profile with network off: proves the command ran, that a
+# named socket the probe holds open was hidden (when a filter stage hides it),
+# reports the privilege facts with shell builtins only, then attempts the write that
+# must be refused.
 BWRAP_PROBE_SCRIPT = (
     f"echo {PROBE_MARKER}; "
+    f'[ -S "$2" ] && echo {SOCKET_VISIBLE}; '
     'while read -r key value; do case $key in CapEff:|CapBnd:|NoNewPrivs:) echo "$key $value";; '
     'esac; done < /proc/self/status; : > "$1"'
 )
@@ -259,12 +263,22 @@ def _tail(text: str, lines: int = 3) -> str:
 
 
 def bwrap_probe_argv(
-    bwrap: str, scratch: str, target: str, launcher: str | None = None
+    bwrap: str, scratch: str, target: str, launcher: str | None = None, socket: str = ""
 ) -> tuple[str, ...]:
-    """The read-only profile around the probe script, with the filter stage when given
-    (a filter stage that cannot start fails the probe: the marker never prints)."""
-    inner = ("/bin/sh", "-c", BWRAP_PROBE_SCRIPT, "sh", target)
-    return bwrap_argv(bwrap, SandboxMode.READ_ONLY, scratch, (), inner, launcher=launcher)
+    """The read-only profile with network off around the probe script, with the filter
+    stage when given (a filter stage that cannot start fails the probe: the marker
+    never prints), hiding `socket` as a workspace-write call hides the host's."""
+    inner = ("/bin/sh", "-c", BWRAP_PROBE_SCRIPT, "sh", target, socket)
+    return bwrap_argv(
+        bwrap,
+        SandboxMode.READ_ONLY,
+        scratch,
+        (),
+        inner,
+        launcher=launcher,
+        network=Network.OFF,
+        hidden_sockets=(socket,) if socket and launcher else (),
+    )
 
 
 def judge_bwrap_probe(
@@ -282,6 +296,8 @@ def judge_bwrap_probe(
         return refuse("bwrap ran the probe but did not refuse a write under read-only")
     if BWRAP_DENIAL not in stderr:
         return refuse(f"bwrap refused the probe write without its denial text: {_tail(stderr)}")
+    if SOCKET_VISIBLE in stdout:
+        return refuse("bwrap's filter stage did not hide a named socket with network off")
     if facts.get("CapEff:", "").strip("0") or facts.get("NoNewPrivs:") != "1":
         return refuse(
             "bwrap left privileges inside the sandbox "
@@ -303,11 +319,20 @@ def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str
     bwrap = locate_bwrap(explicit, roots)
     if bwrap is None:
         return Verdict(BWRAP, False, why_not=bwrap_not_found(explicit, roots))
+    import socket
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch:
+    launcher = filter_launcher()
+    with (
+        tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch,
+        socket.socket(socket.AF_UNIX) as listener,
+    ):
         target = os.path.join(scratch, "must-not-exist")
-        ran = run_probe(bwrap_probe_argv(bwrap, scratch, target, filter_launcher()), timeout)
+        held = ""
+        if launcher is not None:
+            held = os.path.join(os.path.realpath(scratch), "probe.sock")
+            listener.bind(held)
+        ran = run_probe(bwrap_probe_argv(bwrap, scratch, target, launcher, held), timeout)
         if isinstance(ran, Unfinished):
             return Verdict(BWRAP, False, bwrap, ran.why, transient=ran.transient)
         return judge_bwrap_probe(bwrap, *ran, target_exists=os.path.lexists(target))
@@ -428,6 +453,9 @@ def choose(
 # ProviderActor does not use it (it probes once per life).
 
 CACHE_ENV_OFF = "STOCKADE_NO_PROBE_CACHE"
+# What the probes check; a verdict remembered from other probes is not reused (2: bwrap
+# is probed with network off, a named socket hidden by its filter stage).
+PROBE_VERSION = 2
 
 
 def cache_file() -> str | None:
@@ -459,7 +487,7 @@ def _identity(name: str, runner: str) -> str | None:
     except OSError:
         return None
     parts = (name, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size)
-    return "|".join(map(str, (*parts, os.uname().release, boot_id)))
+    return "|".join(map(str, (*parts, os.uname().release, boot_id, PROBE_VERSION)))
 
 
 def _read_cached(path: str, key: str, runner: str) -> Verdict | None:

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from ..messages import RunnerFailureRule, Wrapped
-from ..vocab import Enforcement, SandboxMode, SandboxPolicy
+from ..trust import is_under
+from ..vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 from ._argv import BWRAP as BWRAP
 from ._argv import LANDLOCK as LANDLOCK
 from ._argv import RUNNER_COMMAND as RUNNER_COMMAND
 from ._argv import SEATBELT as SEATBELT
-from ._argv import confined_argv, writable_roots
+from ._argv import confined_argv, hides_sockets, pairs_only, writable_roots
 from ._probe import launcher_path
 
 if TYPE_CHECKING:
@@ -62,6 +63,119 @@ LANDLOCK_SHARED_IPC_GAP: Final = (
 BWRAP_UNFILTERED_GAP: Final = "setuid and setgid bits inside the writable roots"
 
 
+# --- network effects (network off; under `on` the network is allowed, not a gap) -------
+
+NET_TCP: Final = "tcp connect and bind"
+NET_UDP: Final = "udp"
+NET_RAW: Final = "raw and packet sockets"
+NET_NETLINK: Final = "netlink"
+NET_OTHER: Final = "other socket families (vsock, ...)"
+NET_ABSTRACT: Final = "abstract unix sockets"
+NET_PATHNAME: Final = "pathname unix sockets"
+NETWORK_EFFECTS: Final = (
+    NET_TCP,
+    NET_UDP,
+    NET_RAW,
+    NET_NETLINK,
+    NET_OTHER,
+    NET_ABSTRACT,
+    NET_PATHNAME,
+)
+NOT_GOVERNED: Final = "not governed"
+
+# What hiding the host's named sockets when a call starts cannot reach
+# (sandbox/_sockets.py): a network namespace does not cover them, and neither
+# Landlock (ABI <= 7) nor a seccomp filter can see the path a connect() names.
+UNFOUND_SOCKETS_GAP: Final = (
+    "pathname unix sockets not found when the call starts (bound later, in another "
+    "network or mount namespace, by a relative path, or under another name)"
+)
+LANDLOCK_PATHNAME_GAP: Final = (
+    "pathname unix sockets of host processes (Landlock does not govern connect)"
+)
+UNHIDDEN_PATHNAME_GAP: Final = (
+    "pathname unix sockets of host processes (no filter stage to hide them)"
+)
+UNFILTERED_FAMILIES_GAP: Final = (
+    "socket families no network namespace isolates (vsock) (no filter stage to refuse them)"
+)
+
+_NETNS = "a private network namespace (its own loopback only)"
+_FAMILY_FILTER = "refused: no socket family but AF_UNIX (seccomp, EAFNOSUPPORT)"
+_PAIRS_ONLY = "refused: no Unix socket but connected stream or seqpacket pairs"
+_HIDDEN = "each one found when the call starts is covered by an empty read-only file"
+
+
+def network_claim(
+    backend: str,
+    mode: SandboxMode,
+    network: Network,
+    *,
+    abi: int = 0,
+    launcher: str | None = None,
+    private_ipc: bool = True,
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """How `backend` governs each network effect under `mode` with `network` off, and
+    the gaps it leaves (an effect it does not govern reads "not governed: GAP").
+
+    `launcher`: bwrap's filter stage; `abi`, `private_ipc`: the Landlock launcher's.
+    Network `on` governs nothing by design: no effects, no gaps.
+    """
+    if network is Network.ON:
+        return {}, ()
+    pairs = pairs_only(mode, network)
+    hidden = hides_sockets(backend, mode, network, launcher=launcher, private_ipc=private_ipc)
+    effects: dict[str, str] = {}
+    gaps: list[str] = []
+
+    def open_gap(effect: str, gap: str) -> None:
+        effects[effect] = f"{NOT_GOVERNED}: {gap}"
+        gaps.append(gap)
+
+    if backend == SEATBELT:
+        return dict.fromkeys(NETWORK_EFFECTS, "refused: (deny network*) (not exercised here)"), ()
+    if backend == LANDLOCK:
+        tcp = _FAMILY_FILTER
+        if abi >= 4:
+            tcp += "; Landlock handles TCP bind and connect with no port allowed"
+        effects[NET_TCP] = tcp
+        for effect in (NET_UDP, NET_RAW, NET_NETLINK, NET_OTHER):
+            effects[effect] = _FAMILY_FILTER
+        if pairs:
+            effects[NET_ABSTRACT] = _PAIRS_ONLY
+        elif abi >= 6:
+            effects[NET_ABSTRACT] = "refused: Landlock scope (no connection out of the domain)"
+        else:
+            # Listed with the launcher's own older-ABI gaps (landlock_enforcement).
+            effects[NET_ABSTRACT] = f"{NOT_GOVERNED}: abstract unix sockets (ABI < 6)"
+        if pairs:
+            effects[NET_PATHNAME] = _PAIRS_ONLY
+        elif hidden:
+            effects[NET_PATHNAME] = _HIDDEN
+            gaps.append(UNFOUND_SOCKETS_GAP)
+        else:
+            open_gap(NET_PATHNAME, LANDLOCK_PATHNAME_GAP)
+        return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
+    # bwrap, or an operator's bwrap-compatible runner (no filter stage).
+    filtered = backend == BWRAP and launcher is not None
+    effects[NET_TCP] = effects[NET_UDP] = effects[NET_NETLINK] = _NETNS
+    effects[NET_RAW] = "refused: no CAP_NET_RAW (and a private network namespace)"
+    if filtered:
+        effects[NET_RAW] += "; AF_PACKET refused by the filter stage"
+        effects[NET_OTHER] = "refused by the filter stage (EAFNOSUPPORT)"
+    else:
+        open_gap(NET_OTHER, UNFILTERED_FAMILIES_GAP)
+    effects[NET_ABSTRACT] = _NETNS
+    if filtered and pairs:
+        effects[NET_PATHNAME] = _PAIRS_ONLY
+    elif hidden:
+        effects[NET_PATHNAME] = _HIDDEN
+        gaps.append(UNFOUND_SOCKETS_GAP)
+    else:
+        open_gap(NET_PATHNAME, UNHIDDEN_PATHNAME_GAP)
+    return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
+
+
 @attrs.frozen
 class HostPaths:
     """Host facts a profile needs: the temp roots workspace-write may also write."""
@@ -70,9 +184,10 @@ class HostPaths:
 
 
 def landlock_enforcement(
-    mode: SandboxMode, abi: int, *, private_ipc: bool = True
+    mode: SandboxMode, abi: int, *, private_ipc: bool = True, network: Network
 ) -> tuple[Enforcement, tuple[str, ...]]:
-    """What the launcher governs under `mode` on `abi`, and the effects it leaves open.
+    """What the launcher governs under `mode` on `abi` with `network`, and the effects
+    it leaves open (file effects, then network effects when it is off).
 
     `private_ipc`: the probe found the launcher can give commands an IPC namespace of
     their own (CAP_SYS_ADMIN, or a user namespace), so `--private-ipc` is passed.
@@ -90,15 +205,23 @@ def landlock_enforcement(
         ungoverned += [
             f"{effect} outside the writable roots" for effect in LANDLOCK_METADATA_EFFECTS
         ]
+    _, network_gaps = network_claim(LANDLOCK, mode, network, abi=abi, private_ipc=private_ipc)
+    ungoverned += network_gaps
     return (Enforcement.PARTIAL if ungoverned else Enforcement.FULL), tuple(ungoverned)
 
 
-def bwrap_gaps(mode: SandboxMode, launcher: str | None) -> tuple[str, ...]:
-    """What bwrap leaves open under `mode`: nothing with its filter stage; without it,
-    setuid bits where something is writable (read-only binds refuse them elsewhere)."""
-    if launcher or mode is SandboxMode.READ_ONLY:
-        return ()
-    return (BWRAP_UNFILTERED_GAP,)
+def bwrap_gaps(
+    mode: SandboxMode, launcher: str | None, *, network: Network, backend: str = BWRAP
+) -> tuple[str, ...]:
+    """What bwrap leaves open under `mode`: with its filter stage, only what network
+    off cannot reach (named sockets not found when the call starts); without it,
+    setuid bits where something is writable (read-only binds refuse them elsewhere)
+    and, network off, the socket families and named sockets the stage would handle."""
+    gaps: list[str] = []
+    if not launcher and mode is not SandboxMode.READ_ONLY:
+        gaps.append(BWRAP_UNFILTERED_GAP)
+    gaps += network_claim(backend, mode, network, launcher=launcher)[1]
+    return tuple(gaps)
 
 
 @attrs.frozen
@@ -140,6 +263,7 @@ def wrap(
     protections: tuple[Protection, ...] = (),
     gaps: tuple[str, ...] = (),
     blockers: tuple[str, ...] = (),
+    hidden_sockets: tuple[str, ...] = (),
 ) -> Wrapped:
     """The Wrapped reply for `argv` under `policy` on the selected `backend`.
 
@@ -147,7 +271,18 @@ def wrap(
     keeps; the Landlock launcher refuses TIOCSTI itself. `protections` and `gaps`
     come from the trust base (`_guard`): binds to add, and what stays unenforced;
     `blockers` are the mount points the runner will create on the host.
+    `hidden_sockets`: the host's named Unix sockets this call covers, with network
+    off (`_sockets.host_unix_sockets`, where `_argv.hides_sockets`); the claim names
+    what that cannot cover whether or not any were found.
     """
+    if not hides_sockets(
+        backend.name,
+        policy.mode,
+        policy.network,
+        launcher=backend.launcher,
+        private_ipc=backend.private_ipc,
+    ):
+        hidden_sockets = ()
     confined = confined_argv(
         backend.name,
         backend.runner,
@@ -159,6 +294,8 @@ def wrap(
         protections=protections,
         launcher=backend.launcher,
         private_ipc=backend.private_ipc,
+        network=policy.network,
+        hidden_sockets=hidden_sockets,
     )
     rules: tuple[RunnerFailureRule, ...]
     ungoverned: tuple[str, ...] = ()
@@ -166,19 +303,28 @@ def wrap(
         case "bwrap":
             enforcement, denial = Enforcement.FULL, BWRAP_DENIAL
             rules = BWRAP_FILTERED_RULES if backend.launcher else BWRAP_RULES
-            ungoverned = bwrap_gaps(policy.mode, backend.launcher)
+            ungoverned = bwrap_gaps(policy.mode, backend.launcher, network=policy.network)
         case "runner-command":
             # The operator asserts a bwrap-compatible runner; its own signatures
-            # are the only runner-failure evidence.
+            # are the only runner-failure evidence. It gets no filter stage, so
+            # network off leaves what that stage would refuse.
             enforcement, denial, rules = Enforcement.FULL, BWRAP_DENIAL, backend.extra_rules
+            ungoverned = network_claim(RUNNER_COMMAND, policy.mode, policy.network)[1]
         case "landlock":
             enforcement, ungoverned = landlock_enforcement(
-                policy.mode, backend.abi or 0, private_ipc=backend.private_ipc
+                policy.mode,
+                backend.abi or 0,
+                private_ipc=backend.private_ipc,
+                network=policy.network,
             )
             denial, rules = LANDLOCK_DENIAL, LANDLOCK_RULES
         case _:
             enforcement, denial, rules = Enforcement.FULL, SEATBELT_DENIAL, SEATBELT_RULES
     all_gaps = (*ungoverned, *gaps)
+    # A hidden socket inside a writable root cannot be removed either (a mount point:
+    # "Device or resource busy", bwrap's denial text): a refusal, judged as one.
+    roots = writable_roots(policy.mode, policy.workspace_root, host.temp_roots)
+    kept = tuple(path for path in hidden_sockets if any(is_under(path, root) for root in roots))
     return Wrapped(
         argv=confined,
         backend=backend.name,
@@ -187,8 +333,8 @@ def wrap(
         runner_failure_rules=rules,
         gaps=all_gaps,
         blockers=blockers if backend.name in ("bwrap", "runner-command") else (),
-        writable=writable_roots(policy.mode, policy.workspace_root, host.temp_roots),
-        protected=tuple(p.path for p in protections if p.kind != "pin"),
+        writable=roots,
+        protected=(*(p.path for p in protections if p.kind != "pin"), *kept),
     )
 
 

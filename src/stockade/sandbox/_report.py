@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from ..messages import TrustCheck
+from ..messages import NetworkClaim, TrustCheck
 from ._chain import Selection
 
 
@@ -31,11 +31,36 @@ def render_selection(selection: Selection) -> str:
             if gaps:
                 line += f" (ungoverned: {', '.join(gaps)})"
             lines.append(line)
+            offline = candidate.network_off.get(mode)
+            if offline is not None:
+                line = f"    {mode}, network off: {offline.enforcement.value} enforcement"
+                if offline.ungoverned:
+                    line += f" (ungoverned: {', '.join(offline.ungoverned)})"
+                lines.append(line)
+        lines += _network_effects(candidate.network_off)
     if selection.backend is None:
         lines.append(f"selected: none: {selection.detail}")
     else:
         lines.append(f"selected: {selection.backend.name}")
     return "\n".join(lines) + "\n"
+
+
+def _network_effects(claims: Mapping[str, NetworkClaim]) -> list[str]:
+    """How each network effect is governed with network off: one line per effect,
+    split by mode where the modes differ."""
+    if not claims:
+        return []
+    lines = ["    network off:"]
+    effects = dict.fromkeys(e for claim in claims.values() for e in claim.effects)
+    for effect in effects:
+        hows = {mode: claim.effects.get(effect, "?") for mode, claim in claims.items()}
+        if len(set(hows.values())) == 1:
+            lines.append(f"      {effect}: {next(iter(hows.values()))}")
+        else:
+            lines.append(
+                f"      {effect}: " + "; ".join(f"{mode}: {how}" for mode, how in hows.items())
+            )
+    return lines
 
 
 def render_trust(checks: Sequence[TrustCheck]) -> str:

@@ -21,11 +21,13 @@ from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
 from ..trust import installation_paths
 from ..vocab import SandboxPolicy
+from ._argv import hides_sockets
 from ._chain import Selection
 from ._guard import guard_call
 from ._probe import check_temp_roots, resolve_workspace_root
 from ._profiles import HostPaths, wrap
 from ._select import host_paths, runner_identity, select_backend
+from ._sockets import SocketScan
 from .config import ProviderConfig
 
 Selector = Callable[[ProviderConfig], Selection]
@@ -42,6 +44,8 @@ class ProviderActor:
     probe_count: int = attrs.field(default=0, init=False)
     # Every blocker mount point handed out (see trust.first_missing).
     _blockers: set[str] = attrs.field(factory=set, init=False)
+    # The host's named Unix sockets, for network-off calls (sandbox/_sockets.py).
+    _sockets: SocketScan = attrs.field(factory=SocketScan, init=False)
     _selection: Selection | None = attrs.field(default=None, init=False)
     _select_lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
     _inbox: Any = attrs.field(init=False)
@@ -60,6 +64,7 @@ class ProviderActor:
                 self._mailbox, self._serve, task_status=task_status, quick=self._quick
             )
         finally:
+            self._sockets.close()
             backend = self._selection.backend if self._selection is not None else None
             if backend is not None and backend.sealed_fd is not None:
                 with contextlib.suppress(OSError):
@@ -134,7 +139,18 @@ class ProviderActor:
         if guard.refusal is not None:
             raise SandboxUnavailable(guard.refusal)
         self._blockers.update(guard.creates)
-        policy = SandboxPolicy(mode=message.policy.mode, workspace_root=root)
+        policy = SandboxPolicy(
+            mode=message.policy.mode, workspace_root=root, network=message.policy.network
+        )
+        hidden: tuple[str, ...] = ()
+        if hides_sockets(
+            backend.name,
+            policy.mode,
+            policy.network,
+            launcher=backend.launcher,
+            private_ipc=backend.private_ipc,
+        ):
+            hidden = self._sockets.sockets()
         return wrap(
             backend,
             policy,
@@ -143,6 +159,7 @@ class ProviderActor:
             protections=guard.protections,
             gaps=guard.gaps,
             blockers=guard.creates,
+            hidden_sockets=hidden,
         )
 
     async def _describe(self) -> ProviderReport:
