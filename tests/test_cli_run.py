@@ -51,6 +51,9 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "exit_code",
         "stdout",
         "stderr",
+        "stdout_dropped",
+        "stderr_dropped",
+        "denial",
         "denied",
         "runner_failed",
         "timed_out",
@@ -60,6 +63,10 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "enforcement",
     }
     assert facts["denied"] is True and facts["exit_code"] == 1
+    # The model's wording stays in --json (a person at a terminal gets a shorter line).
+    assert facts["denial"].startswith("[sandbox: file access denied under read-only mode]\n")
+    assert "Do not try to work around the denial" in facts["denial"]
+    assert (facts["stdout_dropped"], facts["stderr_dropped"]) == (0, 0)
     assert (facts["mode"], facts["backend"], facts["enforcement"]) == ("read-only", backend, "full")
     assert facts["network"] == "off"
     assert not (Path(scratch) / "f").exists()
@@ -82,10 +89,9 @@ def test_sandbox_unavailable_in_both_output_forms(monkeypatch, capsys, scratch):
     reply = json.loads(capsys.readouterr().out)
     assert reply["error"]["code"] == "SANDBOX_UNAVAILABLE"
     assert "bwrap is off" in reply["error"]["detail"]
-    with pytest.raises(SystemExit) as exited:
-        cli.main(["run", "--root", scratch, f"touch {marker}"])
-    assert exited.value.code == 125
-    assert capsys.readouterr().err.startswith("stockade: SANDBOX_UNAVAILABLE: ")
+    assert cli.main(["run", "--root", scratch, f"touch {marker}"]) == 125
+    err = capsys.readouterr().err
+    assert err.startswith("stockade: SANDBOX_UNAVAILABLE: ") and err.count("\n") == 1
     assert not marker.exists()
 
 

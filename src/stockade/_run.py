@@ -1,29 +1,64 @@
-"""`stockade run`: one command through the provider and the sandboxed executor."""
+"""`stockade run`: one command through the provider and the sandboxed executor.
+
+As a person runs it, the command's output arrives live on stockade's own stdout and
+stderr (a bounded copy is still captured for classification), a piped stdin is
+passed on, and the exit status reads as a shell's (docs/executor.md, "stockade
+run"). With --json nothing is streamed: stdout is one JSON object, the result or
+an error with a stable `code`.
+"""
 
 from __future__ import annotations
 
-import argparse
+import math
+import os
+import select
 import shlex
+import signal
 import sys
+import traceback
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
 from ._cli_config import CliSettings, cli_settings, load_cli_composition, unconfined_refusal
 from .approval._chain import Answerer, ApprovalRequest, Decision
-from .approval.answerers import TerminalAnswerer
-from .errors import SandboxUnavailable
+from .errors import (
+    CommandStartError,
+    ConfigError,
+    InvalidPolicy,
+    SandboxUnavailable,
+    StockadeError,
+)
+from .executor._spawn import READ_SIZE, Sink, Source, Streams
 from .executor.actor import open_executor
 from .messages import ShellResult
 from .sandbox.actor import open_provider
-from .vocab import DENIAL_INSTRUCTION, ApprovalPolicy, ExecutionPolicy, SandboxMode, denial_marker
+from .vocab import (
+    DENIAL_INSTRUCTION,
+    ApprovalPolicy,
+    ExecutionPolicy,
+    Network,
+    SandboxMode,
+    denial_marker,
+)
 
+if TYPE_CHECKING:
+    import argparse
+
+EXIT_USAGE = 2
+EXIT_TIMEOUT = 124
 EXIT_UNAVAILABLE = 125
+EXIT_CANNOT_START = 126
+EXIT_FAILURE = 1
 JSON_KEYS = (
     "exit_code",
     "stdout",
     "stderr",
+    "stdout_dropped",
+    "stderr_dropped",
     "denied",
     "runner_failed",
     "timed_out",
@@ -33,10 +68,159 @@ JSON_KEYS = (
     "enforcement",
 )
 NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
+# Signals that stop `stockade run` (and, first, the command's whole process tree).
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class RunError(Exception):
+    """What ends `stockade run` without a result: a stable `code` (the --json error
+    object's), the human detail, and the exit status (docs/executor.md)."""
+
+    def __init__(self, code: str, detail: str, status: int) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code, self.detail, self.status = code, detail, status
+
+
+def _usage(detail: str) -> RunError:
+    return RunError("USAGE", detail, EXIT_USAGE)
+
+
+def _interrupted(signum: int) -> RunError:
+    name = signal.Signals(signum).name
+    return RunError(
+        "INTERRUPTED", f"interrupted by {name}; the command's processes were killed", 128 + signum
+    )
+
+
+# ---- the input: command text, timeout, flags --------------------------------------
+
+
+def command_text(command: str | list[str] | None) -> str:
+    """The bash -c text: a string as given; an argv (`stockade run -- CMD ARG...`)
+    quoted word by word, so each argument reaches the command as one word."""
+    if isinstance(command, str):
+        return command
+    if not command:
+        raise _usage("run needs a command, e.g. stockade run 'make test' or stockade run -- ls -l")
+    # The parser always gives a list: one word is the shell text (`stockade run 'make test'`).
+    return command[0] if len(command) == 1 else shlex.join(command)
+
+
+def checked_timeout(value: float | str | None) -> float | None:
+    """--timeout: seconds > 0 (`inf`: no limit, over the composition's default)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if math.isnan(seconds) or seconds <= 0:
+        shown = f"{value:g}" if isinstance(value, float) else repr(value)
+        raise _usage(
+            f"--timeout takes a number of seconds greater than 0 (or inf for none), not {shown}"
+        )
+    return seconds
+
+
+def _flags(args: argparse.Namespace) -> None:
+    """Flag values checked before anything is loaded: a typo is a usage error."""
+    try:
+        if args.mode is not None:
+            SandboxMode.parse(args.mode)
+        if getattr(args, "network", None) is not None:
+            Network.parse(args.network)
+    except ConfigError as error:
+        raise _usage(str(error)) from None
+
+
+# ---- the caller's streams ------------------------------------------------------------
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:  # a descriptor someone else made non-blocking
+            select.select([], [fd], [])
+
+
+class _Screen:
+    """Where the command's output went (stockade's fd 1 and 2), and whether the last
+    byte shown there ended a line: stockade's own lines must start on a fresh one."""
+
+    def __init__(self) -> None:
+        self.last: dict[int, bytes] = {}
+        self.shared = _same_file(1, 2)  # both on one terminal (or file): one line state
+
+    def sink(self, fd: int) -> Sink:
+        """Each chunk written to `fd` whole, in a worker thread: a slow reader (a pager)
+        holds back only this stream, never the timeout or a Ctrl-C."""
+
+        async def sink(chunk: bytes) -> None:
+            await trio.to_thread.run_sync(_write_all, fd, chunk, abandon_on_cancel=True)
+            self.last[fd if not self.shared else 0] = chunk[-1:]
+
+        return sink
+
+    def fresh_line(self) -> None:
+        self.last.clear()
+
+    def line_start(self) -> str:
+        """A newline when what was shown on stderr stopped mid-line, else nothing."""
+        last = self.last.get(0 if self.shared else 2, b"\n")
+        return "" if last == b"\n" else "\n"
+
+
+def _same_file(first: int, second: int) -> bool:
+    try:
+        one, other = os.fstat(first), os.fstat(second)
+    except OSError:
+        return False
+    return (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
+
+
+def _read_stdin() -> bytes:
+    try:
+        return os.read(0, READ_SIZE)
+    except OSError:
+        return b""  # unreadable input ends like an empty one
+
+
+def stdin_source() -> Source | None:
+    """stdin, chunk by chunk, when it is a pipe or a file; None on a terminal (the
+    command must not read, or type into, the person's terminal) or when closed."""
+    try:
+        if os.isatty(0):
+            return None
+        os.fstat(0)
+    except OSError:
+        return None
+
+    async def source() -> bytes:
+        # A read cannot be interrupted: when the command is done it is abandoned.
+        return await trio.to_thread.run_sync(_read_stdin, abandon_on_cancel=True)
+
+    return source
+
+
+def _streams(args: argparse.Namespace, screen: _Screen) -> Streams:
+    if args.json:
+        return Streams(stdin=stdin_source())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return Streams(stdout=screen.sink(1), stderr=screen.sink(2), stdin=stdin_source())
+
+
+# ---- running -------------------------------------------------------------------------
 
 
 async def _run(
-    args: argparse.Namespace, settings: CliSettings, policy: ExecutionPolicy
+    command: str,
+    limit: float | None,
+    settings: CliSettings,
+    policy: ExecutionPolicy,
+    streams: Streams,
 ) -> ShellResult:
     async with AsyncExitStack() as stack:
         provider = None
@@ -45,8 +229,8 @@ async def _run(
                 raise SandboxUnavailable(NO_PROVIDER)
             provider = await stack.enter_async_context(open_provider(settings.provider))
         executor = await stack.enter_async_context(open_executor(settings.executor, provider))
-        spec = executor.resolve(args.command, policy=policy, timeout=args.timeout)
-        return await executor.run(spec)
+        spec = executor.resolve(command, policy=policy, timeout=limit)
+        return await executor.run(spec, streams=streams)
 
 
 def _wider(mode: SandboxMode) -> SandboxMode | None:
@@ -76,74 +260,215 @@ async def _ask_to_widen(
     return requested if granted else None
 
 
+async def _interruptible(work: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """`work(*args)`, stopped by Ctrl-C (SIGINT), SIGTERM or SIGHUP: the cancellation
+    kills the command's process group (the executor's settle) before it is reported
+    as INTERRUPTED. The command runs in a session of its own, so the terminal's
+    Ctrl-C reaches only stockade: stockade must end it."""
+    caught: list[int] = []
+    with trio.open_signal_receiver(*INTERRUPTS) as signals, trio.CancelScope() as scope:
+
+        async def watch() -> None:
+            async for signum in signals:
+                caught.append(signum)
+                scope.cancel()
+                return
+
+        trio.lowlevel.spawn_system_task(watch)
+        return await work(*args)
+    raise _interrupted(caught[0] if caught else signal.SIGINT)
+
+
+class _Invocation:
+    """One `stockade run`: the checked input, the runs, and what the person is told."""
+
+    def __init__(
+        self, args: argparse.Namespace, command: str, timeout: float | None, settings: CliSettings
+    ) -> None:
+        self.args, self.command, self.timeout, self.settings = args, command, timeout, settings
+        self.screen = _Screen()
+
+    async def run(self, policy: ExecutionPolicy) -> ShellResult:
+        streams = _streams(self.args, self.screen)
+        return await _run(self.command, self.timeout, self.settings, policy, streams)
+
+    @property
+    def limit(self) -> float | None:
+        """The time limit the command ran under: --timeout, else the composition's."""
+        return self.timeout if self.timeout is not None else self.settings.executor.default_timeout
+
+    def report(self, result: ShellResult) -> None:
+        """After the streamed output: a line for what the output itself does not say."""
+        lines = []
+        if result.exit_code is None:  # it never started; its stderr says why
+            lines.append(f"stockade: {result.stderr.strip().strip('[]')}")
+        if result.denied:
+            if os.isatty(2):
+                lines.append(_human_denial(result.mode, asking=self.args.ask))
+            else:
+                # Not a person's terminal: likely a model reading it, as the API words it.
+                lines += [denial_marker(result.mode), DENIAL_INSTRUCTION]
+        if result.timed_out and result.exit_code is not None:
+            after = "" if self.limit is None else f" after {self.limit:g}s"
+            lines.append(f"stockade: timed out{after}; the command was killed")
+        if result.stderr_dropped:
+            lines.append(
+                f"stockade: all output was shown, but {result.stderr_dropped} bytes from the "
+                f"middle of stderr were not kept for the denial check (output_cap "
+                f"{self.settings.executor.output_cap})"
+            )
+        if lines:
+            sys.stderr.write(self.screen.line_start() + "".join(f"{line}\n" for line in lines))
+            sys.stderr.flush()
+            self.screen.fresh_line()
+
+    def json(self, result: ShellResult) -> None:
+        facts = msgspec.to_builtins(result)
+        reply = {key: facts[key] for key in JSON_KEYS}
+        reply["denial"] = (
+            f"{denial_marker(result.mode)}\n{DENIAL_INSTRUCTION}" if result.denied else None
+        )
+        sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
+        if result.stdout_dropped or result.stderr_dropped:
+            sys.stderr.write(
+                f"stockade: the capture keeps the head and tail of each stream (output_cap "
+                f"{self.settings.executor.output_cap}); dropped from the middle: "
+                f"{result.stdout_dropped} bytes of stdout, {result.stderr_dropped} of stderr\n"
+            )
+
+
+def _human_denial(mode: SandboxMode, *, asking: bool) -> str:
+    """The denial as a person at a terminal reads it (the model's wording stays in the
+    API and in --json)."""
+    line = f"stockade: the sandbox refused a file write under {mode.value} mode"
+    wider = _wider(mode)
+    if asking or wider is None:
+        return line
+    return f"{line} (try --mode {wider.value}, or --ask)"
+
+
+def exit_status(result: ShellResult) -> int:
+    """A shell's: the command's own status (128+N for a signal), 124 for a timeout."""
+    if result.timed_out:
+        return EXIT_TIMEOUT
+    return result.exit_code if result.exit_code is not None else EXIT_FAILURE
+
+
 async def _run_asking(
-    args: argparse.Namespace, settings: CliSettings, policy: ExecutionPolicy, answerer: Answerer
+    call: _Invocation, policy: ExecutionPolicy, answerer: Answerer
 ) -> tuple[ShellResult, bool]:
-    """Run; on a denial, ask once and rerun wider if granted. (result, already shown)."""
-    result = await _run(args, settings, policy)
+    """Run; on a denial, ask once and rerun wider if granted. (result, already reported)."""
+    result = await call.run(policy)
     if not result.denied:
         return result, False
-    if not args.json:
+    if not call.args.json:
         # The person sees the denied attempt before being asked about a retry.
-        _emit(result, args)
-    granted = await _ask_to_widen(answerer, args.command, policy.mode)
+        call.report(result)
+    granted = await _ask_to_widen(answerer, call.command, policy.mode)
     if granted is None:
         sys.stderr.write("stockade: not retried\n")
-        return result, not args.json
+        return result, not call.args.json
     sys.stderr.write(f"stockade: retrying once under {granted.value}\n")
     wider = ExecutionPolicy(
         mode=granted, workspace_root=policy.workspace_root, network=policy.network
     )
-    return await _run(args, settings, wider), False
+    return await call.run(wider), False
+
+
+# ---- the verb ------------------------------------------------------------------------
 
 
 def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -> int:
-    """`stockade run`; `answerer` decides `--ask` retries (default: the terminal)."""
-    if not isinstance(args.command, str):  # the parser's words: one is the shell text
-        words = args.command
-        args.command = words[0] if len(words) == 1 else shlex.join(words)
-    composition = load_cli_composition(args.config)
-    settings = cli_settings(
-        composition,
-        mode=args.mode,
-        root=args.root,
-        backend=args.backend,
-        network=getattr(args, "network", None),
-    )
-    policy = ExecutionPolicy(
-        mode=settings.mode, workspace_root=settings.root, network=settings.network
-    )
-    shown = False
+    """`stockade run`; `answerer` decides `--ask` retries (default: the terminal).
+
+    Every failure is one `stockade: ...` line on stderr (with --json: one error object
+    on stdout) and its documented status; never a traceback for bad input.
+    """
     try:
-        refusal = unconfined_refusal(composition, settings)
-        if refusal is not None:
-            # The composition runs commands without a sandbox: a confining mode would be a lie.
-            raise SandboxUnavailable(refusal)
-        if args.ask:
-            chosen: Answerer = answerer if answerer is not None else TerminalAnswerer()
-            result, shown = trio.run(_run_asking, args, settings, policy, chosen)
-        else:
-            result = trio.run(_run, args, settings, policy)
-    except SandboxUnavailable as error:
+        try:
+            return _run_command(args, answerer)
+        except KeyboardInterrupt:  # Ctrl-C outside the event loop's own handling
+            raise _interrupted(signal.SIGINT) from None
+    except RunError as error:
+        return _report_error(args, error)
+    except Exception as error:  # a bug: still one object on stdout with --json
         if not args.json:
             raise
-        unavailable = {"error": {"code": error.code, "detail": error.detail}}
-        sys.stdout.write(msgspec.json.encode(unavailable).decode() + "\n")
-        return EXIT_UNAVAILABLE
+        traceback.print_exc()
+        return _report_error(args, RunError("INTERNAL", repr(error), EXIT_FAILURE))
+
+
+def _report_error(args: argparse.Namespace, error: RunError) -> int:
     if args.json:
-        facts = msgspec.to_builtins(result)
-        line = msgspec.json.encode({key: facts[key] for key in JSON_KEYS}).decode()
-        sys.stdout.write(line + "\n")
+        reply = {"error": {"code": error.code, "detail": error.detail}}
+        sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
+    elif error.code == SandboxUnavailable.code:
+        sys.stderr.write(f"stockade: {error.code}: {error.detail}\n")
+    elif error.code != "INTERRUPTED":  # Ctrl-C is quiet, as in a shell
+        sys.stderr.write(f"stockade: {error.detail}\n")
+    return error.status
+
+
+def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
+    command = command_text(args.command)
+    timeout = checked_timeout(args.timeout)
+    _flags(args)
+    try:
+        composition = load_cli_composition(args.config)
+        settings = cli_settings(
+            composition,
+            mode=args.mode,
+            root=args.root,
+            backend=args.backend,
+            network=getattr(args, "network", None),
+        )
+    except (ConfigError, OSError) as error:
+        raise RunError("CONFIG", _said(error), EXIT_USAGE) from None
+    try:
+        policy = ExecutionPolicy(
+            mode=settings.mode, workspace_root=settings.root, network=settings.network
+        )
+    except InvalidPolicy as error:
+        raise _usage(str(error)) from None
+    if not os.path.isdir(settings.root):  # what the provider says too, said for every mode
+        raise _usage(
+            f"workspace root {settings.root!r} does not exist or is not a directory; "
+            "create it or choose another root"
+        )
+    refusal = unconfined_refusal(composition, settings)
+    if refusal is not None:
+        # The composition runs commands without a sandbox: a confining mode would be a lie.
+        raise RunError(SandboxUnavailable.code, refusal, EXIT_UNAVAILABLE)
+    call = _Invocation(args, command, timeout, settings)
+    shown = False
+    try:
+        if args.ask:
+            from .approval.answerers import TerminalAnswerer  # --ask only: lazily
+
+            chosen: Answerer = answerer if answerer is not None else TerminalAnswerer()
+            result, shown = trio.run(_interruptible, _run_asking, call, policy, chosen)
+        else:
+            result = trio.run(_interruptible, call.run, policy)
+    except SandboxUnavailable as error:
+        raise RunError(error.code, error.detail, EXIT_UNAVAILABLE) from None
+    except CommandStartError as error:
+        raise RunError("COMMAND_START", str(error), EXIT_CANNOT_START) from None
+    except InvalidPolicy as error:
+        raise _usage(str(error)) from None
+    except ConfigError as error:
+        raise RunError("CONFIG", str(error), EXIT_USAGE) from None
+    except (StockadeError, OSError) as error:
+        raise RunError("ENVIRONMENT", _said(error), EXIT_FAILURE) from None
+    if args.json:
+        call.json(result)
         return 0
     if not shown:
-        _emit(result, args)
-    return result.exit_code if result.exit_code is not None else 1
+        call.report(result)
+    return exit_status(result)
 
 
-def _emit(result: ShellResult, args: argparse.Namespace) -> None:
-    sys.stdout.write(result.stdout)
-    sys.stderr.write(result.stderr)
-    if result.denied:
-        sys.stderr.write(f"{denial_marker(result.mode)}\n{DENIAL_INSTRUCTION}\n")
-    if result.timed_out:
-        sys.stderr.write(f"stockade: timed out after {args.timeout:g}s; the command was killed\n")
+def _said(error: Exception) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        where = f"{error.filename}: " if error.filename else ""
+        return f"{where}{error.strerror}"
+    return str(error)

@@ -102,7 +102,8 @@ def test_stockade_run_ask_on_a_terminal(scratch, typed, written):
     with PtyChild(argv, cwd=scratch, env=env) as child:
         screen = child.wait_for(lambda text: PROMPT in text, timeout=60)
         lines = screen.splitlines()
-        assert "[sandbox: file access denied under read-only mode]" in screen
+        # A person at a terminal reads a short line (the model's wording is for --json).
+        assert "stockade: the sandbox refused a file write under read-only mode" in screen
         shown = f"  command:   printf '\\033[30;40m'; echo hi > {target} #\\r\\x1b[2Kecho harmless"
         assert shown in lines, screen
         assert "  mode:      read-only -> workspace-write" in lines

@@ -59,6 +59,15 @@ def later_calls(target: Path) -> dict[str, tuple[str, ...]]:
 
 def assert_one_line(done, *fragments: str) -> str:
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    if "--json" in done.args:
+        # With --json the one line is the error object on stdout, and stderr is empty.
+        import json
+
+        error = json.loads(done.stdout)["error"]
+        assert (error["code"], done.stderr) == ("CONFIG", ""), done
+        for fragment in fragments:
+            assert fragment in error["detail"], (fragment, error["detail"])
+        return error["detail"]
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("stockade: "), lines[0]

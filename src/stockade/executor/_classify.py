@@ -16,6 +16,10 @@ from ..messages import RunnerFailureRule
 from ._denials import PathFacts, attribute, refusals
 
 RUNNER_SPAWN_ERRNOS = frozenset({errno.ENOENT, errno.EACCES})
+# bwrap's one line when it set the sandbox up but could not execute the command in it
+# (it exits 1): the shell's statuses for what it means.
+BWRAP_EXEC_FAILURE = "bwrap: execvp {program}: "
+SHELL_EXEC_STATUS = {"No such file or directory": 127, "Permission denied": 126}
 
 
 def spawn_failure_is_runner(error: OSError, runner: str, workdir_usable: bool) -> bool:
@@ -31,6 +35,19 @@ def spawn_failure_is_runner(error: OSError, runner: str, workdir_usable: bool) -
         and error.filename is not None
         and str(error.filename) == runner
     )
+
+
+def command_exec_status(program: str | None, exit_code: int | None, stderr: str) -> int | None:
+    """127 or 126 when bwrap could not execute `program` (the command it was given):
+    a command result, as a shell reports it, not a runner failure. Only bwrap's exit 1
+    with that one line and nothing else (nothing ran to print anything)."""
+    if program is None or exit_code != 1:
+        return None
+    prefix = BWRAP_EXEC_FAILURE.format(program=program)
+    line = stderr.strip("\n")
+    if "\n" in line or not line.startswith(prefix):
+        return None
+    return SHELL_EXEC_STATUS.get(line.removeprefix(prefix))
 
 
 def runner_failure_line(

@@ -9,7 +9,7 @@ import attrs
 from ..messages import RunnerFailureRule, ShellResult, Wrapped
 from ..vocab import Enforcement, Network, SandboxMode
 from ._buffer import OutputBuffer
-from ._classify import Evidence, Verdict, classify, runner_failure_line
+from ._classify import Evidence, Verdict, classify, command_exec_status, runner_failure_line
 from ._denials import changes_directory, merges_stderr, refusals
 from ._evidence import gather
 
@@ -36,6 +36,9 @@ class WrapFacts:
     command: str = ""
     # The network the call's policy gives it (`on` when nothing confines it).
     network: Network = Network.ON
+    # What the runner executes inside the sandbox (argv[0] after the runner's own
+    # arguments): bwrap failing to execute it is a command result (127/126).
+    program: str | None = None
 
     @classmethod
     def from_wrapped(
@@ -46,6 +49,7 @@ class WrapFacts:
         workdir: str | None = None,
         command: str = "",
         network: Network = Network.ON,
+        program: str | None = None,
     ) -> WrapFacts:
         return cls(
             mode=mode,
@@ -60,6 +64,7 @@ class WrapFacts:
             workdir=workdir,
             command=command,
             network=network,
+            program=program,
         )
 
     @classmethod
@@ -121,7 +126,11 @@ def settled_result(
 ) -> ShellResult:
     """The ShellResult of a settled process, classified by its own wrap facts."""
     stderr_text, stdout_text = stderr.text(), stdout.text()
-    verdict = facts.judge(exit_code, stderr_text, stdout_text)
+    shell_status = command_exec_status(facts.program, exit_code, stderr_text)
+    if shell_status is not None:
+        exit_code, verdict = shell_status, Verdict(runner_failure=None, denied=False)
+    else:
+        verdict = facts.judge(exit_code, stderr_text, stdout_text)
     return ShellResult(
         exit_code=exit_code,
         stdout=stdout_text,
@@ -163,12 +172,20 @@ def unstarted_result(
     )
 
 
-def waited_out_result(facts: WrapFacts, *, waited: float) -> ShellResult:
-    """A call whose timeout passed while it waited for a running slot: nothing ran."""
+def waited_out_result(
+    facts: WrapFacts, *, waited: float, busy: bool = True, limit: float | None = None
+) -> ShellResult:
+    """A call whose timeout passed before it could start: nothing ran. `busy`: every
+    running slot was taken (else the timeout was too short to start at all, e.g. 0)."""
+    if busy:
+        why = "every running slot stayed busy until its timeout"
+    else:
+        of = "" if limit is None else f" of {limit:g}s"
+        why = f"its timeout{of} ran out before it could start"
     return ShellResult(
         exit_code=None,
         stdout="",
-        stderr="[the command did not start: every running slot stayed busy until its timeout]",
+        stderr=f"[the command did not start: {why}]",
         denied=False,
         runner_failed=False,
         timed_out=True,

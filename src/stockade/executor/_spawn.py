@@ -1,7 +1,9 @@
 """Spawn, drain and kill one command's process group, on Trio.
 
 Every process gets its own session (so its group can be signalled as one), stdin
-closed unless given, and bounded output buffers; nothing outlives `settle`.
+closed unless given, and bounded output buffers; nothing outlives `settle`. A
+foreground caller may attach `Streams`: each output chunk is handed on as it arrives
+(besides the bounded capture), and stdin is pumped from the caller's source.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+import attrs
 import trio
 
 from ..errors import CommandStartError
@@ -23,6 +26,28 @@ READ_SIZE = 65536
 # After the leader exits and its group is killed, pipes reach EOF at once; a process
 # that escaped the group (setsid) could hold them open, so stop reading after this.
 DRAIN_GRACE = 0.5
+
+
+# An output sink takes each chunk as it is read; raising BrokenPipeError says its reader
+# is gone. A stdin source returns the next chunk, b"" at its end.
+Sink = Callable[[bytes], Awaitable[None]]
+Source = Callable[[], Awaitable[bytes]]
+
+
+@attrs.frozen
+class Streams:
+    """A foreground caller's own streams (`stockade run` on a terminal or in a pipe).
+
+    The bounded capture is kept as always (classification and the result read it);
+    the sinks see every byte, live. A sink that raises BrokenPipeError stops being fed
+    and the command's pipe is closed, so the command meets the closed pipe as it would
+    in a shell pipeline. `stdin` is pumped chunk by chunk (never read whole) until its
+    end, the command's exit, or the command closing its stdin.
+    """
+
+    stdout: Sink | None = None
+    stderr: Sink | None = None
+    stdin: Source | None = None
 
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -78,18 +103,72 @@ async def terminate_group(process: trio.Process, grace: float) -> None:
     await process.wait()
 
 
-async def _drain(stream: trio.abc.ReceiveStream | None, buffer: OutputBuffer) -> None:
+@attrs.define(eq=False)
+class _Grace:
+    """How long the pipes are still read once the leader has exited: DRAIN_GRACE, not
+    counting the time a sink spent handing output on (a pager that reads slowly must
+    not lose the tail of what the command wrote before it exited)."""
+
+    deadline: float = math.inf
+    _waits: set[trio.CancelScope] = attrs.field(factory=set)
+
+    def start(self) -> None:
+        self.deadline = trio.current_time() + DRAIN_GRACE
+        for scope in self._waits:
+            scope.deadline = self.deadline
+
+    def credit(self, seconds: float) -> None:
+        self.deadline += seconds  # inf stays inf while the leader runs
+
+    async def receive(self, stream: trio.abc.ReceiveStream) -> bytes:
+        """The next chunk; b"" at the end of the pipe or of the grace."""
+        with trio.CancelScope(deadline=self.deadline) as waiting:
+            self._waits.add(waiting)
+            try:
+                return await stream.receive_some(READ_SIZE)
+            finally:
+                self._waits.discard(waiting)
+        return b""
+
+
+async def _drain(
+    stream: trio.abc.ReceiveStream | None,
+    buffer: OutputBuffer,
+    grace: _Grace,
+    sink: Sink | None = None,
+) -> None:
     # The stream stays open: after a cancellation, settle drains it once more.
     if stream is None:
         return
-    while chunk := await stream.receive_some(READ_SIZE):
-        buffer.write(chunk)
+    try:
+        while chunk := await grace.receive(stream):
+            buffer.write(chunk)
+            if sink is None:
+                continue
+            began = trio.current_time()
+            try:
+                await sink(chunk)
+            except BrokenPipeError:
+                # The caller's reader is gone: close ours, so the command's next
+                # write meets a closed pipe (SIGPIPE), as in a shell pipeline.
+                await stream.aclose()
+                return
+            grace.credit(trio.current_time() - began)
+    except trio.ClosedResourceError:
+        return  # closed above, on an earlier pass
 
 
-async def _drain_both(process: trio.Process, stdout: OutputBuffer, stderr: OutputBuffer) -> None:
+async def _drain_both(
+    process: trio.Process,
+    stdout: OutputBuffer,
+    stderr: OutputBuffer,
+    grace: _Grace | None = None,
+    streams: Streams | None = None,
+) -> None:
+    grace = grace or _Grace()
     async with trio.open_nursery() as pipes:
-        pipes.start_soon(_drain, process.stdout, stdout)
-        pipes.start_soon(_drain, process.stderr, stderr)
+        pipes.start_soon(_drain, process.stdout, stdout, grace, streams and streams.stdout)
+        pipes.start_soon(_drain, process.stderr, stderr, grace, streams and streams.stderr)
 
 
 async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:
@@ -101,6 +180,16 @@ async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:
             await stream.send_all(data)
 
 
+async def _pump(stream: trio.abc.SendStream | None, source: Source) -> None:
+    """Copy `source` into the command's stdin until either side ends; then close it."""
+    if stream is None:
+        return
+    async with stream:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while chunk := await source():
+                await stream.send_all(chunk)
+
+
 async def settle(
     process: trio.Process,
     stdout: OutputBuffer,
@@ -109,6 +198,7 @@ async def settle(
     stdin: bytes | None,
     time_limit: float | None,
     kill_grace: float,
+    streams: Streams | None = None,
 ) -> bool:
     """Drain the pipes until the command is done; True when it timed out.
 
@@ -116,22 +206,28 @@ async def settle(
     shielded, then the cancellation propagates. When the leader exits on its own,
     what is left of its group is killed, so no orphan survives the call. Either way
     the pipes are read to their end (bounded by DRAIN_GRACE): their end is the sign
-    that every process holding them is gone.
+    that every process holding them is gone. `streams` (a foreground caller's) get
+    the output live; its stdin pump stops when the command is done.
     """
     timed_out = False
+    grace = _Grace()
     try:
-        async with trio.open_nursery() as pipes:
-            pipes.start_soon(_drain_both, process, stdout, stderr)
+        async with trio.open_nursery() as pipes, trio.open_nursery() as feeding:
+            pipes.start_soon(_drain_both, process, stdout, stderr, grace, streams)
             if stdin is not None:
-                pipes.start_soon(_feed, process.stdin, stdin)
+                feeding.start_soon(_feed, process.stdin, stdin)
+            elif streams is not None and streams.stdin is not None:
+                feeding.start_soon(_pump, process.stdin, streams.stdin)
             with trio.move_on_after(math.inf if time_limit is None else time_limit) as deadline:
                 await process.wait()
+            # Input nobody will read: a source that never ends must not hold us here.
+            feeding.cancel_scope.cancel()
             if deadline.cancelled_caught:
                 timed_out = True
                 await terminate_group(process, kill_grace)
             else:
                 signal_group(process.pid, signal.SIGKILL)
-            pipes.cancel_scope.deadline = trio.current_time() + DRAIN_GRACE
+            grace.start()
     except BaseException:
         with trio.CancelScope(shield=True):
             await terminate_group(process, kill_grace)

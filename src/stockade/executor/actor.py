@@ -40,7 +40,7 @@ from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
 from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._jobs import Job, JobTable
-from ._spawn import env_prefix, exit_status, settle, spawn
+from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
 
 
@@ -64,6 +64,15 @@ def remove_blocker(path: str) -> bool:
 
 def _workdir_usable(workdir: str) -> bool:
     return os.path.isdir(workdir) and os.access(workdir, os.X_OK)
+
+
+@attrs.frozen
+class _AttachedRun:
+    """A foreground run whose output also goes, live, to the caller's `streams`
+    (in-process only: the streams are callables, so this is no wire message)."""
+
+    spec: ShellSpec
+    streams: Streams
 
 
 @attrs.define(eq=False)
@@ -127,6 +136,8 @@ class ExecutorActor:
         match message:
             case Run(spec=spec):
                 await answer(envelope, lambda: self._run(spec))
+            case _AttachedRun(spec=spec, streams=streams):
+                await answer(envelope, lambda: self._run(spec, streams))
             case Start(spec=spec):
                 await answer(envelope, lambda: self._start(spec))
             case JobOutput(job_id=job_id, owner=owner):
@@ -142,6 +153,11 @@ class ExecutorActor:
 
     async def _prepare(self, spec: ShellSpec) -> tuple[tuple[str, ...], WrapFacts]:
         """The exact argv to spawn and its wrap facts; a provider error propagates."""
+        if spec.timeout is not None and not spec.timeout >= 0:  # NaN fails this too
+            raise CommandStartError(
+                f"the timeout must be a number of seconds, 0 or more, not {spec.timeout!r}; "
+                "nothing ran"
+            )
         if self.provider is None or not spec.policy.mode.confines:
             # danger-full-access (or the local executor) never touches the provider.
             return ("bash", "-c", spec.command), WrapFacts.unconfined()
@@ -157,6 +173,7 @@ class ExecutorActor:
             workdir=spec.workdir or spec.policy.workspace_root,
             command=spec.command,
             network=spec.policy.network,
+            program=argv[0],
         )
         return wrapped.argv, facts
 
@@ -184,12 +201,17 @@ class ExecutorActor:
                     await trio.sleep(0.02)
 
     async def _spawn(
-        self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts
+        self,
+        spec: ShellSpec,
+        argv: tuple[str, ...],
+        facts: WrapFacts,
+        streams: Streams | None = None,
     ) -> trio.Process:
         workdir = spec.workdir or spec.policy.workspace_root
         env = spec.env if not facts.confined else None  # confined: passed through `env`
+        with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         try:
-            return await spawn(argv, cwd=workdir, env=env, with_stdin=spec.stdin is not None)
+            return await spawn(argv, cwd=workdir, env=env, with_stdin=with_stdin)
         except ValueError as error:  # a NUL byte, or text that is not UTF-8
             raise CommandStartError(f"the command cannot be started: {error}") from None
         except OSError as error:
@@ -201,28 +223,36 @@ class ExecutorActor:
                 f"could not start the command in {brief(workdir)}: {error.strerror or error}"
             ) from None
 
-    async def _run(self, spec: ShellSpec) -> ShellResult:
+    async def _run(self, spec: ShellSpec, streams: Streams | None = None) -> ShellResult:
         argv, facts = await self._prepare(spec)
         try:
-            return await self._run_prepared(spec, argv, facts)
+            return await self._run_prepared(spec, argv, facts, streams)
         finally:
             self._release(facts)
 
     async def _run_prepared(
-        self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts
+        self,
+        spec: ShellSpec,
+        argv: tuple[str, ...],
+        facts: WrapFacts,
+        streams: Streams | None = None,
     ) -> ShellResult:
         started = time.monotonic()
         limit = self._timeout(spec)
         slot, acquired = object(), False
         # The call's timeout covers waiting for a slot: when long jobs hold them all,
         # a short call ends at its deadline having run nothing.
+        busy = self._slots.available_tokens == 0
         with trio.move_on_after(math.inf if limit is None else limit):
             await self._slots.acquire_on_behalf_of(slot)
             acquired = True
         if not acquired:
-            return waited_out_result(facts, waited=time.monotonic() - started)
+            busy = busy or self._slots.available_tokens == 0
+            return waited_out_result(
+                facts, waited=time.monotonic() - started, busy=busy, limit=limit
+            )
         try:
-            process = await self._spawn(spec, argv, facts)
+            process = await self._spawn(spec, argv, facts, streams)
             stdout = OutputBuffer.with_cap(self.config.output_cap)
             stderr = OutputBuffer.with_cap(self.config.output_cap)
             remaining = None if limit is None else max(0.0, limit - (time.monotonic() - started))
@@ -233,6 +263,7 @@ class ExecutorActor:
                 stdin=spec.stdin,
                 time_limit=remaining,
                 kill_grace=self.config.kill_grace,
+                streams=streams,
             )
         finally:
             self._slots.release_on_behalf_of(slot)
@@ -416,8 +447,12 @@ class ExecutorClient:
             owner=owner,
         )
 
-    async def run(self, spec: ShellSpec) -> ShellResult:
-        result: ShellResult = await request(self.inbox, Run(spec))
+    async def run(self, spec: ShellSpec, *, streams: Streams | None = None) -> ShellResult:
+        """Run in the foreground. With `streams`, every output chunk also goes to the
+        caller's sinks as it arrives and stdin is pumped from its source (the result
+        still holds the bounded capture, classified as always)."""
+        message = Run(spec) if streams is None else _AttachedRun(spec, streams)
+        result: ShellResult = await request(self.inbox, message)
         return result
 
     async def start(self, spec: ShellSpec) -> JobHandle:
