@@ -877,9 +877,11 @@ static void hide_sockets(const char *empty, const char **paths, int count)
 		}
 		clone = (int)syscall(__NR_open_tree, source, "",
 				     TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH);
-		if (clone < 0 ||
-		    syscall(__NR_move_mount, clone, "", target, "",
-			    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+		if (clone < 0)
+			fatal("cannot hide the socket %s: %s", paths[i], strerror(errno));
+		/* ENOENT: the socket was being removed meanwhile (nothing to cover). */
+		if (syscall(__NR_move_mount, clone, "", target, "",
+			    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0 && errno != ENOENT)
 			fatal("cannot hide the socket %s: %s", paths[i], strerror(errno));
 		close(clone);
 		close(target);

@@ -231,3 +231,35 @@ async def test_confine_refuses_a_root_reached_through_a_symlink(tmp_path):
         wrapped = await provider.confine(CMD, SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(real)))
     assert str(real) in wrapped.argv
     assert wrapped.argv[-3:] == CMD
+
+
+def test_the_report_claims_each_mode_with_network_off_too():
+    """`stockade probe`: the claims with network on (file effects only), and per mode
+    with network off, with how each network effect is governed."""
+    from stockade.sandbox import _profiles as p
+    from stockade.sandbox._chain import Selection
+    from stockade.sandbox._probe import Chosen, Verdict
+    from stockade.sandbox._report import render_selection
+
+    bwrap = candidate_report(Verdict("bwrap", True, "/b"))
+    assert bwrap.enforcement["workspace-write"] is Enforcement.FULL
+    off = bwrap.network_off
+    assert off["read-only"].enforcement is Enforcement.FULL and off["read-only"].ungoverned == ()
+    assert off["workspace-write"].enforcement is Enforcement.PARTIAL
+    assert off["workspace-write"].ungoverned == (p.UNFOUND_SOCKETS_GAP,)
+    assert tuple(off["read-only"].effects) == p.NETWORK_EFFECTS
+
+    line = "landlock-run: probe ok: abi=7 enforcement=full ipc=filtered\n"
+    landlock = candidate_report(judge_landlock_probe("/l", 0, line, ""))
+    gaps = landlock.network_off["workspace-write"].ungoverned
+    assert p.LANDLOCK_PATHNAME_GAP in gaps and p.LANDLOCK_SHARED_IPC_GAP in gaps
+    assert (
+        landlock.network_off["workspace-write"].effects[p.NET_PATHNAME].startswith(p.NOT_GOVERNED)
+    )
+
+    verdict = Verdict("bwrap", True, "/b")
+    chosen = Chosen("linux", ("bwrap",), (verdict,), verdict)
+    text = render_selection(Selection.of(chosen, None))
+    assert "    workspace-write, network off: partial enforcement (ungoverned: " in text
+    assert "      other socket families (vsock, ...): refused by the filter stage" in text
+    assert "      pathname unix sockets: read-only: refused: " in text

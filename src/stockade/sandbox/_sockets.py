@@ -23,6 +23,7 @@ mount of their directory).
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 PROC_NET_UNIX = "/proc/net/unix"
@@ -40,16 +41,16 @@ WELL_KNOWN = (
 SKIPPED = ("/dev", "/proc", "/sys")
 
 
+# A listed path: the last field, after six fields without a slash (abstract names
+# start with "@", unnamed sockets have none); runs to the end of the line.
+_LISTED = re.compile(rb" (/[^\n]*)")
+
+
 def listed_paths(text: bytes) -> list[str]:
-    """The absolute pathname sockets of a `/proc/net/unix` listing (abstract ones
-    start with `@`, unnamed ones have no path; a path holding a newline is split by
-    the kernel's format and lost)."""
-    paths = []
-    for line in text.split(b"\n")[1:]:
-        fields = line.split(None, 7)
-        if len(fields) == 8 and fields[7].startswith(b"/"):
-            paths.append(os.fsdecode(fields[7]))
-    return paths
+    """The absolute pathname sockets of a `/proc/net/unix` listing, each once (abstract
+    ones start with `@`, unnamed ones have no path; a path holding a newline is split
+    by the kernel's format and lost)."""
+    return [os.fsdecode(path) for path in dict.fromkeys(_LISTED.findall(text))]
 
 
 def _unescape(field: bytes) -> str:
@@ -130,7 +131,7 @@ def _resolve(paths: tuple[str, ...]) -> tuple[str, ...]:
 
 def listed() -> tuple[str, ...]:
     """The absolute paths `/proc/net/unix` lists now, each once."""
-    return tuple(dict.fromkeys(listed_paths(_read(PROC_NET_UNIX))))
+    return tuple(listed_paths(_read(PROC_NET_UNIX)))
 
 
 def host_unix_sockets() -> tuple[str, ...]:
@@ -152,13 +153,15 @@ class SocketScan:
 
     def __init__(self) -> None:
         self._mounts = MountWatch()
-        self._listed: tuple[str, ...] | None = None
+        self._listed: tuple[bytes, ...] | None = None
         self._resolved: tuple[str, ...] = ()
 
     def sockets(self) -> tuple[str, ...]:
-        paths = listed()
+        text = _read(PROC_NET_UNIX)
+        paths = tuple(dict.fromkeys(_LISTED.findall(text)))
         if paths != self._listed:
-            self._resolved, self._listed = _resolve(paths), paths
+            self._resolved = _resolve(tuple(os.fsdecode(path) for path in paths))
+            self._listed = paths
         found = dict.fromkeys(self._mounts.sockets())
         found.update(dict.fromkeys(self._resolved))
         found.update(dict.fromkeys(_resolve(WELL_KNOWN)))
