@@ -45,7 +45,7 @@ async def _raw_agent(state_dir: str, *args: str) -> asyncio.subprocess.Process:
 
 async def _reply(process: asyncio.subprocess.Process) -> dict:
     assert process.stdout is not None
-    line = await asyncio.wait_for(process.stdout.readline(), 20)
+    line = await asyncio.wait_for(process.stdout.readline(), 60)
     assert line, "the agent closed its stdout"
     return json.loads(line)
 
@@ -112,7 +112,7 @@ def test_malformed_and_unexpected_messages_get_errors_and_the_agent_keeps_servin
         await process.stdin.drain()
         created = await _reply(process)
         process.stdin.close()
-        code = await asyncio.wait_for(process.wait(), 20)
+        code = await asyncio.wait_for(process.wait(), 60)
         return replies, initialized, created, code
 
     replies, initialized, created, code = run(scenario())
@@ -148,9 +148,9 @@ def test_end_of_input_leaves_no_process_behind(scratch, state_dir_outside):
             turn = asyncio.ensure_future(
                 conn.prompt(session_id=session.session_id, prompt=[acp.text_block("write")])
             )
-            await asyncio.wait_for(client.question_open.wait(), 20)
+            await asyncio.wait_for(client.question_open.wait(), 60)
             process.stdin.write_eof()
-            code = await asyncio.wait_for(process.wait(), 20)
+            code = await asyncio.wait_for(process.wait(), 60)
             turn.cancel()
             return code
 
