@@ -116,14 +116,8 @@ class AgentCore:
                 raise ClientError(str(error)) from None
             if not _log_exists(self.harness.log_directory, session_id):
                 raise ClientError(f"no session {session_id!r} to load")
-            # `resume_session` where the harness has it; before it, opening an id that
-            # has a log resumed it.
-            resume = getattr(self.harness, "resume_session", None)
             try:
-                if resume is not None:
-                    agent = await resume(session_id, cwd=root)
-                else:
-                    agent = await self.harness.open_session(session_id, cwd=root)
+                agent = await self.harness.resume_session(session_id, cwd=root)
             except StockadeError as error:
                 raise ClientError(str(error)) from None
             state = self._register(agent)
