@@ -433,3 +433,15 @@ def test_every_documented_code_is_in_docs():
     doc = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
     for code in CODES:
         assert f"`{code}`" in doc, code
+
+
+def test_probe_without_a_provider_is_sandbox_unavailable_as_json(state_dir):
+    config = state_dir / "stockade.yml"  # outside every writable root, private
+    config.write_text("- {id: bash, name: stockade.bash.local}\n")
+    config.chmod(0o644)
+    done = stockade("probe", "--json", "--config", str(config))
+    assert (done.returncode, done.stderr) == (125, "")
+    assert json.loads(done.stdout)["error"]["code"] == "SANDBOX_UNAVAILABLE"
+    plain = stockade("probe", "--config", str(config))
+    assert plain.returncode == 125
+    assert plain.stderr.startswith("stockade: SANDBOX_UNAVAILABLE: ")
