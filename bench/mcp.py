@@ -233,7 +233,7 @@ def run(ctx: Context) -> FamilyResult:
     if not ctx.backends.get("selected"):
         result.skip("no usable sandbox backend: the default composition confines")
         return result
-    rounds, seconds, callers = (30, 1.0, 8) if ctx.quick else (300, 3.0, 16)
+    rounds, seconds, callers = (20, 0.5, 8) if ctx.quick else (300, 3.0, 16)
     figures = trio.run(_measure, ctx, rounds, seconds, callers)
     result.checks += figures.pop("checks")
     result.figures.update(figures)
