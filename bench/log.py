@@ -221,6 +221,46 @@ class CountingFsync:
         os.fsync(fd)
 
 
+def _store_alone(store: Any, sessions: int, batch: int, seconds: float) -> dict[str, Any]:
+    """The store without the actor: a thread per session appending `batch` events at a
+    time straight to its handle (what the actor's writer does once it has a batch)."""
+    import threading
+
+    from stockade.events import SessionHeader
+
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    handles = [store.open(f"alone-{tag}-{index}").handle for index in range(sessions)]
+    for handle in handles:
+        handle.append([SessionHeader(seq=1, ts=time.time(), cwd="/")])
+    counts = [0] * sessions
+    begun = time.perf_counter()
+    deadline = begun + seconds
+
+    def writer(index: int) -> None:
+        handle, seq = handles[index], 2
+        while time.perf_counter() < deadline:
+            now = time.time()
+            events = [
+                msgspec.structs.replace(_tool_call(seq + k), seq=seq + k, ts=now)
+                for k in range(batch)
+            ]
+            handle.append(events)
+            seq += batch
+            counts[index] += batch
+
+    import msgspec
+
+    threads = [threading.Thread(target=writer, args=(index,)) for index in range(sessions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - begun
+    for handle in handles:
+        handle.close()
+    return {"events_per_s": sum(counts) / elapsed, "events": sum(counts)}
+
+
 def _append_runs(ctx: Context, result: FamilyResult, dsn: str | None = None) -> None:
     import trio
 
@@ -276,6 +316,23 @@ def _append_runs(ctx: Context, result: FamilyResult, dsn: str | None = None) -> 
                         entry["all_acknowledged_stored"],
                     )
                 )
+    # The stores without the actor, 100 sessions x batches of 10: what each store
+    # itself sustains, apart from the actor's own ceiling (the memory rows).
+    alone = []
+    for store_kind in [kind for kind in kinds if kind != "memory"]:
+        if store_kind == "jsonl":
+            store = JsonlStore(os.path.join(directory, "alone"), registry=registry)
+        else:
+            from stockade.sessionlog._postgres import PostgresStore
+
+            store = PostgresStore(dsn, registry=registry, pool_size=10)
+        try:
+            entry = _store_alone(store, 100, 10, seconds)
+        finally:
+            getattr(store, "close", lambda: None)()
+        entry["store"] = store_kind
+        alone.append(entry)
+    result.figures["appends_store_alone"] = alone
     result.figures["appends"] = runs
     result.tables.append(
         Table(
@@ -310,6 +367,15 @@ def _append_runs(ctx: Context, result: FamilyResult, dsn: str | None = None) -> 
             ],
             "memory: MemoryStore, no disk: the actor's own ceiling. postgres: commits are "
             "statements, each one transaction holding every waiting session's batch.",
+        )
+    )
+    result.tables.append(
+        Table(
+            "The stores alone (no actor): 100 sessions, a thread each, batches of 10 events",
+            ["store", "events/s"],
+            [[entry["store"], entry["events_per_s"]] for entry in alone],
+            "What the store sustains once the actor hands it batches; the actor rows above "
+            "are bounded by the memory row (the same Python process does both).",
         )
     )
     hundred = next(r for r in runs if r["store"] == "jsonl" and r["writers_per_session"] == 100)
@@ -703,6 +769,16 @@ def plot(result: FamilyResult, path: str) -> None:
                 zorder=3,
                 label=f"{store}: {r['sessions']} sessions x {r['writers_per_session']}",
             )
+    for entry in result.figures.get("appends_store_alone") or []:
+        left.scatter(
+            [1000],
+            [entry["events_per_s"]],
+            marker="*",
+            s=120,
+            color=colors[entry["store"]],
+            zorder=3,
+            label=f"{entry['store']} alone (no actor): 100 sessions x 10",
+        )
     left.axhline(20_000, color="#d62728", linestyle="--", linewidth=1, label="target: 20,000/s")
     left.axhline(
         10_000, color="#ff7f0e", linestyle=":", linewidth=1, label="postgres, 1 session: 10,000/s"
