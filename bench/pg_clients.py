@@ -58,21 +58,26 @@ def _asyncpg_sql(sql: str, names: list[str]) -> str:
     return sql
 
 
-_NAMES = ["last", "sid", "epoch", "prev", "hi", "lo", "pid", "seqs", "tss", "types", "datas"]
+_NAMES = [
+    "sids", "epochs", "prevs", "lasts", "his", "los", "pids",
+    "esids", "seqs", "tss", "types", "datas",
+]  # fmt: skip
 
 
 def _params(handle: Any, events: list[Any], lines: list[bytes]) -> dict[str, Any]:
+    """The store's group-commit statement for one session's batch."""
     from stockade.sessionlog._postgres import _key_halves
 
     high, low = _key_halves(handle.key)
     return {
-        "sid": handle.session_id,
-        "epoch": handle.epoch,
-        "prev": handle.last_seq,
-        "last": handle.last_seq + len(events),
-        "hi": high,
-        "lo": low,
-        "pid": handle.holder_pid,
+        "sids": [handle.session_id],
+        "epochs": [handle.epoch],
+        "prevs": [handle.last_seq],
+        "lasts": [handle.last_seq + len(events)],
+        "his": [high],
+        "los": [low],
+        "pids": [handle.holder_pid],
+        "esids": [handle.session_id] * len(events),
         "seqs": [e.seq for e in events],
         "tss": [e.ts for e in events],
         "types": [e.tag for e in events],
@@ -93,7 +98,8 @@ async def _run_psycopg(store: Any, handles: list[Any], batch: int, seconds: floa
     def commit(handle: Any) -> None:
         events, lines = _events(handle.last_seq + 1, batch, registry)
         with pool.connection() as conn:
-            assert conn.execute(_APPEND, _params(handle, events, lines), prepare=True).rowcount
+            rows = conn.execute(_APPEND, _params(handle, events, lines), prepare=True).fetchall()
+            assert rows == [(handle.session_id,)], rows
         handle.last_seq += batch
 
     async def session(handle: Any) -> None:
@@ -130,15 +136,15 @@ async def _run_asyncpg(
             max_size=POOL,
             server_settings={"synchronous_commit": "on"},
         )
-        execute = trio_asyncio.aio_as_trio(pool.execute)
+        fetch = trio_asyncio.aio_as_trio(pool.fetch)
         deadline = time.perf_counter() + seconds
 
         async def session(handle: Any) -> None:
             while time.perf_counter() < deadline:
                 events, lines = _events(handle.last_seq + 1, batch, registry)
                 params = _params(handle, events, lines)
-                status = await execute(sql, *(params[name] for name in _NAMES))
-                assert status.endswith(f" {batch}"), status
+                rows = await fetch(sql, *(params[name] for name in _NAMES))
+                assert len(rows) == 1, rows
                 handle.last_seq += batch
                 done[0] += batch
 
