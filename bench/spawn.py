@@ -123,20 +123,41 @@ def srt_settings(ctx: Context, root: str) -> str:
     return path
 
 
-def direct_argv(ctx: Context, backend: str, root: str, *, new_session: bool = False) -> list[str]:
-    """The argv the provider builds for `bash -c true` under workspace-write at `root`.
+def direct_argv(
+    ctx: Context,
+    backend: str,
+    root: str,
+    *,
+    new_session: bool = False,
+    network: str = "off",
+) -> list[str]:
+    """The argv the provider builds for `bash -c true` under workspace-write at `root`
+    (network off, the default, unless said).
 
-    Built by the provider's own pure `wrap()` (the code `confine` runs), so the
-    direct call and the executor spawn the very same runner argv.
+    Built by the provider's own pure `wrap()` (the code `confine` runs), with the
+    host's named sockets it would hide, so the direct call and the executor spawn the
+    very same runner argv.
     """
+    from stockade.sandbox._argv import hides_sockets
     from stockade.sandbox._profiles import Backend, wrap
     from stockade.sandbox._select import host_paths
-    from stockade.vocab import SandboxMode, SandboxPolicy
+    from stockade.sandbox._sockets import host_unix_sockets
+    from stockade.vocab import Network, SandboxMode, SandboxPolicy
 
     report = ctx.backends["candidates"][backend]
-    policy = SandboxPolicy(mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root)
+    policy = SandboxPolicy(
+        mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root, network=Network.parse(network)
+    )
     selected = Backend(name=backend, runner=report["runner"], abi=report.get("abi"))
-    return list(wrap(selected, policy, host_paths(), ARGV, new_session=new_session).argv)
+    hidden: tuple[str, ...] = ()
+    if hides_sockets(
+        backend, policy.mode, policy.network, launcher=selected.launcher, private_ipc=True
+    ):
+        hidden = host_unix_sockets()
+    wrapped = wrap(
+        selected, policy, host_paths(), ARGV, new_session=new_session, hidden_sockets=hidden
+    )
+    return list(wrapped.argv)
 
 
 async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int) -> list[Variant]:
@@ -145,10 +166,14 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
     from stockade.executor.actor import open_executor
     from stockade.sandbox.actor import open_provider
     from stockade.sandbox.config import ProviderConfig
-    from stockade.vocab import ExecutionPolicy, SandboxMode
+    from stockade.vocab import ExecutionPolicy, Network, SandboxMode
 
     root = ctx.scratch.dir("spawn-root")
+    # Network off (the knob's default): the rows the targets judge.
     workspace = ExecutionPolicy(mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root)
+    networked = ExecutionPolicy(
+        mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root, network=Network.ON
+    )
     unconfined = ExecutionPolicy(mode=SandboxMode.DANGER_FULL_ACCESS, workspace_root=root)
     backends = [name for name in ("landlock", "bwrap") if ctx.usable(name)]
     for name in ("landlock", "bwrap"):
@@ -200,6 +225,9 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
         for backend in backends:
             label = f"executor: {backend}"
             variants.append(Variant(label, "stockade", through(backend, workspace)))
+            expected[label] = (backend, SandboxMode.WORKSPACE_WRITE)
+            label = f"executor: {backend} (network on)"
+            variants.append(Variant(label, "stockade", through(backend, networked)))
             expected[label] = (backend, SandboxMode.WORKSPACE_WRITE)
         if backends:
             variants.append(
@@ -355,8 +383,10 @@ def run(ctx: Context) -> FamilyResult:
                 "child CPU",
             ],
             rows,
-            "Interleaved rounds; medians of the same run. Parent CPU is this Python "
-            "process's CPU per call; child CPU is the spawned processes' (bash, runner).",
+            "Interleaved rounds; medians of the same run. Confined rows run "
+            "workspace-write with network off (the default) unless they say on. Parent "
+            "CPU is this Python process's CPU per call; child CPU is the spawned "
+            "processes' (bash, runner).",
         )
     )
 
@@ -387,6 +417,16 @@ def run(ctx: Context) -> FamilyResult:
             "bwrap confinement (executor: bwrap - local executor)",
             "executor: bwrap",
             "executor: local (bare)",
+        ),
+        (
+            "network off, Landlock (executor: landlock - the same, network on)",
+            "executor: landlock",
+            "executor: landlock (network on)",
+        ),
+        (
+            "network off, bwrap (executor: bwrap - the same, network on)",
+            "executor: bwrap",
+            "executor: bwrap (network on)",
         ),
         (
             "danger-full-access through the confining executor - local",
