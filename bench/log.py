@@ -141,10 +141,15 @@ def postgres_server(ctx: Context) -> Iterator[str | None]:
         return
     directory = tempfile.mkdtemp(prefix="stockade-bench-pg-", dir="/var/tmp")
     try:
-        yield _cluster.start(directory, max_connections=300)
-    finally:
+        dsn, watchdog = _cluster.start_owned(directory, max_connections=300)
+    except BaseException:
         _cluster.stop(directory)
         shutil.rmtree(directory, ignore_errors=True)
+        raise
+    try:
+        yield dsn
+    finally:
+        _cluster.finish(directory, watchdog)
 
 
 async def _appends(

@@ -2,6 +2,7 @@
 
     python tests/postgres/_cluster.py start DIR   # prints `export STOCKADE_TEST_PG_DSN=...`
     python tests/postgres/_cluster.py stop DIR
+    python tests/postgres/_cluster.py watch DIR   # stop it and remove DIR when stdin closes
 
 The cluster lives in DIR (data in DIR/data, the socket in DIR/socket), listens on no
 TCP port, and trusts local connections, except for one role, `stockade_pw`, which
@@ -148,13 +149,43 @@ def stop(directory: str) -> None:
         _as_server_user([os.path.join(binaries, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop"])
 
 
+def start_owned(directory: str, **options: int) -> tuple[str, subprocess.Popen[bytes]]:
+    """`start`, plus a watchdog that stops the cluster and removes `directory` when this
+    process goes away, however it goes (a killed test run leaves no server behind).
+    Close the returned watchdog's stdin (or let this process end) to stop it."""
+    dsn = start(directory, **options)
+    watchdog = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "watch", directory],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    return dsn, watchdog
+
+
+def finish(directory: str, watchdog: subprocess.Popen[bytes]) -> None:
+    """Stop a cluster from `start_owned` now, and wait for its watchdog to end."""
+    assert watchdog.stdin is not None
+    watchdog.stdin.close()
+    try:
+        watchdog.wait(60)
+    except subprocess.TimeoutExpired:
+        watchdog.kill()
+        stop(directory)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("start", "stop"):
+    if len(argv) != 2 or argv[0] not in ("start", "stop", "watch"):
         print(__doc__, file=sys.stderr)
         return 2
     verb, directory = argv
     if verb == "stop":
         stop(directory)
+        return 0
+    if verb == "watch":
+        sys.stdin.buffer.read()  # EOF: our owner closed the pipe, or died
+        stop(directory)
+        shutil.rmtree(directory, ignore_errors=True)
         return 0
     dsn = start(directory)
     print(f"export {DSN_ENV}='{dsn}'")

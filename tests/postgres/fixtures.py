@@ -37,10 +37,15 @@ def pg_dsn() -> Iterator[str]:
         )
     directory = tempfile.mkdtemp(prefix="stockade-pg-", dir="/var/tmp")
     try:
-        yield _cluster.start(directory)
-    finally:
+        dsn, watchdog = _cluster.start_owned(directory)
+    except BaseException:
         _cluster.stop(directory)
         shutil.rmtree(directory, ignore_errors=True)
+        raise
+    try:
+        yield dsn
+    finally:
+        _cluster.finish(directory, watchdog)
 
 
 def with_params(dsn: str, **params: str) -> str:
