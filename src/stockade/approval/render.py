@@ -152,7 +152,8 @@ def render_field(label: str, text: str, *, limit: int | None = None) -> tuple[li
     return rows, shown
 
 
-def _warning(field: str, shown: Visible) -> str | None:
+def escape_warning(field: str, shown: Visible) -> str | None:
+    """The row that counts what was escaped in `field` (None when nothing was)."""
     if not shown.escaped:
         return None
     many = "character" if shown.escaped == 1 else "characters"
@@ -188,7 +189,7 @@ def render_prompt(request: ApprovalRequest) -> str:
             # The widest mode confines nothing: the person is told the network comes with it.
             rows.append(f"  {'network:':<{LABEL_WIDTH}}on (danger-full-access allows everything)")
     for field, shown in (("command", command), ("justification", why)):
-        warning = _warning(field, shown)
+        warning = escape_warning(field, shown)
         if warning is not None:
             rows.append(warning)
     rows.append("Allow this command once? [y/N] ")

@@ -25,7 +25,12 @@ from typing import Any, Final
 import attrs
 
 from ..approval._chain import Answer, ApprovalRequest, Decision
-from ..approval.render import JUSTIFICATION_LIMIT, LABEL_WIDTH, Visible, render_field
+from ..approval.render import (
+    JUSTIFICATION_LIMIT,
+    LABEL_WIDTH,
+    escape_warning,
+    render_field,
+)
 
 ANSWERER: Final = "mcp-elicitation"
 FIELD: Final = "decision"
@@ -78,16 +83,6 @@ def shown_for(tool: str, arguments: Mapping[str, Any], root: str) -> Shown:
     return Shown(cwd=cwd, extra=tuple(extra))
 
 
-def _warning(field: str, shown: Visible) -> str | None:
-    if not shown.escaped:
-        return None
-    many = "character" if shown.escaped == 1 else "characters"
-    return (
-        f"  warning:   the {field} holds {shown.escaped} control or invisible {many}, "
-        "shown above as escapes (\\r, \\xNN, \\uNNNN); read it carefully"
-    )
-
-
 def ask_message(request: ApprovalRequest, shown: Shown) -> str:
     """The form's message: the request, every hidden character escaped, never the
     command cut; the choices spelled out at the end."""
@@ -117,7 +112,7 @@ def ask_message(request: ApprovalRequest, shown: Shown) -> str:
             )
         grant = f"under {request.requested_mode.value}"
     rows = [head, *command_rows, *cwd_rows, *extra_rows, *why_rows, *mode_rows]
-    rows += [w for name, value in fields if (w := _warning(name, value)) is not None]
+    rows += [w for name, value in fields if (w := escape_warning(name, value)) is not None]
     rows.append(
         f'Choose "{APPROVE}" to run exactly this once {grant}, or "{REJECT}". '
         "Declining rejects; dismissing the form cancels. Nothing runs unless you approve."
