@@ -39,6 +39,8 @@ ENV = {"COLUMNS": "80", "STOCKADE_CONFIG": ""}
 def installed() -> list[str]:
     script = Path(sys.executable).with_name("stockade")
     if not os.access(script, os.X_OK):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and there is no installed console script at {script}")
         pytest.skip(f"no installed console script at {script}")
     return [str(script)]
 
