@@ -26,6 +26,12 @@ READ_SIZE = 65536
 # After the leader exits and its group is killed, pipes reach EOF at once; a process
 # that escaped the group (setsid) could hold them open, so stop reading after this.
 DRAIN_GRACE = 0.5
+# A killed command (cancelled, timed out by the caller, its session closed): its
+# processes are gone when its pipes end. Under bwrap the PID namespace's teardown
+# ends them, but on a loaded machine that can take longer than DRAIN_GRACE, and the
+# caller was promised "gone when this returns": wait longer, still bounded, for an
+# escaped process that holds the pipes and will not end.
+KILL_TEARDOWN = 5.0
 
 
 # An output sink takes each chunk as it is read; raising BrokenPipeError says its reader
@@ -205,9 +211,10 @@ async def settle(
     On timeout the group gets SIGTERM then SIGKILL; on cancellation the same happens
     shielded, then the cancellation propagates. When the leader exits on its own,
     what is left of its group is killed, so no orphan survives the call. Either way
-    the pipes are read to their end (bounded by DRAIN_GRACE): their end is the sign
-    that every process holding them is gone. `streams` (a foreground caller's) get
-    the output live; its stdin pump stops when the command is done.
+    the pipes are read to their end (bounded by DRAIN_GRACE; KILL_TEARDOWN when
+    killed): their end is the sign that every process holding them is gone.
+    `streams` (a foreground caller's) get the output live; its stdin pump stops when
+    the command is done.
     """
     timed_out = False
     grace = _Grace()
@@ -231,7 +238,7 @@ async def settle(
     except BaseException:
         with trio.CancelScope(shield=True):
             await terminate_group(process, kill_grace)
-            with trio.move_on_after(DRAIN_GRACE):
+            with trio.move_on_after(KILL_TEARDOWN):
                 await _drain_both(process, stdout, stderr)
             await _close(process)
         raise
