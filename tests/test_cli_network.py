@@ -91,7 +91,7 @@ class Executed(Exception):
     ],
 )
 def test_exec_parses_network_onto_the_namespace(monkeypatch, tmp_path, flags, expected):
-    def execute(argv: list[str], *, runner_is_argv0: bool) -> None:
+    def execute(argv: list[str], **_: object) -> None:
         raise Executed(argv)
 
     monkeypatch.setattr(cli, "_execute", execute)

@@ -557,6 +557,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         from .sandbox._sockets import host_unix_sockets
 
         hidden = host_unix_sockets()
+    held = _hold_placeholders(guard.protections)
     # The command may inherit this terminal: it must not type into it (TIOCSTI).
     confined = confined_argv(
         selected.backend,
@@ -573,7 +574,22 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         network=network,
         hidden_sockets=hidden,
     )
-    _execute(list(confined), runner_is_argv0=True)
+    _execute(list(confined), runner_is_argv0=True, held=held)
+
+
+def _hold_placeholders(protections: Any) -> list[int]:
+    """Make and hold the placeholders bwrap mounts over (sandbox/placeholders.py), so
+    no other stockade process removes one while this sandbox uses it."""
+    from .sandbox.placeholders import hold_all
+
+    wanted = [(p.path, p.directory) for p in protections if p.kind == "block"]
+    try:
+        return hold_all(wanted)
+    except OSError as error:
+        _unavailable(
+            f"cannot make or hold the placeholder that keeps {error.filename} protected: "
+            f"{error.strerror or error}; remove what stands there, or retry"
+        )
 
 
 def exec_network(args: argparse.Namespace) -> Network:
@@ -583,7 +599,10 @@ def exec_network(args: argparse.Namespace) -> Network:
     return network_under(SandboxMode.parse(args.mode), Network.parse(args.network))
 
 
-def _execute(argv: list[str], *, runner_is_argv0: bool) -> NoReturn:
+def _execute(argv: list[str], *, runner_is_argv0: bool, held: list[int] | None = None) -> NoReturn:
+    """Become `argv`; with `held` (placeholder locks), run it and wait instead."""
+    if held:
+        _run_holding(argv, held)
     sys.stdout.flush()
     sys.stderr.flush()
     try:
@@ -592,6 +611,47 @@ def _execute(argv: list[str], *, runner_is_argv0: bool) -> NoReturn:
         if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
             _unavailable(f"cannot start the sandbox runner {argv[0]}: {error.strerror}")
         _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)
+
+
+def _run_holding(argv: list[str], held: list[int]) -> NoReturn:
+    """Run the runner as a child and wait for it, holding `held` (placeholder locks,
+    CLOEXEC) until the sandbox is gone: bwrap closes every descriptor it is handed, so
+    they cannot travel with an exec.
+
+    As with an exec, the runner stays in this process group: the terminal's SIGINT and
+    SIGQUIT reach it directly (ignored here meanwhile), SIGTERM and SIGHUP sent to this
+    process are passed on, and its end becomes ours: the same code, or the same signal.
+    """
+    import _signal  # `signal` would import enum, which costs exec's fast path
+
+    child = 0
+
+    def pass_on(signum: int, _frame: object) -> None:
+        if child:
+            os.kill(child, signum)
+
+    for signum in (_signal.SIGINT, _signal.SIGQUIT):
+        _signal.signal(signum, _signal.SIG_IGN)
+    for signum in (_signal.SIGTERM, _signal.SIGHUP):
+        _signal.signal(signum, pass_on)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    handled = (_signal.SIGINT, _signal.SIGQUIT, _signal.SIGTERM, _signal.SIGHUP)
+    try:
+        child = os.posix_spawn(argv[0], argv, os.environ, setsigdef=handled)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.EACCES):
+            _unavailable(f"cannot start the sandbox runner {argv[0]}: {error.strerror}")
+        _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)
+    _, status = os.waitpid(child, 0)
+    for fd in held:
+        os.close(fd)
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        _signal.signal(signum, _signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        raise SystemExit(128 + signum)
+    raise SystemExit(os.waitstatus_to_exitcode(status))
 
 
 # The options `exec` and `run` read on the fast path: option -> destination (True: a

@@ -51,9 +51,11 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     runner_failure_rules: tuple[RunnerFailureRule, ...]
     # What this call leaves unenforced (each makes the claim partial), said plainly.
     gaps: tuple[str, ...] = ()
-    # Mount points the runner creates on the host to block a missing protected path;
-    # the executor removes them (when still empty) once no process of its uses them.
+    # Placeholders the runner mounts over to block a missing protected path, and which
+    # of them are directories: the executor makes and holds each before spawning and
+    # removes it when no process uses it any more (sandbox/placeholders.py).
     blockers: tuple[str, ...] = ()
+    directory_blockers: tuple[str, ...] = ()
     # The real paths this call may write under, and the protected paths inside them
     # that the backend keeps read-only: what a denial is judged against.
     writable: tuple[str, ...] = ()

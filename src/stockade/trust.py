@@ -40,6 +40,65 @@ class Untrusted(namedtuple("Untrusted", "path what why root")):
         return f"{self.what} {self.path}{where} is not trusted: {self.why}; {fix}"
 
 
+class PathFacts:
+    """The disk as one guard call sees it: each path's lstat taken once, and real paths
+    found from those lstats. One call resolves the same roots and prefixes for every
+    protected path; a fresh instance per call, so nothing is kept between calls."""
+
+    def __init__(self) -> None:
+        self._lstat: dict[str, os.stat_result | None] = {}
+        self._real: dict[str, str] = {}
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        """os.lstat, or None when the path cannot be looked at (missing, or any error)."""
+        try:
+            return self._lstat[path]
+        except KeyError:
+            pass
+        try:
+            info: os.stat_result | None = os.lstat(path)
+        except (OSError, ValueError):
+            info = None
+        self._lstat[path] = info
+        return info
+
+    def lexists(self, path: str) -> bool:
+        return self.lstat(path) is not None
+
+    def is_link(self, path: str) -> bool:
+        info = self.lstat(path)
+        return info is not None and stat.S_ISLNK(info.st_mode)
+
+    def is_dir(self, path: str) -> bool:
+        """Whether `path` is a directory, following a link (os.path.isdir)."""
+        info = self.lstat(path)
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            return os.path.isdir(path)
+        return info is not None and stat.S_ISDIR(info.st_mode)
+
+    def realpath(self, path: str) -> str:
+        """os.path.realpath. A normalised absolute path none of whose existing
+        components is a link is its own real path (the common case, found from the
+        memoised lstats); anything else is left to os.path.realpath."""
+        try:
+            return self._real[path]
+        except KeyError:
+            pass
+        real = path
+        if not os.path.isabs(path) or os.path.normpath(path) != path:
+            real = os.path.realpath(path)
+        else:
+            for prefix in _prefixes(path)[1:]:
+                info = self.lstat(prefix)
+                if info is None:
+                    break  # the rest does not exist: realpath keeps it as written
+                if stat.S_ISLNK(info.st_mode):
+                    real = os.path.realpath(path)
+                    break
+        self._real[path] = real
+        return real
+
+
 def is_under(path: str, root: str) -> bool:
     """`path` is `root` or lies beneath it (both already real, absolute paths)."""
     if root == "/":
@@ -246,20 +305,22 @@ def protected_paths(
     return tuple(dict.fromkeys(found))
 
 
-def relinkable(path: str, writable_roots: Sequence[str]) -> str | None:
+def relinkable(
+    path: str, writable_roots: Sequence[str], *, facts: PathFacts | None = None
+) -> str | None:
     """The first symlink on `path`'s way that lies in a writable root, or None.
 
     A bind protects where a link leads now, not the link: a command may point such
     a link (a `.git` symlink) somewhere else for the next reader.
     """
-    real_roots = [os.path.realpath(root) for root in writable_roots]
+    facts = facts or PathFacts()
+    real_roots = [facts.realpath(root) for root in writable_roots]
     for prefix in _prefixes(os.path.normpath(path)):
-        try:
-            is_link = stat.S_ISLNK(os.lstat(prefix).st_mode)
-        except OSError:
+        info = facts.lstat(prefix)
+        if info is None:
             return None
-        if is_link:
-            parent = os.path.realpath(os.path.dirname(prefix))
+        if stat.S_ISLNK(info.st_mode):
+            parent = facts.realpath(os.path.dirname(prefix))
             if any(is_under(parent, root) for root in real_roots):
                 return prefix
     return None
@@ -288,35 +349,44 @@ class Protection(namedtuple("Protection", "path kind directory", defaults=(False
         return self.kind != BLOCK
 
 
-def _is_empty_blocker(path: str) -> bool:
+def _is_empty_blocker(path: str, facts: PathFacts) -> bool:
     """What a blocker's mount point looks like on the host: an empty dir or file."""
-    try:
-        info = os.lstat(path)
-        if stat.S_ISDIR(info.st_mode):
-            return not os.listdir(path)
-        return stat.S_ISREG(info.st_mode) and info.st_size == 0
-    except OSError:
+    info = facts.lstat(path)
+    if info is None:
         return False
+    if stat.S_ISDIR(info.st_mode):
+        try:
+            return not os.listdir(path)
+        except OSError:
+            return False
+    return stat.S_ISREG(info.st_mode) and info.st_size == 0
 
 
-def first_missing(path: str, blockers: Iterable[str] = ()) -> str | None:
+def first_missing(
+    path: str, blockers: Iterable[str] = (), *, facts: PathFacts | None = None
+) -> str | None:
     """The first component of `path` that does not exist (None when all do).
 
-    A component in `blockers` (mount points this process's runner made to block a
-    missing path) still counts as missing while it is an empty placeholder, so that
+    A component in `blockers` (placeholders: empty mount points a runner made to
+    block a missing path) still counts as missing while it is empty, so that
     overlapping calls protect it the same way.
     """
+    facts = facts or PathFacts()
     known = set(blockers)
     for prefix in _prefixes(os.path.normpath(path)):
-        if not os.path.lexists(prefix):
+        if not facts.lexists(prefix):
             return prefix
-        if prefix in known and _is_empty_blocker(prefix):
+        if prefix in known and _is_empty_blocker(prefix, facts):
             return prefix
     return None
 
 
 def protections(
-    paths: Iterable[str], writable_roots: Sequence[str], blockers: Iterable[str] = ()
+    paths: Iterable[str],
+    writable_roots: Sequence[str],
+    blockers: Iterable[str] = (),
+    *,
+    facts: PathFacts | None = None,
 ) -> tuple[Protection, ...]:
     """The binds that keep `paths` unwritable inside `writable_roots`, in bind order.
 
@@ -325,7 +395,8 @@ def protections(
     missing component, when that lies in a writable root. Every directory between
     the root and a protected path is pinned (see `Protection`).
     """
-    real_roots = [os.path.realpath(root) for root in writable_roots]
+    facts = facts or PathFacts()
+    real_roots = [facts.realpath(root) for root in writable_roots]
 
     def root_of(path: str) -> str | None:
         # The innermost root: a workspace root may lie inside a temp root.
@@ -338,15 +409,15 @@ def protections(
     for named in paths:
         as_directory = named.endswith("/")
         path = os.path.normpath(named)
-        missing = first_missing(path, known)
+        missing = first_missing(path, known, facts=facts)
         if missing is None:
-            real = os.path.realpath(path)
+            real = facts.realpath(path)
             if root_of(real) is not None:
                 targets.setdefault(real, READ_ONLY)
             continue
         # Resolve the existing parent (it may be a link), keep the missing name.
-        parent = os.path.realpath(os.path.dirname(missing))
-        if not os.path.isdir(parent):
+        parent = facts.realpath(os.path.dirname(missing))
+        if not facts.is_dir(parent):
             # A file stands where a directory of the path would be (a `.git` file):
             # nothing can be made beneath it; keep the file itself read-only.
             if root_of(parent) is not None:
@@ -355,13 +426,13 @@ def protections(
         blocked = os.path.join(parent, os.path.basename(missing))
         if root_of(blocked) is not None:
             targets.setdefault(blocked, BLOCK)
-            if os.path.lexists(blocked):
+            if facts.lexists(blocked):
                 # A placeholder already there keeps its kind (a mount needs a like target).
-                if os.path.isdir(blocked) and not os.path.islink(blocked):
+                if facts.is_dir(blocked) and not facts.is_link(blocked):
                     directories.add(blocked)
             elif (
                 as_directory
-                or blocked != os.path.realpath(path)  # a missing parent of the path
+                or blocked != facts.realpath(path)  # a missing parent of the path
                 or os.path.basename(blocked) in DIRECTORY_NAMES
             ):
                 directories.add(blocked)

@@ -26,7 +26,9 @@ def pg_dsn() -> Iterator[str]:
         import psycopg_pool  # noqa: F401
     except ImportError:
         if os.environ.get("CI") == "true":
-            pytest.fail("CI=true and psycopg 3 / psycopg-pool are missing: pip install -e '.[test]'")
+            pytest.fail(
+                "CI=true and psycopg 3 / psycopg-pool are missing: pip install -e '.[test]'"
+            )
         pytest.skip("psycopg 3 / psycopg-pool missing: pip install -e '.[test]'")
     dsn = os.environ.get(_cluster.DSN_ENV)
     if dsn:

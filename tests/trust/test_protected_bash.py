@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from stockade import open_harness
-from stockade.executor.actor import remove_blocker
+from stockade.sandbox import placeholders
 from stockade.sandbox._profiles import UNFOUND_SOCKETS_GAP
 from stockade.sandbox.actor import open_provider
 from stockade.vocab import SandboxMode, SandboxPolicy
@@ -341,11 +341,17 @@ async def test_protected_paths_hold_for_an_unprivileged_caller(area: Area, case:
         wrapped = await provider.confine(
             ("bash", "-c", case.command), SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(root))
         )
+    # As the executor does: make and hold the placeholders, remove them after.
+    held = placeholders.hold_all(
+        [(path, path in wrapped.directory_blockers) for path in wrapped.blockers]
+    )
     try:
         done = await trio.to_thread.run_sync(as_nobody, wrapped.argv, root)
     finally:
+        for fd in held:
+            os.close(fd)
         for blocker in wrapped.blockers:
-            remove_blocker(blocker)
+            placeholders.sweep(blocker)
     after = snapshot(root)
     assert after == before, f"{case.id} as nobody:\n{describe_change(before, after)}\n{done.stderr}"
     assert "Read-only file system" in done.stderr, done.stderr

@@ -472,3 +472,31 @@ def test_a_link_to_a_sticky_world_writable_directory_is_not_trusted(tmp_path):
     sticky.chmod(0o1777)
     (sticky / "self").symlink_to(sticky)
     assert check_trusted(str(sticky / "self"), [], what="f") is not None
+
+
+def test_path_facts_find_the_real_path_os_path_realpath_finds(tmp_path):
+    """PathFacts.realpath answers from memoised lstats where no component is a link;
+    whatever the tree, it must agree with os.path.realpath."""
+    from stockade.trust import PathFacts
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "file").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    (tmp_path / "a" / "rel").symlink_to("b")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    names = [
+        "", "a", "a/b", "a/b/missing/deeper", "a/file", "a/file/under", "link",
+        "link/b", "link/rel/x", "a/rel", "loop", "loop/x", "dangling", "dangling/x",
+        "missing", "a/./b", "a/b/../file", "link/../a",
+    ]  # fmt: skip
+    facts = PathFacts()
+    for name in names:
+        path = str(tmp_path / name) if name else str(tmp_path)
+        if "/./" in name or "/../" in name:
+            path = f"{tmp_path}/{name}"
+        assert facts.realpath(path) == os.path.realpath(path), name
+        assert facts.realpath(path) == os.path.realpath(path), name  # memoised
+        assert facts.lexists(path) == os.path.lexists(path), name
+        assert facts.is_dir(path) == os.path.isdir(path), name
+    assert PathFacts().realpath("relative/x") == os.path.realpath("relative/x")

@@ -10,7 +10,6 @@ import collections
 import errno
 import math
 import os
-import stat
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +33,7 @@ from ..messages import (
     Start,
     WaitJob,
 )
+from ..sandbox import placeholders
 from ..sandbox.actor import ProviderClient
 from ..vocab import ExecutionPolicy, SandboxMode
 from ._buffer import OutputBuffer
@@ -43,23 +43,36 @@ from ._jobs import Job, JobTable
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
 
+# How long a call waits for a placeholder another process is removing right now (it
+# holds the placeholder's lock for one unlink): longer means something is wrong.
+HOLD_PATIENCE = 2.0
+_SHORTAGES = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC)
 
-def remove_blocker(path: str) -> bool:
-    """Remove a blocker mount point the runner left on the host, if still empty; False
-    when it is still busy (a sandbox whose pipes closed may still be tearing down).
 
-    An empty directory (or an empty file) is all a blocker ever is on the host;
-    anything else was made by someone else: kept.
-    """
-    try:
-        info = os.lstat(path)
-        if stat.S_ISDIR(info.st_mode):
-            os.rmdir(path)  # refuses a non-empty directory
-        elif stat.S_ISREG(info.st_mode) and info.st_size == 0:
-            os.unlink(path)
-    except OSError as error:
-        return error.errno != errno.EBUSY
-    return True
+async def _hold_placeholder(path: str, directory: bool) -> int:
+    """An fd holding the placeholder at `path` (sandbox.placeholders.hold), waiting out
+    a removal in progress; SandboxUnavailable when it cannot be held."""
+    deadline = trio.current_time() + HOLD_PATIENCE
+    while True:
+        try:
+            fd = placeholders.hold(path, directory)
+        except OSError as error:
+            if error.errno in _SHORTAGES:  # a passing shortage, not the sandbox's fault
+                raise CommandStartError(
+                    f"could not start the command: {error.strerror or error}"
+                ) from None
+            raise SandboxUnavailable(
+                f"cannot make or hold the placeholder that keeps {path} protected: "
+                f"{error.strerror or error}; remove what stands there, or retry"
+            ) from None
+        if fd is not None:
+            return fd
+        if trio.current_time() > deadline:
+            raise SandboxUnavailable(
+                f"the placeholder that keeps {path} protected stayed locked by another "
+                f"process for {HOLD_PATIENCE:g}s; retry"
+            )
+        await trio.sleep(0.002)
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -84,9 +97,11 @@ class ExecutorActor:
     jobs: JobTable = attrs.field(factory=JobTable, init=False)
     _slots: trio.CapacityLimiter = attrs.field(init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
-    # Blocker mount points (see Wrapped.blockers) in use by running processes.
+    # Placeholders (see Wrapped.blockers) in use by this executor's processes: how
+    # many use each, and the fd holding its shared lock (sandbox/placeholders.py).
     _blockers: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
-    # Blockers no process uses any more that could not be removed yet (still busy).
+    _held: dict[str, int] = attrs.field(factory=dict, init=False)
+    # Placeholders no process uses any more that could not be removed yet (still busy).
     _unused_blockers: set[str] = attrs.field(factory=set, init=False)
     _inbox: Any = attrs.field(init=False)
     _mailbox: Any = attrs.field(init=False)
@@ -166,7 +181,7 @@ class ExecutorActor:
         # a dynamically linked runner (bwrap) before any confinement exists.
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
         wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
-        self._blockers.update(wrapped.blockers)
+        await self._hold(wrapped.blockers, wrapped.directory_blockers)
         facts = WrapFacts.from_wrapped(
             spec.policy.mode,
             wrapped,
@@ -177,18 +192,44 @@ class ExecutorActor:
         )
         return wrapped.argv, facts
 
+    async def _hold(self, blockers: tuple[str, ...], directories: tuple[str, ...]) -> None:
+        """Hold every placeholder a call's runner mounts over, before it starts; one
+        lock per placeholder however many of this executor's processes use it."""
+        counted: list[str] = []
+        try:
+            for path in blockers:
+                if path not in self._held:
+                    fd = await _hold_placeholder(path, path in directories)
+                    if path in self._held:  # another call took it meanwhile
+                        os.close(fd)
+                    else:
+                        self._held[path] = fd
+                self._blockers[path] += 1
+                counted.append(path)
+        except BaseException:
+            self._let_go(counted)
+            raise
+
     def _release(self, facts: WrapFacts) -> None:
-        """The process of `facts` is gone: remove the blockers no other process uses."""
-        for path in facts.blockers:
+        """The process of `facts` is gone: let go of its placeholders."""
+        self._let_go(facts.blockers)
+
+    def _let_go(self, paths: tuple[str, ...] | list[str]) -> None:
+        """One use fewer of each; a placeholder none of ours uses is unlocked and
+        removed unless another process holds it (then its last user removes it)."""
+        for path in paths:
             self._blockers[path] -= 1
             if self._blockers[path] <= 0:
                 del self._blockers[path]
+                fd = self._held.pop(path, None)
+                if fd is not None:
+                    os.close(fd)
                 self._unused_blockers.add(path)
         self._sweep_blockers()
 
     def _sweep_blockers(self) -> None:
         for path in sorted(self._unused_blockers, reverse=True):  # the deepest first
-            if path in self._blockers or remove_blocker(path):
+            if path in self._blockers or placeholders.sweep(path):
                 self._unused_blockers.discard(path)
 
     async def _sweep_blockers_at_exit(self) -> None:

@@ -11,7 +11,14 @@ from collections import namedtuple
 from collections.abc import Sequence
 
 from .._modes import SandboxMode
-from ..trust import INSTALL_FIX, is_under, protected_paths, protections, relinkable
+from ..trust import (
+    INSTALL_FIX,
+    PathFacts,
+    is_under,
+    protected_paths,
+    protections,
+    relinkable,
+)
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
 
 # Backends that can bind (or deny) protected paths inside a writable grant.
@@ -21,8 +28,8 @@ PROTECTING_BACKENDS = (BWRAP, RUNNER_COMMAND, SEATBELT)
 class Guard(namedtuple("Guard", "protections gaps refusal creates", defaults=((),))):
     """protections (tuple[Protection, ...]) for the argv builder; gaps (tuple[str, ...]):
     what stays unenforced, making the claim partial; refusal (str | None): why the call
-    must not run at all; creates (tuple[str, ...]): the blockers whose mount points the
-    runner will create on the host (missing now), for the executor to remove later."""
+    must not run at all; creates (tuple[str, ...]): the placeholders the runner mounts
+    over (made if missing), for the executor to hold while in use and remove after."""
 
     __slots__ = ()
 
@@ -48,7 +55,11 @@ def _prefixes_inside(path: str, roots: Sequence[str]) -> list[str]:
 
 
 def runner_refusal(
-    runner: str | None, roots: Sequence[str], installation: Sequence[str]
+    runner: str | None,
+    roots: Sequence[str],
+    installation: Sequence[str],
+    *,
+    facts: PathFacts | None = None,
 ) -> str | None:
     """Why `runner` must not run: it lies in one of `roots` and is not part of
     stockade's installation (which every bwrap call protects and the Landlock launcher
@@ -56,9 +67,10 @@ def runner_refusal(
     backend, another config) could replace it."""
     if not runner:
         return None
-    real = os.path.realpath(runner)
-    where = next((r for r in roots if is_under(real, os.path.realpath(r))), None)
-    if where is None or any(is_under(real, os.path.realpath(p)) for p in installation):
+    facts = facts or PathFacts()
+    real = facts.realpath(runner)
+    where = next((r for r in roots if is_under(real, facts.realpath(r))), None)
+    if where is None or any(is_under(real, facts.realpath(p)) for p in installation):
         return None
     return (
         f"the sandbox runner {runner} lies inside the writable root {where}, where a "
@@ -85,29 +97,35 @@ def guard_call(
     `blockers`: placeholder mount points this process's runner made before (see
     `trust.first_missing`).
     """
+    # One call resolves the same roots and prefixes for every path: each lstat once.
+    facts = PathFacts()
     # A runner about to be executed must be out of reach of every call that could
     # run before it (any mode: a session can always be widened to workspace-write).
     reachable = writable_roots(SandboxMode.WORKSPACE_WRITE, root, temp_roots)
-    problem = runner_refusal(runner, reachable, installation)
+    problem = runner_refusal(runner, reachable, installation, facts=facts)
     if problem is not None:
         return Guard((), (), problem)
     roots = writable_roots(mode, root, temp_roots)
     if not roots:
         return NO_GUARD  # read-only: nothing is writable, everything holds
-    real_roots = [os.path.realpath(path) for path in roots]
+    real_roots = [facts.realpath(path) for path in roots]
 
     def inside(path: str) -> str | None:
-        real = os.path.realpath(path)
+        real = facts.realpath(path)
         return next((r for r in real_roots if is_under(real, r)), None)
 
     metadata: list[str] = []
     for writable in roots:
         metadata += protected_paths(writable, extra_protected)
-    own = [path for path in installation if inside(path)]
+    # Real paths already (trust.installation_paths), resolved when the process began:
+    # only a path outside every root could re-point them, out of a command's reach.
+    own = [path for path in installation if any(is_under(path, r) for r in real_roots)]
     files = [path for path in trusted_files if inside(path)]
 
     if backend in PROTECTING_BACKENDS:
-        links = sorted({link for p in metadata if (link := relinkable(p, roots)) is not None})
+        links = sorted(
+            {link for p in metadata if (link := relinkable(p, roots, facts=facts)) is not None}
+        )
         gaps = tuple(
             f"{link} is a symlink inside a writable root: what it protects can be re-pointed"
             for link in links
@@ -118,15 +136,13 @@ def guard_call(
         placeholders = {
             prefix for path in metadata for prefix in _prefixes_inside(path, real_roots)
         }
-        binds = protections((*metadata, *own, *files), roots, (*blockers, *placeholders))
-        # Ours to remove later: what is missing now, or a placeholder this process's
-        # runner made (still in use by an earlier call: counted again).
-        known = set(blockers)
-        creates = tuple(
-            p.path
-            for p in binds
-            if p.kind == "block" and (p.path in known or not os.path.lexists(p.path))
+        binds = protections(
+            (*metadata, *own, *files), roots, (*blockers, *placeholders), facts=facts
         )
+        # Every placeholder the runner mounts over: held by each process whose sandbox
+        # uses it and removed by the last (sandbox/placeholders.py), so one process
+        # never pulls a placeholder out from under another's sandbox.
+        creates = tuple(p.path for p in binds if p.kind == "block")
         return Guard(binds, gaps, None, creates)
     if backend != LANDLOCK:
         return NO_GUARD

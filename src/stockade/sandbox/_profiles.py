@@ -333,6 +333,11 @@ def wrap(
         runner_failure_rules=rules,
         gaps=all_gaps,
         blockers=blockers if backend.name in ("bwrap", "runner-command") else (),
+        directory_blockers=tuple(
+            p.path
+            for p in protections
+            if p.directory and p.path in blockers and backend.name in ("bwrap", "runner-command")
+        ),
         writable=roots,
         protected=(*(p.path for p in protections if p.kind != "pin"), *kept),
     )

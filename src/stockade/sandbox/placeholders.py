@@ -1,0 +1,151 @@
+"""Placeholders: the empty directories and files bwrap mounts over to block a missing
+protected path; held by every process whose sandbox uses one, removed by the last.
+
+Why a lock: removing a mount point on the host detaches the mounts on it in every
+other mount namespace (Linux >= 3.18), so one stockade process removing a placeholder
+that another process's sandbox still uses would switch that sandbox's protection off
+(and one removing it while another's bwrap is setting up fails that call). Each user
+holds a shared flock on the placeholder's inode for as long as its sandbox may run; a
+remover needs the exclusive lock, so only the last user removes it. No sandbox that
+protects the path can open that inode (its mount covers it), so no confined command
+can take or drop these locks.
+
+A placeholder made here is marked by a modification time of 0 (1970-01-01): only an
+empty, marked one is ever removed, so an empty `.git/hooks` or `stockade.yml` of the
+user's own is left alone.
+
+Standard library only: `stockade exec` holds placeholders too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+
+# Opening a path that a writable root's other users could have changed: never follow a
+# link, never block on a FIFO, never take a terminal.
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+# A placeholder removed and made again between opening and locking it: look again.
+_ATTEMPTS = 8
+
+
+class NotAPlaceholder(OSError):
+    """Something other than a directory or a regular file stands at the path."""
+
+
+def _same(fd: int, path: str) -> bool:
+    """Whether `path` still names the inode `fd` holds."""
+    try:
+        now = os.lstat(path)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+
+def _make(path: str, directory: bool) -> None:
+    """An empty, marked placeholder at `path`, unless something is there already."""
+    try:
+        if directory:
+            os.mkdir(path, 0o755)
+            os.utime(path, (0, 0), follow_symlinks=False)
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(path, flags, 0o444)
+            try:
+                os.utime(fd, (0, 0))
+            finally:
+                os.close(fd)
+    except FileExistsError:
+        return
+
+
+def hold(path: str, directory: bool) -> int | None:
+    """A CLOEXEC fd holding a shared lock on the placeholder at `path`, made first
+    when missing (`directory`: an empty directory, else an empty read-only file).
+
+    None when another process is removing it right now: try again a moment later.
+    Whatever else stands there (a directory or a regular file the guard judged a
+    placeholder) is held as it is. NotAPlaceholder for a link, a FIFO, a device or a
+    socket; OSError when it cannot be made or opened.
+    """
+    for _ in range(_ATTEMPTS):
+        try:
+            fd = os.open(path, _OPEN)
+        except FileNotFoundError:
+            _make(path, directory)
+            continue
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise NotAPlaceholder(errno.ELOOP, "a symbolic link stands there", path) from None
+            raise
+        try:
+            kind = os.fstat(fd).st_mode
+            if not (stat.S_ISDIR(kind) or stat.S_ISREG(kind)):
+                raise NotAPlaceholder(errno.EINVAL, "neither a directory nor a file", path)
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            if _same(fd, path):
+                return fd
+            os.close(fd)  # removed, and perhaps made again, meanwhile
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            raise
+    return None
+
+
+def sweep(path: str) -> bool:
+    """Remove the placeholder at `path` when it is marked, empty and nobody holds it.
+
+    True when done with it: removed, gone, in use by another process (its last user
+    removes it), or not a placeholder of ours (kept). False while it is still a mount
+    point in this process's own namespace ("Device or resource busy"): try later.
+    """
+    try:
+        fd = os.open(path, _OPEN)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        info = os.fstat(fd)
+        if info.st_mtime_ns != 0 or not _same(fd, path):
+            return True
+        if stat.S_ISDIR(info.st_mode):
+            os.rmdir(path)  # refuses a directory that is not empty
+        elif stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.unlink(path)
+    except BlockingIOError:
+        return True
+    except OSError as error:
+        return error.errno != errno.EBUSY
+    finally:
+        os.close(fd)
+    return True
+
+
+def hold_all(blockers: list[tuple[str, bool]], patience: float = 2.0) -> list[int]:
+    """`hold` each (path, directory), waiting out a removal in progress for up to
+    `patience` seconds; the fds in order. For a caller that may block (`stockade exec`);
+    the executor waits on its own loop instead."""
+    import time
+
+    deadline = time.monotonic() + patience
+    fds: list[int] = []
+    try:
+        for path, directory in blockers:
+            while (fd := hold(path, directory)) is None:
+                if time.monotonic() > deadline:
+                    raise BlockingIOError(errno.EAGAIN, "held by a process removing it", path)
+                time.sleep(0.002)
+            fds.append(fd)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
