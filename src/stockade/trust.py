@@ -48,6 +48,14 @@ class PathFacts:
     def __init__(self) -> None:
         self._lstat: dict[str, os.stat_result | None] = {}
         self._real: dict[str, str] = {}
+        # Whether an answer came from outside the memo (a link followed by
+        # os.path.realpath, a relative path): then `seen` is not all that was read.
+        self.went_elsewhere = False
+
+    @property
+    def seen(self) -> dict[str, os.stat_result | None]:
+        """Every path looked at, with what lstat said (None: missing or unreadable)."""
+        return dict(self._lstat)
 
     def lstat(self, path: str) -> os.stat_result | None:
         """os.lstat, or None when the path cannot be looked at (missing, or any error)."""
@@ -73,6 +81,7 @@ class PathFacts:
         """Whether `path` is a directory, following a link (os.path.isdir)."""
         info = self.lstat(path)
         if info is not None and stat.S_ISLNK(info.st_mode):
+            self.went_elsewhere = True
             return os.path.isdir(path)
         return info is not None and stat.S_ISDIR(info.st_mode)
 
@@ -87,6 +96,7 @@ class PathFacts:
         real = path
         if not os.path.isabs(path) or os.path.normpath(path) != path:
             real = os.path.realpath(path)
+            self.went_elsewhere = True
         else:
             for prefix in _prefixes(path)[1:]:
                 info = self.lstat(prefix)
@@ -94,6 +104,7 @@ class PathFacts:
                     break  # the rest does not exist: realpath keeps it as written
                 if stat.S_ISLNK(info.st_mode):
                     real = os.path.realpath(path)
+                    self.went_elsewhere = True
                     break
         self._real[path] = real
         return real

@@ -192,11 +192,15 @@ def private_dir(prefix: str, parent: str) -> Path:
 # --- host state -----------------------------------------------------------------------
 
 
-def snapshot(top: Path, *, skip: tuple[str, ...] = ()) -> dict[str, tuple[object, ...]]:
+def snapshot(
+    top: Path, *, skip: tuple[str, ...] = (), placeholders: bool = True
+) -> dict[str, tuple[object, ...]]:
     """Every entry under `top` (symlinks not followed): type, mode, owner, content.
 
     Directory times are left out: a blocker's mount point comes and goes in the root,
     which changes its parent's mtime without changing anything anyone trusts.
+    `placeholders` False leaves out stockade's own placeholders (empty, marked by an
+    mtime of 0), which a running harness keeps a moment after each call.
     """
     state: dict[str, tuple[object, ...]] = {}
     pending = [top]
@@ -208,6 +212,8 @@ def snapshot(top: Path, *, skip: tuple[str, ...] = ()) -> dict[str, tuple[object
         try:
             info = os.lstat(current)
         except FileNotFoundError:
+            continue
+        if not placeholders and current != top and _is_placeholder(current, info):
             continue
         if stat.S_ISREG(info.st_mode):
             content: object = hashlib.sha256(current.read_bytes()).hexdigest()
@@ -224,6 +230,14 @@ def snapshot(top: Path, *, skip: tuple[str, ...] = ()) -> dict[str, tuple[object
         if stat.S_ISDIR(info.st_mode):
             pending.extend(current / name for name in os.listdir(current))
     return state
+
+
+def _is_placeholder(path: Path, info: os.stat_result) -> bool:
+    if info.st_mtime_ns != 0:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        return not os.listdir(path)
+    return stat.S_ISREG(info.st_mode) and info.st_size == 0
 
 
 def describe_change(before: dict, after: dict) -> str:

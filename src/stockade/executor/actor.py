@@ -46,6 +46,10 @@ from .config import ExecutorConfig
 # How long a call waits for a placeholder another process is removing right now (it
 # holds the placeholder's lock for one unlink): longer means something is wrong.
 HOLD_PATIENCE = 2.0
+# A placeholder no process of ours uses stays (held) this long before it is removed:
+# calls in a row then neither make nor remove it, nor change the root under the
+# provider's guard memo. Removed at once when the executor stops.
+PLACEHOLDER_LINGER = 1.0
 _SHORTAGES = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC)
 
 
@@ -101,6 +105,9 @@ class ExecutorActor:
     # many use each, and the fd holding its shared lock (sandbox/placeholders.py).
     _blockers: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
     _held: dict[str, int] = attrs.field(factory=dict, init=False)
+    # Held placeholders none of our processes uses, and since when (trio time).
+    _idle: dict[str, float] = attrs.field(factory=dict, init=False)
+    _idle_added: trio.Event = attrs.field(factory=trio.Event, init=False)
     # Placeholders no process uses any more that could not be removed yet (still busy).
     _unused_blockers: set[str] = attrs.field(factory=set, init=False)
     _inbox: Any = attrs.field(init=False)
@@ -145,6 +152,7 @@ class ExecutorActor:
 
     def _adopt_nursery(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
+        nursery.start_soon(self._remove_idle_placeholders)
 
     async def _serve(self, envelope: Envelope[Any]) -> None:
         message = envelope.message
@@ -198,12 +206,18 @@ class ExecutorActor:
         counted: list[str] = []
         try:
             for path in blockers:
+                held = self._held.get(path)
+                if held is not None and not placeholders.still_held(held, path):
+                    # Replaced meanwhile (by no stockade process): hold what is there now.
+                    os.close(self._held.pop(path))
+                    self._idle.pop(path, None)
                 if path not in self._held:
                     fd = await _hold_placeholder(path, path in directories)
                     if path in self._held:  # another call took it meanwhile
                         os.close(fd)
                     else:
                         self._held[path] = fd
+                self._idle.pop(path, None)
                 self._blockers[path] += 1
                 counted.append(path)
         except BaseException:
@@ -215,17 +229,38 @@ class ExecutorActor:
         self._let_go(facts.blockers)
 
     def _let_go(self, paths: tuple[str, ...] | list[str]) -> None:
-        """One use fewer of each; a placeholder none of ours uses is unlocked and
-        removed unless another process holds it (then its last user removes it)."""
+        """One use fewer of each; a placeholder none of ours uses becomes idle: still
+        held for PLACEHOLDER_LINGER, then let go and removed."""
+        now = trio.current_time()
         for path in paths:
             self._blockers[path] -= 1
             if self._blockers[path] <= 0:
                 del self._blockers[path]
-                fd = self._held.pop(path, None)
-                if fd is not None:
-                    os.close(fd)
-                self._unused_blockers.add(path)
-        self._sweep_blockers()
+                if path in self._held:
+                    self._idle[path] = now
+                    self._idle_added.set()
+
+    def _unhold(self, path: str) -> None:
+        """Let go of an idle placeholder: removed unless another process holds it
+        (then its last user removes it)."""
+        self._idle.pop(path, None)
+        fd = self._held.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+        self._unused_blockers.add(path)
+
+    async def _remove_idle_placeholders(self) -> None:
+        while True:
+            if not self._idle:
+                await self._idle_added.wait()
+                self._idle_added = trio.Event()
+                continue
+            await trio.sleep_until(min(self._idle.values()) + PLACEHOLDER_LINGER)
+            now = trio.current_time()
+            for path, since in list(self._idle.items()):
+                if since + PLACEHOLDER_LINGER <= now:
+                    self._unhold(path)
+            self._sweep_blockers()
 
     def _sweep_blockers(self) -> None:
         for path in sorted(self._unused_blockers, reverse=True):  # the deepest first
@@ -235,6 +270,8 @@ class ExecutorActor:
     async def _sweep_blockers_at_exit(self) -> None:
         """Last chance for blockers whose sandbox was still tearing down: a short,
         bounded wait, shielded (the harness is leaving)."""
+        for path in list(self._held):  # every process of ours is gone by now
+            self._unhold(path)
         with trio.CancelScope(shield=True), trio.move_on_after(1.0):
             while self._unused_blockers:
                 self._sweep_blockers()

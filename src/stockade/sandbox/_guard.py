@@ -91,14 +91,16 @@ def guard_call(
     installation: Sequence[str] = (),
     allow_unprotected_installation: bool = False,
     blockers: Sequence[str] = (),
+    facts: PathFacts | None = None,
 ) -> Guard:
     """What `backend` must do so that nothing trusted later is writable in this call.
 
     `blockers`: placeholder mount points this process's runner made before (see
-    `trust.first_missing`).
+    `trust.first_missing`). `facts`: where the disk is read (a fresh PathFacts when
+    not given); afterwards it tells what was looked at (the provider's memo).
     """
     # One call resolves the same roots and prefixes for every path: each lstat once.
-    facts = PathFacts()
+    facts = facts or PathFacts()
     # A runner about to be executed must be out of reach of every call that could
     # run before it (any mode: a session can always be widened to workspace-write).
     reachable = writable_roots(SandboxMode.WORKSPACE_WRITE, root, temp_roots)

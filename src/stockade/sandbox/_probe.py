@@ -192,6 +192,23 @@ def bwrap_not_found(explicit: str | None = None, roots: Sequence[str] = ()) -> s
     )
 
 
+def _real_directory(path: str) -> str | None:
+    """The real path of the directory at `path` as the kernel resolved it (one open, one
+    readlink: checked on every call, so cheaper than os.path.realpath's lstat per
+    component), or None when it is not a directory or /proc cannot say."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return real if real.startswith("/") and not real.endswith(" (deleted)") else None
+
+
 def resolve_workspace_root(root: str) -> str:
     """`root`, checked: an existing directory reached through no symlink.
 
@@ -200,12 +217,14 @@ def resolve_workspace_root(root: str) -> str:
     symlink since (a command whose root lies under a writable directory can do
     that) and must not be granted: that would hand out wherever the link points.
     """
-    if not os.path.isdir(root):
-        raise InvalidPolicy(
-            f"workspace root {root!r} does not exist or is not a directory; "
-            "create it or choose another root"
-        )
-    real = os.path.realpath(root)
+    real = _real_directory(root)
+    if real is None:
+        if not os.path.isdir(root):
+            raise InvalidPolicy(
+                f"workspace root {root!r} does not exist or is not a directory; "
+                "create it or choose another root"
+            )
+        real = os.path.realpath(root)
     if real != os.path.normpath(root):
         raise InvalidPolicy(
             f"workspace root {root!r} is now reached through a symlink (it resolves to "
@@ -218,7 +237,7 @@ def resolve_workspace_root(root: str) -> str:
 def check_temp_roots(temp_roots: Sequence[str]) -> None:
     """The host temp roots are still the real directories found at startup."""
     for temp_root in temp_roots:
-        if os.path.realpath(temp_root) != temp_root:
+        if (_real_directory(temp_root) or os.path.realpath(temp_root)) != temp_root:
             raise InvalidPolicy(
                 f"temp root {temp_root!r} is now reached through a symlink; refusing to "
                 "grant it (restart the harness if $TMPDIR moved on purpose)"

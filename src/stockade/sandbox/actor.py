@@ -21,9 +21,10 @@ from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
 from ..trust import installation_paths
 from ..vocab import SandboxPolicy
-from ._argv import hides_sockets
+from ._argv import hides_sockets, writable_roots
 from ._chain import Selection
 from ._guard import guard_call
+from ._guard_memo import GuardMemo
 from ._probe import check_temp_roots, resolve_workspace_root
 from ._profiles import HostPaths, wrap
 from ._select import host_paths, runner_identity, select_backend
@@ -42,8 +43,8 @@ class ProviderActor:
     # stockade's own files, which the next stockade process runs (the trust base).
     installation: tuple[str, ...] = attrs.field(factory=installation_paths)
     probe_count: int = attrs.field(default=0, init=False)
-    # Every blocker mount point handed out (see trust.first_missing).
-    _blockers: set[str] = attrs.field(factory=set, init=False)
+    # Guard answers for calls on an unchanged disk (sandbox/_guard_memo.py).
+    _guards: GuardMemo = attrs.field(factory=GuardMemo, init=False)
     # The host's named Unix sockets, for network-off calls (sandbox/_sockets.py).
     _sockets: SocketScan = attrs.field(factory=SocketScan, init=False)
     _selection: Selection | None = attrs.field(default=None, init=False)
@@ -124,21 +125,26 @@ class ProviderActor:
                 "was probed; restore it, or restart the harness to probe again"
             )
         config = self.config
-        guard = guard_call(
-            backend.name,
-            message.policy.mode,
-            root,
-            self.host.temp_roots,
-            runner=backend.source or backend.runner,
-            extra_protected=config.protected_paths,
-            trusted_files=config.trusted_files,
-            installation=self.installation,
-            allow_unprotected_installation=config.allow_unprotected_installation,
-            blockers=self._blockers,
+        mode, temp_roots = message.policy.mode, self.host.temp_roots
+        runner = backend.source or backend.runner
+        guard = self._guards.answer(
+            (backend.name, runner, mode, root, temp_roots),
+            writable_roots(mode, root, temp_roots),
+            lambda facts: guard_call(
+                backend.name,
+                mode,
+                root,
+                temp_roots,
+                runner=runner,
+                extra_protected=config.protected_paths,
+                trusted_files=config.trusted_files,
+                installation=self.installation,
+                allow_unprotected_installation=config.allow_unprotected_installation,
+                facts=facts,
+            ),
         )
         if guard.refusal is not None:
             raise SandboxUnavailable(guard.refusal)
-        self._blockers.update(guard.creates)
         policy = SandboxPolicy(
             mode=message.policy.mode, workspace_root=root, network=message.policy.network
         )

@@ -36,7 +36,7 @@ class NotAPlaceholder(OSError):
     """Something other than a directory or a regular file stands at the path."""
 
 
-def _same(fd: int, path: str) -> bool:
+def still_held(fd: int, path: str) -> bool:
     """Whether `path` still names the inode `fd` holds."""
     try:
         now = os.lstat(path)
@@ -87,7 +87,7 @@ def hold(path: str, directory: bool) -> int | None:
             if not (stat.S_ISDIR(kind) or stat.S_ISREG(kind)):
                 raise NotAPlaceholder(errno.EINVAL, "neither a directory nor a file", path)
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            if _same(fd, path):
+            if still_held(fd, path):
                 return fd
             os.close(fd)  # removed, and perhaps made again, meanwhile
         except BlockingIOError:
@@ -114,7 +114,7 @@ def sweep(path: str) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         info = os.fstat(fd)
-        if info.st_mtime_ns != 0 or not _same(fd, path):
+        if info.st_mtime_ns != 0 or not still_held(fd, path):
             return True
         if stat.S_ISDIR(info.st_mode):
             os.rmdir(path)  # refuses a directory that is not empty

@@ -1,0 +1,93 @@
+"""The provider's memo of guard answers: the same call on an unchanged disk gets the
+same answer without reading every protected path again.
+
+An answer is kept with what its guard call saw of the disk inside the writable roots:
+each path's inode, type, ctime and size (or its absence). It is given again only when
+every one of those paths still looks exactly so: any entry made, removed, renamed or
+re-pointed changes its directory's ctime, any write changes the file's, and user
+space cannot set a ctime back. Not kept: an answer whose reads left the memo (a link followed, a
+`.git` file read), or one that saw a change younger than SETTLE_NS, which a coarse
+kernel clock could give the same ctime as a change right after it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ..trust import PathFacts, is_under
+from ._guard import Guard
+
+# A change this recent may share its ctime with the next one (coarse timestamps tick
+# every 1-10 ms): an answer that saw one is recomputed next time.
+SETTLE_NS = 50_000_000
+# Distinct calls remembered (roots, modes, backends): enough for many sessions.
+CAPACITY = 256
+
+Identity = tuple[int, int, int, int, int] | None
+Fingerprint = tuple[tuple[str, Identity], ...]
+
+
+def _identity(info: os.stat_result | None) -> Identity:
+    if info is None:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_ctime_ns, info.st_size)
+
+
+def _now_identity(path: str) -> Identity:
+    try:
+        return _identity(os.lstat(path))
+    except (OSError, ValueError):
+        return None
+
+
+@attrs.define(eq=False)
+class GuardMemo:
+    """`answer(key, roots, compute)`: compute(facts) once, then reuse while unchanged."""
+
+    _entries: dict[Any, tuple[Guard, Fingerprint]] = attrs.field(factory=dict)
+    hits: int = 0
+
+    def answer(
+        self, key: Any, roots: tuple[str, ...], compute: Callable[[PathFacts], Guard]
+    ) -> Guard:
+        kept = self._entries.get(key)
+        if kept is not None:
+            guard, fingerprint = kept
+            if all(_now_identity(path) == seen for path, seen in fingerprint):
+                self.hits += 1
+                return guard
+            del self._entries[key]
+        began = time.time_ns()
+        facts = PathFacts()
+        guard = compute(facts)
+        fingerprint = _fingerprint(facts, roots, began)
+        if fingerprint is not None:
+            if len(self._entries) >= CAPACITY:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = (guard, fingerprint)
+        return guard
+
+
+def _fingerprint(facts: PathFacts, roots: tuple[str, ...], began: int) -> Fingerprint | None:
+    """What the guard saw, or None when it cannot be trusted to stay the answer."""
+    if facts.went_elsewhere:
+        return None
+    seen = facts.seen
+    for root in roots:
+        dotgit = seen.get(os.path.join(root, ".git"), False)
+        # Not looked at, or a `.git` FILE (its gitdir was read outside the memo).
+        if dotgit is False or (dotgit is not None and not stat.S_ISDIR(dotgit.st_mode)):
+            return None
+    # What lies outside every writable root no confined command can change, and the
+    # provider checks on each call what would matter there (the root's real path, the
+    # runner's identity): only the roots and what is beneath them are watched.
+    watched = {path: info for path, info in seen.items() if any(is_under(path, r) for r in roots)}
+    if any(info is not None and info.st_ctime_ns > began - SETTLE_NS for info in watched.values()):
+        return None
+    return tuple((path, _identity(info)) for path, info in watched.items())

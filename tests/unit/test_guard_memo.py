@@ -1,0 +1,105 @@
+"""The provider's guard memo (sandbox/_guard_memo.py): an answer is reused only while
+every path its guard call looked at is unchanged, and never when that call read the
+disk outside the memo or saw a change too recent to tell from the next one."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from stockade.sandbox import _guard_memo
+from stockade.sandbox._argv import BWRAP, LANDLOCK, writable_roots
+from stockade.sandbox._guard import guard_call
+from stockade.sandbox._guard_memo import GuardMemo
+from stockade.vocab import SandboxMode
+
+WW = SandboxMode.WORKSPACE_WRITE
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    """Changes made by the test count as old at once (the settle rule has its own test)."""
+    monkeypatch.setattr(_guard_memo, "SETTLE_NS", -(10**18))
+
+
+@pytest.fixture
+def roots(tmp_path):
+    ws, temp = tmp_path / "ws", tmp_path / "temp"
+    ws.mkdir()
+    temp.mkdir()
+    return str(ws), str(temp)
+
+
+def ask(memo: GuardMemo, backend: str, ws: str, temp: str, calls: list[int]):
+    def compute(facts):
+        calls.append(1)
+        return guard_call(backend, WW, ws, [temp], facts=facts)
+
+    return memo.answer((backend, ws), writable_roots(WW, ws, [temp]), compute)
+
+
+@pytest.mark.parametrize("backend", [BWRAP, LANDLOCK])
+def test_an_unchanged_disk_gets_the_same_answer_without_reading_it_again(settled, roots, backend):
+    ws, temp = roots
+    memo, calls = GuardMemo(), []
+    first = ask(memo, backend, ws, temp, calls)
+    again = ask(memo, backend, ws, temp, calls)
+    assert again is first and len(calls) == 1 and memo.hits == 1
+    assert again == guard_call(backend, WW, ws, [temp])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda ws: os.makedirs(os.path.join(ws, ".git", "hooks")),
+        lambda ws: open(os.path.join(ws, "stockade.yml"), "w").close(),
+        lambda ws: os.mkdir(os.path.join(ws, ".git")),
+    ],
+    ids=["a repository appears", "an empty stockade.yml appears", "an empty .git appears"],
+)
+def test_any_change_on_the_way_is_seen(settled, roots, change):
+    ws, temp = roots
+    memo, calls = GuardMemo(), []
+    ask(memo, BWRAP, ws, temp, calls)
+    change(ws)
+    after = ask(memo, BWRAP, ws, temp, calls)
+    assert len(calls) == 2 and memo.hits == 0
+    assert after == guard_call(BWRAP, WW, ws, [temp])
+
+
+def test_a_placeholder_that_gains_content_is_seen(settled, roots):
+    ws, temp = roots
+    os.mkdir(os.path.join(ws, ".git"))
+    memo, calls = GuardMemo(), []
+    ask(memo, BWRAP, ws, temp, calls)
+    os.mkdir(os.path.join(ws, ".git", "hooks"))  # the empty .git is a repository now
+    after = ask(memo, BWRAP, ws, temp, calls)
+    assert len(calls) == 2 and after == guard_call(BWRAP, WW, ws, [temp])
+
+
+def test_a_dotgit_file_or_a_link_is_never_remembered(settled, roots, tmp_path):
+    ws, temp = roots
+    gitdir = tmp_path / "gitdir"
+    (gitdir / "hooks").mkdir(parents=True)
+    with open(os.path.join(ws, ".git"), "w") as dotgit:
+        dotgit.write(f"gitdir: {gitdir}\n")
+    memo, calls = GuardMemo(), []
+    ask(memo, BWRAP, ws, temp, calls)
+    ask(memo, BWRAP, ws, temp, calls)
+    assert len(calls) == 2 and memo.hits == 0
+    os.unlink(os.path.join(ws, ".git"))
+    os.symlink(gitdir, os.path.join(ws, ".git"))
+    ask(memo, BWRAP, ws, temp, calls)
+    ask(memo, BWRAP, ws, temp, calls)
+    assert len(calls) == 4 and memo.hits == 0
+
+
+def test_an_answer_that_saw_a_fresh_change_is_computed_again(roots):
+    """A change younger than SETTLE_NS could share its ctime with the next change."""
+    ws, temp = roots
+    open(os.path.join(ws, "just-made"), "w").close()  # the root's ctime is now
+    memo, calls = GuardMemo(), []
+    ask(memo, BWRAP, ws, temp, calls)
+    ask(memo, BWRAP, ws, temp, calls)
+    assert len(calls) == 2 and memo.hits == 0
