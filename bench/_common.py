@@ -263,6 +263,15 @@ class Scratch:
             raise RuntimeError("no writable scratch directory outside the host temp roots")
         self.path = os.path.realpath(tempfile.mkdtemp(prefix="stockade-bench-", dir=base))
         self.keep = keep
+        self._held: list[tuple[int, str]] = []
+
+    def hold(self, blockers: list[tuple[str, bool]]) -> None:
+        """Make and hold placeholders (stockade.sandbox.placeholders) for a runner the
+        run invokes directly, as the executor would; let go of and removed at cleanup."""
+        from stockade.sandbox import placeholders
+
+        fds = placeholders.hold_all(blockers)
+        self._held += [(fd, path) for fd, (path, _directory) in zip(fds, blockers, strict=True)]
 
     def dir(self, *parts: str) -> str:
         path = os.path.join(self.path, *parts)
@@ -270,6 +279,13 @@ class Scratch:
         return path
 
     def cleanup(self) -> None:
+        from stockade.sandbox import placeholders
+
+        for fd, _path in self._held:
+            os.close(fd)
+        for _fd, path in reversed(self._held):
+            placeholders.sweep(path)
+        self._held.clear()
         if not self.keep:
             shutil.rmtree(self.path, ignore_errors=True)
 

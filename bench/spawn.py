@@ -134,14 +134,17 @@ def direct_argv(
     """The argv the provider builds for `bash -c true` under workspace-write at `root`
     (network off, the default, unless said).
 
-    Built by the provider's own pure `wrap()` (the code `confine` runs), with the
-    host's named sockets it would hide, so the direct call and the executor spawn the
-    very same runner argv.
+    Built by the code `confine` runs: the trust base's guard (its protections, and the
+    placeholders they mount over, made and held as the executor holds them) and the
+    provider's pure `wrap()`, with the host's named sockets it would hide, so the
+    direct call and the executor spawn the very same runner argv.
     """
     from stockade.sandbox._argv import hides_sockets
+    from stockade.sandbox._guard import guard_call
     from stockade.sandbox._profiles import Backend, wrap
     from stockade.sandbox._select import host_paths
     from stockade.sandbox._sockets import host_unix_sockets
+    from stockade.trust import installation_paths
     from stockade.vocab import Network, SandboxMode, SandboxPolicy
 
     report = ctx.backends["candidates"][backend]
@@ -154,8 +157,28 @@ def direct_argv(
         backend, policy.mode, policy.network, launcher=selected.launcher, private_ipc=True
     ):
         hidden = host_unix_sockets()
+    host = host_paths()
+    guard = guard_call(
+        backend,
+        policy.mode,
+        root,
+        host.temp_roots,
+        runner=report["runner"],
+        installation=installation_paths(),
+    )
+    if guard.refusal is not None:
+        raise RuntimeError(guard.refusal)
+    ctx.scratch.hold([(p.path, p.directory) for p in guard.protections if p.kind == "block"])
     wrapped = wrap(
-        selected, policy, host_paths(), ARGV, new_session=new_session, hidden_sockets=hidden
+        selected,
+        policy,
+        host,
+        ARGV,
+        new_session=new_session,
+        protections=guard.protections,
+        gaps=guard.gaps,
+        blockers=guard.creates,
+        hidden_sockets=hidden,
     )
     return list(wrapped.argv)
 
