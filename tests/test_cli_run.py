@@ -61,8 +61,11 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "network",
         "backend",
         "enforcement",
+        "gaps",
     }
     assert facts["denied"] is True and facts["exit_code"] == 1
+    # A `partial` claim says why; a `full` one has nothing to list.
+    assert (facts["enforcement"] == "partial") == bool(facts["gaps"]), facts
     # The model's wording stays in --json (a person at a terminal gets a shorter line).
     assert facts["denial"].startswith("[sandbox: file access denied under read-only mode]\n")
     assert "Do not try to work around the denial" in facts["denial"]

@@ -66,6 +66,8 @@ JSON_KEYS = (
     "network",
     "backend",
     "enforcement",
+    # What the claim leaves unenforced: every `partial` says why.
+    "gaps",
 )
 NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
 # Signals that stop `stockade run` (and, first, the command's whole process tree).

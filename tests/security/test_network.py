@@ -661,7 +661,7 @@ def test_concurrent_runs_report_the_network_the_host_saw(terrain):
         facts = []
         for tag, backend, mode, network, process in runs:
             out, err = process.communicate(timeout=120)
-            assert process.returncode in (0, 1), err
+            assert process.returncode in (0, 1), out + err
             facts.append((tag, backend, mode, network, json.loads(out)))
         seen = {line for item in inbox.settled(0.5) for line in item.decode().split()}
     for tag, backend, mode, network, reported in facts:

@@ -178,9 +178,9 @@ def test_the_installation_in_the_root_is_read_only_under_bwrap(repo_root: Path):
     )
     assert_installation_intact(venv_before)
     facts = json.loads(done.stdout)
-    # Partial only for network off (the default): the named sockets it could not find
-    # (`run --json` does not list gaps; the harness test below checks them).
+    # Partial only for network off (the default): the named sockets it could not find.
     assert facts["backend"] == "bwrap" and facts["enforcement"] == "partial", facts
+    assert facts["gaps"] == [UNFOUND_SOCKETS_GAP], facts
     assert facts["network"] == "off", facts
     assert facts["denied"] is True, facts
     assert facts["stderr"].count("Read-only file system") == 2, facts["stderr"]

@@ -116,6 +116,9 @@ class _Grace:
     not lose the tail of what the command wrote before it exited)."""
 
     deadline: float = math.inf
+    # Read after the grace without waiting, at most: the largest a pipe can be made
+    # without privilege (/proc/sys/fs/pipe-max-size's default).
+    leftover: int = 1 << 20
     _waits: set[trio.CancelScope] = attrs.field(factory=set)
 
     def start(self) -> None:
@@ -127,13 +130,32 @@ class _Grace:
         self.deadline += seconds  # inf stays inf while the leader runs
 
     async def receive(self, stream: trio.abc.ReceiveStream) -> bytes:
-        """The next chunk; b"" at the end of the pipe or of the grace."""
+        """The next chunk; b"" at the end of the pipe or of the grace.
+
+        When the grace is over, what the command wrote before it ended is still taken,
+        without waiting: it sits in the pipe already, and a loop that was starved for
+        the whole grace (a loaded machine) must not lose it. Bounded by the most a
+        pipe can hold, so a process that escaped and keeps writing cannot hold us.
+        """
         with trio.CancelScope(deadline=self.deadline) as waiting:
             self._waits.add(waiting)
             try:
                 return await stream.receive_some(READ_SIZE)
             finally:
                 self._waits.discard(waiting)
+        chunk = _ready(stream, min(READ_SIZE, self.leftover))
+        self.leftover -= len(chunk)
+        return chunk
+
+
+def _ready(stream: trio.abc.ReceiveStream, size: int) -> bytes:
+    """What can be read from `stream`'s pipe right now (b"" when nothing, or at EOF)."""
+    fileno = getattr(stream, "fileno", None)
+    if size <= 0 or fileno is None:
+        return b""
+    try:
+        return os.read(fileno(), size)
+    except OSError:  # EAGAIN: nothing there; EBADF: closed meanwhile
         return b""
 
 
