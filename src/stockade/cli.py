@@ -746,11 +746,13 @@ def _wants_json(words: Sequence[str]) -> bool:
 
 
 def _session(args: argparse.Namespace) -> int:
+    from .acp.events import ACP_EVENTS
     from .harness import harness_registry
     from .sessionlog._select import show_store
 
-    # Logs hold tool and approval events too: decode with the full registry.
-    registry = harness_registry()
+    # Logs hold tool and approval events too, and an ACP session's conversation:
+    # decode with every type the shipped faces write.
+    registry = harness_registry(*ACP_EVENTS)
     store = show_store(args, registry)
     try:
         match args.session_verb:

@@ -123,3 +123,22 @@ async def test_unreadable_logs_fail_with_a_message(state_dir: Path) -> None:
 
     status, _, err = show("../escape", "--state-dir", str(state_dir))
     assert status == 1
+
+
+async def test_an_acp_sessions_log_is_shown_by_the_command(tmp_path: Path) -> None:
+    """A log the ACP agent wrote (its `acp/prompt` and `acp/reply` events) is shown
+    like any other by `stockade session show`, in a process of its own."""
+    from stockade.acp.events import ACP_EVENTS, PromptReceived, ReplyGiven
+    from stockade.harness import harness_registry
+
+    from ..support import stockade
+
+    store = JsonlStore(tmp_path, registry=harness_registry(*ACP_EVENTS))
+    async with open_session_log(store) as log:
+        session = await Session.open(log, session_id="acp", cwd="/work/demo", defaults=DEFAULTS)
+        await session.append(PromptReceived(text="list the files"), ReplyGiven(text="done"))
+        await session.close()
+    done = stockade("session", "show", "acp", "--state-dir", str(tmp_path), "--json")
+    assert done.returncode == 0, done.stderr
+    shown = msgspec.json.decode(done.stdout)
+    assert "acp/prompt" in done.stdout and "acp/reply" in done.stdout, shown
