@@ -13,7 +13,7 @@ import os
 import re
 import signal
 from collections import namedtuple
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from .._modes import Network, SandboxMode
 from ..errors import InvalidPolicy
@@ -126,15 +126,18 @@ def _wheel_bwrap() -> str | None:
     return path if os.access(path, os.X_OK) else None
 
 
-def bwrap_candidates(explicit: str | None = None) -> tuple[str, ...]:
-    """Where bwrap may come from, in order: the explicit path, the system, the wheel."""
+def bwrap_candidates(explicit: str | None = None) -> Iterator[str]:
+    """Where bwrap may come from, in order: the explicit path, the system, the wheel.
+
+    Lazily: the wheel (whose import brings pathlib and urllib, 4 ms of `stockade
+    exec`) is looked at only by a caller that got past the system's bwrap."""
     if explicit:
-        return (explicit,)
-    found = [path for path in BWRAP_LOCATIONS if os.path.isfile(path)]
+        yield explicit
+        return
+    yield from (path for path in BWRAP_LOCATIONS if os.path.isfile(path))
     wheel = _wheel_bwrap()
     if wheel is not None:
-        found.append(wheel)
-    return tuple(found)
+        yield wheel
 
 
 def runner_problem(path: str, temp_roots: Sequence[str]) -> str | None:
