@@ -94,7 +94,9 @@ class PathFacts:
         except KeyError:
             pass
         real = path
-        if not os.path.isabs(path) or os.path.normpath(path) != path:
+        # normpath keeps a leading "//" (POSIX leaves it implementation-defined);
+        # realpath does not: such a path goes the long way.
+        if not os.path.isabs(path) or os.path.normpath(path) != path or path.startswith("//"):
             real = os.path.realpath(path)
             self.went_elsewhere = True
         else:

@@ -431,3 +431,15 @@ def test_an_empty_placeholder_is_blocked_again_not_nested_into(roots):
     # it (the user's own empty ones are kept: only marked ones are ever removed).
     assert {str(ws / ".git"), str(ws / "stockade.yml")} <= set(guard.creates)
     assert set(guard.creates) == {x.path for x in guard.protections if x.kind == BLOCK}
+
+
+def test_an_empty_workspace_inside_a_temp_root_is_no_placeholder(tmp_path):
+    """An empty workspace under a temp root looks like an empty placeholder to a
+    naive check: it must stay the writable root, never a read-only mount."""
+    temp = tmp_path / "temp"
+    ws = temp / "project"
+    ws.mkdir(parents=True)
+    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    assert str(ws) not in {x.path for x in guard.protections}
+    assert str(ws) not in guard.creates
+    assert str(ws / ".git") in guard.creates

@@ -107,3 +107,24 @@ def test_links_fifos_and_sockets_are_not_placeholders(tmp_path):
 
 def test_sweeping_what_is_gone_is_done(tmp_path):
     assert placeholders.sweep(str(tmp_path / "never-there"))
+
+
+def test_a_link_swapped_in_above_a_placeholder_sends_nothing_elsewhere(tmp_path):
+    """Another session that can write an ancestor (through a temp root) swaps it for a
+    link: neither making nor removing may then touch what the link points at."""
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    (root / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    fd = placeholders.hold(str(root / "sub" / "stockade.yml"), directory=False)
+    assert fd is not None
+    os.close(fd)
+    victim = elsewhere / "stockade.yml"
+    victim.write_text("")  # empty and marked: exactly what a sweep would remove
+    os.utime(victim, (0, 0))
+    (root / "sub").rename(root / "away")
+    (root / "sub").symlink_to(elsewhere)
+    assert placeholders.sweep(str(root / "sub" / "stockade.yml"))
+    assert victim.exists()
+    with pytest.raises(placeholders.NotAPlaceholder):
+        placeholders.hold(str(root / "sub" / ".git"), directory=True)
+    assert sorted(os.listdir(elsewhere)) == ["stockade.yml"]

@@ -500,3 +500,5 @@ def test_path_facts_find_the_real_path_os_path_realpath_finds(tmp_path):
         assert facts.lexists(path) == os.path.lexists(path), name
         assert facts.is_dir(path) == os.path.isdir(path), name
     assert PathFacts().realpath("relative/x") == os.path.realpath("relative/x")
+    doubled = "/" + str(tmp_path / "a" / "b")  # POSIX keeps a leading "//" in normpath
+    assert PathFacts().realpath(doubled) == os.path.realpath(doubled)

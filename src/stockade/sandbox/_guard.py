@@ -45,10 +45,15 @@ def _relative(path: str, roots: Sequence[str]) -> str:
 
 
 def _prefixes_inside(path: str, roots: Sequence[str]) -> list[str]:
-    """`path` and its parents that lie strictly inside one of `roots`."""
+    """`path` and its parents that lie strictly inside one of `roots` and are no root
+    themselves (a workspace inside a temp root is never a placeholder, empty or not)."""
     found = []
     current = os.path.normpath(path)
-    while current != "/" and any(is_under(current, r) and current != r for r in roots):
+    while (
+        current != "/"
+        and current not in roots
+        and any(is_under(current, r) and current != r for r in roots)
+    ):
         found.append(current)
         current = os.path.dirname(current)
     return found

@@ -199,8 +199,11 @@ def _real_directory(path: str) -> str | None:
     """The real path of the directory at `path` as the kernel resolved it (one open, one
     readlink: checked on every call, so cheaper than os.path.realpath's lstat per
     component), or None when it is not a directory or /proc cannot say."""
+    o_path = getattr(os, "O_PATH", None)  # Linux only; elsewhere: os.path.realpath
+    if o_path is None:
+        return None
     try:
-        fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(path, o_path | os.O_DIRECTORY | os.O_CLOEXEC)
     except (OSError, ValueError):
         return None
     try:

@@ -12,7 +12,10 @@ can take or drop these locks.
 
 A placeholder made here is marked by a modification time of 0 (1970-01-01): only an
 empty, marked one is ever removed, so an empty `.git/hooks` or `stockade.yml` of the
-user's own is left alone.
+user's own is left alone. Every step works in the placeholder's parent directory as
+opened once and found to be the real path the guard named: a command that can write
+an ancestor (another session's, through a temp root) cannot swap in a link that sends
+a make or a removal elsewhere.
 
 Standard library only: `stockade exec` holds placeholders too.
 """
@@ -33,7 +36,36 @@ _ATTEMPTS = 8
 
 
 class NotAPlaceholder(OSError):
-    """Something other than a directory or a regular file stands at the path."""
+    """Something other than a directory or a regular file stands at the path, or the
+    path is now reached through a symbolic link."""
+
+
+def _parent(path: str) -> tuple[int, str] | None:
+    """(fd of the parent directory, the name in it) when the parent is still the real
+    directory `path` names (no link swapped in on the way); else None."""
+    parent, name = os.path.split(path)
+    try:
+        fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        reached = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        reached = None
+    if reached != parent or not name:
+        os.close(fd)
+        return None
+    return fd, name
+
+
+def _same(fd: int, parent: int, name: str) -> bool:
+    """Whether `name` in `parent` still is the inode `fd` holds."""
+    try:
+        now = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
 def still_held(fd: int, path: str) -> bool:
@@ -46,21 +78,22 @@ def still_held(fd: int, path: str) -> bool:
     return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
-def _make(path: str, directory: bool) -> None:
-    """An empty, marked placeholder at `path`, unless something is there already."""
+def _make(parent: int, name: str, directory: bool) -> None:
+    """An empty, marked placeholder `name` in `parent`, unless something is there."""
     try:
         if directory:
-            os.mkdir(path, 0o755)
-            os.utime(path, (0, 0), follow_symlinks=False)
+            os.mkdir(name, 0o755, dir_fd=parent)
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(name, flags, dir_fd=parent)
         else:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(path, flags, 0o444)
-            try:
-                os.utime(fd, (0, 0))
-            finally:
-                os.close(fd)
+            fd = os.open(name, flags, 0o444, dir_fd=parent)
     except FileExistsError:
         return
+    try:
+        os.utime(fd, (0, 0))
+    finally:
+        os.close(fd)
 
 
 def hold(path: str, directory: bool) -> int | None:
@@ -70,13 +103,27 @@ def hold(path: str, directory: bool) -> int | None:
     None when another process is removing it right now: try again a moment later.
     Whatever else stands there (a directory or a regular file the guard judged a
     placeholder) is held as it is. NotAPlaceholder for a link, a FIFO, a device or a
-    socket; OSError when it cannot be made or opened.
+    socket, or a parent now reached through a link; OSError when it cannot be made
+    or opened.
     """
+    opened = _parent(path)
+    if opened is None:
+        if not os.path.isdir(os.path.dirname(path)):
+            raise FileNotFoundError(errno.ENOENT, "its directory is gone", path)
+        raise NotAPlaceholder(errno.ELOOP, "its directory is reached through a link", path)
+    parent, name = opened
+    try:
+        return _hold_in(parent, name, directory, path)
+    finally:
+        os.close(parent)
+
+
+def _hold_in(parent: int, name: str, directory: bool, path: str) -> int | None:
     for _ in range(_ATTEMPTS):
         try:
-            fd = os.open(path, _OPEN)
+            fd = os.open(name, _OPEN, dir_fd=parent)
         except FileNotFoundError:
-            _make(path, directory)
+            _make(parent, name, directory)
             continue
         except OSError as error:
             if error.errno == errno.ELOOP:
@@ -87,7 +134,7 @@ def hold(path: str, directory: bool) -> int | None:
             if not (stat.S_ISDIR(kind) or stat.S_ISREG(kind)):
                 raise NotAPlaceholder(errno.EINVAL, "neither a directory nor a file", path)
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            if still_held(fd, path):
+            if _same(fd, parent, name):
                 return fd
             os.close(fd)  # removed, and perhaps made again, meanwhile
         except BlockingIOError:
@@ -107,19 +154,30 @@ def sweep(path: str) -> bool:
     removes it), or not a placeholder of ours (kept). False while it is still a mount
     point in this process's own namespace ("Device or resource busy"): try later.
     """
+    opened = _parent(path)
+    if opened is None:
+        return True  # gone, or reached through a link now: not ours to judge
+    parent, name = opened
     try:
-        fd = os.open(path, _OPEN)
+        return _sweep_in(parent, name)
+    finally:
+        os.close(parent)
+
+
+def _sweep_in(parent: int, name: str) -> bool:
+    try:
+        fd = os.open(name, _OPEN, dir_fd=parent)
     except OSError:
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         info = os.fstat(fd)
-        if info.st_mtime_ns != 0 or not still_held(fd, path):
+        if info.st_mtime_ns != 0 or not _same(fd, parent, name):
             return True
         if stat.S_ISDIR(info.st_mode):
-            os.rmdir(path)  # refuses a directory that is not empty
+            os.rmdir(name, dir_fd=parent)  # refuses a directory that is not empty
         elif stat.S_ISREG(info.st_mode) and info.st_size == 0:
-            os.unlink(path)
+            os.unlink(name, dir_fd=parent)
     except BlockingIOError:
         return True
     except OSError as error:

@@ -1,0 +1,129 @@
+"""`stockade exec` when it holds placeholders (bwrap, workspace-write): it runs bwrap as
+a child and waits, so it must still behave as the exec it replaces: the command's
+exit status, a signal sent to it reaching the sandbox, the runner's death by a signal
+becoming its own, and the default SIGPIPE a shell gives a command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .support import require_backend
+from .trust._support import STOCKADE
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    require_backend("bwrap")
+    path = Path(tempfile.mkdtemp(prefix="stockade-exec-wait-", dir="/var/tmp"))
+    yield path
+    for name in (".git", "stockade.yml"):  # what exec leaves (the next harness removes)
+        target = path / name
+        if target.is_dir():
+            target.rmdir()
+        elif target.exists():
+            target.unlink()
+    path.rmdir()
+
+
+def exec_argv(root: Path, *command: str) -> list[str]:
+    return [
+        *STOCKADE, "exec", "--backend", "bwrap", "--mode", "workspace-write",
+        "--root", str(root), "--", *command,
+    ]  # fmt: skip
+
+
+def wait_for(predicate, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def pids_named(name: str) -> list[int]:
+    """Host pids whose argv[0] is `name` (`exec -a`): the sandboxed command itself, not
+    the stockade process whose arguments mention it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv0 = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if argv0 == name.encode():
+                found.append(int(entry.name))
+    return found
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_the_commands_status_is_execs(root: Path):
+    done = subprocess.run(exec_argv(root, "bash", "-c", "exit 7"), capture_output=True, text=True)
+    assert done.returncode == 7, done.stderr
+    assert os.stat(root / ".git").st_mtime_ns == 0  # it held (and made) the placeholder
+
+
+def test_sigterm_to_exec_reaches_the_sandbox(root: Path):
+    marker = f"stockade-exec-term-{os.getpid()}"
+    process = subprocess.Popen(
+        exec_argv(root, "bash", "-c", f"exec -a {marker} sleep 1000"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: pids_named(marker))
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM), err
+    assert "Traceback" not in err, err
+    wait_for(lambda: not pids_named(marker), 10)
+
+
+def test_the_runner_killed_by_sigkill_kills_exec_the_same_way(root: Path):
+    marker = f"stockade-exec-kill-{os.getpid()}"
+    process = subprocess.Popen(
+        exec_argv(root, "bash", "-c", f"exec -a {marker} sleep 1000"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: pids_named(marker))
+        (runner,) = children_of(process.pid)
+        os.kill(runner, signal.SIGKILL)
+        _, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == -signal.SIGKILL, err
+    assert "Traceback" not in err, err
+
+
+def test_a_command_gets_the_default_sigpipe(root: Path):
+    """`yes | head -1`: yes dies of SIGPIPE quietly, as under a shell (Python itself
+    ignores SIGPIPE; the runner must not inherit that)."""
+    done = subprocess.run(
+        exec_argv(root, "bash", "-c", "yes | head -1"), capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout) == (0, "y\n"), done.stderr
+    assert "Broken pipe" not in done.stderr, done.stderr
