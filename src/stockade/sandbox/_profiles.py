@@ -4,6 +4,7 @@ and the truthful enforcement claim. The argv itself comes from `_argv`. No I/O h
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -183,6 +184,8 @@ class HostPaths:
     temp_roots: tuple[str, ...] = ("/tmp",)
 
 
+# Pure, from a handful of values, and asked on every confined call: computed once each.
+@functools.cache
 def landlock_enforcement(
     mode: SandboxMode, abi: int, *, private_ipc: bool = True, network: Network
 ) -> tuple[Enforcement, tuple[str, ...]]:
@@ -210,6 +213,7 @@ def landlock_enforcement(
     return (Enforcement.PARTIAL if ungoverned else Enforcement.FULL), tuple(ungoverned)
 
 
+@functools.cache
 def bwrap_gaps(
     mode: SandboxMode, launcher: str | None, *, network: Network, backend: str = BWRAP
 ) -> tuple[str, ...]:
