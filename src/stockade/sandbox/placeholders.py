@@ -42,14 +42,15 @@ class NotAPlaceholder(OSError):
 
 def _parent(path: str) -> tuple[int, str] | None:
     """(fd of the parent directory, the name in it) when the parent is still the real
-    directory `path` names (no link swapped in on the way); else None."""
+    directory `path` names (no link swapped in on the way); None when it is gone or
+    reached through a link. Any other failure (EMFILE...) raises OSError."""
     parent, name = os.path.split(path)
     try:
         fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (OSError, ValueError):
+    except (FileNotFoundError, NotADirectoryError, ValueError):
         return None
     try:
-        reached = os.readlink(f"/proc/self/fd/{fd}")
+        reached: str | None = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         reached = None
     if reached != parent or not name:
@@ -154,7 +155,10 @@ def sweep(path: str) -> bool:
     removes it), or not a placeholder of ours (kept). False while it is still a mount
     point in this process's own namespace ("Device or resource busy"): try later.
     """
-    opened = _parent(path)
+    try:
+        opened = _parent(path)
+    except OSError:
+        return False  # a passing shortage (EMFILE): try later
     if opened is None:
         return True  # gone, or reached through a link now: not ours to judge
     parent, name = opened
