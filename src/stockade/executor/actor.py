@@ -6,8 +6,6 @@ It owns the child processes and the background-job nursery; classification is pu
 
 from __future__ import annotations
 
-import collections
-import errno
 import math
 import os
 import time
@@ -33,50 +31,15 @@ from ..messages import (
     Start,
     WaitJob,
 )
-from ..sandbox import placeholders
 from ..sandbox.actor import ProviderClient
 from ..vocab import ExecutionPolicy, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
 from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
+from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
-
-# How long a call waits for a placeholder another process is removing right now (it
-# holds the placeholder's lock for one unlink): longer means something is wrong.
-HOLD_PATIENCE = 2.0
-# A placeholder no process of ours uses stays (held) this long before it is removed:
-# calls in a row then neither make nor remove it, nor change the root under the
-# provider's guard memo. Removed at once when the executor stops.
-PLACEHOLDER_LINGER = 1.0
-_SHORTAGES = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC)
-
-
-async def _hold_placeholder(path: str, directory: bool) -> int:
-    """An fd holding the placeholder at `path` (sandbox.placeholders.hold), waiting out
-    a removal in progress; SandboxUnavailable when it cannot be held."""
-    deadline = trio.current_time() + HOLD_PATIENCE
-    while True:
-        try:
-            fd = placeholders.hold(path, directory)
-        except OSError as error:
-            if error.errno in _SHORTAGES:  # a passing shortage, not the sandbox's fault
-                raise CommandStartError(
-                    f"could not start the command: {error.strerror or error}"
-                ) from None
-            raise SandboxUnavailable(
-                f"cannot make or hold the placeholder that keeps {path} protected: "
-                f"{error.strerror or error}; remove what stands there, or retry"
-            ) from None
-        if fd is not None:
-            return fd
-        if trio.current_time() > deadline:
-            raise SandboxUnavailable(
-                f"the placeholder that keeps {path} protected stayed locked by another "
-                f"process for {HOLD_PATIENCE:g}s; retry"
-            )
-        await trio.sleep(0.002)
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -101,15 +64,8 @@ class ExecutorActor:
     jobs: JobTable = attrs.field(factory=JobTable, init=False)
     _slots: trio.CapacityLimiter = attrs.field(init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
-    # Placeholders (see Wrapped.blockers) in use by this executor's processes: how
-    # many use each, and the fd holding its shared lock (sandbox/placeholders.py).
-    _blockers: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
-    _held: dict[str, int] = attrs.field(factory=dict, init=False)
-    # Held placeholders none of our processes uses, and since when (trio time).
-    _idle: dict[str, float] = attrs.field(factory=dict, init=False)
-    _idle_added: trio.Event = attrs.field(factory=trio.Event, init=False)
-    # Placeholders no process uses any more that could not be removed yet (still busy).
-    _unused_blockers: set[str] = attrs.field(factory=set, init=False)
+    # Placeholders (see Wrapped.blockers) its processes use, and their locks.
+    _placeholders: PlaceholderHolds = attrs.field(factory=PlaceholderHolds, init=False)
     _inbox: Any = attrs.field(init=False)
     _mailbox: Any = attrs.field(init=False)
 
@@ -137,7 +93,7 @@ class ExecutorActor:
                 quick=self._quick,
             )
         finally:
-            await self._sweep_blockers_at_exit()
+            await self._placeholders.release_all()
 
     def _quick(self, envelope: Envelope[Any]) -> bool:
         """Reading the job table never waits: answer in the inbox loop."""
@@ -152,7 +108,7 @@ class ExecutorActor:
 
     def _adopt_nursery(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
-        nursery.start_soon(self._remove_idle_placeholders)
+        nursery.start_soon(self._placeholders.remove_idle)
 
     async def _serve(self, envelope: Envelope[Any]) -> None:
         message = envelope.message
@@ -189,7 +145,7 @@ class ExecutorActor:
         # a dynamically linked runner (bwrap) before any confinement exists.
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
         wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
-        await self._hold(wrapped.blockers, wrapped.directory_blockers)
+        await self._placeholders.hold(wrapped.blockers, wrapped.directory_blockers)
         facts = WrapFacts.from_wrapped(
             spec.policy.mode,
             wrapped,
@@ -200,83 +156,9 @@ class ExecutorActor:
         )
         return wrapped.argv, facts
 
-    async def _hold(self, blockers: tuple[str, ...], directories: tuple[str, ...]) -> None:
-        """Hold every placeholder a call's runner mounts over, before it starts; one
-        lock per placeholder however many of this executor's processes use it."""
-        counted: list[str] = []
-        try:
-            for path in blockers:
-                held = self._held.get(path)
-                if held is not None and not placeholders.still_held(held, path):
-                    # Replaced meanwhile (by no stockade process): hold what is there now.
-                    os.close(self._held.pop(path))
-                    self._idle.pop(path, None)
-                if path not in self._held:
-                    fd = await _hold_placeholder(path, path in directories)
-                    if path in self._held:  # another call took it meanwhile
-                        os.close(fd)
-                    else:
-                        self._held[path] = fd
-                self._idle.pop(path, None)
-                self._blockers[path] += 1
-                counted.append(path)
-        except BaseException:
-            self._let_go(counted)
-            raise
-
     def _release(self, facts: WrapFacts) -> None:
         """The process of `facts` is gone: let go of its placeholders."""
-        self._let_go(facts.blockers)
-
-    def _let_go(self, paths: tuple[str, ...] | list[str]) -> None:
-        """One use fewer of each; a placeholder none of ours uses becomes idle: still
-        held for PLACEHOLDER_LINGER, then let go and removed."""
-        now = trio.current_time()
-        for path in paths:
-            self._blockers[path] -= 1
-            if self._blockers[path] <= 0:
-                del self._blockers[path]
-                if path in self._held:
-                    self._idle[path] = now
-                    self._idle_added.set()
-
-    def _unhold(self, path: str) -> None:
-        """Let go of an idle placeholder: removed unless another process holds it
-        (then its last user removes it)."""
-        self._idle.pop(path, None)
-        fd = self._held.pop(path, None)
-        if fd is not None:
-            os.close(fd)
-        self._unused_blockers.add(path)
-
-    async def _remove_idle_placeholders(self) -> None:
-        while True:
-            if not self._idle:
-                await self._idle_added.wait()
-                self._idle_added = trio.Event()
-                continue
-            await trio.sleep_until(min(self._idle.values()) + PLACEHOLDER_LINGER)
-            now = trio.current_time()
-            for path, since in list(self._idle.items()):
-                if since + PLACEHOLDER_LINGER <= now:
-                    self._unhold(path)
-            self._sweep_blockers()
-
-    def _sweep_blockers(self) -> None:
-        for path in sorted(self._unused_blockers, reverse=True):  # the deepest first
-            if path in self._blockers or placeholders.sweep(path):
-                self._unused_blockers.discard(path)
-
-    async def _sweep_blockers_at_exit(self) -> None:
-        """Last chance for blockers whose sandbox was still tearing down: a short,
-        bounded wait, shielded (the harness is leaving)."""
-        for path in list(self._held):  # every process of ours is gone by now
-            self._unhold(path)
-        with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-            while self._unused_blockers:
-                self._sweep_blockers()
-                if self._unused_blockers:
-                    await trio.sleep(0.02)
+        self._placeholders.let_go(facts.blockers)
 
     async def _spawn(
         self,
