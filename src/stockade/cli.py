@@ -538,29 +538,36 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     selected = chosen.selected
     if selected is None or selected.runner is None:
         _unavailable(chosen.detail)
-    guard = guard_call(
-        selected.backend,
-        mode,
-        root,
-        temp_roots,
-        runner=selected.runner,
-        extra_protected=provider.protected_paths if provider else (),
-        trusted_files=provider.trusted_files if provider else (),
-        installation=installation_paths(),
-        allow_unprotected_installation=bool(provider and provider.allow_unprotected_installation),
-    )
-    if guard.refusal is not None:
-        _unavailable(guard.refusal)
+    installation = installation_paths()
+    for attempt in range(3):
+        guard = guard_call(
+            selected.backend,
+            mode,
+            root,
+            temp_roots,
+            runner=selected.runner,
+            extra_protected=provider.protected_paths if provider else (),
+            trusted_files=provider.trusted_files if provider else (),
+            installation=installation,
+            allow_unprotected_installation=bool(
+                provider and provider.allow_unprotected_installation
+            ),
+        )
+        if guard.refusal is not None:
+            _unavailable(guard.refusal)
+        # Only the bwrap dialects mount over placeholders (Seatbelt denies by rule).
+        held: list[int] = []
+        if selected.backend not in ("bwrap", "runner-command"):
+            break
+        held = _hold_placeholders(guard.protections, last=attempt == 2)
+        if held is not _STALE:
+            break
     launcher, private_ipc = filter_launcher(), selected.ipc == "private"
     hidden: tuple[str, ...] = ()
     if hides_sockets(selected.backend, mode, network, launcher=launcher, private_ipc=private_ipc):
         from .sandbox._sockets import host_unix_sockets
 
         hidden = host_unix_sockets()
-    # Only the bwrap dialects mount over placeholders (Seatbelt denies by rule).
-    held: list[int] = []
-    if selected.backend in ("bwrap", "runner-command"):
-        held = _hold_placeholders(guard.protections)
     # The command may inherit this terminal: it must not type into it (TIOCSTI).
     confined = confined_argv(
         selected.backend,
@@ -580,14 +587,26 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     _execute(list(confined), runner_is_argv0=True, held=held)
 
 
-def _hold_placeholders(protections: Any) -> list[int]:
+# What `_hold_placeholders` returns when the guard must look again.
+_STALE: list[int] = []
+
+
+def _hold_placeholders(protections: Any, *, last: bool) -> list[int]:
     """Make and hold the placeholders bwrap mounts over (sandbox/placeholders.py), so
-    no other stockade process removes one while this sandbox uses it."""
-    from .sandbox.placeholders import hold_all
+    no other stockade process removes one while this sandbox uses it; `_STALE` when
+    another process removed one's directory since the guard looked (unless `last`)."""
+    from .sandbox.placeholders import StaleView, hold_all
 
     wanted = [(p.path, p.directory) for p in protections if p.kind == "block"]
     try:
         return hold_all(wanted)
+    except StaleView as stale:
+        if not last:
+            return _STALE
+        _unavailable(
+            f"the workspace kept changing while the sandbox was set up ({stale.filename} "
+            "is gone); retry"
+        )
     except OSError as error:
         _unavailable(
             f"cannot make or hold the placeholder that keeps {error.filename} protected: "

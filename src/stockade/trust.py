@@ -370,6 +370,8 @@ def _is_empty_blocker(path: str, facts: PathFacts) -> bool:
     if stat.S_ISDIR(info.st_mode):
         try:
             return not os.listdir(path)
+        except FileNotFoundError:
+            return True  # removed (another process's placeholder) since: missing
         except OSError:
             return False
     return stat.S_ISREG(info.st_mode) and info.st_size == 0

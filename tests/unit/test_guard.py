@@ -443,3 +443,27 @@ def test_an_empty_workspace_inside_a_temp_root_is_no_placeholder(tmp_path):
     assert str(ws) not in {x.path for x in guard.protections}
     assert str(ws) not in guard.creates
     assert str(ws / ".git") in guard.creates
+
+
+def test_a_placeholder_removed_while_the_guard_looks_is_blocked_again(tmp_path, monkeypatch):
+    """Another process removes its empty `.git` between the guard's lstat and its
+    listdir: that is a missing `.git` (blocked at `.git`), never a `.git/config`
+    whose directory no longer exists."""
+    import stockade.trust as trust
+
+    ws, temp = tmp_path / "ws", tmp_path / "temp"
+    (ws / ".git").mkdir(parents=True)
+    temp.mkdir()
+    real_listdir = os.listdir
+
+    def listdir_after_removal(path):
+        if str(path) == str(ws / ".git"):
+            (ws / ".git").rmdir()
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(trust.os, "listdir", listdir_after_removal)
+    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    blocked = {x.path for x in guard.protections if x.kind == BLOCK}
+    assert str(ws / ".git") in blocked
+    assert not any(path.startswith(str(ws / ".git") + "/") for path in blocked)

@@ -31,6 +31,8 @@ async def _hold_one(path: str, directory: bool) -> int:
     while True:
         try:
             fd = placeholders.hold(path, directory)
+        except placeholders.StaleView:
+            raise  # the caller asks the provider again
         except OSError as error:
             if error.errno in _SHORTAGES:  # a passing shortage, not the sandbox's fault
                 raise CommandStartError(

@@ -35,6 +35,11 @@ _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 _ATTEMPTS = 8
 
 
+class StaleView(FileNotFoundError):
+    """The placeholder's directory is gone: the guard that named it saw a disk that
+    has changed since (another process removed its placeholder); ask it again."""
+
+
 class NotAPlaceholder(OSError):
     """Something other than a directory or a regular file stands at the path, or the
     path is now reached through a symbolic link."""
@@ -110,7 +115,7 @@ def hold(path: str, directory: bool) -> int | None:
     opened = _parent(path)
     if opened is None:
         if not os.path.isdir(os.path.dirname(path)):
-            raise FileNotFoundError(errno.ENOENT, "its directory is gone", path)
+            raise StaleView(errno.ENOENT, "its directory is gone", path)
         raise NotAPlaceholder(errno.ELOOP, "its directory is reached through a link", path)
     parent, name = opened
     try:
