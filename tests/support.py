@@ -59,6 +59,22 @@ def pids_with_marker(name: str) -> list[int]:
     return found
 
 
+def pids_named(name: str) -> list[int]:
+    """Host pids whose argv[0] is `name` (`exec -a`): the command's own process, seen
+    across pid namespaces (not the shell, runner or stockade process whose command
+    line mentions it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv0 = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if argv0 == name.encode():
+                found.append(int(entry.name))
+    return found
+
+
 def zombie_children() -> list[int]:
     me = os.getpid()
     zombies = []

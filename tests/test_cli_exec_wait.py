@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import require_backend
+from .support import pids_named, require_backend
 from .trust._support import STOCKADE
 
 
@@ -45,21 +45,6 @@ def wait_for(predicate, seconds: float = 20.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
-
-
-def pids_named(name: str) -> list[int]:
-    """Host pids whose argv[0] is `name` (`exec -a`): the sandboxed command itself, not
-    the stockade process whose arguments mention it."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv0 = (entry / "cmdline").read_bytes().split(b"\0")[0]
-            except OSError:
-                continue
-            if argv0 == name.encode():
-                found.append(int(entry.name))
-    return found
 
 
 def children_of(pid: int) -> list[int]:

@@ -13,6 +13,7 @@ import trio
 import stockade
 from stockade import InvalidPolicy, SessionExists, SessionNotFound, StockadeError, open_harness
 
+from ..support import pids_named
 from .conftest import composition
 
 MEMORY = [
@@ -144,21 +145,6 @@ def alive(pid: int) -> bool:
     # A zombie has exited: only its entry is left for its parent to reap.
     state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     return state != "Z"
-
-
-def pids_named(name: str) -> list[int]:
-    """Host pids whose argv[0] is `name` (`exec -a`): the job's own process, seen
-    across pid namespaces (not the shell or runner whose command line mentions it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv0 = (entry / "cmdline").read_bytes().split(b"\0")[0]
-            except OSError:
-                continue
-            if argv0 == name.encode():
-                found.append(int(entry.name))
-    return found
 
 
 async def started_pids(name: str, count: int) -> list[int]:
