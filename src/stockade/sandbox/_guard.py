@@ -95,14 +95,12 @@ def guard_call(
     trusted_files: Sequence[str] = (),
     installation: Sequence[str] = (),
     allow_unprotected_installation: bool = False,
-    blockers: Sequence[str] = (),
     facts: PathFacts | None = None,
 ) -> Guard:
     """What `backend` must do so that nothing trusted later is writable in this call.
 
-    `blockers`: placeholder mount points this process's runner made before (see
-    `trust.first_missing`). `facts`: where the disk is read (a fresh PathFacts when
-    not given); afterwards it tells what was looked at (the provider's memo).
+    `facts`: where the disk is read (a fresh PathFacts when not given); afterwards it
+    tells what was looked at (the provider's memo).
     """
     # One call resolves the same roots and prefixes for every path: each lstat once.
     facts = facts or PathFacts()
@@ -143,9 +141,7 @@ def guard_call(
         placeholders = {
             prefix for path in metadata for prefix in _prefixes_inside(path, real_roots)
         }
-        binds = protections(
-            (*metadata, *own, *files), roots, (*blockers, *placeholders), facts=facts
-        )
+        binds = protections((*metadata, *own, *files), roots, placeholders, facts=facts)
         # Every placeholder the runner mounts over: held by each process whose sandbox
         # uses it and removed by the last (sandbox/placeholders.py), so one process
         # never pulls a placeholder out from under another's sandbox.
