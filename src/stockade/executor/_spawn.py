@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 
 import attrs
 import trio
@@ -240,17 +241,25 @@ async def settle(
     """
     timed_out = False
     grace = _Grace()
+    # The input's own scope: cancelling a nursery's scope would cancel the code inside
+    # its block too, and with it the kill below.
+    feeding = trio.CancelScope()
+
+    async def feed(send: Callable[[], Awaitable[None]]) -> None:
+        with feeding:
+            await send()
+
     try:
-        async with trio.open_nursery() as pipes, trio.open_nursery() as feeding:
+        async with trio.open_nursery() as pipes:
             pipes.start_soon(_drain_both, process, stdout, stderr, grace, streams)
             if stdin is not None:
-                feeding.start_soon(_feed, process.stdin, stdin)
+                pipes.start_soon(feed, partial(_feed, process.stdin, stdin))
             elif streams is not None and streams.stdin is not None:
-                feeding.start_soon(_pump, process.stdin, streams.stdin)
+                pipes.start_soon(feed, partial(_pump, process.stdin, streams.stdin))
             with trio.move_on_after(math.inf if time_limit is None else time_limit) as deadline:
                 await process.wait()
             # Input nobody will read: a source that never ends must not hold us here.
-            feeding.cancel_scope.cancel()
+            feeding.cancel()
             if deadline.cancelled_caught:
                 timed_out = True
                 await terminate_group(process, kill_grace)
