@@ -6,6 +6,7 @@ with no exit status)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -33,14 +34,40 @@ async def test_a_command_ignoring_sigterm_is_killed_at_its_timeout(tmp_path, bac
                 executor.resolve(command, policy=policy, timeout=0.5, stdin=stdin)
             )
     else:
-        async with open_provider(require_backend(backend)) as provider:
-            async with open_executor(config, provider) as executor:
-                result = await executor.run(
-                    executor.resolve(command, policy=policy, timeout=0.5, stdin=stdin)
-                )
+        async with (
+            open_provider(require_backend(backend)) as provider,
+            open_executor(config, provider) as executor,
+        ):
+            result = await executor.run(
+                executor.resolve(command, policy=policy, timeout=0.5, stdin=stdin)
+            )
     # SIGKILL ends the command itself; under bwrap the runner, which does not ignore
     # SIGTERM, dies of it first and its PID namespace takes the command down.
     killed = (128 + 9, 128 + 15) if backend == "bwrap" else (128 + 9,)
     assert result.timed_out and result.exit_code in killed, result
     assert result.stdout == "before\n"
     assert pids_named(name) == []  # gone when the call returns
+
+
+def test_a_group_of_zombies_is_gone_and_a_live_member_is_not():
+    """A killed command is waited for until its process group is empty; a zombie whose
+    parent never reaps it (a container's bare init) must not hold the call."""
+    import subprocess
+    import time
+
+    from stockade.executor._spawn import _group_alive
+
+    live = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert _group_alive(live.pid)
+        live.kill()
+        deadline = time.monotonic() + 10
+        stat = Path(f"/proc/{live.pid}/stat")
+        while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not _group_alive(live.pid)  # only a zombie is left, unreaped
+    finally:
+        live.kill()
+        live.wait()
+    assert not _group_alive(live.pid)

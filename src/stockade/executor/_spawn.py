@@ -271,10 +271,43 @@ async def settle(
             await terminate_group(process, kill_grace)
             with trio.move_on_after(KILL_TEARDOWN):
                 await _drain_both(process, stdout, stderr)
+                await _group_gone(process.pid)
             await _close(process)
         raise
+    if timed_out:
+        with trio.move_on_after(KILL_TEARDOWN):
+            await _group_gone(process.pid)
     await _close(process)
     return timed_out
+
+
+async def _group_gone(pgid: int) -> None:
+    """Until no process of the killed group `pgid` is left. Its pipes end before that:
+    a process closes its files early in its exit, and the last one out of a sandbox's
+    namespaces tears them down after (under load, many milliseconds)."""
+    while _group_alive(pgid):  # noqa: ASYNC110 (no event says a process group emptied)
+        await trio.sleep(0.005)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (a zombie waiting for a parent
+    that never reaps, as a container's bare init may be, does not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # Some member is left: a live one, or only zombies (kill() reaches those too).
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat_file:
+                fields = stat_file.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
 
 
 async def _close(process: trio.Process) -> None:
