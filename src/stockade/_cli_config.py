@@ -68,11 +68,15 @@ def load_cli_composition(explicit: str | None) -> Composition | None:
     return load_composition(path)
 
 
-class CliSettings(namedtuple("CliSettings", "provider executor confines mode root network")):
+class CliSettings(
+    namedtuple("CliSettings", "provider executor confines mode root network root_explicit")
+):
     """What a verb needs from the composition, with the user's flags laid over it:
     provider (ProviderConfig | None), executor (ExecutorConfig), confines (bool),
     mode (SandboxMode), root (str), network (Network: the flag, else the composition's
-    default; a call under danger-full-access has it `on` whatever this says)."""
+    default; a call under danger-full-access has it `on` whatever this says),
+    root_explicit (bool: --root or the composition's fallback_root named the root,
+    rather than the current directory)."""
 
     __slots__ = ()
 
@@ -130,6 +134,21 @@ def cli_settings(
         mode=chosen,
         root=workspace,
         network=networked,
+        root_explicit=bool(root or executor.fallback_root),
+    )
+
+
+def broad_root_problem(settings: CliSettings, *, may_widen: bool = False) -> str | None:
+    """Why `settings` must not run: an implicit root of `/` or the home directory under
+    workspace-write (or a mode `--ask` may widen to it); None when it may."""
+    if settings.mode is not SandboxMode.WORKSPACE_WRITE and not (
+        may_widen and settings.mode is SandboxMode.READ_ONLY
+    ):
+        return None
+    from .trust import broad_root_refusal
+
+    return broad_root_refusal(
+        settings.root, explicit=settings.root_explicit, home=os.environ.get("HOME")
     )
 
 

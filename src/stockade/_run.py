@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from ._cli_config import CliSettings, cli_settings, load_cli_composition, unconfined_refusal
+from ._cli_config import (
+    CliSettings,
+    broad_root_problem,
+    cli_settings,
+    load_cli_composition,
+    unconfined_refusal,
+)
 from .approval._chain import Answerer, ApprovalRequest, Decision
 from .errors import (
     CommandStartError,
@@ -432,6 +438,9 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
         )
     except InvalidPolicy as error:
         raise _usage(str(error)) from None
+    broad = broad_root_problem(settings, may_widen=bool(args.ask))
+    if broad is not None:
+        raise _usage(broad)
     if not os.path.isdir(settings.root):  # what the provider says too, said for every mode
         raise _usage(
             f"workspace root {settings.root!r} does not exist or is not a directory; "

@@ -490,7 +490,13 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         argv = argv[1:]
     if not argv:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
-    from ._cli_config import cli_settings, load_cli_composition, names_a_config, unconfined_refusal
+    from ._cli_config import (
+        broad_root_problem,
+        cli_settings,
+        load_cli_composition,
+        names_a_config,
+        unconfined_refusal,
+    )
 
     backend, timeout = args.backend, 10.0
     provider = None
@@ -508,10 +514,18 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         network = settings.network
         if provider is not None:
             backend, timeout = provider.backend, provider.probe_timeout
+        broad = broad_root_problem(settings)
     else:
+        from .trust import broad_root_refusal
+
         mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
         root = os.path.realpath(args.root or os.getcwd())
         network = Network.parse(args.network or Network.OFF.value)
+        broad = None
+        if mode is SandboxMode.WORKSPACE_WRITE:
+            broad = broad_root_refusal(root, explicit=bool(args.root), home=os.environ.get("HOME"))
+    if broad is not None:
+        _fail(broad)
     # The resolved values, kept on the namespace: `exec_network(args)` is the network
     # the confined argv is built for.
     args.mode, args.network = mode, network

@@ -51,7 +51,7 @@ from .tools.bash import BashTool
 from .tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
 from .tools.fs_tool import FS_TOOLS, FsTool, fs_schemas
 from .tools.result import ToolResult
-from .trust import check_trusted
+from .trust import broad_root_refusal, check_trusted
 from .vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 
 ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
@@ -79,6 +79,9 @@ class Harness:
     log_directory: str | None = None
     # Files that steer where the log is (a database's password file): (path, what).
     log_files: tuple[tuple[str, str], ...] = ()
+    # Whether the fallback root was named (a composition's workspace_root, open_harness's
+    # cwd) rather than taken from the process's current directory.
+    fallback_root_explicit: bool = True
 
     @property
     def confines(self) -> bool:
@@ -150,6 +153,17 @@ class Harness:
         if resume and session_id is None:
             raise ValueError("resume=True needs the session_id of the session to resume")
         _check_workspace_root(cwd, "the session's cwd")
+        if cwd is None and not resume and self.confines:
+            # Every mode counts the root as writable: a knob, a preset or an
+            # escalation can widen any session to workspace-write.
+            broad = broad_root_refusal(
+                self.defaults.fallback_root,
+                explicit=self.fallback_root_explicit,
+                home=os.environ.get("HOME"),
+                naming="cwd={root!r} to open_session",
+            )
+            if broad is not None:
+                raise ConfigError(broad)
         self._check_log_is_out_of_reach(cwd)
         if resume:
             self._check_log_exists(session_id)
@@ -581,6 +595,7 @@ def assemble(
         fs=fs_tool,
         log_directory=str(store.directory) if isinstance(store, JsonlStore) else None,
         log_files=store_files(store),
+        fallback_root_explicit=bool(executor_config.fallback_root or cwd),
     )
     harness._check_log_is_out_of_reach(None)
     return actors, harness

@@ -470,3 +470,38 @@ def protections(
     ordered += [Protection(path, kind, path in directories) for path, kind in kept.items()]
     # A parent is bound before anything beneath it.
     return tuple(sorted(ordered, key=lambda item: (item.path.count("/"), item.path)))
+
+
+# --- roots too broad to take implicitly ------------------------------------------------
+
+
+def broad_root_refusal(
+    root: str,
+    *,
+    explicit: bool,
+    home: str | None,
+    naming: str = "--root {root}",
+    source: str = "the current directory",
+) -> str | None:
+    """Why a workspace root taken implicitly (the current directory) is refused, or None.
+
+    A root of `/` makes workspace-write danger-full-access by another name, and the
+    caller's home directory holds every startup file the person's tools run later. Both
+    are honoured only when named on purpose (`explicit`: `--root`, a `cwd` given
+    through the API, a composition `fallback_root`). `naming` says how the caller
+    names a root on purpose (`{root}` stands for it); `source`, where the root came from.
+    """
+    if explicit:
+        return None
+    real = os.path.realpath(root)
+    if real == "/":
+        what = "/, the whole disk"
+    elif home and os.path.isabs(home) and real == os.path.realpath(home):
+        what = f"{real}, your home directory"
+    else:
+        return None
+    return (
+        f"the workspace root would be {what} ({source}), which a "
+        "workspace-write command could then write throughout; run from a project "
+        f"directory, or pass {naming.format(root=real)} to mean it"
+    )

@@ -167,6 +167,7 @@ async def serve(
     *,
     allow_always: bool = False,
     permission_timeout: float | None = 300.0,
+    broad_roots: tuple[str, ...] = (),
     open_transport: Callable[[], Awaitable[Any]] = open_stdio_transport,
 ) -> None:
     """Run the agent on `composition` until the client closes its end (Trio)."""
@@ -179,7 +180,9 @@ async def serve(
         trio_asyncio.open_loop(),
         open_harness(composition, answerers=[answerer], extra_events=ACP_EVENTS) as harness,
     ):
-        core = AgentCore(harness=harness, model=model, allow_always=allow_always)
+        core = AgentCore(
+            harness=harness, model=model, allow_always=allow_always, broad_roots=broad_roots
+        )
         answerer.directory = core.ask_context
         agent = AcpAgent(core, answerer)
         try:

@@ -28,6 +28,7 @@ from ..approval import ApprovalRequest
 from ..errors import StockadeError
 from ..harness import AgentSession, Harness
 from ..sessionlog import check_session_id
+from ..trust import broad_root_refusal
 from ..vocab import Network
 from .answerer import AskContext
 from .events import PromptReceived, ReplyGiven
@@ -81,6 +82,8 @@ class AgentCore:
     # Offer `allow_always` (a session switch) where presets are mounted.
     allow_always: bool = False
     notify: Notify = _no_notify
+    # Session cwds of `/` or the home directory accepted on purpose (--allow-root).
+    broad_roots: tuple[str, ...] = ()
     sessions: dict[str, AcpSession] = attrs.field(factory=dict)
 
     # --- what the answerer asks of the agent --------------------------------------
@@ -98,7 +101,7 @@ class AgentCore:
     # --- sessions ----------------------------------------------------------------
 
     async def new_session(self, cwd: str) -> dict[str, Any]:
-        root = _checked_root(cwd)
+        root = _checked_root(cwd, self.broad_roots)
         try:
             agent = await self.harness.open_session(cwd=root)
         except StockadeError as error:
@@ -107,7 +110,7 @@ class AgentCore:
         return {"sessionId": agent.id, **await self._modes(state)}
 
     async def load_session(self, session_id: str, cwd: str) -> dict[str, Any]:
-        root = _checked_root(cwd)
+        root = _checked_root(cwd, self.broad_roots)
         state = self.sessions.get(session_id)
         if state is None:
             try:
@@ -304,9 +307,21 @@ def _real(path: str) -> str:
     return os.path.realpath(path)
 
 
-def _checked_root(cwd: str) -> str:
+def _checked_root(cwd: str, broad_roots: tuple[str, ...] = ()) -> str:
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         raise ClientError(f"cwd must be an absolute path, got {cwd!r}")
     if not os.path.isdir(cwd):
         raise ClientError(f"cwd {cwd!r} is not a directory")
+    # The editor sends whatever folder is open; `/` or the home directory as a
+    # workspace root lets a widened session write everything there.
+    allowed = {_real(path) for path in broad_roots}
+    broad = broad_root_refusal(
+        cwd,
+        explicit=_real(cwd) in allowed,
+        home=os.environ.get("HOME"),
+        naming="--allow-root {root} to the agent",
+        source="the session's cwd",
+    )
+    if broad is not None:
+        raise ClientError(broad)
     return cwd

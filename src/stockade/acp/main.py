@@ -56,6 +56,14 @@ def parser() -> argparse.ArgumentParser:
         help="an escalation nobody answers in this time is unavailable (0: wait; default 300)",
     )
     p.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="accept DIR as a session cwd even though it is / or your home directory "
+        "(refused by default: a widened session could write everything there)",
+    )
+    p.add_argument(
         "--script",
         metavar="FILE",
         help="use the scripted model with this JSON script (a list of turns) instead of a "
@@ -184,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 model,
                 allow_always=args.allow_always,
                 permission_timeout=args.permission_timeout or None,
+                broad_roots=tuple(args.allow_root),
             )
         )
     except KeyboardInterrupt:
