@@ -392,6 +392,62 @@ def test_prune_keeps_what_is_newer_than_the_cutoff(state_dir, tmp_path):
     assert again.stdout == f"nothing to prune: no session in {state_dir} idle for 7d or more\n"
 
 
+def test_prune_removes_only_what_starts_with_a_header_the_store_wrote(state_dir, tmp_path):
+    """A `*.jsonl` file in the state directory that is not a session log (a user's data,
+    an event line that is no header, an empty file) is never removed, and said so."""
+    session(state_dir, "real", tmp_path, "read-only")
+    others = {
+        "notes.jsonl": '{"type":"note","text":"mine"}\n',
+        "events.jsonl": '{"type":"sandbox/mode","seq":1,"ts":1.0,"mode":"read-only"}\n',
+        "empty.jsonl": "",
+        "late.jsonl": '{"type":"session/header","seq":2,"ts":1.0}\n',
+    }
+    week_ago = time.time() - 8 * 86400
+    for name, text in others.items():
+        (state_dir / name).write_text(text)
+    for path in state_dir.iterdir():
+        os.utime(path, (week_ago, week_ago))
+    dry = stockade(
+        "session", "prune", "--older-than", "7d", "--dry-run", "--state-dir", str(state_dir)
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "would remove real " in dry.stdout
+    done = stockade(
+        "session", "prune", "--older-than", "7d", "--json", "--state-dir", str(state_dir)
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [entry["session"] for entry in report["removed"]] == ["real"]
+    assert sorted(entry["session"] for entry in report["skipped"]) == [
+        "empty",
+        "events",
+        "late",
+        "notes",
+    ]
+    assert all(e["error"]["code"] == "NOT_A_SESSION_LOG" for e in report["skipped"])
+    assert not (state_dir / "real.jsonl").exists()
+    for name, text in others.items():
+        assert (state_dir / name).read_text() == text
+    text = stockade("session", "prune", "--older-than", "7d", "--state-dir", str(state_dir))
+    assert f"skipped {state_dir / 'notes.jsonl'}: not a stockade session log" in text.stdout
+
+
+def test_show_takes_a_unique_prefix_of_an_id(state_dir, tmp_path):
+    session(state_dir, "20261201-200703-787e9e94", tmp_path, "read-only")
+    session(state_dir, "20261201-200703-99aa0000", tmp_path, "workspace-write")
+    env = {"STOCKADE_STATE_DIR": str(state_dir)}
+    done = stockade("session", "show", "20261201-200703-78", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["session"] == "20261201-200703-787e9e94"
+    both = stockade("session", "show", "20261201-200703", "--json", env=env)
+    assert both.returncode == 1
+    error = json.loads(both.stdout)["error"]
+    assert error["code"] == "AMBIGUOUS_SESSION_ID"
+    assert "20261201-200703-787e9e94" in error["detail"] and "99aa0000" in error["detail"]
+    none = stockade("session", "show", "2027", env=env)
+    assert none.returncode == 1 and "no session log at" in none.stderr
+
+
 def test_durations():
     assert parse_duration("0s") == 0
     assert parse_duration("12h") == 12 * 3600

@@ -188,7 +188,8 @@ composition (--config, $STOCKADE_CONFIG), else $XDG_STATE_HOME/stockade/sessions
     + JSON_ERRORS,
     """
   stockade session list
-  stockade session show 3f2a9c
+  stockade session show 20261201-200703-787e9e94
+  stockade session show 20261201-2007        # a unique prefix of an id
   stockade session prune --older-than 7d --dry-run
 """,
 )
@@ -202,13 +203,15 @@ cut.
     """
   0     shown
   1     the log cannot be read: SESSION_NOT_FOUND, INVALID_SESSION_ID,
-        NOT_A_SESSION_LOG, LOG_CORRUPT, STORE_UNAVAILABLE, ENVIRONMENT
+        AMBIGUOUS_SESSION_ID, NOT_A_SESSION_LOG, LOG_CORRUPT, STORE_UNAVAILABLE,
+        ENVIRONMENT
   2     usage or configuration error (USAGE, CONFIG)
 """
     + JSON_ERRORS,
     """
-  stockade session show 3f2a9c
-  stockade session show ./logs/3f2a9c.jsonl --json
+  stockade session show 20261201-200703-787e9e94
+  stockade session show 2026120           # a unique prefix (see session list)
+  stockade session show ./logs/20261201-200703-787e9e94.jsonl --json
 """,
 )
 LIST_HELP = _help(

@@ -72,6 +72,8 @@ class PruneResult(msgspec.Struct, kw_only=True):
     removed: list[SessionEntry]
     kept_open: list[SessionEntry]
     failed: list[SessionEntry]
+    # `<id>.jsonl` files that do not start with a header the store wrote: never removed.
+    skipped: list[SessionEntry] = msgspec.field(default_factory=list)
 
 
 class Catalog(Protocol):
@@ -167,6 +169,24 @@ def _session_files(directory: Path) -> list[tuple[str, Path, os.stat_result]]:
     return found
 
 
+_HEADER = msgspec.json.Decoder(SessionHeader)
+# A header line is short; a first line longer than this is no header the store wrote.
+_HEADER_LIMIT = 64 * 1024
+
+
+def _starts_with_header(fd: int) -> bool:
+    """Whether the open file `fd` starts with the line the store writes first: a
+    `session/header` event with seq 1. Reads from offset 0 without moving the fd."""
+    first = os.pread(fd, _HEADER_LIMIT, 0).split(b"\n", 1)
+    if len(first) < 2:
+        return False  # empty, or no whole first line
+    try:
+        header = _HEADER.decode(first[0])
+    except msgspec.MsgspecError:
+        return False
+    return header.seq == 1
+
+
 def _read(path: Path) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as log:
@@ -229,23 +249,18 @@ class JsonlCatalog:
                 entry.open = True
                 result.kept_open.append(entry)
                 continue
-            if dry_run:
-                # Nothing is locked or removed: /proc/locks said it is not held (or,
-                # where it cannot be read, a shared lock taken and dropped says so).
-                if held is None and _locked_elsewhere(path):
-                    entry.open = True
-                    result.kept_open.append(entry)
-                else:
-                    result.removed.append(entry)
-                continue
             try:
-                outcome = _remove(path, info, cutoff)
+                outcome = _remove(path, info, cutoff, dry_run=dry_run, locks_known=held is not None)
             except OSError as error:
                 detail = f"cannot remove {path}: {error.strerror or error}"
                 entry.error = {"code": "ENVIRONMENT", "detail": detail}
                 result.failed.append(entry)
                 continue
-            if outcome == "open":
+            if outcome == "not-a-log":
+                detail = f"{path} is not a stockade session log (it starts with no header)"
+                entry.error = {"code": "NOT_A_SESSION_LOG", "detail": detail}
+                result.skipped.append(entry)
+            elif outcome == "open":
                 entry.open = True
                 result.kept_open.append(entry)
             elif outcome == "removed":
@@ -253,9 +268,13 @@ class JsonlCatalog:
         return result
 
 
-def _remove(path: Path, judged: os.stat_result, cutoff: float) -> str:
-    """Remove `path` unless a writer holds it: 'removed', 'open', or 'changed' (written
-    or replaced since it was judged: left alone)."""
+def _remove(
+    path: Path, judged: os.stat_result, cutoff: float, *, dry_run: bool, locks_known: bool
+) -> str:
+    """Remove `path` unless a writer holds it: 'removed', 'open', 'not-a-log' (no header
+    the store wrote: never ours to remove), or 'changed' (written or replaced since it
+    was judged: left alone). `dry_run` decides the same and removes nothing; it asks
+    for the lock only where /proc/locks could not be read (`locks_known` False)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -265,6 +284,12 @@ def _remove(path: Path, judged: os.stat_result, cutoff: float) -> str:
             return "changed"
         raise
     try:
+        if not _starts_with_header(fd):
+            return "not-a-log"
+        if dry_run:
+            # Nothing is locked or removed: /proc/locks said it is not held (or, where
+            # it cannot be read, a shared lock taken and dropped says so).
+            return "open" if not locks_known and _locked_elsewhere(path) else "removed"
         try:
             # Held until the file is gone: no writer can take the session meanwhile.
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -444,6 +469,7 @@ def run_prune(
             "removed": [_json_entry(entry) for entry in result.removed],
             "kept_open": [_json_entry(entry) for entry in result.kept_open],
             "failed": [_json_entry(entry) for entry in result.failed],
+            "skipped": [_json_entry(entry) for entry in result.skipped],
         }
         out.write(msgspec.json.encode(reply).decode() + "\n")
         return status
@@ -455,11 +481,13 @@ def run_prune(
         )
     for entry in result.kept_open:
         out.write(f"kept {entry.session}: open (a session holds it now)\n")
+    for entry in result.skipped:
+        out.write(f"skipped {entry.location}: not a stockade session log (no header)\n")
     for entry in result.failed:
         detail = entry.error["detail"] if entry.error else "unknown error"
         print(f"stockade: {detail}", file=sys.stderr if stderr is None else stderr)
     freed = sum(entry.size or 0 for entry in result.removed)
-    if not (result.removed or result.kept_open or result.failed):
+    if not (result.removed or result.kept_open or result.failed or result.skipped):
         out.write(f"nothing to prune: no session in {where} idle for {older_than} or more\n")
     else:
         count = len(result.removed)
@@ -467,6 +495,7 @@ def run_prune(
             f"{verb} {count} session{'s' if count != 1 else ''} ({_size(freed)}) from {where}"
             + (f"; kept {len(result.kept_open)} open" if result.kept_open else "")
             + (f"; {len(result.failed)} could not be removed" if result.failed else "")
+            + (f"; skipped {len(result.skipped)} not a session log" if result.skipped else "")
             + "\n"
         )
     return status

@@ -45,7 +45,32 @@ def locate_log(path_or_id: str, state_dir: str | None = None) -> Path:
     if candidate.is_file() or os.sep in path_or_id or path_or_id.endswith(".jsonl"):
         return candidate
     directory = Path(state_dir) if state_dir else resolve_state_dir()
-    return directory / f"{check_session_id(path_or_id)}.jsonl"
+    exact = directory / f"{check_session_id(path_or_id)}.jsonl"
+    if exact.exists():
+        return exact
+    try:
+        names = sorted(
+            name[: -len(".jsonl")]
+            for name in os.listdir(directory)
+            if name.startswith(path_or_id) and name.endswith(".jsonl")
+        )
+    except OSError:
+        return exact  # read_log says what is wrong with it
+    return directory / f"{unique_prefix(path_or_id, names, str(directory))}.jsonl"
+
+
+def unique_prefix(prefix: str, ids: list[str], where: str) -> str:
+    """The one id of `ids` that starts with `prefix` (`ids` holds no exact match);
+    `prefix` itself when none does (the caller reports it not found)."""
+    matches = [session_id for session_id in ids if session_id.startswith(prefix)]
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise CliError(
+            "AMBIGUOUS_SESSION_ID",
+            f"{prefix!r} starts {len(matches)} session ids in {where} ({shown}); "
+            "give more of the id",
+        )
+    return matches[0] if matches else prefix
 
 
 def run_show(
@@ -70,9 +95,10 @@ def run_show(
     location = None
     try:
         if store is not None:
-            path = Path(args.path_or_id)
-            scan = _scan_from_store(store, args.path_or_id)
-            location = store.location_of(args.path_or_id)
+            session_id = _store_id(store, args.path_or_id)
+            path = Path(session_id)
+            scan = _scan_from_store(store, session_id)
+            location = store.location_of(session_id)
         else:
             try:
                 path = locate_log(args.path_or_id, getattr(args, "state_dir", None))
@@ -128,6 +154,21 @@ def read_log(path: Path, registry: EventRegistry = BUILTIN_EVENTS) -> Scan:
     if data and not scan.events:  # one line, and not an event: a torn tail to the store
         raise not_a_log
     return scan
+
+
+def _store_id(store: Any, prefix: str) -> str:
+    """`prefix` completed to the one session id of `store` it starts (when the store can
+    list its sessions and holds no session of exactly that id)."""
+    lister = getattr(store, "list_sessions", None)
+    if not callable(lister):
+        return prefix
+    try:
+        ids = [entry.session for entry in lister(defaults=PolicyDefaults())]
+    except StockadeError as error:
+        raise CliError("STORE_UNAVAILABLE", str(error)) from None
+    if prefix in ids:
+        return prefix
+    return unique_prefix(prefix, ids, str(getattr(store, "where", "the store")))
 
 
 def _scan_from_store(store: Any, session_id: str) -> Scan:
