@@ -131,11 +131,10 @@ def test_exec_with_no_usable_backend_is_sandbox_unavailable(monkeypatch, capsys,
     fake.write_text(f"#!/bin/sh\ntouch {planted}\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
-    with pytest.raises(SystemExit) as exited:
-        cli.main(
-            ["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "touch", str(marker)]
-        )
-    assert exited.value.code == 125
+    status = cli.main(
+        ["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "touch", str(marker)]
+    )
+    assert status == 125
     err = capsys.readouterr().err
     assert err.startswith("stockade: SANDBOX_UNAVAILABLE: ")
     assert "bwrap not found" in err and "PATH is not searched" in err
@@ -149,9 +148,7 @@ def test_exec_runner_that_cannot_start_is_sandbox_unavailable(
     missing = runner_dir / "no-such-bwrap"  # outside the root: a runner inside is refused
     stub = _probe.Verdict("bwrap", True, str(missing))
     monkeypatch.setitem(_probe.PROBES, "bwrap", lambda _t: stub)
-    with pytest.raises(SystemExit) as exited:
-        cli.main(["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "true"])
-    assert exited.value.code == 125
+    assert cli.main(["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "true"]) == 125
     assert "SANDBOX_UNAVAILABLE: cannot start the sandbox runner" in capsys.readouterr().err
 
 

@@ -542,3 +542,64 @@ def test_the_executor_refuses_a_timeout_that_is_no_duration(scratch, timeout):
                 await executor.start(spec)
 
     trio.run(main)
+
+
+# ---- a reader that went away, then a signal (issue 22, item 4) ------------------------
+
+# Runs `stockade run --json <sleeper>` into a pipe that `cat` reads, on the terminal
+# the test made. The driver ignores SIGINT itself (after starting both), so a Ctrl-C
+# on the terminal reaches stockade and cat as it would in a person's shell pipeline.
+PIPELINE = r"""
+import os, signal, subprocess, sys
+stockade, marker_cmd, kill_reader_first = sys.argv[1], sys.argv[2], sys.argv[3] == "yes"
+reader = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+job = subprocess.Popen([stockade, "run", "--json", marker_cmd], stdout=reader.stdin)
+reader.stdin.close()
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+print("pipeline-started", flush=True)
+if kill_reader_first:
+    sys.stdin.readline()
+    reader.kill()
+    reader.wait()
+    job.send_signal(signal.SIGTERM)
+print(f"status={job.wait()}", flush=True)
+reader.wait()
+"""
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_a_closed_stdout_then_a_signal_ends_quietly(scratch, how):
+    """`stockade run --json 'sleep 30' | reader`, then Ctrl-C (or SIGTERM to the job
+    once the reader is gone): no BrokenPipeError traceback, the signal's status."""
+    require_backend("bwrap")
+    marker = f"stockade-{uuid.uuid4().hex[:12]}"
+    argv = [sys.executable, "-c", PIPELINE, STOCKADE, sleeper(marker)]
+    argv.append("yes" if how == "sigterm" else "no")
+    with PtyChild(argv, cwd=scratch, env=ENV) as child:
+        child.wait_for(lambda text: "pipeline-started" in text, timeout=30)
+        wait_for_pids(marker)
+        child.send(b"\x03" if how == "ctrl-c" else b"go\n")
+        expected = 128 + (signal.SIGINT if how == "ctrl-c" else signal.SIGTERM)
+        child.wait_for(lambda text: "status=" in text, timeout=30)
+        assert child.finish(timeout=30) == 0
+        screen = child.text()
+    assert f"status={expected}" in screen, screen
+    assert "Traceback" not in screen and "BrokenPipe" not in screen, screen
+    assert pids_with_marker(marker) == []
+
+
+def test_help_into_a_closed_pipe_is_quiet(scratch):
+    """Any verb's output into a reader that went away: no traceback (EPIPE)."""
+    done = subprocess.run(
+        f"{STOCKADE} run --help | true; {STOCKADE} session list | true; echo done",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        cwd=scratch,
+        env=ENV,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout == "done\n"
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 125
+# What a shell reports for a writer whose reader went away (128 + SIGPIPE).
+EXIT_BROKEN_PIPE = 141
 
 #: code -> (exit status of the verbs in this module's care, what it means)
 CODES = {
@@ -30,6 +32,31 @@ CODES = {
     "STORE_UNAVAILABLE": (EXIT_FAILURE, "the log store (a database) cannot be reached or read"),
     "ENVIRONMENT": (EXIT_FAILURE, "the operating system refused: a permission, a full disk"),
 }
+
+
+def silence(stream: TextIO) -> None:
+    """Point `stream`'s descriptor at /dev/null: its reader is gone, and the
+    interpreter's flush at exit must not print a BrokenPipeError of its own."""
+    import os
+
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+def say(stream: TextIO, text: str) -> None:
+    """Write and flush `text`; a reader that went away ends it quietly (EPIPE)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        silence(stream)
 
 
 def status_of(code: str) -> int:
@@ -60,10 +87,10 @@ def emit_error(
         import json
 
         reply = json.dumps({"error": {"code": code, "detail": detail}}, ensure_ascii=False)
-        (sys.stdout if stdout is None else stdout).write(reply + "\n")
+        say(sys.stdout if stdout is None else stdout, reply + "\n")
         return
     shown = f"{code}: {detail}" if code == "SANDBOX_UNAVAILABLE" else detail
-    print(f"stockade: {shown}", file=sys.stderr if stderr is None else stderr)
+    say(sys.stderr if stderr is None else stderr, f"stockade: {shown}\n")
 
 
 def report(

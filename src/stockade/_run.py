@@ -30,6 +30,7 @@ from ._cli_config import (
     load_cli_composition,
     unconfined_refusal,
 )
+from ._cli_errors import EXIT_BROKEN_PIPE, say, silence
 from .approval._chain import Answerer, ApprovalRequest, Decision
 from .errors import (
     CommandStartError,
@@ -144,6 +145,11 @@ def _flags(args: argparse.Namespace) -> None:
 # ---- the caller's streams ------------------------------------------------------------
 
 
+class OutputClosed(Exception):
+    """The reader of stockade's stdout or stderr went away while a command's output
+    was being passed on."""
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -166,7 +172,12 @@ class _Screen:
         holds back only this stream, never the timeout or a Ctrl-C."""
 
         async def sink(chunk: bytes) -> None:
-            await trio.to_thread.run_sync(_write_all, fd, chunk, abandon_on_cancel=True)
+            try:
+                await trio.to_thread.run_sync(_write_all, fd, chunk, abandon_on_cancel=True)
+            except BrokenPipeError:
+                # The reader went away (`stockade run yes | head -1`): as a shell's
+                # writer would get SIGPIPE, the command ends and so does the run.
+                raise OutputClosed(fd) from None
             self.last[fd if not self.shared else 0] = chunk[-1:]
 
         return sink
@@ -399,21 +410,38 @@ def run_command(args: argparse.Namespace, *, answerer: Answerer | None = None) -
             raise _interrupted(signal.SIGINT) from None
     except RunError as error:
         return _report_error(args, error)
-    except Exception as error:  # a bug: still one object on stdout with --json
-        if not args.json:
+    except Exception as error:
+        if _only_output_closed(error):
+            # Nothing more can be shown (the command was ended with the run).
+            silence(sys.stdout)
+            silence(sys.stderr)
+            return EXIT_BROKEN_PIPE
+        if not args.json:  # a bug: still one object on stdout with --json
             raise
         traceback.print_exc()
         return _report_error(args, RunError("INTERNAL", repr(error), EXIT_FAILURE))
 
 
+def _only_output_closed(error: BaseException) -> bool:
+    """Whether `error` is OutputClosed (or a write's EPIPE), or a group (nested) of
+    nothing else."""
+    closed = (OutputClosed, BrokenPipeError)
+    if isinstance(error, BaseExceptionGroup):
+        matched, rest = error.split(closed)
+        return matched is not None and rest is None
+    return isinstance(error, closed)
+
+
 def _report_error(args: argparse.Namespace, error: RunError) -> int:
+    # `say`: a reader that went away (the pipe's other end, Ctrl-C'd with us) ends it
+    # quietly, still with the error's status.
     if args.json:
         reply = {"error": {"code": error.code, "detail": error.detail}}
-        sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
+        say(sys.stdout, msgspec.json.encode(reply).decode() + "\n")
     elif error.code == SandboxUnavailable.code:
-        sys.stderr.write(f"stockade: {error.code}: {error.detail}\n")
+        say(sys.stderr, f"stockade: {error.code}: {error.detail}\n")
     elif error.code != "INTERRUPTED":  # Ctrl-C is quiet, as in a shell
-        sys.stderr.write(f"stockade: {error.detail}\n")
+        say(sys.stderr, f"stockade: {error.detail}\n")
     return error.status
 
 

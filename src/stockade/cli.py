@@ -13,6 +13,7 @@ import errno
 import os
 import sys
 
+from ._cli_errors import EXIT_BROKEN_PIPE, say, silence
 from ._modes import Network, SandboxMode, allowed_modes, allowed_networks, network_under
 from .errors import ConfigError, InvalidPolicy, SandboxUnavailable, StockadeError
 
@@ -52,7 +53,7 @@ JSON_ERRORS = (
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
-    print(f"stockade: {message}", file=sys.stderr)
+    say(sys.stderr, f"stockade: {message}\n")
     raise SystemExit(status)
 
 
@@ -774,6 +775,27 @@ def _session(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `stockade` command; a reader of its output that went away (EPIPE) ends it
+    quietly, with the status it had, or 141 (128 + SIGPIPE) as a shell would say."""
+    try:
+        status = _main(argv)
+    except SystemExit as leaving:
+        if leaving.code is None or isinstance(leaving.code, int):
+            status = leaving.code or 0
+        else:
+            say(sys.stderr, f"{leaving.code}\n")
+            status = 1
+    except BrokenPipeError:
+        status = EXIT_BROKEN_PIPE
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            silence(stream)
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     args = fast_args(words)
     parser = None
