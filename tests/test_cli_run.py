@@ -123,5 +123,27 @@ def test_run_ask_without_a_terminal_does_not_retry(scratch, capsys):
     )
     status = run_module.run_command(args, answerer=TerminalAnswerer(opener=lambda: None))
     assert status == 1
-    assert "not retried" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "stockade: not retried: it could not be asked: no terminal to ask on\n" in err
+    assert not (Path(scratch) / "f").exists()
+
+
+def test_run_ask_with_no_controlling_terminal_says_why(scratch):
+    """As a person's script runs it: no terminal at all (a new session, stdin closed)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "stockade", "run", "--ask", "--mode", "read-only", "echo hi > f"],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**__import__("os").environ, "STOCKADE_CONFIG": ""},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "stockade: not retried: it could not be asked: no terminal to ask on" in done.stderr
     assert not (Path(scratch) / "f").exists()

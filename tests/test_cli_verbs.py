@@ -503,3 +503,25 @@ def test_probe_without_a_provider_is_sandbox_unavailable_as_json(state_dir):
     plain = stockade("probe", "--config", str(config))
     assert plain.returncode == 125
     assert plain.stderr.startswith("stockade: SANDBOX_UNAVAILABLE: ")
+
+
+def test_probe_says_when_a_trust_check_refuses_what_it_would_select():
+    """From a directory that holds stockade's own installation, `probe --backend
+    landlock` must not headline a backend `run` then refuses (issue 22, item 6)."""
+    import stockade as package
+
+    require_backend("landlock")
+    holder = os.path.dirname(os.path.dirname(os.path.abspath(package.__file__)))
+    text = stockade("probe", "--backend", "landlock", cwd=holder)
+    assert text.returncode == 0, text.stderr
+    assert "  landlock: usable, but refused here (" in text.stdout
+    selected = next(line for line in text.stdout.splitlines() if line.startswith("selected:"))
+    assert selected.startswith("selected: landlock, but refused here: stockade's installation")
+    report = json.loads(stockade("probe", "--json", "--backend", "landlock", cwd=holder).stdout)
+    assert report["selected"] == "landlock" and "installation" in report["refused_here"]
+    ran = stockade("run", "--backend", "landlock", "true", cwd=holder)
+    assert ran.returncode == 125 and "SANDBOX_UNAVAILABLE" in ran.stderr
+    elsewhere = json.loads(
+        stockade("probe", "--json", "--backend", "landlock", cwd="/var/tmp").stdout
+    )
+    assert elsewhere["refused_here"] is None

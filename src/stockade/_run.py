@@ -31,7 +31,7 @@ from ._cli_config import (
     unconfined_refusal,
 )
 from ._cli_errors import EXIT_BROKEN_PIPE, say, silence
-from .approval._chain import Answerer, ApprovalRequest, Decision
+from .approval._chain import Answer, Answerer, ApprovalRequest, Decision
 from .errors import (
     CommandStartError,
     ConfigError,
@@ -259,11 +259,12 @@ def _wider(mode: SandboxMode) -> SandboxMode | None:
 
 async def _ask_to_widen(
     answerer: Answerer, command: str, current: SandboxMode
-) -> SandboxMode | None:
-    """After a denial, offer the next wider mode once; the granted mode or None."""
+) -> tuple[SandboxMode | None, str]:
+    """After a denial, offer the next wider mode once: (the granted mode or None, why
+    not when None)."""
     requested = _wider(current)
     if requested is None:
-        return None
+        return None, f"no mode is wider than {current.value}"
     answer = await answerer.answer(
         ApprovalRequest(
             session_id="cli",
@@ -275,8 +276,23 @@ async def _ask_to_widen(
             reason=f"denied under {current.value}",
         )
     )
-    granted = answer is not None and answer.decision is Decision.ALLOWED_ONCE
-    return requested if granted else None
+    if answer is not None and answer.decision is Decision.ALLOWED_ONCE:
+        return requested, ""
+    return None, _why_not(answer)
+
+
+def _why_not(answer: Answer | None) -> str:
+    """The reason, for the person, an --ask retry did not happen."""
+    if answer is None:
+        return "nobody answered the question"
+    said = f": {answer.detail}" if answer.detail else ""
+    match answer.decision:
+        case Decision.REJECTED:
+            return f"the retry was rejected{said}"
+        case Decision.CANCELLED:
+            return f"the question was cancelled{said}"
+        case _:
+            return f"it could not be asked{said}"
 
 
 async def _interruptible(work: Callable[..., Awaitable[Any]], *args: Any) -> Any:
@@ -383,9 +399,9 @@ async def _run_asking(
     if not call.args.json:
         # The person sees the denied attempt before being asked about a retry.
         call.report(result)
-    granted = await _ask_to_widen(answerer, call.command, policy.mode)
+    granted, why = await _ask_to_widen(answerer, call.command, policy.mode)
     if granted is None:
-        sys.stderr.write("stockade: not retried\n")
+        say(sys.stderr, f"stockade: not retried: {why}\n")
         return result, not call.args.json
     sys.stderr.write(f"stockade: retrying once under {granted.value}\n")
     wider = ExecutionPolicy(

@@ -466,6 +466,24 @@ def _probe(args: argparse.Namespace) -> int:
         bwrap_path=settings.provider.bwrap_path,
         protected_extra=settings.provider.protected_paths,
     )
+    refused = None
+    if selection.backend is not None:
+        # What `run` and `exec` would ask before using it, here, in workspace-write.
+        from .sandbox._guard import guard_call
+        from .trust import installation_paths
+
+        backend = selection.backend
+        refused = guard_call(
+            backend.name,
+            SandboxMode.WORKSPACE_WRITE,
+            settings.root,
+            host_temp_roots(),
+            runner=backend.source or backend.runner,
+            extra_protected=settings.provider.protected_paths,
+            trusted_files=settings.provider.trusted_files,
+            installation=installation_paths(),
+            allow_unprotected_installation=settings.provider.allow_unprotected_installation,
+        ).refusal
     if args.json:
         import msgspec
 
@@ -478,12 +496,13 @@ def _probe(args: argparse.Namespace) -> int:
             selected=selection.backend.name if selection.backend else None,
             detail=None if selection.backend else selection.detail,
             trust=trust,
+            refused_here=refused,
         )
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
     else:
         from .sandbox._report import render_selection, render_trust
 
-        sys.stdout.write(render_selection(selection) + render_trust(trust))
+        sys.stdout.write(render_selection(selection, refused_here=refused) + render_trust(trust))
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
 
 

@@ -104,8 +104,10 @@ async def _demo(
         show.step("A neighbouring call: the grant did not persist")
         await _call(show, session, "bash", command="echo 'more' >> notes.txt")
 
-        show.step("A wider request the user rejects")
-        if not interactive:
+        if interactive:
+            show.step("A wider request, asked of you: danger-full-access for one command")
+        else:
+            show.step("A wider request the user rejects")
             show.note("(the scripted user answers: reject)")
         await _call(
             show,

@@ -110,6 +110,9 @@ class ProviderReport(msgspec.Struct, frozen=True, tag="provider-report"):
     selected: str | None
     detail: str | None = None
     trust: tuple[TrustCheck, ...] = ()
+    # Why `run`/`exec` here (this root, workspace-write) would refuse the selected
+    # backend all the same (a trust check), or None.
+    refused_here: str | None = None
 
 
 # --- ExecutorActor inbox ---------------------------------------------------------

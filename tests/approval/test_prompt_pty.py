@@ -119,7 +119,7 @@ def test_stockade_run_ask_on_a_terminal(scratch, typed, written):
         assert status == 0 and "stockade: retrying once under workspace-write" in after
         assert target.read_text() == "hi\n"
     else:
-        assert status != 0 and "stockade: not retried" in after
+        assert status != 0 and "stockade: not retried: the retry was rejected" in after
 
 
 def test_stockade_demo_interactive_on_a_terminal(state_dir_outside):
@@ -137,6 +137,9 @@ def test_stockade_demo_interactive_on_a_terminal(state_dir_outside):
         child.send(b"n\n")
         assert child.finish(timeout=120) == 0
         out = child.text()
+    # The headings do not foretell the person's answers (the scripted run's do).
+    assert "the user rejects" not in out and "scripted user" not in out
+    assert "A wider request, asked of you" in out
     assert 'escalation granted once: this call ran under "workspace-write"' in out
     assert 'the user rejected escalating this command to "danger-full-access"' in out
     assert "approval/answered" in out

@@ -8,13 +8,18 @@ from ..messages import NetworkClaim, TrustCheck
 from ._chain import Selection
 
 
-def render_selection(selection: Selection) -> str:
+def render_selection(selection: Selection, *, refused_here: str | None = None) -> str:
+    """The chain, each candidate, and the selected one; `refused_here`: why a call made
+    here would refuse that one all the same (a trust check)."""
     lines = [
         f"platform: {selection.platform}",
         f"chain: {', '.join(selection.chain) or '(empty)'}",
     ]
     for candidate in selection.candidates:
         status = "usable" if candidate.usable else "unusable"
+        selected = selection.backend is not None and candidate.backend == selection.backend.name
+        if refused_here is not None and candidate.usable and selected:
+            status = "usable, but refused here"
         head = f"  {candidate.backend}: {status}"
         if candidate.runner:
             head += f" ({candidate.runner})"
@@ -40,6 +45,8 @@ def render_selection(selection: Selection) -> str:
         lines += _network_effects(candidate.network_off)
     if selection.backend is None:
         lines.append(f"selected: none: {selection.detail}")
+    elif refused_here is not None:
+        lines.append(f"selected: {selection.backend.name}, but refused here: {refused_here}")
     else:
         lines.append(f"selected: {selection.backend.name}")
     return "\n".join(lines) + "\n"
