@@ -408,6 +408,13 @@ Landlock on Linux). Each verb has its own --help.
         "--allow-remote", action="store_true", help="allow --http on a non-loopback address"
     )
 
+    acp = verbs.add_parser(
+        "acp",
+        help="serve an ACP agent on stdio for an editor (stockade acp --help; docs/acp.md)",
+        add_help=False,
+    )
+    # Its options are the agent's own parser's (stockade.acp.main), read there.
+    acp.add_argument("agent_args", nargs=argparse.REMAINDER)
     session = verb(verbs, "session", "show, list and prune session logs", SESSION_HELP)
     session_verbs = session.add_subparsers(dest="session_verb", metavar="VERB", required=True)
 
@@ -816,6 +823,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["acp"]:
+        # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
+        from .acp.main import main as acp_main
+
+        return acp_main(words[1:], prog="stockade acp")
     args = fast_args(words)
     parser = None
     if args is None:

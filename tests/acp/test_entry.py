@@ -10,8 +10,8 @@ from importlib import resources
 
 import pytest
 
-from stockade.acp.main import MISSING_SDK, choose_model, load, parser
-from stockade.acp.model import ChatCompletionsModel, ScriptedModel
+from stockade.acp.main import MISSING_SDK, NO_MODEL, choose_model, load, parser
+from stockade.acp.model import ChatCompletionsModel, ScriptedModel, UnconfiguredModel
 from stockade.config import loads_composition
 from stockade.errors import ConfigError
 from stockade.vocab import SandboxMode
@@ -64,10 +64,17 @@ def test_mode_needs_a_confining_executor(tmp_path):
         load(args("--config", str(config), "--mode", "read-only"))
 
 
-def test_the_model_is_scripted_without_a_key_and_chat_completions_with_one(tmp_path):
-    assert isinstance(choose_model(args(), environ={}), ScriptedModel)
+def test_the_model_is_chosen_explicitly(tmp_path):
+    none = choose_model(args(), environ={})
+    assert isinstance(none, UnconfiguredModel) and none.text == NO_MODEL
+    shell = choose_model(args("--model", "shell"), environ={"OPENAI_API_KEY": "k"})
+    assert isinstance(shell, ScriptedModel) and shell.description.startswith("shell")
     model = choose_model(args("--model", "m"), environ={"OPENAI_API_KEY": "k"})
     assert isinstance(model, ChatCompletionsModel) and model.model == "m"
+    default = choose_model(args(), environ={"STOCKADE_ACP_API_KEY": "k"})
+    assert isinstance(default, ChatCompletionsModel) and default.model == "gpt-4o-mini"
+    with pytest.raises(ValueError, match="--model m needs an API key: set OPENAI_API_KEY"):
+        choose_model(args("--model", "m"), environ={})
     script = tmp_path / "s.json"
     script.write_text('[[{"reply": "hi"}]]')
     chosen = choose_model(args("--script", str(script)), environ={"OPENAI_API_KEY": "k"})

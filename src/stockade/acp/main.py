@@ -14,17 +14,25 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Final
 
-MISSING_SDK: Final = (
-    "stockade-acp-agent: the ACP SDK is not installed; install the extra: "
-    "pip install 'stockade[acp]'"
-)
+SDK_HINT: Final = "the ACP SDK is not installed; install the extra: pip install 'stockade[acp]'"
+MISSING_SDK: Final = f"stockade-acp-agent: {SDK_HINT}"
 COMPOSITIONS: Final = ("editor", "automation")
+# The console script's name; `stockade acp` runs the same agent under its own name.
+PROG: Final = "stockade-acp-agent"
 KEY_VARIABLES: Final = ("STOCKADE_ACP_API_KEY", "OPENAI_API_KEY")
+# The keyless model: each prompt is run as one bash command (the editor demo).
+SHELL_MODEL: Final = "shell"
+DEFAULT_CHAT_MODEL: Final = "gpt-4o-mini"
+NO_MODEL: Final = (
+    "no model is configured: set OPENAI_API_KEY (or STOCKADE_ACP_API_KEY) for a "
+    "chat-completions model (--model NAME, --base-url URL), or start the agent with "
+    f"--model {SHELL_MODEL} to run each prompt as one bash command"
+)
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="stockade-acp-agent",
+        prog=prog,
         description="An ACP agent over stdio whose shell commands run under stockade's "
         "sandbox; escalations are asked in the editor (session/request_permission).",
     )
@@ -71,8 +79,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model",
-        default=os.environ.get("STOCKADE_ACP_MODEL", "gpt-4o-mini"),
-        help="chat-completions model name ($STOCKADE_ACP_MODEL; default gpt-4o-mini)",
+        default=os.environ.get("STOCKADE_ACP_MODEL") or None,
+        help=f"'{SHELL_MODEL}': run each prompt as one bash command (no model, no key); "
+        "else a chat-completions model name, which needs an API key "
+        f"(${KEY_VARIABLES[0]} or ${KEY_VARIABLES[1]}; $STOCKADE_ACP_MODEL; with a key "
+        f"and no name: {DEFAULT_CHAT_MODEL})",
     )
     p.add_argument(
         "--base-url",
@@ -125,17 +136,30 @@ def load(args: argparse.Namespace) -> Any:
 
 
 def choose_model(args: argparse.Namespace, environ: Any = os.environ) -> Any:
-    """--script: scripted; else an API key: chat completions; else the keyless demo."""
-    from .model import ChatCompletionsModel, ScriptedModel
+    """--script: scripted; `--model shell`: each prompt runs as a command; else an API
+    key: chat completions; else none, which says in one line what to configure.
+
+    A chat model named without a key is an error (ValueError): the person asked for a
+    model that cannot be reached, and silently running prompts as commands instead
+    would surprise them."""
+    from .model import ChatCompletionsModel, ScriptedModel, UnconfiguredModel
 
     if args.script is not None:
         with open(args.script, encoding="utf-8") as handle:
             return ScriptedModel.from_json(json.load(handle))
-    for variable in KEY_VARIABLES:
-        key = environ.get(variable)
-        if key:
-            return ChatCompletionsModel(api_key=key, model=args.model, base_url=args.base_url)
-    return ScriptedModel(description="scripted (no API key: each prompt runs as a command)")
+    if args.model == SHELL_MODEL:
+        return ScriptedModel(description="shell (each prompt runs as one bash command)")
+    key = next((environ[name] for name in KEY_VARIABLES if environ.get(name)), None)
+    if key is not None:
+        name = args.model or DEFAULT_CHAT_MODEL
+        return ChatCompletionsModel(api_key=key, model=name, base_url=args.base_url)
+    if args.model is not None:
+        raise ValueError(
+            f"--model {args.model} needs an API key: set {KEY_VARIABLES[1]} (or "
+            f"{KEY_VARIABLES[0]}), or pass --model {SHELL_MODEL} to run each prompt as one "
+            "bash command"
+        )
+    return UnconfiguredModel(text=NO_MODEL)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -155,20 +179,21 @@ def _show(args: argparse.Namespace) -> int:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+    """The agent over stdio; `prog` names it in its messages (`stockade acp`)."""
+    args = parser(prog).parse_args(argv)
     if args.show is not None:
         from ..errors import StockadeError
 
         try:
             return _show(args)
         except StockadeError as error:
-            print(f"stockade-acp-agent: {error}", file=sys.stderr)
+            print(f"{prog}: {error}", file=sys.stderr)
             return 2
     try:
         import acp  # noqa: F401
     except ImportError:
-        print(MISSING_SDK, file=sys.stderr)
+        print(f"{prog}: {SDK_HINT}", file=sys.stderr)
         return 2
     import trio
 
@@ -179,12 +204,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         composition = load(args)
         model = choose_model(args)
     except (StockadeError, OSError, ValueError) as error:
-        print(f"stockade-acp-agent: {error}", file=sys.stderr)
+        print(f"{prog}: {error}", file=sys.stderr)
         return 2
     print(
-        f"stockade-acp-agent: serving ACP on stdio; model: {model.description}",
+        f"{prog}: serving ACP on stdio; model: {model.description}",
         file=sys.stderr,
     )
+    if model.description == "none configured":
+        print(f"{prog}: {NO_MODEL}", file=sys.stderr)
     try:
         trio.run(
             lambda: serve(
@@ -198,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except StockadeError as error:
-        print(f"stockade-acp-agent: {error}", file=sys.stderr)
+        print(f"{prog}: {error}", file=sys.stderr)
         return 1
     return 0
 

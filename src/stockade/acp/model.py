@@ -55,6 +55,23 @@ class Model(Protocol):
     ) -> ModelStep: ...
 
 
+# --- no model configured -------------------------------------------------------------
+
+
+@attrs.frozen
+class UnconfiguredModel:
+    """What the agent runs when no model is configured: every prompt is answered with
+    the one line that says what to configure, and nothing runs."""
+
+    text: str
+    description: str = "none configured"
+
+    async def step(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> ModelStep:
+        return ModelStep(text=self.text)
+
+
 # --- the scripted model --------------------------------------------------------------
 
 _DENIED: Final = re.compile(r"\[sandbox: file access denied under ([a-z-]+) mode\]")
