@@ -49,7 +49,7 @@ from .sessionlog.actor import SessionLogClient
 from .tools import _bash_schema as schemas
 from .tools.bash import BashTool
 from .tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
-from .tools.fs_tool import FS_TOOLS, FsTool, fs_schemas
+from .tools.fs_tool import FS_TOOLS, FsTool, PinnedRoots, fs_schemas
 from .tools.result import ToolResult
 from .trust import broad_root_refusal, check_trusted
 from .vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
@@ -82,6 +82,9 @@ class Harness:
     # Whether the fallback root was named (a composition's workspace_root, open_harness's
     # cwd) rather than taken from the process's current directory.
     fallback_root_explicit: bool = True
+    # The temp roots the fenced fs tools pin for each session, taken when the harness
+    # starts (as the provider takes its own).
+    temp_roots: tuple[str, ...] = attrs.field(factory=host_temp_roots)
 
     @property
     def confines(self) -> bool:
@@ -136,6 +139,15 @@ class Harness:
             self.defaults.sandbox_mode, self.defaults.fallback_root, self.defaults.network
         )
 
+    def _pin_fs_roots(self, session: Session) -> PinnedRoots | None:
+        """The session's writable roots, pinned for the fenced fs tools (None: none mounted).
+
+        Pinned as the session opens, so a root a command swaps for a symlink later is
+        refused, never followed (docs/fs-tools.md, "Pinned roots")."""
+        if self.fs is None or not self.fs.fenced:
+            return None
+        return PinnedRoots.pin(session.cwd or self.defaults.fallback_root, self.temp_roots)
+
     async def open_session(
         self,
         session_id: str | None = None,
@@ -175,7 +187,6 @@ class Harness:
             presets=self.presets,
             resume=resume,
         )
-        agent = AgentSession(harness=self, session=session)
         if resume and cwd is None:
             # Its root comes from its log: one removed since would fail every call.
             try:
@@ -183,7 +194,7 @@ class Harness:
             except BaseException:
                 await session.close()
                 raise
-        return agent
+        return AgentSession(harness=self, session=session, fs_roots=self._pin_fs_roots(session))
 
     async def resume_session(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
@@ -213,6 +224,8 @@ class AgentSession:
     harness: Harness
     session: Session
     rejected_this_turn: set[str] = attrs.field(factory=set)
+    # The fenced fs tools' roots, pinned when the session opened; closed with it.
+    fs_roots: PinnedRoots | None = None
 
     @property
     def id(self) -> str:
@@ -267,7 +280,7 @@ class AgentSession:
                 return await bash.kill_job(call_id, arguments, self)
             case _ if name in FS_TOOLS and self.harness.fs is not None:
                 return await self.harness.fs.call(
-                    call_id, name, arguments, self, self.harness.default_policy
+                    call_id, name, arguments, self, self.harness.default_policy, roots=self.fs_roots
                 )
             case _:
                 known = ", ".join(schema["name"] for schema in self.harness.tool_schemas())
@@ -328,19 +341,25 @@ class AgentSession:
         # A child rooted over the log directory could rewrite its parent's log.
         self.harness._check_log_is_out_of_reach(cwd if cwd is not None else self.cwd)
         child = await self.session.fork_child(session_id=session_id, cwd=cwd)
-        return AgentSession(harness=self.harness, session=child)
+        return AgentSession(
+            harness=self.harness, session=child, fs_roots=self.harness._pin_fs_roots(child)
+        )
 
     async def close(self) -> None:
         """Kill this session's background jobs, forget them, and release its log.
 
         Every job the session started (running or still queued) is killed with its
         process group, as `kill_job` does, and waited for; its unread output is
-        discarded. Jobs of child sessions belong to the children. Idempotent; it
-        finishes even when the caller is being cancelled.
+        discarded. Jobs of child sessions belong to the children. The fs tools' pinned
+        roots are closed. Idempotent; it finishes even when the caller is being cancelled.
         """
-        with trio.CancelScope(shield=True):
-            await self._kill_jobs()
-        await self.session.close()
+        try:
+            with trio.CancelScope(shield=True):
+                await self._kill_jobs()
+            await self.session.close()
+        finally:
+            if self.fs_roots is not None:
+                self.fs_roots.close()
 
     async def _kill_jobs(self) -> None:
         executor = self.harness.executor

@@ -19,8 +19,10 @@ from typing import Final, TypeVar
 
 import attrs
 
+from ..trust import is_under
 from ..vocab import ExecutionPolicy, SandboxMode
 from . import _protected
+from ._roots import PinnedRoots
 
 RESOLVE_NO_MAGICLINKS: Final = 0x02
 RESOLVE_NO_SYMLINKS: Final = 0x04
@@ -35,6 +37,9 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _WALK_FLAGS: Final = (
     getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 )
+
+
+_O = TypeVar("_O")
 
 
 class PathProblem(ValueError):
@@ -82,11 +87,11 @@ def absolute_path(cwd: str, path: object) -> str:
 
 
 def locate(
-    parts: Sequence[str], spellings: Sequence[tuple[str, str]]
-) -> tuple[str, tuple[str, ...]] | None:
+    parts: Sequence[str], spellings: Sequence[tuple[str, _O]]
+) -> tuple[_O, tuple[str, ...]] | None:
     """The root a path lies under lexically, and the rest of the path below it.
 
-    `spellings` pairs a root's spelling with the directory to open for it. The
+    `spellings` pairs a root's spelling with what to open it by (its pin). The
     outermost matching root wins, so a `..` that leaves a nested root but stays inside
     an enclosing one is still judged against the enclosing one.
     """
@@ -99,15 +104,6 @@ def locate(
         return None
     _, opened, rest = min(matches, key=lambda match: match[0])
     return opened, rest
-
-
-def root_spellings(roots: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """Each root as given and as its real path, both opened at the real path."""
-    pairs: list[tuple[str, str]] = []
-    for root in roots:
-        real = os.path.realpath(root)
-        pairs += [(root, real), (real, real)]
-    return tuple(dict.fromkeys(pairs))
 
 
 # -- openat2 and its fallback --------------------------------------------------------
@@ -301,23 +297,35 @@ def _landing(target: Target) -> str | None:
     return os.path.join(where, target.name)
 
 
+def _landing_beneath(target: Target, root_fd: int, root: str) -> str | None:
+    """`_landing`, told only while the pinned root is still where it was pinned: read
+    after the landing, so a root moved away and back in between is caught (the landing
+    would not lie beneath it)."""
+    landing = _landing(target)
+    if landing is None or _protected.dir_location(root_fd) != root:
+        return None
+    return landing if is_under(landing, root) else None
+
+
 @contextlib.contextmanager
 def write_target(
     policy: ExecutionPolicy,
     absolute: str,
-    temp_roots: Sequence[str],
+    pinned: PinnedRoots,
     *,
     protected_extra: Sequence[str] = (),
 ) -> Iterator[Target]:
     """Open the directory a write of `absolute` lands in, fenced by `policy`'s mode.
 
-    Raises FenceRefused before any effect when the mode forbids the write, OSError when
-    the OS refuses a step. Symlinks (in directories and in the final name) are followed
-    only while they stay beneath the writable root the path named; the fds close on exit.
-    In a fenced mode a write that lands on (or beneath, or creates an ancestor of) a
-    protected path of any writable root is refused, judged by the real landing place.
+    Raises FenceRefused before any effect when the mode forbids the write, RootReplaced
+    when a pinned root is no longer the directory pinned, OSError when the OS refuses a
+    step. Each writable root is opened by its pinned fd, never by its path again.
+    Symlinks (in directories and in the final name) are followed only while they stay
+    beneath the writable root the path named; the fds close on exit. In a fenced mode a
+    write that lands on (or beneath, or creates an ancestor of) a protected path of any
+    writable root is refused, judged by the real landing place.
     """
-    roots = writable_roots(policy, temp_roots)
+    roots = writable_roots(policy, pinned.temp_paths)
     parts = parts_of(absolute)
     with contextlib.ExitStack() as stack:
         if roots is None:
@@ -325,16 +333,20 @@ def write_target(
             start = (None, "/" + "/".join(parent))
             yield _settle(_open_anywhere, _follow_anywhere, start, name, None, stack)
             return
+        pinned.check()
         if not roots:
             raise FenceRefused(f"{policy.mode.value} mode allows no file writes")
-        located = locate(parts, root_spellings(roots))
+        located = locate(parts, pinned.spellings(roots))
         if located is None:
             raise FenceRefused(f"it is outside the writable roots ({', '.join(roots)})")
-        protected = _protected.real_protected(roots, protected_extra)
+        # The protected paths of each root where it was pinned, not where its path leads now.
+        reals = tuple(dict.fromkeys(pin.real for _, pin in pinned.spellings(roots)))
+        protected = _protected.real_protected(reals, protected_extra)
         _refuse_protected_early(absolute, protected)
-        root, rest = located
-        root_fd = os.open(root, _DIR_FLAGS)
-        stack.callback(os.close, root_fd)
+        pin, rest = located
+        if pin.fd < 0:
+            raise pin.unopened()
+        root, root_fd = pin.real, pin.fd
 
         def open_fenced(parent: tuple[str, ...]) -> int:
             return open_beneath(root_fd, parent, root)
@@ -348,7 +360,7 @@ def write_target(
 
         parent, name = _final(rest, absolute)
         target = _settle(open_fenced, follow_fenced, parent, name, root, stack)
-        _refuse_protected(_landing(target), protected)
+        _refuse_protected(_landing_beneath(target, root_fd, root), protected)
         yield target
 
 

@@ -11,7 +11,8 @@ import errno
 import io
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 import attrs
@@ -23,9 +24,12 @@ from ._fence import (
     PathProblem,
     Target,
     absolute_path,
+    locate,
+    parts_of,
     replace_atomically,
     write_target,
 )
+from ._roots import PinnedRoots, RootReplaced
 
 DEFAULT_READ_CAP: Final = 256 * 1024
 BINARY_PROBE: Final = 8 * 1024
@@ -72,6 +76,28 @@ def _error(mode: SandboxMode, path: str, text: str, **facts: Any) -> FsResult:
 def _denied(tool: str, mode: SandboxMode, path: str, reason: str) -> FsResult:
     text = f"{tool} refused {path}: {reason}.\n{denial_marker(mode)}\n{DENIAL_INSTRUCTION}"
     return FsResult(text=text, mode=mode, path=path, is_error=True, denied=True)
+
+
+def _replaced(tool: str, mode: SandboxMode, path: str, refusal: RootReplaced) -> FsResult:
+    """A pinned root changed: an error, not a denial (no wider mode would mean the same)."""
+    return _error(mode, path, f"{tool} refused {path}: {refusal.reason}")
+
+
+@contextmanager
+def _pinned(
+    pinned: PinnedRoots | None, policy: ExecutionPolicy, temp_roots: Sequence[str] | None
+) -> Iterator[PinnedRoots]:
+    """The session's pinned roots held for this call, or roots pinned now for this call
+    alone (no session: nothing was pinned earlier to compare with)."""
+    if pinned is not None and pinned.workspace.path == policy.workspace_root:
+        with pinned.use() as held:
+            yield held
+        return
+    roots = host_paths().temp_roots if temp_roots is None else tuple(temp_roots)
+    with PinnedRoots.pin(
+        policy.workspace_root, roots, strict=False, since="the call started"
+    ) as transient:
+        yield transient
 
 
 def _kind(mode: int) -> str:
@@ -154,11 +180,13 @@ def read_file(
     end_line: int | None = None,
     *,
     read_cap: int = DEFAULT_READ_CAP,
+    roots: PinnedRoots | None = None,
 ) -> FsResult:
     """Read a text file (reads are allowed in every mode), at most `read_cap` bytes.
 
     Lines are 1-based and inclusive; a binary file is reported with its size, a cut
-    is announced with the size and where to continue.
+    is announced with the size and where to continue. With a session's pinned `roots`,
+    a fenced mode first checks them, and a path under one is opened from its pinned fd.
     """
     mode = policy.mode
     try:
@@ -177,7 +205,9 @@ def read_file(
             mode, shown, f"read_file: end_line {end_line} is before start_line {start_line}."
         )
     try:
-        fd = os.open(shown, _READ_FLAGS)
+        fd = _open_for_reading(policy, shown, roots)
+    except RootReplaced as refusal:
+        return _replaced("read_file", mode, shown, refusal)
     except OSError as error:
         if error.errno == errno.ENXIO:  # a socket, or a device without a driver
             return _error(mode, shown, f"read_file: {shown} is not a regular file; refused.")
@@ -191,6 +221,25 @@ def read_file(
         return _os_error("read_file", mode, shown, error, cwd)
     finally:
         os.close(fd)
+
+
+def _open_for_reading(policy: ExecutionPolicy, shown: str, roots: PinnedRoots | None) -> int:
+    """Open `shown` to read; under a pinned root, from its pinned fd (the rest of the
+    path resolves as the kernel resolves it: reads are not fenced)."""
+    if roots is None or policy.mode is SandboxMode.DANGER_FULL_ACCESS:
+        return os.open(shown, _READ_FLAGS)
+    if roots.workspace.path != policy.workspace_root:
+        return os.open(shown, _READ_FLAGS)  # pinned for another root: nothing to compare
+    with roots.use():
+        roots.check()
+        held = roots.held()
+        located = locate(parts_of(shown), roots.spellings([pin.path for pin in held]))
+        if located is None:
+            return os.open(shown, _READ_FLAGS)
+        pin, rest = located
+        if pin.fd < 0:  # (only a root pinned for one call; a session's refuses above)
+            return os.open(shown, _READ_FLAGS)
+        return os.open("/".join(rest) or ".", _READ_FLAGS, dir_fd=pin.fd)
 
 
 def _past_end(mode: SandboxMode, shown: str, first: int, lines: int, size: int) -> FsResult:
@@ -333,12 +382,15 @@ def write_file(
     *,
     temp_roots: Sequence[str] | None = None,
     protected_extra: Sequence[str] = (),
+    roots: PinnedRoots | None = None,
 ) -> FsResult:
     """Create or replace a file with `content` (UTF-8), atomically, if the mode allows it.
 
-    `temp_roots` defaults to the host's (/tmp, $TMPDIR). Missing directories are not
-    created; an existing file keeps its mode (and owner, when root). `protected_extra`
-    adds protected paths (relative to each writable root, or absolute) to the defaults.
+    `roots`: the session's pinned roots (the workspace root and its temp roots); without
+    them the roots are pinned for this call, `temp_roots` defaulting to the host's (/tmp,
+    $TMPDIR). Missing directories are not created; an existing file keeps its mode (and
+    owner, when root). `protected_extra` adds protected paths (relative to each writable
+    root, or absolute) to the defaults.
     """
     mode = policy.mode
     shown, problem = _prepare("write_file", policy, cwd, path)
@@ -350,12 +402,16 @@ def write_file(
         data = content.encode("utf-8")
     except UnicodeEncodeError as error:
         return _error(mode, shown, f"write_file: content is not encodable as UTF-8: {error}.")
-    roots = host_paths().temp_roots if temp_roots is None else tuple(temp_roots)
     try:
-        with write_target(policy, shown, roots, protected_extra=protected_extra) as target:
+        with (
+            _pinned(roots, policy, temp_roots) as pinned,
+            write_target(policy, shown, pinned, protected_extra=protected_extra) as target,
+        ):
             if (refused := _entry_problem("write_file", mode, shown, target)) is not None:
                 return refused
             replace_atomically(target, data, target.stat)
+    except RootReplaced as refusal:
+        return _replaced("write_file", mode, shown, refusal)
     except FenceRefused as refusal:
         return _denied("write_file", mode, shown, refusal.reason)
     except OSError as error:
@@ -382,10 +438,12 @@ def edit_file(
     *,
     temp_roots: Sequence[str] | None = None,
     protected_extra: Sequence[str] = (),
+    roots: PinnedRoots | None = None,
 ) -> FsResult:
     """Replace `old` with `new` in a UTF-8 file, atomically, if the mode allows writing it.
 
     `old` must occur exactly once unless `replace_all`; otherwise nothing is written.
+    `roots` and `temp_roots` as for write_file.
     """
     mode = policy.mode
     shown, problem = _prepare("edit_file", policy, cwd, path)
@@ -408,9 +466,11 @@ def edit_file(
         new.encode("utf-8")
     except UnicodeEncodeError as error:
         return _error(mode, shown, f"edit_file: new is not encodable as UTF-8: {error}.")
-    roots = host_paths().temp_roots if temp_roots is None else tuple(temp_roots)
     try:
-        with write_target(policy, shown, roots, protected_extra=protected_extra) as target:
+        with (
+            _pinned(roots, policy, temp_roots) as pinned,
+            write_target(policy, shown, pinned, protected_extra=protected_extra) as target,
+        ):
             if target.stat is None:
                 return _error(
                     mode,
@@ -422,6 +482,8 @@ def edit_file(
             if (refused := _entry_problem("edit_file", mode, shown, target)) is not None:
                 return refused
             return _edit_open(mode, shown, target, old, new, replace_all)
+    except RootReplaced as refusal:
+        return _replaced("edit_file", mode, shown, refusal)
     except FenceRefused as refusal:
         return _denied("edit_file", mode, shown, refusal.reason)
     except OSError as error:

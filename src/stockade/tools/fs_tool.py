@@ -18,6 +18,7 @@ from ..vocab import ExecutionPolicy, SandboxMode, allowed_modes
 from . import _escalation as texts
 from . import fs
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
+from ._roots import PinnedRoots
 from .bash import unspawnable
 from .result import ToolResult
 
@@ -159,7 +160,11 @@ class FsTool:
         arguments: Any,
         session: ToolSession | None,
         default_policy: ExecutionPolicy,
+        *,
+        roots: PinnedRoots | None = None,
     ) -> ToolResult:
+        """Run one fs tool call. `roots`: the session's roots pinned when it opened (every
+        fenced call is judged against them); None pins them for this call alone."""
         shape = {READ_FILE: ReadArguments, WRITE_FILE: WriteArguments, EDIT_FILE: EditArguments}
         try:
             args = msgspec.convert(arguments, shape[name])
@@ -197,7 +202,7 @@ class FsTool:
                 return refusal
             assert granted is not None
             policy = ExecutionPolicy(granted, policy.workspace_root)
-        result = await trio.to_thread.run_sync(self._operation(args, policy, cwd))
+        result = await trio.to_thread.run_sync(self._operation(args, policy, cwd, roots))
         text = result.text
         if granted is not None:
             text += "\n" + texts.granted(granted)
@@ -210,7 +215,9 @@ class FsTool:
             call_id=call_id, name=name, text=text, is_error=result.is_error, facts=facts
         )
 
-    def _operation(self, args: Any, policy: ExecutionPolicy, cwd: str) -> Any:
+    def _operation(
+        self, args: Any, policy: ExecutionPolicy, cwd: str, roots: PinnedRoots | None
+    ) -> Any:
         match args:
             case ReadArguments():
                 return partial(
@@ -221,6 +228,7 @@ class FsTool:
                     args.start_line,
                     args.end_line,
                     read_cap=self.read_cap,
+                    roots=roots,
                 )
             case WriteArguments():
                 return partial(
@@ -230,6 +238,7 @@ class FsTool:
                     args.path,
                     args.content,
                     protected_extra=self.protected,
+                    roots=roots,
                 )
             case EditArguments():
                 return partial(
@@ -241,5 +250,6 @@ class FsTool:
                     args.new,
                     args.replace_all,
                     protected_extra=self.protected,
+                    roots=roots,
                 )
         raise AssertionError(f"unexpected arguments {args!r}")
