@@ -470,3 +470,32 @@ def protections(
     ordered += [Protection(path, kind, path in directories) for path, kind in kept.items()]
     # A parent is bound before anything beneath it.
     return tuple(sorted(ordered, key=lambda item: (item.path.count("/"), item.path)))
+
+
+# --- a workspace root too broad to be meant -------------------------------------------
+
+
+def broad_root_refusal(root: str, *, explicit: bool, home: str | None) -> str | None:
+    """Why a session that may write its root must not take `root` unasked, or None.
+
+    A root of `/` or exactly the caller's home directory, reached only because it
+    was the current directory, grants a writing command every file there (shell
+    start-up files, keys, other projects). Named explicitly (`--root /`), it is the
+    caller's choice and accepted. Pure: `root` and `home` are real, absolute paths
+    (`home` None: no home is known); the caller decides which modes it applies to.
+    """
+    if explicit:
+        return None
+    # One spelling of each (normpath keeps a leading "//").
+    root = "/" + os.path.normpath(root).lstrip("/")
+    if root == "/":
+        what = "/ (the whole filesystem)"
+    elif home and root == "/" + os.path.normpath(home).lstrip("/"):
+        what = "your home directory"
+    else:
+        return None
+    return (
+        f"refusing the workspace root {root}: it is {what}, taken from the current "
+        "directory; pass --root DIR to choose the workspace (or --root "
+        f"{root} if you mean it)"
+    )
