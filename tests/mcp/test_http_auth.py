@@ -30,7 +30,8 @@ from packaging.utils import canonicalize_name
 from stockade.sandbox._probe import host_temp_roots
 from stockade.trust import check_trusted
 
-from ..support import stockade
+from ..support import require_backend, stockade
+from .http_client import approve
 from .support import events, http_server, of_type, read_status, session_logs, text
 
 NOBODY = 65534
@@ -403,3 +404,62 @@ async def test_max_sessions_sets_the_cap(root, state_dir):
                 async with server.client(mode="legacy"):
                     pass
         assert len(session_logs(state_dir)) == 1
+
+
+# --- from inside the sandbox ------------------------------------------------------------
+
+# Run inside a confined command: read the server's token and open a session with it.
+INSIDE_ATTACK = """
+import http.client, json, sys
+token = open(sys.argv[1]).read().strip()
+body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+    "clientInfo": {"name": "inside", "version": "0"}}}
+try:
+    connection = http.client.HTTPConnection("127.0.0.1", int(sys.argv[2]), timeout=10)
+    connection.request("POST", "/mcp", json.dumps(body), {
+        "Authorization": "Bearer " + token, "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream"})
+    print("status", connection.getresponse().status)
+except OSError as error:
+    print("unreachable", type(error).__name__, error)
+"""
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+async def test_a_confined_command_with_the_network_off_cannot_reach_the_endpoint(
+    backend, root, outside, state_dir, scratch
+):
+    """The token file's mode does not stop a command that runs as the server's user;
+    the network off does: the command reads the token but cannot connect. Control:
+    the same command granted the network once opens a session (a new log)."""
+    require_backend(backend)
+    config = Path(scratch) / "stockade.yml"
+    config.write_text(
+        f"- {{id: sandbox, name: stockade.sandbox.local, config: {{backend: {backend}}}}}\n"
+        "- {id: bash, name: stockade.bash.sandbox}\n"
+        "- {id: approval, name: stockade.approval.user}\n"
+        "- {id: log, name: stockade.session.log}\n"
+    )
+    script = outside / "attack.py"
+    script.write_text(INSIDE_ATTACK)
+    async with http_server(root, state_dir, "--config", str(config)) as server:
+        port = server.url.rsplit(":", 1)[1].split("/")[0]
+        command = f"{sys.executable} -I -S {script} {server.token_file} {port}"
+        async with server.client(elicitation_callback=approve) as client:
+            logs = session_logs(state_dir)
+            confined = await client.call_tool("bash", {"command": command})
+            facts = confined.structured_content
+            assert facts["backend"] == backend and facts["network"] == "off", facts
+            assert "unreachable" in text(confined), text(confined)
+            assert session_logs(state_dir) == logs
+            granted = await client.call_tool(
+                "bash",
+                {
+                    "command": command,
+                    "sandbox_permissions": "with_network",
+                    "justification": "the control: with the network the door is open",
+                },
+            )
+            assert "status 200" in text(granted), text(granted)
+            assert len(session_logs(state_dir)) == len(logs) + 1

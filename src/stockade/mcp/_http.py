@@ -22,6 +22,7 @@ import trio
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
 
     from ._token import Tokens
     from .server import Face
@@ -68,7 +69,7 @@ class BearerTokens:
         return AccessToken(token=token, client_id=f"token-{index + 1}", scopes=[])
 
 
-def auth_settings(host: str) -> object:
+def auth_settings(host: str) -> AuthSettings:
     """The SDK's auth settings for a resource server with its own verifier: no OAuth
     server, no metadata routes. `issuer_url` is required by the model but only read
     for the routes stockade does not make (docs/decisions.md)."""
@@ -89,7 +90,7 @@ async def serve_http(face: Face, host: str, port: int) -> None:
     from .server import DRAIN_SECONDS, say
 
     settings = face.settings
-    token = None
+    token, directory = None, ""
     if settings.tokens:
         tokens, where = settings.tokens, f"bearer tokens from {settings.token_file}"
     else:

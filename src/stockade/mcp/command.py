@@ -45,17 +45,14 @@ def run_mcp(args: argparse.Namespace) -> int:
     from .server import DEFAULT_MAX_SESSIONS, McpSettings, serve
 
     http = None
-    http_only = [
-        flag
+    if args.http is None:
         for flag, value in (
             ("--token-file", args.token_file),
             ("--max-sessions", args.max_sessions),
-        )
-        if value is not None
-    ]
-    if args.http is None and http_only:
-        return _usage(f"{http_only[0]} applies to --http only (stdio needs no token)")
-    if args.http is not None:
+        ):
+            if value is not None:
+                return _usage(f"{flag} applies to --http only (stdio needs no token)")
+    else:
         try:
             http = parse_http(args.http)
         except ValueError as error:
@@ -72,14 +69,11 @@ def run_mcp(args: argparse.Namespace) -> int:
             )
     max_sessions = DEFAULT_MAX_SESSIONS
     if args.max_sessions is not None:
-        try:
-            max_sessions = int(args.max_sessions)
-        except ValueError:
-            max_sessions = 0
-        if max_sessions < 1:
+        if not args.max_sessions.isdigit() or int(args.max_sessions) < 1:
             return _usage(
                 f"--max-sessions wants a positive whole number, got {args.max_sessions!r}"
             )
+        max_sessions = int(args.max_sessions)
     try:
         ask_timeout = seconds(args.ask_timeout)
     except ValueError:
@@ -87,9 +81,9 @@ def run_mcp(args: argparse.Namespace) -> int:
     root = os.path.realpath(args.root or os.getcwd())
     if not os.path.isdir(root):
         return _usage(f"--root {root}: not a directory")
-    home = os.environ.get("HOME") or os.path.expanduser("~")
+    home = os.path.expanduser("~")  # $HOME, else the password database
     refusal = broad_root_refusal(
-        root, explicit=args.root is not None, home=os.path.realpath(home) if home else None
+        root, explicit=args.root is not None, home=os.path.realpath(home) if home != "~" else None
     )
     if refusal is not None:
         return _usage(refusal)
