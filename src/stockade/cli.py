@@ -161,7 +161,8 @@ switch, and the session log replayed as `stockade session show` prints it.
 MCP_HELP = _help(
     """
 An MCP server on stdio (or streamable HTTP): the bash, file and job tools under
-the sandbox; escalations are asked through the client. Needs stockade[mcp].
+the sandbox; escalations are asked through the client. Over HTTP every request
+needs the bearer token whose file the server names on stderr. Needs stockade[mcp].
 docs/mcp.md
 """,
     """
@@ -173,6 +174,7 @@ docs/mcp.md
     """
   stockade mcp --root ~/project
   stockade mcp --http 127.0.0.1:8765 --approval never --mode read-only
+  stockade mcp --http 8765 --token-file ~/.config/stockade/mcp.token
 """,
 )
 SESSION_HELP = _help(
@@ -406,6 +408,17 @@ Landlock on Linux). Each verb has its own --help.
     )
     mcp.add_argument(
         "--allow-remote", action="store_true", help="allow --http on a non-loopback address"
+    )
+    mcp.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="--http: accept the bearer tokens in FILE, one a line (default: make one per "
+        "start, written 0600 to the state directory)",
+    )
+    mcp.add_argument(
+        "--max-sessions",
+        metavar="N",
+        help="--http: how many MCP sessions may be open at once (default: 16)",
     )
 
     acp = verbs.add_parser(

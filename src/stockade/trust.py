@@ -493,10 +493,11 @@ def broad_root_refusal(
     """
     if explicit:
         return None
-    real = os.path.realpath(root)
+    # One spelling of each (realpath and normpath keep a leading "//").
+    real = "/" + os.path.normpath(os.path.realpath(root)).lstrip("/")
     if real == "/":
         what = "/, the whole disk"
-    elif home and os.path.isabs(home) and real == os.path.realpath(home):
+    elif home and os.path.isabs(home) and real == os.path.realpath(home).rstrip("/"):
         what = f"{real}, your home directory"
     else:
         return None

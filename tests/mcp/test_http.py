@@ -3,53 +3,16 @@ by the SDK's own HTTP client. One stockade session per MCP session (connection).
 
 from __future__ import annotations
 
-import re
-import signal
-import subprocess
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
 import trio
-from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from stockade import open_harness
 
 from ..support import pids_with_marker, stockade
-from .support import answering, events, of_type, read_status, server_argv, server_env, text
-
-
-@asynccontextmanager
-async def http_server(root: Path, state_dir: Path, *extra: str) -> AsyncIterator[tuple[str, list]]:
-    """The server's URL and (after the block) its stderr lines and exit status."""
-    process = await trio.lowlevel.open_process(
-        server_argv(root, "--http", "127.0.0.1:0", *extra),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=server_env(state_dir),
-    )
-    out: list = []
-    received = b""
-    try:
-        with trio.fail_after(60):
-            while (found := re.search(rb"at (http://\S+/mcp)\n", received)) is None:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, received.decode()
-                received += chunk
-        yield found.group(1).decode(), out
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        with trio.fail_after(30):
-            while chunk := await process.stderr.receive_some(4096):
-                received += chunk
-            status = await process.wait()
-        stdout = await process.stdout.receive_some(65536)
-        out += [received.decode(), status, stdout]
+from .support import answering, events, http_server, of_type, read_status, text
 
 
 @pytest.mark.parametrize("era", ["legacy", "auto"])
@@ -59,10 +22,10 @@ async def test_http_serves_the_harness_tools_one_session_per_connection(
     monkeypatch.setenv("STOCKADE_STATE_DIR", str(state_dir))
     async with open_harness(None, cwd=str(root)) as harness:
         expected = harness.tool_schemas()
-    async with http_server(root, state_dir) as (url, out):
+    async with http_server(root, state_dir) as server:
         sessions = []
         for _ in range(2):
-            async with Client(url, mode=era) as client:
+            async with server.client(mode=era) as client:
                 # `auto` probes the 2026 era, is refused, and falls back to the handshake.
                 assert client.protocol_version == "2025-11-25"
                 listed = (await client.list_tools()).tools
@@ -74,7 +37,7 @@ async def test_http_serves_the_harness_tools_one_session_per_connection(
             assert [t.input_schema for t in listed] == [s["parameters"] for s in expected]
             assert text(ran).startswith(f"{root}\n") and (root / "in.txt").exists()
             assert f"stockade session: {status['session_id']} " in instructions
-    stderr, status, stdout = out
+    stderr, status, stdout = server.out
     assert status == 0 and stdout == b""
     assert len(set(sessions)) == 2
     for session in sessions:
@@ -83,9 +46,9 @@ async def test_http_serves_the_harness_tools_one_session_per_connection(
 
 async def test_http_escalation_is_asked_through_elicitation(root, state_dir):
     seen: list = []
-    async with http_server(root, state_dir, "--mode", "read-only") as (url, _out):
+    async with http_server(root, state_dir, "--mode", "read-only") as server:
         elicit = answering("accept", "approve once", seen)
-        async with Client(url, elicitation_callback=elicit) as client:
+        async with server.client(elicitation_callback=elicit) as client:
             denied = await client.call_tool("bash", {"command": "echo x > out.txt"})
             granted = await client.call_tool(
                 "bash",
@@ -106,8 +69,8 @@ async def test_http_escalation_is_asked_through_elicitation(root, state_dir):
 
 async def test_http_connection_end_kills_its_jobs(root, state_dir):
     marker = f"mcp-http-{uuid.uuid4().hex}"
-    async with http_server(root, state_dir) as (url, _out):
-        async with Client(url) as client:
+    async with http_server(root, state_dir) as server:
+        async with server.client() as client:
             await client.call_tool("bash", {"command": f"sleep 300 # {marker}", "background": True})
             with trio.fail_after(10):
                 while not pids_with_marker(marker):
@@ -118,16 +81,16 @@ async def test_http_connection_end_kills_its_jobs(root, state_dir):
             while pids_with_marker(marker):
                 await trio.sleep(0.05)
         # The server keeps serving other connections.
-        async with Client(url) as client:
+        async with server.client() as client:
             again = await client.call_tool("bash", {"command": "echo next"})
     assert text(again).startswith("next\n")
     assert of_type(events(state_dir, sid), "tool/result")
 
 
 async def test_http_refuses_a_client_that_speaks_only_the_2026_era(root, state_dir):
-    async with http_server(root, state_dir) as (url, _out):
+    async with http_server(root, state_dir) as server:
         with pytest.raises((MCPError, BaseExceptionGroup)) as refused:
-            async with Client(url, mode="2026-07-28") as client:
+            async with server.client(mode="2026-07-28") as client:
                 await client.list_tools()
     error = refused.value
     while isinstance(error, BaseExceptionGroup):

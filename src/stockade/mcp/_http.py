@@ -1,12 +1,14 @@
 """`stockade mcp --http HOST:PORT`: the SDK's streamable-HTTP app under Hypercorn's
 Trio worker, in the harness's own Trio run.
 
-Loopback by default (the SDK then turns on its DNS-rebinding protection); there is
-no authentication, so another host is refused unless the operator says
-`--allow-remote`. Each MCP session (`Mcp-Session-Id`) is one stockade session,
-closed (its jobs killed) when the client deletes it, it idles out, or the server
-stops. SIGTERM/SIGINT: no new connections, open questions cancelled, in-flight
-requests get the drain period, then everything stops.
+Every request carries a bearer token (`_token.py`), checked by the SDK's own auth
+hooks before the session manager sees it; each `Mcp-Session-Id` is bound to the token
+that opened it, and at most `--max-sessions` are open. Loopback by default (the SDK
+then turns on its DNS-rebinding protection); another host needs `--allow-remote`.
+Each MCP session is one stockade session, closed (its jobs killed) when the client
+deletes it, it idles out, or the server stops. SIGTERM/SIGINT: no new connections,
+open questions cancelled, in-flight requests get the drain period, then everything
+stops.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from typing import TYPE_CHECKING
 import trio
 
 if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+
+    from ._token import Tokens
     from .server import Face
 
 
@@ -46,15 +52,65 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class BearerTokens:
+    """The SDK's `TokenVerifier` over the server's tokens: each token is its own
+    principal (`client_id` `token-N`), so the SDK binds a session to the token that
+    opened it and answers any other token's request for it as an unknown session."""
+
+    def __init__(self, tokens: Tokens) -> None:
+        self.tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        from mcp.server.auth.provider import AccessToken
+
+        index = self.tokens.match(token)
+        if index is None:
+            return None
+        return AccessToken(token=token, client_id=f"token-{index + 1}", scopes=[])
+
+
+def auth_settings(host: str) -> AuthSettings:
+    """The SDK's auth settings for a resource server with its own verifier: no OAuth
+    server, no metadata routes. `issuer_url` is required by the model but only read
+    for the routes stockade does not make (docs/decisions.md)."""
+    from mcp.server.auth.settings import AuthSettings
+
+    shown = f"[{host}]" if ":" in host else host
+    return AuthSettings(issuer_url=f"http://{shown}", resource_server_url=None)
+
+
 async def serve_http(face: Face, host: str, port: int) -> None:
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
+    from ..errors import ConfigError
+    from ..sandbox._probe import host_temp_roots
+    from ..sessionlog import resolve_state_dir
+    from . import _token
     from .server import DRAIN_SECONDS, say
 
+    settings = face.settings
+    token, directory = None, ""
+    if settings.tokens:
+        tokens, where = settings.tokens, f"bearer tokens from {settings.token_file}"
+    else:
+        # Made now, written once the port is known; the directory is checked first.
+        token = _token.new_token()
+        tokens, where = (token,), ""
+        directory = face.harness.log_directory or str(resolve_state_dir())
+        try:
+            _token.prepare_directory(directory, (settings.root, *host_temp_roots()))
+        except _token.TokenProblem as error:
+            raise ConfigError(str(error)) from None
     server = face.build_server(http=True)
-    # The SDK protects a loopback server from DNS rebinding (Host and Origin checks).
-    app = server.streamable_http_app(host=host)
+    # The SDK protects a loopback server from DNS rebinding (Host and Origin checks);
+    # its bearer middleware answers 401 before any session is looked at or made.
+    app = server.streamable_http_app(
+        host=host,
+        auth=auth_settings(host),
+        token_verifier=BearerTokens(_token.Tokens(tokens)),
+        max_sessions=settings.max_sessions,
+    )
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
@@ -62,29 +118,46 @@ async def serve_http(face: Face, host: str, port: int) -> None:
     config.loglevel = "WARNING"
     config.graceful_timeout = DRAIN_SECONDS
     stopping = trio.Event()
+    token_file: str | None = None
 
     async with trio.open_nursery() as links:
         face.link_nursery = links
-        async with trio.open_nursery() as nursery:
+        try:
+            async with trio.open_nursery() as nursery:
 
-            async def on_signals() -> None:
-                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
-                    async for signum in received:
-                        if stopping.is_set():
-                            say("second signal: stopping now")
-                            links.cancel_scope.cancel()
-                            return
-                        say(f"{signal.Signals(signum).name}: draining (up to {DRAIN_SECONDS:g} s)")
-                        face.cancel_asks()
-                        stopping.set()
+                async def on_signals() -> None:
+                    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+                        async for signum in received:
+                            if stopping.is_set():
+                                say("second signal: stopping now")
+                                links.cancel_scope.cancel()
+                                return
+                            name = signal.Signals(signum).name
+                            say(f"{name}: draining (up to {DRAIN_SECONDS:g} s)")
+                            face.cancel_asks()
+                            stopping.set()
 
-            async def run_server(*, task_status: trio.TaskStatus[list[str]]) -> None:
-                await serve(app, config, shutdown_trigger=stopping.wait, task_status=task_status)
-                nursery.cancel_scope.cancel()
+                async def run_server(*, task_status: trio.TaskStatus[list[str]]) -> None:
+                    await serve(
+                        app, config, shutdown_trigger=stopping.wait, task_status=task_status
+                    )
+                    nursery.cancel_scope.cancel()
 
-            nursery.start_soon(on_signals)
-            binds = await nursery.start(partial(run_server))
-            for bind in binds:
-                say(f"serving MCP over streamable HTTP at {bind}/mcp")
+                nursery.start_soon(on_signals)
+                binds = await nursery.start(partial(run_server))
+                if token is not None:
+                    # Every request was refused until now: no token had been given out.
+                    port = int(binds[0].rpartition(":")[2])
+                    token_file = _token.token_path(directory, host, port)
+                    try:
+                        _token.write_token(token_file, token)
+                    except _token.TokenProblem as error:
+                        raise ConfigError(str(error)) from None
+                    where = f"bearer token in {token_file}"
+                for bind in binds:
+                    say(f"serving MCP over streamable HTTP at {bind}/mcp ({where})")
+        finally:
+            if token_file is not None and token is not None:
+                _token.remove_token(token_file, token)
         face.link_nursery = None
         links.cancel_scope.cancel()

@@ -37,12 +37,22 @@ def run_mcp(args: argparse.Namespace) -> int:
     missing = _missing("mcp", "mcp.server.lowlevel", *(("hypercorn",) if args.http else ()))
     if missing is not None:
         return _usage(f"{INSTALL_HINT} (cannot import {missing})")
+    from ..sandbox._probe import host_temp_roots
+    from ..trust import broad_root_refusal
+    from . import _token
     from ._http import is_loopback, parse_http
     from ._link import seconds
-    from .server import McpSettings, serve
+    from .server import DEFAULT_MAX_SESSIONS, McpSettings, serve
 
     http = None
-    if args.http is not None:
+    if args.http is None:
+        for flag, value in (
+            ("--token-file", args.token_file),
+            ("--max-sessions", args.max_sessions),
+        ):
+            if value is not None:
+                return _usage(f"{flag} applies to --http only (stdio needs no token)")
+    else:
         try:
             http = parse_http(args.http)
         except ValueError as error:
@@ -54,9 +64,16 @@ def run_mcp(args: argparse.Namespace) -> int:
             )
         if not is_loopback(http[0]) and not args.allow_remote:
             return _usage(
-                f"--http {args.http}: not a loopback address, and the MCP endpoint has no "
-                "authentication; pass --allow-remote to serve it anyway"
+                f"--http {args.http}: not a loopback address, and plain HTTP would carry "
+                "the bearer token in clear text; pass --allow-remote to serve it anyway"
             )
+    max_sessions = DEFAULT_MAX_SESSIONS
+    if args.max_sessions is not None:
+        if not args.max_sessions.isdigit() or int(args.max_sessions) < 1:
+            return _usage(
+                f"--max-sessions wants a positive whole number, got {args.max_sessions!r}"
+            )
+        max_sessions = int(args.max_sessions)
     try:
         ask_timeout = seconds(args.ask_timeout)
     except ValueError:
@@ -64,6 +81,20 @@ def run_mcp(args: argparse.Namespace) -> int:
     root = os.path.realpath(args.root or os.getcwd())
     if not os.path.isdir(root):
         return _usage(f"--root {root}: not a directory")
+    home = os.path.expanduser("~")  # $HOME, else the password database
+    refusal = broad_root_refusal(
+        root, explicit=args.root is not None, home=os.path.realpath(home) if home != "~" else None
+    )
+    if refusal is not None:
+        return _usage(refusal)
+    tokens: tuple[str, ...] = ()
+    token_file = None
+    if args.token_file is not None:
+        token_file = os.path.abspath(os.path.expanduser(args.token_file))
+        try:
+            tokens = _token.read_token_file(token_file, (root, *host_temp_roots()))
+        except _token.TokenProblem as error:
+            return _usage(str(error))
 
     from .._cli_config import load_cli_composition
 
@@ -77,6 +108,9 @@ def run_mcp(args: argparse.Namespace) -> int:
         network=args.network,
         ask_timeout=ask_timeout,
         http=http,
+        token_file=token_file,
+        tokens=tokens,
+        max_sessions=max_sessions,
     )
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="stockade mcp: %(name)s: %(message)s"

@@ -35,6 +35,8 @@ from ._link import ASK_KEY, PARKED_TTL, Ask, CallRegistry, Link, LinkClosed, Unb
 SERVER_NAME: Final = "stockade"
 # How long in-flight calls may run on after SIGTERM (a second signal stops at once).
 DRAIN_SECONDS: Final = 10.0
+# HTTP: how many MCP sessions (each a stockade session and its log) may be open at once.
+DEFAULT_MAX_SESSIONS: Final = 16
 # Where an HTTP connection keeps its link (the SDK's per-connection scratch state).
 _LINK_KEY: Final = "stockade.link"
 
@@ -56,6 +58,10 @@ class McpSettings:
     network: str | None = None
     ask_timeout: float = 300.0
     http: tuple[str, int] | None = None
+    # HTTP: the tokens of `--token-file` (none: one is made per start), and the cap.
+    token_file: str | None = None
+    tokens: tuple[str, ...] = attrs.field(default=(), repr=False)
+    max_sessions: int = DEFAULT_MAX_SESSIONS
 
 
 @attrs.define(eq=False)
