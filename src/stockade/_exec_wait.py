@@ -10,13 +10,16 @@ import os
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import NoReturn
 
 
-def run_holding(argv: list[str], held: list[int]) -> NoReturn:
+def run_holding(argv: list[str], held: list[int], sweep: Sequence[str] = ()) -> NoReturn:
     """Run the runner as a child and wait for it, holding `held` (placeholder locks,
-    CLOEXEC) until the sandbox is gone: bwrap closes every descriptor it is handed, so
-    they cannot travel with an exec.
+    CLOEXEC) until the sandbox is gone, then let go of them and remove the placeholders
+    at `sweep` that no other process holds (sandbox/placeholders.py: only a marked,
+    empty one), so none outlives its last holder. The locks cannot travel with an
+    exec: a lock the command could reach would be one it could drop.
 
     As with an exec, the runner stays in this process group: the terminal's SIGINT and
     SIGQUIT reach it directly (ignored here meanwhile), SIGTERM and SIGHUP sent to this
@@ -52,6 +55,12 @@ def run_holding(argv: list[str], held: list[int]) -> NoReturn:
     child = 0
     for fd in held:
         os.close(fd)
+    if sweep:
+        from .sandbox.placeholders import sweep as remove
+
+        # The innermost first; each is removed only by the last of its holders.
+        for path in reversed(sweep):
+            remove(path)
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         # SIGKILL and SIGSTOP cannot be set, and keep their default anyway.
