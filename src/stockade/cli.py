@@ -605,7 +605,15 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         hidden_sockets=hidden,
     )
     blockers = [p.path for p in guard.protections if p.kind == "block"] if held else []
-    _execute(list(confined), runner_is_argv0=True, held=held, passed=passed, sweep=blockers)
+    _execute(
+        list(confined),
+        runner_is_argv0=True,
+        held=held,
+        passed=passed,
+        sweep=blockers,
+        # bwrap returns before its PID namespace is gone: wait for it as a child.
+        bwrap=selected.backend == "bwrap",
+    )
 
 
 def _passed_descriptors(numbers: Sequence[int]) -> tuple[int, ...]:
@@ -678,9 +686,12 @@ def _execute(
     held: list[int] | None = None,
     passed: Sequence[int] | None = None,
     sweep: Sequence[str] = (),
+    bwrap: bool = False,
 ) -> NoReturn:
     """Become `argv`; with `held` (placeholder locks), run it and wait instead, then
-    remove the placeholders at `sweep` unless another process still holds them.
+    remove the placeholders at `sweep` unless another process still holds them. A
+    `bwrap` argv is always run and waited for, until its PID namespace is gone
+    (_exec_wait.run_holding): nothing the command started outlives exec.
 
     `passed` None: every descriptor goes with it (danger-full-access: a plain exec).
     Else only 0, 1, 2 and `passed` (--pass-fd) do, which stderr says first: the
@@ -697,10 +708,10 @@ def _execute(
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        if held:
+        if held or bwrap:
             from ._exec_wait import run_holding
 
-            run_holding(argv, held, sweep)
+            run_holding(argv, held or [], sweep, bwrap=bwrap)
         os.execvp(argv[0], argv)
     except OSError as error:
         if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
