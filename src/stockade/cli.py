@@ -101,8 +101,10 @@ EXEC_HELP = _help(
     """
 Run ARGV confined, as this very process: stockade selects the backend (a usable
 verdict is remembered per user), builds the confined command line and replaces
-itself with it. No shell is added, no event loop runs; output, input and exit
-status are the command's own. danger-full-access runs ARGV unconfined.
+itself with it (bwrap: runs it as a child and waits). No shell is added, no event
+loop runs; output, input and exit status are the command's own. Only descriptors
+0-2 and those named by --pass-fd reach ARGV, and nothing ARGV starts outlives it.
+danger-full-access runs ARGV unconfined.
 """,
     """
   N     the command's own exit status
