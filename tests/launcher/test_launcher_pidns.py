@@ -200,6 +200,9 @@ def test_a_signal_sent_to_the_launcher_reaches_the_command_once(launcher, tmp_pa
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A signal ignored on entry cannot be trapped (a test run as a shell's
+        # background job has SIGINT and SIGQUIT ignored): the defaults first.
+        preexec_fn=_default_signals,
     )
     try:
         assert process.stdout.readline() == "ready\n"
@@ -212,6 +215,11 @@ def test_a_signal_sent_to_the_launcher_reaches_the_command_once(launcher, tmp_pa
         process.kill()
         process.wait()
     assert log.read_text() == f"{name}\n"
+
+
+def _default_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def test_a_signal_the_command_ignores_is_ignored(launcher):
