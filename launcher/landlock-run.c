@@ -16,6 +16,13 @@
  * capability is dropped and no_new_privs is set, so a root caller is confined
  * just like anyone else.
  *
+ * The child runs in a PID namespace of its own, under a small init: when it
+ * ends (or the launcher is killed), every process it started ends too, however
+ * it left its process group (see "One call's processes").  The namespace is
+ * made directly with CAP_SYS_ADMIN, else inside a user namespace mapping only
+ * the caller's ids; where neither works the launcher fails (and so does
+ * --probe): no command runs whose processes could outlive it.
+ *
  * --no-network: no socket of any family but AF_UNIX (socket and socketpair;
  * seccomp, EAFNOSUPPORT), and on ABI >= 4 a ruleset that handles TCP bind and
  * connect with no port allowed.  --netns-only (--filters-only inside a runner
@@ -42,8 +49,7 @@
  *    io_uring (it would bypass every filter) refused;
  *  - without --private-ipc: no SysV or POSIX IPC object of the host created,
  *    removed or changed (--private-ipc instead gives the child an IPC namespace
- *    of its own: directly with CAP_SYS_ADMIN, else inside a user namespace
- *    mapping only the caller's uid and gid; it fails if neither works);
+ *    of its own, made with the PID namespace; it fails if that cannot be);
  *  - --seal-metadata (read-only): the metadata changes Landlock does not govern
  *    (mode, owner, timestamps, extended attributes), and every ioctl but an
  *    allowlist of terminal, file-query and socket-query requests.
@@ -53,7 +59,8 @@
  * and makes IPC private (bwrap), run inside it.
  *
  * Any failure of the launcher itself exits 125 without running the child and
- * prints exactly one line, starting "landlock-run: ", on stderr.  A command it
+ * prints exactly one line, starting "landlock-run: ", on stderr.  Otherwise
+ * the launcher ends as the child did: its exit status, or its death by a signal.  A command it
  * cannot execute is the command's result, as in a shell: 127 (not found) or 126,
  * with the shell's line ("CMD: command not found", "CMD: Permission denied").
  *
@@ -63,6 +70,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -71,7 +79,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -554,6 +564,17 @@ static size_t build_net_filter(struct filter_buffer *buf, enum network network,
 
 /* ---- Failure reporting ---- */
 
+/*
+ * Every exit but init's: stdio flushed, no exit handlers.  The command's
+ * process runs on init's memory until it execs (a vfork-style clone), where
+ * exit() would run them on memory it does not own.
+ */
+static _Noreturn void leave(int status)
+{
+	fflush(NULL);
+	_exit(status);
+}
+
 static _Noreturn void fatal(const char *fmt, ...)
 {
 	char msg[512];
@@ -563,7 +584,7 @@ static _Noreturn void fatal(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "landlock-run: %s\n", msg);
-	exit(LAUNCHER_FAILURE);
+	leave(LAUNCHER_FAILURE);
 }
 
 /* ---- Landlock ---- */
@@ -798,11 +819,6 @@ static int private_namespaces(int flags)
 	return 0;
 }
 
-static int private_ipc(void)
-{
-	return private_namespaces(CLONE_NEWIPC);
-}
-
 /* ---- Hiding named Unix sockets ---- */
 
 #ifndef __NR_open_tree
@@ -930,7 +946,7 @@ static _Noreturn void exec_failed(const char *name, int err)
 		fprintf(stderr, "%s: command not found\n", name);
 	else
 		fprintf(stderr, "%s: %s\n", name, strerror(err));
-	exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE);
+	leave(err == ENOENT ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE);
 }
 
 /*
@@ -1105,44 +1121,231 @@ static void install_filters(int seal_metadata, int filter_ipc, enum network netw
 	install_filter(FILTER(tty_filter), "terminal guard");
 }
 
+/* ---- One call's processes: a PID namespace ---- */
+
+/*
+ * The command runs as pid 2 of a PID namespace of its own, under a tiny init
+ * (pid 1, this program), so nothing it starts outlives it: when the command
+ * ends, init ends, and the kernel kills every process left in the namespace,
+ * whatever it did to leave its process group (setsid, a double fork), before
+ * init is reaped.  The launcher's first process stays in the caller's namespace
+ * (the caller waits for it): it waits for init and ends as the command did.
+ *
+ *   launcher (caller's pid)  waits for init, passes signals on, ends as the command
+ *     init (pid 1)           passes signals on, reaps orphans, ends with the command
+ *       command (pid 2)      confines itself, execs ARGV
+ *
+ * Cost: init shares the launcher's memory (CLONE_VM: no page tables copied,
+ * nothing to tear down at its exit) and the command is a vfork-style clone of
+ * init until it execs, so the namespace costs two task creations, no memory
+ * copy.  Sharing memory asks for care: after the clone the launcher only waits,
+ * passes signals on and exits (no allocation, no stdio until init is gone);
+ * init only drops its capabilities, waits and passes signals on; the three
+ * share errno, so an error text can only be wrong if two fail at once.
+ *
+ * Signals: a signal sent to the launcher or to init by a process (kill, a
+ * supervisor) is passed down, so `kill PID` reaches the command.  One the
+ * kernel sends to the whole foreground group (^C, ^\, a window change, a
+ * hangup) reaches the command directly and is not passed down again.  Stop
+ * signals keep their default: ^Z stops the launcher (the shell's job) and the
+ * command; init, as a namespace's init, ignores them.
+ *
+ * If the launcher dies, init gets SIGKILL (PR_SET_PDEATHSIG, checked once
+ * against a pidfd of the launcher for a death before it was set) and the
+ * namespace goes with it.  Init cannot be traced, read or signalled to death
+ * by the command: another Landlock domain, not dumpable, no capability held,
+ * and a namespace's init ignores what it does not wait for.
+ */
+static const int passed_on[] = {
+	SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH,
+};
+
+#define STACK_SIZE (256 * 1024)
+
+/* What init and the command need, in the memory the three share. */
+static struct call {
+	struct options opt;
+	int abi;
+	int ruleset_fd;
+	int launcher_fd;
+	sigset_t caller_mask;
+	sigset_t waited;
+	volatile int ending_signal;	/* the command was killed by it (init writes) */
+	_Alignas(16) char init_stack[STACK_SIZE];
+	_Alignas(16) char command_stack[STACK_SIZE];
+} call;
+
+/* Pass `info`'s signal to `pid` unless the kernel sent it to the whole group. */
+static void pass_on(const siginfo_t *info, pid_t pid)
+{
+	if (info->si_code != SI_KERNEL)
+		kill(pid, info->si_signo);
+}
+
+/* End as `signum` would have ended us (it already ended the command). */
+static _Noreturn void die_by(int signum)
+{
+	struct rlimit none = { 0, 0 };
+	sigset_t only;
+
+	/* The command dumped its own core, if any: not the launcher's too. */
+	setrlimit(RLIMIT_CORE, &none);
+	signal(signum, SIG_DFL);
+	sigemptyset(&only);
+	sigaddset(&only, signum);
+	sigprocmask(SIG_UNBLOCK, &only, NULL);
+	raise(signum);
+	_exit(128 + signum);	/* a signal this process does not die of */
+}
+
+/* The launcher's first process: wait for init, passing signals on, and end as it did. */
+static _Noreturn void monitor(pid_t init)
+{
+	siginfo_t info;
+	int status;
+
+	for (;;) {
+		if (sigwaitinfo(&call.waited, &info) < 0)
+			continue;
+		if (info.si_signo != SIGCHLD)
+			pass_on(&info, init);
+		else if (waitpid(init, &status, WNOHANG) == init)
+			break;
+	}
+	if (WIFSIGNALED(status))
+		die_by(WTERMSIG(status));
+	if (call.ending_signal)
+		die_by(call.ending_signal);
+	leave(WEXITSTATUS(status));
+}
+
+/*
+ * The command's process, on init's memory until it execs: it confines itself
+ * (init stays out of the domain and runs none of the filters) and execs.
+ */
+static int command(void *unused)
+{
+	char *program;
+
+	(void)unused;
+	install_filters(call.opt.seal_metadata, !call.opt.private_ipc, call.opt.network,
+			call.opt.unix_pairs_only);
+	if (restrict_self(call.ruleset_fd) != 0)
+		fatal("cannot enforce the Landlock ruleset: %s", strerror(errno));
+	close(call.ruleset_fd);
+	if (sigprocmask(SIG_SETMASK, &call.caller_mask, NULL) != 0)
+		fatal("cannot unblock signals: %s", strerror(errno));
+	/* Last fallible step before the notice; only a kernel-level exec failure can follow it. */
+	program = resolve_program(call.opt.argv[0]);
+	if (call.abi < FULL_ENFORCEMENT_ABI)
+		fputs("landlock-run: partial enforcement (older Landlock ABI)\n", stderr);
+	execv(program, call.opt.argv);
+	exec_failed(call.opt.argv[0], errno);
+}
+
+/* /proc/1/mounts' flags for a procfs: MS_NOSUID | MS_NODEV | MS_NOEXEC. */
+#define PROC_FLAGS (2UL | 4UL | 8UL)
+
+/* Init: start the command, pass signals on, reap every orphan, end with the command. */
+static int init(void *unused)
+{
+	struct pollfd gone = { .fd = call.launcher_fd, .events = POLLIN };
+	siginfo_t info;
+	pid_t child, pid;
+	int status;
+
+	(void)unused;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+		fatal("cannot tie the sandbox to the launcher: %s", strerror(errno));
+	if (call.launcher_fd >= 0) {
+		if (poll(&gone, 1, 0) != 0)
+			_exit(LAUNCHER_FAILURE);	/* the launcher is gone already */
+		close(call.launcher_fd);
+	}
+	/*
+	 * A /proc of the namespace's own, so the command's pids (getpid, $$) name its
+	 * own processes there and the host's are out of sight.  A kernel that refuses
+	 * (a procfs with hidden parts, in a container) leaves the host's /proc: every
+	 * path in it stays under the same Landlock rules either way.
+	 */
+	syscall(SYS_mount, "proc", "/proc", "proc", PROC_FLAGS, NULL);
+	/* Init holds no capability either; the command inherits the empty sets. */
+	drop_capabilities();
+	child = (pid_t)clone(command, call.command_stack + STACK_SIZE,
+			     CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+	if (child < 0)
+		fatal("cannot start the command: %s", strerror(errno));
+	close(call.ruleset_fd);
+	for (;;) {
+		if (sigwaitinfo(&call.waited, &info) < 0)
+			continue;
+		if (info.si_signo != SIGCHLD) {
+			pass_on(&info, child);
+			continue;
+		}
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (pid != child)
+				continue;	/* an orphan */
+			if (WIFSIGNALED(status)) {
+				/* Init cannot die of a signal it sends itself: the launcher does. */
+				call.ending_signal = WTERMSIG(status);
+				_exit(128 + WTERMSIG(status));
+			}
+			_exit(WEXITSTATUS(status));
+		}
+	}
+}
+
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+
 static _Noreturn void run(int argc, char **argv)
 {
-	struct options opt = { 0 };
 	uint64_t handled;
-	char *program;
-	int abi, ruleset_fd, err;
+	pid_t pid;
+	int err;
 
-	parse_options(argc, argv, &opt);
-	abi = require_landlock_abi("");
-	handled = handled_access_for_abi(abi);
-	ruleset_fd = create_ruleset(abi, opt.network == NETWORK_OFF);
-	if (ruleset_fd < 0)
+	parse_options(argc, argv, &call.opt);
+	call.abi = require_landlock_abi("");
+	handled = handled_access_for_abi(call.abi);
+	call.ruleset_fd = create_ruleset(call.abi, call.opt.network == NETWORK_OFF);
+	if (call.ruleset_fd < 0)
 		fatal("cannot create a Landlock ruleset: %s", strerror(errno));
 	/* Paths are opened while we still hold the caller's privileges. */
-	for (int i = 0; i < opt.npaths; i++)
-		add_path_rule(ruleset_fd, opt.paths[i],
-			      opt.writable[i] ? handled : ACCESS_READ_ONLY);
-	/* Before the capabilities go: unsharing needs CAP_SYS_ADMIN (or a user namespace). */
-	if (opt.private_ipc && (err = private_namespaces(
-		CLONE_NEWIPC | (opt.nhidden > 0 ? CLONE_NEWNS : 0))) != 0)
-		fatal("cannot make a private IPC namespace: %s", strerror(err));
-	if (!opt.private_ipc && opt.nhidden > 0 && (err = private_namespaces(CLONE_NEWNS)) != 0)
-		fatal("cannot make a mount namespace to hide sockets in: %s", strerror(err));
-	if (opt.nhidden > 0)
-		hide_sockets(opt.empty, opt.hidden, opt.nhidden);
+	for (int i = 0; i < call.opt.npaths; i++)
+		add_path_rule(call.ruleset_fd, call.opt.paths[i],
+			      call.opt.writable[i] ? handled : ACCESS_READ_ONLY);
+	/*
+	 * Before the capabilities go: unsharing needs CAP_SYS_ADMIN (or a user
+	 * namespace).  Always a PID namespace, and a mount namespace for its /proc;
+	 * the IPC namespace when asked.  No PID namespace, no run: fail closed.
+	 */
+	err = private_namespaces(CLONE_NEWPID | CLONE_NEWNS |
+				 (call.opt.private_ipc ? CLONE_NEWIPC : 0));
+	if (err != 0)
+		fatal(call.opt.private_ipc ? "cannot make the command's PID and IPC namespaces: %s"
+		      : "cannot make the command's PID namespace: %s", strerror(err));
+	if (call.opt.nhidden > 0)
+		hide_sockets(call.opt.empty, call.opt.hidden, call.opt.nhidden);
 
-	drop_capabilities();
-	install_filters(opt.seal_metadata, !opt.private_ipc, opt.network, opt.unix_pairs_only);
-	if (restrict_self(ruleset_fd) != 0)
-		fatal("cannot enforce the Landlock ruleset: %s", strerror(errno));
-	close(ruleset_fd);
-
-	/* Last fallible step before the notice; only a kernel-level exec failure can follow it. */
-	program = resolve_program(opt.argv[0]);
-	if (abi < FULL_ENFORCEMENT_ABI)
-		fputs("landlock-run: partial enforcement (older Landlock ABI)\n", stderr);
-	execv(program, opt.argv);
-	exec_failed(opt.argv[0], errno);
+	/* ENOSYS before Linux 5.3: the death signal alone then. */
+	call.launcher_fd = (int)syscall(__NR_pidfd_open, getpid(), 0U);
+	/* Per memory, so init's too: neither can be traced or read by the command. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* SIGCHLD ignored by the caller would reap init unseen; the command gets the default. */
+	signal(SIGCHLD, SIG_DFL);
+	/* Blocked before the clone, so nothing sent meanwhile is lost; taken by sigwaitinfo. */
+	sigemptyset(&call.waited);
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		sigaddset(&call.waited, passed_on[i]);
+	sigaddset(&call.waited, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &call.waited, &call.caller_mask) != 0)
+		fatal("cannot block signals: %s", strerror(errno));
+	pid = (pid_t)clone(init, call.init_stack + STACK_SIZE, CLONE_VM | SIGCHLD, NULL);
+	if (pid < 0)
+		fatal("cannot start the sandbox's init: %s", strerror(errno));
+	monitor(pid);
 }
 
 /*
@@ -1274,21 +1477,24 @@ static void wait_for_probe(pid_t child)
 		      ? probe_failures[status] : "unexpected exit status");
 }
 
-/* Whether --private-ipc would work for this caller (tried in a throwaway child). */
-static int private_ipc_works(void)
+/*
+ * 0 when this caller can make the namespaces `flags` names (tried in a
+ * throwaway child), else the errno.
+ */
+static int namespaces_error(int flags)
 {
 	pid_t child = fork();
 
 	if (child < 0)
 		fatal("probe failed: fork: %s", strerror(errno));
 	if (child == 0)
-		_exit(private_ipc() == 0 ? 0 : 1);
-	return wait_for_child(child) == 0;
+		_exit(private_namespaces(flags) & 0xff);
+	return wait_for_child(child);
 }
 
 static int probe(void)
 {
-	int abi = require_landlock_abi("probe failed: ");
+	int abi = require_landlock_abi("probe failed: "), err;
 	pid_t child = fork();
 
 	if (child < 0)
@@ -1296,9 +1502,14 @@ static int probe(void)
 	if (child == 0)
 		_exit(probe_child(abi));
 	wait_for_probe(child);
+	/* Every call runs in a PID namespace of its own: no namespace, no backend. */
+	if ((err = namespaces_error(CLONE_NEWPID | CLONE_NEWNS)) != 0)
+		fatal("probe failed: cannot make a PID namespace (every command runs in one): %s",
+		      strerror(err));
 	if (printf("landlock-run: probe ok: abi=%d enforcement=%s ipc=%s\n", abi,
 		   abi >= FULL_ENFORCEMENT_ABI ? "full" : "partial",
-		   private_ipc_works() ? "private" : "filtered") < 0 ||
+		   namespaces_error(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC) == 0
+		   ? "private" : "filtered") < 0 ||
 	    fflush(stdout) != 0)
 		fatal("probe failed: cannot write the report: %s", strerror(errno));
 	return 0;

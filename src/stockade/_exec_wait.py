@@ -10,13 +10,28 @@ import os
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import NoReturn
 
 
-def run_holding(argv: list[str], held: list[int]) -> NoReturn:
+# How long exec waits, after bwrap has returned, for the sandbox's PID namespace to be
+# torn down (the kernel kills what is left; under load that takes milliseconds).
+TEARDOWN = 5.0
+
+
+def run_holding(
+    argv: list[str], held: list[int], sweep: Sequence[str] = (), *, bwrap: bool = False
+) -> NoReturn:
     """Run the runner as a child and wait for it, holding `held` (placeholder locks,
-    CLOEXEC) until the sandbox is gone: bwrap closes every descriptor it is handed, so
-    they cannot travel with an exec.
+    CLOEXEC) until the sandbox is gone, then let go of them and remove the placeholders
+    at `sweep` that no other process holds (sandbox/placeholders.py: only a marked,
+    empty one), so none outlives its last holder. The locks cannot travel with an
+    exec: a lock the command could reach would be one it could drop.
+
+    `bwrap`: argv is bwrap's, and this also waits until the sandbox's PID namespace is
+    gone. bwrap returns the command's status as soon as the command ends, while the
+    kernel is still ending what the command left in the namespace (setsid, a double
+    fork): its `--info-fd` names the namespace's init, whose end is the namespace's.
 
     As with an exec, the runner stays in this process group: the terminal's SIGINT and
     SIGQUIT reach it directly (ignored here meanwhile), SIGTERM and SIGHUP sent to this
@@ -36,6 +51,10 @@ def run_holding(argv: list[str], held: list[int]) -> NoReturn:
     kept_ignored = {s for s in handled if _signal.getsignal(s) == _signal.SIG_IGN}
     defaults = [s for s in handled if s not in kept_ignored]
     defaults += [_signal.SIGPIPE, _signal.SIGXFSZ]
+    info = os.pipe() if bwrap else None  # both ends close-on-exec
+    if info is not None:
+        os.set_inheritable(info[1], True)
+        argv = [argv[0], "--info-fd", str(info[1]), *argv[1:]]
     # Blocked until the child's pid is known, so none is lost in between.
     blocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, passed_on)
     for signum in ignored_here:
@@ -48,10 +67,21 @@ def run_holding(argv: list[str], held: list[int]) -> NoReturn:
         child = os.posix_spawnp(argv[0], argv, os.environ, setsigdef=defaults, setsigmask=blocked)
     finally:
         _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
+        if info is not None:
+            os.close(info[1])
+    init = _namespace_init(info[0]) if info is not None else None
     _, status = os.waitpid(child, 0)
     child = 0
+    if init is not None:
+        _wait_gone(init)
     for fd in held:
         os.close(fd)
+    if sweep:
+        from .sandbox.placeholders import sweep as remove
+
+        # The innermost first; each is removed only by the last of its holders.
+        for path in reversed(sweep):
+            remove(path)
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         # SIGKILL and SIGSTOP cannot be set, and keep their default anyway.
@@ -61,3 +91,39 @@ def run_holding(argv: list[str], held: list[int]) -> NoReturn:
         os.kill(os.getpid(), signum)
         raise SystemExit(128 + signum)
     raise SystemExit(os.waitstatus_to_exitcode(status))
+
+
+def _namespace_init(info: int) -> int | None:
+    """A pidfd of the sandbox's init, from bwrap's --info-fd report (`{"child-pid":
+    N, ...}`, written once its init is made, then closed); None when bwrap made none
+    or the init is gone already (reaped: the namespace is gone). Read as soon as bwrap
+    writes it, while the sandbox starts, so its pid cannot have been reused meanwhile
+    (that would take the system's whole pid range; TEARDOWN bounds it anyway)."""
+    report = b""
+    try:
+        while chunk := os.read(info, 4096):
+            report += chunk
+    except OSError:
+        pass
+    finally:
+        os.close(info)
+    _, found, rest = report.partition(b'"child-pid":')
+    digits = rest.lstrip().split(b",")[0].split(b"\n")[0].strip()
+    if not found or not digits.isdigit():
+        return None
+    try:
+        return os.pidfd_open(int(digits))
+    except OSError:  # gone already (ESRCH), or no pidfds (ENOSYS): nothing to wait for
+        return None
+
+
+def _wait_gone(pidfd: int) -> None:
+    """Until the process `pidfd` names has ended (bounded by TEARDOWN)."""
+    import select
+
+    try:
+        select.select([pidfd], [], [], TEARDOWN)
+    except OSError:
+        pass
+    finally:
+        os.close(pidfd)

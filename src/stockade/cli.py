@@ -102,8 +102,10 @@ EXEC_HELP = _help(
     """
 Run ARGV confined, as this very process: stockade selects the backend (a usable
 verdict is remembered per user), builds the confined command line and replaces
-itself with it. No shell is added, no event loop runs; output, input and exit
-status are the command's own. danger-full-access runs ARGV unconfined.
+itself with it (bwrap: runs it as a child and waits). No shell is added, no event
+loop runs; output, input and exit status are the command's own. Only descriptors
+0-2 and those named by --pass-fd reach ARGV, and nothing ARGV starts outlives it.
+danger-full-access runs ARGV unconfined.
 """,
     """
   N     the command's own exit status
@@ -254,6 +256,17 @@ DURATION: a number and a unit (s, m, h, d, w), e.g. 7d, 12h, 1d12h, 0s.
 )
 
 
+def _descriptor(word: str) -> int:
+    """--pass-fd's value: a descriptor number above the standard three."""
+    import argparse
+
+    if not (word.isascii() and word.isdigit()) or int(word) < 3:
+        raise argparse.ArgumentTypeError(
+            f"{word!r} is not a descriptor above 2 (0, 1 and 2 are always passed)"
+        )
+    return int(word)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; argument definitions only, so building it imports nothing
     beyond argparse. Usage lines are generated from these definitions."""
@@ -338,6 +351,14 @@ Landlock on Linux). Each verb has its own --help.
         "--root", metavar="DIR", help="workspace root (default: the current directory)"
     )
     run_exec.add_argument("--backend", default="auto", choices=BACKENDS)
+    run_exec.add_argument(
+        "--pass-fd",
+        action="append",
+        type=_descriptor,
+        metavar="N",
+        help="keep descriptor N (3 or more) open for the command; every other one above 2 "
+        "is closed. The command may use it whatever the sandbox allows (repeatable)",
+    )
     run_exec.add_argument(
         "argv",
         nargs=argparse.REMAINDER,
@@ -533,6 +554,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         argv = argv[1:]
     if not argv:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
+    passed = _passed_descriptors(args.pass_fd or ())
     from ._cli_config import (
         broad_root_problem,
         cli_settings,
@@ -641,7 +663,45 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         network=network,
         hidden_sockets=hidden,
     )
-    _execute(list(confined), runner_is_argv0=True, held=held)
+    blockers = [p.path for p in guard.protections if p.kind == "block"] if held else []
+    _execute(
+        list(confined),
+        runner_is_argv0=True,
+        held=held,
+        passed=passed,
+        sweep=blockers,
+        # bwrap returns before its PID namespace is gone: wait for it as a child.
+        bwrap=selected.backend == "bwrap",
+    )
+
+
+def _passed_descriptors(numbers: Sequence[int]) -> tuple[int, ...]:
+    """The --pass-fd descriptors, each one this process inherited (open, inheritable)."""
+    for fd in numbers:
+        try:
+            inherited = os.get_inheritable(fd)
+        except OSError:
+            _fail(f"--pass-fd {fd}: no such open descriptor")
+        if not inherited:
+            _fail(f"--pass-fd {fd}: not a descriptor this process was given")
+    return tuple(dict.fromkeys(numbers))
+
+
+def _close_on_exec(keep: Sequence[int]) -> None:
+    """Every descriptor above 2 but `keep` closes when the runner is executed: a file
+    or socket the caller left open (a log outside the root, a connected socket) would
+    reach the command past every rule of the sandbox. Marked close-on-exec rather than
+    closed, so that nothing of this process (a placeholder lock) loses its own."""
+    try:
+        found = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every number this process may hold
+        found = list(range(3, os.sysconf("SC_OPEN_MAX")))
+    for fd in found:
+        if fd > 2 and fd not in keep:
+            try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
+                os.set_inheritable(fd, False)
+            except OSError:
+                pass  # not open (the listing's own descriptor)
 
 
 # What `_hold_placeholders` returns when the guard must look again.
@@ -678,15 +738,39 @@ def exec_network(args: argparse.Namespace) -> Network:
     return network_under(SandboxMode.parse(args.mode), Network.parse(args.network))
 
 
-def _execute(argv: list[str], *, runner_is_argv0: bool, held: list[int] | None = None) -> NoReturn:
-    """Become `argv`; with `held` (placeholder locks), run it and wait instead."""
+def _execute(
+    argv: list[str],
+    *,
+    runner_is_argv0: bool,
+    held: list[int] | None = None,
+    passed: Sequence[int] | None = None,
+    sweep: Sequence[str] = (),
+    bwrap: bool = False,
+) -> NoReturn:
+    """Become `argv`; with `held` (placeholder locks), run it and wait instead, then
+    remove the placeholders at `sweep` unless another process still holds them. A
+    `bwrap` argv is always run and waited for, until its PID namespace is gone
+    (_exec_wait.run_holding): nothing the command started outlives exec.
+
+    `passed` None: every descriptor goes with it (danger-full-access: a plain exec).
+    Else only 0, 1, 2 and `passed` (--pass-fd) do, which stderr says first: the
+    command may use those whatever the sandbox allows."""
+    if passed is not None:
+        _close_on_exec(passed)
+        if passed:
+            numbers = " ".join(map(str, passed))
+            sys.stderr.write(
+                f"stockade: --pass-fd {numbers}: the command may use "
+                f"{'this descriptor' if len(passed) == 1 else 'these descriptors'} "
+                "whatever the sandbox allows\n"
+            )
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        if held:
+        if held or bwrap:
             from ._exec_wait import run_holding
 
-            run_holding(argv, held)
+            run_holding(argv, held or [], sweep, bwrap=bwrap)
         os.execvp(argv[0], argv)
     except OSError as error:
         if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
@@ -696,15 +780,16 @@ def _execute(argv: list[str], *, runner_is_argv0: bool, held: list[int] | None =
 
 # The options `exec` and `run` read on the fast path: option -> destination (True: a
 # flag). tests/test_cli_verbs.py holds them to the parser's.
-_EXEC_OPTIONS: dict[str, Any] = {
+_SHARED_OPTIONS: dict[str, Any] = {
     "--mode": "mode",
     "--network": "network",
     "--config": "config",
     "--root": "root",
     "--backend": "backend",
 }
+_EXEC_OPTIONS: dict[str, Any] = {**_SHARED_OPTIONS, "--pass-fd": "pass_fd"}
 _RUN_OPTIONS: dict[str, Any] = {
-    **_EXEC_OPTIONS,
+    **_SHARED_OPTIONS,
     "--timeout": "timeout",
     "--json": True,
     "--ask": True,
@@ -730,6 +815,8 @@ def fast_args(words: Sequence[str]) -> Any | None:
     }
     if verb == "run":
         values.update(timeout=None, json=False, ask=False)
+    else:
+        values["pass_fd"] = None
     index = 1
     while index < len(words):
         word = words[index]
@@ -761,6 +848,11 @@ def fast_args(words: Sequence[str]) -> Any | None:
                 values[dest] = float(value)
             except ValueError:
                 return None
+            continue
+        if dest == "pass_fd":
+            if not (value.isascii() and value.isdigit()) or int(value) < 3:
+                return None
+            values[dest] = [*(values[dest] or ()), int(value)]
             continue
         values[dest] = value
     rest = list(words[index:])

@@ -143,9 +143,8 @@ async def test_closing_output_early_returns_at_the_timeout_or_when_the_leader_ex
                 # executor's drain grace (0.5 s): nothing waits for the 30 s sleep.
                 assert took < 3, (label, took)
         escaped = pids_with_marker(name)
-        # bwrap's pid namespace takes a detached child down with the sandbox; under
-        # Landlock it outlives the call (docs/executor.md, "Decision").
-        if backend == "bwrap":
-            assert escaped == []
+        # The call's PID namespace (bwrap's, the Landlock launcher's) takes a detached
+        # child down with the sandbox (docs/executor.md, "Decision").
+        assert escaped == []
     finally:
         kill_leftovers(pids_with_marker(name))

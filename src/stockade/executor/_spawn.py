@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import subprocess
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 
@@ -79,21 +80,92 @@ async def spawn(
     cwd: str,
     env: Mapping[str, str] | None,
     with_stdin: bool,
+    bwrap: bool = False,
 ) -> trio.Process:
-    """Start `argv` directly (no shell) as the leader of a new session."""
+    """Start `argv` directly (no shell) as the leader of a new session.
+
+    `bwrap`: argv is bwrap's; it is asked for its `--info-fd` report, which names the
+    init of the sandbox's PID namespace, so `settle` can wait for that namespace's end
+    (bwrap exits as soon as its command has, while the kernel still ends the rest)."""
     environment = None
     if env:
         environment = {**os.environ, **env}
-    return await trio.lowlevel.open_process(
-        list(argv),
-        stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=environment,
-        start_new_session=True,
-        close_fds=True,
-    )
+    report, write_end, pass_fds = None, None, ()
+    if bwrap:
+        report, write_end = os.pipe()
+        os.set_blocking(report, False)
+        argv = (argv[0], "--info-fd", str(write_end), *argv[1:])
+        pass_fds = (write_end,)
+    try:
+        process = await trio.lowlevel.open_process(
+            list(argv),
+            stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=pass_fds,
+        )
+    except BaseException:
+        if report is not None:
+            os.close(report)
+        raise
+    finally:
+        if write_end is not None:
+            os.close(write_end)
+    if report is not None:
+        # Closed by `settle`, or with the process object if it never settles.
+        _INIT_REPORTS[process] = (report, weakref.finalize(process, os.close, report))
+    return process
+
+
+# bwrap's --info-fd reports not read yet: process -> (read end, its finalizer).
+_INIT_REPORTS: weakref.WeakKeyDictionary[trio.Process, tuple[int, weakref.finalize]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _namespace_init(process: trio.Process) -> int | None:
+    """A pidfd of the init of `process`'s PID namespace (bwrap's report: `{"child-pid":
+    N, ...}`, written and closed once the init is made); None without one, or when it
+    is gone already (reaped: so is its namespace). Read once the leader has exited:
+    the report is in its pipe by then, and nothing else is read from it."""
+    entry = _INIT_REPORTS.pop(process, None)
+    if entry is None:
+        return None
+    report, finalizer = entry
+    finalizer.detach()
+    try:
+        text = os.read(report, 4096)
+    except OSError:  # EAGAIN: bwrap never made one
+        text = b""
+    finally:
+        os.close(report)
+    match = _CHILD_PID.search(text)
+    if match is None:
+        return None
+    try:
+        return os.pidfd_open(int(match[1]))
+    except OSError:  # ESRCH: gone already
+        return None
+
+
+_CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)')
+
+
+async def _namespace_gone(process: trio.Process) -> None:
+    """Until the PID namespace `process` (bwrap) made has ended: its init ends only
+    once the kernel has ended every process left in it. Bounded by KILL_TEARDOWN."""
+    pidfd = _namespace_init(process)
+    if pidfd is None:
+        return
+    try:
+        with trio.move_on_after(KILL_TEARDOWN):
+            await trio.lowlevel.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
 
 
 def signal_group(pgid: int, signum: int) -> None:
@@ -272,11 +344,15 @@ async def settle(
             with trio.move_on_after(KILL_TEARDOWN):
                 await _drain_both(process, stdout, stderr)
                 await _group_gone(process.pid)
+            await _namespace_gone(process)
             await _close(process)
         raise
     if timed_out:
         with trio.move_on_after(KILL_TEARDOWN):
             await _group_gone(process.pid)
+    # What the command left in its PID namespace (setsid, a double fork: out of its
+    # group) is gone too before the call returns.
+    await _namespace_gone(process)
     await _close(process)
     return timed_out
 

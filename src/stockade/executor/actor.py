@@ -185,7 +185,9 @@ class ExecutorActor:
         env = spec.env if not facts.confined else None  # confined: passed through `env`
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         try:
-            return await spawn(argv, cwd=workdir, env=env, with_stdin=with_stdin)
+            return await spawn(
+                argv, cwd=workdir, env=env, with_stdin=with_stdin, bwrap=facts.backend == "bwrap"
+            )
         except ValueError as error:  # a NUL byte, or text that is not UTF-8
             raise CommandStartError(f"the command cannot be started: {error}") from None
         except OSError as error:

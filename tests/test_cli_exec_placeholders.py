@@ -1,0 +1,124 @@
+"""`stockade exec --backend bwrap` leaves no placeholder behind (issue 21, door 9): the
+empty `.git/` and read-only `stockade.yml` it mounts over while the command runs are
+removed when bwrap is done, unless another process still holds them; a marked empty
+leftover of an earlier version is removed the same way; what is the user's own (not
+marked, or not empty) stays. Judged by what is on disk afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .support import require_backend
+from .trust._support import STOCKADE
+
+pytestmark = pytest.mark.kernel
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    require_backend("bwrap")
+    path = Path(tempfile.mkdtemp(prefix="stockade-exec-ph-", dir="/var/tmp"))
+    yield path
+    shutil.rmtree(path)
+
+
+def exec_argv(root: Path, *command: str) -> list[str]:
+    return [
+        *STOCKADE, "exec", "--backend", "bwrap", "--mode", "workspace-write",
+        "--root", str(root), "--", *command,
+    ]  # fmt: skip
+
+
+def run_exec(root: Path, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        exec_argv(root, *command), capture_output=True, text=True, timeout=30, cwd=root
+    )
+
+
+def leftover(path: Path, directory: bool) -> None:
+    """What an earlier stockade exec left: empty, marked with mtime 0."""
+    if directory:
+        path.mkdir()
+    else:
+        path.touch(mode=0o444)
+    os.utime(path, (0, 0))
+
+
+def test_no_placeholder_is_left_in_the_root(root):
+    # While the command runs, the protected paths are blocked (bwrap mounts over them).
+    script = "test -d .git && test -f stockade.yml && ! touch stockade.yml 2>/dev/null"
+    done = run_exec(root, "bash", "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(root)) == []
+
+
+def test_a_placeholder_inside_the_users_git_is_removed_and_git_kept(root):
+    (root / ".git").mkdir()  # a repository without hooks: .git/hooks is a placeholder
+    done = run_exec(root, "true")
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(root)) == [".git"]
+    assert sorted(os.listdir(root / ".git")) == []
+
+
+def test_an_old_marked_leftover_is_removed(root):
+    leftover(root / ".git", directory=True)
+    leftover(root / "stockade.yml", directory=False)
+    done = run_exec(root, "true")
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(root)) == []
+
+
+@pytest.mark.parametrize("marked", [False, True], ids=["empty-unmarked", "marked-not-empty"])
+def test_what_is_not_provably_ours_stays(root, marked):
+    """An empty `.git` of the user's (not marked), or a marked one that is not empty:
+    neither is a placeholder of ours, so neither is removed (what exec made inside it,
+    the `.git/hooks` placeholder, is)."""
+    git = root / ".git"
+    git.mkdir()
+    if marked:
+        (git / "keep").write_text("mine\n")
+        os.utime(git, (0, 0))
+    done = run_exec(root, "true")
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(root)) == [".git"]
+    assert sorted(os.listdir(git)) == (["keep"] if marked else [])
+
+
+def test_a_placeholder_another_exec_holds_stays_until_its_end(root):
+    """Two calls share the placeholders: the one that ends first leaves them to the
+    other (removing a mount point would switch the other's protection off)."""
+    gate = root.parent / f"{root.name}-gate"
+    first = subprocess.Popen(
+        exec_argv(root, "bash", "-c", f"until [ -e {gate} ]; do sleep 0.02; done; touch .git/x"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (root / "stockade.yml").exists():
+            assert time.monotonic() < deadline, "the first call never started"
+            time.sleep(0.02)
+        time.sleep(0.3)  # its bwrap has mounted over them by now
+        second = run_exec(root, "true")
+        assert second.returncode == 0, second.stderr
+        assert sorted(os.listdir(root)) == [".git", "stockade.yml"]  # held by the first
+        gate.touch()
+        _, err = first.communicate(timeout=20)
+    finally:
+        first.kill()
+        first.wait()
+        gate.unlink(missing_ok=True)
+    # The first call's sandbox stayed protected to its end: .git refused its write.
+    assert first.returncode != 0, err
+    assert sorted(os.listdir(root)) == []

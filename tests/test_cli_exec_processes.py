@@ -1,0 +1,124 @@
+"""`stockade exec`'s processes end with it (issue 21, door 8), on both backends, both
+ways exec starts its runner (execing bwrap or the launcher; bwrap as a child while it
+holds placeholders): what the command left running in the background, after
+`setsid`, through a double fork or ignoring SIGHUP and SIGTERM is gone when exec
+returns, and when exec alone is killed.
+
+Judged from the host: no live process carries the test's marker (a zombie counts as
+gone: this machine's pid 1 may never reap). The control is
+tests/launcher/test_launcher_pidns.py::test_control_without_the_launcher_processes_escape.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .launcher.test_launcher_pidns import escaping, kill_all, marked
+from .support import REAL_BACKENDS, require_backend
+from .trust._support import STOCKADE
+
+pytestmark = pytest.mark.kernel
+# read-only: exec execs its runner; workspace-write under bwrap: it holds placeholders
+# and waits for bwrap as a child (src/stockade/_exec_wait.py).
+MODES = ("read-only", "workspace-write")
+
+
+@pytest.fixture(params=REAL_BACKENDS)
+def backend(request) -> str:
+    require_backend(request.param)
+    return request.param
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="stockade-exec-procs-", dir="/var/tmp"))
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def marker(request) -> Iterator[str]:
+    name = f"stockade-exec-procs-{os.getpid()}-{len(request.node.name)}-{request.node.name[-12:]}"
+    name = "".join(c if c.isalnum() or c == "-" else "-" for c in name)
+    yield name
+    kill_all(marked(name))
+
+
+def exec_argv(backend: str, mode: str, root: Path, script: str) -> list[str]:
+    return [
+        *STOCKADE, "exec", "--backend", backend, "--mode", mode, "--root", str(root),
+        "--", "bash", "-c", script,
+    ]  # fmt: skip
+
+
+def wait_for(predicate, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nothing_the_command_started_outlives_exec(backend, mode, root, marker):
+    done = subprocess.run(
+        exec_argv(backend, mode, root, escaping(marker)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert (done.returncode, done.stdout) == (0, "started 4\n"), done.stderr
+    assert marked(marker) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nothing_outlives_exec_killed_alone(backend, mode, root, marker):
+    """SIGKILL to the exec process only (not its group): bwrap's --die-with-parent, the
+    launcher's init tied to it, and the kernel ends the namespace."""
+    script = escaping(marker) + f"; exec -a {marker}-main sleep 300"
+    process = subprocess.Popen(
+        exec_argv(backend, mode, root, script),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: len(marked(marker)) == 5)
+        process.kill()
+        process.wait(10)
+        wait_for(lambda: marked(marker) == [], 10)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_sigterm_to_exec_ends_the_command_and_the_rest(backend, root, marker):
+    """SIGTERM to exec alone reaches the command (passed down, not lost), and what it
+    started ends with it."""
+    script = escaping(marker) + f"; exec -a {marker}-main sleep 300"
+    process = subprocess.Popen(
+        exec_argv(backend, "workspace-write", root, script),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: len(marked(marker)) == 5)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == -signal.SIGTERM, err
+    wait_for(lambda: marked(marker) == [], 10)
