@@ -1243,7 +1243,7 @@ static int command(void *unused)
 	exec_failed(call.opt.argv[0], errno);
 }
 
-/* /proc/1/mounts' flags for a procfs: MS_NOSUID | MS_NODEV | MS_NOEXEC. */
+/* MS_NOSUID | MS_NODEV | MS_NOEXEC, as a procfs is usually mounted. */
 #define PROC_FLAGS (2UL | 4UL | 8UL)
 
 /* Init: start the command, pass signals on, reap every orphan, end with the command. */
