@@ -168,10 +168,11 @@ needs the bearer token whose file the server names on stderr. Needs stockade[mcp
 docs/mcp.md
 """,
     """
-  0     the client ended the session (stdio closed) or the server was stopped
+  0     the client ended the session (stdio closed)
   2     usage error: a bad flag, or the MCP SDK is missing (pip install 'stockade[mcp]')
   125   SANDBOX_UNAVAILABLE: no backend can confine commands here
-  130   interrupted (Ctrl-C)
+  130   stopped by Ctrl-C (SIGINT), after draining the calls in flight
+  143   stopped by SIGTERM, after draining the calls in flight
 """,
     """
   stockade mcp --root ~/project

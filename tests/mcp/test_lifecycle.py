@@ -5,8 +5,10 @@ raw JSON-RPC lines (the handshake era) so every byte on stdout is seen."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -141,7 +143,7 @@ async def test_sigterm_drains_running_calls_then_exits(root, state_dir):
         await raw.rest_of_stdout()
         status = await raw.process.wait()
     assert result_text(finished).startswith("drained\n")
-    assert status == 0
+    assert status == 128 + signal.SIGTERM  # as a shell reports it, after the drain
     assert await gone(marker)
     assert "SIGTERM: draining" in stderr.read_text()
 
@@ -183,3 +185,24 @@ async def test_noise_from_the_server_process_never_reaches_stdout(root, state_di
     assert "to-stdout" in result_text(noisy)
     # Every stdout line parsed as JSON-RPC (Raw asserts it) and no stray text.
     assert all("to-stdout" not in json.dumps(m) or "result" in m for m in raw.lines)
+
+
+def test_ctrl_c_on_a_terminal_exits_130_after_the_drain(root, state_dir):
+    """What `stockade mcp --help` says: Ctrl-C at the person's terminal stops the
+    server with 130 (issue 22, item 6), the session closed first."""
+    import sys
+    from pathlib import Path
+
+    from ..pty_screen import PtyChild
+
+    stockade = str(Path(sys.executable).with_name("stockade"))
+    argv = [stockade, "mcp", "--root", str(root)]
+    env = {**os.environ, "STOCKADE_STATE_DIR": str(state_dir), "STOCKADE_CONFIG": ""}
+    with PtyChild(argv, env=env) as child:
+        child.wait_for(lambda text: "(new), root" in text, timeout=60)
+        time.sleep(0.5)  # the drain handler listens right after that line
+        child.send(b"\x03")
+        status = child.finish(timeout=60)
+        screen = child.text()
+    assert status == 128 + signal.SIGINT, screen
+    assert "Traceback" not in screen and "KeyboardInterrupt" not in screen

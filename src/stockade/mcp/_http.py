@@ -133,6 +133,7 @@ async def serve_http(face: Face, host: str, port: int) -> None:
                                 links.cancel_scope.cancel()
                                 return
                             name = signal.Signals(signum).name
+                            face.stopped_by = signum
                             say(f"{name}: draining (up to {DRAIN_SECONDS:g} s)")
                             face.cancel_asks()
                             stopping.set()

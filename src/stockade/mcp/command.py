@@ -120,9 +120,12 @@ def run_mcp(args: argparse.Namespace) -> int:
     try:
         return trio.run(serve, composition, settings)
     except BaseExceptionGroup as group:
+        # A Ctrl-C that came before the drain handler was listening ends it as one.
+        if group.subgroup(KeyboardInterrupt) is not None:
+            return 130
         # One error raised inside a nursery: report it as itself.
         errors = group.exceptions
-        if len(errors) == 1 and isinstance(errors[0], StockadeError | KeyboardInterrupt):
+        if len(errors) == 1 and isinstance(errors[0], StockadeError):
             raise errors[0] from None
         raise
     except KeyboardInterrupt:

@@ -87,6 +87,8 @@ class Face:
     stdio_link: Link | None = None
     links: list[Link] = attrs.field(factory=list)
     link_nursery: trio.Nursery | None = None
+    # The signal that stopped the server (after its drain): its exit is 128 + it.
+    stopped_by: int | None = None
     _link_lock: trio.Lock = attrs.field(factory=trio.Lock)
     _tools: list[types.Tool] = attrs.field(factory=list)
 
@@ -394,6 +396,10 @@ async def _elicit(ctx: Any, ask: Ask) -> None:
 
 async def serve(composition: Any, settings: McpSettings) -> int:
     """Open the harness and serve until the client leaves or a signal drains us."""
+    # anyio loads its Trio backend at the SDK's first checkpoint: done here, before the
+    # server says it is ready, a Ctrl-C cannot land inside that import.
+    import anyio._backends._trio  # noqa: F401
+
     from ..harness import open_harness
     from ._link import McpAnswerer
 
@@ -406,7 +412,9 @@ async def serve(composition: Any, settings: McpSettings) -> int:
             await serve_http(face, *settings.http)
         else:
             await serve_stdio(face)
-    return 0
+    # Stopped by a signal, it exits as a shell reports one (130 for Ctrl-C, 143 for
+    # SIGTERM), even after a clean drain; ended by its client, 0.
+    return 0 if face.stopped_by is None else 128 + face.stopped_by
 
 
 async def serve_stdio(face: Face) -> None:
@@ -442,6 +450,7 @@ async def serve_stdio(face: Face) -> None:
                             nursery.cancel_scope.cancel()
                             return
                         draining = True
+                        face.stopped_by = signum
                         say(f"{signal.Signals(signum).name}: draining (up to {DRAIN_SECONDS:g} s)")
                         reading.cancel()
 
