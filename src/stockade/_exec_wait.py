@@ -10,10 +10,16 @@ import os
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import NoReturn
 
 
-def run_holding(argv: list[str], held: list[int]) -> NoReturn:
+def run_holding(
+    argv: list[str],
+    held: list[int],
+    done: Callable[[], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> NoReturn:
     """Run the runner as a child and wait for it, holding `held` (placeholder locks,
     CLOEXEC) until the sandbox is gone: bwrap closes every descriptor it is handed, so
     they cannot travel with an exec.
@@ -23,6 +29,9 @@ def run_holding(argv: list[str], held: list[int]) -> NoReturn:
     process are passed on, and its end becomes ours: the same code, or the same signal.
     A signal ignored on entry (`nohup`) stays ignored for the runner too; SIGPIPE and
     SIGXFSZ, which Python ignores, are the defaults again, as after an exec from a shell.
+    `done` runs once the runner is gone, before this process ends as it did (the
+    command's private temp directory is removed there); `env`: the runner's
+    environment (default: this process's).
     """
     child = 0
     passed_on = (_signal.SIGTERM, _signal.SIGHUP)
@@ -45,13 +54,16 @@ def run_holding(argv: list[str], held: list[int]) -> NoReturn:
             _signal.signal(signum, pass_on)
     try:
         # An OSError (no such runner) is the caller's to report, as execvp's would be.
-        child = os.posix_spawnp(argv[0], argv, os.environ, setsigdef=defaults, setsigmask=blocked)
+        environ = os.environ if env is None else env
+        child = os.posix_spawnp(argv[0], argv, environ, setsigdef=defaults, setsigmask=blocked)
     finally:
         _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
     _, status = os.waitpid(child, 0)
     child = 0
     for fd in held:
         os.close(fd)
+    if done is not None:
+        done()
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         # SIGKILL and SIGSTOP cannot be set, and keep their default anyway.

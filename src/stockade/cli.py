@@ -525,19 +525,39 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     from .trust import installation_paths
 
     root = resolve_workspace_root(root)
-    temp_roots = host_temp_roots()
     chosen = choose(
         sys.platform,
         backend,
         runner_command=provider.runner_command if provider else None,
         timeout=timeout,
         remember=True,
-        writable_roots=(root, *temp_roots),
+        # The trust base counts the host's temp roots writable whatever this call gets.
+        writable_roots=(root, *host_temp_roots()),
         bwrap_path=provider.bwrap_path if provider else None,
     )
     selected = chosen.selected
     if selected is None or selected.runner is None:
         _unavailable(chosen.detail)
+    # One exec is one session: a private temp directory instead of /tmp, its TMPDIR,
+    # removed when the command is done (read-only could not write it anyway).
+    tmp = None
+    temp_roots: tuple[str, ...] = ()
+    if mode is SandboxMode.WORKSPACE_WRITE:
+        import atexit
+
+        from .sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
+
+        try:
+            tmp = make_private_tmp()
+        except OSError as error:
+            _unavailable(
+                f"cannot make the command's private temp directory: {error}; set TMPDIR "
+                "to a directory you may write"
+            )
+        # Every way out but a signal's passes here (a refusal below, the runner's end);
+        # `_execute` removes it itself before ending by the runner's signal.
+        atexit.register(remove_private_tmp, tmp)
+        temp_roots = (tmp.path, *host_temp(bool(provider and provider.allow_host_temp)))
     installation = installation_paths()
     for attempt in range(3):
         guard = guard_call(
@@ -584,7 +604,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         network=network,
         hidden_sockets=hidden,
     )
-    _execute(list(confined), runner_is_argv0=True, held=held)
+    _execute(list(confined), runner_is_argv0=True, held=held, tmp=tmp)
 
 
 # What `_hold_placeholders` returns when the guard must look again.
@@ -621,17 +641,31 @@ def exec_network(args: argparse.Namespace) -> Network:
     return network_under(SandboxMode.parse(args.mode), Network.parse(args.network))
 
 
-def _execute(argv: list[str], *, runner_is_argv0: bool, held: list[int] | None = None) -> NoReturn:
-    """Become `argv`; with `held` (placeholder locks), run it and wait instead."""
+def _execute(
+    argv: list[str], *, runner_is_argv0: bool, held: list[int] | None = None, tmp: Any = None
+) -> NoReturn:
+    """Become `argv`; with `held` (placeholder locks) or `tmp` (a private temp directory
+    to remove afterwards), run it and wait instead."""
     sys.stdout.flush()
     sys.stderr.flush()
+    done = None
+    if tmp is not None:
+        from .sandbox.private_tmp import remove_private_tmp
+
+        def done() -> None:
+            remove_private_tmp(tmp)
+
     try:
-        if held:
+        if held or done is not None:
             from ._exec_wait import run_holding
 
-            run_holding(argv, held)
+            # The private directory is the command's TMPDIR (the runner reads none).
+            env = {**os.environ, "TMPDIR": tmp.path} if tmp is not None else None
+            run_holding(argv, held or [], done=done, env=env)
         os.execvp(argv[0], argv)
     except OSError as error:
+        if done is not None:
+            done()
         if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
             _unavailable(f"cannot start the sandbox runner {argv[0]}: {error.strerror}")
         _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)

@@ -41,6 +41,7 @@ from .policy.presets import DEFAULT_PRESETS, PresetTable
 from .sandbox._probe import host_temp_roots
 from .sandbox.actor import ProviderActor, ProviderClient
 from .sandbox.config import trusted_provider
+from .sandbox.private_tmp import host_temp
 from .session import Session, SessionNotFound
 from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor, check_session_id
 from .sessionlog import resolve_state_dir as resolve_state_dir
@@ -79,6 +80,12 @@ class Harness:
     log_directory: str | None = None
     # Files that steer where the log is (a database's password file): (path, what).
     log_files: tuple[tuple[str, str], ...] = ()
+    # The host temp roots every session's calls may write beside its private temp
+    # directory: only where the composition restores them (`allow_host_temp`).
+    host_temp: tuple[str, ...] = ()
+    # Sessions open now: a private temp directory one leaves is removed when the
+    # harness stops (after every command is gone).
+    _open: set[Session] = attrs.field(factory=set, init=False)
 
     @property
     def confines(self) -> bool:
@@ -160,14 +167,18 @@ class Harness:
             defaults=self.defaults,
             presets=self.presets,
             resume=resume,
+            # Only where commands are confined: there /tmp is not theirs to write.
+            private_tmp=self.confines,
+            host_temp=self.host_temp,
         )
+        self._open.add(session)
         agent = AgentSession(harness=self, session=session)
         if resume and cwd is None:
             # Its root comes from its log: one removed since would fail every call.
             try:
                 _check_workspace_root(session.cwd, f"session {session.id!r}'s workspace root")
             except BaseException:
-                await session.close()
+                await agent.close()
                 raise
         return agent
 
@@ -207,6 +218,17 @@ class AgentSession:
     @property
     def cwd(self) -> str | None:
         return self.session.cwd
+
+    @property
+    def temp_dir(self) -> str | None:
+        """The session's private temp directory (its commands' TMPDIR), removed when it
+        closes; None where commands are not confined."""
+        return self.session.temp_dir
+
+    @property
+    def host_temp(self) -> tuple[str, ...]:
+        """The host temp roots its calls may write too (`allow_host_temp`), or ()."""
+        return self.session.host_temp
 
     @property
     def shell(self) -> SessionShell:
@@ -314,6 +336,7 @@ class AgentSession:
         # A child rooted over the log directory could rewrite its parent's log.
         self.harness._check_log_is_out_of_reach(cwd if cwd is not None else self.cwd)
         child = await self.session.fork_child(session_id=session_id, cwd=cwd)
+        self.harness._open.add(child)
         return AgentSession(harness=self.harness, session=child)
 
     async def close(self) -> None:
@@ -326,7 +349,10 @@ class AgentSession:
         """
         with trio.CancelScope(shield=True):
             await self._kill_jobs()
-        await self.session.close()
+        try:
+            await self.session.close()  # its private temp directory too, jobs gone
+        finally:
+            self.harness._open.discard(self.session)
 
     async def _kill_jobs(self) -> None:
         executor = self.harness.executor
@@ -472,8 +498,14 @@ async def open_harness(
     composition = config if isinstance(config, Composition) else load_composition(config, cwd=cwd)
     actors, harness = assemble(composition, answerers=answerers, cwd=cwd, extra_events=extra_events)
     # Dependency order: log, provider, approval, executor.
-    async with running(*(actor.run for actor in actors)):
-        yield harness
+    try:
+        async with running(*(actor.run for actor in actors)):
+            yield harness
+    finally:
+        # The executor has killed every command: what sessions left open leave goes.
+        for session in list(harness._open):
+            session.remove_private_tmp()
+        harness._open.clear()
 
 
 def assemble(
@@ -581,6 +613,7 @@ def assemble(
         fs=fs_tool,
         log_directory=str(store.directory) if isinstance(store, JsonlStore) else None,
         log_files=store_files(store),
+        host_temp=host_temp(provider_config is not None and provider_config.allow_host_temp),
     )
     harness._check_log_is_out_of_reach(None)
     return actors, harness

@@ -9,7 +9,6 @@ seconds), each aimed at its own file, then each is judged on its own.
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
@@ -24,7 +23,7 @@ VARIANTS = {
     "waited-grandchild": "(sleep 0.1; echo x > {T}; echo ran > {W}/{N}-ran; : {M}) & wait",
     # Leaves the process group: the executor's group kill cannot reach it.
     "setsid-survivor": (
-        "setsid -f bash -c 'sleep 0.3; echo x > {T}; echo ran > /tmp/{H}-{N}; : {M}' "
+        "setsid -f bash -c 'sleep 0.3; echo x > {T}; echo ran > {W}/{N}-survived; : {M}' "
         ">/dev/null 2>&1; "
         "sleep 0.05; exit 0"
     ),
@@ -73,4 +72,4 @@ async def test_a_process_that_outlives_its_command_stays_confined(sandbox, mode)
             if variant == "setsid-survivor" and mode is WW and sandbox.backend == "landlock":
                 # Under Landlock the survivor really ran after its command had returned,
                 # still confined (bwrap takes it down with its PID namespace).
-                assert os.path.exists(f"/tmp/{tag}-{name}")
+                assert (terrain.root / f"{name}-survived").exists()

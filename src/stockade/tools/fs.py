@@ -16,7 +16,6 @@ from typing import Any, Final
 
 import attrs
 
-from ..sandbox._select import host_paths
 from ..vocab import DENIAL_INSTRUCTION, ExecutionPolicy, SandboxMode, denial_marker
 from ._fence import (
     FenceRefused,
@@ -336,7 +335,8 @@ def write_file(
 ) -> FsResult:
     """Create or replace a file with `content` (UTF-8), atomically, if the mode allows it.
 
-    `temp_roots` defaults to the host's (/tmp, $TMPDIR). Missing directories are not
+    `temp_roots` defaults to the policy's (its session's private temp directory, and the
+    host's temp roots where the composition restores them). Missing directories are not
     created; an existing file keeps its mode (and owner, when root). `protected_extra`
     adds protected paths (relative to each writable root, or absolute) to the defaults.
     """
@@ -350,7 +350,7 @@ def write_file(
         data = content.encode("utf-8")
     except UnicodeEncodeError as error:
         return _error(mode, shown, f"write_file: content is not encodable as UTF-8: {error}.")
-    roots = host_paths().temp_roots if temp_roots is None else tuple(temp_roots)
+    roots = policy.temp_roots if temp_roots is None else tuple(temp_roots)
     try:
         with write_target(policy, shown, roots, protected_extra=protected_extra) as target:
             if (refused := _entry_problem("write_file", mode, shown, target)) is not None:
@@ -408,7 +408,7 @@ def edit_file(
         new.encode("utf-8")
     except UnicodeEncodeError as error:
         return _error(mode, shown, f"edit_file: new is not encodable as UTF-8: {error}.")
-    roots = host_paths().temp_roots if temp_roots is None else tuple(temp_roots)
+    roots = policy.temp_roots if temp_roots is None else tuple(temp_roots)
     try:
         with write_target(policy, shown, roots, protected_extra=protected_extra) as target:
             if target.stat is None:
