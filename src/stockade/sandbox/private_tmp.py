@@ -70,9 +70,11 @@ def make_private_tmp(parent: str | None = None, *, name: str | None = None) -> P
 def remove_private_tmp(tmp: PrivateTmp) -> bool:
     """Remove `tmp` and everything in it; True when it is gone.
 
-    Never follows a link a command planted inside: `shutil.rmtree`'s descriptor-based
-    walk (`avoids_symlink_attacks` on Linux) unlinks a symlink itself and opens each
-    directory relative to its parent, checked to be the entry it listed. Nothing is
+    Never follows a link a command planted inside: what lies directly in it is removed
+    through the directory's own descriptor (a link is unlinked itself), and anything
+    nested deeper by `shutil.rmtree`'s descriptor-based walk (`avoids_symlink_attacks`
+    on Linux), which opens each directory relative to its parent, checked to be the
+    entry it listed. Nothing is
     removed when the path no longer names the directory made (a command that may
     write the host temp roots renamed it away: what stands there is not ours).
     Directories a command made unreadable are made readable again first (a caller
@@ -85,24 +87,27 @@ def remove_private_tmp(tmp: PrivateTmp) -> bool:
         return False
     try:
         try:
-            info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
         except FileNotFoundError:
             return True
         except OSError:
-            return False
-        if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) != (
-            tmp.device,
-            tmp.inode,
-        ):
-            return False
+            return False  # a link now, or unreadable: not the directory made
         try:
-            os.rmdir(name, dir_fd=parent_fd)  # the usual case: nothing left inside
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError:
-            pass
-        import shutil  # only for a directory with something in it: exec's fast path
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) != (tmp.device, tmp.inode):
+                return False
+            flat = _empty_flat(fd)
+        finally:
+            os.close(fd)
+        if flat:
+            try:
+                os.rmdir(name, dir_fd=parent_fd)
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                pass
+        import shutil  # only for what is nested deeper: exec's fast path goes without
 
         for _ in range(_ATTEMPTS):
             try:
@@ -115,6 +120,27 @@ def remove_private_tmp(tmp: PrivateTmp) -> bool:
         return False
     finally:
         os.close(parent_fd)
+
+
+def _empty_flat(fd: int) -> bool:
+    """Remove the files, links and empty directories directly in the directory `fd`
+    (what a call usually leaves: a few files, bwrap's placeholders); True when none is
+    left. A link is unlinked itself, never followed."""
+    try:
+        with os.scandir(fd) as entries:
+            names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    except OSError:
+        return False
+    left = False
+    for entry, is_dir in names:
+        try:
+            if is_dir:
+                os.rmdir(entry, dir_fd=fd)
+            else:
+                os.unlink(entry, dir_fd=fd)
+        except OSError:
+            left = True
+    return not left
 
 
 def _chmod_directory(dir_fd: int, name: str) -> None:
