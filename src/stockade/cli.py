@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
+    from .sandbox.private_tmp import PrivateTmp
+
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2
 BACKENDS = ("auto", "bwrap", "landlock")
@@ -540,7 +542,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         _unavailable(chosen.detail)
     # One exec is one session: a private temp directory instead of /tmp, its TMPDIR,
     # removed when the command is done (read-only could not write it anyway).
-    tmp = None
+    tmp: PrivateTmp | None = None
     temp_roots: tuple[str, ...] = ()
     if mode is SandboxMode.WORKSPACE_WRITE:
         import atexit
@@ -642,7 +644,11 @@ def exec_network(args: argparse.Namespace) -> Network:
 
 
 def _execute(
-    argv: list[str], *, runner_is_argv0: bool, held: list[int] | None = None, tmp: Any = None
+    argv: list[str],
+    *,
+    runner_is_argv0: bool,
+    held: list[int] | None = None,
+    tmp: PrivateTmp | None = None,
 ) -> NoReturn:
     """Become `argv`; with `held` (placeholder locks) or `tmp` (a private temp directory
     to remove afterwards), run it and wait instead."""
