@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from stockade import Network, cli
+from stockade.sandbox.private_tmp import remove_private_tmp
 
 from .support import require_backend, stockade
 from .test_cli_config import private_dir, write_config
@@ -91,7 +92,9 @@ class Executed(Exception):
     ],
 )
 def test_exec_parses_network_onto_the_namespace(monkeypatch, tmp_path, flags, expected):
-    def execute(argv: list[str], **_: object) -> None:
+    def execute(argv: list[str], *, tmp: object = None, **_: object) -> None:
+        if tmp is not None:  # the private temp directory the real one removes after
+            remove_private_tmp(tmp)
         raise Executed(argv)
 
     monkeypatch.setattr(cli, "_execute", execute)

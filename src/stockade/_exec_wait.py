@@ -10,7 +10,7 @@ import os
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import NoReturn
 
 
@@ -20,7 +20,13 @@ TEARDOWN = 5.0
 
 
 def run_holding(
-    argv: list[str], held: list[int], sweep: Sequence[str] = (), *, bwrap: bool = False
+    argv: list[str],
+    held: list[int],
+    sweep: Sequence[str] = (),
+    *,
+    bwrap: bool = False,
+    done: Callable[[], None] | None = None,
+    env: dict[str, str] | None = None,
 ) -> NoReturn:
     """Run the runner as a child and wait for it, holding `held` (placeholder locks,
     CLOEXEC) until the sandbox is gone, then let go of them and remove the placeholders
@@ -38,6 +44,9 @@ def run_holding(
     process are passed on, and its end becomes ours: the same code, or the same signal.
     A signal ignored on entry (`nohup`) stays ignored for the runner too; SIGPIPE and
     SIGXFSZ, which Python ignores, are the defaults again, as after an exec from a shell.
+    `done` runs once the runner is gone, before this process ends as it did (the
+    command's private temp directory is removed there); `env`: the runner's
+    environment (default: this process's).
     """
     child = 0
     passed_on = (_signal.SIGTERM, _signal.SIGHUP)
@@ -64,7 +73,8 @@ def run_holding(
             _signal.signal(signum, pass_on)
     try:
         # An OSError (no such runner) is the caller's to report, as execvp's would be.
-        child = os.posix_spawnp(argv[0], argv, os.environ, setsigdef=defaults, setsigmask=blocked)
+        environ = os.environ if env is None else env
+        child = os.posix_spawnp(argv[0], argv, environ, setsigdef=defaults, setsigmask=blocked)
     finally:
         _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
         if info is not None:
@@ -82,6 +92,8 @@ def run_holding(
         # The innermost first; each is removed only by the last of its holders.
         for path in reversed(sweep):
             remove(path)
+    if done is not None:
+        done()
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         # SIGKILL and SIGSTOP cannot be set, and keep their default anyway.

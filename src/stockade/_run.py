@@ -43,6 +43,7 @@ from .executor._spawn import READ_SIZE, Sink, Source, Streams
 from .executor.actor import open_executor
 from .messages import ShellResult
 from .sandbox.actor import open_provider
+from .sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
 from .vocab import (
     DENIAL_INSTRUCTION,
     ApprovalPolicy,
@@ -405,7 +406,11 @@ async def _run_asking(
         return result, not call.args.json
     sys.stderr.write(f"stockade: retrying once under {granted.value}\n")
     wider = ExecutionPolicy(
-        mode=granted, workspace_root=policy.workspace_root, network=policy.network
+        mode=granted,
+        workspace_root=policy.workspace_root,
+        network=policy.network,
+        temp_dir=policy.temp_dir,
+        host_temp=policy.host_temp,
     )
     return await call.run(wider), False
 
@@ -496,7 +501,16 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
         raise RunError(SandboxUnavailable.code, refusal, EXIT_UNAVAILABLE)
     call = _Invocation(args, command, timeout, settings)
     shown = False
+    tmp = None
     try:
+        if settings.confines and policy.mode.confines:
+            # One run is one session: a private temp directory instead of /tmp, for
+            # its command (and a retry), removed when it is done.
+            tmp = make_private_tmp()
+            allowed = settings.provider is not None and settings.provider.allow_host_temp
+            policy = msgspec.structs.replace(
+                policy, temp_dir=tmp.path, host_temp=host_temp(allowed)
+            )
         if args.ask:
             from .approval.answerers import TerminalAnswerer  # --ask only: lazily
 
@@ -514,6 +528,9 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
         raise RunError("CONFIG", str(error), EXIT_USAGE) from None
     except (StockadeError, OSError) as error:
         raise RunError("ENVIRONMENT", _said(error), EXIT_FAILURE) from None
+    finally:
+        if tmp is not None:
+            remove_private_tmp(tmp)
     if args.json:
         call.json(result)
         return 0

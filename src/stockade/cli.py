@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
+    from .sandbox.private_tmp import PrivateTmp
+
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2
 BACKENDS = ("auto", "bwrap", "landlock")
@@ -605,19 +607,39 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     from .trust import installation_paths
 
     root = resolve_workspace_root(root)
-    temp_roots = host_temp_roots()
     chosen = choose(
         sys.platform,
         backend,
         runner_command=provider.runner_command if provider else None,
         timeout=timeout,
         remember=True,
-        writable_roots=(root, *temp_roots),
+        # The trust base counts the host's temp roots writable whatever this call gets.
+        writable_roots=(root, *host_temp_roots()),
         bwrap_path=provider.bwrap_path if provider else None,
     )
     selected = chosen.selected
     if selected is None or selected.runner is None:
         _unavailable(chosen.detail)
+    # One exec is one session: a private temp directory instead of /tmp, its TMPDIR,
+    # removed when the command is done (read-only could not write it anyway).
+    tmp: PrivateTmp | None = None
+    temp_roots: tuple[str, ...] = ()
+    if mode is SandboxMode.WORKSPACE_WRITE:
+        import atexit
+
+        from .sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
+
+        try:
+            tmp = make_private_tmp()
+        except OSError as error:
+            _unavailable(
+                f"cannot make the command's private temp directory: {error}; set TMPDIR "
+                "to a directory you may write"
+            )
+        # Every way out but a signal's passes here (a refusal below, the runner's end);
+        # `_execute` removes it itself before ending by the runner's signal.
+        atexit.register(remove_private_tmp, tmp)
+        temp_roots = (tmp.path, *host_temp(bool(provider and provider.allow_host_temp)))
     installation = installation_paths()
     for attempt in range(3):
         guard = guard_call(
@@ -673,6 +695,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         sweep=blockers,
         # bwrap returns before its PID namespace is gone: wait for it as a child.
         bwrap=selected.backend == "bwrap",
+        tmp=tmp,
     )
 
 
@@ -747,11 +770,14 @@ def _execute(
     passed: Sequence[int] | None = None,
     sweep: Sequence[str] = (),
     bwrap: bool = False,
+    tmp: PrivateTmp | None = None,
 ) -> NoReturn:
     """Become `argv`; with `held` (placeholder locks), run it and wait instead, then
     remove the placeholders at `sweep` unless another process still holds them. A
     `bwrap` argv is always run and waited for, until its PID namespace is gone
-    (_exec_wait.run_holding): nothing the command started outlives exec.
+    (_exec_wait.run_holding): nothing the command started outlives exec. With `tmp`
+    (the call's private temp directory, its TMPDIR) it is waited for too, and the
+    directory removed afterwards.
 
     `passed` None: every descriptor goes with it (danger-full-access: a plain exec).
     Else only 0, 1, 2 and `passed` (--pass-fd) do, which stderr says first: the
@@ -767,13 +793,24 @@ def _execute(
             )
     sys.stdout.flush()
     sys.stderr.flush()
+    done = None
+    if tmp is not None:
+        from .sandbox.private_tmp import remove_private_tmp
+
+        def done() -> None:
+            remove_private_tmp(tmp)
+
     try:
-        if held or bwrap:
+        if held or bwrap or done is not None:
             from ._exec_wait import run_holding
 
-            run_holding(argv, held or [], sweep, bwrap=bwrap)
+            # The private directory is the command's TMPDIR (the runner reads none).
+            env = {**os.environ, "TMPDIR": tmp.path} if tmp is not None else None
+            run_holding(argv, held or [], sweep, bwrap=bwrap, done=done, env=env)
         os.execvp(argv[0], argv)
     except OSError as error:
+        if done is not None:
+            done()
         if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
             _unavailable(f"cannot start the sandbox runner {argv[0]}: {error.strerror}")
         _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)

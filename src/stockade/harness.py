@@ -41,6 +41,7 @@ from .policy.presets import DEFAULT_PRESETS, PresetTable
 from .sandbox._probe import host_temp_roots
 from .sandbox.actor import ProviderActor, ProviderClient
 from .sandbox.config import trusted_provider
+from .sandbox.private_tmp import host_temp
 from .session import Session, SessionNotFound
 from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor, check_session_id
 from .sessionlog import resolve_state_dir as resolve_state_dir
@@ -82,9 +83,12 @@ class Harness:
     # Whether the fallback root was named (a composition's workspace_root, open_harness's
     # cwd) rather than taken from the process's current directory.
     fallback_root_explicit: bool = True
-    # The temp roots the fenced fs tools pin for each session, taken when the harness
-    # starts (as the provider takes its own).
-    temp_roots: tuple[str, ...] = attrs.field(factory=host_temp_roots)
+    # The host temp roots every session's calls may write beside its private temp
+    # directory: only where the composition restores them (`allow_host_temp`).
+    host_temp: tuple[str, ...] = ()
+    # Sessions open now: a private temp directory one leaves is removed when the
+    # harness stops (after every command is gone).
+    _open: set[Session] = attrs.field(factory=set, init=False)
 
     @property
     def confines(self) -> bool:
@@ -146,7 +150,10 @@ class Harness:
         refused, never followed (docs/fs-tools.md, "Pinned roots")."""
         if self.fs is None or not self.fs.fenced:
             return None
-        return PinnedRoots.pin(session.cwd or self.defaults.fallback_root, self.temp_roots)
+        # The session's own temp roots: its private directory (and the host's where the
+        # composition restores them), as its commands have them.
+        temp_roots = (*filter(None, (session.temp_dir,)), *session.host_temp)
+        return PinnedRoots.pin(session.cwd or self.defaults.fallback_root, temp_roots)
 
     async def open_session(
         self,
@@ -186,15 +193,20 @@ class Harness:
             defaults=self.defaults,
             presets=self.presets,
             resume=resume,
+            # Only where commands are confined: there /tmp is not theirs to write.
+            private_tmp=self.confines,
+            host_temp=self.host_temp,
         )
+        self._open.add(session)
+        agent = AgentSession(harness=self, session=session, fs_roots=self._pin_fs_roots(session))
         if resume and cwd is None:
             # Its root comes from its log: one removed since would fail every call.
             try:
                 _check_workspace_root(session.cwd, f"session {session.id!r}'s workspace root")
             except BaseException:
-                await session.close()
+                await agent.close()
                 raise
-        return AgentSession(harness=self, session=session, fs_roots=self._pin_fs_roots(session))
+        return agent
 
     async def resume_session(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
@@ -234,6 +246,17 @@ class AgentSession:
     @property
     def cwd(self) -> str | None:
         return self.session.cwd
+
+    @property
+    def temp_dir(self) -> str | None:
+        """The session's private temp directory (its commands' TMPDIR), removed when it
+        closes; None where commands are not confined."""
+        return self.session.temp_dir
+
+    @property
+    def host_temp(self) -> tuple[str, ...]:
+        """The host temp roots its calls may write too (`allow_host_temp`), or ()."""
+        return self.session.host_temp
 
     @property
     def shell(self) -> SessionShell:
@@ -341,6 +364,7 @@ class AgentSession:
         # A child rooted over the log directory could rewrite its parent's log.
         self.harness._check_log_is_out_of_reach(cwd if cwd is not None else self.cwd)
         child = await self.session.fork_child(session_id=session_id, cwd=cwd)
+        self.harness._open.add(child)
         return AgentSession(
             harness=self.harness, session=child, fs_roots=self.harness._pin_fs_roots(child)
         )
@@ -356,7 +380,10 @@ class AgentSession:
         try:
             with trio.CancelScope(shield=True):
                 await self._kill_jobs()
-            await self.session.close()
+            try:
+                await self.session.close()  # its private temp directory too, jobs gone
+            finally:
+                self.harness._open.discard(self.session)
         finally:
             if self.fs_roots is not None:
                 self.fs_roots.close()
@@ -505,8 +532,14 @@ async def open_harness(
     composition = config if isinstance(config, Composition) else load_composition(config, cwd=cwd)
     actors, harness = assemble(composition, answerers=answerers, cwd=cwd, extra_events=extra_events)
     # Dependency order: log, provider, approval, executor.
-    async with running(*(actor.run for actor in actors)):
-        yield harness
+    try:
+        async with running(*(actor.run for actor in actors)):
+            yield harness
+    finally:
+        # The executor has killed every command: what sessions left open leave goes.
+        for session in list(harness._open):
+            session.remove_private_tmp()
+        harness._open.clear()
 
 
 def assemble(
@@ -615,6 +648,7 @@ def assemble(
         log_directory=str(store.directory) if isinstance(store, JsonlStore) else None,
         log_files=store_files(store),
         fallback_root_explicit=bool(executor_config.fallback_root or cwd),
+        host_temp=host_temp(provider_config is not None and provider_config.allow_host_temp),
     )
     harness._check_log_is_out_of_reach(None)
     return actors, harness

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from types import TracebackType
 
 import attrs
+import msgspec
+import trio
 
+from .errors import ConfigError, StockadeError
 from .errors import SessionExists as SessionExists
 from .errors import SessionNotFound as SessionNotFound
-from .errors import StockadeError
 from .events import EventView, SessionEvent, SessionHeader, append_decided
 from .policy.context import POLICY_SOURCE, PolicyContext, policy_context_update
 from .policy.knobs import (
@@ -37,6 +39,7 @@ from .policy.knobs import (
     set_sandbox_mode,
 )
 from .policy.presets import DEFAULT_PRESETS, PresetTable, current_preset, select_preset
+from .sandbox.private_tmp import PrivateTmp, default_parent, make_private_tmp, remove_private_tmp
 from .sessionlog import SessionLogClient, check_session_id
 from .vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 
@@ -73,7 +76,17 @@ class Session:
     parent: str | None = None
     location: str = ""
     torn_lines_cut: int = 0
+    # The session's private temp directory (made when it opened, removed when it
+    # closes; a resumed session makes it again, at the same path when that is free)
+    # and the host temp roots its calls may write beside it (`allow_host_temp`).
+    private_tmp: PrivateTmp | None = None
+    host_temp: tuple[str, ...] = ()
     _closed: bool = attrs.field(default=False, init=False)
+
+    @property
+    def temp_dir(self) -> str | None:
+        """Its commands' TMPDIR: the private temp directory, or None without one."""
+        return self.private_tmp.path if self.private_tmp is not None else None
 
     @classmethod
     async def open(
@@ -87,6 +100,8 @@ class Session:
         seed: Sequence[SessionEvent] = (),
         parent: str | None = None,
         resume: bool | None = None,
+        private_tmp: bool = False,
+        host_temp: tuple[str, ...] = (),
     ) -> Session:
         """Open session `session_id`: create it, or resume it from its log.
 
@@ -97,6 +112,9 @@ class Session:
         starts with a `session/header` holding `cwd` (None: the session has no root
         of its own and resolves to the defaults' fallback root), then `seed`. A
         resumed session takes its cwd from its header; a different `cwd` is refused.
+        `private_tmp`: make the session a private temp directory (sandbox/private_tmp.py),
+        its calls' TMPDIR, removed by `close`; `host_temp`: the host temp roots its calls
+        may write beside it.
         """
         defaults = PolicyDefaults() if defaults is None else defaults
         if session_id is None and resume:
@@ -134,6 +152,7 @@ class Session:
             # A resumed log whose mode confines cannot be honoured by a composition
             # that runs commands without a sandbox: refuse rather than pretend.
             check_events_available(events, defaults, f"session {session_id!r}'s sandbox mode")
+            tmp = _make_private_tmp(session_id) if private_tmp else None
         except BaseException:
             await log.close(session_id)
             raise
@@ -146,12 +165,26 @@ class Session:
             parent=first.parent,
             location=opened.location,
             torn_lines_cut=opened.torn_lines_cut,
+            private_tmp=tmp,
+            host_temp=tuple(host_temp),
         )
 
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            await self.log.close(self.id)
+            try:
+                await self.log.close(self.id)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(self.remove_private_tmp)
+
+    def remove_private_tmp(self) -> None:
+        """Remove the private temp directory and what is in it (never following a link a
+        command planted there). Idempotent; the harness calls it for a session left
+        open when it stops, once every command is gone."""
+        tmp, self.private_tmp = self.private_tmp, None
+        if tmp is not None:
+            remove_private_tmp(tmp)
 
     async def __aenter__(self) -> Session:
         return self
@@ -202,13 +235,16 @@ class Session:
     ) -> ExecutionPolicy:
         """This call's policy: explicit escalation > session override > default, for the
         mode and the network; session cwd > fallback root."""
-        return resolve_execution_policy(
+        policy = resolve_execution_policy(
             await self.events(),
             self.defaults,
             session_root=self.cwd,
             explicit_mode=explicit_mode,
             explicit_network=explicit_network,
         )
+        if self.private_tmp is None and not self.host_temp:
+            return policy
+        return msgspec.structs.replace(policy, temp_dir=self.temp_dir, host_temp=self.host_temp)
 
     async def current_preset(self) -> str:
         return current_preset(await self.events(), self.presets, self.defaults)
@@ -236,7 +272,12 @@ class Session:
 
         def decide(events: Sequence[SessionEvent]) -> list[SessionEvent]:
             update = policy_context_update(
-                events, self.defaults, session_root=self.cwd, source=source
+                events,
+                self.defaults,
+                session_root=self.cwd,
+                source=source,
+                temp_dir=self.temp_dir,
+                host_temp=self.host_temp,
             )
             return [] if update is None else [update]
 
@@ -266,7 +307,20 @@ class Session:
             parent=self.id,
             # A child is always new: an id that names a session is refused, never resumed.
             resume=False,
+            # Its own private temp directory: a child's lifetime is its own.
+            private_tmp=self.private_tmp is not None,
+            host_temp=self.host_temp,
         )
+
+
+def _make_private_tmp(session_id: str) -> PrivateTmp:
+    try:
+        return make_private_tmp(name=session_id)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot make the session's private temp directory in {default_parent()}: "
+            f"{error.strerror or error}; set TMPDIR to a directory you may write"
+        ) from None
 
 
 def _seeded_what(seed: Sequence[SessionEvent], parent: str | None) -> str:

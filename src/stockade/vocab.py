@@ -25,6 +25,17 @@ from ._modes import rejection_text as rejection_text
 from .errors import InvalidPolicy
 
 
+def _temp_roots(temp_dir: str | None, host_temp: tuple[str, ...]) -> tuple[str, ...]:
+    roots = (temp_dir, *host_temp) if temp_dir is not None else host_temp
+    return tuple(dict.fromkeys(roots))
+
+
+def _check_temp(temp_dir: str | None, host_temp: tuple[str, ...]) -> None:
+    for path in (temp_dir, *host_temp):
+        if path is not None and not os.path.isabs(path):
+            raise InvalidPolicy(f"a temp directory must be an absolute path, got {path!r}")
+
+
 class ExecutionPolicy(msgspec.Struct, frozen=True):
     """The complete policy stamped on one call: a mode, an absolute workspace root, and
     whether the call may use the network.
@@ -37,20 +48,37 @@ class ExecutionPolicy(msgspec.Struct, frozen=True):
     mode: SandboxMode
     workspace_root: str
     network: Network = Network.OFF
+    # The call's private temp directory (a session's, made when it opened): the
+    # command's TMPDIR, writable beside the root under workspace-write. None: no
+    # temp directory is writable (a call made outside any session).
+    temp_dir: str | None = None
+    # The host's shared temp roots (/tmp, $TMPDIR) granted as well: only where the
+    # composition restores them (`allow_host_temp`); the claim names them as a gap.
+    host_temp: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.workspace_root):
             raise InvalidPolicy(
                 f"workspace root must be an absolute path, got {self.workspace_root!r}"
             )
+        _check_temp(self.temp_dir, self.host_temp)
         effective = network_under(self.mode, self.network)
         if effective is not self.network:
             msgspec.structs.force_setattr(self, "network", effective)
 
+    @property
+    def temp_roots(self) -> tuple[str, ...]:
+        """The temp directories workspace-write may write: the private one, then the host's."""
+        return _temp_roots(self.temp_dir, self.host_temp)
+
     def sandbox_policy(self) -> SandboxPolicy:
         """The subset a backend receives; only for modes that confine."""
         return SandboxPolicy(
-            mode=self.mode, workspace_root=self.workspace_root, network=self.network
+            mode=self.mode,
+            workspace_root=self.workspace_root,
+            network=self.network,
+            temp_dir=self.temp_dir,
+            host_temp=self.host_temp,
         )
 
 
@@ -62,6 +90,13 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     mode: SandboxMode
     workspace_root: str
     network: Network = Network.OFF
+    # As ExecutionPolicy's: the private temp directory, and the host temp roots granted.
+    temp_dir: str | None = None
+    host_temp: tuple[str, ...] = ()
+
+    @property
+    def temp_roots(self) -> tuple[str, ...]:
+        return _temp_roots(self.temp_dir, self.host_temp)
 
     def __post_init__(self) -> None:
         if not self.mode.confines:
@@ -72,3 +107,4 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
             raise InvalidPolicy(
                 f"workspace root must be an absolute path, got {self.workspace_root!r}"
             )
+        _check_temp(self.temp_dir, self.host_temp)

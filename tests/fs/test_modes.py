@@ -100,11 +100,18 @@ def test_read_only_refuses_before_looking(ws: str) -> None:
     assert "read-only mode allows no file writes" in result.text
 
 
-def test_default_temp_roots_are_the_hosts(ws: str, temp_root: str, outside: str) -> None:
-    policy = ExecutionPolicy(mode=SandboxMode.WORKSPACE_WRITE, workspace_root=ws)
+def test_default_temp_roots_are_the_policys(ws: str, temp_root: str, outside: str) -> None:
+    """The fence writes where the policy's temp roots are (a session's private temp
+    directory), never the host's /tmp on its own."""
+    policy = ExecutionPolicy(
+        mode=SandboxMode.WORKSPACE_WRITE, workspace_root=ws, temp_dir=temp_root
+    )
     assert not write_file(policy, ws, f"{temp_root}/a.txt", "a").is_error
     _check_refusal(write_file(policy, ws, f"{outside}/a.txt", "a"), SandboxMode.WORKSPACE_WRITE)
     assert os.listdir(outside) == []
+    bare = ExecutionPolicy(mode=SandboxMode.WORKSPACE_WRITE, workspace_root=ws)
+    _check_refusal(write_file(bare, ws, f"{temp_root}/b.txt", "b"), SandboxMode.WORKSPACE_WRITE)
+    assert not os.path.exists(f"{temp_root}/b.txt")
 
 
 def test_relative_paths_resolve_against_the_session_cwd(ws: str, outside: str) -> None:

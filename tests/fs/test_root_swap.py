@@ -142,31 +142,31 @@ def tmpdir_below_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         shutil.rmtree(f"{path}.old", ignore_errors=True)  # where the swap moved it
 
 
-async def test_a_tmpdir_below_a_temp_root_turned_into_a_symlink_by_a_command(
+async def test_a_sessions_temp_dir_turned_into_a_symlink(
     backend_config: ProviderConfig,
     state_dir_outside: str,
     terrain: tuple[Path, Path],
     tmpdir_below_tmp: Path,
 ) -> None:
+    """The session's temp root (its private directory, below the host's $TMPDIR) swapped
+    for a symlink to an outside directory. A command cannot make that swap itself any
+    more (the directory's parent is not writable in the sandbox: `mv` fails), so another
+    process makes it; the fs tools and bash then refuse instead of writing outside."""
     parent, outside = terrain
-    tmpdir = tmpdir_below_tmp
-    (tmpdir / "victim.txt").write_text("temp\n")
     async with open_harness(
         entries(str(backend_config.backend), state_dir_outside), answerers=[]
     ) as harness:
         session = await harness.open_session(cwd=parent)
+        tmpdir = Path(session.temp_dir)
+        assert tmpdir.parent == tmpdir_below_tmp
         assert str(tmpdir) in session.fs_roots.temp_paths
+        (tmpdir / "victim.txt").write_text("temp\n")
         swap = await session.run_tool(
             "bash", {"command": f"mv {tmpdir} {tmpdir}.old && ln -s {outside} {tmpdir}"}
         )
-        if backend_config.backend == "landlock":
-            assert tmpdir.is_symlink(), swap.text  # the command itself made the swap
-        else:
-            # bwrap binds $TMPDIR as a mount of its own, which a command cannot move
-            # (EBUSY); another process can, so the swap is made from here instead.
-            assert "Device or resource busy" in swap.text and tmpdir.is_dir(), swap.text
-            tmpdir.rename(f"{tmpdir}.old")
-            tmpdir.symlink_to(outside)
+        assert tmpdir.is_dir() and not tmpdir.is_symlink(), swap.text  # refused inside
+        tmpdir.rename(f"{tmpdir}.old")
+        tmpdir.symlink_to(outside)
         control(tmpdir, outside)
         before = snapshot(str(outside))
         calls = [
@@ -177,8 +177,10 @@ async def test_a_tmpdir_below_a_temp_root_turned_into_a_symlink_by_a_command(
         for name, arguments in calls:
             assert_fs_refused(await session.run_tool(name, arguments), tmpdir, "temp root")
         bash = await session.run_tool("bash", {"command": f"echo pwned > {tmpdir}/victim.txt"})
-        assert bash.is_error and "is now reached through a symlink" in bash.text, bash.text
+        assert bash.is_error, bash.text
         assert snapshot(str(outside)) == before
+        tmpdir.unlink()
+        Path(f"{tmpdir}.old").rename(tmpdir)  # its own, for close to remove
         await session.close()
     assert (outside / "victim.txt").read_text() == SECRET
 

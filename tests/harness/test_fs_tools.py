@@ -58,11 +58,17 @@ async def test_fs_and_bash_give_the_same_answer_for_the_same_effect(state_dir, p
     root, sibling = projects
     temp = Path("/tmp") / f"stockade-parity-{uuid.uuid4().hex}"
     temp.mkdir()
-    places = {"root": root, "temp root": temp, "outside": sibling}
     try:
         async with open_harness(with_fs(state_dir)) as harness:
             session = await harness.open_session(cwd=root)
             await session.set_sandbox_mode(mode)
+            # The session's private temp directory is writable; the host's /tmp is not.
+            places = {
+                "root": root,
+                "private temp": Path(session.temp_dir),
+                "host temp": temp,
+                "outside": sibling,
+            }
             for where, directory in places.items():
                 by_bash = directory / f"bash-{where.replace(' ', '-')}"
                 by_fs = directory / f"fs-{where.replace(' ', '-')}"
@@ -74,7 +80,7 @@ async def test_fs_and_bash_give_the_same_answer_for_the_same_effect(state_dir, p
                     where,
                 )
                 expected_denied = mode == "read-only" or (
-                    mode == "workspace-write" and where == "outside"
+                    mode == "workspace-write" and where in ("host temp", "outside")
                 )
                 assert shell.facts["denied"] is expected_denied, (mode, where)
     finally:

@@ -6,6 +6,7 @@ Assertions are on the filesystem; the caller is root here, as in CI.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import uuid
 from pathlib import Path
@@ -20,11 +21,13 @@ RO = SandboxMode.READ_ONLY
 WW = SandboxMode.WORKSPACE_WRITE
 
 
-async def confined(config, mode, root, script):
+async def confined(config, mode, root, script, **policy):
     """Run `sh -c script` confined; (exit, stdout, stderr, wrapped)."""
     # The argv is good while its provider runs (the launcher may be its sealed copy).
     async with open_provider(config) as provider:
-        wrapped = await provider.confine(("/bin/sh", "-c", script), SandboxPolicy(mode, str(root)))
+        wrapped = await provider.confine(
+            ("/bin/sh", "-c", script), SandboxPolicy(mode, str(root), **policy)
+        )
         done = await trio.run_process(
             wrapped.argv, capture_stdout=True, capture_stderr=True, check=False, stdin=b""
         )
@@ -74,21 +77,26 @@ async def test_read_only_denial_text_is_the_backends_signature(backend_config, p
 
 
 async def test_workspace_write_allows_root_and_temp_root_but_not_a_sibling(backend_config, project):
+    """The policy's temp directory is writable; the host's /tmp is not (nor a sibling)."""
     root, sibling = project
-    temp_file = Path("/tmp") / f"stockade-{uuid.uuid4().hex}"
+    temp = Path(f"/tmp/stockade-kernel-{uuid.uuid4().hex}")
+    temp.mkdir(mode=0o700)
+    host_file = Path("/tmp") / f"stockade-{uuid.uuid4().hex}"
     script = (
         f"echo inside > '{root}/made.txt'; mkdir '{root}/sub' && echo deep > '{root}/sub/f'; "
-        f"echo temp > '{temp_file}'; echo outside > '{sibling}/made.txt'"
+        f"echo temp > '{temp}/t'; echo host > '{host_file}'; echo outside > '{sibling}/made.txt'"
     )
     try:
-        _, _, stderr, wrapped = await confined(backend_config, WW, root, script)
+        _, _, stderr, wrapped = await confined(backend_config, WW, root, script, temp_dir=str(temp))
         assert (root / "made.txt").read_text() == "inside\n"
         assert (root / "sub" / "f").read_text() == "deep\n"
-        assert temp_file.read_text() == "temp\n"
+        assert (temp / "t").read_text() == "temp\n"
+        assert not host_file.exists()
         assert not (sibling / "made.txt").exists()
-        assert wrapped.denial_signatures[0] in stderr
+        assert stderr.count(wrapped.denial_signatures[0]) == 2
     finally:
-        temp_file.unlink(missing_ok=True)
+        host_file.unlink(missing_ok=True)
+        shutil.rmtree(temp)  # with bwrap's placeholders (.git, stockade.yml)
 
 
 async def test_a_grandchild_is_equally_confined(backend_config, project):

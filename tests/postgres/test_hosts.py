@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from stockade.sandbox.private_tmp import PREFIX, default_parent
 from stockade.sessionlog import SessionLocked
 from stockade.sessionlog._postgres import PostgresStore
 
@@ -111,6 +113,8 @@ def test_a_held_session_is_locked_elsewhere_and_a_kill_9_frees_it(db: str, scrat
         for stream in (holder.stdin, holder.stdout, holder.stderr):
             if stream is not None:
                 stream.close()
+        # A host killed with SIGKILL cannot remove its session's private temp directory.
+        shutil.rmtree(os.path.join(default_parent(), f"{PREFIX}held"), ignore_errors=True)
 
 
 async def kill_at_random(dsn: str, session_id: str, rng: random.Random) -> list[int]:

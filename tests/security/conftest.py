@@ -19,6 +19,7 @@ from stockade.executor.config import ExecutorConfig
 from stockade.messages import JobReport, ShellResult
 from stockade.sandbox.actor import ProviderClient, open_provider
 from stockade.sandbox.config import ProviderConfig
+from stockade.sandbox.private_tmp import make_private_tmp, remove_private_tmp
 from stockade.vocab import ExecutionPolicy, Network, SandboxMode, network_under
 
 from ..support import REAL_BACKENDS, require_backend
@@ -109,9 +110,26 @@ class Sandbox:
     terrain: Terrain
     battery: Battery
 
-    def spec(self, command: str, mode: SandboxMode, *, root=None, network=Network.OFF, **kwargs):
+    # The test's "session": its private temp directory, the commands' TMPDIR.
+    temp_dir: str | None = None
+
+    def spec(
+        self,
+        command: str,
+        mode: SandboxMode,
+        *,
+        root=None,
+        network=Network.OFF,
+        host_temp: tuple[str, ...] = (),
+        **kwargs,
+    ):
+        """`host_temp`: the host temp roots granted too (the `allow_host_temp` key)."""
         policy = ExecutionPolicy(
-            mode=mode, workspace_root=str(root or self.terrain.root), network=network
+            mode=mode,
+            workspace_root=str(root or self.terrain.root),
+            network=network,
+            temp_dir=self.temp_dir,
+            host_temp=host_temp,
         )
         return self.executor.resolve(command, policy=policy, **kwargs)
 
@@ -127,6 +145,7 @@ class Sandbox:
         """`bash -c command` through the executor: foreground (`run`) or a background job
         (network off unless said, as the knob's default)."""
         spec = self.spec(command, mode, network=network, **kwargs)
+        host_temp = kwargs.get("host_temp", ())
         if via == "job":
             handle = await self.executor.start(spec)
             result: ShellResult | JobReport = await self.executor.wait(handle.id)
@@ -135,15 +154,20 @@ class Sandbox:
         assert result.backend == self.backend
         assert result.mode is mode
         assert result.network is network_under(mode, network), result
-        assert result.enforcement is expected_enforcement(self.backend, mode, network), result
+        expected = expected_enforcement(self.backend, mode, network, host_temp=host_temp)
+        assert result.enforcement is expected, result
         return result
 
 
 @pytest.fixture
 async def sandbox(backend, terrain, battery) -> AsyncIterator[Sandbox]:
     name, config = backend
-    async with (
-        open_provider(config) as provider,
-        open_executor(ExecutorConfig(kill_grace=0.5), provider) as executor,
-    ):
-        yield Sandbox(name, provider, executor, terrain, battery)
+    tmp = make_private_tmp()
+    try:
+        async with (
+            open_provider(config) as provider,
+            open_executor(ExecutorConfig(kill_grace=0.5), provider) as executor,
+        ):
+            yield Sandbox(name, provider, executor, terrain, battery, temp_dir=tmp.path)
+    finally:
+        assert remove_private_tmp(tmp), f"{tmp.path} was left behind"

@@ -53,13 +53,18 @@ FS_IOC_GETFLAGS = 0x80086601
 
 
 def expected_enforcement(
-    backend: str, mode: SandboxMode, network: Network = Network.OFF
+    backend: str,
+    mode: SandboxMode,
+    network: Network = Network.OFF,
+    *,
+    host_temp: tuple[str, ...] = (),
 ) -> Enforcement:
     """The claim each result must carry (docs/security.md, "Enforcement"): Landlock
     workspace-write leaves metadata outside the roots open; with network off,
     workspace-write on either backend leaves the named Unix sockets it could not find
-    when the call started."""
-    if mode is WW and (backend == "landlock" or network is Network.OFF):
+    when the call started; the host's shared temp roots granted (`host_temp`) are
+    named too."""
+    if mode is WW and (backend == "landlock" or network is Network.OFF or host_temp):
         return Enforcement.PARTIAL
     return Enforcement.FULL
 

@@ -196,8 +196,9 @@ def start_host_process(terrain) -> subprocess.Popen:
 
 
 def residue_beyond_temp(terrain, mode) -> list[str]:
-    """Tagged host paths the mode forbids: all of them in read-only; /tmp is allowed in WW."""
-    return sorted(path for path in terrain.residue() if mode is RO or not path.startswith("/tmp/"))
+    """Tagged host paths the mode forbids: all of them, in either mode (workspace-write
+    writes the call's private temp directory, never the host's /tmp)."""
+    return sorted(terrain.residue())
 
 
 CASES = [

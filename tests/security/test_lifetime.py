@@ -9,7 +9,6 @@ seconds), each aimed at its own file, then each is judged on its own.
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
@@ -25,7 +24,7 @@ VARIANTS = {
     # Leaves the process group: the executor's group kill cannot reach it (the call's
     # PID namespace does).
     "setsid-survivor": (
-        "setsid -f bash -c 'sleep 0.3; echo x > {T}; echo ran > /tmp/{H}-{N}; : {M}' "
+        "setsid -f bash -c 'sleep 0.3; echo x > {T}; echo ran > {W}/{N}-survived; : {M}' "
         ">/dev/null 2>&1; "
         "sleep 0.05; exit 0"
     ),
@@ -74,4 +73,4 @@ async def test_a_process_that_outlives_its_command_stays_confined(sandbox, mode)
                 assert (terrain.root / f"{name}-ran").exists()
             if variant == "setsid-survivor":
                 # It never ran after its command had returned, not even where it may write.
-                assert not os.path.exists(f"/tmp/{tag}-{name}")
+                assert not (terrain.root / f"{name}-survived").exists()

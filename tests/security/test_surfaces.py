@@ -225,8 +225,9 @@ def prepare_setid(terrain) -> None:
     plain.chmod(0o755)
 
 
-def setid_command(terrain, host_tag: str) -> str:
-    w, t, tmp = terrain.root, terrain.tools, f"/tmp/{host_tag}"
+def setid_command(terrain, host_tag: str, temp_dir: str = "/tmp") -> str:
+    """`temp_dir`: the writable temp directory aimed at (a confined call's private one)."""
+    w, t, tmp = terrain.root, terrain.tools, f"{temp_dir}/{host_tag}"
     return (
         f"cp /usr/bin/id {tmp}-id; chmod 4755 {tmp}-id; chmod u+s {w}/plain-id; "
         f"chmod g+s {w}/plain-id; install -m 4755 /usr/bin/id {w}/installed-id; "
@@ -238,11 +239,11 @@ def setid_command(terrain, host_tag: str) -> str:
     )
 
 
-def special_files(terrain) -> list[str]:
-    """Files and directories carrying a setuid or setgid bit in the root or the host
-    residue (the /tmp temp root)."""
+def special_files(terrain, *also: str) -> list[str]:
+    """Files and directories carrying a setuid or setgid bit in the root, the host
+    residue (/tmp) or `also` (a call's private temp directory)."""
     names = []
-    for place in (*terrain.residue(), str(terrain.root)):
+    for place in (*terrain.residue(), str(terrain.root), *also):
         names.append(place)
         for top, dirs, files in os.walk(place):
             names += [os.path.join(top, entry) for entry in dirs + files]
@@ -267,16 +268,17 @@ def euid_of_nobody_running(path: str) -> str | None:
 @by_mode
 @by_via
 async def test_setuid_and_setgid_bits_are_refused(sandbox, mode, via):
-    """In every confining mode, inside the root and the temp roots too: a setuid-root
-    file left there would run as root for whoever executes it later, outside."""
+    """In every confining mode, inside the root and the private temp directory too: a
+    setuid-root file left there would run as root for whoever executes it later."""
     terrain = sandbox.terrain
     prepare_setid(terrain)
     tag = terrain.host_name("").rstrip("-")
     before = terrain.state(with_root=mode is RO)
     with sandbox.battery.attempt(f"setuid/setgid bits set or created ({mode.value}, {via})"):
-        result = await sandbox.run(setid_command(terrain, tag), mode, via=via)
-        assert special_files(terrain) == [], result.stdout + result.stderr
-        for made in (f"/tmp/{tag}-id", str(terrain.root / "plain-id")):
+        command = setid_command(terrain, tag, sandbox.temp_dir)
+        result = await sandbox.run(command, mode, via=via)
+        assert special_files(terrain, sandbox.temp_dir) == [], result.stdout + result.stderr
+        for made in (f"{sandbox.temp_dir}/{tag}-id", str(terrain.root / "plain-id")):
             if os.path.exists(made):
                 assert euid_of_nobody_running(made) in (str(NOBODY), None), made
         after = terrain.state(with_root=mode is RO)

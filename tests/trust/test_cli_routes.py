@@ -175,7 +175,15 @@ def forged_cache(shape: str, runner: Path) -> str:
 SHAPES = ("abi-names-runner", "backend-names-runner", "runner-command", "other-backend")
 
 
-def plant_through_exec(backend: str, root: Path, path: Path, text: str, env: dict[str, str]):
+def plant_through_exec(
+    backend: str,
+    root: Path,
+    path: Path,
+    text: str,
+    env: dict[str, str],
+    *,
+    config: Path | None = None,
+):
     argv = (
         "sh",
         "-c",
@@ -184,6 +192,7 @@ def plant_through_exec(backend: str, root: Path, path: Path, text: str, env: dic
     )
     done = cli(
         "exec",
+        *(("--config", str(config)) if config is not None else ()),
         "--mode",
         "workspace-write",
         "--backend",
@@ -266,8 +275,9 @@ def test_a_cache_forged_from_a_home_root_runs_nothing_bare(backend, area: Area, 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_cache_in_a_temp_root_is_never_used(backend, area: Area, shape):
-    """XDG_RUNTIME_DIR under /tmp (a temp root, writable in every workspace-write
-    call): the cache is never written there, and one a command wrote is never read."""
+    """XDG_RUNTIME_DIR under /tmp (a host temp root: a composition may restore it to
+    workspace-write calls, `allow_host_temp`): the cache is never written there, and one
+    a command wrote (through such a composition) is never read."""
     runtime = private_dir("stockade-trust-run-", "/tmp")
     try:
         env = {"HOME": str(area.root), "XDG_RUNTIME_DIR": str(runtime)}
@@ -288,7 +298,13 @@ def test_a_cache_in_a_temp_root_is_never_used(backend, area: Area, shape):
         assert not (runtime / "stockade").exists(), "the cache was kept in a temp root"
         runner = write_executable(area.tools / "pass-through", pass_through(area.fake_log))
         forged = forged_cache(shape, runner)
-        plant_through_exec(backend, area.root, cache, forged, env)
+        shared = area.tools / "host-temp.yml"
+        shared.write_text(
+            "- id: sandbox\n  name: stockade.sandbox.local\n  config:\n"
+            "    allow_host_temp: true\n- id: bash\n  name: stockade.bash.sandbox\n"
+        )
+        shared.chmod(0o600)
+        plant_through_exec(backend, area.root, cache, forged, env, config=shared)
         target = area.target()
         done = cli(
             "exec",

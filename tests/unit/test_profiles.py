@@ -1,7 +1,9 @@
 """Each backend's argv/SBPL for each mode, as pure data."""
 
 import msgspec
+import pytest
 
+from stockade.errors import InvalidPolicy
 from stockade.messages import Wrapped
 from stockade.sandbox import _argv as a
 from stockade.sandbox import _profiles as p
@@ -376,3 +378,52 @@ def test_network_claim_names_every_effect():
     assert effects[p.NET_ABSTRACT].startswith(p.NOT_GOVERNED)
     _, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 5, network=OFF)
     assert gaps.count("abstract unix sockets") == 1
+
+
+def test_sockets_under_dev_are_hidden_by_landlock_only():
+    """The Landlock launcher shows the command the host's /dev (a daemon's socket in
+    /dev/shm is reachable there); bwrap's /dev is private, so its argv stays as it was."""
+    shm = "/dev/shm/daemon.sock"
+    landlock = a.landlock_argv("/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=(shm,))
+    assert landlock[landlock.index("--hide-socket") + 1] == shm
+    launcher = "/x/landlock-run"
+    with_dev = a.bwrap_argv(
+        "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, hidden_sockets=(*SOCKETS, shm)
+    )
+    without = a.bwrap_argv(
+        "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, hidden_sockets=SOCKETS
+    )
+    assert with_dev == without
+    only_dev = a.bwrap_argv(
+        "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, hidden_sockets=(shm,)
+    )
+    assert "--hide-socket" not in only_dev and "--cap-add" not in only_dev
+
+
+def test_a_policys_temp_roots_are_its_private_dir_then_the_hosts():
+    private = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, "/w", temp_dir="/tmp/stockade-tmp-1")
+    assert private.temp_roots == ("/tmp/stockade-tmp-1",)
+    both = SandboxPolicy(
+        SandboxMode.WORKSPACE_WRITE, "/w", temp_dir="/tmp/stockade-tmp-1", host_temp=("/tmp",)
+    )
+    assert both.temp_roots == ("/tmp/stockade-tmp-1", "/tmp")
+    assert SandboxPolicy(SandboxMode.WORKSPACE_WRITE, "/w").temp_roots == ()
+    with pytest.raises(InvalidPolicy, match="absolute"):
+        SandboxPolicy(SandboxMode.WORKSPACE_WRITE, "/w", temp_dir="tmp")
+
+
+def test_the_host_temp_roots_are_a_named_gap():
+    """Restoring the host's shared temp roots (allow_host_temp) is claimed: partial,
+    naming them, on every backend; read-only writes none, so claims nothing of it."""
+    for backend in (p.Backend("bwrap", "/usr/bin/bwrap"), p.Backend("landlock", "/l", abi=7)):
+        policy = SandboxPolicy(
+            SandboxMode.WORKSPACE_WRITE, "/w", network=ON, temp_dir="/t/p", host_temp=("/tmp",)
+        )
+        wrapped = p.wrap(backend, policy, p.HostPaths(temp_roots=policy.temp_roots), CMD)
+        assert p.host_temp_gap(("/tmp",)) in wrapped.gaps
+        assert wrapped.enforcement is Enforcement.PARTIAL
+        assert wrapped.writable == ("/w", "/t/p", "/tmp")
+        private = msgspec.structs.replace(policy, host_temp=())
+        assert p.host_temp_gap(("/tmp",)) not in p.wrap(backend, private, HOST, CMD).gaps
+        read_only = msgspec.structs.replace(policy, mode=SandboxMode.READ_ONLY)
+        assert p.wrap(backend, read_only, HOST, CMD).gaps == ()

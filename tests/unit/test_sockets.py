@@ -76,9 +76,24 @@ def test_a_socket_that_is_gone_or_was_replaced_is_not_kept(place):
         server.close()
 
 
-def test_paths_under_dev_proc_and_sys_are_skipped():
-    assert s._skipped("/dev/log") and s._skipped("/proc/x") and s._skipped("/sys")
+def test_paths_under_proc_and_sys_are_skipped_but_not_dev():
+    """/dev is scanned: the Landlock launcher shows a command the host's, where
+    /dev/shm takes anyone's socket (bwrap's argv leaves them out: its /dev is its own)."""
+    assert s._skipped("/proc/x") and s._skipped("/sys")
+    assert not s._skipped("/dev/log") and not s._skipped("/dev/shm/x.sock")
     assert not s._skipped("/devices/x") and not s._skipped("/run/x")
+
+
+def test_a_socket_in_dev_shm_is_found():
+    path = f"/dev/shm/stockade-test-{os.getpid()}.sock"
+    scan = s.SocketScan()
+    try:
+        with bound(Path(path)):
+            assert path in s.host_unix_sockets()
+            assert path in scan.sockets()
+    finally:
+        scan.close()
+        os.unlink(path)
 
 
 def test_a_scan_resolves_again_only_when_the_listing_changes(place, monkeypatch):

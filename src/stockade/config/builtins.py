@@ -50,6 +50,9 @@ class SandboxLocalConfig:
     bwrap_path: AbsolutePath | None = None
     protected_paths: tuple[NonEmptyStr, ...] = ()
     allow_unprotected_installation: bool = False
+    # Let workspace-write also write the host's shared temp roots (/tmp, $TMPDIR),
+    # beside each session's private one; the claim names them (partial).
+    allow_host_temp: bool = False
 
     def provider_config(self) -> ProviderConfig:
         return ProviderConfig(
@@ -59,6 +62,7 @@ class SandboxLocalConfig:
             bwrap_path=self.bwrap_path,
             protected_paths=self.protected_paths,
             allow_unprotected_installation=self.allow_unprotected_installation,
+            allow_host_temp=self.allow_host_temp,
         )
 
 

@@ -182,7 +182,11 @@ class ExecutorActor:
         streams: Streams | None = None,
     ) -> trio.Process:
         workdir = spec.workdir or spec.policy.workspace_root
-        env = spec.env if not facts.confined else None  # confined: passed through `env`
+        # The session's private temp directory is the command's TMPDIR (the caller's
+        # own `env` may still name another). Confined, the caller's variables pass
+        # through `env` inside the sandbox; TMPDIR through the runner (it reads none).
+        temp = {"TMPDIR": spec.policy.temp_dir} if spec.policy.temp_dir else {}
+        env = {**temp, **(spec.env or {})} if not facts.confined else temp
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         try:
             return await spawn(

@@ -139,7 +139,13 @@ class Face:
 
     async def status(self, session: AgentSession) -> dict[str, Any]:
         events = await session.events()
-        policy = desired_policy_context(events, self.harness.defaults, session_root=session.cwd)
+        policy = desired_policy_context(
+            events,
+            self.harness.defaults,
+            session_root=session.cwd,
+            temp_dir=getattr(session, "temp_dir", None),
+            host_temp=getattr(session, "host_temp", ()),
+        )
         network = getattr(session, "network", None)
         return _tools.status(
             session_id=session.id,

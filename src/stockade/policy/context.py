@@ -42,6 +42,10 @@ class PolicyContext(SessionEvent, kw_only=True, tag="context/policy"):
     # The network a call gets (`on` under danger-full-access); None in messages
     # written before the network knob existed.
     network: Network | None = None
+    # The session's private temp directory (its commands' TMPDIR) and the host temp
+    # roots granted beside it, as the message states them; None / () when it has none.
+    temp_dir: str | None = None
+    host_temp: tuple[str, ...] = ()
 
 
 _MODE_TEXT = {
@@ -51,7 +55,7 @@ _MODE_TEXT = {
     ),
     SandboxMode.WORKSPACE_WRITE: (
         "Shell commands may read files, and may create, change and delete files only "
-        "under the workspace root (and the system temporary directories); the kernel "
+        "under the workspace root (and the temporary directory below); the kernel "
         "refuses file writes anywhere else."
     ),
     SandboxMode.DANGER_FULL_ACCESS: (
@@ -103,6 +107,25 @@ def _network_text(mode: SandboxMode, network: Network, approval: ApprovalPolicy)
     return text + " Network access cannot be requested in this session: do not ask for it."
 
 
+def _temp_text(mode: SandboxMode, temp_dir: str | None, host_temp: Sequence[str]) -> str:
+    if temp_dir is None:
+        return "Temporary files: no temporary directory is writable; keep them in the workspace."
+    text = (
+        f"Temporary files: use $TMPDIR ({temp_dir}), a directory private to this session "
+        "and removed when it ends (mktemp and most tools use it on their own)"
+    )
+    if mode is SandboxMode.READ_ONLY:
+        return text + "; it is writable in workspace-write only."
+    if host_temp:
+        return text + (
+            f". The host's shared temp directories ({', '.join(host_temp)}) are writable "
+            "too, but every program on the host shares them: prefer $TMPDIR."
+        )
+    return text + (
+        ". The host's shared temp directories (/tmp, /var/tmp) are not writable: do not use them."
+    )
+
+
 UNCONFINED_TEXT = (
     "This deployment runs shell commands WITHOUT a sandbox: nothing confines them, "
     "they may read, create, change and delete every file the user can, and no file "
@@ -117,12 +140,16 @@ def render_policy_context(
     *,
     sandboxed: bool = True,
     network: Network = Network.OFF,
+    temp_dir: str | None = None,
+    host_temp: Sequence[str] = (),
 ) -> str:
     """The message text for a model, stating every value explicitly.
 
     `sandboxed` False: the composition cannot confine (its only mode is
     danger-full-access), and the message says that commands run without a sandbox.
     `network` is the knob's value; under danger-full-access the message says `on`.
+    `temp_dir`: the session's private temp directory (its commands' TMPDIR), and
+    `host_temp` the host's shared temp roots the composition grants beside it.
     """
     if not sandboxed:
         return "\n".join(
@@ -140,6 +167,10 @@ def render_policy_context(
         "(this replaces any earlier policy message):",
         f"- Sandbox mode: {mode.value}. Workspace root: {workspace_root}",
         f"  {_MODE_TEXT[mode]}",
+    ]
+    if mode.confines:
+        lines.append(f"  {_temp_text(mode, temp_dir, host_temp)}")
+    lines += [
         f"- {_network_text(mode, network, approval)}",
         f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
     ]
@@ -163,8 +194,13 @@ def desired_policy_context(
     *,
     session_root: str | None,
     source: str = POLICY_SOURCE,
+    temp_dir: str | None = None,
+    host_temp: tuple[str, ...] = (),
 ) -> PolicyContext:
-    """The message the model should currently hold, as an (unstamped) event."""
+    """The message the model should currently hold, as an (unstamped) event.
+
+    `temp_dir`, `host_temp`: the session's private temp directory and the host temp
+    roots granted beside it (the open session's; a log alone does not have them)."""
     state = knob_state(events, defaults)
     # A log that names a mode this composition cannot honour is never told as if it could.
     check_mode_available(state.sandbox_mode, defaults, f"sandbox mode {state.sandbox_mode.value!r}")
@@ -176,12 +212,16 @@ def desired_policy_context(
             state.approval_policy,
             sandboxed=defaults.confines,
             network=state.network,
+            temp_dir=temp_dir,
+            host_temp=host_temp,
         ),
         sandbox_mode=state.sandbox_mode,
         workspace_root=root,
         approval_policy=state.approval_policy,
         network=state.effective_network,
         source=source,
+        temp_dir=temp_dir,
+        host_temp=host_temp,
     )
 
 
@@ -205,9 +245,18 @@ def policy_context_update(
     *,
     session_root: str | None,
     source: str = POLICY_SOURCE,
+    temp_dir: str | None = None,
+    host_temp: tuple[str, ...] = (),
 ) -> PolicyContext | None:
     """The message to append before the next step, or None when the last one still holds."""
-    desired = desired_policy_context(events, defaults, session_root=session_root, source=source)
+    desired = desired_policy_context(
+        events,
+        defaults,
+        session_root=session_root,
+        source=source,
+        temp_dir=temp_dir,
+        host_temp=host_temp,
+    )
     told = last_policy_context(events, source)
     if told is not None and told.text == desired.text:
         return None

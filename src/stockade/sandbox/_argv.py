@@ -103,8 +103,10 @@ def bwrap_argv(
     Unix sockets, which no network namespace covers) are covered by the filter
     stage with an empty read-only file: bwrap leaves it CAP_SYS_ADMIN (and
     CAP_SETPCAP, to empty the bounding set) for that, which it drops before exec.
-    Needs the filter stage; without one they are not hidden.
+    Needs the filter stage; without one they are not hidden. Those under `/dev` are
+    left out: bwrap's `/dev` is its own, where no host socket is.
     """
+    hidden_sockets = [path for path in hidden_sockets if not in_private_dev(path)]
     hide = bool(hidden_sockets) and launcher is not None and network is Network.OFF
     args: list[str] = [
         bwrap,
@@ -152,6 +154,11 @@ def bwrap_argv(
         if hide:
             args += hiding_args(hidden_sockets)
     return (*args, "--", *argv)
+
+
+def in_private_dev(path: str) -> bool:
+    """Whether `path` lies in `/dev`, which bwrap replaces with a private one."""
+    return path == "/dev" or path.startswith("/dev/")
 
 
 def hiding_args(hidden_sockets: Sequence[str]) -> list[str]:

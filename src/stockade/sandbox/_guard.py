@@ -20,6 +20,7 @@ from ..trust import (
     relinkable,
 )
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
+from ._probe import host_temp_roots
 
 # Backends that can bind (or deny) protected paths inside a writable grant.
 PROTECTING_BACKENDS = (BWRAP, RUNNER_COMMAND, SEATBELT)
@@ -105,8 +106,9 @@ def guard_call(
     # One call resolves the same roots and prefixes for every path: each lstat once.
     facts = facts or PathFacts()
     # A runner about to be executed must be out of reach of every call that could
-    # run before it (any mode: a session can always be widened to workspace-write).
-    reachable = writable_roots(SandboxMode.WORKSPACE_WRITE, root, temp_roots)
+    # run before it (any mode: a session can always be widened to workspace-write;
+    # the host's temp roots too: another composition may restore them).
+    reachable = writable_roots(SandboxMode.WORKSPACE_WRITE, root, (*temp_roots, *host_temp_roots()))
     problem = runner_refusal(runner, reachable, installation, facts=facts)
     if problem is not None:
         return Guard((), (), problem)

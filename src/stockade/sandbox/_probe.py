@@ -89,7 +89,11 @@ def chain_for(platform: str, forced: str | None = None) -> tuple[str, ...]:
 
 
 def host_temp_roots(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
-    """The host temp roots: /tmp, and $TMPDIR when set, absolute and existing."""
+    """The host's shared temp roots: /tmp, and $TMPDIR when set, absolute and existing.
+
+    A confined call writes them only where the composition restores them
+    (`allow_host_temp`; else its session's private directory, `private_tmp`), but the
+    trust base counts them writable always: another composition may restore them."""
     roots = ["/tmp"]
     tmpdir = environ.get("TMPDIR")
     if tmpdir and os.path.isabs(tmpdir) and os.path.isdir(tmpdir):
@@ -241,9 +245,16 @@ def resolve_workspace_root(root: str) -> str:
 
 
 def check_temp_roots(temp_roots: Sequence[str]) -> None:
-    """The host temp roots are still the real directories found at startup."""
+    """A call's temp roots (its session's private directory, the host's where granted)
+    are still the real directories they were when they were found or made."""
     for temp_root in temp_roots:
-        if (_real_directory(temp_root) or os.path.realpath(temp_root)) != temp_root:
+        real = _real_directory(temp_root)
+        if real is None and not os.path.isdir(temp_root):
+            raise InvalidPolicy(
+                f"temp directory {temp_root!r} no longer exists (its session has ended, "
+                "or something removed it); open a new session"
+            )
+        if (real or os.path.realpath(temp_root)) != temp_root:
             raise InvalidPolicy(
                 f"temp root {temp_root!r} is now reached through a symlink; refusing to "
                 "grant it (restart the harness if $TMPDIR moved on purpose)"

@@ -179,9 +179,20 @@ def network_claim(
 
 @attrs.frozen
 class HostPaths:
-    """Host facts a profile needs: the temp roots workspace-write may also write."""
+    """Host facts a profile needs: the temp roots workspace-write may also write (the
+    provider passes the call's own, `SandboxPolicy.temp_roots`)."""
 
     temp_roots: tuple[str, ...] = ("/tmp",)
+
+
+def host_temp_gap(host_temp: tuple[str, ...]) -> str:
+    """The claim of a call that may write the host's shared temp roots (`allow_host_temp`):
+    what it leaves there, every process of the host may pick up."""
+    return (
+        f"the host's shared temp roots ({', '.join(host_temp)}) are writable "
+        "(allow_host_temp): other processes of the host may pick up what a command "
+        "leaves there"
+    )
 
 
 # Pure, from a handful of values, and asked on every confined call: computed once each.
@@ -324,7 +335,10 @@ def wrap(
             denial, rules = LANDLOCK_DENIAL, LANDLOCK_RULES
         case _:
             enforcement, denial, rules = Enforcement.FULL, SEATBELT_DENIAL, SEATBELT_RULES
-    all_gaps = (*ungoverned, *gaps)
+    shared: tuple[str, ...] = ()
+    if policy.host_temp and policy.mode is SandboxMode.WORKSPACE_WRITE:
+        shared = (host_temp_gap(policy.host_temp),)
+    all_gaps = (*ungoverned, *shared, *gaps)
     # A hidden socket inside a writable root cannot be removed either (a mount point:
     # "Device or resource busy", bwrap's denial text): a refusal, judged as one.
     roots = writable_roots(policy.mode, policy.workspace_root, host.temp_roots)

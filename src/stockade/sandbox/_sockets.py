@@ -12,9 +12,11 @@ read-only file (a `connect()` to a regular file is `ECONNREFUSED`). Found are:
   own `/proc/net/unix` never lists),
 - a few well-known container-runtime sockets, for a directory bind-mounted in.
 
-Only what exists here as a socket, at its real path, outside `/dev` (bwrap's is
-private), `/proc` and `/sys`. What this cannot find is named in the claim
-(`BWRAP_UNLISTED_SOCKETS`, sandbox/_profiles.py): sockets bound after the call
+Only what exists here as a socket, at its real path, outside `/proc` and `/sys`.
+Sockets under `/dev` are found too (`/dev/shm` is a tmpfs anyone may bind in, and the
+Landlock launcher shows the command the host's `/dev`); bwrap's `/dev` is private, so
+its argv leaves them out (`_argv.bwrap_argv`). What this cannot find is named in the
+claim (`UNFOUND_SOCKETS_GAP`, sandbox/_profiles.py): sockets bound after the call
 starts, in another network or mount namespace (their listed path is not theirs
 here), by a relative path, or reached by another name (a hard link, a bind
 mount of their directory).
@@ -36,9 +38,9 @@ WELL_KNOWN = (
     "/run/crio/crio.sock",
     "/run/buildkit/buildkitd.sock",
 )
-# bwrap's /dev is private (a host socket there is out of sight anyway); /proc and
-# /sys hold none. A bind there would fail the call.
-SKIPPED = ("/dev", "/proc", "/sys")
+# /proc and /sys hold none, and a bind there would fail the call. /dev is not skipped:
+# under the Landlock launcher the command sees the host's (bwrap's is private).
+SKIPPED = ("/proc", "/sys")
 
 
 # A listed path: the last field, after six fields without a slash (abstract names

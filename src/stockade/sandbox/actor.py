@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any, assert_never
 
 import attrs
+import msgspec
 import trio
 
 from .._lifetime import running
@@ -27,7 +28,7 @@ from ._guard import guard_call
 from ._guard_memo import GuardMemo
 from ._probe import check_temp_roots, resolve_workspace_root
 from ._profiles import HostPaths, wrap
-from ._select import host_paths, runner_identity, select_backend
+from ._select import runner_identity, select_backend
 from ._sockets import SocketScan
 from .config import ProviderConfig
 
@@ -37,7 +38,6 @@ Selector = Callable[[ProviderConfig], Selection]
 @attrs.define(eq=False)
 class ProviderActor:
     config: ProviderConfig = attrs.field(factory=ProviderConfig)
-    host: HostPaths = attrs.field(factory=host_paths)
     # Injectable so tests can stub the probes; the default runs the real ones.
     selector: Selector = select_backend
     # stockade's own files, which the next stockade process runs (the trust base).
@@ -115,7 +115,10 @@ class ProviderActor:
 
     def _wrap(self, selection: Selection, message: Confine) -> Wrapped:
         root = resolve_workspace_root(message.policy.workspace_root)
-        check_temp_roots(self.host.temp_roots)
+        # The call's own temp roots (its session's private directory, and the host's
+        # where the composition restores them), each still the directory it was.
+        temp_roots = message.policy.temp_roots
+        check_temp_roots(temp_roots)
         backend = selection.backend
         if backend is None:
             raise SandboxUnavailable(selection.detail)
@@ -125,7 +128,7 @@ class ProviderActor:
                 "was probed; restore it, or restart the harness to probe again"
             )
         config = self.config
-        mode, temp_roots = message.policy.mode, self.host.temp_roots
+        mode = message.policy.mode
         runner = backend.source or backend.runner
         guard = self._guards.answer(
             (backend.name, runner, mode, root, temp_roots),
@@ -145,9 +148,7 @@ class ProviderActor:
         )
         if guard.refusal is not None:
             raise SandboxUnavailable(guard.refusal)
-        policy = SandboxPolicy(
-            mode=message.policy.mode, workspace_root=root, network=message.policy.network
-        )
+        policy = msgspec.structs.replace(message.policy, workspace_root=root)
         hidden: tuple[str, ...] = ()
         if hides_sockets(
             backend.name,
@@ -160,7 +161,7 @@ class ProviderActor:
         return wrap(
             backend,
             policy,
-            self.host,
+            HostPaths(temp_roots=temp_roots),
             message.argv,
             protections=guard.protections,
             gaps=guard.gaps,

@@ -51,6 +51,10 @@ class ProviderConfig:
     # Run under the Landlock launcher although stockade's own installation lies in a
     # writable root (it cannot be protected there): the claim becomes partial.
     allow_unprotected_installation: bool = False
+    # Let workspace-write also write the host's shared temp roots (/tmp, $TMPDIR),
+    # beside the private temp directory each session gets: for a tool that insists on
+    # /tmp. They are shared with every process of the host, so the claim names them.
+    allow_host_temp: bool = False
     # Workspace roots known when the probe runs (the first call's): a runner found
     # inside one is never probed, since probing runs it unconfined.
     probe_roots: tuple[str, ...] = attrs.field(default=(), converter=tuple)
@@ -58,7 +62,12 @@ class ProviderConfig:
 
 # Keys that loosen confinement: honoured only from a composition file that passes the
 # trust base's check 1 (outside every writable root, private to the caller or root).
-LOOSENING_KEYS = ("runner_command", "bwrap_path", "allow_unprotected_installation")
+LOOSENING_KEYS = (
+    "runner_command",
+    "bwrap_path",
+    "allow_unprotected_installation",
+    "allow_host_temp",
+)
 
 
 def trusted_provider(

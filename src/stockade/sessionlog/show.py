@@ -21,7 +21,7 @@ import msgspec
 from .._cli_errors import CliError, report
 from ..errors import StockadeError
 from ..events import EventRegistry, LogCorrupt, SessionEvent, SessionHeader
-from ..policy.context import desired_policy_context, last_policy_context
+from ..policy.context import POLICY_SOURCE, desired_policy_context, last_policy_context
 from ..policy.knobs import (
     PolicyDefaults,
     effective_approval_policy,
@@ -200,8 +200,15 @@ def summarize(
     header = events[0] if events and isinstance(events[0], SessionHeader) else None
     session_root = header.cwd if header else None
     state = knob_state(events, defaults)
-    desired = desired_policy_context(events, defaults, session_root=session_root)
-    told = last_policy_context(events, desired.source)
+    told = last_policy_context(events, POLICY_SOURCE)
+    # A log holds no temp directory of its own (each open makes one): judged by the last told.
+    desired = desired_policy_context(
+        events,
+        defaults,
+        session_root=session_root,
+        temp_dir=told.temp_dir if told is not None else None,
+        host_temp=told.host_temp if told is not None else (),
+    )
     if told is None:
         message = "never told"
     elif told.text == desired.text:

@@ -18,6 +18,11 @@ BASH_DESCRIPTION: Final = (
     "the command ran and the kernel refused that effect. Never try to work around a "
     "denial (other paths, other tools, copies, symlinks)."
 )
+# Only where commands are confined: there each session has a private temp directory.
+TEMP_DESCRIPTION: Final = (
+    " Put temporary files in $TMPDIR (the session's own directory, named in the sandbox "
+    "policy message), not in /tmp."
+)
 ESCALATION_DESCRIPTION: Final = (
     " If a command was denied and the effect is needed, retry the SAME command once "
     "with sandbox_permissions set to the narrowest sufficient mode and a justification "
@@ -50,7 +55,7 @@ def bash_schema(*, confines: bool) -> dict[str, Any]:
     }
     description = BASH_DESCRIPTION
     if confines:
-        description += ESCALATION_DESCRIPTION
+        description += TEMP_DESCRIPTION + ESCALATION_DESCRIPTION
         properties["sandbox_permissions"] = {
             "type": "string",
             "enum": [*allowed_modes(), WITH_NETWORK],

@@ -115,10 +115,13 @@ class BashTool:
                 return refusal
             assert granted is not None
             grant = WITH_NETWORK if with_network else granted.value
+            # The same call, wider: its root and temp directory stay the session's.
             policy = ExecutionPolicy(
                 mode=granted,
                 workspace_root=policy.workspace_root,
                 network=Network.ON if with_network else policy.network,
+                temp_dir=policy.temp_dir,
+                host_temp=policy.host_temp,
             )
         spec = ShellSpec(
             command=args.command,

@@ -17,7 +17,6 @@ from typing import Any, Final
 
 import attrs
 
-from ..sandbox._select import host_paths
 from ..vocab import DENIAL_INSTRUCTION, ExecutionPolicy, SandboxMode, denial_marker
 from ._fence import (
     FenceRefused,
@@ -93,7 +92,7 @@ def _pinned(
         with pinned.use() as held:
             yield held
         return
-    roots = host_paths().temp_roots if temp_roots is None else tuple(temp_roots)
+    roots = policy.temp_roots if temp_roots is None else tuple(temp_roots)
     with PinnedRoots.pin(
         policy.workspace_root, roots, strict=False, since="the call started"
     ) as transient:
@@ -387,10 +386,11 @@ def write_file(
     """Create or replace a file with `content` (UTF-8), atomically, if the mode allows it.
 
     `roots`: the session's pinned roots (the workspace root and its temp roots); without
-    them the roots are pinned for this call, `temp_roots` defaulting to the host's (/tmp,
-    $TMPDIR). Missing directories are not created; an existing file keeps its mode (and
-    owner, when root). `protected_extra` adds protected paths (relative to each writable
-    root, or absolute) to the defaults.
+    them the roots are pinned for this call, `temp_roots` defaulting to the policy's (its
+    session's private temp directory, and the host's temp roots where the composition
+    restores them). Missing directories are not created; an existing file keeps its mode
+    (and owner, when root). `protected_extra` adds protected paths (relative to each
+    writable root, or absolute) to the defaults.
     """
     mode = policy.mode
     shown, problem = _prepare("write_file", policy, cwd, path)

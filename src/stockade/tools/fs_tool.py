@@ -201,7 +201,12 @@ class FsTool:
             if refusal is not None:
                 return refusal
             assert granted is not None
-            policy = ExecutionPolicy(granted, policy.workspace_root)
+            policy = ExecutionPolicy(
+                granted,
+                policy.workspace_root,
+                temp_dir=policy.temp_dir,
+                host_temp=policy.host_temp,
+            )
         result = await trio.to_thread.run_sync(self._operation(args, policy, cwd, roots))
         text = result.text
         if granted is not None:

@@ -1,0 +1,122 @@
+"""Making and removing a private temp directory (sandbox/private_tmp.py), on this
+machine's real file system: the mode, the name, and a removal that follows no link
+and removes nothing it did not make."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stockade.sandbox.private_tmp import PREFIX, make_private_tmp, remove_private_tmp
+
+IS_ROOT = os.geteuid() == 0
+NOBODY = 65534
+# Nobody can run neither a venv's interpreter under root's home nor import from it.
+SYSTEM_PYTHON = "/usr/bin/python3"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+@pytest.fixture
+def parent() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="stockade-ptmp-unit-", dir="/var/tmp"))
+    try:
+        yield path
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwx", str(path)], check=False)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False)
+
+
+def test_it_is_0700_whatever_the_umask(parent):
+    old = os.umask(0o777)
+    try:
+        tmp = make_private_tmp(str(parent))
+    finally:
+        os.umask(old)
+    info = os.lstat(tmp.path)
+    assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.geteuid()
+    assert (info.st_dev, info.st_ino) == (tmp.device, tmp.inode)
+    assert os.path.basename(tmp.path).startswith(PREFIX)
+    assert remove_private_tmp(tmp) and not os.path.lexists(tmp.path)
+    assert remove_private_tmp(tmp)  # gone already: nothing to do
+
+
+def test_a_named_one_takes_the_name_only_when_it_is_free(parent):
+    first = make_private_tmp(str(parent), name="s-1")
+    assert first.path == str(parent / f"{PREFIX}s-1")
+    second = make_private_tmp(str(parent), name="s-1")  # taken: a random name instead
+    assert second.path != first.path and os.path.dirname(second.path) == str(parent)
+    target = parent / "elsewhere"
+    target.mkdir()
+    (parent / f"{PREFIX}s-2").symlink_to(target)
+    planted = make_private_tmp(str(parent), name="s-2")
+    assert planted.path != str(parent / f"{PREFIX}s-2")
+    assert remove_private_tmp(first) and remove_private_tmp(second) and remove_private_tmp(planted)
+    assert (parent / f"{PREFIX}s-2").is_symlink() and target.is_dir()
+
+
+def test_removal_follows_no_link(parent):
+    outside = parent / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "file").write_text("keep")
+    (outside / "sub" / "file").write_text("keep")
+    tmp = make_private_tmp(str(parent))
+    top = Path(tmp.path)
+    (top / "file-link").symlink_to(outside / "file")
+    (top / "dir-link").symlink_to(outside)
+    deep = top / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / "link").symlink_to(outside / "sub")
+    (deep / "f").write_text("x")
+    (top / "a" / "b").chmod(0)
+    assert remove_private_tmp(tmp)
+    assert not os.path.lexists(tmp.path)
+    assert (outside / "file").read_text() == "keep"
+    assert (outside / "sub" / "file").read_text() == "keep"
+
+
+def test_removal_leaves_what_now_stands_at_the_path(parent):
+    """Renamed away and replaced (a command that may write the temp root could): the
+    directory standing there is not the one made, so nothing is removed."""
+    tmp = make_private_tmp(str(parent))
+    os.rename(tmp.path, parent / "moved")
+    os.mkdir(tmp.path)
+    (Path(tmp.path) / "theirs").write_text("theirs")
+    assert remove_private_tmp(tmp) is False
+    assert (Path(tmp.path) / "theirs").read_text() == "theirs"
+    os.unlink(Path(tmp.path) / "theirs")
+    os.rmdir(tmp.path)
+    os.symlink(parent / "moved", tmp.path)
+    assert remove_private_tmp(tmp) is False
+    assert (parent / "moved").is_dir()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to become nobody")
+@pytest.mark.skipif(not os.access(SYSTEM_PYTHON, os.X_OK), reason="needs the system python")
+def test_a_caller_other_than_root_removes_what_a_command_made_unreadable(parent):
+    """Without root's override, an unreadable or unwritable directory inside would
+    stop a plain rmtree: it is made 0700 again (through O_PATH, never a path)."""
+    parent.chmod(0o777)
+    script = (
+        f"import os, sys; sys.path.insert(0, {SRC!r})\n"
+        "from stockade.sandbox.private_tmp import make_private_tmp, remove_private_tmp\n"
+        f"tmp = make_private_tmp({str(parent)!r})\n"
+        "os.makedirs(tmp.path + '/a/b/c'); open(tmp.path + '/a/b/c/f', 'w').close()\n"
+        "os.chmod(tmp.path + '/a/b', 0); os.chmod(tmp.path + '/a', 0o500)\n"
+        "print(remove_private_tmp(tmp), os.path.lexists(tmp.path))\n"
+    )
+    done = subprocess.run(
+        [SYSTEM_PYTHON, "-I", "-S", "-c", script],
+        capture_output=True,
+        text=True,
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        timeout=30,
+    )
+    assert done.stdout.split() == ["True", "False"], done.stderr
