@@ -73,8 +73,15 @@ def cli(
         if key not in unset and key != "STOCKADE_CONFIG"
     }
     environ.update(env or {})
+    words = list(args)
+    home = environ.get("HOME")
+    if words[:1] in (["run"], ["exec"]) and "--root" not in words and home:
+        if os.path.realpath(cwd) == os.path.realpath(home):
+            # These attacks root a call at HOME on purpose: name it, as a person must
+            # (an implicit root of exactly HOME is refused).
+            words[1:1] = ["--root", str(cwd)]
     return subprocess.run(
-        [*STOCKADE, *args],
+        [*STOCKADE, *words],
         capture_output=True,
         text=True,
         cwd=str(cwd),
