@@ -17,6 +17,7 @@ from stockade.vocab import DENIAL_INSTRUCTION, ExecutionPolicy, SandboxMode, den
 
 from .conftest import TEMP_ROOTS, snapshot
 
+pytestmark = pytest.mark.nobody
 OPS = ("write", "edit")
 
 

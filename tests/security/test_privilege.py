@@ -34,6 +34,7 @@ from .support import (
 pytestmark = [
     pytest.mark.parametrize("via", ["run", "job"]),
     pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value),
+    pytest.mark.nobody,
 ]
 
 STATUS = "grep -E '^(Uid|Cap[A-Za-z]+|NoNewPrivs):' /proc/self/status"
