@@ -217,6 +217,7 @@ async def test_udp_to_a_host_listener_never_arrives(sandbox, mode, via):
         assert inbox.settled() == [], stopped(result)
 
 
+@as_root_only  # the judge (a packet socket on `lo`) needs CAP_NET_RAW
 @by_mode
 async def test_raw_and_packet_sockets_reach_nothing(sandbox, mode):
     """A raw IP socket and a packet socket on `lo`, each delivering a hand-made UDP

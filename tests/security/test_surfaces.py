@@ -550,6 +550,7 @@ async def test_control_host_ipc(unconfined, terrain, host_ipc):
     assert not {("msg", host_ipc.msqid), ("shm", host_ipc.shmid)} & set(after["sysv"])  # removed
 
 
+@as_root_only  # a setuid-root file for nobody to run
 async def test_control_setid(unconfined, terrain):
     prepare_setid(terrain)
     tag = terrain.host_name("").rstrip("-")
