@@ -109,7 +109,10 @@ def zombie_children() -> list[int]:
 def nobody_reads(paths: Sequence[str]) -> list[bool]:
     """Which of `paths` uid/gid 65534 (no groups) can read (a directory: list and
     enter), as the kernel answers a process running as nobody. Root only."""
-    script = 'for p; do if [ -r "$p" ] && { [ ! -d "$p" ] || [ -x "$p" ]; }; then echo y; else echo n; fi; done'
+    script = (
+        'for p; do if [ -r "$p" ] && { [ ! -d "$p" ] || [ -x "$p" ]; }; '
+        "then echo y; else echo n; fi; done"
+    )
     done = subprocess.run(
         ["/bin/sh", "-c", script, "sh", *paths],
         capture_output=True,
