@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
+from stockade.sandbox import _argv, _probe
 from stockade.sandbox.config import ProviderConfig
 
-from .support import REAL_BACKENDS, require_backend
+from .support import IS_ROOT, REAL_BACKENDS, NobodyView, nobody_view, require_backend
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -29,6 +31,32 @@ def pytest_configure(config: pytest.Config) -> None:
     # an earlier `stockade exec` must never stand in for a stub (tests/unit/
     # test_probe_cache.py turns the cache back on for itself).
     os.environ["STOCKADE_NO_PROBE_CACHE"] = "1"
+
+
+@pytest.fixture(scope="session")
+def nobody_public() -> Iterator[NobodyView]:
+    """Where uid 65534 reads this checkout and its venv (a mirror, when it cannot reach
+    them: a clone in a mode-700 home), for the whole session."""
+    with nobody_view() as view:
+        yield view
+
+
+@pytest.fixture(autouse=True)
+def _nobody_reads_public_copies(request: pytest.FixtureRequest) -> None:
+    """A `nobody` test's in-process provider names the package files its argv makes
+    uid 65534 read (bwrap's filter-stage launcher, the empty file hiding sockets and
+    blocking protected paths) by their public copies. Autouse, so it is in place
+    before any fixture opens a provider; nothing changes when nobody reaches the
+    originals."""
+    if not IS_ROOT or request.node.get_closest_marker("nobody") is None:
+        return
+    view: NobodyView = request.getfixturevalue("nobody_public")
+    if view.base is None:
+        return
+    monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setattr(_argv, "EMPTY_FILE", view.path(_argv.EMPTY_FILE))
+    launcher = view.path(_probe.launcher_path())
+    monkeypatch.setattr(_probe, "launcher_path", lambda: launcher)
 
 
 @pytest.fixture(params=REAL_BACKENDS)

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import shutil
+import site
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,6 +22,9 @@ from stockade.sandbox.config import ProviderConfig
 
 IN_CI = os.environ.get("CI") == "true"
 REAL_BACKENDS = ("bwrap", "landlock")
+NOBODY = 65534
+IS_ROOT = os.geteuid() == 0
+REPO = Path(__file__).resolve().parents[1]
 
 
 def require_backend(name: str) -> ProviderConfig:
@@ -88,3 +101,141 @@ def zombie_children() -> list[int]:
         if fields[0] == "Z" and int(fields[1]) == me:
             zombies.append(int(entry.name))
     return zombies
+
+
+# --- what uid 65534 reads ----------------------------------------------------------------
+
+
+def nobody_reads(paths: Sequence[str]) -> list[bool]:
+    """Which of `paths` uid/gid 65534 (no groups) can read (a directory: list and
+    enter), as the kernel answers a process running as nobody. Root only."""
+    script = (
+        'for p; do if [ -r "$p" ] && { [ ! -d "$p" ] || [ -x "$p" ]; }; '
+        "then echo y; else echo n; fi; done"
+    )
+    done = subprocess.run(
+        ["/bin/sh", "-c", script, "sh", *paths],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        cwd="/",
+    )
+    return [answer == "y" for answer in done.stdout.split()]
+
+
+def _link_or_copy(source: str, target: str) -> str:
+    """A hard link when others may already read (and run) the file; else a copy they may."""
+    mode = stat.S_IMODE(os.stat(source).st_mode)
+    if mode & stat.S_IROTH and (mode & stat.S_IXOTH or not mode & stat.S_IXUSR):
+        with contextlib.suppress(OSError):  # another filesystem: copy
+            os.link(source, target)
+            return target
+    shutil.copy2(source, target)
+    os.chmod(target, mode | 0o444 | (0o111 if mode & stat.S_IXUSR else 0))
+    return target
+
+
+def _mirror_tree(source: str, base: Path) -> None:
+    """`source` at `base` + its absolute path, every directory on the way mode 755."""
+    target = base / source.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target, symlinks=True, copy_function=_link_or_copy)
+    for directory, _, _ in os.walk(target):
+        os.chmod(directory, 0o755)
+    for parent in target.parents:
+        if parent == base:
+            break
+        os.chmod(parent, 0o755)
+
+
+@dataclass(frozen=True)
+class NobodyView:
+    """What uid 65534 reads in place of this checkout and its venv.
+
+    `base` is None when nobody reaches the originals (CI's checkout under /opt); else
+    a session-wide mirror whose tree repeats the originals' absolute paths (a clone
+    in a mode-700 home: /root, or ~/src on a normal account).
+    """
+
+    base: Path | None
+
+    def path(self, original: str | os.PathLike[str]) -> str:
+        """`original`, or its copy in the mirror when the mirror has one."""
+        if self.base is None:
+            return str(original)
+        copy = self.base / os.path.realpath(original).lstrip("/")
+        return str(copy) if os.path.lexists(copy) else str(original)
+
+    @property
+    def pythonpath(self) -> str:
+        """PYTHONPATH for an interpreter run as nobody: this checkout, then the venv's."""
+        return os.pathsep.join(self.path(p) for p in [REPO / "src", *site.getsitepackages()])
+
+    @functools.cached_property
+    def python(self) -> str:
+        """An interpreter nobody can run that imports this checkout (with `pythonpath`):
+        the venv's, else the system's of the same version (a venv under a private home,
+        or a pyenv build there, is out of reach). Skips (fails in CI) when none."""
+        major, minor = sys.version_info[:2]
+        version = f"{major}.{minor}"
+        check = (
+            "import sys, stockade.executor.actor, trio; "
+            f"assert sys.version_info[:2] == ({major}, {minor}), sys.version"
+        )
+        tried = []
+        candidates = (
+            sys.executable,
+            os.path.realpath(sys.executable),
+            f"/usr/bin/python{version}",
+            f"/usr/local/bin/python{version}",
+        )
+        for candidate in dict.fromkeys(candidates):
+            try:
+                done = subprocess.run(
+                    [candidate, "-c", check],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    user=NOBODY,
+                    group=NOBODY,
+                    extra_groups=[],
+                    cwd="/",
+                    env={**os.environ, "HOME": "/", "PYTHONPATH": self.pythonpath},
+                )
+            except OSError as error:
+                tried.append(f"{candidate}: {error}")
+                continue
+            if done.returncode == 0:
+                return candidate
+            tried.append(f"{candidate}: {done.stderr.strip().splitlines()[-1:]}")
+        pytest.skip(f"no interpreter uid {NOBODY} can run: " + "; ".join(tried))
+
+
+@contextlib.contextmanager
+def nobody_view() -> Iterator[NobodyView]:
+    """The view for this session: a mirror only when root runs the tests and nobody
+    cannot reach the checkout or the venv (not root: no test runs as nobody)."""
+    trees = [REPO / "src", REPO / "tests", *map(Path, site.getsitepackages())]
+    found = list(dict.fromkeys(str(tree.resolve()) for tree in trees if tree.is_dir()))
+    hidden = (
+        [tree for tree, ok in zip(found, nobody_reads(found), strict=True) if not ok]
+        if IS_ROOT
+        else []
+    )
+    if not hidden:
+        yield NobodyView(None)
+        return
+    # Outside /tmp: a temp root is writable in workspace-write, and stockade refuses
+    # an installation (this mirror, for the nobody runner) inside a writable root.
+    base = Path(tempfile.mkdtemp(prefix="stockade-public-", dir="/var/tmp"))
+    try:
+        base.chmod(0o755)
+        for tree in hidden:
+            _mirror_tree(tree, base)
+        yield NobodyView(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -17,6 +17,7 @@ from stockade.vocab import DENIAL_INSTRUCTION, ExecutionPolicy, SandboxMode, den
 
 from .conftest import TEMP_ROOTS, snapshot
 
+pytestmark = pytest.mark.nobody
 OPS = ("write", "edit")
 
 
@@ -245,6 +246,8 @@ def _as_unprivileged(op: str, root: str, path: str) -> dict[str, object]:
 
 @pytest.mark.parametrize("operation", ["write", "edit", "read"])
 def test_os_permission_denied_is_an_os_error(operation: str, resolver: str, ws: str) -> None:
+    if operation == "read" and os.geteuid() != 0:
+        pytest.skip("the snapshot reads the 0000 file, which only root can")
     os.chmod(ws, 0o755)
     locked = os.path.join(ws, "locked")
     os.mkdir(locked)

@@ -31,7 +31,7 @@ NOBODY = 65534
 IS_ROOT = os.geteuid() == 0
 X86_64 = platform.machine() == "x86_64"
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.nobody]
 requires_root = pytest.mark.skipif(not IS_ROOT, reason="needs a root caller")
 
 

@@ -28,7 +28,7 @@ from .test_launcher import (
     run,
 )
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.nobody]
 EMPTY = Path(__file__).resolve().parents[2] / "src" / "stockade" / "_data" / "empty"
 
 FAMILIES = r"""

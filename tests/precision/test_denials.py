@@ -15,11 +15,9 @@ rule this replaced), is in docs/security.md ("Precision of `denied`");
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
-import site
 import stat
 import subprocess
 import sys
@@ -38,12 +36,15 @@ from stockade.executor._denials import parse_line
 from stockade.sandbox._profiles import BWRAP_DENIAL, LANDLOCK_DENIAL
 from stockade.vocab import SandboxMode
 
-from ..support import REAL_BACKENDS, require_backend
+from ..support import REAL_BACKENDS, NobodyView, require_backend
 from ._runner import run_calls
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0, reason="the table mounts, sets inode flags and runs as uid 65534"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.geteuid() != 0, reason="the table mounts, sets inode flags and runs as uid 65534"
+    ),
+    pytest.mark.nobody,
+]
 
 RO, WW = SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE
 NOBODY = 65534
@@ -524,38 +525,23 @@ class Table:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def as_nobody(argv: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """Run `argv` as uid/gid 65534 with no supplementary groups (no capabilities)."""
-    path = [str(REPO / "src"), *site.getsitepackages()]
+def as_nobody(
+    argv: list[str], public: NobodyView, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` as uid/gid 65534 with no supplementary groups (no capabilities), in
+    this checkout as nobody reads it (`public`: the checkout, or its mirror)."""
     return subprocess.run(
         argv,
         input=stdin,
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=public.path(REPO),
         user=NOBODY,
         group=NOBODY,
         extra_groups=[],
-        env={**os.environ, "HOME": "/", "PYTHONPATH": os.pathsep.join(path)},
+        env={**os.environ, "HOME": "/", "PYTHONPATH": public.pythonpath},
         check=False,
     )
-
-
-@functools.cache
-def nobody_python() -> str:
-    """An interpreter uid 65534 can run that imports this checkout: the venv's, or
-    the system's of the same version (a venv under a private home is unreachable)."""
-    tried = []
-    for candidate in (PY, sys.executable, "/usr/bin/python3"):
-        try:
-            done = as_nobody([candidate, "-c", "import stockade.executor.actor, trio"])
-        except OSError as error:
-            tried.append(f"{candidate}: {error}")
-            continue
-        if done.returncode == 0:
-            return candidate
-        tried.append(f"{candidate}: {done.stderr.strip().splitlines()[-1:]}")
-    pytest.skip("no interpreter uid 65534 can run: " + "; ".join(tried))
 
 
 def _terrain(base: Path, uid: int) -> tuple[Path, Path]:
@@ -585,7 +571,7 @@ def _prepare(
     }
 
 
-def build_table(backend: str) -> Table:
+def build_table(backend: str, public: NobodyView) -> Table:
     require_backend(backend)
     table = Table(backend)
     cleanups: list[Callable[[], None]] = []
@@ -606,7 +592,8 @@ def build_table(backend: str) -> Table:
                 ids.append(case.id)
             if nobody:
                 done = as_nobody(
-                    [nobody_python(), "-m", "tests.precision._runner"],
+                    [public.python, "-m", "tests.precision._runner"],
+                    public,
                     json.dumps({"backend": backend, "calls": calls}),
                 )
                 assert done.returncode == 0, done.stderr
@@ -623,12 +610,12 @@ def build_table(backend: str) -> Table:
 
 
 @pytest.fixture(scope="module")
-def tables():
+def tables(nobody_public):
     built: dict[str, Table] = {}
 
     def get(backend: str) -> Table:
         if backend not in built:
-            built[backend] = build_table(backend)
+            built[backend] = build_table(backend, nobody_public)
         return built[backend]
 
     return get

@@ -23,7 +23,7 @@ from stockade.sandbox.private_tmp import make_private_tmp, remove_private_tmp
 from stockade.vocab import ExecutionPolicy, Network, SandboxMode, network_under
 
 from ..support import REAL_BACKENDS, require_backend
-from .support import Terrain, expected_enforcement, new_terrain
+from .support import ATTACKS, SYSTEM_PYTHON, Terrain, expected_enforcement, new_terrain
 
 Record = tuple[str, str, str]  # (backend, attempt, outcome: stopped | NOT STOPPED | disclosed)
 RECORDS = pytest.StashKey[list[Record]]()
@@ -89,6 +89,13 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, ProviderConfig]:
 @pytest.fixture
 def battery(request: pytest.FixtureRequest, backend) -> Battery:
     return Battery(backend=backend[0], records=request.config.stash[RECORDS])
+
+
+@pytest.fixture(scope="session")
+def nobody_attack(nobody_public) -> str:
+    """`{ATTACK}` for a command run as uid 65534: the system interpreter on attacks.py
+    where nobody reads it (a clone in a mode-700 home: its public copy)."""
+    return f"{SYSTEM_PYTHON} -I -S {nobody_public.path(ATTACKS)}"
 
 
 @pytest.fixture

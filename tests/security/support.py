@@ -40,6 +40,8 @@ REPO = Path(__file__).resolve().parents[2]
 VENV_PYTHON = str(REPO / ".venv" / "bin" / "python")
 PYTHON = VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable
 ATTACKS = str(Path(__file__).with_name("attacks.py"))
+# What runs attacks.py as uid 65534: the venv's interpreter may lie out of its reach.
+SYSTEM_PYTHON = "/usr/bin/python3"
 # `{ATTACK} action args -- action args` in a command runs attacks.py inside the sandbox.
 ATTACK = f"{PYTHON} -I -S {ATTACKS}"
 

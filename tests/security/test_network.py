@@ -34,12 +34,12 @@ from ..support import require_backend
 from .support import ATTACK, ATTACKS, IS_ROOT, MODES, PYTHON, RO, TAG_PREFIX, WW
 from .test_unprivileged import confined_as_nobody, nobody_terrain, runner  # noqa: F401
 
+pytestmark = pytest.mark.nobody
 OFF, ON = Network.OFF, Network.ON
 by_mode = pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value)
 by_via = pytest.mark.parametrize("via", ["run", "job"])
 as_root_only = pytest.mark.skipif(not IS_ROOT, reason="needs a root caller")
 SYSTEM_PYTHON = "/usr/bin/python3"
-NOBODY_ATTACK = f"{SYSTEM_PYTHON} -I -S {ATTACKS}"
 HAS_VSOCK = hasattr(socket, "AF_VSOCK") and os.path.exists("/dev/vsock")
 
 
@@ -217,6 +217,7 @@ async def test_udp_to_a_host_listener_never_arrives(sandbox, mode, via):
         assert inbox.settled() == [], stopped(result)
 
 
+@as_root_only  # the judge (a packet socket on `lo`) needs CAP_NET_RAW
 @by_mode
 async def test_raw_and_packet_sockets_reach_nothing(sandbox, mode):
     """A raw IP socket and a packet socket on `lo`, each delivering a hand-made UDP
@@ -563,7 +564,7 @@ def test_control_every_network_attack_reaches_the_host_unconfined(terrain):
 @as_root_only
 @by_mode
 @pytest.mark.skipif(not os.access(SYSTEM_PYTHON, os.X_OK), reason="needs the system python")
-async def test_nobody_reaches_no_host_server(sandbox, runner, nobody_terrain, mode):  # noqa: F811
+async def test_nobody_reaches_no_host_server(sandbox, runner, nobody_terrain, mode, nobody_attack):  # noqa: F811
     path = nobody_terrain.outside / "nobody.sock"
     with (
         tcp_server() as (tcp_port, tcp),
@@ -572,7 +573,7 @@ async def test_nobody_reaches_no_host_server(sandbox, runner, nobody_terrain, mo
     ):
         os.chmod(path, 0o777)  # nobody may connect when nothing confines it
         command = (
-            f"{NOBODY_ATTACK} tcp-send 127.0.0.1 {tcp_port} t -- "
+            f"{nobody_attack} tcp-send 127.0.0.1 {tcp_port} t -- "
             f"udp-send 127.0.0.1 {udp_port} u -- connect-send {path} n"
         )
         with sandbox.battery.attempt(f"as nobody: network off ({mode.value})"):
@@ -585,13 +586,13 @@ async def test_nobody_reaches_no_host_server(sandbox, runner, nobody_terrain, mo
 
 
 @as_root_only
-def test_control_nobody_reaches_the_host_servers(terrain):
+def test_control_nobody_reaches_the_host_servers(terrain, nobody_attack):
     path = terrain.outside / "nobody-control.sock"
     os.chmod(terrain.outside, 0o755)
     with tcp_server() as (tcp_port, tcp), unix_server(path) as unix:
         os.chmod(path, 0o777)
         done = subprocess.run(
-            [SYSTEM_PYTHON, "-I", "-S", ATTACKS, "tcp-send", "127.0.0.1", str(tcp_port), "t",
+            [*nobody_attack.split(), "tcp-send", "127.0.0.1", str(tcp_port), "t",
              "--", "connect-send", str(path), "n"],
             capture_output=True, text=True, timeout=20, user=65534, group=65534,
             extra_groups=[], cwd="/",

@@ -34,6 +34,7 @@ from .support import (
 pytestmark = [
     pytest.mark.parametrize("via", ["run", "job"]),
     pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value),
+    pytest.mark.nobody,
 ]
 
 STATUS = "grep -E '^(Uid|Cap[A-Za-z]+|NoNewPrivs):' /proc/self/status"
@@ -156,6 +157,7 @@ async def test_new_namespaces_do_not_reach_the_host(sandbox, mode, via):
             assert all(line.startswith("userns-tmpfs-over") for line in done), result.stdout
 
 
+@pytest.mark.skipif(not IS_ROOT, reason="only root could change them unconfined")
 async def test_host_sysctls_and_hostname_are_not_writable(sandbox, mode, via):
     tag = sandbox.terrain.host_name("uts")
     command = (

@@ -38,7 +38,6 @@ from stockade.vocab import Enforcement, ExecutionPolicy, Network
 
 from .support import (
     ATTACK,
-    ATTACKS,
     DFA,
     IS_ROOT,
     MODES,
@@ -53,11 +52,11 @@ from .test_unprivileged import confined_as_nobody, nobody_terrain, runner  # noq
 
 # The venv's interpreter may lie where uid 65534 cannot reach (/root): the system one.
 SYSTEM_PYTHON = "/usr/bin/python3"
-NOBODY_ATTACK = f"{SYSTEM_PYTHON} -I -S {ATTACKS}"
 needs_system_python = pytest.mark.skipif(
     not os.access(SYSTEM_PYTHON, os.X_OK), reason=f"{SYSTEM_PYTHON} is needed to act as nobody"
 )
 
+pytestmark = pytest.mark.nobody
 by_mode = pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value)
 by_via = pytest.mark.parametrize("via", ["run", "job"])
 as_root_only = pytest.mark.skipif(not IS_ROOT, reason="spawning as uid 65534 needs a root caller")
@@ -463,13 +462,19 @@ async def test_a_syscall_under_the_i386_abi_is_killed(sandbox, mode, via):
 @as_root_only
 @by_mode
 @needs_system_python
-async def test_nobody_cannot_make_setuid_files(sandbox, runner, nobody_terrain, mode):  # noqa: F811
+async def test_nobody_cannot_make_setuid_files(
+    sandbox,
+    runner,  # noqa: F811
+    nobody_terrain,  # noqa: F811
+    mode,
+    nobody_attack,
+):
     terrain = nobody_terrain
     w, tmp = terrain.root, terrain.host_name("nid")
     command = (
         f"cp /usr/bin/id {w}/n-id; chmod 4755 {w}/n-id; install -m 6755 /usr/bin/id {w}/n-inst; "
         f"cp /usr/bin/id /tmp/{tmp}; chmod u+s /tmp/{tmp}; "
-        f"{NOBODY_ATTACK} create-mode {w}/n-created 4755 -- tmpfile-mode {w} {w}/n-tmpfile 2755"
+        f"{nobody_attack} create-mode {w}/n-created 4755 -- tmpfile-mode {w} {w}/n-tmpfile 2755"
     )
     with sandbox.battery.attempt(f"as nobody: setuid/setgid bits ({mode.value})"):
         done = await confined_as_nobody(sandbox, runner, mode, command)
@@ -485,12 +490,13 @@ async def test_nobody_cannot_reach_host_ipc_objects(
     nobody_terrain,  # noqa: F811
     host_ipc,
     mode,
+    nobody_attack,
 ):
     """Landlock as nobody: no CAP_SYS_ADMIN, so --private-ipc goes through a user
     namespace; bwrap's --unshare-ipc does the same."""
     m, h = host_ipc.msqid, host_ipc.shmid
     command = (
-        f"ipcmk -Q; ipcmk -M 4096; {NOBODY_ATTACK} sysv-create {host_ipc.new_key} "
+        f"ipcmk -Q; ipcmk -M 4096; {nobody_attack} sysv-create {host_ipc.new_key} "
         f"-- mq-create {host_ipc.mq_new} -- msg-send {m} -- shm-write {h}"
     )
     before = host_ipc.state()
@@ -546,6 +552,7 @@ async def test_control_host_ipc(unconfined, terrain, host_ipc):
     assert not {("msg", host_ipc.msqid), ("shm", host_ipc.shmid)} & set(after["sysv"])  # removed
 
 
+@as_root_only  # a setuid-root file for nobody to run
 async def test_control_setid(unconfined, terrain):
     prepare_setid(terrain)
     tag = terrain.host_name("").rstrip("-")
@@ -608,7 +615,7 @@ async def test_control_i386_abi(unconfined, terrain):
 
 @as_root_only
 @needs_system_python
-def test_control_nobody(terrain, host_ipc):
+def test_control_nobody(terrain, host_ipc, nobody_attack):
     """nobody can make setuid files, create and use host IPC objects, and kill its own
     processes, when nothing confines it."""
     public = terrain.public
@@ -616,7 +623,7 @@ def test_control_nobody(terrain, host_ipc):
         "bash",
         "-c",
         f"cp /usr/bin/id {public}/n-id && chmod 4755 {public}/n-id; "
-        f"ipcmk -Q; {NOBODY_ATTACK} msg-send {host_ipc.msqid} -- shm-write {host_ipc.shmid} "
+        f"ipcmk -Q; {nobody_attack} msg-send {host_ipc.msqid} -- shm-write {host_ipc.shmid} "
         f"-- mq-create {host_ipc.mq_new} -- create-mode {public}/n-created 4755",
     )
     assert "msg-send: DONE" in done.stdout, done.stdout + done.stderr

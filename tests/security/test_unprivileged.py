@@ -29,7 +29,10 @@ from .support import (
     proc_status,
 )
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="spawning as uid 65534 needs a root caller")
+pytestmark = [
+    pytest.mark.skipif(not IS_ROOT, reason="spawning as uid 65534 needs a root caller"),
+    pytest.mark.nobody,
+]
 by_mode = pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value)
 
 # {P} the public directory, {W} the root, {H} the host-residue tag, {S} a setuid-root cat.

@@ -75,11 +75,11 @@ def cli(
     environ.update(env or {})
     words = list(args)
     home = environ.get("HOME")
-    if words[:1] in (["run"], ["exec"]) and "--root" not in words and home:
-        if os.path.realpath(cwd) == os.path.realpath(home):
-            # These attacks root a call at HOME on purpose: name it, as a person must
-            # (an implicit root of exactly HOME is refused).
-            words[1:1] = ["--root", str(cwd)]
+    # These attacks root a call at HOME on purpose: name it, as a person must (an
+    # implicit root of exactly HOME is refused).
+    at_home = home is not None and os.path.realpath(cwd) == os.path.realpath(home)
+    if words[:1] in (["run"], ["exec"]) and "--root" not in words and at_home:
+        words[1:1] = ["--root", str(cwd)]
     return subprocess.run(
         [*STOCKADE, *words],
         capture_output=True,

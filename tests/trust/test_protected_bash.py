@@ -35,6 +35,7 @@ from ._support import (
     snapshot,
 )
 
+pytestmark = pytest.mark.nobody
 HOOK = "#!/bin/sh\nexit 0\n"
 EVIL_CONFIG = r"printf '[core]\n\tfsmonitor = touch /tmp/pwned\n\thooksPath = /tmp\n'"
 
