@@ -23,6 +23,13 @@ TEMP_DESCRIPTION: Final = (
     " Put temporary files in $TMPDIR (the session's own directory, named in the sandbox "
     "policy message), not in /tmp."
 )
+# A command's listing shows the empty mount points that block protected paths it
+# could otherwise create (issue 22): the model must not take them for its own.
+PLACEHOLDER_DESCRIPTION: Final = (
+    " Empty, read-only files or directories you did not create (such as stockade.yml, "
+    ".git, .vscode or .claude in the workspace) are the sandbox's placeholders: they keep "
+    "repository metadata and tool settings from being created; leave them alone."
+)
 ESCALATION_DESCRIPTION: Final = (
     " If a command was denied and the effect is needed, retry the SAME command once "
     "with sandbox_permissions set to the narrowest sufficient mode and a justification "
@@ -55,7 +62,7 @@ def bash_schema(*, confines: bool) -> dict[str, Any]:
     }
     description = BASH_DESCRIPTION
     if confines:
-        description += TEMP_DESCRIPTION + ESCALATION_DESCRIPTION
+        description += TEMP_DESCRIPTION + PLACEHOLDER_DESCRIPTION + ESCALATION_DESCRIPTION
         properties["sandbox_permissions"] = {
             "type": "string",
             "enum": [*allowed_modes(), WITH_NETWORK],
