@@ -5,15 +5,16 @@ An answer is kept with what its guard call saw of the disk inside the writable r
 each path's inode, type, ctime and size (or its absence). It is given again only when
 every one of those paths still looks exactly so: any entry made, removed, renamed or
 re-pointed changes its directory's ctime, any write changes the file's, and user
-space cannot set a ctime back. Not kept: an answer whose reads left the memo (a link followed, a
-`.git` file read), or one that saw a change younger than SETTLE_NS, which a coarse
-kernel clock could give the same ctime as a change right after it.
+space cannot set a ctime back. A file read (a `.git` file, a commondir) or a directory
+listed (the search for repositories) was looked at first, so what it held is watched
+the same way. Not kept: an answer whose reads left the memo (a link followed, a file or
+directory read outside every root), or one that saw a change younger than SETTLE_NS,
+which a coarse kernel clock could give the same ctime as a change right after it.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections.abc import Callable
 from typing import Any
@@ -79,11 +80,13 @@ def _fingerprint(facts: PathFacts, roots: tuple[str, ...], began: int) -> Finger
     if facts.went_elsewhere:
         return None
     seen = facts.seen
-    for root in roots:
-        dotgit = seen.get(os.path.join(root, ".git"), False)
-        # Not looked at, or a `.git` FILE (its gitdir was read outside the memo).
-        if dotgit is False or (dotgit is not None and not stat.S_ISDIR(dotgit.st_mode)):
-            return None
+    # Each root's `.git` looked at: the guard got as far as its repositories.
+    if any(os.path.join(root, ".git") not in seen for root in roots):
+        return None
+    # A file or directory read outside every root (a `.git` file naming a gitdir
+    # elsewhere, that gitdir's commondir or worktrees) is not watched below.
+    if any(not any(is_under(path, r) for r in roots) for path in facts.read):
+        return None
     # What lies outside every writable root no confined command can change, and the
     # provider checks on each call what would matter there (the root's real path, the
     # runner's identity): only the roots and what is beneath them are watched.
