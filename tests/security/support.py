@@ -58,8 +58,9 @@ def expected_enforcement(
     """The claim each result must carry (docs/security.md, "Enforcement"): Landlock
     workspace-write leaves metadata outside the roots open; with network off,
     workspace-write on either backend leaves the named Unix sockets it could not find
-    when the call started."""
-    if mode is WW and (backend == "landlock" or network is Network.OFF):
+    when the call started; and no backend keeps a repository made in a subdirectory
+    from git (trust.NEW_REPOSITORY_GAP): workspace-write is always partial."""
+    if mode is WW:
         return Enforcement.PARTIAL
     return Enforcement.FULL
 
