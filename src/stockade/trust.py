@@ -376,12 +376,14 @@ NESTED_DEPTH = 2
 SCAN_BUDGET = 500
 # git reads a `.git` file of at most 1 MiB; a commondir as long as it is.
 POINTER_LIMIT = 1 << 20
-# What a missing git metadata file is blocked with: what git (and a shell) concludes
-# with the file absent. An empty `commondir` stops every git command ("failed to
-# read"); "." names the git directory itself. An empty `.bash_profile` would hide the
-# `.bash_login` or `.profile` bash reads after it: these read it on, as bash would.
+# What a missing file is blocked with, where empty would not mean absent: what git,
+# a shell or an agent concludes with the file absent. An empty `commondir` stops every
+# git command ("failed to read"); "." names the git directory itself. An empty
+# `.bash_profile` would hide the `.bash_login` or `.profile` bash reads after it: these
+# read it on, as bash would. An empty `.mcp.json` is not JSON; this one names no server.
 PLACEHOLDER_TEXT = {
     "commondir": ".\n",
+    ".mcp.json": '{"mcpServers": {}}\n',
     ".bash_profile": (
         "# stockade: kept while a confined command runs; reads on as bash would without it\n"
         'if [ -r "$HOME/.bash_login" ]; then . "$HOME/.bash_login"; '
