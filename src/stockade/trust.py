@@ -714,6 +714,8 @@ def _is_empty_blocker(path: str, facts: PathFacts) -> bool:
     if info is None:
         return False
     if stat.S_ISDIR(info.st_mode):
+        if info.st_nlink > 2:
+            return False  # it holds a directory
         try:
             return not os.listdir(path)
         except FileNotFoundError:
@@ -807,7 +809,7 @@ def protections(
     kept = {
         path: kind
         for path, kind in targets.items()
-        if not any(other != path and is_under(path, other) for other in targets)
+        if not any(prefix in targets for prefix in _prefixes(path)[:-1])
     }
     pins: dict[str, None] = {}
     for path in kept:

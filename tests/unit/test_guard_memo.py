@@ -80,23 +80,36 @@ def test_a_placeholder_that_gains_content_is_seen(settled, roots):
     assert len(calls) == 2 and after == guard_call(BWRAP, WW, ws, [temp])
 
 
-def test_a_dotgit_file_naming_a_gitdir_elsewhere_or_a_link_is_never_remembered(
+def test_a_gitdir_elsewhere_is_watched_and_a_link_is_never_remembered(
     settled, roots, tmp_path
 ):
+    """A worktree's `.git` file names a gitdir outside every root: what was read there
+    (its commondir) is watched, the rest of the way by what each path is."""
     ws, temp = roots
     gitdir = tmp_path / "gitdir"
     (gitdir / "hooks").mkdir(parents=True)
     with open(os.path.join(ws, ".git"), "w") as dotgit:
         dotgit.write(f"gitdir: {gitdir}\n")
     memo, calls = GuardMemo(), []
+    first = ask(memo, BWRAP, ws, temp, calls)
+    (gitdir / "index").write_text("x")  # git at work there: times change, not kinds
+    assert ask(memo, BWRAP, ws, temp, calls) is first and len(calls) == 1
+    # Its commondir now leads into the root: seen, and that common dir is protected.
+    git_init("--bare", "common", cwd=ws)
+    (gitdir / "commondir").write_text(f"{ws}/common\n")
+    after = ask(memo, BWRAP, ws, temp, calls)
+    assert len(calls) == 2 and after == guard_call(BWRAP, WW, ws, [temp])
+    assert os.path.join(ws, "common", "config") in {p.path for p in after.protections}
+    # The gitdir replaced by a link to another: seen too.
+    os.rename(gitdir, tmp_path / "moved")
+    os.symlink(tmp_path / "moved", gitdir)
     ask(memo, BWRAP, ws, temp, calls)
-    ask(memo, BWRAP, ws, temp, calls)
-    assert len(calls) == 2 and memo.hits == 0
+    assert len(calls) == 3
     os.unlink(os.path.join(ws, ".git"))
     os.symlink(gitdir, os.path.join(ws, ".git"))
     ask(memo, BWRAP, ws, temp, calls)
     ask(memo, BWRAP, ws, temp, calls)
-    assert len(calls) == 4 and memo.hits == 0
+    assert len(calls) == 5 and memo.hits == 1
 
 
 def git_init(*args: str, cwd: str) -> None:

@@ -152,8 +152,10 @@ def guard_call(
     files = [path for path in trusted_files if inside(path)]
 
     if backend in PROTECTING_BACKENDS:
+        # A path whose real path is itself has no link on its way (the common case).
+        maybe_linked = [p for p in metadata if facts.realpath(os.path.normpath(p)) != p.rstrip("/")]
         links = sorted(
-            {link for p in metadata if (link := relinkable(p, roots, facts=facts)) is not None}
+            {link for p in maybe_linked if (link := relinkable(p, roots, facts=facts)) is not None}
         )
         gaps = tuple(
             f"{link} is a symlink inside a writable root: what it protects can be re-pointed"
