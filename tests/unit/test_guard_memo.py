@@ -80,9 +80,7 @@ def test_a_placeholder_that_gains_content_is_seen(settled, roots):
     assert len(calls) == 2 and after == guard_call(BWRAP, WW, ws, [temp])
 
 
-def test_a_gitdir_elsewhere_is_watched_and_a_link_is_never_remembered(
-    settled, roots, tmp_path
-):
+def test_a_gitdir_elsewhere_is_watched_and_a_link_is_never_remembered(settled, roots, tmp_path):
     """A worktree's `.git` file names a gitdir outside every root: what was read there
     (its commondir) is watched, the rest of the way by what each path is."""
     ws, temp = roots
