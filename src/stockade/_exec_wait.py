@@ -10,13 +10,15 @@ import os
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import NoReturn
 
 
-def run_holding(argv: list[str], held: list[int]) -> NoReturn:
+def run_holding(argv: list[str], held: list[int], blockers: Sequence[str] = ()) -> NoReturn:
     """Run the runner as a child and wait for it, holding `held` (placeholder locks,
     CLOEXEC) until the sandbox is gone: bwrap closes every descriptor it is handed, so
-    they cannot travel with an exec.
+    they cannot travel with an exec. Then each placeholder at `blockers` that no other
+    process holds is removed (placeholders.sweep), leaving the workspace as it was.
 
     As with an exec, the runner stays in this process group: the terminal's SIGINT and
     SIGQUIT reach it directly (ignored here meanwhile), SIGTERM and SIGHUP sent to this
@@ -52,6 +54,11 @@ def run_holding(argv: list[str], held: list[int]) -> NoReturn:
     child = 0
     for fd in held:
         os.close(fd)
+    if blockers:
+        from .sandbox.placeholders import sweep
+
+        for path in blockers:
+            sweep(path)
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         # SIGKILL and SIGSTOP cannot be set, and keep their default anyway.

@@ -584,7 +584,8 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         network=network,
         hidden_sockets=hidden,
     )
-    _execute(list(confined), runner_is_argv0=True, held=held)
+    blockers = [p.path for p in guard.protections if p.kind == "block"]
+    _execute(list(confined), runner_is_argv0=True, held=held, blockers=blockers)
 
 
 # What `_hold_placeholders` returns when the guard must look again.
@@ -621,15 +622,22 @@ def exec_network(args: argparse.Namespace) -> Network:
     return network_under(SandboxMode.parse(args.mode), Network.parse(args.network))
 
 
-def _execute(argv: list[str], *, runner_is_argv0: bool, held: list[int] | None = None) -> NoReturn:
-    """Become `argv`; with `held` (placeholder locks), run it and wait instead."""
+def _execute(
+    argv: list[str],
+    *,
+    runner_is_argv0: bool,
+    held: list[int] | None = None,
+    blockers: Sequence[str] = (),
+) -> NoReturn:
+    """Become `argv`; with `held` (placeholder locks), run it and wait instead, and
+    remove the `blockers` (their placeholders) no other process still holds."""
     sys.stdout.flush()
     sys.stderr.flush()
     try:
         if held:
             from ._exec_wait import run_holding
 
-            run_holding(argv, held)
+            run_holding(argv, held, blockers)
         os.execvp(argv[0], argv)
     except OSError as error:
         if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):

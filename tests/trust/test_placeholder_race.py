@@ -10,6 +10,7 @@ process's sandbox still uses: each holds it, the last one removes it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -80,7 +81,17 @@ async def test_control_removing_a_placeholder_on_the_host_unblocks_a_running_san
             ("bash", "-c", _plant(area)),
             SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(area.root)),
         )
-    out = await trio.to_thread.run_sync(_remove_while_running, wrapped.argv, area)
+    made = [path for path in wrapped.blockers if not os.path.lexists(path)]
+    try:
+        out = await trio.to_thread.run_sync(_remove_while_running, wrapped.argv, area)
+    finally:
+        # bwrap made the mount points nobody held, the temp root's too: remove them.
+        for path in made:
+            if os.path.isdir(path) and not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+            elif os.path.isfile(path) and os.path.getsize(path) == 0:
+                os.unlink(path)
     assert "PLANTED" in out, out
     assert _hook(area).is_file(), "the control did not plant"
 
@@ -134,7 +145,7 @@ def test_stockade_exec_holds_its_placeholders_and_never_hands_them_to_the_comman
     area: Area,
 ):
     """exec's locks live in bwrap, not in the command: a sweep while it runs leaves the
-    placeholder, the command holds no descriptor of it, and a later sweep removes it."""
+    placeholder, the command holds no descriptor of it, and exec removes it at the end."""
     require_backend("bwrap")
     command = f"ls -l /proc/self/fd/ > {area.root}/fds; {_plant(area)}"
     process = subprocess.Popen(
@@ -168,10 +179,8 @@ def test_stockade_exec_holds_its_placeholders_and_never_hands_them_to_the_comman
     assert not _hook(area).exists() and "Read-only file system" in out, out
     fds = (area.root / "fds").read_text()
     assert str(area.root / ".git") not in fds and "stockade.yml" not in fds, fds
-    for name in (".git", "stockade.yml"):
-        assert os.stat(area.root / name).st_mtime_ns == 0  # made, and marked, by exec
-        assert placeholders.sweep(str(area.root / name))
-        assert not os.path.lexists(area.root / name)
+    # Made, held and removed by exec (a mount point bwrap made itself would stay).
+    assert sorted(os.listdir(area.root)) == ["READY", "fds"]
 
 
 @pytest.mark.parametrize("mode", ["workspace-write", "read-only"])

@@ -162,8 +162,8 @@ def guard_call(
             for link in links
         ) + tuple(repository_gaps)
         # An empty directory or file standing at a protected path (or a directory on
-        # its way) is a placeholder an earlier runner left (`stockade exec` cannot
-        # clean up): block it again rather than nest new placeholders inside it.
+        # its way) is a placeholder an earlier runner left (a `stockade exec` killed
+        # before it cleaned up): block it again rather than nest new ones inside it.
         placeholders = {
             prefix for path in metadata for prefix in _prefixes_inside(path, real_roots)
         }
