@@ -65,8 +65,9 @@ def expected_enforcement(
     workspace-write leaves metadata outside the roots open; with network off,
     workspace-write on either backend leaves the named Unix sockets it could not find
     when the call started; the host's shared temp roots granted (`host_temp`) are
-    named too."""
-    if mode is WW and (backend == "landlock" or network is Network.OFF or host_temp):
+    named too; and no backend keeps a repository made in a subdirectory from git
+    (trust.NEW_REPOSITORY_GAP): workspace-write is always partial."""
+    if mode is WW:
         return Enforcement.PARTIAL
     return Enforcement.FULL
 

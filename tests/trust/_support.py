@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from stockade.sandbox._select import host_paths
-from stockade.trust import installation_paths, is_under
+from stockade.trust import installation_paths, is_under, placeholder_text
 
 REPO = Path(__file__).resolve().parents[2]
 IS_ROOT = os.geteuid() == 0
@@ -37,7 +37,11 @@ DENIED_WW = "[sandbox: file access denied under workspace-write mode]"
 DENIED_RO = "[sandbox: file access denied under read-only mode]"
 # What each backend's kernel path prints on a refused write (FACTS.md).
 DENIAL_TEXT = {"bwrap": "Read-only file system", "landlock": "Permission denied"}
-PROTECTED_GAP = "protected paths not enforced: .git/config, .git/hooks, stockade.yml"
+# A repository at the root; the temp root (/tmp) has no `.git`: named whole.
+PROTECTED_GAP = (
+    "protected paths not enforced: .claude, .codex, .git, .git/commondir, .git/config, "
+    ".git/config.worktree, .git/hooks, .idea, .mcp.json, .vscode, stockade.yml"
+)
 
 
 def _console_script() -> list[str]:
@@ -244,7 +248,9 @@ def _is_placeholder(path: Path, info: os.stat_result) -> bool:
         return False
     if stat.S_ISDIR(info.st_mode):
         return not os.listdir(path)
-    return stat.S_ISREG(info.st_mode) and info.st_size == 0
+    # Empty, or holding its name's placeholder text (a `commondir` of ".").
+    text = placeholder_text(str(path)).encode()
+    return stat.S_ISREG(info.st_mode) and path.read_bytes() == text
 
 
 def describe_change(before: dict, after: dict) -> str:

@@ -10,6 +10,7 @@ process's sandbox still uses: each holds it, the last one removes it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -80,7 +81,17 @@ async def test_control_removing_a_placeholder_on_the_host_unblocks_a_running_san
             ("bash", "-c", _plant(area)),
             SandboxPolicy(SandboxMode.WORKSPACE_WRITE, str(area.root)),
         )
-    out = await trio.to_thread.run_sync(_remove_while_running, wrapped.argv, area)
+    made = [path for path in wrapped.blockers if not os.path.lexists(path)]
+    try:
+        out = await trio.to_thread.run_sync(_remove_while_running, wrapped.argv, area)
+    finally:
+        # bwrap made the mount points nobody held, the temp root's too: remove them.
+        for path in made:
+            if os.path.isdir(path) and not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+            elif os.path.isfile(path) and os.path.getsize(path) == 0:
+                os.unlink(path)
     assert "PLANTED" in out, out
     assert _hook(area).is_file(), "the control did not plant"
 

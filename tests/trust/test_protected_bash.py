@@ -21,6 +21,7 @@ from stockade import open_harness
 from stockade.sandbox import placeholders
 from stockade.sandbox._profiles import UNFOUND_SOCKETS_GAP
 from stockade.sandbox.actor import open_provider
+from stockade.trust import NEW_REPOSITORY_GAP
 from stockade.vocab import SandboxMode, SandboxPolicy
 
 from ..support import require_backend
@@ -155,7 +156,7 @@ CASES = [
         "worktree-gitdir",
         separate_gitdir,
         "echo evil > gd/hooks/pre-commit; echo evil >> gd/config",
-        also_named=(".git", "gd/config", "gd/config.worktree", "gd/hooks"),
+        also_named=(".git", "gd/commondir", "gd/config", "gd/config.worktree", "gd/hooks"),
     ),
     Case(
         "worktree-commondir",
@@ -165,10 +166,13 @@ CASES = [
         "echo evil >> common/config",
         also_named=(
             ".git",
+            ".gitdirs/wt/commondir",
             ".gitdirs/wt/config",
             ".gitdirs/wt/config.worktree",
             ".gitdirs/wt/hooks",
+            "common/commondir",
             "common/config",
+            "common/config.worktree",
             "common/hooks",
         ),
     ),
@@ -227,7 +231,7 @@ async def test_protected_paths_stay_read_only_under_bwrap(area: Area, state_dir,
     # Every protected path held; network off (the session's default) names only the
     # named sockets it could not find.
     assert result.facts["backend"] == "bwrap" and result.facts["enforcement"] == "partial"
-    assert result.facts["gaps"] == (UNFOUND_SOCKETS_GAP,), result.facts
+    assert result.facts["gaps"] == (UNFOUND_SOCKETS_GAP, NEW_REPOSITORY_GAP), result.facts
     assert result.facts["denied"] is True, f"not reported as a denial:\n{result.text}"
     assert DENIED_WW in result.text, result.text
 
@@ -239,6 +243,7 @@ async def test_landlock_claims_partial_naming_the_protected_paths(
     require_backend("landlock")
     root = area.root
     case.setup(root)
+    repository = (root / ".git").is_dir()
     config = {"backend": "landlock", "protected_paths": list(case.extra)}
     async with open_harness(composition(state_dir, **config)) as harness:
         session = await harness.open_session(cwd=root)
@@ -247,11 +252,19 @@ async def test_landlock_claims_partial_naming_the_protected_paths(
         read_only = await session.run_tool("bash", {"command": "true"})
     assert result.facts["backend"] == "landlock", result.facts
     assert result.facts["enforcement"] == "partial", result.facts
-    named = sorted({".git/config", ".git/hooks", "stockade.yml", *case.also_named})
-    expected = "protected paths not enforced: " + ", ".join(named)
-    assert expected in result.facts["gaps"], result.facts["gaps"]
-    if not case.also_named:
-        assert PROTECTED_GAP in result.facts["gaps"]
+    (gap,) = [g for g in result.facts["gaps"] if g.startswith("protected paths not enforced: ")]
+    names = gap.removeprefix("protected paths not enforced: ").split(", ")
+    assert names == sorted(names), names
+    expected = {"stockade.yml", ".vscode", ".mcp.json", *case.also_named}
+    # A root without a repository has its whole `.git` named; one with, each file.
+    if repository:
+        expected |= {".git/commondir", ".git/config", ".git/config.worktree", ".git/hooks"}
+    else:
+        expected.add(".git")
+    assert expected <= set(names), (expected - set(names), names)
+    if repository and not case.also_named:
+        assert gap == PROTECTED_GAP
+    assert NEW_REPOSITORY_GAP in result.facts["gaps"]
     # Read-only writes nothing: the claim is full, with nothing to disclose.
     assert read_only.facts["enforcement"] == "full" and read_only.facts["gaps"] == ()
 

@@ -11,6 +11,7 @@ from stockade.sandbox._probe import Verdict, chain_for, judge_bwrap_probe, judge
 from stockade.sandbox._select import select_backend
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
+from stockade.trust import NEW_REPOSITORY_GAP
 from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
 
 CMD = ("bash", "-c", "true")
@@ -242,11 +243,14 @@ def test_the_report_claims_each_mode_with_network_off_too():
     from stockade.sandbox._report import render_selection
 
     bwrap = candidate_report(Verdict("bwrap", True, "/b"))
-    assert bwrap.enforcement["workspace-write"] is Enforcement.FULL
+    # Only what no bind can reach: a repository a command makes (trust.NEW_REPOSITORY_GAP).
+    assert bwrap.enforcement["read-only"] is Enforcement.FULL
+    assert bwrap.enforcement["workspace-write"] is Enforcement.PARTIAL
+    assert bwrap.ungoverned["workspace-write"] == (NEW_REPOSITORY_GAP,)
     off = bwrap.network_off
     assert off["read-only"].enforcement is Enforcement.FULL and off["read-only"].ungoverned == ()
     assert off["workspace-write"].enforcement is Enforcement.PARTIAL
-    assert off["workspace-write"].ungoverned == (p.UNFOUND_SOCKETS_GAP,)
+    assert off["workspace-write"].ungoverned == (p.UNFOUND_SOCKETS_GAP, NEW_REPOSITORY_GAP)
     assert tuple(off["read-only"].effects) == p.NETWORK_EFFECTS
 
     line = "landlock-run: probe ok: abi=7 enforcement=full ipc=filtered\n"

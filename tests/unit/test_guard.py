@@ -8,7 +8,7 @@ import pytest
 from stockade.sandbox import _argv as a
 from stockade.sandbox import _profiles as p
 from stockade.sandbox._guard import NO_GUARD, Guard, guard_call
-from stockade.trust import BLOCK, PIN, READ_ONLY, Protection
+from stockade.trust import BLOCK, NEW_REPOSITORY_GAP, PIN, READ_ONLY, Protection
 from stockade.vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 
 WW = SandboxMode.WORKSPACE_WRITE
@@ -33,6 +33,14 @@ def roots(tmp_path):
 
 def kinds(guard):
     return {protection.path: protection.kind for protection in guard.protections}
+
+
+# What Landlock names for `roots` (the temp root has no `.git`: blocked whole).
+NAMED = (
+    ".claude, .codex, .git, .git/commondir, .git/config, .git/config.worktree, "
+    ".git/hooks, .idea, .mcp.json, .vscode, stockade.yml"
+)
+LANDLOCK_GAP = f"protected paths not enforced: {NAMED}"
 
 
 # --- guard_call -------------------------------------------------------------------------
@@ -61,15 +69,21 @@ def test_an_unknown_backend_gets_no_guard(roots):
 def test_bwrap_workspace_write_blocks_missing_repository_metadata(roots):
     ws, temp, _ = roots
     guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
-    assert guard.refusal is None and guard.gaps == ()
+    # No bind can stop a repository being made in a subdirectory: always said.
+    assert guard.refusal is None and guard.gaps == (NEW_REPOSITORY_GAP,)
     found = kinds(guard)
     assert found[str(ws / ".git")] == PIN
-    assert found[str(ws / ".git" / "hooks")] == BLOCK
-    assert found[str(ws / ".git" / "config")] == BLOCK
-    assert found[str(ws / "stockade.yml")] == BLOCK
+    for name in ("hooks", "config", "config.worktree", "commondir"):
+        assert found[str(ws / ".git" / name)] == BLOCK
+    directories = {p.path for p in guard.protections if p.directory}
+    assert str(ws / ".git" / "hooks") in directories
+    assert str(ws / ".git" / "commondir") not in directories
+    for name in ("stockade.yml", ".mcp.json", ".vscode", ".idea", ".claude", ".codex"):
+        assert found[str(ws / name)] == BLOCK
     # Every writable root gets the defaults: the temp root has no `.git` at all.
     assert found[str(temp / ".git")] == BLOCK
     assert found[str(temp / "stockade.yml")] == BLOCK
+    assert found[str(temp / ".vscode")] == BLOCK
     # Pins come before what lies beneath them.
     paths = [protection.path for protection in guard.protections]
     assert paths.index(str(ws / ".git")) < paths.index(str(ws / ".git" / "hooks"))
@@ -102,7 +116,7 @@ def test_bwrap_protects_an_installation_inside_a_root_and_ignores_one_outside(ro
     found = kinds(guard)
     assert found[str(ws / "venv")] == READ_ONLY
     assert str(outside / "venv") not in found
-    assert guard.refusal is None and guard.gaps == ()
+    assert guard.refusal is None and guard.gaps == (NEW_REPOSITORY_GAP,)
 
 
 def test_bwrap_protects_a_trusted_file_inside_a_root(roots):
@@ -148,6 +162,7 @@ def test_bwrap_reports_a_dotgit_symlink_as_a_gap(roots):
     assert guard.refusal is None
     assert guard.gaps == (
         f"{ws / '.git'} is a symlink inside a writable root: what it protects can be re-pointed",
+        NEW_REPOSITORY_GAP,
     )
     # What it leads to lies outside every root: read-only already, nothing to bind.
     assert not any(path.startswith(str(outside)) for path in kinds(guard))
@@ -165,10 +180,11 @@ def test_landlock_workspace_write_cannot_protect_and_says_so(roots):
     guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)])
     assert guard.protections == ()
     assert guard.refusal is None
-    assert guard.gaps == ("protected paths not enforced: .git/config, .git/hooks, stockade.yml",)
+    assert guard.gaps == (LANDLOCK_GAP, NEW_REPOSITORY_GAP)
     extra = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
     assert extra.gaps == (
-        "protected paths not enforced: .git/config, .git/hooks, Makefile, stockade.yml",
+        LANDLOCK_GAP.replace(", .vscode", ", .vscode, Makefile"),
+        NEW_REPOSITORY_GAP,
     )
 
 
@@ -205,7 +221,8 @@ def test_landlock_may_accept_an_unprotected_installation_as_a_partial_claim(root
     assert guard.refusal is None and guard.protections == ()
     assert guard.gaps == (
         f"stockade's installation under {ws} is not protected",
-        "protected paths not enforced: .git/config, .git/hooks, stockade.yml",
+        LANDLOCK_GAP,
+        NEW_REPOSITORY_GAP,
     )
 
 
@@ -213,7 +230,7 @@ def test_landlock_ignores_an_installation_outside_every_root(roots):
     ws, temp, outside = roots
     guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], installation=[str(outside)])
     assert guard.refusal is None
-    assert guard.gaps == ("protected paths not enforced: .git/config, .git/hooks, stockade.yml",)
+    assert guard.gaps == (LANDLOCK_GAP, NEW_REPOSITORY_GAP)
 
 
 def test_landlock_refuses_a_trusted_file_inside_a_root(roots):
@@ -239,7 +256,9 @@ def test_landlock_lists_names_relative_to_the_innermost_root(tmp_path):
     ws = temp / "project"
     ws.mkdir(parents=True)
     guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)])
-    assert guard.gaps == ("protected paths not enforced: .git/config, .git/hooks, stockade.yml",)
+    # Neither has a `.git`: each is blocked whole, and named once.
+    names = ".claude, .codex, .git, .idea, .mcp.json, .vscode, stockade.yml"
+    assert guard.gaps == (f"protected paths not enforced: {names}", NEW_REPOSITORY_GAP)
 
 
 # --- the argv builders ------------------------------------------------------------------
@@ -412,7 +431,9 @@ def test_guard_output_feeds_wrap(roots):
     assert set(with_blockers.blockers) == {x.path for x in guard.protections if x.kind == BLOCK}
     assert str(ws / ".git" / "hooks") in with_blockers.blockers
     assert os.path.join(str(ws), ".git", "config") in wrapped.argv
-    assert wrapped.enforcement is Enforcement.FULL
+    # Network on: only what no bind can reach keeps the claim partial.
+    assert wrapped.enforcement is Enforcement.PARTIAL
+    assert wrapped.gaps == (NEW_REPOSITORY_GAP,)
 
 
 def test_an_empty_placeholder_is_blocked_again_not_nested_into(roots):

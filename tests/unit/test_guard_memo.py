@@ -5,6 +5,8 @@ disk outside the memo or saw a change too recent to tell from the next one."""
 from __future__ import annotations
 
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -78,21 +80,69 @@ def test_a_placeholder_that_gains_content_is_seen(settled, roots):
     assert len(calls) == 2 and after == guard_call(BWRAP, WW, ws, [temp])
 
 
-def test_a_dotgit_file_or_a_link_is_never_remembered(settled, roots, tmp_path):
+def test_a_gitdir_elsewhere_is_watched_and_a_link_is_never_remembered(settled, roots, tmp_path):
+    """A worktree's `.git` file names a gitdir outside every root: what was read there
+    (its commondir) is watched, the rest of the way by what each path is."""
     ws, temp = roots
     gitdir = tmp_path / "gitdir"
     (gitdir / "hooks").mkdir(parents=True)
     with open(os.path.join(ws, ".git"), "w") as dotgit:
         dotgit.write(f"gitdir: {gitdir}\n")
     memo, calls = GuardMemo(), []
+    first = ask(memo, BWRAP, ws, temp, calls)
+    (gitdir / "index").write_text("x")  # git at work there: times change, not kinds
+    assert ask(memo, BWRAP, ws, temp, calls) is first and len(calls) == 1
+    # Its commondir now leads into the root: seen, and that common dir is protected.
+    git_init("--bare", "common", cwd=ws)
+    (gitdir / "commondir").write_text(f"{ws}/common\n")
+    after = ask(memo, BWRAP, ws, temp, calls)
+    assert len(calls) == 2 and after == guard_call(BWRAP, WW, ws, [temp])
+    assert os.path.join(ws, "common", "config") in {p.path for p in after.protections}
+    # The gitdir replaced by a link to another: seen too.
+    os.rename(gitdir, tmp_path / "moved")
+    os.symlink(tmp_path / "moved", gitdir)
     ask(memo, BWRAP, ws, temp, calls)
-    ask(memo, BWRAP, ws, temp, calls)
-    assert len(calls) == 2 and memo.hits == 0
+    assert len(calls) == 3
     os.unlink(os.path.join(ws, ".git"))
     os.symlink(gitdir, os.path.join(ws, ".git"))
     ask(memo, BWRAP, ws, temp, calls)
     ask(memo, BWRAP, ws, temp, calls)
-    assert len(calls) == 4 and memo.hits == 0
+    assert len(calls) == 5 and memo.hits == 1
+
+
+def git_init(*args: str, cwd: str) -> None:
+    subprocess.run(["git", "init", "-q", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_what_is_read_inside_the_roots_is_remembered_and_watched(settled, roots):
+    """A `.git` file and a commondir read, and the directories searched for nested
+    repositories, all lie in the root: the answer is kept, and any change to them is
+    seen."""
+    ws, temp = roots
+    git_init("--separate-git-dir", os.path.join(ws, "gd"), ".", cwd=ws)
+    os.makedirs(os.path.join(ws, "vendor", "lib"))
+    os.makedirs(os.path.join(ws, "src", "pkg"))
+    memo, calls = GuardMemo(), []
+    first = ask(memo, BWRAP, ws, temp, calls)
+    assert ask(memo, BWRAP, ws, temp, calls) is first and len(calls) == 1
+    changes = [
+        # a nested repository appears one, then two, directories down
+        lambda: git_init(cwd=os.path.join(ws, "vendor")),
+        lambda: git_init(cwd=os.path.join(ws, "src", "pkg")),
+        # a bare one, two directories down
+        lambda: git_init("--bare", "deps/x", cwd=ws),
+        # the `.git` file is rewritten, the gitdir gains a commondir, a worktree
+        lambda: Path(ws, ".git").write_text("gitdir: gd\n\n"),
+        lambda: Path(ws, "gd", "commondir").write_text(".\n"),
+        lambda: os.makedirs(os.path.join(ws, "gd", "worktrees", "w")),
+    ]
+    for change in changes:
+        change()
+        after = ask(memo, BWRAP, ws, temp, calls)
+        assert after == guard_call(BWRAP, WW, ws, [temp]) and after is not first
+        assert ask(memo, BWRAP, ws, temp, calls) is after  # and kept again
+        first = after
+    assert memo.hits == 1 + len(changes)
 
 
 def test_an_answer_that_saw_a_fresh_change_is_computed_again(roots):

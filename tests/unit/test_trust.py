@@ -5,6 +5,7 @@ writable roots are always passed explicitly, so /tmp itself is never one.
 """
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -13,15 +14,20 @@ import stockade.trust as trust_module
 from stockade.trust import (
     BLOCK,
     PIN,
+    PLACEHOLDER_TEXT,
     READ_ONLY,
+    UNPROTECTABLE,
     Protection,
     Untrusted,
     check_trusted,
     first_missing,
     installation_paths,
+    placeholder_text,
     protected_paths,
+    protected_set,
     protections,
     relinkable,
+    startup_files,
 )
 
 NOBODY = 65534
@@ -216,20 +222,40 @@ def test_untrusted_message_names_the_path_the_root_and_the_fix(tree):
 
 # --- protected_paths --------------------------------------------------------------------
 
+ROOT_ITEMS = ("stockade.yml", ".vscode/", ".idea/", ".mcp.json", ".claude/", ".codex/")
+GITDIR_ITEMS = ("hooks", "config", "config.worktree", "commondir")
+
+
+def git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def gitdir_items(gitdir):
+    return tuple(f"{gitdir}/{name}" for name in GITDIR_ITEMS)
+
 
 def test_protected_paths_defaults_and_extra(tree):
     _, ws, _ = tree
     root = str(ws)
-    assert protected_paths(root) == (
-        f"{root}/.git/hooks",
-        f"{root}/.git/config",
-        f"{root}/stockade.yml",
-    )
-    extra = protected_paths(root, ["Makefile", "./ci/../.envrc", "/etc/elsewhere"])
-    assert extra[3:] == (f"{root}/Makefile", f"{root}/.envrc", "/etc/elsewhere")
+    # No `.git`: blocked whole, so no repository can be made at the root.
+    defaults = (*(f"{root}/{name}" for name in ROOT_ITEMS), f"{root}/.git/")
+    assert protected_paths(root, startup=()) == defaults
+    extra = protected_paths(root, ["Makefile", "./ci/../.envrc", "/etc/elsewhere"], startup=())
+    assert extra[len(ROOT_ITEMS) : -1] == (f"{root}/Makefile", f"{root}/.envrc", "/etc/elsewhere")
     # No repeats.
-    assert protected_paths(root, ["stockade.yml"]) == protected_paths(root)
-    assert protected_paths(root, defaults=()) == ()
+    assert protected_paths(root, ["stockade.yml"], startup=()) == defaults
+    # "!NAME" leaves a default item writable (the composition's `unprotect`).
+    dropped = protected_paths(root, ["!.vscode", "!.mcp.json"], startup=())
+    assert f"{root}/.vscode/" not in dropped and f"{root}/.mcp.json" not in dropped
+    assert f"{root}/.idea/" in dropped and f"{root}/.git/" in dropped
+
+
+def test_an_empty_dotgit_is_blocked_whole_and_a_repository_per_gitdir(tree):
+    _, ws, _ = tree
+    (ws / ".git").mkdir()
+    assert protected_paths(str(ws), startup=())[-1] == f"{ws}/.git/"
+    git("init", "-q", ".", cwd=ws)
+    assert protected_paths(str(ws), startup=())[len(ROOT_ITEMS) :] == gitdir_items(ws / ".git")
 
 
 def test_protected_paths_follow_a_dotgit_file_to_its_gitdir_and_common_dir(tree):
@@ -238,35 +264,199 @@ def test_protected_paths_follow_a_dotgit_file_to_its_gitdir_and_common_dir(tree)
     gitdir = base / "x"
     gitdir.mkdir()
     (gitdir / "commondir").write_text("../common\n")
-    paths = protected_paths(str(ws))
-    # A `.git` FILE replaces `.git/hooks` and `.git/config`: it is itself protected.
-    assert paths[:2] == (f"{ws}/stockade.yml", f"{ws}/.git")
-    assert paths[2:] == (
-        f"{base}/x/hooks",
-        f"{base}/x/config",
-        f"{base}/x/config.worktree",
-        f"{base}/common/hooks",
-        f"{base}/common/config",
+    paths = protected_paths(str(ws), startup=())
+    # A `.git` FILE is itself protected; what it names, and its common dir, in full.
+    assert paths[len(ROOT_ITEMS)] == f"{ws}/.git"
+    assert paths[len(ROOT_ITEMS) + 1 :] == (
+        *gitdir_items(base / "common"),
+        *gitdir_items(base / "x"),
     )
 
 
 def test_protected_paths_dotgit_file_without_commondir_or_gitdir_line(tree):
     base, ws, _ = tree
     (ws / ".git").write_text(f"gitdir: {base}/abs\n")
-    assert protected_paths(str(ws))[2:] == (
-        f"{base}/abs/hooks",
-        f"{base}/abs/config",
-        f"{base}/abs/config.worktree",
-    )
+    assert protected_paths(str(ws), startup=())[len(ROOT_ITEMS) + 1 :] == gitdir_items(base / "abs")
     (ws / ".git").write_text("not a gitdir line\n")
-    assert protected_paths(str(ws)) == (f"{ws}/stockade.yml", f"{ws}/.git")
+    assert protected_paths(str(ws), startup=())[len(ROOT_ITEMS) :] == (f"{ws}/.git",)
+
+
+@pytest.mark.parametrize(
+    "content, target",
+    [
+        (b"gitdir: gd\r\n", "gd"),
+        (b"gitdir: gd \n", "gd "),  # git strips only CR and LF, at the end
+        (b"gitdir: gd\0ignored\n", "gd"),  # read as a C string
+        (b"gitdir:gd\n", None),  # git needs "gitdir: " exactly
+        (b" gitdir: gd\n", None),
+        (b"gitdir: \n", None),
+    ],
+)
+def test_a_dotgit_file_is_read_as_git_reads_it(tree, content, target):
+    _, ws, _ = tree
+    (ws / ".git").write_bytes(content)
+    paths = protected_paths(str(ws), startup=())[len(ROOT_ITEMS) + 1 :]
+    assert paths == (gitdir_items(ws / target) if target else ())
+
+
+def test_a_pointer_is_resolved_as_the_kernel_walks_it(tree):
+    """`a/link/../gd` leads where `link` points, then up: not to `a/gd`."""
+    _, ws, outside = tree
+    (ws / "a").mkdir()
+    (outside / "deep").mkdir()
+    (ws / "a" / "link").symlink_to(outside / "deep")
+    (ws / ".git").write_text("gitdir: a/link/../gd\n")
+    paths = protected_paths(str(ws), startup=())
+    assert f"{outside}/gd/config" in paths and f"{ws}/a/gd/config" not in paths
+
+
+def test_a_repository_with_worktrees_and_nested_submodules(tree):
+    _, ws, _ = tree
+    git("init", "-q", ".", cwd=ws)
+    dotgit = ws / ".git"
+    for worktree in ("wt1", "wt2"):
+        (dotgit / "worktrees" / worktree).mkdir(parents=True)
+        (dotgit / "worktrees" / worktree / "commondir").write_text("../..\n")
+    # A submodule named "vendor/lib" (its name holds a "/"), with one of its own.
+    lib = dotgit / "modules" / "vendor" / "lib"
+    (lib / "modules" / "inner").mkdir(parents=True)
+    (lib / "HEAD").write_text("ref: refs/heads/main\n")
+    (lib / "modules" / "inner" / "config").write_text("[core]\n")
+    (dotgit / "worktrees" / "not-a-dir").write_text("x")
+    paths = protected_paths(str(ws), startup=())
+    for gitdir in (dotgit, dotgit / "worktrees/wt1", dotgit / "worktrees/wt2", lib):
+        assert set(gitdir_items(gitdir)) <= set(paths), gitdir
+    assert set(gitdir_items(lib / "modules" / "inner")) <= set(paths)
+    assert f"{dotgit}/modules/vendor/config" not in paths  # part of a name only
+
+
+def test_a_commondir_placeholder_names_the_gitdir_itself(tree):
+    _, ws, _ = tree
+    git("init", "-q", ".", cwd=ws)
+    (ws / ".git" / "commondir").write_text(".\n")
+    assert protected_paths(str(ws), startup=())[len(ROOT_ITEMS) :] == gitdir_items(ws / ".git")
+
+
+def test_nested_repositories_are_found_two_directories_down(tree):
+    _, ws, _ = tree
+    for where in ("one", "vendor/lib", "a/b/c", ".git-like/x"):
+        (ws / where).mkdir(parents=True)
+        git("init", "-q", ".", cwd=ws / where)
+    git("init", "-q", "--bare", "bare", cwd=ws)
+    git("init", "-q", "--bare", "deps/bare2", cwd=ws)
+    (ws / "sub").mkdir()
+    (ws / "sub" / ".git").write_text("gitdir: ../.gitdirs/sub\n")
+    (ws / "linked").symlink_to(ws / "a" / "b")  # not followed
+    paths = set(protected_paths(str(ws), startup=()))
+    for gitdir in ("one/.git", "vendor/lib/.git", "bare", "deps/bare2", ".git-like/x/.git"):
+        assert set(gitdir_items(ws / gitdir)) <= paths, gitdir
+    assert f"{ws}/sub/.git" in paths and set(gitdir_items(ws / ".gitdirs/sub")) <= paths
+    # Three levels down is beyond the bound (the claim says so: NEW_REPOSITORY_GAP).
+    assert not any(path.startswith(f"{ws}/a/") for path in paths)
+    assert not any(path.startswith(f"{ws}/linked/") for path in paths)
+    # A temp root gets its own `.git` looked at, nothing below it.
+    top = set(protected_paths(str(ws), startup=(), nested=False))
+    assert not any(path.startswith(f"{ws}/one/") for path in top)
+
+
+def test_the_search_for_repositories_stops_at_its_budget_and_says_so(tree, monkeypatch):
+    _, ws, _ = tree
+    for index in range(5):
+        (ws / f"d{index}" / "x").mkdir(parents=True)
+    assert protected_set(str(ws), startup=()).unknown == ()
+    monkeypatch.setattr(trust_module, "SCAN_BUDGET", 3)
+    assert protected_set(str(ws), startup=()).unknown == (
+        f"repositories in {ws} past the first 3 directories",
+    )
+
+
+def test_git_directories_outside_every_root_need_nothing(tree):
+    _, ws, outside = tree
+    (ws / ".git").write_text(f"gitdir: {outside}/gd\n")
+    (outside / "gd" / "worktrees" / "w").mkdir(parents=True)
+    (outside / "gd" / "commondir").write_text(f"{ws}/common\n")
+    paths = protected_paths(str(ws), startup=(), within=[str(ws)])
+    assert not any(path.startswith(str(outside)) for path in paths)
+    # ... but where its commondir leads, inside the root, is protected.
+    assert set(gitdir_items(ws / "common")) <= set(paths)
 
 
 def test_protected_paths_ignore_a_dotgit_symlink_to_a_file(tree):
     _, ws, outside = tree
     write(outside / "dotgit", "gitdir: ../x\n")
     (ws / ".git").symlink_to(outside / "dotgit")
-    assert len(protected_paths(str(ws))) == 3
+    # What lies beneath a link to a file: nothing can be made there; the link is
+    # relinkable's to report.
+    assert protected_paths(str(ws), startup=())[len(ROOT_ITEMS) :] == gitdir_items(ws / ".git")
+
+
+# --- startup files ------------------------------------------------------------------------
+
+
+def test_startup_files_of_home_the_password_database_and_xdg(tmp_path, monkeypatch):
+    import pwd
+
+    home = tmp_path / "home"
+    found = startup_files({"HOME": str(home), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    names = [name for name, _ in found]
+    assert set(names) == set(UNPROTECTABLE[5:])  # every ~/ item is one of them
+    assert ("~/.bashrc", f"{home}/.bashrc") in found
+    assert ("~/.ssh", f"{home}/.ssh/") in found
+    assert ("~/.config/git", f"{tmp_path}/xdg/git/") in found
+    real_home = os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir)
+    assert ("~/.gitconfig", f"{real_home}/.gitconfig") in found
+    # A relative HOME is no home.
+    assert all(path.startswith(real_home) for _, path in startup_files({"HOME": "rel"}))
+
+
+def test_startup_files_are_protected_in_a_root_that_holds_the_home(tree):
+    _, ws, outside = tree
+    startup = startup_files({"HOME": str(ws / "home")})
+    inside = protected_paths(str(ws), startup=startup)
+    assert f"{ws}/home/.bashrc" in inside and f"{ws}/home/.config/git/" in inside
+    # A root inside the home, or beside it, holds none of them.
+    (ws / "home" / "project").mkdir(parents=True)
+    assert not any(
+        "/home/." in path for path in protected_paths(str(ws / "home" / "project"), startup=startup)
+    )
+    assert not any("/home/." in path for path in protected_paths(str(outside), startup=startup))
+    dropped = protected_paths(str(ws), ["!~/.ssh", "!~/.bashrc"], startup=startup)
+    assert f"{ws}/home/.ssh/" not in dropped and f"{ws}/home/.bashrc" not in dropped
+    assert f"{ws}/home/.profile" in dropped
+
+
+def test_unprotect_names_are_the_config_literal():
+    from typing import get_args
+
+    from stockade.config.builtins import Unprotectable
+
+    assert get_args(Unprotectable) == UNPROTECTABLE
+
+
+def test_placeholder_texts_are_the_package_files():
+    from stockade.sandbox._argv import EMPTY_FILE, placeholder_source
+
+    for name, text in PLACEHOLDER_TEXT.items():
+        source = placeholder_source(f"/r/{name}")
+        assert source != EMPTY_FILE
+        with open(source) as handle:
+            assert handle.read() == text == placeholder_text(f"/r/x/{name}")
+    assert placeholder_source("/r/.git/config") == EMPTY_FILE and placeholder_text("/r/x") == ""
+
+
+def test_the_bash_placeholders_read_on_as_bash_would(tmp_path):
+    """An empty `.bash_profile` would hide `.profile` from a login bash."""
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / ".profile").write_text("echo from-profile\n")
+    (home / ".bash_profile").write_text(PLACEHOLDER_TEXT[".bash_profile"])
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    login = ["bash", "--login", "-c", "true"]
+    done = subprocess.run(login, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout == "from-profile\n"
+    (home / ".bash_login").write_text(PLACEHOLDER_TEXT[".bash_login"])
+    done = subprocess.run(login, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout == "from-profile\n"
 
 
 # --- first_missing ----------------------------------------------------------------------

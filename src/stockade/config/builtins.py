@@ -30,11 +30,39 @@ from .types import (
 
 # Spelled out for the type checker; tests/config keep it equal to the provider's BACKEND_CHOICES.
 Backend = Literal["auto", "bwrap", "landlock", "seatbelt"]
+# The default protected items `unprotect` may drop; tests/unit/test_trust.py keeps it
+# equal to trust.UNPROTECTABLE.
+Unprotectable = Literal[
+    ".vscode",
+    ".idea",
+    ".mcp.json",
+    ".claude",
+    ".codex",
+    "~/.bashrc",
+    "~/.bash_profile",
+    "~/.bash_login",
+    "~/.profile",
+    "~/.zshrc",
+    "~/.zprofile",
+    "~/.zshenv",
+    "~/.config/fish",
+    "~/.gitconfig",
+    "~/.config/git",
+    "~/.ssh",
+]
 
 DEFAULT_OUTPUT_CAP: Final = PositiveInt(MIB)
 DEFAULT_KILL_GRACE: Final = NonNegativeFloat(2.0)
 DEFAULT_READ_CAP: Final = PositiveInt(256 * 1024)
 DEFAULT_POOL_SIZE: Final = PositiveInt(10)
+
+
+def _check_protected(_instance: object, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
+    for entry in value:
+        if entry.startswith("!"):
+            raise FieldProblem(
+                attribute.name, f"{entry!r}: to leave a default item writable, use unprotect"
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -48,7 +76,9 @@ class SandboxLocalConfig:
     # locations; paths kept read-only inside every writable root beside the defaults;
     # running under Landlock although stockade's installation is writable (partial).
     bwrap_path: AbsolutePath | None = None
-    protected_paths: tuple[NonEmptyStr, ...] = ()
+    protected_paths: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_protected)
+    # Default protected items to leave writable (startup files, editor settings).
+    unprotect: tuple[Unprotectable, ...] = ()
     allow_unprotected_installation: bool = False
     # Let workspace-write also write the host's shared temp roots (/tmp, $TMPDIR),
     # beside each session's private one; the claim names them (partial).
@@ -60,7 +90,8 @@ class SandboxLocalConfig:
             runner_command=self.runner_command,
             runner_failure_signatures=self.runner_failure_signatures,
             bwrap_path=self.bwrap_path,
-            protected_paths=self.protected_paths,
+            # One list for every reader of it (guard, fs tools): "!NAME" drops NAME.
+            protected_paths=(*self.protected_paths, *(f"!{name}" for name in self.unprotect)),
             allow_unprotected_installation=self.allow_unprotected_installation,
             allow_host_temp=self.allow_host_temp,
         )

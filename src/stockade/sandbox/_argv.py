@@ -172,8 +172,19 @@ def hiding_args(hidden_sockets: Sequence[str]) -> list[str]:
 # A missing protected FILE is blocked by an empty read-only file (the package's own
 # `_data/empty`): a write to it is refused with the same `Read-only file system` as
 # any other, and an empty `config` or `stockade.yml` means nothing to git or stockade.
-# Which blockers are directories is the trust base's call (`Protection.directory`).
-EMPTY_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_data", "empty")
+# A name whose placeholder must say something (trust.PLACEHOLDER_TEXT: a `commondir`
+# of ".") gets the package's file holding that text. Which blockers are directories
+# is the trust base's call (`Protection.directory`).
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_data")
+EMPTY_FILE = os.path.join(DATA_DIR, "empty")
+
+
+def placeholder_source(path: str) -> str:
+    """The package file a blocker at `path` binds: its name's text, or empty."""
+    from ..trust import PLACEHOLDER_TEXT
+
+    name = os.path.basename(path)
+    return os.path.join(DATA_DIR, name.lstrip(".")) if name in PLACEHOLDER_TEXT else EMPTY_FILE
 
 
 def protection_args(protection: Protection) -> list[str]:
@@ -184,7 +195,7 @@ def protection_args(protection: Protection) -> list[str]:
         return ["--ro-bind", path, path]
     if protection.directory:
         return ["--tmpfs", path, "--remount-ro", path]
-    return ["--ro-bind", EMPTY_FILE, path]
+    return ["--ro-bind", placeholder_source(path), path]
 
 
 def landlock_argv(

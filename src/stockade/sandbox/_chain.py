@@ -9,7 +9,7 @@ from typing import Final
 import attrs
 
 from ..messages import CandidateReport, NetworkClaim
-from ..trust import DEFAULT_PROTECTED
+from ..trust import DEFAULT_PROTECTED, NEW_REPOSITORY_GAP
 from ..vocab import Enforcement, Network, SandboxMode
 from ._probe import Chosen, Verdict, filter_launcher
 from ._profiles import (
@@ -36,11 +36,15 @@ def _claim(
             # It cannot keep a path read-only inside a writable grant.
             claim = Enforcement.PARTIAL
             gaps = (*gaps, "protected paths (" + ", ".join(DEFAULT_PROTECTED) + ")")
+            gaps = (*gaps, NEW_REPOSITORY_GAP)
         return claim, gaps
     if verdict.backend == BWRAP:
         gaps = bwrap_gaps(mode, filter_launcher(), network=network)
-        return (Enforcement.PARTIAL if gaps else Enforcement.FULL), gaps
-    _, gaps = network_claim(verdict.backend, mode, network)
+    else:
+        _, gaps = network_claim(verdict.backend, mode, network)
+    if mode is SandboxMode.WORKSPACE_WRITE:
+        # No bind reaches a repository a command makes (trust.NEW_REPOSITORY_GAP).
+        gaps = (*gaps, NEW_REPOSITORY_GAP)
     return (Enforcement.PARTIAL if gaps else Enforcement.FULL), gaps
 
 

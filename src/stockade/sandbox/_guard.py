@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from .._modes import SandboxMode
 from ..trust import (
     INSTALL_FIX,
+    NEW_REPOSITORY_GAP,
     PathFacts,
     is_under,
-    protected_paths,
+    protected_set,
     protections,
     relinkable,
+    startup_files,
 )
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
 from ._probe import host_temp_roots
@@ -96,10 +98,13 @@ def guard_call(
     trusted_files: Sequence[str] = (),
     installation: Sequence[str] = (),
     allow_unprotected_installation: bool = False,
+    startup: Sequence[tuple[str, str]] | None = None,
     facts: PathFacts | None = None,
 ) -> Guard:
     """What `backend` must do so that nothing trusted later is writable in this call.
 
+    `extra_protected`: the composition's `protected_paths` (`!NAME` drops a default).
+    `startup`: the caller's startup files (trust.startup_files(), read now when None).
     `facts`: where the disk is read (a fresh PathFacts when not given); afterwards it
     tells what was looked at (the provider's memo).
     """
@@ -121,25 +126,46 @@ def guard_call(
         real = facts.realpath(path)
         return next((r for r in real_roots if is_under(real, r)), None)
 
+    startup = startup_files() if startup is None else startup
     metadata: list[str] = []
+    unknown: list[str] = []
     for writable in roots:
-        metadata += protected_paths(writable, extra_protected)
+        # Nested repositories in the workspace root only: below a temp root they are
+        # what other processes make and remove (a bind to one gone fails the call).
+        nested = writable == roots[0]
+        found = protected_set(
+            writable,
+            extra_protected,
+            startup=startup,
+            nested=nested,
+            within=real_roots,
+            facts=facts,
+        )
+        metadata += found.paths
+        unknown += found.unknown
+    # What no backend here can hold: repositories made during the call, nested too
+    # deep, or past the scan's budget (trust._GitWalk).
+    repository_gaps = [NEW_REPOSITORY_GAP]
+    if unknown:
+        repository_gaps.append("git metadata not looked for: " + "; ".join(unknown))
     # Real paths already (trust.installation_paths), resolved when the process began:
     # only a path outside every root could re-point them, out of a command's reach.
     own = [path for path in installation if any(is_under(path, r) for r in real_roots)]
     files = [path for path in trusted_files if inside(path)]
 
     if backend in PROTECTING_BACKENDS:
+        # A path whose real path is itself has no link on its way (the common case).
+        maybe_linked = [p for p in metadata if facts.realpath(os.path.normpath(p)) != p.rstrip("/")]
         links = sorted(
-            {link for p in metadata if (link := relinkable(p, roots, facts=facts)) is not None}
+            {link for p in maybe_linked if (link := relinkable(p, roots, facts=facts)) is not None}
         )
         gaps = tuple(
             f"{link} is a symlink inside a writable root: what it protects can be re-pointed"
             for link in links
-        )
+        ) + tuple(repository_gaps)
         # An empty directory or file standing at a protected path (or a directory on
-        # its way) is a placeholder an earlier runner left (`stockade exec` cannot
-        # clean up): block it again rather than nest new placeholders inside it.
+        # its way) is a placeholder an earlier runner left (a `stockade exec` killed
+        # before it cleaned up): block it again rather than nest new ones inside it.
         placeholders = {
             prefix for path in metadata for prefix in _prefixes_inside(path, real_roots)
         }
@@ -181,4 +207,4 @@ def guard_call(
     exposed = [path for path in metadata if inside(path) or inside(os.path.dirname(path))]
     shown = sorted({_relative(path, real_roots) for path in exposed})
     gaps.append("protected paths not enforced: " + ", ".join(shown))
-    return Guard((), tuple(gaps), None)
+    return Guard((), (*gaps, *repository_gaps), None)

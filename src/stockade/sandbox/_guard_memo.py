@@ -5,9 +5,13 @@ An answer is kept with what its guard call saw of the disk inside the writable r
 each path's inode, type, ctime and size (or its absence). It is given again only when
 every one of those paths still looks exactly so: any entry made, removed, renamed or
 re-pointed changes its directory's ctime, any write changes the file's, and user
-space cannot set a ctime back. Not kept: an answer whose reads left the memo (a link followed, a
-`.git` file read), or one that saw a change younger than SETTLE_NS, which a coarse
-kernel clock could give the same ctime as a change right after it.
+space cannot set a ctime back. A file read (a `.git` file, a commondir) or a directory
+listed (the search for repositories) was looked at first, so what it held is watched
+the same way; one read outside every root (a worktree's gitdir elsewhere) is watched
+too, and then every other path looked at outside by what it is. Not kept: an answer
+whose reads left the memo (a link followed), or one that saw a change younger than
+SETTLE_NS, which a coarse kernel clock could give the same ctime as a change right
+after it.
 """
 
 from __future__ import annotations
@@ -39,11 +43,19 @@ def _identity(info: os.stat_result | None) -> Identity:
     return (info.st_dev, info.st_ino, info.st_mode, info.st_ctime_ns, info.st_size)
 
 
-def _now_identity(path: str) -> Identity:
+def _kind(info: os.stat_result | None) -> Identity:
+    """What a path is, not when it last changed: (device, inode, type), -1, -1."""
+    if info is None:
+        return None
+    return (info.st_dev, info.st_ino, stat.S_IFMT(info.st_mode), -1, -1)
+
+
+def _now_identity(path: str, seen: Identity) -> Identity:
     try:
-        return _identity(os.lstat(path))
+        info = os.lstat(path)
     except (OSError, ValueError):
         return None
+    return _kind(info) if seen is not None and seen[3] == -1 else _identity(info)
 
 
 @attrs.define(eq=False)
@@ -59,7 +71,7 @@ class GuardMemo:
         kept = self._entries.get(key)
         if kept is not None:
             guard, fingerprint = kept
-            if all(_now_identity(path) == seen for path, seen in fingerprint):
+            if all(_now_identity(path, seen) == seen for path, seen in fingerprint):
                 self.hits += 1
                 return guard
             del self._entries[key]
@@ -79,15 +91,34 @@ def _fingerprint(facts: PathFacts, roots: tuple[str, ...], began: int) -> Finger
     if facts.went_elsewhere:
         return None
     seen = facts.seen
-    for root in roots:
-        dotgit = seen.get(os.path.join(root, ".git"), False)
-        # Not looked at, or a `.git` FILE (its gitdir was read outside the memo).
-        if dotgit is False or (dotgit is not None and not stat.S_ISDIR(dotgit.st_mode)):
-            return None
+    # Each root's `.git` looked at: the guard got as far as its repositories.
+    if any(os.path.join(root, ".git") not in seen for root in roots):
+        return None
+
+    def inside(path: str) -> bool:
+        return any(is_under(path, root) for root in roots)
+
+    read = set(facts.read)
     # What lies outside every writable root no confined command can change, and the
     # provider checks on each call what would matter there (the root's real path, the
-    # runner's identity): only the roots and what is beneath them are watched.
-    watched = {path: info for path, info in seen.items() if any(is_under(path, r) for r in roots)}
+    # runner's identity): only what is beneath the roots is watched, and a root itself
+    # only when its entries were listed (an entry made in it then changes it): each
+    # path looked up in a temp root is watched on its own, not every file made there.
+    watched = {
+        path: info
+        for path, info in seen.items()
+        if inside(path) and (path not in roots or path in read)
+    }
+    # Unless the guard read (or looked for) a file outside them: a `.git` file naming a
+    # gitdir elsewhere, that gitdir's commondir. Then what it read is watched too, and
+    # every other path looked at outside by what it is (device, inode, type): a real
+    # path found through them changes only when one is replaced (by a link, say), while
+    # their times change with every git command run there.
+    outside_read = [path for path in read if not inside(path)]
+    kinds: list[tuple[str, Identity]] = []
+    if outside_read:
+        watched.update((path, seen[path]) for path in outside_read)
+        kinds = [(path, _kind(info)) for path, info in seen.items() if path not in watched]
     if any(info is not None and info.st_ctime_ns > began - SETTLE_NS for info in watched.values()):
         return None
-    return tuple((path, _identity(info)) for path, info in watched.items())
+    return (*((path, _identity(info)) for path, info in watched.items()), *kinds)

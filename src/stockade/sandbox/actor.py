@@ -20,7 +20,7 @@ from .._lifetime import running
 from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
-from ..trust import installation_paths
+from ..trust import installation_paths, startup_files
 from ..vocab import SandboxPolicy
 from ._argv import hides_sockets, writable_roots
 from ._chain import Selection
@@ -42,6 +42,8 @@ class ProviderActor:
     selector: Selector = select_backend
     # stockade's own files, which the next stockade process runs (the trust base).
     installation: tuple[str, ...] = attrs.field(factory=installation_paths)
+    # The caller's shell, git and ssh startup files, protected in a root that holds them.
+    startup: tuple[tuple[str, str], ...] = attrs.field(factory=startup_files)
     probe_count: int = attrs.field(default=0, init=False)
     # Guard answers for calls on an unchanged disk (sandbox/_guard_memo.py).
     _guards: GuardMemo = attrs.field(factory=GuardMemo, init=False)
@@ -143,6 +145,7 @@ class ProviderActor:
                 trusted_files=config.trusted_files,
                 installation=self.installation,
                 allow_unprotected_installation=config.allow_unprotected_installation,
+                startup=self.startup,
                 facts=facts,
             ),
         )

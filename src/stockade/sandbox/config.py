@@ -43,7 +43,9 @@ class ProviderConfig:
     # The operator's bwrap, instead of the fixed system locations (never PATH).
     bwrap_path: str | None = None
     # Paths kept read-only inside every writable root, beside the defaults
-    # (trust.DEFAULT_PROTECTED); relative to each root, or absolute.
+    # (trust.protected_set); relative to each root, or absolute. "!NAME" leaves the
+    # default item NAME (one of trust.UNPROTECTABLE) writable: the composition's
+    # `unprotect`.
     protected_paths: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     # Files a later decision reads (the composition file): bound read-only when a
     # call could write them; refused on a backend that cannot protect them.

@@ -10,12 +10,13 @@ remover needs the exclusive lock, so only the last user removes it. No sandbox t
 protects the path can open that inode (its mount covers it), so no confined command
 can take or drop these locks.
 
-A placeholder made here is marked by a modification time of 0 (1970-01-01): only an
-empty, marked one is ever removed, so an empty `.git/hooks` or `stockade.yml` of the
-user's own is left alone. Every step works in the placeholder's parent directory as
-opened once and found to be the real path the guard named: a command that can write
-an ancestor (another session's, through a temp root) cannot swap in a link that sends
-a make or a removal elsewhere.
+A placeholder made here is marked by a modification time of 0 (1970-01-01): only a
+marked one that is empty (or holds exactly its name's placeholder text) is ever
+removed, so an empty `.git/hooks` or `stockade.yml` of the user's own is left alone.
+Every step works in the placeholder's parent directory as opened once and found to
+be the real path the guard named: a command that can write an ancestor (another
+session's, through a temp root) cannot swap in a link that sends a make or a removal
+elsewhere.
 
 Standard library only: `stockade exec` holds placeholders too.
 """
@@ -27,6 +28,8 @@ import errno
 import fcntl
 import os
 import stat
+
+from ..trust import placeholder_text
 
 # Opening a path that a writable root's other users could have changed: never follow a
 # link, never block on a FIFO, never take a terminal.
@@ -85,7 +88,9 @@ def still_held(fd: int, path: str) -> bool:
 
 
 def _make(parent: int, name: str, directory: bool) -> None:
-    """An empty, marked placeholder `name` in `parent`, unless something is there."""
+    """A marked placeholder `name` in `parent`, unless something is there: an empty
+    directory, or a file holding its name's placeholder text (trust.placeholder_text:
+    empty for most; "." for a `commondir`, which git cannot do without)."""
     try:
         if directory:
             os.mkdir(name, 0o755, dir_fd=parent)
@@ -97,6 +102,8 @@ def _make(parent: int, name: str, directory: bool) -> None:
     except FileExistsError:
         return
     try:
+        if not directory and (text := placeholder_text(name).encode()):
+            os.write(fd, text)
         os.utime(fd, (0, 0))
     finally:
         os.close(fd)
@@ -185,7 +192,7 @@ def _sweep_in(parent: int, name: str) -> bool:
             return True
         if stat.S_ISDIR(info.st_mode):
             os.rmdir(name, dir_fd=parent)  # refuses a directory that is not empty
-        elif stat.S_ISREG(info.st_mode) and info.st_size == 0:
+        elif stat.S_ISREG(info.st_mode) and _holds_only_its_text(fd, info, name):
             os.unlink(name, dir_fd=parent)
     except BlockingIOError:
         return True
@@ -194,6 +201,14 @@ def _sweep_in(parent: int, name: str) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def _holds_only_its_text(fd: int, info: os.stat_result, name: str) -> bool:
+    """Whether the file open at `fd` is empty or holds exactly its placeholder text."""
+    text = placeholder_text(name).encode()
+    if info.st_size == 0 or info.st_size != len(text):
+        return info.st_size == 0
+    return os.pread(fd, len(text) + 1, 0) == text
 
 
 def hold_all(blockers: list[tuple[str, bool]], patience: float = 2.0) -> list[int]:

@@ -1,10 +1,12 @@
 """Protected paths inside writable roots: the fence refuses writes that land on them.
 
-Repository metadata and configuration that run later OUTSIDE any sandbox (git hooks,
-the git config, `stockade.yml`; `stockade.trust.protected_paths`) are not writable
-through the fs tools in a fenced mode, even inside a writable root. Everything is
-compared by real path: where the write really lands against where each protected path
-really is (its existing part resolved, the missing rest kept as named).
+Repository metadata and configuration that run later OUTSIDE any sandbox (every
+repository's hooks, config, config.worktree and commondir, `stockade.yml`, editor and
+agent settings, the caller's startup files in a root that holds them;
+`stockade.trust.protected_paths`) are not writable through the fs tools in a fenced
+mode, even inside a writable root. Everything is compared by real path: where the
+write really lands against where each protected path really is (its existing part
+resolved, the missing rest kept as named).
 """
 
 from __future__ import annotations
@@ -13,17 +15,24 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..trust import is_under, protected_paths
+from ..trust import PathFacts, is_under, protected_paths, startup_files
 
 WHY: str = "repository metadata / configuration that runs later outside the sandbox"
 
 
 def real_protected(roots: Sequence[str], extra: Sequence[str] = ()) -> tuple[str, ...]:
-    """The protected paths of every root in `roots`, each as a real, normalised path."""
+    """The protected paths of every root in `roots` (the workspace root first, as
+    writable_roots gives them: the one searched for nested repositories), each as a
+    real, normalised path (`extra`: the composition's `protected_paths`, where `!NAME`
+    drops a default)."""
     found: dict[str, None] = {}
-    for root in roots:
-        for path in protected_paths(root, extra):
-            found[os.path.realpath(path)] = None
+    startup, facts = startup_files(), PathFacts()
+    within = [facts.realpath(root) for root in roots]
+    for index, root in enumerate(roots):
+        for path in protected_paths(
+            root, extra, startup=startup, nested=index == 0, within=within, facts=facts
+        ):
+            found[facts.realpath(os.path.normpath(path))] = None
     return tuple(found)
 
 
