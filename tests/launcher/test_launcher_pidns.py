@@ -34,7 +34,7 @@ from .test_launcher import (
     run_as_nobody,
 )
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.nobody]
 
 
 def live(pid: int) -> bool:

@@ -411,6 +411,8 @@ async def test_max_sessions_sets_the_cap(root, state_dir):
 # Run inside a confined command: read the server's token and open a session with it.
 INSIDE_ATTACK = """
 import http.client, json, sys
+
+pytestmark = pytest.mark.nobody  # runs something as uid 65534 (tests/README.md)
 token = open(sys.argv[1]).read().strip()
 body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},

@@ -15,6 +15,8 @@ import pytest
 
 from stockade.sandbox.private_tmp import PREFIX, make_private_tmp, remove_private_tmp
 
+pytestmark = pytest.mark.nobody  # runs something as uid 65534 (tests/README.md)
+
 IS_ROOT = os.geteuid() == 0
 NOBODY = 65534
 # Nobody can run neither a venv's interpreter under root's home nor import from it.

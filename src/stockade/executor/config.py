@@ -14,8 +14,10 @@ MAX_DERIVED_BOUND = 1024
 # A running command keeps three descriptors (two pipes and its pidfd); spawning one
 # briefly needs about four more (the pipes' other ends, exec's error pipe).
 DESCRIPTORS_PER_PROCESS = 7
-# Kept free for the harness itself: logs, probes, the event loop.
-DESCRIPTOR_HEADROOM = 16
+# Kept free for the harness itself: logs, probes, the event loop, and the placeholder
+# locks a call holds while its sandbox may run (one per protected path it blocks: up
+# to about 16 for a workspace root and its private temp directory).
+DESCRIPTOR_HEADROOM = 32
 
 
 @attrs.frozen(kw_only=True)
