@@ -34,6 +34,8 @@ from ..support import require_backend, stockade
 from .http_client import approve
 from .support import events, http_server, of_type, read_status, session_logs, text
 
+pytestmark = pytest.mark.nobody  # runs something as uid 65534 (tests/README.md)
+
 NOBODY = 65534
 IS_ROOT = os.geteuid() == 0
 HERE = Path(__file__).resolve().parent
@@ -412,7 +414,6 @@ async def test_max_sessions_sets_the_cap(root, state_dir):
 INSIDE_ATTACK = """
 import http.client, json, sys
 
-pytestmark = pytest.mark.nobody  # runs something as uid 65534 (tests/README.md)
 token = open(sys.argv[1]).read().strip()
 body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
