@@ -994,6 +994,7 @@ struct options {
 	int npaths;
 	int seal_metadata;
 	int private_ipc;
+	int die_with_parent;
 	enum network network;
 	int unix_pairs_only;
 	const char *empty;
@@ -1073,6 +1074,8 @@ static void parse_options(int argc, char **argv, struct options *opt)
 			opt->seal_metadata = 1;
 		} else if (strcmp(arg, "--private-ipc") == 0) {
 			opt->private_ipc = 1;
+		} else if (strcmp(arg, "--die-with-parent") == 0) {
+			opt->die_with_parent = 1;
 		} else if (strcmp(arg, "--ro") == 0 || strcmp(arg, "--rw") == 0) {
 			if (i + 1 == argc)
 				fatal("%s needs a path", arg);
@@ -1307,6 +1310,19 @@ static _Noreturn void run(int argc, char **argv)
 	int err;
 
 	parse_options(argc, argv, &call.opt);
+	/*
+	 * --die-with-parent (bwrap's option of the same name): a caller that waits for us
+	 * and is killed takes the call with it, as init dies with us.  The parent read
+	 * before the death signal is set: one already gone by then is noticed after it.
+	 */
+	if (call.opt.die_with_parent) {
+		pid_t parent = getppid();
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+			fatal("cannot tie the call to its caller: %s", strerror(errno));
+		if (getppid() != parent)
+			fatal("the caller is gone");
+	}
 	call.abi = require_landlock_abi("");
 	handled = handled_access_for_abi(call.abi);
 	call.ruleset_fd = create_ruleset(call.abi, call.opt.network == NETWORK_OFF);

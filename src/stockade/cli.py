@@ -695,6 +695,8 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         sweep=blockers,
         # bwrap returns before its PID namespace is gone: wait for it as a child.
         bwrap=selected.backend == "bwrap",
+        # The launcher dies with its caller (--die-with-parent): this process waits.
+        wait=selected.backend == "landlock",
         tmp=tmp,
     )
 
@@ -771,13 +773,14 @@ def _execute(
     sweep: Sequence[str] = (),
     bwrap: bool = False,
     tmp: PrivateTmp | None = None,
+    wait: bool = False,
 ) -> NoReturn:
     """Become `argv`; with `held` (placeholder locks), run it and wait instead, then
     remove the placeholders at `sweep` unless another process still holds them. A
     `bwrap` argv is always run and waited for, until its PID namespace is gone
     (_exec_wait.run_holding): nothing the command started outlives exec. With `tmp`
     (the call's private temp directory, its TMPDIR) it is waited for too, and the
-    directory removed afterwards.
+    directory removed afterwards; with `wait`, waited for all the same.
 
     `passed` None: every descriptor goes with it (danger-full-access: a plain exec).
     Else only 0, 1, 2 and `passed` (--pass-fd) do, which stderr says first: the
@@ -801,7 +804,7 @@ def _execute(
             remove_private_tmp(tmp)
 
     try:
-        if held or bwrap or done is not None:
+        if held or bwrap or wait or done is not None:
             from ._exec_wait import run_holding
 
             # The private directory is the command's TMPDIR (the runner reads none).

@@ -100,12 +100,12 @@ def test_removal_leaves_what_now_stands_at_the_path(parent):
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root to become nobody")
 @pytest.mark.skipif(not os.access(SYSTEM_PYTHON, os.X_OK), reason="needs the system python")
-def test_a_caller_other_than_root_removes_what_a_command_made_unreadable(parent):
+def test_a_caller_other_than_root_removes_what_a_command_made_unreadable(parent, nobody_public):
     """Without root's override, an unreadable or unwritable directory inside would
     stop a plain rmtree: it is made 0700 again (through O_PATH, never a path)."""
     parent.chmod(0o777)
     script = (
-        f"import os, sys; sys.path.insert(0, {SRC!r})\n"
+        f"import os, sys; sys.path.insert(0, {nobody_public.path(SRC)!r})\n"
         "from stockade.sandbox.private_tmp import make_private_tmp, remove_private_tmp\n"
         f"tmp = make_private_tmp({str(parent)!r})\n"
         "os.makedirs(tmp.path + '/a/b/c'); open(tmp.path + '/a/b/c/f', 'w').close()\n"

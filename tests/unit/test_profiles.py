@@ -107,6 +107,7 @@ def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
     argv = a.landlock_argv("/x/landlock-run", RO.mode, RO.workspace_root, TEMP, CMD, network=ON)
     assert argv == (
         "/x/landlock-run",
+        "--die-with-parent",
         "--ro",
         "/",
         "--rw",
@@ -127,6 +128,7 @@ def test_landlock_workspace_write_adds_root_and_temp_roots():
     argv = a.landlock_argv("/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD, network=ON)
     assert argv == (
         "/x/landlock-run",
+        "--die-with-parent",
         "--ro",
         "/",
         "--rw",

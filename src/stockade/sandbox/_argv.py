@@ -220,7 +220,9 @@ def landlock_argv(
     `hidden_sockets` are covered in a mount namespace of the command's own (made as
     the private IPC namespace is: only where that is possible).
     """
-    args: list[str] = [launcher, "--ro", "/", "--rw", "/dev/null"]
+    # Every caller waits for the launcher (the executor, `stockade exec`): killed, it
+    # takes the call with it, as bwrap's --die-with-parent does.
+    args: list[str] = [launcher, "--die-with-parent", "--ro", "/", "--rw", "/dev/null"]
     if mode is SandboxMode.READ_ONLY:
         args.append("--seal-metadata")
     for writable in writable_roots(mode, root, temp_roots):
