@@ -9,6 +9,7 @@ an error with a stable `code`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import select
@@ -20,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import msgspec
 import trio
 
@@ -223,12 +225,20 @@ def stdin_source() -> Source | None:
     return source
 
 
-def _streams(args: argparse.Namespace, screen: _Screen) -> Streams:
+def _streams(args: argparse.Namespace, screen: _Screen, *, typing: bool = False) -> Streams:
     if args.json:
         return Streams(stdin=stdin_source())
     sys.stdout.flush()
     sys.stderr.flush()
-    return Streams(stdout=screen.sink(1), stderr=screen.sink(2), stdin=stdin_source())
+    # Typed input goes to the command's own terminal, not through a source.
+    stdin = None if typing else stdin_source()
+    return Streams(stdout=screen.sink(1), stderr=screen.sink(2), stdin=stdin)
+
+
+def on_a_terminal(args: argparse.Namespace) -> bool:
+    """Whether the command runs on a terminal of its own: stdout is a terminal and
+    nothing is read by a program (--json)."""
+    return not args.json and sys.platform != "win32" and os.isatty(1)
 
 
 # ---- running -------------------------------------------------------------------------
@@ -322,10 +332,23 @@ class _Invocation:
     ) -> None:
         self.args, self.command, self.timeout, self.settings = args, command, timeout, settings
         self.screen = _Screen()
+        # The person typed Ctrl-C into the command's terminal (the last run).
+        self.interrupted = False
 
     async def run(self, policy: ExecutionPolicy) -> ShellResult:
-        streams = _streams(self.args, self.screen)
-        return await _run(self.command, self.timeout, self.settings, policy, streams)
+        if not on_a_terminal(self.args):
+            streams = _streams(self.args, self.screen)
+            return await _run(self.command, self.timeout, self.settings, policy, streams)
+        from ._run_terminal import command_terminal, typing_reaches_the_command
+
+        typing = typing_reaches_the_command()
+        async with command_terminal(typing=typing, errors=os.isatty(2)) as pty:
+            streams = _streams(self.args, self.screen, typing=typing)
+            streams = attrs.evolve(streams, terminal=pty.terminal)
+            try:
+                return await _run(self.command, self.timeout, self.settings, policy, streams)
+            finally:
+                self.interrupted = pty.interrupted
 
     @property
     def limit(self) -> float | None:
@@ -519,7 +542,22 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
         return 0
     if not shown:
         call.report(result)
-    return exit_status(result)
+    status = exit_status(result)
+    if call.interrupted and status == 128 + signal.SIGINT:
+        _die_of_sigint()
+    return status
+
+
+def _die_of_sigint() -> None:
+    """Ctrl-C ended the command: pass it on to stockade's own job, as the terminal would
+    have had it not been raw (only the command got the key). Stockade dies of SIGINT,
+    and a calling shell stops its loop or script: it stops for a child killed by
+    SIGINT while it got SIGINT too, not for one that exited 130."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.killpg(os.getpgrp(), signal.SIGINT)
 
 
 def _said(error: Exception) -> str:

@@ -3,7 +3,8 @@
 Every process gets its own session (so its group can be signalled as one), stdin
 closed unless given, and bounded output buffers; nothing outlives `settle`. A
 foreground caller may attach `Streams`: each output chunk is handed on as it arrives
-(besides the bounded capture), and stdin is pumped from the caller's source.
+(besides the bounded capture), and stdin is pumped from the caller's source; or give
+the command pseudo-terminals it opened (`Terminal`) in place of the pipes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import attrs
 import trio
@@ -55,6 +57,68 @@ class Streams:
     stdout: Sink | None = None
     stderr: Sink | None = None
     stdin: Source | None = None
+    # The command's stdio on terminals the caller opened, not pipes (see Terminal).
+    terminal: Terminal | None = None
+
+
+@attrs.define(eq=False)
+class Terminal:
+    """Pseudo-terminals a foreground caller opened for the command (`stockade run` on a
+    person's terminal), in place of its pipes.
+
+    `stdout` (and `stdin`, `stderr` when given; else a pipe as always) are the pty
+    slaves the command gets as fds 1, 0, 2; the one at fd 1 becomes its controlling
+    terminal. `read_stdout` / `read_stderr` are their masters, drained like the pipes
+    (through duplicates: the caller keeps its own, to type into and to close). The
+    slaves are handed over: `spawn` closes them once the command holds them, so the
+    drain sees the end of the output when the command's processes are gone.
+    """
+
+    stdout: int
+    read_stdout: int
+    stdin: int | None = None
+    stderr: int | None = None
+    read_stderr: int | None = None
+    _released: bool = False
+
+    def release(self) -> None:
+        """Close the command's ends (once; also when it never started)."""
+        if self._released:
+            return
+        self._released = True
+        for fd in {self.stdout, self.stdin, self.stderr} - {None}:
+            with contextlib.suppress(OSError):
+                os.close(fd)  # type: ignore[arg-type]
+
+
+class TerminalOutput(trio.abc.ReceiveStream):
+    """The command's output as a pty master gives it: its end is EIO (every slave end
+    closed), read as the end of a pipe is. `as_written` undoes the terminal's \r\n for
+    \n, for the capture that classification reads (the sink gets the bytes as the
+    terminal shows them)."""
+
+    def __init__(self, master: int) -> None:
+        self._stream = trio.lowlevel.FdStream(os.dup(master))
+        self._held = b""
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            return await self._stream.receive_some(max_bytes)
+        except trio.BrokenResourceError:
+            return b""
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def as_written(self, chunk: bytes) -> bytes:
+        """`chunk` for the capture; a \r that ends it waits for the next (b"": the end)."""
+        data, self._held = self._held + chunk, b""
+        if chunk and data.endswith(b"\r"):
+            data, self._held = data[:-1], b"\r"
+        return data.replace(b"\r\n", b"\n")
 
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -79,21 +143,54 @@ async def spawn(
     cwd: str,
     env: Mapping[str, str] | None,
     with_stdin: bool,
+    terminal: Terminal | None = None,
 ) -> trio.Process:
-    """Start `argv` directly (no shell) as the leader of a new session."""
+    """Start `argv` directly (no shell) as the leader of a new session (with
+    `terminal`: on it, which becomes the session's controlling terminal)."""
     environment = None
     if env:
         environment = {**os.environ, **env}
-    return await trio.lowlevel.open_process(
-        list(argv),
-        stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=environment,
-        start_new_session=True,
-        close_fds=True,
-    )
+    stdio: dict[str, Any] = {
+        "stdin": subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+    }
+    if terminal is not None:
+        stdio = _on_terminal(stdio, terminal)
+    try:
+        process = await trio.lowlevel.open_process(
+            list(argv),
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,
+            close_fds=True,
+            **stdio,
+        )
+    finally:
+        if terminal is not None:
+            terminal.release()
+    if terminal is not None:
+        # The streams its output arrives on: the masters, not pipes of its own.
+        process.stdout = TerminalOutput(terminal.read_stdout)
+        if terminal.read_stderr is not None:
+            process.stderr = TerminalOutput(terminal.read_stderr)
+    return process
+
+
+def _on_terminal(stdio: dict[str, Any], terminal: Terminal) -> dict[str, Any]:
+    import fcntl
+    import termios
+
+    stdio = {**stdio, "stdout": terminal.stdout}
+    if terminal.stdin is not None:
+        stdio["stdin"] = terminal.stdin
+    if terminal.stderr is not None:
+        stdio["stderr"] = terminal.stderr
+    # In the child, after its setsid: fd 1 (the pty, nobody's terminal yet) becomes the
+    # new session's controlling terminal, so Ctrl-C, SIGWINCH and /dev/tty work inside.
+    # A C function with int arguments: nothing the forked child could deadlock on.
+    stdio["preexec_fn"] = partial(fcntl.ioctl, 1, termios.TIOCSCTTY, 0)
+    return stdio
 
 
 def signal_group(pgid: int, signum: int) -> None:
@@ -169,9 +266,10 @@ async def _drain(
     # The stream stays open: after a cancellation, settle drains it once more.
     if stream is None:
         return
+    terminal = stream if isinstance(stream, TerminalOutput) else None
     try:
         while chunk := await grace.receive(stream):
-            buffer.write(chunk)
+            buffer.write(chunk if terminal is None else terminal.as_written(chunk))
             if sink is None:
                 continue
             began = trio.current_time()
@@ -185,6 +283,8 @@ async def _drain(
             grace.credit(trio.current_time() - began)
     except trio.ClosedResourceError:
         return  # closed above, on an earlier pass
+    if terminal is not None:
+        buffer.write(terminal.as_written(b""))
 
 
 async def _drain_both(

@@ -184,8 +184,9 @@ class ExecutorActor:
         workdir = spec.workdir or spec.policy.workspace_root
         env = spec.env if not facts.confined else None  # confined: passed through `env`
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
+        terminal = streams.terminal if streams is not None else None
         try:
-            return await spawn(argv, cwd=workdir, env=env, with_stdin=with_stdin)
+            return await spawn(argv, cwd=workdir, env=env, with_stdin=with_stdin, terminal=terminal)
         except ValueError as error:  # a NUL byte, or text that is not UTF-8
             raise CommandStartError(f"the command cannot be started: {error}") from None
         except OSError as error:
