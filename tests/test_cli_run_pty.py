@@ -1,4 +1,4 @@
-"""`stockade run` on a person's terminal runs the command on pseudo-terminals of its own
+"""`stockade run` on a person's terminal runs the command on a pseudo-terminal of its own
 (issue 22, item 2), tested as a person uses it: through the installed command, on a
 real pty (tests/pty_screen.py), reading what the screen shows.
 
@@ -92,6 +92,7 @@ COMMAND_SEES = (
     "test -t 0 && test -t 1 && test -t 2 && echo all-three-are-terminals; "
     "echo size=$(stty size); echo cols=$(env -u COLUMNS -u LINES tput cols); "
     "printf '\\033[31mred-text\\033[0m\\n'; "
+    'echo "std=$(stat -L -c %t:%T /proc/$$/fd/0 /proc/$$/fd/1 /proc/$$/fd/2 | sort -u)"; '
     # Every descriptor the shell holds, as the device it is (hex major:minor).
     'for f in /proc/$$/fd/*; do [ -e "$f" ] && stat -L -c "fd=%t:%T" "$f"; done; true'
 )
@@ -108,6 +109,8 @@ def test_the_command_runs_on_terminals_of_its_own(backend, scratch):
         red = next(n for n, line in enumerate(child.screen.display) if "red-text" in line)
         assert child.screen.buffer[red][0].fg == "red"  # the escape passed through
     assert "all-three-are-terminals" in lines
+    # stdin, stdout and stderr: one terminal, as a shell's are (`bash -i`, `less` use fd 2).
+    assert sum(line.startswith("std=") for line in lines) == 1
     # The window size is the person's (60 rows, 200 columns), not an environment's.
     assert "size=60 200" in lines and "cols=200" in lines
     # Not one of its descriptors is the person's terminal (its own ptys instead).
@@ -194,6 +197,25 @@ def test_piped_and_json_runs_keep_pipes(backend, scratch):
     facts = json.loads(raw_text)
     assert facts["stdout"] == "in-not-a-terminal\nout-not-a-terminal\n"
     assert facts["stderr"] == "err-not-a-terminal\n"
+
+
+NO_PTY = """
+import os, sys
+def no_pty():
+    raise OSError(28, "No space left on device")
+os.openpty = no_pty
+from stockade.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_a_pty_to_give_the_command_gets_pipes(scratch):
+    require_backend("bwrap")
+    argv = [sys.executable, "-c", NO_PTY, "run", "test -t 1 || echo out-pipe; echo done"]
+    with PtyChild(argv, cwd=scratch, env=ENV) as child:
+        assert child.finish(timeout=60) == 0
+        lines = child.text().splitlines()
+    assert lines[:2] == ["out-pipe", "done"]
 
 
 def test_stdin_on_a_terminal_is_closed_when_the_output_is_piped(scratch):
@@ -284,7 +306,51 @@ def test_ctrl_z_stops_the_command_and_fg_continues_it(backend, scratch):
     assert "status=130" in screen
 
 
-# ---- denials on a terminal --------------------------------------------------------------
+@pytest.mark.parametrize("backend", CONFINING)
+def test_a_shell_inside_keeps_its_own_job_control(backend, scratch):
+    """`stockade run bash`: its jobs are its own to stop and interrupt (Ctrl-Z stops
+    the job, not stockade; Ctrl-C at its prompt ends nothing, under bwrap too)."""
+    require_backend(backend)
+    env = {**ENV, "PS1": PROMPT, "PATH": f"{BIN}:{ENV['PATH']}"}
+    shell = ["/bin/bash", "--norc", "--noprofile", "-i"]
+    inner = "PS1='inner''$ ' bash --norc --noprofile -i"  # the prompt, not this line
+    with PtyChild(shell, cwd=scratch, env=env, history=2000) as child:
+        child.wait_for(lambda text: PROMPT.rstrip() in text, timeout=30)
+        child.send(f'stockade run --backend {backend} "{inner}"\r'.encode())
+        child.wait_for(lambda text: "inner$" in text, timeout=30)
+        child.send(b"sleep 100\r")
+        time.sleep(0.5)
+        child.send(b"\x1a")
+        child.wait_for(lambda text: "Stopped                 sleep 100" in text, timeout=30)
+        child.send(b"kill -KILL %1; sleep 0.3\r")
+        child.wait_for(lambda text: "Killed" in text, timeout=30)
+        child.send(b"\x03")  # at the inner prompt: the inner shell's to ignore
+        time.sleep(0.5)
+        child.send(b"echo still-here\r")
+        child.wait_for(lambda text: "\nstill-here" in text, timeout=30)
+        child.send(b"exit\r")
+        child.wait_for(lambda text: text.rstrip().endswith(PROMPT.rstrip()), timeout=30)
+        child.send(b"echo status=$?; exit\r")
+        child.finish(timeout=30)
+        screen = child.text()
+    assert "status=0" in screen
+    assert "Stopped                 stockade" not in screen
+
+
+# ---- the runner's lines, the command's lines, denials -------------------------------------
+
+
+def test_the_commands_output_is_not_taken_for_the_runners(scratch):
+    require_backend("bwrap")
+    # The runner's stderr stays a pipe: a `bwrap:` line the command prints, on either
+    # stream, is its output, not bwrap failing (off a terminal, its stderr would be).
+    command = "echo 'bwrap: on stdout'; echo 'bwrap: on stderr' >&2"
+    with PtyChild(run_argv("bwrap", command), cwd=scratch, env=ENV) as child:
+        assert child.finish(timeout=30) == 0
+        lines = child.text().splitlines()
+    assert lines[:2] == ["bwrap: on stdout", "bwrap: on stderr"]
+    assert not any("SANDBOX_UNAVAILABLE" in line for line in lines)
+
 
 HUMAN = "stockade: the sandbox refused a file write under read-only mode (try --mode workspace-write, or --ask)"
 

@@ -169,11 +169,14 @@ class _Screen:
         self.last: dict[int, bytes] = {}
         self.shared = _same_file(1, 2)  # both on one terminal (or file): one line state
 
-    def sink(self, fd: int) -> Sink:
+    def sink(self, fd: int, *, raw: bool = False) -> Sink:
         """Each chunk written to `fd` whole, in a worker thread: a slow reader (a pager)
-        holds back only this stream, never the timeout or a Ctrl-C."""
+        holds back only this stream, never the timeout or a Ctrl-C. `raw`: a pipe's
+        output onto a terminal held raw, which starts no new line at \n by itself."""
 
         async def sink(chunk: bytes) -> None:
+            if raw:
+                chunk = chunk.replace(b"\n", b"\r\n")
             try:
                 await trio.to_thread.run_sync(_write_all, fd, chunk, abandon_on_cancel=True)
             except BrokenPipeError:
@@ -225,14 +228,16 @@ def stdin_source() -> Source | None:
     return source
 
 
-def _streams(args: argparse.Namespace, screen: _Screen, *, typing: bool = False) -> Streams:
+def _streams(
+    args: argparse.Namespace, screen: _Screen, *, typing: bool = False, raw_stderr: bool = False
+) -> Streams:
     if args.json:
         return Streams(stdin=stdin_source())
     sys.stdout.flush()
     sys.stderr.flush()
     # Typed input goes to the command's own terminal, not through a source.
     stdin = None if typing else stdin_source()
-    return Streams(stdout=screen.sink(1), stderr=screen.sink(2), stdin=stdin)
+    return Streams(stdout=screen.sink(1), stderr=screen.sink(2, raw=raw_stderr), stdin=stdin)
 
 
 def on_a_terminal(args: argparse.Namespace) -> bool:
@@ -336,17 +341,30 @@ class _Invocation:
         self.interrupted = False
 
     async def run(self, policy: ExecutionPolicy) -> ShellResult:
-        if not on_a_terminal(self.args):
-            streams = _streams(self.args, self.screen)
-            return await _run(self.command, self.timeout, self.settings, policy, streams)
-        from ._run_terminal import command_terminal, typing_reaches_the_command
+        if on_a_terminal(self.args):
+            return await self._on_a_terminal(policy)
+        streams = _streams(self.args, self.screen)
+        return await _run(self.command, self.timeout, self.settings, policy, streams)
 
-        typing = typing_reaches_the_command()
-        async with command_terminal(typing=typing, errors=os.isatty(2)) as pty:
-            streams = _streams(self.args, self.screen, typing=typing)
+    async def _on_a_terminal(self, policy: ExecutionPolicy) -> ShellResult:
+        """The command on a pseudo-terminal of its own (docs/executor.md, "On a terminal")."""
+        from . import _run_terminal as tty
+
+        typing = tty.typing_reaches_the_command()
+        command = self.command
+        if tty.same_terminal(1, 2):
+            command = tty.MERGE_STDERR + command
+        async with tty.command_terminal(typing=typing) as pty:
+            if pty is None:  # no pty left on the system: pipes, as off a terminal
+                streams = _streams(self.args, self.screen)
+                return await _run(self.command, self.timeout, self.settings, policy, streams)
+            # What still comes on the stderr pipe (the runner's own lines) meets the
+            # terminal raw when it is the one typed on.
+            raw = typing and tty.same_terminal(0, 2)
+            streams = _streams(self.args, self.screen, typing=typing, raw_stderr=raw)
             streams = attrs.evolve(streams, terminal=pty.terminal)
             try:
-                return await _run(self.command, self.timeout, self.settings, policy, streams)
+                return await _run(command, self.timeout, self.settings, policy, streams)
             finally:
                 self.interrupted = pty.interrupted
 

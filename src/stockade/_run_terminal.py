@@ -1,6 +1,6 @@
-"""`stockade run` on a person's terminal: the command runs on pseudo-terminals of its own.
+"""`stockade run` on a person's terminal: the command runs on a pseudo-terminal of its own.
 
-Owns opening them (the person's modes and window size copied), the person's terminal
+Owns opening it (the person's modes and window size copied), the person's terminal
 in raw mode while the command runs (restored on every way out), typed input, window
 size changes and Ctrl-Z (docs/executor.md, "stockade run", "On a terminal").
 """
@@ -23,6 +23,11 @@ from .executor._spawn import READ_SIZE, Terminal, signal_group
 # Ctrl-Z: how long a program that handles SIGTSTP itself (an editor putting its screen
 # back) has before its group is stopped.
 SUSPEND_GRACE = 0.05
+# Put before the command when stockade's stderr is the same terminal: the command's
+# shell moves its stderr onto the pty too, as on any terminal (one stream, in order,
+# what `bash -i` and `less` expect of fd 2); the runner's own stderr stays the pipe,
+# so a runner failure is still told from the command's output.
+MERGE_STDERR = "exec 2>&1; "
 
 
 def typing_reaches_the_command() -> bool:
@@ -34,13 +39,24 @@ def typing_reaches_the_command() -> bool:
         return False
 
 
+def same_terminal(fd: int, other: int) -> bool:
+    """Whether `fd` and `other` are one terminal (stderr and stdout: the command's
+    stderr goes onto its terminal too, MERGE_STDERR)."""
+    try:
+        if not (os.isatty(fd) and os.isatty(other)):
+            return False
+        return os.fstat(fd).st_rdev == os.fstat(other).st_rdev
+    except OSError:
+        return False
+
+
 @attrs.define(eq=False)
 class _Person:
-    """The person's terminal (`fd`) and the command's terminals' masters."""
+    """The person's terminal (`fd`) and the command's terminal's `master`."""
 
     fd: int
     typing: bool
-    masters: list[int]
+    master: int
     sender: trio.lowlevel.FdStream | None = None
     # The person's modes while stockade holds the terminal raw.
     saved: list[Any] | None = None
@@ -66,12 +82,10 @@ class _Person:
         self.saved = None
 
     def resize(self) -> None:
-        """The command's terminals take the person's size (a change signals SIGWINCH
-        to the command's foreground group)."""
+        """The command's terminal takes the person's size (a change signals SIGWINCH to
+        the command's foreground group)."""
         with contextlib.suppress(termios.error, OSError):
-            size = termios.tcgetwinsize(self.fd)
-            for master in self.masters:
-                termios.tcsetwinsize(master, size)
+            termios.tcsetwinsize(self.master, termios.tcgetwinsize(self.fd))
 
     async def follow(self, signals: Any) -> None:
         async for signum in signals:
@@ -110,7 +124,7 @@ class _Person:
         """The command's terminal's keys that its modes make signals (Ctrl-C, Ctrl-Z),
         by their `termios` index; none when it reads every key itself (an editor)."""
         try:
-            modes = termios.tcgetattr(self.masters[0])
+            modes = termios.tcgetattr(self.master)
         except termios.error:
             return {}
         if not modes[3] & termios.ISIG:
@@ -119,16 +133,27 @@ class _Person:
         # A disabled key reads as NUL (_POSIX_VDISABLE).
         return {index: key for index, key in keys.items() if key not in (b"\0", 0)}
 
+    def _leaders_group(self) -> int | None:
+        """The command's terminal's foreground group when it is the session leader's:
+        the command's own group, the one the executor kills (None otherwise, and once
+        the command's session has ended)."""
+        try:
+            group = os.tcgetpgrp(self.master)
+            if group <= 0 or group == os.getpgrp() or os.getsid(group) != group:
+                return None
+        except OSError:
+            return None
+        return group
+
     async def suspend(self) -> None:
         """Ctrl-Z, as a shell's job: the command stops, then stockade (its shell says
         "Stopped"); `fg` continues both. The kernel would stop neither: the command's
         group is orphaned (its leader's parent, stockade, is in another session), and
-        stockade, holding the terminal raw, got no signal."""
-        try:
-            group = os.tcgetpgrp(self.masters[0])
-        except OSError:
-            return
-        if group <= 0 or group == os.getpgrp():  # no command session (it has ended)
+        stockade, holding the terminal raw, got no signal. A job of a shell inside (its
+        own group in the foreground, not the session leader's) is the kernel's to stop
+        and that shell's to report, as on any terminal: stockade leaves it alone."""
+        group = self._leaders_group()
+        if group is None:
             return
         await trio.sleep(SUSPEND_GRACE)
         signal_group(group, signal.SIGSTOP)
@@ -139,16 +164,6 @@ class _Person:
         self.raw()
         self.resize()
         signal_group(group, signal.SIGCONT)
-
-
-def _open_pty(modes: list[Any] | None, size: tuple[int, int] | None) -> tuple[int, int]:
-    master, slave = os.openpty()
-    with contextlib.suppress(termios.error, OSError):
-        if modes is not None:
-            termios.tcsetattr(slave, termios.TCSANOW, modes)
-        if size is not None:
-            termios.tcsetwinsize(slave, size)
-    return master, slave
 
 
 @attrs.frozen
@@ -165,33 +180,24 @@ class CommandTerminal:
 
 
 @contextlib.asynccontextmanager
-async def command_terminal(*, typing: bool, errors: bool) -> AsyncIterator[CommandTerminal]:
-    """Pseudo-terminals for the command's stdout (and stdin when `typing`, stderr when
-    `errors`), with the person's modes and window size; while inside, the person's
-    terminal is raw (when `typing`) and its keys and size changes are passed on."""
+async def command_terminal(*, typing: bool) -> AsyncIterator[CommandTerminal | None]:
+    """A pseudo-terminal for the command's stdout (and stdin when `typing`), with the
+    person's modes and window size; while inside, the person's terminal is raw (when
+    `typing`) and its keys and size changes are passed on. None when the system has
+    no pty to give (then the command gets pipes, as off a terminal)."""
     fd = 0 if typing else 1
-    modes: list[Any] | None
-    size: tuple[int, int] | None
     try:
-        modes = termios.tcgetattr(fd)
-    except termios.error:
-        modes = None
+        master, slave = os.openpty()
+    except OSError:
+        yield None
+        return
+    with contextlib.suppress(termios.error, OSError):
+        termios.tcsetattr(slave, termios.TCSANOW, termios.tcgetattr(fd))
+    with contextlib.suppress(termios.error, OSError):
+        termios.tcsetwinsize(slave, termios.tcgetwinsize(fd))
+    terminal = Terminal(slave=slave, master=master, stdin=typing)
+    person = _Person(fd=fd, typing=typing, master=master)
     try:
-        size = termios.tcgetwinsize(fd)
-    except (termios.error, OSError):
-        size = None
-    person = _Person(fd=fd, typing=typing, masters=[])
-    terminal: Terminal | None = None
-    try:
-        out_master, out_slave = _open_pty(modes, size)
-        person.masters.append(out_master)
-        terminal = Terminal(stdout=out_slave, read_stdout=out_master)
-        if typing:
-            terminal.stdin = out_slave
-        if errors:
-            err_master, err_slave = _open_pty(modes, size)
-            person.masters.append(err_master)
-            terminal.stderr, terminal.read_stderr = err_slave, err_master
         # What the run raised, raised again outside the helpers' nursery: as itself,
         # not inside an exception group (the caller's handlers match its type).
         raised: BaseException | None = None
@@ -199,7 +205,7 @@ async def command_terminal(*, typing: bool, errors: bool) -> AsyncIterator[Comma
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(person.follow, signals)
                 if typing:
-                    person.sender = trio.lowlevel.FdStream(os.dup(out_master))
+                    person.sender = trio.lowlevel.FdStream(os.dup(master))
                     person.raw()
                     nursery.start_soon(person.type_in)
                 try:
@@ -212,11 +218,9 @@ async def command_terminal(*, typing: bool, errors: bool) -> AsyncIterator[Comma
             raise raised
     finally:
         person.restore()
-        if terminal is not None:
-            terminal.release()
+        terminal.release()
         if person.sender is not None:
             with trio.CancelScope(shield=True):
                 await person.sender.aclose()
-        for master in person.masters:
-            with contextlib.suppress(OSError):
-                os.close(master)
+        with contextlib.suppress(OSError):
+            os.close(master)

@@ -4,7 +4,7 @@ Every process gets its own session (so its group can be signalled as one), stdin
 closed unless given, and bounded output buffers; nothing outlives `settle`. A
 foreground caller may attach `Streams`: each output chunk is handed on as it arrives
 (besides the bounded capture), and stdin is pumped from the caller's source; or give
-the command pseudo-terminals it opened (`Terminal`) in place of the pipes.
+the command a pseudo-terminal it opened (`Terminal`) in place of the pipes.
 """
 
 from __future__ import annotations
@@ -57,38 +57,33 @@ class Streams:
     stdout: Sink | None = None
     stderr: Sink | None = None
     stdin: Source | None = None
-    # The command's stdio on terminals the caller opened, not pipes (see Terminal).
+    # The command's stdout (and stdin) on a terminal the caller opened (see Terminal).
     terminal: Terminal | None = None
 
 
 @attrs.define(eq=False)
 class Terminal:
-    """Pseudo-terminals a foreground caller opened for the command (`stockade run` on a
-    person's terminal), in place of its pipes.
+    """A pseudo-terminal a foreground caller opened for the command (`stockade run` on
+    a person's terminal), in place of its stdout pipe (and stdin's, when `stdin`).
 
-    `stdout` (and `stdin`, `stderr` when given; else a pipe as always) are the pty
-    slaves the command gets as fds 1, 0, 2; the one at fd 1 becomes its controlling
-    terminal. `read_stdout` / `read_stderr` are their masters, drained like the pipes
-    (through duplicates: the caller keeps its own, to type into and to close). The
-    slaves are handed over: `spawn` closes them once the command holds them, so the
-    drain sees the end of the output when the command's processes are gone.
+    `slave` is what the command gets as fd 1 (and 0), and becomes its controlling
+    terminal; stderr stays a pipe. `master` is drained like the stdout pipe, through
+    a duplicate: the caller keeps its own, to type into and to close. The slave is
+    handed over: `spawn` closes it once the command holds it, so the drain sees the
+    end of the output when the command's processes are gone.
     """
 
-    stdout: int
-    read_stdout: int
-    stdin: int | None = None
-    stderr: int | None = None
-    read_stderr: int | None = None
+    slave: int
+    master: int
+    stdin: bool = False
     _released: bool = False
 
     def release(self) -> None:
-        """Close the command's ends (once; also when it never started)."""
-        if self._released:
-            return
-        self._released = True
-        for fd in {self.stdout, self.stdin, self.stderr} - {None}:
+        """Close the command's end (once; also when it never started)."""
+        if not self._released:
+            self._released = True
             with contextlib.suppress(OSError):
-                os.close(fd)  # type: ignore[arg-type]
+                os.close(self.slave)
 
 
 class TerminalOutput(trio.abc.ReceiveStream):
@@ -170,10 +165,8 @@ async def spawn(
         if terminal is not None:
             terminal.release()
     if terminal is not None:
-        # The streams its output arrives on: the masters, not pipes of its own.
-        process.stdout = TerminalOutput(terminal.read_stdout)
-        if terminal.read_stderr is not None:
-            process.stderr = TerminalOutput(terminal.read_stderr)
+        # The stream its output arrives on: the master, not a pipe of its own.
+        process.stdout = TerminalOutput(terminal.master)
     return process
 
 
@@ -181,11 +174,9 @@ def _on_terminal(stdio: dict[str, Any], terminal: Terminal) -> dict[str, Any]:
     import fcntl
     import termios
 
-    stdio = {**stdio, "stdout": terminal.stdout}
-    if terminal.stdin is not None:
-        stdio["stdin"] = terminal.stdin
-    if terminal.stderr is not None:
-        stdio["stderr"] = terminal.stderr
+    stdio = {**stdio, "stdout": terminal.slave}
+    if terminal.stdin:
+        stdio["stdin"] = terminal.slave
     # In the child, after its setsid: fd 1 (the pty, nobody's terminal yet) becomes the
     # new session's controlling terminal, so Ctrl-C, SIGWINCH and /dev/tty work inside.
     # A C function with int arguments: nothing the forked child could deadlock on.
