@@ -382,6 +382,43 @@ def test_a_denial_with_stderr_to_a_file_keeps_the_models_wording(backend, scratc
     assert ("Read-only file system" if backend == "bwrap" else "Permission denied") in err
 
 
+# On a terminal the command's stderr joins its stdout (MERGE_STDERR): what
+# classification reads is what `exec 2>&1; COMMAND` gives through pipes (the pty's
+# \r\n is undone for the capture). The precision table, so run, differs from the
+# pipes' verdicts in exactly these cases (docs/executor.md, "On a terminal").
+ON_A_TERMINAL_DIFFERS = {
+    # The signature text echoed with an outside path: read as a denial, as for any
+    # command that says 2>&1 (stdout lines count only with a path's proof).
+    "sig-on-stdout": True,
+    # A relative path after a cd: unknown, and only a stderr line decides on the
+    # signature alone; merged, the line is not known to be stderr.
+    "cd-relative": False,
+}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the precision table needs root")
+@pytest.mark.parametrize("backend", CONFINING)
+def test_the_precision_table_on_a_terminal(backend, monkeypatch):
+    from stockade._run_terminal import MERGE_STDERR
+
+    from .precision import test_denials as precision
+
+    prepare = precision._prepare
+
+    def on_a_terminal(*args, **kwargs):
+        call = prepare(*args, **kwargs)
+        return {**call, "command": MERGE_STDERR + call["command"]}
+
+    monkeypatch.setattr(precision, "_prepare", on_a_terminal)
+    table = precision.build_table(backend)
+    differs = {
+        case: outcome["denied"]
+        for case, outcome in table.outcomes.items()
+        if outcome["denied"] != precision.CASES[case].denied
+    }
+    assert differs == ON_A_TERMINAL_DIFFERS
+
+
 # ---- the person's terminal is given back as it was ---------------------------------------
 
 ENDINGS = {
