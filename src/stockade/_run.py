@@ -1,10 +1,10 @@
 """`stockade run`: one command through the provider and the sandboxed executor.
 
 As a person runs it, the command's output arrives live on stockade's own stdout and
-stderr (a bounded copy is still captured for classification), a piped stdin is
-passed on, and the exit status reads as a shell's (docs/executor.md, "stockade
-run"). With --json nothing is streamed: stdout is one JSON object, the result or
-an error with a stable `code`.
+stderr (a bounded copy is still captured for classification), on a terminal through
+a pty of its own (`_run_terminal`), a piped stdin is passed on, and the exit status
+reads as a shell's (docs/executor.md, "stockade run"). With --json nothing is
+streamed: stdout is one JSON object, the result or an error with a stable `code`.
 """
 
 from __future__ import annotations
