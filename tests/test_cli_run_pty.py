@@ -30,7 +30,7 @@ from stockade.executor._spawn import TerminalOutput
 
 from .pty_screen import PtyChild
 from .support import pids_with_marker, require_backend
-from .test_cli_run_shell import ENV, STOCKADE, backend_args, sleeper, wait_for_pids
+from .test_cli_run_shell import ENV, STOCKADE, backend_args, on_a_pty, sleeper, wait_for_pids
 
 BACKENDS = ("bwrap", "landlock", "danger-full-access")
 CONFINING = ("bwrap", "landlock")
@@ -81,7 +81,7 @@ STDIO_BUFFERED = (
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_stdio_buffered_program_shows_each_line_as_it_prints_it(backend, scratch):
     # Python buffers stdout whole on a pipe: before, nothing showed for 2.4 s.
-    with PtyChild(run_argv(backend, STDIO_BUFFERED), cwd=scratch, env=ENV) as child:
+    with on_a_pty(run_argv(backend, STDIO_BUFFERED), cwd=scratch, env=ENV) as child:
         arrived = arrival(child, [f"tick{i}" for i in range(6)])
         assert child.finish() == 0
     assert arrived["tick5"] - arrived["tick0"] > 1.2
@@ -100,7 +100,7 @@ COMMAND_SEES = (
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_command_runs_on_terminals_of_its_own(backend, scratch):
-    with PtyChild(held(run_argv(backend, COMMAND_SEES)), cwd=scratch, env=ENV) as child:
+    with on_a_pty(held(run_argv(backend, COMMAND_SEES)), cwd=scratch, env=ENV) as child:
         outer = child.wait_for(lambda screen: "outer=" in screen, timeout=30)
         child.send(b"\n")
         child.wait_for(lambda screen: "cols=" in screen, timeout=30)
@@ -124,7 +124,7 @@ def test_a_window_resize_reaches_the_command(backend, scratch):
     command = (
         "trap 'echo now=$(stty size)' WINCH; echo ready; for i in $(seq 100); do sleep 0.1; done"
     )
-    with PtyChild(run_argv(backend, command), cwd=scratch, env=ENV) as child:
+    with on_a_pty(run_argv(backend, command), cwd=scratch, env=ENV) as child:
         child.wait_for(lambda screen: "ready" in screen, timeout=30)
         # The person's window changes: the kernel signals stockade, which passes it on.
         fcntl.ioctl(child.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
@@ -144,7 +144,7 @@ INTERACTIVE = (
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_typed_input_reaches_an_interactive_command(backend, scratch):
-    with PtyChild(run_argv(backend, INTERACTIVE), cwd=scratch, env=ENV) as child:
+    with on_a_pty(run_argv(backend, INTERACTIVE), cwd=scratch, env=ENV) as child:
         child.wait_for(lambda screen: "name?" in screen, timeout=30)
         child.send(b"alice\r")
         child.wait_for(lambda screen: "got-alice" in screen, timeout=30)
@@ -162,7 +162,7 @@ def test_typed_input_reaches_an_interactive_command(backend, scratch):
 def test_piped_stdin_with_a_terminal_for_output(scratch):
     require_backend("bwrap")
     script = f"echo piped-in | {STOCKADE} run 'cat; test -t 0 || echo in-pipe; test -t 1 && echo out-tty'"
-    with PtyChild(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
+    with on_a_pty(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
         assert child.finish() == 0
         lines = child.text().splitlines()
     assert lines[:3] == ["piped-in", "in-pipe", "out-tty"]
@@ -191,7 +191,7 @@ def test_piped_and_json_runs_keep_pipes(backend, scratch):
         "err-not-a-terminal\n",
     )
     # --json on a terminal: a program reads the object, the command gets pipes.
-    with PtyChild(run_argv(backend, "--json", PIPES), cwd=scratch, env=ENV) as child:
+    with on_a_pty(run_argv(backend, "--json", PIPES), cwd=scratch, env=ENV) as child:
         assert child.finish() == 0
         raw_text = bytes(child.raw).decode()
     facts = json.loads(raw_text)
@@ -212,7 +212,7 @@ sys.exit(main(sys.argv[1:]))
 def test_without_a_pty_to_give_the_command_gets_pipes(scratch):
     require_backend("bwrap")
     argv = [sys.executable, "-c", NO_PTY, "run", "test -t 1 || echo out-pipe; echo done"]
-    with PtyChild(argv, cwd=scratch, env=ENV) as child:
+    with on_a_pty(argv, cwd=scratch, env=ENV) as child:
         assert child.finish(timeout=60) == 0
         lines = child.text().splitlines()
     assert lines[:2] == ["out-pipe", "done"]
@@ -223,7 +223,7 @@ def test_stdin_on_a_terminal_is_closed_when_the_output_is_piped(scratch):
     # stdout into a pipe: no terminal of its own, and the person's is not given; cat
     # would wait for the person to type, with stdin closed it ends at once.
     script = f"{STOCKADE} run 'cat; echo stdin-closed' | cat"
-    with PtyChild(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
+    with on_a_pty(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
         child.wait_for(lambda text: "stdin-closed" in text, timeout=30)
         assert child.finish() == 0
 
@@ -235,7 +235,7 @@ def test_stdin_on_a_terminal_is_closed_when_the_output_is_piped(scratch):
 def test_ctrl_c_ends_the_command_and_its_processes(backend, scratch):
     marker = f"stockade-{uuid.uuid4().hex[:12]}"
     command = f"echo started; {sleeper(marker)} & {sleeper(marker)}; wait"
-    with PtyChild(run_argv(backend, command), cwd=scratch, env=ENV) as child:
+    with on_a_pty(run_argv(backend, command), cwd=scratch, env=ENV) as child:
         child.wait_for(lambda text: "started" in text, timeout=30)
         wait_for_pids(marker)
         child.send(b"\x03")  # into the command's terminal: SIGINT to its group
@@ -249,7 +249,7 @@ def test_ctrl_c_ends_the_command_and_its_processes(backend, scratch):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_command_that_handles_ctrl_c_decides_what_happens(backend, scratch):
     command = "trap 'echo handled-it; exit 3' INT; echo started; sleep 100 & wait"
-    with PtyChild(run_argv(backend, command), cwd=scratch, env=ENV) as child:
+    with on_a_pty(run_argv(backend, command), cwd=scratch, env=ENV) as child:
         child.wait_for(lambda text: "started" in text, timeout=30)
         time.sleep(0.3)
         child.send(b"\x03")
@@ -262,16 +262,36 @@ def test_a_command_that_handles_ctrl_c_decides_what_happens(backend, scratch):
         assert (status, "handled-it" in screen) == (3, True)
 
 
+IGNORING_SIGINT = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def test_ctrl_c_with_sigint_ignored_on_entry_exits_130(scratch):
+    # Started as under nohup: the command still gets Ctrl-C, stockade keeps SIGINT
+    # ignored and says 130 with its status instead of dying of it.
+    require_backend("bwrap")
+    argv = [sys.executable, "-c", IGNORING_SIGINT, *run_argv("bwrap", "echo started; sleep 100")]
+    with on_a_pty(argv, cwd=scratch, env=ENV) as child:
+        child.wait_for(lambda text: "\nstarted" in f"\n{text}", timeout=30)
+        time.sleep(0.3)
+        child.send(b"\x03")
+        assert child.finish(timeout=30) == 130
+
+
 def test_ctrl_c_stops_a_calling_scripts_loop(scratch):
     require_backend("bwrap")
     # As in a shell: the loop's shell stops when its child died of Ctrl-C's SIGINT.
     script = f'for i in 1 2 3; do {STOCKADE} run "echo run$i; sleep 100"; done; echo loop-done'
-    with PtyChild(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
+    with on_a_pty(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
         child.wait_for(lambda text: "run1" in text, timeout=30)
         time.sleep(0.3)
         child.send(b"\x03")
-        assert child.finish(timeout=30) == SIGINT_DEATH
+        status = child.finish(timeout=30)
         screen = child.text()
+    assert status == SIGINT_DEATH, screen
     assert "run2" not in screen and "loop-done" not in screen
 
 
@@ -286,7 +306,7 @@ def test_ctrl_z_stops_the_command_and_fg_continues_it(backend, scratch):
     env = {**ENV, "PS1": PROMPT, "PATH": f"{BIN}:{ENV['PATH']}"}
     shell = ["/bin/bash", "--norc", "--noprofile", "-i"]
     ticks = "for i in $(seq 1 300); do echo tick$i; sleep 0.1; done"
-    with PtyChild(shell, cwd=scratch, env=env, history=2000) as child:
+    with on_a_pty(shell, cwd=scratch, env=env, history=2000) as child:
         child.wait_for(lambda text: PROMPT.rstrip() in text, timeout=30)
         child.send(f"stockade run --backend {backend} '{ticks}'\r".encode())
         child.wait_for(lambda text: "tick3" in text, timeout=30)
@@ -306,6 +326,27 @@ def test_ctrl_z_stops_the_command_and_fg_continues_it(backend, scratch):
     assert "status=130" in screen
 
 
+def test_a_stopped_run_ends_when_its_job_is_killed(scratch):
+    """`kill %1` on a run stopped by Ctrl-Z (SIGTERM, then SIGCONT from the shell):
+    stockade, now in the background, ends as for SIGTERM and takes the command with it."""
+    require_backend("bwrap")
+    marker = f"stockade-{uuid.uuid4().hex[:12]}"
+    env = {**ENV, "PS1": PROMPT, "PATH": f"{BIN}:{ENV['PATH']}"}
+    shell = ["/bin/bash", "--norc", "--noprofile", "-i"]
+    with on_a_pty(shell, cwd=scratch, env=env, history=2000) as child:
+        child.wait_for(lambda text: PROMPT.rstrip() in text, timeout=30)
+        child.send(f"stockade run 'echo started; {sleeper(marker)}'\r".encode())
+        child.wait_for(lambda text: "\nstarted" in text, timeout=30)
+        wait_for_pids(marker)
+        child.send(b"\x1a")
+        child.wait_for(lambda text: "Stopped" in text, timeout=30)
+        child.send(b"kill %1; sleep 1; jobs\r")
+        child.wait_for(lambda text: "Exit 143" in text, timeout=30)
+        child.send(b"exit\r")
+        child.finish(timeout=30)
+    assert pids_with_marker(marker) == []
+
+
 @pytest.mark.parametrize("backend", CONFINING)
 def test_a_shell_inside_keeps_its_own_job_control(backend, scratch):
     """`stockade run bash`: its jobs are its own to stop and interrupt (Ctrl-Z stops
@@ -314,7 +355,7 @@ def test_a_shell_inside_keeps_its_own_job_control(backend, scratch):
     env = {**ENV, "PS1": PROMPT, "PATH": f"{BIN}:{ENV['PATH']}"}
     shell = ["/bin/bash", "--norc", "--noprofile", "-i"]
     inner = "PS1='inner''$ ' bash --norc --noprofile -i"  # the prompt, not this line
-    with PtyChild(shell, cwd=scratch, env=env, history=2000) as child:
+    with on_a_pty(shell, cwd=scratch, env=env, history=2000) as child:
         child.wait_for(lambda text: PROMPT.rstrip() in text, timeout=30)
         child.send(f'stockade run --backend {backend} "{inner}"\r'.encode())
         child.wait_for(lambda text: "inner$" in text, timeout=30)
@@ -345,7 +386,7 @@ def test_the_commands_output_is_not_taken_for_the_runners(scratch):
     # The runner's stderr stays a pipe: a `bwrap:` line the command prints, on either
     # stream, is its output, not bwrap failing (off a terminal, its stderr would be).
     command = "echo 'bwrap: on stdout'; echo 'bwrap: on stderr' >&2"
-    with PtyChild(run_argv("bwrap", command), cwd=scratch, env=ENV) as child:
+    with on_a_pty(run_argv("bwrap", command), cwd=scratch, env=ENV) as child:
         assert child.finish(timeout=30) == 0
         lines = child.text().splitlines()
     assert lines[:2] == ["bwrap: on stdout", "bwrap: on stderr"]
@@ -360,7 +401,7 @@ HUMAN = "stockade: the sandbox refused a file write under read-only mode (try --
 def test_a_denial_on_a_terminal_is_still_found(backend, command, scratch):
     # `2>&1`: the refusal arrives on the command's terminal (stdout), not a pipe.
     argv = run_argv(backend, "--mode", "read-only", command)
-    with PtyChild(argv, cwd=scratch, env=ENV) as child:
+    with on_a_pty(argv, cwd=scratch, env=ENV) as child:
         status = child.finish(timeout=30)
         lines = child.text().splitlines()
     assert status == 1
@@ -373,7 +414,7 @@ def test_a_denial_on_a_terminal_is_still_found(backend, command, scratch):
 def test_a_denial_with_stderr_to_a_file_keeps_the_models_wording(backend, scratch):
     run = shlex.join(run_argv(backend, "--mode", "read-only", "echo out; echo hi > f"))
     script = f"{run} 2>err.txt; echo status=$?"
-    with PtyChild(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
+    with on_a_pty(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
         assert child.finish(timeout=30) == 0
         lines = child.text().splitlines()
     assert lines[:2] == ["out", "status=1"]
@@ -438,7 +479,7 @@ def test_the_persons_terminal_modes_are_restored(backend, ending, scratch):
     command, flags, action, status = ENDINGS[ending]
     marker = f"stockade-{uuid.uuid4().hex[:12]}"
     argv = held(run_argv(backend, *flags, command.replace("SLEEPER", sleeper(marker))))
-    with PtyChild(argv, cwd=scratch, env=ENV) as child:
+    with on_a_pty(argv, cwd=scratch, env=ENV) as child:
         child.wait_for(lambda screen: "outer=" in screen, timeout=30)
         before = termios.tcgetattr(child.fd)
         assert not raw(before)
@@ -480,7 +521,7 @@ def test_a_runner_failure_inside_the_run_restores_the_terminal(scratch, config_d
         "- id: bash\n  name: stockade.bash.sandbox\n"
     )
     argv = held([STOCKADE, "run", "--config", str(config), "true"])
-    with PtyChild(argv, cwd=scratch, env=ENV) as child:
+    with on_a_pty(argv, cwd=scratch, env=ENV) as child:
         child.wait_for(lambda screen: "outer=" in screen, timeout=30)
         before = termios.tcgetattr(child.fd)
         child.send(b"\n")

@@ -34,6 +34,22 @@ BACKENDS = ("bwrap", "landlock", "danger-full-access")
 CAP = ExecutorConfig().output_cap
 
 
+# What a person's shell gives a program: default dispositions, nothing blocked. This
+# test process may carry others from in-process tests (exec's wait path leaves SIGINT
+# and SIGQUIT ignored), which a child on the pty would inherit.
+AS_A_PERSON = """
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_SETMASK, ())
+for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTSTP):
+    signal.signal(signum, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def on_a_pty(argv: list[str], **options) -> PtyChild:
+    return PtyChild([sys.executable, "-c", AS_A_PERSON, *argv], **options)
+
+
 def backend_args(backend: str) -> list[str]:
     if backend == "danger-full-access":
         return ["--mode", "danger-full-access"]
@@ -130,7 +146,7 @@ def test_ctrl_c_on_a_terminal_ends_the_command_quietly(scratch):
     require_backend("bwrap")
     marker = f"stockade-{uuid.uuid4().hex[:12]}"
     argv = [STOCKADE, "run", f"echo started; {sleeper(marker)}"]
-    with PtyChild(argv, cwd=scratch, env=ENV) as child:
+    with on_a_pty(argv, cwd=scratch, env=ENV) as child:
         child.wait_for(lambda text: "started" in text, timeout=30)
         wait_for_pids(marker)
         child.send(b"\x03")  # the command's terminal turns it into SIGINT for the command

@@ -571,6 +571,8 @@ def _die_of_sigint() -> None:
     have had it not been raw (only the command got the key). Stockade dies of SIGINT,
     and a calling shell stops its loop or script: it stops for a child killed by
     SIGINT while it got SIGINT too, not for one that exited 130."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        return  # ignored on entry (as under nohup): it stays so, and the status says 130
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()

@@ -67,6 +67,10 @@ class _Person:
         if not self.typing:
             return
         with contextlib.suppress(termios.error, OSError):
+            if os.tcgetpgrp(self.fd) != os.getpgrp():
+                # In the background (continued by `bg`, or by `kill %1` on its way to
+                # end): changing the terminal would only stop stockade again.
+                return
             modes = termios.tcgetattr(self.fd)
             # Every key goes to the command's terminal, which echoes, edits lines and
             # turns Ctrl-C into SIGINT; stockade's side only passes bytes on.
