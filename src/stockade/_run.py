@@ -1,14 +1,15 @@
 """`stockade run`: one command through the provider and the sandboxed executor.
 
 As a person runs it, the command's output arrives live on stockade's own stdout and
-stderr (a bounded copy is still captured for classification), a piped stdin is
-passed on, and the exit status reads as a shell's (docs/executor.md, "stockade
-run"). With --json nothing is streamed: stdout is one JSON object, the result or
-an error with a stable `code`.
+stderr (a bounded copy is still captured for classification), on a terminal through
+a pty of its own (`_run_terminal`), a piped stdin is passed on, and the exit status
+reads as a shell's (docs/executor.md, "stockade run"). With --json nothing is
+streamed: stdout is one JSON object, the result or an error with a stable `code`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import select
@@ -20,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import msgspec
 import trio
 
@@ -168,11 +170,14 @@ class _Screen:
         self.last: dict[int, bytes] = {}
         self.shared = _same_file(1, 2)  # both on one terminal (or file): one line state
 
-    def sink(self, fd: int) -> Sink:
+    def sink(self, fd: int, *, raw: bool = False) -> Sink:
         """Each chunk written to `fd` whole, in a worker thread: a slow reader (a pager)
-        holds back only this stream, never the timeout or a Ctrl-C."""
+        holds back only this stream, never the timeout or a Ctrl-C. `raw`: a pipe's
+        output onto a terminal held raw, which starts no new line at \n by itself."""
 
         async def sink(chunk: bytes) -> None:
+            if raw:
+                chunk = chunk.replace(b"\n", b"\r\n")
             try:
                 await trio.to_thread.run_sync(_write_all, fd, chunk, abandon_on_cancel=True)
             except BrokenPipeError:
@@ -224,12 +229,22 @@ def stdin_source() -> Source | None:
     return source
 
 
-def _streams(args: argparse.Namespace, screen: _Screen) -> Streams:
+def _streams(
+    args: argparse.Namespace, screen: _Screen, *, typing: bool = False, raw_stderr: bool = False
+) -> Streams:
     if args.json:
         return Streams(stdin=stdin_source())
     sys.stdout.flush()
     sys.stderr.flush()
-    return Streams(stdout=screen.sink(1), stderr=screen.sink(2), stdin=stdin_source())
+    # Typed input goes to the command's own terminal, not through a source.
+    stdin = None if typing else stdin_source()
+    return Streams(stdout=screen.sink(1), stderr=screen.sink(2, raw=raw_stderr), stdin=stdin)
+
+
+def on_a_terminal(args: argparse.Namespace) -> bool:
+    """Whether the command runs on a terminal of its own: stdout is a terminal and
+    nothing is read by a program (--json)."""
+    return not args.json and sys.platform != "win32" and os.isatty(1)
 
 
 # ---- running -------------------------------------------------------------------------
@@ -323,10 +338,36 @@ class _Invocation:
     ) -> None:
         self.args, self.command, self.timeout, self.settings = args, command, timeout, settings
         self.screen = _Screen()
+        # The person typed Ctrl-C into the command's terminal (the last run).
+        self.interrupted = False
 
     async def run(self, policy: ExecutionPolicy) -> ShellResult:
+        if on_a_terminal(self.args):
+            return await self._on_a_terminal(policy)
         streams = _streams(self.args, self.screen)
         return await _run(self.command, self.timeout, self.settings, policy, streams)
+
+    async def _on_a_terminal(self, policy: ExecutionPolicy) -> ShellResult:
+        """The command on a pseudo-terminal of its own (docs/executor.md, "On a terminal")."""
+        from . import _run_terminal as tty
+
+        typing = tty.typing_reaches_the_command()
+        command = self.command
+        if tty.same_terminal(1, 2):
+            command = tty.MERGE_STDERR + command
+        async with tty.command_terminal(typing=typing) as pty:
+            if pty is None:  # no pty left on the system: pipes, as off a terminal
+                streams = _streams(self.args, self.screen)
+                return await _run(self.command, self.timeout, self.settings, policy, streams)
+            # What still comes on the stderr pipe (the runner's own lines) meets the
+            # terminal raw when it is the one typed on.
+            raw = typing and tty.same_terminal(0, 2)
+            streams = _streams(self.args, self.screen, typing=typing, raw_stderr=raw)
+            streams = attrs.evolve(streams, terminal=pty.terminal)
+            try:
+                return await _run(command, self.timeout, self.settings, policy, streams)
+            finally:
+                self.interrupted = pty.interrupted
 
     @property
     def limit(self) -> float | None:
@@ -536,7 +577,24 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
         return 0
     if not shown:
         call.report(result)
-    return exit_status(result)
+    status = exit_status(result)
+    if call.interrupted and status == 128 + signal.SIGINT:
+        _die_of_sigint()
+    return status
+
+
+def _die_of_sigint() -> None:
+    """Ctrl-C ended the command: pass it on to stockade's own job, as the terminal would
+    have had it not been raw (only the command got the key). Stockade dies of SIGINT,
+    and a calling shell stops its loop or script: it stops for a child killed by
+    SIGINT while it got SIGINT too, not for one that exited 130."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        return  # ignored on entry (as under nohup): it stays so, and the status says 130
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.killpg(os.getpgrp(), signal.SIGINT)
 
 
 def _said(error: Exception) -> str:

@@ -3,7 +3,8 @@
 Every process gets its own session (so its group can be signalled as one), stdin
 closed unless given, and bounded output buffers; nothing outlives `settle`. A
 foreground caller may attach `Streams`: each output chunk is handed on as it arrives
-(besides the bounded capture), and stdin is pumped from the caller's source.
+(besides the bounded capture), and stdin is pumped from the caller's source; or give
+the command a pseudo-terminal it opened (`Terminal`) in place of the pipes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import subprocess
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import attrs
 import trio
@@ -56,6 +58,63 @@ class Streams:
     stdout: Sink | None = None
     stderr: Sink | None = None
     stdin: Source | None = None
+    # The command's stdout (and stdin) on a terminal the caller opened (see Terminal).
+    terminal: Terminal | None = None
+
+
+@attrs.define(eq=False)
+class Terminal:
+    """A pseudo-terminal a foreground caller opened for the command (`stockade run` on
+    a person's terminal), in place of its stdout pipe (and stdin's, when `stdin`).
+
+    `slave` is what the command gets as fd 1 (and 0), and becomes its controlling
+    terminal; stderr stays a pipe. `master` is drained like the stdout pipe, through
+    a duplicate: the caller keeps its own, to type into and to close. The slave is
+    handed over: `spawn` closes it once the command holds it, so the drain sees the
+    end of the output when the command's processes are gone.
+    """
+
+    slave: int
+    master: int
+    stdin: bool = False
+    _released: bool = False
+
+    def release(self) -> None:
+        """Close the command's end (once; also when it never started)."""
+        if not self._released:
+            self._released = True
+            with contextlib.suppress(OSError):
+                os.close(self.slave)
+
+
+class TerminalOutput(trio.abc.ReceiveStream):
+    """The command's output as a pty master gives it: its end is EIO (every slave end
+    closed), read as the end of a pipe is. `as_written` undoes the terminal's \r\n for
+    \n, for the capture that classification reads (the sink gets the bytes as the
+    terminal shows them)."""
+
+    def __init__(self, master: int) -> None:
+        self._stream = trio.lowlevel.FdStream(os.dup(master))
+        self._held = b""
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            return await self._stream.receive_some(max_bytes)
+        except trio.BrokenResourceError:
+            return b""
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def as_written(self, chunk: bytes) -> bytes:
+        """`chunk` for the capture; a \r that ends it waits for the next (b"": the end)."""
+        data, self._held = self._held + chunk, b""
+        if chunk and data.endswith(b"\r"):
+            data, self._held = data[:-1], b"\r"
+        return data.replace(b"\r\n", b"\n")
 
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -81,8 +140,10 @@ async def spawn(
     env: Mapping[str, str] | None,
     with_stdin: bool,
     bwrap: bool = False,
+    terminal: Terminal | None = None,
 ) -> trio.Process:
-    """Start `argv` directly (no shell) as the leader of a new session.
+    """Start `argv` directly (no shell) as the leader of a new session (with
+    `terminal`: on it, which becomes the session's controlling terminal).
 
     `bwrap`: argv is bwrap's; it is asked for its `--info-fd` report, which names the
     init of the sandbox's PID namespace, so `settle` can wait for that namespace's end
@@ -96,17 +157,22 @@ async def spawn(
         os.set_blocking(report, False)
         argv = (argv[0], "--info-fd", str(write_end), *argv[1:])
         pass_fds = (write_end,)
+    stdio: dict[str, Any] = {
+        "stdin": subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+    }
+    if terminal is not None:
+        stdio = _on_terminal(stdio, terminal)
     try:
         process = await trio.lowlevel.open_process(
             list(argv),
-            stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
             cwd=cwd,
             env=environment,
             start_new_session=True,
             close_fds=True,
             pass_fds=pass_fds,
+            **stdio,
         )
     except BaseException:
         if report is not None:
@@ -115,6 +181,11 @@ async def spawn(
     finally:
         if write_end is not None:
             os.close(write_end)
+        if terminal is not None:
+            terminal.release()
+    if terminal is not None:
+        # The stream its output arrives on: the master, not a pipe of its own.
+        process.stdout = TerminalOutput(terminal.master)
     if report is not None:
         # Closed by `settle`, or with the process object if it never settles.
         _INIT_REPORTS[process] = (report, weakref.finalize(process, os.close, report))
@@ -166,6 +237,20 @@ async def _namespace_gone(process: trio.Process) -> None:
             await trio.lowlevel.wait_readable(pidfd)
     finally:
         os.close(pidfd)
+
+
+def _on_terminal(stdio: dict[str, Any], terminal: Terminal) -> dict[str, Any]:
+    import fcntl
+    import termios
+
+    stdio = {**stdio, "stdout": terminal.slave}
+    if terminal.stdin:
+        stdio["stdin"] = terminal.slave
+    # In the child, after its setsid: fd 1 (the pty, nobody's terminal yet) becomes the
+    # new session's controlling terminal, so Ctrl-C, SIGWINCH and /dev/tty work inside.
+    # A C function with int arguments: nothing the forked child could deadlock on.
+    stdio["preexec_fn"] = partial(fcntl.ioctl, 1, termios.TIOCSCTTY, 0)
+    return stdio
 
 
 def signal_group(pgid: int, signum: int) -> None:
@@ -241,9 +326,10 @@ async def _drain(
     # The stream stays open: after a cancellation, settle drains it once more.
     if stream is None:
         return
+    terminal = stream if isinstance(stream, TerminalOutput) else None
     try:
         while chunk := await grace.receive(stream):
-            buffer.write(chunk)
+            buffer.write(chunk if terminal is None else terminal.as_written(chunk))
             if sink is None:
                 continue
             began = trio.current_time()
@@ -257,6 +343,8 @@ async def _drain(
             grace.credit(trio.current_time() - began)
     except trio.ClosedResourceError:
         return  # closed above, on an earlier pass
+    if terminal is not None:
+        buffer.write(terminal.as_written(b""))
 
 
 async def _drain_both(

@@ -188,9 +188,15 @@ class ExecutorActor:
         temp = {"TMPDIR": spec.policy.temp_dir} if spec.policy.temp_dir else {}
         env = {**temp, **(spec.env or {})} if not facts.confined else temp
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
+        terminal = streams.terminal if streams is not None else None
         try:
             return await spawn(
-                argv, cwd=workdir, env=env, with_stdin=with_stdin, bwrap=facts.backend == "bwrap"
+                argv,
+                cwd=workdir,
+                env=env,
+                with_stdin=with_stdin,
+                bwrap=facts.backend == "bwrap",
+                terminal=terminal,
             )
         except ValueError as error:  # a NUL byte, or text that is not UTF-8
             raise CommandStartError(f"the command cannot be started: {error}") from None
