@@ -55,6 +55,8 @@ def _nobody_reads_public_copies(request: pytest.FixtureRequest) -> None:
         return
     monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
     monkeypatch.setattr(_argv, "EMPTY_FILE", view.path(_argv.EMPTY_FILE))
+    # The placeholders that hold text (a commondir of ".", an empty MCP config).
+    monkeypatch.setattr(_argv, "DATA_DIR", view.path(_argv.DATA_DIR))
     launcher = view.path(_probe.launcher_path())
     monkeypatch.setattr(_probe, "launcher_path", lambda: launcher)
 
