@@ -67,7 +67,7 @@ async def _bare_server(receive: Any, *, task_status: Any) -> None:
 async def _measure(ctx: Context, calls: int, concurrent: int, per_task: int) -> dict[str, Any]:
     import trio
 
-    from stockade._mailbox import open_inbox, request
+    from stockade.actors.mailbox import open_inbox, request
     from stockade.executor.actor import open_executor
     from stockade.sandbox.actor import open_provider
     from stockade.sessionlog import MemoryStore, open_session_log

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from stockade import cli
+from stockade.cli import entry as cli
 
 from .support import REAL_BACKENDS, require_backend
 from .trust._support import STOCKADE

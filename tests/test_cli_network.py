@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from stockade import Network, cli
+from stockade import Network
+from stockade.cli import entry as cli
 from stockade.sandbox.private_tmp import remove_private_tmp
 
 from .support import require_backend, stockade
@@ -112,7 +113,7 @@ def test_exec_with_network_stays_on_the_standard_library(tmp_path):
         "    heavy = {m.split('.')[0] for m in sys.modules} & {'trio', 'msgspec', 'attrs'}\n"
         "    print(sorted(heavy)); sys.exit(0)\n"
         "os.execvp = execvp\n"
-        "from stockade.cli import main\n"
+        "from stockade.cli.entry import main\n"
         "main(['exec', '--mode', 'danger-full-access', '--network', 'on', '--', 'true'])\n"
     )
     env = {key: value for key, value in os.environ.items() if key != "STOCKADE_CONFIG"}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stockade import _run as run_module
-from stockade import cli
+from stockade.cli import entry as cli
+from stockade.cli import run as run_module
 from stockade.sandbox import _probe
 
 from .support import require_backend, stockade

@@ -204,7 +204,7 @@ import os, sys
 def no_pty():
     raise OSError(28, "No space left on device")
 os.openpty = no_pty
-from stockade.cli import main
+from stockade.cli.entry import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -441,7 +441,7 @@ ON_A_TERMINAL_DIFFERS = {
 @pytest.mark.nobody  # the table runs its cases as uid 65534 too (tests/README.md)
 @pytest.mark.parametrize("backend", CONFINING)
 def test_the_precision_table_on_a_terminal(backend, monkeypatch, nobody_public):
-    from stockade._run_terminal import MERGE_STDERR
+    from stockade.cli._run_terminal import MERGE_STDERR
 
     from .precision import test_denials as precision
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from stockade import _run as run_module
+from stockade.cli import run as run_module
 from stockade.executor._buffer import OutputBuffer
 from stockade.executor._classify import command_exec_status
 from stockade.executor._facts import WrapFacts, settled_result

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from stockade import cli
-from stockade._cli_errors import CODES
+from stockade.cli import entry as cli
+from stockade.cli.errors import CODES
 from stockade.sessionlog.catalog import parse_duration
 
 from .support import require_backend
@@ -221,7 +221,7 @@ def test_exec_imports_no_argparse_on_the_fast_path(tmp_path):
         "    print(sorted({'argparse', 'trio', 'msgspec', 'typing'} & set(sys.modules)))\n"
         "    sys.exit(0)\n"
         "os.execvp = execvp\n"
-        "from stockade.cli import main\n"
+        "from stockade.cli.entry import main\n"
         "main(['exec', '--mode', 'danger-full-access', '--', 'true'])\n"
     )
     done = subprocess.run(

@@ -7,10 +7,6 @@ standard library.
 
 from __future__ import annotations
 
-from ._modes import ApprovalPolicy as ApprovalPolicy
-from ._modes import Enforcement as Enforcement
-from ._modes import Network as Network
-from ._modes import SandboxMode as SandboxMode
 from .errors import CommandStartError as CommandStartError
 from .errors import ConfigError as ConfigError
 from .errors import InvalidPolicy as InvalidPolicy
@@ -18,6 +14,10 @@ from .errors import SandboxUnavailable as SandboxUnavailable
 from .errors import SessionExists as SessionExists
 from .errors import SessionNotFound as SessionNotFound
 from .errors import StockadeError as StockadeError
+from .modes import ApprovalPolicy as ApprovalPolicy
+from .modes import Enforcement as Enforcement
+from .modes import Network as Network
+from .modes import SandboxMode as SandboxMode
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from .approval.answerers import CallbackAnswerer as CallbackAnswerer
     from .approval.answerers import ScriptedAnswerer as ScriptedAnswerer
     from .approval.answerers import TerminalAnswerer as TerminalAnswerer
-    from .harness import AgentSession as AgentSession
-    from .harness import Harness as Harness
-    from .harness import open_harness as open_harness
+    from .harness._harness import AgentSession as AgentSession
+    from .harness._harness import Harness as Harness
+    from .harness._harness import open_harness as open_harness
     from .messages import JobHandle as JobHandle
     from .messages import JobReport as JobReport
     from .messages import RunnerFailureRule as RunnerFailureRule

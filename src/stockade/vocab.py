@@ -10,19 +10,19 @@ import os
 
 import msgspec
 
-from ._modes import DENIAL_INSTRUCTION as DENIAL_INSTRUCTION
-from ._modes import NETWORK_REJECTION_TEXT as NETWORK_REJECTION_TEXT
-from ._modes import WITH_NETWORK as WITH_NETWORK
-from ._modes import ApprovalPolicy as ApprovalPolicy
-from ._modes import Enforcement as Enforcement
-from ._modes import Network as Network
-from ._modes import SandboxMode as SandboxMode
-from ._modes import allowed_modes as allowed_modes
-from ._modes import allowed_networks as allowed_networks
-from ._modes import denial_marker as denial_marker
-from ._modes import network_under as network_under
-from ._modes import rejection_text as rejection_text
 from .errors import InvalidPolicy
+from .modes import DENIAL_INSTRUCTION as DENIAL_INSTRUCTION
+from .modes import NETWORK_REJECTION_TEXT as NETWORK_REJECTION_TEXT
+from .modes import WITH_NETWORK as WITH_NETWORK
+from .modes import ApprovalPolicy as ApprovalPolicy
+from .modes import Enforcement as Enforcement
+from .modes import Network as Network
+from .modes import SandboxMode as SandboxMode
+from .modes import allowed_modes as allowed_modes
+from .modes import allowed_networks as allowed_networks
+from .modes import denial_marker as denial_marker
+from .modes import network_under as network_under
+from .modes import rejection_text as rejection_text
 
 
 def _temp_roots(temp_dir: str | None, host_temp: tuple[str, ...]) -> tuple[str, ...]:

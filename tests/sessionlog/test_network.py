@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from stockade.errors import ConfigError
 from stockade.events import SessionEvent, SessionHeader
+from stockade.harness.session import Session
 from stockade.policy import (
     CUSTOM,
     DEFAULT_PRESETS,
@@ -35,7 +36,6 @@ from stockade.policy import (
     render_policy_context,
     resolve_execution_policy,
 )
-from stockade.session import Session
 from stockade.sessionlog import JsonlStore, MemoryStore, SessionLogClient, open_session_log
 from stockade.vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode, SandboxPolicy
 

@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from stockade.events import SessionHeader
+from stockade.harness.session import Session, SessionMismatch
 from stockade.policy import (
     ApprovalPolicySet,
     PolicyContext,
@@ -19,7 +20,6 @@ from stockade.policy import (
 )
 from stockade.policy.knobs import knob_state
 from stockade.policy.presets import DEFAULT_PRESETS, current_preset
-from stockade.session import Session, SessionMismatch
 from stockade.sessionlog import JsonlStore, MemoryStore, SessionLogClient, open_session_log
 from stockade.vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from stockade.cli import build_parser
-from stockade.session import Session
+from stockade.cli.entry import build_parser
+from stockade.cli.session_show import run_show
+from stockade.harness.session import Session
 from stockade.sessionlog import JsonlStore, open_session_log
-from stockade.sessionlog.show import run_show
 
 from ._helpers import DEFAULTS
 
@@ -129,7 +129,7 @@ async def test_an_acp_sessions_log_is_shown_by_the_command(tmp_path: Path) -> No
     """A log the ACP agent wrote (its `acp/prompt` and `acp/reply` events) is shown
     like any other by `stockade session show`, in a process of its own."""
     from stockade.acp.events import ACP_EVENTS, PromptReceived, ReplyGiven
-    from stockade.harness import harness_registry
+    from stockade.harness._harness import harness_registry
 
     from ..support import stockade
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-import stockade.trust as trust_module
-from stockade.trust import (
+import stockade.trust.check as trust_module
+from stockade.trust.check import (
     BLOCK,
     PIN,
     PLACEHOLDER_TEXT,
@@ -626,7 +626,7 @@ def test_relinkable_is_none_without_a_symlink_in_a_root(tree):
 
 
 def test_installation_paths_include_the_package_and_exclude_the_cwd(tmp_path, monkeypatch):
-    package = os.path.dirname(os.path.realpath(trust_module.__file__))
+    package = os.path.dirname(os.path.dirname(os.path.realpath(trust_module.__file__)))
     paths = installation_paths()
     assert package in paths
     assert os.path.realpath(sys.executable) in paths
@@ -667,7 +667,7 @@ def test_a_link_to_a_sticky_world_writable_directory_is_not_trusted(tmp_path):
 def test_path_facts_find_the_real_path_os_path_realpath_finds(tmp_path):
     """PathFacts.realpath answers from memoised lstats where no component is a link;
     whatever the tree, it must agree with os.path.realpath."""
-    from stockade.trust import PathFacts
+    from stockade.trust.check import PathFacts
 
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "file").write_text("x")

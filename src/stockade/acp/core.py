@@ -26,9 +26,9 @@ import trio
 
 from ..approval import ApprovalRequest
 from ..errors import StockadeError
-from ..harness import AgentSession, Harness
+from ..harness._harness import AgentSession, Harness
 from ..sessionlog import check_session_id
-from ..trust import broad_root_refusal
+from ..trust.check import broad_root_refusal
 from ..vocab import Network
 from .answerer import AskContext
 from .events import PromptReceived, ReplyGiven

@@ -165,8 +165,8 @@ def choose_model(args: argparse.Namespace, environ: Any = os.environ) -> Any:
 def _show(args: argparse.Namespace) -> int:
     """`stockade session show`, knowing this agent's events and folding the effective
     values over the agent's own composition (with --mode)."""
-    from ..harness import assemble, harness_registry
-    from ..sessionlog.show import run_show
+    from ..cli.session_show import run_show
+    from ..harness._harness import assemble, harness_registry
     from .events import ACP_EVENTS
 
     _actors, harness = assemble(load(args), extra_events=ACP_EVENTS)

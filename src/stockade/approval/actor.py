@@ -15,8 +15,8 @@ import attrs
 import msgspec
 import trio
 
-from .._lifetime import running
-from .._mailbox import Envelope, answer, open_inbox, request, serve_forever
+from ..actors.lifetime import running
+from ..actors.mailbox import Envelope, answer, open_inbox, request, serve_forever
 from ..events import SessionEvent
 from ._chain import Answer, Answerer, ApprovalRequest, Decision, ask_chain, policy_gate
 from .events import ApprovalAnswered, ApprovalAsked

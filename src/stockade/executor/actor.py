@@ -16,8 +16,8 @@ from typing import Any, assert_never
 import attrs
 import trio
 
-from .._lifetime import running
-from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
+from ..actors.lifetime import running
+from ..actors.mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import CommandStartError, SandboxUnavailable, brief
 from ..messages import (
     JobHandle,

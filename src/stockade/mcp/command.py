@@ -38,7 +38,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     if missing is not None:
         return _usage(f"{INSTALL_HINT} (cannot import {missing})")
     from ..sandbox._probe import host_temp_roots
-    from ..trust import broad_root_refusal
+    from ..trust.check import broad_root_refusal
     from . import _token
     from ._http import is_loopback, parse_http
     from ._link import seconds
@@ -96,7 +96,7 @@ def run_mcp(args: argparse.Namespace) -> int:
         except _token.TokenProblem as error:
             return _usage(str(error))
 
-    from .._cli_config import load_cli_composition
+    from ..cli.settings import load_cli_composition
 
     composition = load_cli_composition(args.config)
     settings = McpSettings(

@@ -10,8 +10,8 @@ import os
 from collections import namedtuple
 from collections.abc import Sequence
 
-from .._modes import SandboxMode
-from ..trust import (
+from ..modes import SandboxMode
+from ..trust.check import (
     INSTALL_FIX,
     NEW_REPOSITORY_GAP,
     PathFacts,

@@ -15,8 +15,8 @@ import signal
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from .._modes import Network, SandboxMode
 from ..errors import InvalidPolicy
+from ..modes import Network, SandboxMode
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, SEATBELT_EXEC, bwrap_argv
 
 PLATFORM_CHAINS: dict[str, tuple[str, ...]] = {
@@ -152,7 +152,7 @@ def runner_problem(path: str, temp_roots: Sequence[str]) -> str | None:
     which every bwrap call binds read-only and the Landlock launcher refuses to run
     beside (docs/security.md, "The trust base").
     """
-    from ..trust import check_trusted, installation_paths, is_under
+    from ..trust.check import check_trusted, installation_paths, is_under
 
     problem = check_trusted(path, temp_roots, what="the sandbox runner")
     if problem is None:
@@ -509,7 +509,7 @@ def cache_file() -> str | None:
 
 def cache_problem(path: str, writable_roots: Sequence[str]) -> str | None:
     """Why the cache at `path` may not be used for a call with these roots, or None."""
-    from ..trust import check_trusted
+    from ..trust.check import check_trusted
 
     problem = check_trusted(path, writable_roots, what="the probe-verdict cache", must_exist=False)
     return None if problem is None else problem.message("the cache is off for this call")

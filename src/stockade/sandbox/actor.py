@@ -16,11 +16,11 @@ import attrs
 import msgspec
 import trio
 
-from .._lifetime import running
-from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
+from ..actors.lifetime import running
+from ..actors.mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
-from ..trust import installation_paths, startup_files
+from ..trust.check import installation_paths, startup_files
 from ..vocab import SandboxPolicy
 from ._argv import hides_sockets, writable_roots
 from ._chain import Selection

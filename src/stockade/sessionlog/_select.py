@@ -60,7 +60,7 @@ def store_files(store: Any) -> tuple[tuple[str, str], ...]:
 def check_store_files(files: Sequence[tuple[str, str]], writable_roots: Sequence[str]) -> None:
     """ConfigError unless each of `files` ((path, what), from `store_files`) passes the
     trust base's check 1 against `writable_roots`."""
-    from ..trust import check_trusted
+    from ..trust.check import check_trusted
 
     for path, what in files:
         problem = check_trusted(path, writable_roots, what=what)
@@ -80,7 +80,7 @@ def show_store(args: argparse.Namespace, registry: EventRegistry) -> Any:
     $STOCKADE_CONFIG), when it is a database; for a JSON-lines store, its state
     directory becomes the default of `--state-dir`. None when no composition is named.
     """
-    from .._cli_config import CONFIG_ENV, load_cli_composition
+    from ..cli.settings import CONFIG_ENV, load_cli_composition
 
     named = getattr(args, "config", None)
     if not named and not os.environ.get(CONFIG_ENV):

@@ -26,7 +26,7 @@ import msgspec
 import outcome
 import trio
 
-from .._mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
+from ..actors.mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import StockadeError
 from ..events import (
     AppendConflict,

@@ -33,7 +33,7 @@ from typing import Any, Protocol, TextIO
 
 import msgspec
 
-from .._cli_errors import CliError, report
+from ..cli.errors import CliError, report
 from ..events import EventRegistry, LogCorrupt, SessionEvent, SessionHeader
 from ..policy.knobs import PolicyDefaults, knob_state
 from ._builtin import BUILTIN_EVENTS

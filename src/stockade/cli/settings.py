@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from ._modes import Network, SandboxMode
+from ..modes import Network, SandboxMode
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from .config import Composition
-    from .sandbox.config import ProviderConfig
+    from ..config import Composition
+    from ..sandbox.config import ProviderConfig
 
 CONFIG_ENV = "STOCKADE_CONFIG"
 CONFIG_FILENAME = "stockade.yml"
@@ -54,8 +54,8 @@ def load_cli_composition(explicit: str | None) -> Composition | None:
     """
     if not names_a_config(explicit):
         return None
-    from .config import find_config, load_composition
-    from .errors import ConfigError
+    from ..config import find_config, load_composition
+    from ..errors import ConfigError
 
     path = find_config(explicit)
     if path is None:
@@ -89,9 +89,9 @@ def cli_settings(
     backend: str,
     network: str | None = None,
 ) -> CliSettings:
-    from .executor.config import ExecutorConfig
-    from .sandbox._probe import host_temp_roots
-    from .sandbox.config import ProviderConfig, trusted_provider
+    from ..executor.config import ExecutorConfig
+    from ..sandbox._probe import host_temp_roots
+    from ..sandbox.config import ProviderConfig, trusted_provider
 
     if composition is None:
         provider: ProviderConfig | None = ProviderConfig(backend=backend)
@@ -145,7 +145,7 @@ def broad_root_problem(settings: CliSettings, *, may_widen: bool = False) -> str
         may_widen and settings.mode is SandboxMode.READ_ONLY
     ):
         return None
-    from .trust import broad_root_refusal
+    from ..trust.check import broad_root_refusal
 
     return broad_root_refusal(
         settings.root, explicit=settings.root_explicit, home=os.environ.get("HOME")
@@ -160,7 +160,7 @@ def unconfined_refusal(composition: Composition | None, settings: CliSettings) -
     mode_lies = settings.mode.confines
     if not mode_lies and settings.network is not Network.OFF:
         return None
-    from .policy import knobs
+    from ..policy import knobs
 
     executor = composition.executor
     reason = knobs.unconfined_reason(executor.name if executor is not None else None)

@@ -13,9 +13,9 @@ import errno
 import os
 import sys
 
-from ._cli_errors import EXIT_BROKEN_PIPE, say, silence
-from ._modes import Network, SandboxMode, allowed_modes, allowed_networks, network_under
-from .errors import ConfigError, InvalidPolicy, SandboxUnavailable, StockadeError
+from ..errors import ConfigError, InvalidPolicy, SandboxUnavailable, StockadeError
+from ..modes import Network, SandboxMode, allowed_modes, allowed_networks, network_under
+from .errors import EXIT_BROKEN_PIPE, say, silence
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
-    from .sandbox.private_tmp import PrivateTmp
+    from ..sandbox.private_tmp import PrivateTmp
 
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2
@@ -282,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
 
         def error(self, message: str) -> NoReturn:
             if Parser.json_errors:
-                from ._cli_errors import emit_error
+                from .errors import emit_error
 
                 emit_error("USAGE", f"{message} (see {self.prog} --help)", as_json=True)
                 raise SystemExit(EXIT_USAGE)
@@ -489,8 +489,8 @@ Landlock on Linux). Each verb has its own --help.
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from ._cli_config import cli_settings, load_cli_composition
-    from .sandbox._select import select_backend
+    from ..sandbox._select import select_backend
+    from .settings import cli_settings, load_cli_composition
 
     settings = cli_settings(
         load_cli_composition(args.config), mode=None, root=None, backend=args.backend
@@ -498,9 +498,9 @@ def _probe(args: argparse.Namespace) -> int:
     if settings.provider is None:
         raise SandboxUnavailable(NO_PROVIDER)
     selection = select_backend(settings.provider, probe_all=True)
-    from .sandbox._probe import host_temp_roots
-    from .sandbox._trustcheck import trust_checks
-    from .sessionlog import resolve_state_dir
+    from ..sandbox._probe import host_temp_roots
+    from ..sandbox._trustcheck import trust_checks
+    from ..sessionlog import resolve_state_dir
 
     trust = trust_checks(
         root=settings.root,
@@ -513,8 +513,8 @@ def _probe(args: argparse.Namespace) -> int:
     refused = None
     if selection.backend is not None:
         # What `run` and `exec` would ask before using it, here, in workspace-write.
-        from .sandbox._guard import guard_call
-        from .trust import installation_paths
+        from ..sandbox._guard import guard_call
+        from ..trust.check import installation_paths
 
         backend = selection.backend
         refused = guard_call(
@@ -531,7 +531,7 @@ def _probe(args: argparse.Namespace) -> int:
     if args.json:
         import msgspec
 
-        from .messages import ProviderReport
+        from ..messages import ProviderReport
 
         report = ProviderReport(
             platform=selection.platform,
@@ -544,7 +544,7 @@ def _probe(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
     else:
-        from .sandbox._report import render_selection, render_trust
+        from ..sandbox._report import render_selection, render_trust
 
         sys.stdout.write(render_selection(selection, refused_here=refused) + render_trust(trust))
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
@@ -558,7 +558,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     if not argv:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
     passed = _passed_descriptors(args.pass_fd or ())
-    from ._cli_config import (
+    from .settings import (
         broad_root_problem,
         cli_settings,
         load_cli_composition,
@@ -584,7 +584,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
             backend, timeout = provider.backend, provider.probe_timeout
         broad = broad_root_problem(settings)
     else:
-        from .trust import broad_root_refusal
+        from ..trust.check import broad_root_refusal
 
         mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
         root = os.path.realpath(args.root or os.getcwd())
@@ -601,10 +601,10 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         # danger-full-access never touches the provider.
         _execute(argv, runner_is_argv0=False)
 
-    from .sandbox._argv import confined_argv, hides_sockets
-    from .sandbox._guard import guard_call
-    from .sandbox._probe import choose, filter_launcher, host_temp_roots, resolve_workspace_root
-    from .trust import installation_paths
+    from ..sandbox._argv import confined_argv, hides_sockets
+    from ..sandbox._guard import guard_call
+    from ..sandbox._probe import choose, filter_launcher, host_temp_roots, resolve_workspace_root
+    from ..trust.check import installation_paths
 
     root = resolve_workspace_root(root)
     chosen = choose(
@@ -627,7 +627,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     if mode is SandboxMode.WORKSPACE_WRITE:
         import atexit
 
-        from .sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
+        from ..sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
 
         try:
             tmp = make_private_tmp()
@@ -667,7 +667,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     launcher, private_ipc = filter_launcher(), selected.ipc == "private"
     hidden: tuple[str, ...] = ()
     if hides_sockets(selected.backend, mode, network, launcher=launcher, private_ipc=private_ipc):
-        from .sandbox._sockets import host_unix_sockets
+        from ..sandbox._sockets import host_unix_sockets
 
         hidden = host_unix_sockets()
     # The command may inherit this terminal: it must not type into it (TIOCSTI).
@@ -738,7 +738,7 @@ def _hold_placeholders(protections: Any, *, last: bool) -> list[int]:
     """Make and hold the placeholders bwrap mounts over (sandbox/placeholders.py), so
     no other stockade process removes one while this sandbox uses it; `_STALE` when
     another process removed one's directory since the guard looked (unless `last`)."""
-    from .sandbox.placeholders import StaleView, hold_all
+    from ..sandbox.placeholders import StaleView, hold_all
 
     wanted = [(p.path, p.directory) for p in protections if p.kind == "block"]
     try:
@@ -798,7 +798,7 @@ def _execute(
     sys.stderr.flush()
     done = None
     if tmp is not None:
-        from .sandbox.private_tmp import remove_private_tmp
+        from ..sandbox.private_tmp import remove_private_tmp
 
         def done() -> None:
             remove_private_tmp(tmp)
@@ -919,9 +919,9 @@ def _wants_json(words: Sequence[str]) -> bool:
 
 
 def _session(args: argparse.Namespace) -> int:
-    from .acp.events import ACP_EVENTS
-    from .harness import harness_registry
-    from .sessionlog._select import show_store
+    from ..acp.events import ACP_EVENTS
+    from ..harness._harness import harness_registry
+    from ..sessionlog._select import show_store
 
     # Logs hold tool and approval events too, and an ACP session's conversation:
     # decode with every type the shipped faces write.
@@ -930,15 +930,15 @@ def _session(args: argparse.Namespace) -> int:
     try:
         match args.session_verb:
             case "show":
-                from .sessionlog.show import run_show
+                from .session_show import run_show
 
                 return run_show(args, registry=registry, store=store)
             case "list":
-                from .sessionlog.catalog import run_list
+                from ..sessionlog.catalog import run_list
 
                 return run_list(args, registry=registry, store=store)
             case _:
-                from .sessionlog.catalog import run_prune
+                from ..sessionlog.catalog import run_prune
 
                 return run_prune(args, registry=registry, store=store)
     finally:
@@ -971,7 +971,7 @@ def _main(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:1] == ["acp"]:
         # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
-        from .acp.main import main as acp_main
+        from ..acp.main import main as acp_main
 
         return acp_main(words[1:], prog="stockade acp")
     args = fast_args(words)
@@ -994,11 +994,11 @@ def _main(argv: Sequence[str] | None) -> int:
 
                 return run_demo(interactive=args.interactive, config=args.config)
             case "run":
-                from ._run import run_command
+                from .run import run_command
 
                 return run_command(args)
             case "mcp":
-                from .mcp.command import run_mcp
+                from ..mcp.command import run_mcp
 
                 return run_mcp(args)
             case _:
@@ -1014,7 +1014,7 @@ def _main(argv: Sequence[str] | None) -> int:
         else:
             code, detail, status = "ENVIRONMENT", str(error), 1
         if as_json:
-            from ._cli_errors import emit_error
+            from .errors import emit_error
 
             emit_error(code, detail, as_json=True)
             return status

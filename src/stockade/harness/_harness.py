@@ -18,42 +18,42 @@ import attrs
 import msgspec
 import trio
 
-from ._lifetime import running
-from .approval.actor import ApprovalActor, ApprovalClient
-from .approval.answerers import (
+from ..actors.lifetime import running
+from ..approval.actor import ApprovalActor, ApprovalClient
+from ..approval.answerers import (
     CallbackAnswerer,
     RejectRule,
     RejectRules,
     ScriptedAnswerer,
     TerminalAnswerer,
 )
-from .approval.events import APPROVAL_EVENTS
-from .config import Composition, load_composition
-from .config.builtins import ApprovalConfig
-from .errors import ConfigError, InvalidPolicy, UnknownJob
-from .events import EventRegistry, SessionEvent, UnencodableEvent
-from .executor.actor import ExecutorActor, ExecutorClient
-from .executor.config import ExecutorConfig
-from .messages import JobHandle, JobReport, ShellResult
-from .policy.context import PolicyContext
-from .policy.knobs import PolicyDefaults, unconfined_reason
-from .policy.presets import DEFAULT_PRESETS, PresetTable
-from .sandbox._probe import host_temp_roots
-from .sandbox.actor import ProviderActor, ProviderClient
-from .sandbox.config import trusted_provider
-from .sandbox.private_tmp import host_temp
+from ..approval.events import APPROVAL_EVENTS
+from ..config import Composition, load_composition
+from ..config.builtins import ApprovalConfig
+from ..errors import ConfigError, InvalidPolicy, UnknownJob
+from ..events import EventRegistry, SessionEvent, UnencodableEvent
+from ..executor.actor import ExecutorActor, ExecutorClient
+from ..executor.config import ExecutorConfig
+from ..messages import JobHandle, JobReport, ShellResult
+from ..policy.context import PolicyContext
+from ..policy.knobs import PolicyDefaults, unconfined_reason
+from ..policy.presets import DEFAULT_PRESETS, PresetTable
+from ..sandbox._probe import host_temp_roots
+from ..sandbox.actor import ProviderActor, ProviderClient
+from ..sandbox.config import trusted_provider
+from ..sandbox.private_tmp import host_temp
+from ..sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor, check_session_id
+from ..sessionlog import resolve_state_dir as resolve_state_dir
+from ..sessionlog._select import build_store, check_store_files, store_files
+from ..sessionlog.actor import SessionLogClient
+from ..tools import _bash_schema as schemas
+from ..tools.bash import BashTool
+from ..tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
+from ..tools.fs_tool import FS_TOOLS, FsTool, PinnedRoots, fs_schemas
+from ..tools.result import ToolResult
+from ..trust.check import broad_root_refusal, check_trusted
+from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from .session import Session, SessionNotFound
-from .sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor, check_session_id
-from .sessionlog import resolve_state_dir as resolve_state_dir
-from .sessionlog._select import build_store, check_store_files, store_files
-from .sessionlog.actor import SessionLogClient
-from .tools import _bash_schema as schemas
-from .tools.bash import BashTool
-from .tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
-from .tools.fs_tool import FS_TOOLS, FsTool, PinnedRoots, fs_schemas
-from .tools.result import ToolResult
-from .trust import broad_root_refusal, check_trusted
-from .vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 
 ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
 

@@ -19,12 +19,12 @@ import attrs
 import msgspec
 import trio
 
-from .errors import ConfigError, StockadeError
-from .errors import SessionExists as SessionExists
-from .errors import SessionNotFound as SessionNotFound
-from .events import EventView, SessionEvent, SessionHeader, append_decided
-from .policy.context import POLICY_SOURCE, PolicyContext, policy_context_update
-from .policy.knobs import (
+from ..errors import ConfigError, StockadeError
+from ..errors import SessionExists as SessionExists
+from ..errors import SessionNotFound as SessionNotFound
+from ..events import EventView, SessionEvent, SessionHeader, append_decided
+from ..policy.context import POLICY_SOURCE, PolicyContext, policy_context_update
+from ..policy.knobs import (
     ApprovalPolicySet,
     KnobState,
     NetworkSet,
@@ -38,10 +38,10 @@ from .policy.knobs import (
     set_network,
     set_sandbox_mode,
 )
-from .policy.presets import DEFAULT_PRESETS, PresetTable, current_preset, select_preset
-from .sandbox.private_tmp import PrivateTmp, default_parent, make_private_tmp, remove_private_tmp
-from .sessionlog import SessionLogClient, check_session_id
-from .vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
+from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset, select_preset
+from ..sandbox.private_tmp import PrivateTmp, default_parent, make_private_tmp, remove_private_tmp
+from ..sessionlog import SessionLogClient, check_session_id
+from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 
 
 class SessionMismatch(StockadeError):

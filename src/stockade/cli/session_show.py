@@ -18,7 +18,6 @@ from typing import Any, TextIO
 
 import msgspec
 
-from .._cli_errors import CliError, report
 from ..errors import StockadeError
 from ..events import EventRegistry, LogCorrupt, SessionEvent, SessionHeader
 from ..policy.context import POLICY_SOURCE, desired_policy_context, last_policy_context
@@ -31,10 +30,11 @@ from ..policy.knobs import (
     resolve_workspace_root,
 )
 from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset
+from ..sessionlog._builtin import BUILTIN_EVENTS
+from ..sessionlog._scan import Scan, scan_log
+from ..sessionlog._store import check_session_id, resolve_state_dir
 from ..vocab import SandboxMode
-from ._builtin import BUILTIN_EVENTS
-from ._scan import Scan, scan_log
-from ._store import check_session_id, resolve_state_dir
+from .errors import CliError, report
 
 _BASE_FIELDS = ("seq", "ts", "source")
 

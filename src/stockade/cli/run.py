@@ -25,34 +25,34 @@ import attrs
 import msgspec
 import trio
 
-from ._cli_config import (
-    CliSettings,
-    broad_root_problem,
-    cli_settings,
-    load_cli_composition,
-    unconfined_refusal,
-)
-from ._cli_errors import EXIT_BROKEN_PIPE, say, silence
-from .approval._chain import Answer, Answerer, ApprovalRequest, Decision
-from .errors import (
+from ..approval._chain import Answer, Answerer, ApprovalRequest, Decision
+from ..errors import (
     CommandStartError,
     ConfigError,
     InvalidPolicy,
     SandboxUnavailable,
     StockadeError,
 )
-from .executor._spawn import READ_SIZE, Sink, Source, Streams
-from .executor.actor import open_executor
-from .messages import ShellResult
-from .sandbox.actor import open_provider
-from .sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
-from .vocab import (
+from ..executor._spawn import READ_SIZE, Sink, Source, Streams
+from ..executor.actor import open_executor
+from ..messages import ShellResult
+from ..sandbox.actor import open_provider
+from ..sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
+from ..vocab import (
     DENIAL_INSTRUCTION,
     ApprovalPolicy,
     ExecutionPolicy,
     Network,
     SandboxMode,
     denial_marker,
+)
+from .errors import EXIT_BROKEN_PIPE, say, silence
+from .settings import (
+    CliSettings,
+    broad_root_problem,
+    cli_settings,
+    load_cli_composition,
+    unconfined_refusal,
 )
 
 if TYPE_CHECKING:
@@ -553,7 +553,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
                 policy, temp_dir=tmp.path, host_temp=host_temp(allowed)
             )
         if args.ask:
-            from .approval.answerers import TerminalAnswerer  # --ask only: lazily
+            from ..approval.answerers import TerminalAnswerer  # --ask only: lazily
 
             chosen: Answerer = answerer if answerer is not None else TerminalAnswerer()
             result, shown = trio.run(_interruptible, _run_asking, call, policy, chosen)

@@ -87,7 +87,7 @@ def run_holding(
     for fd in held:
         os.close(fd)
     if sweep:
-        from .sandbox.placeholders import sweep as remove
+        from ..sandbox.placeholders import sweep as remove
 
         # The innermost first; each is removed only by the last of its holders.
         for path in reversed(sweep):

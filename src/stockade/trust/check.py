@@ -293,7 +293,7 @@ def installation_paths() -> tuple[str, ...]:
     (a venv: its console script, site-packages and .pth files) and every import
     directory on sys.path except the current directory (which `python -m` adds).
     """
-    here = os.path.dirname(os.path.realpath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     cwd = os.path.realpath(os.getcwd()) if _cwd_exists() else None
     candidates = [
         here,

@@ -1,0 +1,11 @@
+"""The actor runtime: bounded mailboxes, request/answer envelopes, and running actors
+in one nursery. No domain here: an actor's messages live in `stockade.messages`.
+"""
+
+from .lifetime import running as running
+from .mailbox import Envelope as Envelope
+from .mailbox import answer as answer
+from .mailbox import answer_now as answer_now
+from .mailbox import open_inbox as open_inbox
+from .mailbox import request as request
+from .mailbox import serve_forever as serve_forever
