@@ -144,7 +144,7 @@ def direct_argv(
     from stockade.sandbox._profiles import Backend, wrap
     from stockade.sandbox._select import host_paths
     from stockade.sandbox._sockets import host_unix_sockets
-    from stockade.trust.check import installation_paths
+    from stockade.trust import installation_paths
     from stockade.vocab import Network, SandboxMode, SandboxPolicy
 
     report = ctx.backends["candidates"][backend]

@@ -17,7 +17,7 @@ import pytest
 
 from stockade import ConfigError, open_harness
 from stockade.acp.core import ClientError, _checked_root
-from stockade.trust.check import broad_root_refusal
+from stockade.trust import broad_root_refusal
 
 from .harness.conftest import composition
 from .support import require_backend, stockade

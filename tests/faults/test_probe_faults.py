@@ -21,6 +21,7 @@ from stockade.errors import SandboxUnavailable
 from stockade.sandbox import _probe
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
+from stockade.trust import host_temp_roots
 from stockade.vocab import SandboxMode, SandboxPolicy
 
 from ..support import require_backend
@@ -47,7 +48,7 @@ def fake_bwrap(scratch):
         bindir.mkdir(exist_ok=True)
         name = marker()
         path = hanging(bindir / "bwrap", name, forks=forks)
-        assert _probe.runner_problem(str(path), _probe.host_temp_roots()) is None
+        assert _probe.runner_problem(str(path), host_temp_roots()) is None
         return name, str(path)
 
     return install

@@ -27,8 +27,7 @@ from mcp.shared.exceptions import MCPError
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from stockade.sandbox._probe import host_temp_roots
-from stockade.trust.check import check_trusted
+from stockade.trust import check_trusted, host_temp_roots
 
 from ..support import require_backend, stockade
 from .http_client import approve

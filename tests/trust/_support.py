@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from stockade.sandbox._select import host_paths
-from stockade.trust.check import installation_paths, is_under, placeholder_text
+from stockade.trust import installation_paths, is_under, placeholder_text
 
 REPO = Path(__file__).resolve().parents[2]
 IS_ROOT = os.geteuid() == 0

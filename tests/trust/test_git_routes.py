@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from stockade import open_harness
-from stockade.trust.check import NEW_REPOSITORY_GAP
+from stockade.trust import NEW_REPOSITORY_GAP
 
 from ..support import require_backend
 from ._support import DENIED_WW, Area, cli, composition, describe_change, snapshot

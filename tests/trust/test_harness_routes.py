@@ -22,7 +22,7 @@ from stockade.executor.config import ExecutorConfig
 from stockade.sandbox._profiles import UNFOUND_SOCKETS_GAP
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
-from stockade.trust.check import INSTALL_FIX, NEW_REPOSITORY_GAP
+from stockade.trust import INSTALL_FIX, NEW_REPOSITORY_GAP
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
 from ..support import require_backend

@@ -20,9 +20,9 @@ import pytest
 import trio
 
 from stockade import open_harness
-from stockade.sandbox._probe import host_temp_roots
 from stockade.sandbox._profiles import host_temp_gap
 from stockade.sandbox.private_tmp import PREFIX, default_parent
+from stockade.trust import host_temp_roots
 
 from ._support import Area, cli, composition
 

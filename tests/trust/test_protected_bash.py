@@ -21,7 +21,7 @@ from stockade import open_harness
 from stockade.sandbox import placeholders
 from stockade.sandbox._profiles import UNFOUND_SOCKETS_GAP
 from stockade.sandbox.actor import open_provider
-from stockade.trust.check import NEW_REPOSITORY_GAP
+from stockade.trust import NEW_REPOSITORY_GAP
 from stockade.vocab import SandboxMode, SandboxPolicy
 
 from ..support import require_backend

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stockade import ConfigError, open_harness
-from stockade.trust.check import INSTALL_FIX
+from stockade.trust import INSTALL_FIX
 
 from ..support import require_backend
 from ._support import Area, cli, composition, installation_in_repo, private_dir

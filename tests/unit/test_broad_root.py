@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stockade.trust.check import broad_root_refusal
+from stockade.trust import broad_root_refusal
 
 HOME = "/home/me"
 

@@ -11,7 +11,7 @@ from stockade.sandbox._probe import Verdict, chain_for, judge_bwrap_probe, judge
 from stockade.sandbox._select import select_backend
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
-from stockade.trust.check import NEW_REPOSITORY_GAP
+from stockade.trust import NEW_REPOSITORY_GAP
 from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
 
 CMD = ("bash", "-c", "true")

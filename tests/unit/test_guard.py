@@ -8,7 +8,7 @@ import pytest
 from stockade.sandbox import _argv as a
 from stockade.sandbox import _profiles as p
 from stockade.sandbox._guard import NO_GUARD, Guard, guard_call
-from stockade.trust.check import BLOCK, NEW_REPOSITORY_GAP, PIN, READ_ONLY, Protection
+from stockade.trust import BLOCK, NEW_REPOSITORY_GAP, PIN, READ_ONLY, Protection
 from stockade.vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 
 WW = SandboxMode.WORKSPACE_WRITE
@@ -470,7 +470,7 @@ def test_a_placeholder_removed_while_the_guard_looks_is_blocked_again(tmp_path, 
     """Another process removes its empty `.git` between the guard's lstat and its
     listdir: that is a missing `.git` (blocked at `.git`), never a `.git/config`
     whose directory no longer exists."""
-    import stockade.trust.check as trust
+    import stockade.trust.protect as trust
 
     ws, temp = tmp_path / "ws", tmp_path / "temp"
     (ws / ".git").mkdir(parents=True)

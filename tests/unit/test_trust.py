@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-import stockade.trust.check as trust_module
-from stockade.trust.check import (
+import stockade.trust.protect as trust_module
+from stockade.trust import (
     BLOCK,
     PIN,
     PLACEHOLDER_TEXT,
@@ -667,7 +667,7 @@ def test_a_link_to_a_sticky_world_writable_directory_is_not_trusted(tmp_path):
 def test_path_facts_find_the_real_path_os_path_realpath_finds(tmp_path):
     """PathFacts.realpath answers from memoised lstats where no component is a link;
     whatever the tree, it must agree with os.path.realpath."""
-    from stockade.trust.check import PathFacts
+    from stockade.trust import PathFacts
 
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "file").write_text("x")

@@ -28,7 +28,7 @@ from ..approval import ApprovalRequest
 from ..errors import StockadeError
 from ..harness._harness import AgentSession, Harness
 from ..sessionlog import check_session_id
-from ..trust.check import broad_root_refusal
+from ..trust import broad_root_refusal
 from ..vocab import Network
 from .answerer import AskContext
 from .events import PromptReceived, ReplyGiven

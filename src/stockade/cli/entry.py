@@ -498,9 +498,9 @@ def _probe(args: argparse.Namespace) -> int:
     if settings.provider is None:
         raise SandboxUnavailable(NO_PROVIDER)
     selection = select_backend(settings.provider, probe_all=True)
-    from ..sandbox._probe import host_temp_roots
     from ..sandbox._trustcheck import trust_checks
     from ..sessionlog import resolve_state_dir
+    from ..trust import host_temp_roots
 
     trust = trust_checks(
         root=settings.root,
@@ -514,7 +514,7 @@ def _probe(args: argparse.Namespace) -> int:
     if selection.backend is not None:
         # What `run` and `exec` would ask before using it, here, in workspace-write.
         from ..sandbox._guard import guard_call
-        from ..trust.check import installation_paths
+        from ..trust import installation_paths
 
         backend = selection.backend
         refused = guard_call(
@@ -584,7 +584,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
             backend, timeout = provider.backend, provider.probe_timeout
         broad = broad_root_problem(settings)
     else:
-        from ..trust.check import broad_root_refusal
+        from ..trust import broad_root_refusal
 
         mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
         root = os.path.realpath(args.root or os.getcwd())
@@ -603,8 +603,8 @@ def _exec(args: argparse.Namespace) -> NoReturn:
 
     from ..sandbox._argv import confined_argv, hides_sockets
     from ..sandbox._guard import guard_call
-    from ..sandbox._probe import choose, filter_launcher, host_temp_roots, resolve_workspace_root
-    from ..trust.check import installation_paths
+    from ..sandbox._probe import choose, filter_launcher
+    from ..trust import host_temp_roots, installation_paths, resolve_workspace_root
 
     root = resolve_workspace_root(root)
     chosen = choose(

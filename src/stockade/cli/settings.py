@@ -90,8 +90,8 @@ def cli_settings(
     network: str | None = None,
 ) -> CliSettings:
     from ..executor.config import ExecutorConfig
-    from ..sandbox._probe import host_temp_roots
     from ..sandbox.config import ProviderConfig, trusted_provider
+    from ..trust import host_temp_roots
 
     if composition is None:
         provider: ProviderConfig | None = ProviderConfig(backend=backend)
@@ -145,7 +145,7 @@ def broad_root_problem(settings: CliSettings, *, may_widen: bool = False) -> str
         may_widen and settings.mode is SandboxMode.READ_ONLY
     ):
         return None
-    from ..trust.check import broad_root_refusal
+    from ..trust import broad_root_refusal
 
     return broad_root_refusal(
         settings.root, explicit=settings.root_explicit, home=os.environ.get("HOME")

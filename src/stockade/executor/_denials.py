@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from ..trust.check import is_under
+from ..trust import is_under
 
 
 class Effect(enum.Enum):

@@ -38,7 +38,6 @@ from ..messages import JobHandle, JobReport, ShellResult
 from ..policy.context import PolicyContext
 from ..policy.knobs import PolicyDefaults, unconfined_reason
 from ..policy.presets import DEFAULT_PRESETS, PresetTable
-from ..sandbox._probe import host_temp_roots
 from ..sandbox.actor import ProviderActor, ProviderClient
 from ..sandbox.config import trusted_provider
 from ..sandbox.private_tmp import host_temp
@@ -51,7 +50,7 @@ from ..tools.bash import BashTool
 from ..tools.events import TOOL_EVENTS, ToolCalled, ToolResulted
 from ..tools.fs_tool import FS_TOOLS, FsTool, PinnedRoots, fs_schemas
 from ..tools.result import ToolResult
-from ..trust.check import broad_root_refusal, check_trusted
+from ..trust import broad_root_refusal, check_trusted, host_temp_roots
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from .session import Session, SessionNotFound
 

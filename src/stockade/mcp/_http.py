@@ -84,8 +84,8 @@ async def serve_http(face: Face, host: str, port: int) -> None:
     from hypercorn.trio import serve
 
     from ..errors import ConfigError
-    from ..sandbox._probe import host_temp_roots
     from ..sessionlog import resolve_state_dir
+    from ..trust import host_temp_roots
     from . import _token
     from .server import DRAIN_SECONDS, say
 

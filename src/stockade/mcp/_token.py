@@ -18,7 +18,7 @@ import stat
 from collections.abc import Sequence
 from typing import Final
 
-from ..trust.check import check_trusted
+from ..trust import check_trusted
 
 # 256 random bits, URL-safe (43 characters): a header value every client can send.
 TOKEN_BYTES: Final = 32

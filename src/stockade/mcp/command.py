@@ -37,8 +37,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     missing = _missing("mcp", "mcp.server.lowlevel", *(("hypercorn",) if args.http else ()))
     if missing is not None:
         return _usage(f"{INSTALL_HINT} (cannot import {missing})")
-    from ..sandbox._probe import host_temp_roots
-    from ..trust.check import broad_root_refusal
+    from ..trust import broad_root_refusal, host_temp_roots
     from . import _token
     from ._http import is_loopback, parse_http
     from ._link import seconds

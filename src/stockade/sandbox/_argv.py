@@ -13,7 +13,7 @@ from ..modes import Network, SandboxMode
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from ..trust.check import Protection
+    from ..trust import Protection
 
 BWRAP = "bwrap"
 LANDLOCK = "landlock"
@@ -181,7 +181,7 @@ EMPTY_FILE = os.path.join(DATA_DIR, "empty")
 
 def placeholder_source(path: str) -> str:
     """The package file a blocker at `path` binds: its name's text, or empty."""
-    from ..trust.check import PLACEHOLDER_TEXT
+    from ..trust import PLACEHOLDER_TEXT
 
     name = os.path.basename(path)
     return os.path.join(DATA_DIR, name.lstrip(".")) if name in PLACEHOLDER_TEXT else EMPTY_FILE

@@ -9,7 +9,7 @@ from typing import Final
 import attrs
 
 from ..messages import CandidateReport, NetworkClaim
-from ..trust.check import DEFAULT_PROTECTED, NEW_REPOSITORY_GAP
+from ..trust import DEFAULT_PROTECTED, NEW_REPOSITORY_GAP
 from ..vocab import Enforcement, Network, SandboxMode
 from ._probe import Chosen, Verdict, filter_launcher
 from ._profiles import (

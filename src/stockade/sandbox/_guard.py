@@ -11,10 +11,11 @@ from collections import namedtuple
 from collections.abc import Sequence
 
 from ..modes import SandboxMode
-from ..trust.check import (
+from ..trust import (
     INSTALL_FIX,
     NEW_REPOSITORY_GAP,
     PathFacts,
+    host_temp_roots,
     is_under,
     protected_set,
     protections,
@@ -22,7 +23,6 @@ from ..trust.check import (
     startup_files,
 )
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
-from ._probe import host_temp_roots
 
 # Backends that can bind (or deny) protected paths inside a writable grant.
 PROTECTING_BACKENDS = (BWRAP, RUNNER_COMMAND, SEATBELT)

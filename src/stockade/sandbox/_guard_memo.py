@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from ..trust.check import PathFacts, is_under
+from ..trust import PathFacts, is_under
 from ._guard import Guard
 
 # A change this recent may share its ctime with the next one (coarse timestamps tick

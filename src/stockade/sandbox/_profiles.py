@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from ..messages import RunnerFailureRule, Wrapped
-from ..trust.check import is_under
+from ..trust import is_under
 from ..vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 from ._argv import BWRAP as BWRAP
 from ._argv import LANDLOCK as LANDLOCK
@@ -20,7 +20,7 @@ from ._argv import confined_argv, hides_sockets, pairs_only, writable_roots
 from ._probe import launcher_path
 
 if TYPE_CHECKING:
-    from ..trust.check import Protection
+    from ..trust import Protection
 
 LANDLOCK_PARTIAL_NOTICE: Final = "landlock-run: partial enforcement (older Landlock ABI)"
 

@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 
 from ..messages import TrustCheck
-from ..trust.check import (
+from ..trust import (
     DEFAULT_PROTECTED,
     check_trusted,
     installation_paths,

@@ -20,13 +20,12 @@ from ..actors.lifetime import running
 from ..actors.mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
 from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, Wrapped
-from ..trust.check import installation_paths, startup_files
+from ..trust import check_temp_roots, installation_paths, resolve_workspace_root, startup_files
 from ..vocab import SandboxPolicy
 from ._argv import hides_sockets, writable_roots
 from ._chain import Selection
 from ._guard import guard_call
 from ._guard_memo import GuardMemo
-from ._probe import check_temp_roots, resolve_workspace_root
 from ._profiles import HostPaths, wrap
 from ._select import runner_identity, select_backend
 from ._sockets import SocketScan

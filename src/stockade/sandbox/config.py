@@ -84,7 +84,7 @@ def trusted_provider(
     """
     if source is None:
         return config
-    from ..trust.check import check_trusted
+    from ..trust import check_trusted
 
     problem = check_trusted(source, writable_roots, what="the composition file")
     if problem is not None:

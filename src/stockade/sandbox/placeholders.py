@@ -29,7 +29,7 @@ import fcntl
 import os
 import stat
 
-from ..trust.check import placeholder_text
+from ..trust import placeholder_text
 
 # Opening a path that a writable root's other users could have changed: never follow a
 # link, never block on a FIFO, never take a terminal.

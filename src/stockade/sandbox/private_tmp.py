@@ -15,7 +15,7 @@ import os
 import stat
 from collections import namedtuple
 
-from ._probe import host_temp_roots
+from ..trust import host_temp_roots
 
 PREFIX = "stockade-tmp-"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

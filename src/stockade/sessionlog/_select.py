@@ -60,7 +60,7 @@ def store_files(store: Any) -> tuple[tuple[str, str], ...]:
 def check_store_files(files: Sequence[tuple[str, str]], writable_roots: Sequence[str]) -> None:
     """ConfigError unless each of `files` ((path, what), from `store_files`) passes the
     trust base's check 1 against `writable_roots`."""
-    from ..trust.check import check_trusted
+    from ..trust import check_trusted
 
     for path, what in files:
         problem = check_trusted(path, writable_roots, what=what)
@@ -94,7 +94,7 @@ def show_store(args: argparse.Namespace, registry: EventRegistry) -> Any:
             args.state_dir = str(resolve_state_dir(entry.config.state_dir))
         return None
     store = build_store(entry.config, registry, composition_path=composition.path)
-    from ..sandbox._probe import host_temp_roots
+    from ..trust import host_temp_roots
 
     check_store_files(store_files(store), (os.path.realpath(os.getcwd()), *host_temp_roots()))
     return store

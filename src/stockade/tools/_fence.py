@@ -19,7 +19,7 @@ from typing import Final, TypeVar
 
 import attrs
 
-from ..trust.check import is_under
+from ..trust import is_under
 from ..vocab import ExecutionPolicy, SandboxMode
 from . import _protected
 from ._roots import PinnedRoots

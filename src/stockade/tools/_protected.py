@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..trust.check import PathFacts, is_under, protected_paths, startup_files
+from ..trust import PathFacts, is_under, protected_paths, startup_files
 
 WHY: str = "repository metadata / configuration that runs later outside the sandbox"
 

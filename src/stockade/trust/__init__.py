@@ -1,3 +1,42 @@
 """The trust base: whether a file a later decision trusts could have been written by a
-confined command, from `stat` facts alone. Standard library only.
+confined command (`check`), what every confined command must find read-only (`protect`),
+and the host facts every room asks (`host`). Standard library only.
 """
+
+from .check import INSTALL_FIX as INSTALL_FIX
+from .check import PathFacts as PathFacts
+from .check import Untrusted as Untrusted
+from .check import check_trusted as check_trusted
+from .check import containing_root as containing_root
+from .check import is_under as is_under
+from .check import path_prefixes as path_prefixes
+from .check import paths_inside as paths_inside
+from .host import broad_root_refusal as broad_root_refusal
+from .host import check_temp_roots as check_temp_roots
+from .host import host_temp_roots as host_temp_roots
+from .host import installation_paths as installation_paths
+from .host import resolve_workspace_root as resolve_workspace_root
+from .protect import BLOCK as BLOCK
+from .protect import DEFAULT_PROTECTED as DEFAULT_PROTECTED
+from .protect import DIRECTORY_NAMES as DIRECTORY_NAMES
+from .protect import GITDIR_PROTECTED as GITDIR_PROTECTED
+from .protect import HOME_PROTECTED as HOME_PROTECTED
+from .protect import NESTED_DEPTH as NESTED_DEPTH
+from .protect import NEW_REPOSITORY_GAP as NEW_REPOSITORY_GAP
+from .protect import PIN as PIN
+from .protect import PLACEHOLDER_TEXT as PLACEHOLDER_TEXT
+from .protect import POINTER_LIMIT as POINTER_LIMIT
+from .protect import READ_ONLY as READ_ONLY
+from .protect import ROOT_PROTECTED as ROOT_PROTECTED
+from .protect import SCAN_BUDGET as SCAN_BUDGET
+from .protect import UNPROTECTABLE as UNPROTECTABLE
+from .protect import XDG_PROTECTED as XDG_PROTECTED
+from .protect import ProtectedSet as ProtectedSet
+from .protect import Protection as Protection
+from .protect import first_missing as first_missing
+from .protect import placeholder_text as placeholder_text
+from .protect import protected_paths as protected_paths
+from .protect import protected_set as protected_set
+from .protect import protections as protections
+from .protect import relinkable as relinkable
+from .protect import startup_files as startup_files

@@ -1,0 +1,161 @@
+"""Facts about this host that every room asks: its shared temp roots, a workspace root's
+pinned real path, stockade's own installation, roots too broad to take. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+from ..errors import InvalidPolicy
+
+
+def host_temp_roots(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """The host's shared temp roots: /tmp, and $TMPDIR when set, absolute and existing.
+
+    A confined call writes them only where the composition restores them
+    (`allow_host_temp`; else its session's private directory, `private_tmp`), but the
+    trust base counts them writable always: another composition may restore them."""
+    roots = ["/tmp"]
+    tmpdir = environ.get("TMPDIR")
+    if tmpdir and os.path.isabs(tmpdir) and os.path.isdir(tmpdir):
+        roots.append(tmpdir)
+    resolved = [os.path.realpath(root) for root in roots if os.path.isdir(root)]
+    return tuple(dict.fromkeys(resolved))
+
+
+def _real_directory(path: str) -> str | None:
+    """The real path of the directory at `path` as the kernel resolved it (one open, one
+    readlink: checked on every call, so cheaper than os.path.realpath's lstat per
+    component), or None when it is not a directory or /proc cannot say."""
+    o_path = getattr(os, "O_PATH", None)  # Linux only; elsewhere: os.path.realpath
+    if o_path is None:
+        return None
+    try:
+        fd = os.open(path, o_path | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return real if real.startswith("/") and not real.endswith(" (deleted)") else None
+
+
+def resolve_workspace_root(root: str) -> str:
+    """`root`, checked: an existing directory reached through no symlink.
+
+    Roots are pinned to their real path once, when a session opens or the CLI
+    starts. A root that resolves elsewhere now had a component swapped for a
+    symlink since (a command whose root lies under a writable directory can do
+    that) and must not be granted: that would hand out wherever the link points.
+    """
+    real = _real_directory(root)
+    if real is None:
+        if not os.path.isdir(root):
+            raise InvalidPolicy(
+                f"workspace root {root!r} does not exist or is not a directory; "
+                "create it or choose another root"
+            )
+        real = os.path.realpath(root)
+    if real != os.path.normpath(root):
+        raise InvalidPolicy(
+            f"workspace root {root!r} is now reached through a symlink (it resolves to "
+            f"{real!r}); a root is granted only at its pinned real path. Reopen the "
+            "session from the directory you mean."
+        )
+    return real
+
+
+def check_temp_roots(temp_roots: Sequence[str]) -> None:
+    """A call's temp roots (its session's private directory, the host's where granted)
+    are still the real directories they were when they were found or made."""
+    for temp_root in temp_roots:
+        real = _real_directory(temp_root)
+        if real is None and not os.path.isdir(temp_root):
+            raise InvalidPolicy(
+                f"temp directory {temp_root!r} no longer exists (its session has ended, "
+                "or something removed it); open a new session"
+            )
+        if (real or os.path.realpath(temp_root)) != temp_root:
+            raise InvalidPolicy(
+                f"temp root {temp_root!r} is now reached through a symlink; refusing to "
+                "grant it (restart the harness if $TMPDIR moved on purpose)"
+            )
+
+
+# --- what stockade's own next process runs --------------------------------------------
+
+
+def installation_paths() -> tuple[str, ...]:
+    """The files and directories whose contents the next stockade process runs.
+
+    The package directory, the interpreter and its standard library, the prefix
+    (a venv: its console script, site-packages and .pth files) and every import
+    directory on sys.path except the current directory (which `python -m` adds).
+    """
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    cwd = os.path.realpath(os.getcwd()) if _cwd_exists() else None
+    candidates = [
+        here,
+        os.path.realpath(sys.executable) if sys.executable else "",
+        sys.prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(os.__file__)),
+    ]
+    for entry in sys.path:
+        if entry and os.path.isdir(entry):
+            candidates.append(entry)
+    found: list[str] = []
+    for candidate in candidates:
+        if not candidate or not os.path.exists(candidate):
+            continue
+        real = os.path.realpath(candidate)
+        if real == cwd:
+            continue
+        found.append(real)
+    return tuple(dict.fromkeys(found))
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except OSError:
+        return False
+    return True
+
+
+def broad_root_refusal(
+    root: str,
+    *,
+    explicit: bool,
+    home: str | None,
+    naming: str = "--root {root}",
+    source: str = "the current directory",
+) -> str | None:
+    """Why a workspace root taken implicitly (the current directory) is refused, or None.
+
+    A root of `/` makes workspace-write danger-full-access by another name, and the
+    caller's home directory holds every startup file the person's tools run later. Both
+    are honoured only when named on purpose (`explicit`: `--root`, a `cwd` given
+    through the API, a composition `fallback_root`). `naming` says how the caller
+    names a root on purpose (`{root}` stands for it); `source`, where the root came from.
+    """
+    if explicit:
+        return None
+    # One spelling of each (realpath and normpath keep a leading "//").
+    real = "/" + os.path.normpath(os.path.realpath(root)).lstrip("/")
+    if real == "/":
+        what = "/, the whole disk"
+    elif home and os.path.isabs(home) and real == os.path.realpath(home).rstrip("/"):
+        what = f"{real}, your home directory"
+    else:
+        return None
+    return (
+        f"the workspace root would be {what} ({source}), which a "
+        "workspace-write command could then write throughout; run from a project "
+        f"directory, or pass {naming.format(root=real)} to mean it"
+    )
