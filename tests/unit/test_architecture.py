@@ -1,0 +1,424 @@
+"""The layout's rules, read from the source with `ast` (docs/architecture.md, "Rules").
+
+No import cycles; no import of another folder's private module or name; the pure
+modules import no event loop; and the arrows the design forbids do not exist. Each
+rule is also checked against a small made-up package, so a rule that silently
+stopped finding anything would fail here too.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import textwrap
+from collections.abc import Iterator
+
+import attrs
+import pytest
+
+SOURCE = pathlib.Path(__file__).resolve().parents[2] / "src"
+
+# Event loops and the libraries that bring one.
+LOOPS = ("trio", "anyio", "trio_asyncio", "asyncio", "hypercorn")
+
+# Where a module may run under Trio: the actor runtime, the composition root and the
+# faces, whole rooms; and, in the other rooms, the actor itself and the modules that
+# are its Trio shell (spawning and draining children, background jobs, the held
+# placeholders, answerers that wait on a person, the tools that await an actor).
+# Every other module — the vocabulary at the top, policy/, trust/, config/, every
+# render.py and events.py, the sandbox's and the executor's deciding modules — is
+# pure: a new module is pure unless its name says it is a shell.
+LOOP_ROOMS = frozenset({"actors", "harness", "cli", "mcp", "acp"})
+LOOP_NAMES = frozenset(
+    {"actor", "answerers", "_spawn", "_jobs", "_holds", "bash", "fs_tool", "_approve"}
+)
+# Never a shell, whatever the room.
+PURE_NAMES = frozenset({"render", "events", "config"})
+
+# The whiteboard's "never" arrows: a room and the rooms it may never import.
+FACES = frozenset({"cli", "mcp", "acp", "harness"})
+NEVER = {
+    # policy knows no actor (nor anything that holds one)
+    "policy": frozenset(
+        {"actors", "sandbox", "executor", "approval", "sessionlog", "tools"} | FACES
+    ),
+    # the sandbox decides and wraps; it never runs the command, never asks
+    "sandbox": frozenset({"executor", "approval", "tools"} | FACES),
+    # the executor runs what it is given; it never asks
+    "executor": frozenset({"approval", "tools"} | FACES),
+    # the log knows no face (nor the tools that faces call)
+    "sessionlog": frozenset({"tools"} | FACES),
+    # the trust base stands on the standard library
+    "trust": frozenset(
+        {"actors", "sandbox", "executor", "approval", "sessionlog", "tools", "policy"} | FACES
+    ),
+}
+# How a room would spawn a command itself.
+SPAWNS = ("trio.run_process", "trio.lowlevel.open_process", "os.posix_spawn", "os.execv")
+
+
+@attrs.frozen
+class Module:
+    name: str  # dotted
+    path: pathlib.Path
+    is_package: bool
+    tree: ast.Module
+
+    @property
+    def package(self) -> str:
+        return self.name if self.is_package else self.name.rpartition(".")[0]
+
+    @property
+    def room(self) -> str:
+        """The first folder under the top package, or "" for a top-level module."""
+        parts = self.name.split(".")
+        if len(parts) == 1 or (len(parts) == 2 and not self.is_package):
+            return ""
+        return parts[1]
+
+
+@attrs.frozen
+class Import:
+    importer: Module
+    target: str  # dotted module (or package) the statement names
+    name: str | None  # the imported name, when it is not a module
+    line: int
+    in_function: bool
+
+    def where(self) -> str:
+        return f"{self.importer.name}:{self.line}"
+
+
+def load(source: pathlib.Path, top: str = "stockade") -> dict[str, Module]:
+    modules = {}
+    for path in sorted((source / top).rglob("*.py")):
+        parts = list(path.relative_to(source).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        name = ".".join(parts)
+        modules[name] = Module(name, path, is_package, ast.parse(path.read_text(), str(path)))
+    return modules
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skipped.update(id(inner) for inner in ast.walk(child))
+    return skipped
+
+
+def _functions(tree: ast.Module) -> set[int]:
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inside.update(id(inner) for inner in ast.walk(node) if inner is not node)
+    return inside
+
+
+def imports(modules: dict[str, Module], top: str = "stockade") -> Iterator[Import]:
+    """Every import statement that runs (not under TYPE_CHECKING), resolved."""
+    for module in modules.values():
+        skipped = _type_checking_only(module.tree)
+        inside = _functions(module.tree)
+        for node in ast.walk(module.tree):
+            if id(node) in skipped:
+                continue
+            in_function = id(node) in inside
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    yield Import(module, alias.name, None, node.lineno, in_function)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    if sub in modules:
+                        yield Import(module, sub, None, node.lineno, in_function)
+                    else:
+                        yield Import(module, target, alias.name, node.lineno, in_function)
+
+
+def _ancestors(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
+    """Module -> the modules its imports execute: the target and the target's packages
+    (except packages the importer itself sits in, which are already running)."""
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for found in imports(modules):
+        if found.target not in modules:
+            continue
+        own = set(_ancestors(found.importer.name)) | {found.importer.package}
+        for executed in (*_ancestors(found.target), found.target):
+            if executed in modules and executed not in own and executed != found.importer.name:
+                graph[found.importer.name].add(executed)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not part.startswith("__")
+
+
+def private_reach_ins(modules: dict[str, Module], top: str = "stockade") -> list[str]:
+    """Imports of a `_module` (or a `_name`) from outside the folder that owns it."""
+    found = []
+    for imp in imports(modules):
+        if not imp.target.startswith(top):
+            continue
+        parts = imp.target.split(".")
+        for depth, part in enumerate(parts):
+            if not _private(part):
+                continue
+            owner = ".".join(parts[:depth])  # the folder the private module sits in
+            if not (imp.importer.package == owner or imp.importer.package.startswith(owner + ".")):
+                found.append(f"{imp.where()}: {imp.importer.name} imports {imp.target}")
+            break
+        if imp.name and _private(imp.name) and imp.target in modules:
+            target = modules[imp.target]
+            if target.package != imp.importer.package:
+                found.append(
+                    f"{imp.where()}: {imp.importer.name} imports {imp.name} from {imp.target}"
+                )
+    return found
+
+
+def is_pure(module: Module) -> bool:
+    leaf = module.name.rpartition(".")[2]
+    if leaf in ("__main__",) or module.name.endswith(".testing"):
+        return False
+    if leaf in PURE_NAMES:
+        return True
+    return module.room not in LOOP_ROOMS and leaf not in LOOP_NAMES
+
+
+def loop_imports(modules: dict[str, Module]) -> list[str]:
+    """Pure modules that import an event loop, directly or through a stockade module
+    they import at module level."""
+    direct: dict[str, list[str]] = {}
+    for imp in imports(modules):
+        if imp.target.split(".")[0] in LOOPS:
+            direct.setdefault(imp.importer.name, []).append(f"{imp.target} (line {imp.line})")
+    module_level: dict[str, set[str]] = {name: set() for name in modules}
+    for imp in imports(modules):
+        if not imp.in_function and imp.target in modules:
+            # The target's packages run first (an eager __init__ counts), except
+            # those the importer sits in: they are already running.
+            own = set(_ancestors(imp.importer.name)) | {imp.importer.package}
+            for executed in (*_ancestors(imp.target), imp.target):
+                if executed in modules and executed not in own and executed != imp.importer.name:
+                    module_level[imp.importer.name].add(executed)
+    found = []
+    for module in modules.values():
+        if not module.is_package and not is_pure(module):
+            continue
+        if module.is_package:
+            # A package re-exports; it is judged through the pure modules that import
+            # it (its eager imports run first), not on its own.
+            continue
+        seen, todo, via = set(), [module.name], {}
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current in direct:
+                chain = [current]
+                while chain[-1] in via:
+                    chain.append(via[chain[-1]])
+                route = " <- ".join(chain)
+                found.append(f"{module.name} imports {direct[current][0]} via {route}")
+                break
+            for nxt in module_level[current]:
+                if nxt not in seen:
+                    via.setdefault(nxt, current)
+                    todo.append(nxt)
+    return found
+
+
+def forbidden_arrows(modules: dict[str, Module], top: str = "stockade") -> list[str]:
+    found = []
+    for imp in imports(modules):
+        room = imp.importer.room
+        banned = NEVER.get(room)
+        if not banned or not imp.target.startswith(top + "."):
+            continue
+        target_room = imp.target.split(".")[1]
+        if target_room in banned:
+            found.append(f"{imp.where()}: {room}/ may never import {target_room}/ ({imp.target})")
+    for module in modules.values():
+        if module.room not in ("sandbox", "policy", "trust"):
+            continue
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Attribute):
+                text = ast.unparse(node)
+                if text.startswith(SPAWNS):
+                    found.append(f"{module.name}:{node.lineno}: {module.room}/ spawns ({text})")
+    return found
+
+
+@pytest.fixture(scope="module")
+def stockade_modules() -> dict[str, Module]:
+    return load(SOURCE)
+
+
+def test_no_import_cycles(stockade_modules):
+    assert cycles(import_graph(stockade_modules)) == []
+
+
+def test_no_folder_reaches_into_another_folders_private_module(stockade_modules):
+    assert private_reach_ins(stockade_modules) == []
+
+
+def test_pure_modules_import_no_event_loop(stockade_modules):
+    pure = [m for m in stockade_modules.values() if is_pure(m) and not m.is_package]
+    assert len(pure) > 40  # the rule still finds the pure core
+    assert loop_imports(stockade_modules) == []
+
+
+def test_the_never_arrows_do_not_exist(stockade_modules):
+    assert forbidden_arrows(stockade_modules) == []
+
+
+# --- the rules catch what they claim to catch --------------------------------------------
+
+
+def _made_up(tmp_path: pathlib.Path, files: dict[str, str]) -> dict[str, Module]:
+    for name, text in files.items():
+        path = tmp_path / "stockade" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    for directory in [tmp_path / "stockade", *(tmp_path / "stockade").rglob("*")]:
+        if directory.is_dir() and not (directory / "__init__.py").exists():
+            (directory / "__init__.py").write_text("")
+    return load(tmp_path)
+
+
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "config/a.py": "from .b import thing\n",
+            "config/b.py": "def thing():\n    from .a import other\n",
+            "config/c.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from .a import x\n",
+        },
+    )
+    assert cycles(import_graph(modules)) == [["stockade.config.a", "stockade.config.b"]]
+
+
+def test_a_cycle_through_a_package_init_is_found(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "sandbox/__init__.py": "from .x import y\n",
+            "sandbox/x.py": "from ..policy.p import q\ny = 1\n",
+            "policy/p.py": "from ..sandbox import _z\nq = 1\n",
+            "sandbox/_z.py": "",
+        },
+    )
+    assert cycles(import_graph(modules)) == [
+        ["stockade.policy.p", "stockade.sandbox", "stockade.sandbox.x"]
+    ]
+
+
+def test_private_reach_ins_are_found_and_own_folder_ones_are_not(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "sandbox/_probe.py": "def _hidden(): ...\ndef shown(): ...\n",
+            "sandbox/actor.py": "from ._probe import _hidden, shown\n",
+            "cli/run.py": "from ..sandbox._probe import shown\nfrom ..sandbox import _probe\n",
+            "cli/x.py": "from ..sandbox.actor import _private_name\n",
+        },
+    )
+    assert sorted(line.split(": ", 1)[1] for line in private_reach_ins(modules)) == [
+        "stockade.cli.run imports stockade.sandbox._probe",
+        "stockade.cli.run imports stockade.sandbox._probe",
+        "stockade.cli.x imports _private_name from stockade.sandbox.actor",
+    ]
+
+
+def test_a_pure_module_reaching_trio_through_another_is_found(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "policy/knobs.py": "from ..executor import _spawn_helper\n",
+            "executor/_spawn_helper.py": "import trio\n",
+            "executor/actor.py": "import trio\n",
+            "cli/run.py": "import trio\n",
+        },
+    )
+    found = loop_imports(modules)
+    assert any(line.startswith("stockade.policy.knobs imports trio") for line in found)
+    assert any(line.startswith("stockade.executor._spawn_helper imports trio") for line in found)
+    assert not any("actor" in line.split(" imports ")[0] for line in found)
+    assert not any(line.startswith("stockade.cli") for line in found)
+
+
+def test_never_arrows_and_spawning_are_found(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "sessionlog/show.py": "from ..cli.errors import CliError\n",
+            "executor/x.py": "from ..approval import ask\n",
+            "sandbox/y.py": "import trio\nasync def f():\n    await trio.run_process(['x'])\n",
+        },
+    )
+    found = forbidden_arrows(modules)
+    assert any("sessionlog/ may never import cli/" in line for line in found)
+    assert any("executor/ may never import approval/" in line for line in found)
+    assert any("sandbox/ spawns (trio.run_process)" in line for line in found)
