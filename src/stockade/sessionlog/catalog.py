@@ -38,7 +38,8 @@ from ..events import EventRegistry, LogCorrupt, SessionEvent, SessionHeader
 from ..policy.knobs import PolicyDefaults, knob_state
 from ._builtin import BUILTIN_EVENTS
 from ._scan import scan_log
-from ._store import InvalidSessionId, check_session_id, resolve_state_dir
+from .stores.interface import InvalidSessionId, check_session_id
+from .stores.jsonl import resolve_state_dir
 
 SUFFIX = ".jsonl"
 
