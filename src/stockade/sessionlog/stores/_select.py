@@ -11,8 +11,6 @@ environment (`dsn: !env VAR`) or a password file, never from the composition tex
 
 from __future__ import annotations
 
-import argparse
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,28 +72,3 @@ def check_store_files(files: Sequence[tuple[str, str]], writable_roots: Sequence
                     "writable by no one else (chmod 600)"
                 )
             )
-
-
-def show_store(args: argparse.Namespace, registry: EventRegistry) -> Any:
-    """For `stockade session show`: the store of the composition named by `--config` (or
-    $STOCKADE_CONFIG), when it is a database; for a JSON-lines store, its state
-    directory becomes the default of `--state-dir`. None when no composition is named.
-    """
-    from ...cli.settings import CONFIG_ENV, load_cli_composition
-
-    named = getattr(args, "config", None)
-    if not named and not os.environ.get(CONFIG_ENV):
-        return None  # a ./stockade.yml that is only present is never read (the trust base)
-    composition = load_cli_composition(named)
-    entry = composition.session_log if composition is not None else None
-    if entry is None:
-        return None
-    if getattr(entry.config, "store", "jsonl") != "postgres":
-        if not getattr(args, "state_dir", None) and not os.environ.get("STOCKADE_STATE_DIR"):
-            args.state_dir = str(resolve_state_dir(entry.config.state_dir))
-        return None
-    store = build_store(entry.config, registry, composition_path=composition.path)
-    from ...trust import host_temp_roots
-
-    check_store_files(store_files(store), (os.path.realpath(os.getcwd()), *host_temp_roots()))
-    return store
