@@ -294,7 +294,7 @@ def _append_runs(ctx: Context, result: FamilyResult, dsn: str | None = None) -> 
                         fsync=fsync,
                     )
                 elif store_kind == "postgres":
-                    from stockade.sessionlog._postgres import PostgresStore
+                    from stockade.sessionlog.stores.postgres import PostgresStore
 
                     fsync = None
                     store = PostgresStore(dsn, registry=registry, pool_size=10)
@@ -328,7 +328,7 @@ def _append_runs(ctx: Context, result: FamilyResult, dsn: str | None = None) -> 
         if store_kind == "jsonl":
             store = JsonlStore(os.path.join(directory, "alone"), registry=registry)
         else:
-            from stockade.sessionlog._postgres import PostgresStore
+            from stockade.sessionlog.stores.postgres import PostgresStore
 
             store = PostgresStore(dsn, registry=registry, pool_size=10)
         try:
@@ -436,7 +436,7 @@ def _replay_runs(ctx: Context, result: FamilyResult) -> None:
     from stockade.harness.session import Session
     from stockade.policy.knobs import PolicyDefaults, knob_state, resolve_execution_policy
     from stockade.sessionlog import JsonlStore, open_session_log, scan_log
-    from stockade.sessionlog._store import _read_all
+    from stockade.sessionlog.stores.jsonl import _read_all
 
     registry = harness_registry()
     directory = ctx.scratch.dir("log-replay")
@@ -593,7 +593,7 @@ def load_postgres_log(dsn: str, session_id: str, count: int, registry: Any, root
     import psycopg
 
     from stockade.events import SessionHeader
-    from stockade.sessionlog._postgres import PostgresStore
+    from stockade.sessionlog.stores.postgres import PostgresStore
 
     with PostgresStore(dsn, registry=registry, pool_size=1) as store:
         store.schema_version()  # the schema exists
@@ -633,7 +633,7 @@ def _pg_replay_runs(ctx: Context, result: FamilyResult, dsn: str) -> None:
     from stockade.harness.session import Session
     from stockade.policy.knobs import PolicyDefaults, knob_state, resolve_execution_policy
     from stockade.sessionlog import open_session_log
-    from stockade.sessionlog._postgres import PostgresStore
+    from stockade.sessionlog.stores.postgres import PostgresStore
 
     registry = harness_registry()
     root = ctx.scratch.dir("log-root-pg")

@@ -66,9 +66,9 @@ _NAMES = [
 
 def _params(handle: Any, events: list[Any], lines: list[bytes]) -> dict[str, Any]:
     """The store's group-commit statement for one session's batch."""
-    from stockade.sessionlog._postgres import _key_halves
+    from stockade.sessionlog.stores.postgres.locks import key_halves
 
-    high, low = _key_halves(handle.key)
+    high, low = key_halves(handle.key)
     return {
         "sids": [handle.session_id],
         "epochs": [handle.epoch],
@@ -88,9 +88,9 @@ def _params(handle: Any, events: list[Any], lines: list[bytes]) -> dict[str, Any
 async def _run_psycopg(store: Any, handles: list[Any], batch: int, seconds: float) -> float:
     import trio
 
-    from stockade.sessionlog._postgres import _APPEND
+    from stockade.sessionlog.stores.postgres.commit import APPEND
 
-    pool = store._pool
+    pool = store._connections.pool
     registry = store.registry
     done = [0]
     deadline = time.perf_counter() + seconds
@@ -98,7 +98,7 @@ async def _run_psycopg(store: Any, handles: list[Any], batch: int, seconds: floa
     def commit(handle: Any) -> None:
         events, lines = _events(handle.last_seq + 1, batch, registry)
         with pool.connection() as conn:
-            rows = conn.execute(_APPEND, _params(handle, events, lines), prepare=True).fetchall()
+            rows = conn.execute(APPEND, _params(handle, events, lines), prepare=True).fetchall()
             assert rows == [(handle.session_id,)], rows
         handle.last_seq += batch
 
@@ -122,9 +122,10 @@ async def _run_asyncpg(
     import trio
     import trio_asyncio
 
-    from stockade.sessionlog._postgres import _APPEND, dsn_parts
+    from stockade.sessionlog.stores.postgres import dsn_parts
+    from stockade.sessionlog.stores.postgres.commit import APPEND
 
-    sql = _asyncpg_sql(_APPEND, _NAMES)
+    sql = _asyncpg_sql(APPEND, _NAMES)
     parts = dsn_parts(dsn)
     done = [0]
     async with trio_asyncio.open_loop():
@@ -161,10 +162,11 @@ async def _read_asyncpg(dsn: str, session_id: str, last_seq: int) -> float:
     import asyncpg
     import trio_asyncio
 
-    from stockade.sessionlog._postgres import _READ, _READ_CHUNK, _READ_SETTINGS, dsn_parts
+    from stockade.sessionlog.stores.postgres import dsn_parts
+    from stockade.sessionlog.stores.postgres.read import READ, READ_CHUNK, READ_SETTINGS
 
     parts = dsn_parts(dsn)
-    sql = _READ.replace("%s", "$1", 1).replace("%s", "$2", 1).replace("%s", "$3", 1)
+    sql = READ.replace("%s", "$1", 1).replace("%s", "$2", 1).replace("%s", "$3", 1)
     async with trio_asyncio.open_loop():
         conn = await trio_asyncio.aio_as_trio(asyncpg.connect)(
             host=parts.get("host"), user=parts.get("user"), database=parts.get("dbname")
@@ -173,11 +175,11 @@ async def _read_asyncpg(dsn: str, session_id: str, last_seq: int) -> float:
         fetchval = trio_asyncio.aio_as_trio(conn.fetchval)
         begun = time.perf_counter()
         await execute("BEGIN")
-        for setting in _READ_SETTINGS:
+        for setting in READ_SETTINGS:
             await execute(setting)
         chunks = []
-        for start in range(0, last_seq, _READ_CHUNK):
-            chunk = await fetchval(sql, session_id, start, start + _READ_CHUNK)
+        for start in range(0, last_seq, READ_CHUNK):
+            chunk = await fetchval(sql, session_id, start, start + READ_CHUNK)
             chunks.append(chunk + b"\n")
         await execute("COMMIT")
         data = b"".join(chunks)
@@ -188,9 +190,11 @@ async def _read_asyncpg(dsn: str, session_id: str, last_seq: int) -> float:
 
 
 def _read_psycopg(store: Any, session_id: str, last_seq: int) -> float:
+    from stockade.sessionlog.stores.postgres.read import read_events
+
     begun = time.perf_counter()
-    with store._pool.connection() as conn, conn.transaction():
-        data = b"".join(store._read_events(conn, session_id, last_seq))
+    with store._connections.pool.connection() as conn, conn.transaction():
+        data = b"".join(read_events(conn, session_id, last_seq))
     took = time.perf_counter() - begun
     assert data.count(b"\n") == last_seq
     return took
@@ -223,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     import trio
 
     from stockade.harness._harness import harness_registry
-    from stockade.sessionlog._postgres import PostgresStore
+    from stockade.sessionlog.stores.postgres import PostgresStore
 
     registry = harness_registry()
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
@@ -245,13 +249,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"round {round_} {client:8} {name:26} {rate:10,.0f} events/s", flush=True)
         # Replay: one long session, written in big batches.
         replay = store.open(f"clients-replay-{tag}").handle
-        from stockade.sessionlog._postgres import _APPEND
+        from stockade.sessionlog.stores.postgres.commit import APPEND
 
         while replay.last_seq < args.replay:
             count = min(10_000, args.replay - replay.last_seq)
             events, lines = _events(replay.last_seq + 1, count, registry)
-            with store._pool.connection() as conn:
-                conn.execute(_APPEND, _params(replay, events, lines))
+            with store._connections.pool.connection() as conn:
+                conn.execute(APPEND, _params(replay, events, lines))
             replay.last_seq += count
         name = f"read {args.replay:,} events (s)"
         for _ in range(args.rounds):

@@ -17,7 +17,7 @@ import pytest
 
 from stockade.cli import entry as cli
 from stockade.cli.errors import CODES
-from stockade.sessionlog.catalog import parse_duration
+from stockade.cli.sessions import parse_duration
 
 from .support import require_backend
 
@@ -457,6 +457,22 @@ def test_durations():
     for bad in ("", "7", "d", "7x", "-1d", "7d ", "1h-"):
         with pytest.raises(ValueError):
             parse_duration(bad)
+
+
+def test_a_store_without_a_catalog_is_a_config_error():
+    import argparse
+    import io
+
+    from stockade.cli.sessions import run_list, run_prune
+    from stockade.sessionlog import MemoryStore
+
+    out = io.StringIO()
+    args = argparse.Namespace(json=True, state_dir=None, older_than="1d", dry_run=False)
+    assert run_list(args, store=MemoryStore(), stdout=out) == 2
+    assert run_prune(args, store=MemoryStore(), stdout=out) == 2
+    for line in out.getvalue().splitlines():
+        error = json.loads(line)["error"]
+        assert error["code"] == "CONFIG" and "cannot list or prune" in error["detail"]
 
 
 # --- errors with --json --------------------------------------------------------------

@@ -84,7 +84,7 @@ async def append_forever(session_id: str, seed: int) -> None:
     import os
 
     from stockade.sessionlog import open_session_log
-    from stockade.sessionlog._postgres import PostgresStore
+    from stockade.sessionlog.stores.postgres import PostgresStore
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
     from tests.sessionlog._helpers import TEST_EVENTS, Note

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stockade.cli.entry import main as cli_main
-from stockade.sessionlog._postgres import PostgresStore
+from stockade.sessionlog.stores.postgres import PostgresStore
 
 from .fixtures import fresh_database
 

@@ -18,7 +18,7 @@ import trio
 
 from stockade.sandbox.private_tmp import PREFIX, default_parent
 from stockade.sessionlog import SessionLocked
-from stockade.sessionlog._postgres import PostgresStore
+from stockade.sessionlog.stores.postgres import PostgresStore
 
 from ..sessionlog._helpers import TEST_EVENTS
 from .fixtures import fresh_database

@@ -11,7 +11,7 @@ import trio
 from stockade.errors import ConfigError
 from stockade.harness._harness import open_harness
 from stockade.sessionlog import LogWriteFailed, SessionLocked, open_session_log
-from stockade.sessionlog._postgres import (
+from stockade.sessionlog.stores.postgres import (
     SCHEMA_VERSION,
     PostgresStore,
     SchemaTooNew,
@@ -205,7 +205,7 @@ def test_every_append_connection_commits_synchronously(pg_dsn: str) -> None:
     sql(dsn, f'ALTER DATABASE "{name}" SET synchronous_commit = off')
     with store(dsn) as s:
         opened = s.open("s")
-        with s._pool.connection() as conn:
+        with s._connections.pool.connection() as conn:
             assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
         opened.handle.close()
 

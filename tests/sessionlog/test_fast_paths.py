@@ -31,7 +31,7 @@ from stockade.events import (
 )
 from stockade.policy import ApprovalPolicySet, PolicyContext, PresetSelected, SandboxModeSet
 from stockade.sessionlog import _scan, scan_log
-from stockade.sessionlog._store import _read_all
+from stockade.sessionlog.stores.jsonl import _read_all
 from stockade.vocab import ApprovalPolicy, SandboxMode
 
 from ._helpers import TEST_EVENTS, Note

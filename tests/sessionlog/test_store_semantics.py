@@ -93,7 +93,7 @@ def kit(request: pytest.FixtureRequest, state_dir_outside: str) -> Iterator[Kit]
         kit = Kit("jsonl", make, peek, {"state_dir": str(directory)})
     else:
         dsn = request.getfixturevalue("pg_dsn")
-        from stockade.sessionlog._postgres import PostgresStore
+        from stockade.sessionlog.stores.postgres import PostgresStore
 
         def make(registry: EventRegistry) -> Any:
             return PostgresStore(dsn, registry=registry, pool_size=4)

@@ -18,8 +18,8 @@ import trio
 from ..approval.answerers import ScriptedAnswerer, TerminalAnswerer
 from ..approval.render import one_line, visible
 from ..harness._harness import AgentSession, harness_registry, open_harness
-from ..sessionlog._select import show_store
 from .session_show import run_show
+from .sessions import session_store
 
 
 class Transcript:
@@ -149,7 +149,7 @@ def run_demo(*, interactive: bool = False, config: str | None = None) -> int:
     show.step("The session log, replayed (stockade session show)")
     registry = harness_registry()
     args = argparse.Namespace(path_or_id=location, json=False, state_dir=None, config=config)
-    store = show_store(args, registry) if config else None
+    store = session_store(args, registry) if config else None
     replay = f"stockade session show {location}"
     if store is not None:
         args.path_or_id = session_id

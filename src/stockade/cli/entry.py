@@ -921,12 +921,12 @@ def _wants_json(words: Sequence[str]) -> bool:
 def _session(args: argparse.Namespace) -> int:
     from ..acp.events import ACP_EVENTS
     from ..harness._harness import harness_registry
-    from ..sessionlog._select import show_store
+    from .sessions import session_store
 
     # Logs hold tool and approval events too, and an ACP session's conversation:
     # decode with every type the shipped faces write.
     registry = harness_registry(*ACP_EVENTS)
-    store = show_store(args, registry)
+    store = session_store(args, registry)
     try:
         match args.session_verb:
             case "show":
@@ -934,11 +934,11 @@ def _session(args: argparse.Namespace) -> int:
 
                 return run_show(args, registry=registry, store=store)
             case "list":
-                from ..sessionlog.catalog import run_list
+                from .sessions import run_list
 
                 return run_list(args, registry=registry, store=store)
             case _:
-                from ..sessionlog.catalog import run_prune
+                from .sessions import run_prune
 
                 return run_prune(args, registry=registry, store=store)
     finally:

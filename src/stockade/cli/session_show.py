@@ -30,9 +30,7 @@ from ..policy.knobs import (
     resolve_workspace_root,
 )
 from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset
-from ..sessionlog._builtin import BUILTIN_EVENTS
-from ..sessionlog._scan import Scan, scan_log
-from ..sessionlog._store import check_session_id, resolve_state_dir
+from ..sessionlog import BUILTIN_EVENTS, Scan, check_session_id, resolve_state_dir, scan_log
 from ..vocab import SandboxMode
 from .errors import CliError, report
 

@@ -41,9 +41,17 @@ from ..policy.presets import DEFAULT_PRESETS, PresetTable
 from ..sandbox.actor import ProviderActor, ProviderClient
 from ..sandbox.config import trusted_provider
 from ..sandbox.private_tmp import host_temp
-from ..sessionlog import BUILTIN_EVENTS, JsonlStore, MemoryStore, SessionLogActor, check_session_id
+from ..sessionlog import (
+    BUILTIN_EVENTS,
+    JsonlStore,
+    MemoryStore,
+    SessionLogActor,
+    build_store,
+    check_session_id,
+    check_store_files,
+    store_files,
+)
 from ..sessionlog import resolve_state_dir as resolve_state_dir
-from ..sessionlog._select import build_store, check_store_files, store_files
 from ..sessionlog.actor import SessionLogClient
 from ..tools import _bash_schema as schemas
 from ..tools.bash import BashTool

@@ -1,26 +1,56 @@
-"""SessionLogActor: one append-only, durable, locked log of events per session."""
+"""SessionLogActor: one append-only, durable, locked log of events per session.
+
+The actor (`actor`), the reader every store shares (`_scan`), the catalog protocol
+of `session list`/`prune` (`catalog`) and the stores (`stores/`). The PostgreSQL
+store's names are re-exported lazily, so the JSON-lines path never loads them.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from ._builtin import BUILTIN_EVENTS as BUILTIN_EVENTS
 from ._messages import LogOpened as LogOpened
 from ._scan import Scan as Scan
 from ._scan import TornTail as TornTail
 from ._scan import scan_log as scan_log
-from ._store import STATE_DIR_ENV as STATE_DIR_ENV
-from ._store import InvalidSessionId as InvalidSessionId
-from ._store import JsonlStore as JsonlStore
-from ._store import LogHandle as LogHandle
-from ._store import MemoryStore as MemoryStore
-from ._store import OpenedLog as OpenedLog
-from ._store import SessionLocked as SessionLocked
-from ._store import SessionStore as SessionStore
-from ._store import check_session_id as check_session_id
-from ._store import default_state_dir as default_state_dir
-from ._store import resolve_state_dir as resolve_state_dir
 from .actor import LogWriteFailed as LogWriteFailed
 from .actor import SessionLogActor as SessionLogActor
 from .actor import SessionLogClient as SessionLogClient
 from .actor import SessionNotOpen as SessionNotOpen
 from .actor import open_session_log as open_session_log
+from .stores import STATE_DIR_ENV as STATE_DIR_ENV
+from .stores import InvalidSessionId as InvalidSessionId
+from .stores import JsonlStore as JsonlStore
+from .stores import LogHandle as LogHandle
+from .stores import MemoryStore as MemoryStore
+from .stores import OpenedLog as OpenedLog
+from .stores import SessionLocked as SessionLocked
+from .stores import SessionStore as SessionStore
+from .stores import build_store as build_store
+from .stores import check_session_id as check_session_id
+from .stores import check_store_files as check_store_files
+from .stores import default_state_dir as default_state_dir
+from .stores import resolve_state_dir as resolve_state_dir
+from .stores import store_files as store_files
+
+if TYPE_CHECKING:
+    from .stores.postgres import PostgresStore as PostgresStore
+    from .stores.postgres import SchemaTooNew as SchemaTooNew
+    from .stores.postgres import SessionHeldElsewhere as SessionHeldElsewhere
+    from .stores.postgres import SessionLockLost as SessionLockLost
+    from .stores.postgres import StoreUnavailable as StoreUnavailable
+
+_POSTGRES = frozenset(
+    {"PostgresStore", "SchemaTooNew", "SessionHeldElsewhere", "SessionLockLost", "StoreUnavailable"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _POSTGRES:
+        from .stores import postgres
+
+        return getattr(postgres, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BUILTIN_EVENTS",
@@ -32,16 +62,24 @@ __all__ = [
     "LogWriteFailed",
     "MemoryStore",
     "OpenedLog",
+    "PostgresStore",
     "Scan",
+    "SchemaTooNew",
+    "SessionHeldElsewhere",
+    "SessionLockLost",
     "SessionLocked",
     "SessionLogActor",
     "SessionLogClient",
     "SessionNotOpen",
     "SessionStore",
+    "StoreUnavailable",
     "TornTail",
+    "build_store",
     "check_session_id",
+    "check_store_files",
     "default_state_dir",
     "open_session_log",
     "resolve_state_dir",
     "scan_log",
+    "store_files",
 ]

@@ -38,7 +38,7 @@ from ..events import (
     UnregisteredEvent,
 )
 from ._messages import AppendEvents, CloseLog, LogOpened, OpenLog, ReadLog
-from ._store import OpenedLog, SessionStore
+from .stores.interface import OpenedLog, SessionStore
 
 
 class SessionNotOpen(StockadeError):

@@ -11,14 +11,13 @@ environment (`dsn: !env VAR`) or a password file, never from the composition tex
 
 from __future__ import annotations
 
-import argparse
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ConfigError
-from ..events import EventRegistry
-from ._store import JsonlStore, SessionStore, resolve_state_dir
+from ...errors import ConfigError
+from ...events import EventRegistry
+from .interface import SessionStore
+from .jsonl import JsonlStore, resolve_state_dir
 
 
 def build_store(
@@ -27,7 +26,7 @@ def build_store(
     """The store `config` (a SessionLogConfig) names; nothing is connected yet."""
     if getattr(config, "store", "jsonl") != "postgres":
         return JsonlStore(resolve_state_dir(config.state_dir), registry=registry)
-    from ._postgres import PostgresStore, dsn_parts
+    from .postgres import PostgresStore, dsn_parts
 
     dsn = config.dsn
     if dsn is None:  # the config model refuses this; a Composition built in code may not
@@ -60,7 +59,7 @@ def store_files(store: Any) -> tuple[tuple[str, str], ...]:
 def check_store_files(files: Sequence[tuple[str, str]], writable_roots: Sequence[str]) -> None:
     """ConfigError unless each of `files` ((path, what), from `store_files`) passes the
     trust base's check 1 against `writable_roots`."""
-    from ..trust import check_trusted
+    from ...trust import check_trusted
 
     for path, what in files:
         problem = check_trusted(path, writable_roots, what=what)
@@ -73,28 +72,3 @@ def check_store_files(files: Sequence[tuple[str, str]], writable_roots: Sequence
                     "writable by no one else (chmod 600)"
                 )
             )
-
-
-def show_store(args: argparse.Namespace, registry: EventRegistry) -> Any:
-    """For `stockade session show`: the store of the composition named by `--config` (or
-    $STOCKADE_CONFIG), when it is a database; for a JSON-lines store, its state
-    directory becomes the default of `--state-dir`. None when no composition is named.
-    """
-    from ..cli.settings import CONFIG_ENV, load_cli_composition
-
-    named = getattr(args, "config", None)
-    if not named and not os.environ.get(CONFIG_ENV):
-        return None  # a ./stockade.yml that is only present is never read (the trust base)
-    composition = load_cli_composition(named)
-    entry = composition.session_log if composition is not None else None
-    if entry is None:
-        return None
-    if getattr(entry.config, "store", "jsonl") != "postgres":
-        if not getattr(args, "state_dir", None) and not os.environ.get("STOCKADE_STATE_DIR"):
-            args.state_dir = str(resolve_state_dir(entry.config.state_dir))
-        return None
-    store = build_store(entry.config, registry, composition_path=composition.path)
-    from ..trust import host_temp_roots
-
-    check_store_files(store_files(store), (os.path.realpath(os.getcwd()), *host_temp_roots()))
-    return store

@@ -1,8 +1,8 @@
-"""Where session logs live: the store interface, the JSON-lines store and a memory store.
+"""JsonlStore: one `<session id>.jsonl` file per session under the state directory.
 
-A store's methods block (file or database I/O); the SessionLogActor calls them from
-worker threads, one writer per open session, so a store needs no trio. A
-database-backed store implements the same two protocols.
+Where that directory is (`resolve_state_dir`), how a log is opened (O_NOFOLLOW,
+created 0600, flock'd exclusively, a torn tail cut) and appended (one write, one
+fsync per group commit). The same bytes and the same reader as every other store.
 """
 
 from __future__ import annotations
@@ -10,52 +10,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import logging
 import os
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
 
 import attrs
 
-from ..errors import ConfigError, StockadeError
-from ..events import EventRegistry, SessionEvent
-from ._builtin import BUILTIN_EVENTS
-from ._scan import TornTail, scan_log
-
-logger = logging.getLogger("stockade.sessionlog")
+from ...errors import StockadeError
+from ...events import EventRegistry, SessionEvent
+from .._builtin import BUILTIN_EVENTS
+from .._scan import scan_log
+from .interface import OpenedLog, SessionLocked, check_session_id, report_torn
 
 STATE_DIR_ENV = "STOCKADE_STATE_DIR"
-# fullmatch, not `$`: `$` also matches before a trailing newline ("abc\n").
-_SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-
-class SessionLocked(StockadeError):
-    """Another writer holds the session open; two writers to one log are refused."""
-
-    def __init__(self, session_id: str, location: str) -> None:
-        super().__init__(
-            f"session {session_id!r} is already open for writing elsewhere ({location} is "
-            "locked by another process, or by another session log in this one). Close that "
-            "session or let its process exit first, or open a different session id."
-        )
-        self.session_id = session_id
-        self.location = location
-
-
-class InvalidSessionId(ConfigError):
-    """A session id that cannot name a log."""
-
-
-def check_session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not _SESSION_ID_RE.fullmatch(session_id):
-        raise InvalidSessionId(
-            f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' "
-            "or '-', starting with a letter or digit"
-        )
-    return session_id
 
 
 def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -79,51 +47,6 @@ def resolve_state_dir(
     if chosen:
         return Path(chosen).expanduser().absolute()
     return default_state_dir(env)
-
-
-# --- the interface ------------------------------------------------------------------------
-
-
-class LogHandle(Protocol):
-    """One open, exclusively held session log."""
-
-    def append(self, events: Sequence[SessionEvent]) -> None:
-        """Write `events` (already stamped) and return only once they are durable."""
-        ...
-
-    def close(self) -> None:
-        """Release the log (and its lock). Idempotent."""
-        ...
-
-
-@attrs.frozen
-class OpenedLog:
-    handle: LogHandle
-    events: tuple[SessionEvent, ...]
-    location: str
-    torn: TornTail | None = None
-
-
-class SessionStore(Protocol):
-    registry: EventRegistry
-
-    def open(self, session_id: str) -> OpenedLog:
-        """Hold `session_id`'s log exclusively (creating it empty when missing).
-
-        Cuts a torn tail (reported once: warning + `torn_tails_cut`), raises
-        LogCorrupt for a corrupt log and SessionLocked when another writer holds it.
-        """
-        ...
-
-
-def _report_torn(location: str, torn: TornTail) -> None:
-    logger.warning(
-        "%s:%d: cut a torn last line (%d bytes, %s); the events before it are kept",
-        location,
-        torn.line,
-        torn.length,
-        torn.reason,
-    )
 
 
 # --- JSON lines on disk -----------------------------------------------------------------
@@ -194,7 +117,7 @@ class JsonlStore:
                 self.fsync(fd)
                 with self._count_lock:
                     self.torn_tails_cut += 1
-                _report_torn(str(path), scan.torn)
+                report_torn(str(path), scan.torn)
         except BaseException:
             os.close(fd)
             raise
@@ -241,68 +164,3 @@ class _JsonlHandle:
         if not self._closed:
             self._closed = True
             os.close(self.fd)  # also releases the flock
-
-
-# --- in memory, for tests ---------------------------------------------------------------
-
-
-@attrs.define(eq=False)
-class MemoryStore:
-    """Logs as byte strings in `files` (same encoding, scan and lock rules as on disk).
-
-    Tests may edit `files[session_id]` directly, e.g. to leave a torn tail.
-    """
-
-    registry: EventRegistry = BUILTIN_EVENTS
-    files: dict[str, bytearray] = attrs.field(factory=dict)
-    commits: int = attrs.field(default=0, init=False)
-    torn_tails_cut: int = attrs.field(default=0, init=False)
-    _open: set[str] = attrs.field(factory=set, init=False)
-    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
-
-    def open(self, session_id: str) -> OpenedLog:
-        check_session_id(session_id)
-        location = f"memory:{session_id}"
-        with self._lock:
-            if session_id in self._open:
-                raise SessionLocked(session_id, location)
-            data = self.files.setdefault(session_id, bytearray())
-            scan = scan_log(bytes(data), location, self.registry)
-            if scan.torn is not None:
-                del data[scan.good_length :]
-                self.torn_tails_cut += 1
-                _report_torn(location, scan.torn)
-            self._open.add(session_id)
-        return OpenedLog(
-            handle=_MemoryHandle(self, session_id),
-            events=scan.events,
-            location=location,
-            torn=scan.torn,
-        )
-
-    def _append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
-        data = self.registry.encode_lines(events)
-        with self._lock:
-            self.files[session_id] += data
-            self.commits += 1
-
-    def _release(self, session_id: str) -> None:
-        with self._lock:
-            self._open.discard(session_id)
-
-
-@attrs.define(eq=False)
-class _MemoryHandle:
-    store: MemoryStore
-    session_id: str
-    _closed: bool = False
-
-    def append(self, events: Sequence[SessionEvent]) -> None:
-        if self._closed:
-            raise StockadeError("append to a closed session log")
-        self.store._append(self.session_id, events)
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.store._release(self.session_id)

@@ -1,0 +1,66 @@
+"""Where session logs live: the store interface and the stores that implement it.
+
+`interface` (SessionStore, LogHandle, OpenedLog, the session-id rule), `jsonl` (one
+file per session, the default), `memory` (for tests), `postgres/` (one database for
+many hosts), and which one a composition names (`build_store`). The PostgreSQL
+names are re-exported lazily: a JSON-lines session never loads that package.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from ._select import build_store as build_store
+from ._select import check_store_files as check_store_files
+from ._select import store_files as store_files
+from .interface import InvalidSessionId as InvalidSessionId
+from .interface import LogHandle as LogHandle
+from .interface import OpenedLog as OpenedLog
+from .interface import SessionLocked as SessionLocked
+from .interface import SessionStore as SessionStore
+from .interface import check_session_id as check_session_id
+from .jsonl import STATE_DIR_ENV as STATE_DIR_ENV
+from .jsonl import JsonlStore as JsonlStore
+from .jsonl import default_state_dir as default_state_dir
+from .jsonl import resolve_state_dir as resolve_state_dir
+from .memory import MemoryStore as MemoryStore
+
+if TYPE_CHECKING:
+    from .postgres import PostgresStore as PostgresStore
+    from .postgres import SchemaTooNew as SchemaTooNew
+    from .postgres import SessionHeldElsewhere as SessionHeldElsewhere
+    from .postgres import SessionLockLost as SessionLockLost
+    from .postgres import StoreUnavailable as StoreUnavailable
+
+_POSTGRES = frozenset(
+    {"PostgresStore", "SchemaTooNew", "SessionHeldElsewhere", "SessionLockLost", "StoreUnavailable"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _POSTGRES:
+        from . import postgres
+
+        return getattr(postgres, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "STATE_DIR_ENV",
+    "InvalidSessionId",
+    "JsonlStore",
+    "LogHandle",
+    "MemoryStore",
+    "OpenedLog",
+    "PostgresStore",
+    "SchemaTooNew",
+    "SessionHeldElsewhere",
+    "SessionLockLost",
+    "SessionLocked",
+    "SessionStore",
+    "StoreUnavailable",
+    "build_store",
+    "check_session_id",
+    "check_store_files",
+    "default_state_dir",
+    "resolve_state_dir",
+    "store_files",
+]

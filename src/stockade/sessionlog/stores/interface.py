@@ -1,0 +1,95 @@
+"""The store interface: what the SessionLogActor asks of a store, and what every store shares.
+
+`SessionStore` opens a log exclusively and reads it back; `LogHandle` appends to it
+durably. A store's methods block (file or database I/O); the SessionLogActor calls
+them from worker threads, one writer per open session, so a store needs no trio.
+The JSON-lines, memory and PostgreSQL stores, the actor and the catalog import this
+module; it imports no trio, and no store.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+
+from ...errors import ConfigError, StockadeError
+from ...events import EventRegistry, SessionEvent
+from .._scan import TornTail
+
+logger = logging.getLogger("stockade.sessionlog")
+
+# fullmatch, not `$`: `$` also matches before a trailing newline ("abc\n").
+_SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class SessionLocked(StockadeError):
+    """Another writer holds the session open; two writers to one log are refused."""
+
+    def __init__(self, session_id: str, location: str) -> None:
+        super().__init__(
+            f"session {session_id!r} is already open for writing elsewhere ({location} is "
+            "locked by another process, or by another session log in this one). Close that "
+            "session or let its process exit first, or open a different session id."
+        )
+        self.session_id = session_id
+        self.location = location
+
+
+class InvalidSessionId(ConfigError):
+    """A session id that cannot name a log."""
+
+
+def check_session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not _SESSION_ID_RE.fullmatch(session_id):
+        raise InvalidSessionId(
+            f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit"
+        )
+    return session_id
+
+
+class LogHandle(Protocol):
+    """One open, exclusively held session log."""
+
+    def append(self, events: Sequence[SessionEvent]) -> None:
+        """Write `events` (already stamped) and return only once they are durable."""
+        ...
+
+    def close(self) -> None:
+        """Release the log (and its lock). Idempotent."""
+        ...
+
+
+@attrs.frozen
+class OpenedLog:
+    handle: LogHandle
+    events: tuple[SessionEvent, ...]
+    location: str
+    torn: TornTail | None = None
+
+
+class SessionStore(Protocol):
+    registry: EventRegistry
+
+    def open(self, session_id: str) -> OpenedLog:
+        """Hold `session_id`'s log exclusively (creating it empty when missing).
+
+        Cuts a torn tail (reported once: warning + `torn_tails_cut`), raises
+        LogCorrupt for a corrupt log and SessionLocked when another writer holds it.
+        """
+        ...
+
+
+def report_torn(location: str, torn: TornTail) -> None:
+    """The one warning a store logs when it cuts a torn tail."""
+    logger.warning(
+        "%s:%d: cut a torn last line (%d bytes, %s); the events before it are kept",
+        location,
+        torn.line,
+        torn.length,
+        torn.reason,
+    )

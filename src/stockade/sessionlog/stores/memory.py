@@ -1,0 +1,80 @@
+"""MemoryStore: logs as byte strings in a dict, for tests and benchmarks.
+
+The same encoding, scan and lock rules as the JSON-lines store, with no disk: what
+a test needs to look at a session's log without a state directory.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import attrs
+
+from ...errors import StockadeError
+from ...events import EventRegistry, SessionEvent
+from .._builtin import BUILTIN_EVENTS
+from .._scan import scan_log
+from .interface import OpenedLog, SessionLocked, check_session_id, report_torn
+
+
+@attrs.define(eq=False)
+class MemoryStore:
+    """Logs as byte strings in `files` (same encoding, scan and lock rules as on disk).
+
+    Tests may edit `files[session_id]` directly, e.g. to leave a torn tail.
+    """
+
+    registry: EventRegistry = BUILTIN_EVENTS
+    files: dict[str, bytearray] = attrs.field(factory=dict)
+    commits: int = attrs.field(default=0, init=False)
+    torn_tails_cut: int = attrs.field(default=0, init=False)
+    _open: set[str] = attrs.field(factory=set, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def open(self, session_id: str) -> OpenedLog:
+        check_session_id(session_id)
+        location = f"memory:{session_id}"
+        with self._lock:
+            if session_id in self._open:
+                raise SessionLocked(session_id, location)
+            data = self.files.setdefault(session_id, bytearray())
+            scan = scan_log(bytes(data), location, self.registry)
+            if scan.torn is not None:
+                del data[scan.good_length :]
+                self.torn_tails_cut += 1
+                report_torn(location, scan.torn)
+            self._open.add(session_id)
+        return OpenedLog(
+            handle=_MemoryHandle(self, session_id),
+            events=scan.events,
+            location=location,
+            torn=scan.torn,
+        )
+
+    def _append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        data = self.registry.encode_lines(events)
+        with self._lock:
+            self.files[session_id] += data
+            self.commits += 1
+
+    def _release(self, session_id: str) -> None:
+        with self._lock:
+            self._open.discard(session_id)
+
+
+@attrs.define(eq=False)
+class _MemoryHandle:
+    store: MemoryStore
+    session_id: str
+    _closed: bool = False
+
+    def append(self, events: Sequence[SessionEvent]) -> None:
+        if self._closed:
+            raise StockadeError("append to a closed session log")
+        self.store._append(self.session_id, events)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.store._release(self.session_id)
