@@ -229,8 +229,8 @@ def private_reach_ins(modules: dict[str, Module], top: str = "stockade") -> list
                 found.append(f"{imp.where()}: {imp.importer.name} imports {imp.target}")
             break
         if imp.name and _private(imp.name) and imp.target in modules:
-            target = modules[imp.target]
-            if target.package != imp.importer.package:
+            owner = modules[imp.target].package
+            if not (imp.importer.package == owner or imp.importer.package.startswith(owner + ".")):
                 found.append(
                     f"{imp.where()}: {imp.importer.name} imports {imp.name} from {imp.target}"
                 )
