@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from .approval.answerers import CallbackAnswerer as CallbackAnswerer
     from .approval.answerers import ScriptedAnswerer as ScriptedAnswerer
     from .approval.answerers import TerminalAnswerer as TerminalAnswerer
-    from .harness._harness import AgentSession as AgentSession
-    from .harness._harness import Harness as Harness
-    from .harness._harness import open_harness as open_harness
+    from .harness import AgentSession as AgentSession
+    from .harness import Harness as Harness
+    from .harness import open_harness as open_harness
     from .messages import JobHandle as JobHandle
     from .messages import JobReport as JobReport
     from .messages import RunnerFailureRule as RunnerFailureRule

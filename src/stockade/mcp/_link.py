@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from ..approval._chain import Answer, ApprovalRequest, Decision
-from ..harness._harness import AgentSession
+from ..harness import AgentSession
 from ..tools.result import ToolResult
 from . import _ask
 from ._tools import fingerprint

@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..approval._chain import Answer, Decision
-from ..harness._harness import AgentSession, Harness
+from ..harness import AgentSession, Harness
 from ..policy.context import desired_policy_context
 from ..tools.result import ToolResult
 from . import _ask, _tools
@@ -406,7 +406,7 @@ async def serve(composition: Any, settings: McpSettings) -> int:
     # server says it is ready, a Ctrl-C cannot land inside that import.
     import anyio._backends._trio  # noqa: F401
 
-    from ..harness._harness import open_harness
+    from ..harness import open_harness
     from ._link import McpAnswerer
 
     answerer = McpAnswerer(timeout=settings.ask_timeout)
