@@ -29,7 +29,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from ..approval._chain import Answer, ApprovalRequest, Decision
+from ..approval import Answer, ApprovalRequest, Decision
 from ..harness import AgentSession
 from ..tools.result import ToolResult
 from . import _ask

@@ -25,7 +25,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from ..approval._chain import Answer, Decision
+from ..approval import Answer, Decision
 from ..harness import AgentSession, Harness
 from ..policy.context import desired_policy_context
 from ..tools.result import ToolResult
