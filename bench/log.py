@@ -269,7 +269,7 @@ def _store_alone(store: Any, sessions: int, batch: int, seconds: float) -> dict[
 def _append_runs(ctx: Context, result: FamilyResult, dsn: str | None = None) -> None:
     import trio
 
-    from stockade.harness._harness import harness_registry
+    from stockade.harness import harness_registry
     from stockade.sessionlog import JsonlStore, MemoryStore
 
     registry = harness_registry()
@@ -432,7 +432,7 @@ def _append_runs(ctx: Context, result: FamilyResult, dsn: str | None = None) -> 
 def _replay_runs(ctx: Context, result: FamilyResult) -> None:
     import trio
 
-    from stockade.harness._harness import harness_registry
+    from stockade.harness import harness_registry
     from stockade.harness.session import Session
     from stockade.policy.knobs import PolicyDefaults, knob_state, resolve_execution_policy
     from stockade.sessionlog import JsonlStore, open_session_log, scan_log
@@ -629,7 +629,7 @@ def load_postgres_log(dsn: str, session_id: str, count: int, registry: Any, root
 def _pg_replay_runs(ctx: Context, result: FamilyResult, dsn: str) -> None:
     import trio
 
-    from stockade.harness._harness import harness_registry
+    from stockade.harness import harness_registry
     from stockade.harness.session import Session
     from stockade.policy.knobs import PolicyDefaults, knob_state, resolve_execution_policy
     from stockade.sessionlog import open_session_log

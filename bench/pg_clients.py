@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import trio
 
-    from stockade.harness._harness import harness_registry
+    from stockade.harness import harness_registry
     from stockade.sessionlog.stores.postgres import PostgresStore
 
     registry = harness_registry()

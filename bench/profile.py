@@ -112,7 +112,7 @@ async def _loop(
                 await request(inbox, None)
 
         elif target == "append":
-            from stockade.harness._harness import harness_registry
+            from stockade.harness import harness_registry
             from stockade.tools.events import ToolCalled
 
             async def serve_log(*, task_status: Any) -> None:
@@ -146,7 +146,7 @@ async def _loop(
 
 
 def _replay(n: int, directory: str) -> Callable[[], None]:
-    from stockade.harness._harness import harness_registry
+    from stockade.harness import harness_registry
     from stockade.sessionlog import JsonlStore
 
     from .log import write_log

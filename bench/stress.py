@@ -98,7 +98,7 @@ async def _phase(
 ) -> Outcome:
     import trio
 
-    from stockade.harness._harness import open_harness
+    from stockade.harness import open_harness
     from stockade.sessionlog import STATE_DIR_ENV
 
     phase = "hold" if hold else "burst"

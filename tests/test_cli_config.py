@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from stockade.testing import PASS_THROUGH
+
 from .support import require_backend, stockade
 
-PASS_THROUGH = '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift\nexec "$@"\n'
 READ_ONLY_BWRAP = (
     "- {id: sandbox, name: stockade.sandbox.local, config: {backend: bwrap}}\n"
     "- {id: bash, name: stockade.bash.sandbox, config: {mode: read-only}}\n"

@@ -23,16 +23,16 @@ TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from typing import Any
 
-    from .approval._chain import Answer as Answer
-    from .approval._chain import ApprovalRequest as ApprovalRequest
-    from .approval._chain import Decision as Decision
+    from .approval import Answer as Answer
+    from .approval import ApprovalRequest as ApprovalRequest
+    from .approval import Decision as Decision
     from .approval.answerers import AsyncioAnswerer as AsyncioAnswerer
     from .approval.answerers import CallbackAnswerer as CallbackAnswerer
     from .approval.answerers import ScriptedAnswerer as ScriptedAnswerer
     from .approval.answerers import TerminalAnswerer as TerminalAnswerer
-    from .harness._harness import AgentSession as AgentSession
-    from .harness._harness import Harness as Harness
-    from .harness._harness import open_harness as open_harness
+    from .harness import AgentSession as AgentSession
+    from .harness import Harness as Harness
+    from .harness import open_harness as open_harness
     from .messages import JobHandle as JobHandle
     from .messages import JobReport as JobReport
     from .messages import RunnerFailureRule as RunnerFailureRule
@@ -54,9 +54,9 @@ _LAZY = {
     "ProviderConfig": "sandbox.config",
     "ExecutionPolicy": "vocab",
     "SandboxPolicy": "vocab",
-    "Answer": "approval._chain",
-    "ApprovalRequest": "approval._chain",
-    "Decision": "approval._chain",
+    "Answer": "approval",
+    "ApprovalRequest": "approval",
+    "Decision": "approval",
     "AsyncioAnswerer": "approval.answerers",
     "CallbackAnswerer": "approval.answerers",
     "ScriptedAnswerer": "approval.answerers",

@@ -20,6 +20,7 @@ from stockade.executor.config import ExecutorConfig
 from stockade.executor.render import render_job, render_result
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
+from stockade.testing import PASS_THROUGH
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
 from ..support import pids_with_marker, zombie_children
@@ -107,9 +108,6 @@ def write_runner(path: Path, body: str, *, executable: bool = True) -> Path:
     path.write_text(body)
     path.chmod(0o755 if executable else 0o644)
     return path
-
-
-PASS_THROUGH = '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift\nexec "$@"\n'
 
 
 async def test_fake_runner_printing_a_fatal_line(scratch, runner_dir):

@@ -32,12 +32,12 @@ from stockade.executor.config import ExecutorConfig
 from stockade.sandbox import _probe
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
+from stockade.testing import PASS_THROUGH
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
 from ..support import require_backend
 from ._support import composition
 
-PASS_THROUGH = '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift\nexec "$@"\n'
 UNAVAILABLE = "SANDBOX_UNAVAILABLE"
 
 

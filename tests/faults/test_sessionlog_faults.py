@@ -45,7 +45,7 @@ def note(n: int, size: int = 0) -> ToolCalled:
 
 
 def registry():
-    from stockade.harness._harness import harness_registry
+    from stockade.harness import harness_registry
 
     return harness_registry()
 

@@ -25,7 +25,7 @@ from stockade.events import (
     UnencodableEvent,
     UnknownEventType,
 )
-from stockade.harness._harness import harness_registry
+from stockade.harness import harness_registry
 from stockade.policy.knobs import SandboxModeSet
 from stockade.sessionlog import JsonlStore, MemoryStore, open_session_log, scan_log
 from stockade.tools.events import ToolCalled, ToolResulted

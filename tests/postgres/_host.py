@@ -52,7 +52,7 @@ async def _open_or_resume(harness: object, session_id: str, root: str) -> object
 async def open_session(args: argparse.Namespace) -> int:
     from stockade.approval.answerers import ScriptedAnswerer
     from stockade.config import loads_composition
-    from stockade.harness._harness import open_harness
+    from stockade.harness import open_harness
     from stockade.sessionlog import SessionLocked
 
     composition = loads_composition(COMPOSITION, cwd=args.root)

@@ -26,7 +26,7 @@ def test_list_and_prune_sessions(
     pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from stockade.events import SessionHeader
-    from stockade.harness._harness import harness_registry
+    from stockade.harness import harness_registry
     from stockade.policy.knobs import SandboxModeSet
     from stockade.tools.events import ToolCalled
     from stockade.vocab import SandboxMode

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from stockade.errors import ConfigError
-from stockade.harness._harness import open_harness
+from stockade.harness import open_harness
 from stockade.sessionlog import LogWriteFailed, SessionLocked, open_session_log
 from stockade.sessionlog.stores.postgres import (
     SCHEMA_VERSION,
@@ -176,7 +176,7 @@ def test_a_password_written_in_the_composition_is_refused(pg_dsn: str, tmp_path:
     import json
 
     from stockade.config import load_composition
-    from stockade.harness._harness import assemble
+    from stockade.harness import assemble
 
     dsn = with_params(pg_dsn, user=PASSWORD_ROLE, password=PASSWORD)
     literal = tmp_path / "literal.yml"

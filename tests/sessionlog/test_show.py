@@ -129,7 +129,7 @@ async def test_an_acp_sessions_log_is_shown_by_the_command(tmp_path: Path) -> No
     """A log the ACP agent wrote (its `acp/prompt` and `acp/reply` events) is shown
     like any other by `stockade session show`, in a process of its own."""
     from stockade.acp.events import ACP_EVENTS, PromptReceived, ReplyGiven
-    from stockade.harness._harness import harness_registry
+    from stockade.harness import harness_registry
 
     from ..support import stockade
 

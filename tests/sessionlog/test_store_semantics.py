@@ -21,7 +21,7 @@ import trio
 
 from stockade.cli.entry import main as cli_main
 from stockade.events import AppendConflict, EventRegistry, SessionEvent, UnknownEventType
-from stockade.harness._harness import harness_registry
+from stockade.harness import harness_registry
 from stockade.harness.session import Session
 from stockade.policy.knobs import knob_state, resolve_execution_policy
 from stockade.sessionlog import (

@@ -24,7 +24,7 @@ import acp
 from acp import schema
 
 from ..config import Composition
-from ..harness._harness import open_harness
+from ..harness import open_harness
 from .answerer import AcpAnswerer, AskFailed
 from .core import AgentCore, ClientError
 from .events import ACP_EVENTS

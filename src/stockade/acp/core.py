@@ -26,7 +26,7 @@ import trio
 
 from ..approval import ApprovalRequest
 from ..errors import StockadeError
-from ..harness._harness import AgentSession, Harness
+from ..harness import AgentSession, Harness
 from ..sessionlog import check_session_id
 from ..trust import broad_root_refusal
 from ..vocab import Network

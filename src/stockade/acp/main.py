@@ -166,7 +166,7 @@ def _show(args: argparse.Namespace) -> int:
     """`stockade session show`, knowing this agent's events and folding the effective
     values over the agent's own composition (with --mode)."""
     from ..cli.session_show import run_show
-    from ..harness._harness import assemble, harness_registry
+    from ..harness import assemble, harness_registry
     from .events import ACP_EVENTS
 
     _actors, harness = assemble(load(args), extra_events=ACP_EVENTS)

@@ -1,4 +1,8 @@
-"""The ApprovalActor's room: decisions, the answerer chain, built-in answerers, audit events."""
+"""The ApprovalActor's room: decisions, the answerer chain, built-in answerers, audit events.
+
+Re-exports the values every face and tool asks with (from the pure `_chain`: no trio),
+so no other room reaches into it; the actor, answerers and render are public modules.
+"""
 
 from ._chain import Answer as Answer
 from ._chain import Answerer as Answerer

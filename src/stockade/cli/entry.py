@@ -920,7 +920,7 @@ def _wants_json(words: Sequence[str]) -> bool:
 
 def _session(args: argparse.Namespace) -> int:
     from ..acp.events import ACP_EVENTS
-    from ..harness._harness import harness_registry
+    from ..harness import harness_registry
     from .sessions import session_store
 
     # Logs hold tool and approval events too, and an ACP session's conversation:

@@ -25,7 +25,7 @@ import attrs
 import msgspec
 import trio
 
-from ..approval._chain import Answer, Answerer, ApprovalRequest, Decision
+from ..approval import Answer, Answerer, ApprovalRequest, Decision
 from ..errors import (
     CommandStartError,
     ConfigError,

@@ -25,12 +25,15 @@ from ..policy.knobs import PolicyDefaults
 from ..sessionlog import (
     BUILTIN_EVENTS,
     STATE_DIR_ENV,
+    CatalogUnreadable,
     JsonlStore,
+    NoCatalog,
+    SessionEntry,
     build_store,
+    catalog_of,
     check_store_files,
     store_files,
 )
-from ..sessionlog.catalog import CatalogUnreadable, NoCatalog, SessionEntry, catalog_of
 from .errors import CliError, report
 
 

@@ -14,6 +14,7 @@ from .builtins import RejectRule as RejectRule
 from .builtins import SandboxBashConfig as SandboxBashConfig
 from .builtins import SandboxLocalConfig as SandboxLocalConfig
 from .builtins import SessionLogConfig as SessionLogConfig
+from .builtins import default_plugins as default_plugins
 from .loader import CONFIG_ENV as CONFIG_ENV
 from .loader import CONFIG_FILENAME as CONFIG_FILENAME
 from .loader import Composition as Composition
@@ -28,7 +29,6 @@ from .plugins import Plugin as Plugin
 from .plugins import PluginActor as PluginActor
 from .plugins import PluginLoadError as PluginLoadError
 from .plugins import PluginTable as PluginTable
-from .plugins import default_plugins as default_plugins
 
 __all__ = [
     "BUILTIN_PLUGINS",

@@ -1,11 +1,13 @@
 """The built-in plugins: their descriptors and the attrs config class each entry structures into.
 
-Only shapes and defaults live here; the harness turns them into actors.
+Only shapes and defaults live here; the harness turns them into actors. `default_plugins()`
+lays this environment's `stockade.plugins` entry points over them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from importlib.metadata import EntryPoint, entry_points
 from types import MappingProxyType
 from typing import Final, Literal
 
@@ -14,7 +16,7 @@ import attrs
 from ..executor.config import MIB, ExecutorConfig
 from ..sandbox.config import ProviderConfig
 from ..vocab import ApprovalPolicy, Network, SandboxMode, network_under
-from .plugins import Plugin
+from .plugins import ENTRY_POINT_GROUP, Plugin, PluginTable
 from .types import (
     AbsolutePath,
     AnswererName,
@@ -332,3 +334,10 @@ BUILTIN_PLUGINS: Final[Mapping[str, Plugin]] = MappingProxyType(
         )
     }
 )
+
+
+def default_plugins(points: Iterable[EntryPoint] | None = None) -> PluginTable:
+    """The built-ins overlaid by the `stockade.plugins` entry points of this environment."""
+    if points is None:
+        points = entry_points(group=ENTRY_POINT_GROUP)
+    return PluginTable(BUILTIN_PLUGINS, points)

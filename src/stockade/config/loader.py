@@ -26,7 +26,8 @@ from ._problems import (
 )
 from ._problems import Path as KeyPath
 from ._yaml import SyntaxProblem, TagContext, parse, resolve_tags
-from .plugins import Plugin, default_plugins
+from .builtins import default_plugins
+from .plugins import Plugin
 from .types import NonEmptyStr
 
 CONFIG_ENV: Final = "STOCKADE_CONFIG"

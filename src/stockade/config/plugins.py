@@ -1,12 +1,13 @@
 """The plugin descriptor an entry point names, and the lookup from entry names to plugins.
 
-Pure metadata: importing this module loads no plugin; `default_plugins()` loads on first use.
+Pure metadata: importing this module loads no plugin; a `PluginTable` loads on first lookup
+(`builtins.default_plugins()` is the table of this environment).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import Any, Final, Literal, Protocol, get_args
 
 import attrs
@@ -133,12 +134,3 @@ def _load_point(point: EntryPoint) -> Plugin:
             f"plugin {point.name!r} ({point.value}) is a {type(plugin).__name__}, not a Plugin"
         )
     return plugin
-
-
-def default_plugins(points: Iterable[EntryPoint] | None = None) -> PluginTable:
-    """The built-ins overlaid by the `stockade.plugins` entry points of this environment."""
-    from .builtins import BUILTIN_PLUGINS
-
-    if points is None:
-        points = entry_points(group=ENTRY_POINT_GROUP)
-    return PluginTable(BUILTIN_PLUGINS, points)

@@ -19,7 +19,7 @@ import attrs
 import msgspec
 import trio
 
-from ..errors import ConfigError, StockadeError
+from ..errors import ConfigError, InvalidPolicy, StockadeError
 from ..errors import SessionExists as SessionExists
 from ..errors import SessionNotFound as SessionNotFound
 from ..events import EventView, SessionEvent, SessionHeader, append_decided
@@ -62,6 +62,26 @@ def _absolute(cwd: str | os.PathLike[str] | None) -> str | None:
     # Pinned to its real path now: the sandbox later refuses a root that resolves
     # elsewhere (a swapped symlink), so a root must be stored resolved.
     return os.path.realpath(path)
+
+
+def check_workspace_root(cwd: str | os.PathLike[str] | None, what: str) -> None:
+    """A workspace root must be an existing directory: every command and file tool
+    call runs there, so a missing one would fail each of them later instead."""
+    if cwd is None or not isinstance(cwd, str | os.PathLike):
+        return  # no root of its own; a non-path is refused by Session
+    path = os.fspath(cwd)
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return  # Session refuses a relative root with its own message
+    if not os.path.exists(path):
+        raise InvalidPolicy(
+            f"{what} {path!r} does not exist; a session's cwd is its workspace root and "
+            "must be an existing directory"
+        )
+    if not os.path.isdir(path):
+        raise InvalidPolicy(
+            f"{what} {path!r} is not a directory; a session's cwd is its workspace root "
+            "and must be an existing directory"
+        )
 
 
 @attrs.define(eq=False)

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import attrs
 
-from ..approval._chain import Answer, ApprovalRequest, Decision
+from ..approval import Answer, ApprovalRequest, Decision
 from ..approval.render import (
     JUSTIFICATION_LIMIT,
     LABEL_WIDTH,

@@ -29,8 +29,8 @@ from typing import Any, Final
 import attrs
 import trio
 
-from ..approval._chain import Answer, ApprovalRequest, Decision
-from ..harness._harness import AgentSession
+from ..approval import Answer, ApprovalRequest, Decision
+from ..harness import AgentSession
 from ..tools.result import ToolResult
 from . import _ask
 from ._tools import fingerprint

@@ -6,6 +6,7 @@ can read the client's messages or write into the stream (the SDK's `stdio_server
 does the same). Unlike the SDK's transport, reading is cancellable: a pipe or socket
 is read through Trio's poller, anything else through a worker thread Trio may
 abandon, so a drain on SIGTERM can stop reading without waiting for the client.
+`serve_stdio` serves the Face on it: one connection, one session.
 """
 
 from __future__ import annotations
@@ -14,15 +15,22 @@ import contextlib
 import fcntl
 import json
 import os
+import signal
 import stat
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types
 import trio
 from mcp.shared.message import SessionMessage
+
+from ._link import open_link
+from .server import DRAIN_SECONDS, say
+
+if TYPE_CHECKING:
+    from .server import Face
 
 READ_CHUNK = 1 << 16
 
@@ -202,3 +210,48 @@ async def write_messages(fd: int, receive: Any, on_broken: Callable[[], None]) -
 def memory_streams() -> tuple[Any, Any]:
     """An anyio memory stream pair, as the SDK's server loop consumes them."""
     return anyio.create_memory_object_stream[Any](0)
+
+
+async def serve_stdio(face: Face) -> None:
+    """One connection on fds 0/1: EOF ends it at once; SIGTERM/SIGINT drain it first."""
+    session = await face.open_agent_session(face.settings.session_id)
+    async with open_link(session, face.calls) as link:
+        face.stdio_link = link
+        server = face.build_server(http=False)
+        server.instructions = await face.instructions_for(link)
+        options = server.create_initialization_options()
+        draining = False
+        with claim_stdio() as (wire_in, wire_out):
+            read_send, read_receive = memory_streams()
+            write_send, write_receive = memory_streams()
+            reading = trio.CancelScope()
+
+            async def pump() -> None:
+                async with read_send:
+                    with reading:
+                        await read_messages(wire_in, read_send, write_send.clone())
+                    if draining:
+                        await link.drain(DRAIN_SECONDS)
+                # Closed: the server sees the end of input and stops.
+
+            async def on_signals(nursery: trio.Nursery) -> None:
+                nonlocal draining
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+                    async for signum in received:
+                        if draining:
+                            say("second signal: stopping now")
+                            nursery.cancel_scope.cancel()
+                            return
+                        draining = True
+                        face.stopped_by = signum
+                        say(f"{signal.Signals(signum).name}: draining (up to {DRAIN_SECONDS:g} s)")
+                        reading.cancel()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(on_signals, nursery)
+                nursery.start_soon(pump)
+                nursery.start_soon(write_messages, wire_out, write_receive, reading.cancel)
+                await server.run(read_receive, write_send, options)
+                nursery.cancel_scope.cancel()
+        face.stdio_link = None
+    say(f"session {session.id} closed")

@@ -1,7 +1,7 @@
 """`stockade mcp`: check the extra is installed, read the flags, run the server.
 
-Imports no MCP SDK itself, so a missing SDK gets a one-line hint instead of a
-traceback.
+Imports no MCP SDK at module level, so a missing SDK gets a one-line hint instead of
+a traceback. `serve` is the process: the harness, the Face over it, one transport.
 """
 
 from __future__ import annotations
@@ -11,8 +11,12 @@ import importlib.util
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StockadeError
+
+if TYPE_CHECKING:
+    from .server import McpSettings
 
 EXIT_USAGE = 2
 INSTALL_HINT = "stockade mcp needs the MCP SDK: pip install 'stockade[mcp]'"
@@ -41,7 +45,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     from . import _token
     from ._http import is_loopback, parse_http
     from ._link import seconds
-    from .server import DEFAULT_MAX_SESSIONS, McpSettings, serve
+    from .server import DEFAULT_MAX_SESSIONS, McpSettings
 
     http = None
     if args.http is None:
@@ -129,3 +133,29 @@ def run_mcp(args: argparse.Namespace) -> int:
         raise
     except KeyboardInterrupt:
         return 130
+
+
+async def serve(composition: Any, settings: McpSettings) -> int:
+    """Open the harness and serve until the client leaves or a signal drains us."""
+    # anyio loads its Trio backend at the SDK's first checkpoint: done here, before the
+    # server says it is ready, a Ctrl-C cannot land inside that import.
+    import anyio._backends._trio  # noqa: F401
+
+    from ..harness import open_harness
+    from ._link import McpAnswerer
+    from .server import Face
+
+    answerer = McpAnswerer(timeout=settings.ask_timeout)
+    async with open_harness(composition, answerers=[answerer], cwd=settings.root) as harness:
+        face = Face(harness=harness, settings=settings, calls=answerer.calls)
+        if settings.http is not None:
+            from ._http import serve_http
+
+            await serve_http(face, *settings.http)
+        else:
+            from ._stdio import serve_stdio
+
+            await serve_stdio(face)
+    # Stopped by a signal, it exits as a shell reports one (130 for Ctrl-C, 143 for
+    # SIGTERM), even after a clean drain; ended by its client, 0.
+    return 0 if face.stopped_by is None else 128 + face.stopped_by

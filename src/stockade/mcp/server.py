@@ -6,13 +6,14 @@ onto the harness and hold no policy: tools are `harness.tool_schemas()`, a call 
 `AgentSession.run_tool`, an escalation is the ApprovalActor's chain reaching the
 `McpAnswerer` (`_link.py`), which the handler that waits on the call takes to the
 person through the client. Everything runs on Trio; the SDK is anyio and runs on it.
+The transports serve a Face (`_stdio.serve_stdio`, `_http.serve_http`); `command.serve`
+opens the harness and runs one.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
-import signal
 import sys
 from collections.abc import Callable
 from typing import Any, Final
@@ -25,8 +26,8 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from ..approval._chain import Answer, Decision
-from ..harness._harness import AgentSession, Harness
+from ..approval import Answer, Decision
+from ..harness import AgentSession, Harness
 from ..policy.context import desired_policy_context
 from ..tools.result import ToolResult
 from . import _ask, _tools
@@ -395,76 +396,3 @@ async def _elicit(ctx: Any, ask: Ask) -> None:
         nursery.start_soon(ask_client)
         await ask.wait()
         nursery.cancel_scope.cancel()
-
-
-# --- running ------------------------------------------------------------------------
-
-
-async def serve(composition: Any, settings: McpSettings) -> int:
-    """Open the harness and serve until the client leaves or a signal drains us."""
-    # anyio loads its Trio backend at the SDK's first checkpoint: done here, before the
-    # server says it is ready, a Ctrl-C cannot land inside that import.
-    import anyio._backends._trio  # noqa: F401
-
-    from ..harness._harness import open_harness
-    from ._link import McpAnswerer
-
-    answerer = McpAnswerer(timeout=settings.ask_timeout)
-    async with open_harness(composition, answerers=[answerer], cwd=settings.root) as harness:
-        face = Face(harness=harness, settings=settings, calls=answerer.calls)
-        if settings.http is not None:
-            from ._http import serve_http
-
-            await serve_http(face, *settings.http)
-        else:
-            await serve_stdio(face)
-    # Stopped by a signal, it exits as a shell reports one (130 for Ctrl-C, 143 for
-    # SIGTERM), even after a clean drain; ended by its client, 0.
-    return 0 if face.stopped_by is None else 128 + face.stopped_by
-
-
-async def serve_stdio(face: Face) -> None:
-    """One connection on fds 0/1: EOF ends it at once; SIGTERM/SIGINT drain it first."""
-    from ._stdio import claim_stdio, memory_streams, read_messages, write_messages
-
-    session = await face.open_agent_session(face.settings.session_id)
-    async with open_link(session, face.calls) as link:
-        face.stdio_link = link
-        server = face.build_server(http=False)
-        server.instructions = await face.instructions_for(link)
-        options = server.create_initialization_options()
-        draining = False
-        with claim_stdio() as (wire_in, wire_out):
-            read_send, read_receive = memory_streams()
-            write_send, write_receive = memory_streams()
-            reading = trio.CancelScope()
-
-            async def pump() -> None:
-                async with read_send:
-                    with reading:
-                        await read_messages(wire_in, read_send, write_send.clone())
-                    if draining:
-                        await link.drain(DRAIN_SECONDS)
-                # Closed: the server sees the end of input and stops.
-
-            async def on_signals(nursery: trio.Nursery) -> None:
-                nonlocal draining
-                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
-                    async for signum in received:
-                        if draining:
-                            say("second signal: stopping now")
-                            nursery.cancel_scope.cancel()
-                            return
-                        draining = True
-                        face.stopped_by = signum
-                        say(f"{signal.Signals(signum).name}: draining (up to {DRAIN_SECONDS:g} s)")
-                        reading.cancel()
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(on_signals, nursery)
-                nursery.start_soon(pump)
-                nursery.start_soon(write_messages, wire_out, write_receive, reading.cancel)
-                await server.run(read_receive, write_send, options)
-                nursery.cancel_scope.cancel()
-        face.stdio_link = None
-    say(f"session {session.id} closed")

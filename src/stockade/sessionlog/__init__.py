@@ -17,6 +17,12 @@ from .actor import SessionLogActor as SessionLogActor
 from .actor import SessionLogClient as SessionLogClient
 from .actor import SessionNotOpen as SessionNotOpen
 from .actor import open_session_log as open_session_log
+from .catalog import Catalog as Catalog
+from .catalog import CatalogUnreadable as CatalogUnreadable
+from .catalog import NoCatalog as NoCatalog
+from .catalog import PruneResult as PruneResult
+from .catalog import SessionEntry as SessionEntry
+from .catalog import policy_summary as policy_summary
 from .stores import STATE_DIR_ENV as STATE_DIR_ENV
 from .stores import InvalidSessionId as InvalidSessionId
 from .stores import JsonlStore as JsonlStore
@@ -31,6 +37,8 @@ from .stores import check_store_files as check_store_files
 from .stores import default_state_dir as default_state_dir
 from .stores import resolve_state_dir as resolve_state_dir
 from .stores import store_files as store_files
+from .stores.jsonl_catalog import JsonlCatalog as JsonlCatalog
+from .stores.jsonl_catalog import catalog_of as catalog_of
 
 if TYPE_CHECKING:
     from .stores.postgres import PostgresStore as PostgresStore
@@ -55,16 +63,22 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BUILTIN_EVENTS",
     "STATE_DIR_ENV",
+    "Catalog",
+    "CatalogUnreadable",
     "InvalidSessionId",
+    "JsonlCatalog",
     "JsonlStore",
     "LogHandle",
     "LogOpened",
     "LogWriteFailed",
     "MemoryStore",
+    "NoCatalog",
     "OpenedLog",
     "PostgresStore",
+    "PruneResult",
     "Scan",
     "SchemaTooNew",
+    "SessionEntry",
     "SessionHeldElsewhere",
     "SessionLockLost",
     "SessionLocked",
@@ -75,10 +89,12 @@ __all__ = [
     "StoreUnavailable",
     "TornTail",
     "build_store",
+    "catalog_of",
     "check_session_id",
     "check_store_files",
     "default_state_dir",
     "open_session_log",
+    "policy_summary",
     "resolve_state_dir",
     "scan_log",
     "store_files",

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from ..approval._chain import ApprovalRequest, Decision
+from ..approval import ApprovalRequest, Decision
 from ..approval.actor import ApprovalClient
 from ..events import SessionEvent
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode

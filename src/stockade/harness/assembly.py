@@ -1,0 +1,242 @@
+"""Assembling a composition: its actors built in start order, its Harness, `open_harness()`.
+
+The composition root: the only place that knows which actor, answerer, store and
+tool a composition's entries name; `open_harness` runs them in one nursery.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ..actors.lifetime import running
+from ..approval.actor import ApprovalActor
+from ..approval.answerers import (
+    CallbackAnswerer,
+    RejectRule,
+    RejectRules,
+    ScriptedAnswerer,
+    TerminalAnswerer,
+)
+from ..approval.events import APPROVAL_EVENTS
+from ..config import ApprovalConfig, Composition, load_composition
+from ..errors import ConfigError
+from ..events import EventRegistry, SessionEvent
+from ..executor.actor import ExecutorActor
+from ..executor.config import ExecutorConfig
+from ..policy.knobs import PolicyDefaults, unconfined_reason
+from ..policy.presets import DEFAULT_PRESETS, PresetTable
+from ..sandbox.actor import ProviderActor
+from ..sandbox.config import trusted_provider
+from ..sandbox.private_tmp import host_temp
+from ..sessionlog import (
+    BUILTIN_EVENTS,
+    JsonlStore,
+    MemoryStore,
+    SessionLogActor,
+    build_store,
+    store_files,
+)
+from ..tools.bash import BashTool
+from ..tools.events import TOOL_EVENTS
+from ..tools.fs_tool import FsTool
+from ..trust import host_temp_roots
+from ..vocab import ApprovalPolicy, Network, SandboxMode
+from .harness import Harness
+
+ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
+
+
+def harness_registry(*extra: type[SessionEvent]) -> EventRegistry:
+    """Every event type the shipped domains write, plus `extra` from plugins."""
+    return BUILTIN_EVENTS.with_types(*TOOL_EVENTS, *APPROVAL_EVENTS, *extra)
+
+
+def _import_answerer(path: str) -> CallbackAnswerer:
+    module_name, _, attribute = path.partition(":")
+    try:
+        callback = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f"answerer {path!r} cannot be imported: {error}") from None
+    return CallbackAnswerer(callback, name=path)
+
+
+def build_answerers(config: ApprovalConfig, programmatic: Sequence[Any] | None) -> list[Any]:
+    """Reject rules first, then the programmatic answerers if given, else the named ones."""
+    chain: list[Any] = []
+    if config.reject:
+        chain.append(
+            RejectRules(tuple(RejectRule(rule.pattern, rule.reason) for rule in config.reject))
+        )
+    if programmatic is not None:
+        return [*chain, *programmatic]
+    for name in config.answerers:
+        if name == "terminal":
+            chain.append(TerminalAnswerer())
+        elif name == "scripted":
+            chain.append(ScriptedAnswerer())
+        else:
+            chain.append(_import_answerer(name))
+    return chain
+
+
+def _presets(composition: Composition) -> PresetTable:
+    entry = composition.presets
+    if entry is None:
+        return DEFAULT_PRESETS
+    table = {
+        name: {
+            "sandbox_mode": spec.sandbox_mode,
+            "approval_policy": spec.approval_policy,
+            "network": spec.network,
+        }
+        for name, spec in entry.config.presets.items()
+    }
+    return PresetTable.from_config(table, base=PresetTable(()))
+
+
+@asynccontextmanager
+async def open_harness(
+    config: ConfigSource = None,
+    *,
+    answerers: Sequence[Any] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    extra_events: Sequence[type[SessionEvent]] = (),
+) -> AsyncIterator[Harness]:
+    """Start the composition's actors; leaving the block stops them and kills every job.
+
+    `config`: a stockade.yml path, a list of entry mappings, or None for the embedded
+    default (the sandboxed product path). `answerers` replaces the configured
+    answerer chain (after the reject rules), e.g. a callback or a scripted list.
+    """
+    composition = config if isinstance(config, Composition) else load_composition(config, cwd=cwd)
+    actors, harness = assemble(composition, answerers=answerers, cwd=cwd, extra_events=extra_events)
+    # Dependency order: log, provider, approval, executor.
+    try:
+        async with running(*(actor.run for actor in actors)):
+            yield harness
+    finally:
+        # The executor has killed every command: what sessions left open leave goes.
+        for session in list(harness._open):
+            session.remove_private_tmp()
+        harness._open.clear()
+
+
+def assemble(
+    composition: Composition,
+    *,
+    answerers: Sequence[Any] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    extra_events: Sequence[type[SessionEvent]] = (),
+) -> tuple[list[Any], Harness]:
+    """Build (not start) the actors of `composition`, in start order, and their Harness."""
+    registry = harness_registry(*extra_events)
+    log_entry = composition.session_log
+    store: Any
+    if log_entry is None:
+        # No log entry: sessions still have a log, for this process's life only.
+        store = MemoryStore(registry=registry)
+    else:
+        store = build_store(log_entry.config, registry, composition_path=composition.path)
+    # The actor closes the store (a database's connections) when the harness stops.
+    log_actor = SessionLogActor(store, owns_store=True)
+    actors: list[Any] = [log_actor]
+
+    executor_entry = composition.executor
+    executor_config = (
+        executor_entry.config.executor_config() if executor_entry is not None else ExecutorConfig()
+    )
+    fallback_root = os.path.realpath(executor_config.fallback_root or cwd or os.getcwd())
+    provider_actor = None
+    provider_config = None
+    if composition.provider is not None:
+        provider_config = composition.provider.config.provider_config()
+        # A composition file a command could write may not loosen confinement, and is
+        # kept read-only (or refused) in every call that could write it.
+        provider_config = trusted_provider(
+            provider_config, composition.path, (fallback_root, *host_temp_roots())
+        )
+        provider_actor = _plugin_actor(composition.provider) or ProviderActor(
+            config=provider_config
+        )
+        actors.append(provider_actor)
+
+    approval_actor = None
+    if composition.approval is not None:
+        log_client = log_actor.client
+
+        async def audit(session_id: str, event: SessionEvent) -> None:
+            await log_client.append(session_id, event)
+
+        approval_actor = _plugin_actor(composition.approval) or ApprovalActor(
+            answerers=build_answerers(composition.approval.config, answerers), audit=audit
+        )
+        actors.append(approval_actor)
+
+    # Confining is a fact of what runs, not of a name: the executor confines only with a
+    # provider beside it (the loader requires one; a Composition built in code may not).
+    confining = (
+        executor_entry is not None and executor_entry.plugin.confines and provider_actor is not None
+    )
+    executor_actor = ExecutorActor(
+        config=executor_config,
+        provider=provider_actor.client if confining and provider_actor is not None else None,
+    )
+    actors.append(executor_actor)
+
+    defaults = PolicyDefaults(
+        sandbox_mode=executor_config.default_mode if confining else SandboxMode.DANGER_FULL_ACCESS,
+        approval_policy=(
+            composition.approval.config.policy
+            if composition.approval is not None
+            else ApprovalPolicy.NEVER
+        ),
+        fallback_root=fallback_root,
+        # Without confinement only danger-full-access is true: every path that would
+        # make a session resolve to a confining mode refuses (docs/embedding.md).
+        unconfined=None
+        if confining
+        else unconfined_reason(executor_entry.name if executor_entry is not None else None),
+        # Without confinement nothing cuts the network off: only `on` is true.
+        network=executor_config.default_network if confining else Network.ON,
+    )
+    approval_client = approval_actor.client if approval_actor is not None else None
+    fs_tool = None
+    if composition.fs is not None:
+        protected: tuple[str, ...] = ()
+        if provider_config is not None:
+            protected = (*provider_config.protected_paths, *provider_config.trusted_files)
+        elif composition.path is not None:
+            protected = (composition.path,)
+        fs_tool = FsTool(
+            protected=protected,
+            fenced=composition.fs.plugin.confines,
+            read_cap=composition.fs.config.read_cap,
+            approval=approval_client,
+            confines=confining,
+        )
+    harness = Harness(
+        composition=composition,
+        log=log_actor.client,
+        executor=executor_actor.client,
+        provider=provider_actor.client if provider_actor is not None else None,
+        approval=approval_client,
+        defaults=defaults,
+        presets=_presets(composition),
+        bash=BashTool(executor=executor_actor.client, approval=approval_client),
+        fs=fs_tool,
+        log_directory=str(store.directory) if isinstance(store, JsonlStore) else None,
+        log_files=store_files(store),
+        fallback_root_explicit=bool(executor_config.fallback_root or cwd),
+        host_temp=host_temp(provider_config is not None and provider_config.allow_host_temp),
+    )
+    harness._check_log_is_out_of_reach(None)
+    return actors, harness
+
+
+def _plugin_actor(entry: Any) -> Any:
+    factory = entry.plugin.factory
+    return None if factory is None else factory(entry.config)

@@ -1,0 +1,189 @@
+"""Harness: the running composition, as a host holds it once `open_harness()` started it.
+
+It opens and resumes sessions (refusing a root or a log a command could abuse) and
+lists the mounted tools' schemas; it holds the actors' clients, never their state.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import attrs
+
+from .. import tools
+from ..approval.actor import ApprovalClient
+from ..config import Composition
+from ..errors import ConfigError
+from ..executor.actor import ExecutorClient
+from ..policy.knobs import PolicyDefaults
+from ..policy.presets import PresetTable
+from ..sandbox.actor import ProviderClient
+from ..sessionlog import SessionLogClient, check_session_id, check_store_files
+from ..tools.bash import BashTool
+from ..tools.fs_tool import FsTool, PinnedRoots, fs_schemas
+from ..trust import broad_root_refusal, check_trusted, host_temp_roots
+from ..vocab import ExecutionPolicy
+from .agent import AgentSession
+from .session import Session, SessionNotFound, check_workspace_root
+
+
+@attrs.define(eq=False)
+class Harness:
+    """The running composition. Create it with `open_harness()`."""
+
+    composition: Composition
+    log: SessionLogClient
+    executor: ExecutorClient
+    provider: ProviderClient | None
+    approval: ApprovalClient | None
+    defaults: PolicyDefaults
+    presets: PresetTable
+    bash: BashTool
+    fs: FsTool | None = None
+    # Where session logs live on disk (None: in memory for this process only, or a database).
+    log_directory: str | None = None
+    # Files that steer where the log is (a database's password file): (path, what).
+    log_files: tuple[tuple[str, str], ...] = ()
+    # Whether the fallback root was named (a composition's workspace_root, open_harness's
+    # cwd) rather than taken from the process's current directory.
+    fallback_root_explicit: bool = True
+    # The host temp roots every session's calls may write beside its private temp
+    # directory: only where the composition restores them (`allow_host_temp`).
+    host_temp: tuple[str, ...] = ()
+    # Sessions open now: a private temp directory one leaves is removed when the
+    # harness stops (after every command is gone).
+    _open: set[Session] = attrs.field(factory=set, init=False)
+
+    @property
+    def confines(self) -> bool:
+        """Whether the mounted executor confines (and so whether escalation exists)."""
+        return self.executor.confines
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """Function-calling schemas of the mounted tools."""
+        mounted = [
+            tools.bash_schema(confines=self.confines),
+            tools.job_output_schema(),
+            tools.kill_job_schema(),
+        ]
+        if self.fs is not None:
+            mounted += fs_schemas(escalation=self.fs.escalation)
+        return mounted
+
+    def _check_log_is_out_of_reach(self, cwd: str | os.PathLike[str] | None) -> None:
+        """The log is the only store of a session's mode: no command may write it.
+
+        A log under the session's root or a temp root could be rewritten by a
+        workspace-write command into danger-full-access for the next resume. The
+        whole chain of directories is checked (the trust base's check 1): a writable
+        parent could swap the log directory itself. Every mode counts the root as
+        writable (a knob or an escalation can widen any session to workspace-write),
+        so no later knob change can widen what this check covered.
+        """
+        root = os.path.realpath(cwd) if cwd is not None else self.defaults.fallback_root
+        if self.log_files:
+            check_store_files(self.log_files, (root, *host_temp_roots()))
+        if self.log_directory is None:
+            return
+        problem = check_trusted(
+            self.log_directory,
+            (root, *host_temp_roots()),
+            what="the session log directory",
+            must_exist=False,
+        )
+        if problem is not None:
+            raise ConfigError(
+                problem.message(
+                    "keep session logs outside workspace roots and temp directories, "
+                    "owned by you or root and writable by no one else: set "
+                    "STOCKADE_STATE_DIR or the stockade.session.log entry's state_dir"
+                )
+            )
+
+    @property
+    def default_policy(self) -> ExecutionPolicy:
+        """What a call resolves to with no session override: the composition's default."""
+        return ExecutionPolicy(
+            self.defaults.sandbox_mode, self.defaults.fallback_root, self.defaults.network
+        )
+
+    def _pin_fs_roots(self, session: Session) -> PinnedRoots | None:
+        """The session's writable roots, pinned for the fenced fs tools (None: none mounted).
+
+        Pinned as the session opens, so a root a command swaps for a symlink later is
+        refused, never followed (docs/fs-tools.md, "Pinned roots")."""
+        if self.fs is None or not self.fs.fenced:
+            return None
+        # The session's own temp roots: its private directory (and the host's where the
+        # composition restores them), as its commands have them.
+        temp_roots = (*filter(None, (session.temp_dir,)), *session.host_temp)
+        return PinnedRoots.pin(session.cwd or self.defaults.fallback_root, temp_roots)
+
+    async def open_session(
+        self,
+        session_id: str | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        resume: bool = False,
+    ) -> AgentSession:
+        """Create a new session (its cwd, an existing directory, is its workspace root),
+        or with `resume=True` resume session `session_id` from its log.
+
+        Creating under an id that already names a session raises SessionExists; resuming
+        an id no log holds raises SessionNotFound (and writes nothing). `resume_session`
+        is the same as `resume=True`.
+        """
+        if resume and session_id is None:
+            raise ValueError("resume=True needs the session_id of the session to resume")
+        check_workspace_root(cwd, "the session's cwd")
+        if cwd is None and not resume and self.confines:
+            # Every mode counts the root as writable: a knob, a preset or an
+            # escalation can widen any session to workspace-write.
+            broad = broad_root_refusal(
+                self.defaults.fallback_root,
+                explicit=self.fallback_root_explicit,
+                home=os.environ.get("HOME"),
+                naming="cwd={root!r} to open_session",
+            )
+            if broad is not None:
+                raise ConfigError(broad)
+        self._check_log_is_out_of_reach(cwd)
+        if resume:
+            self._check_log_exists(session_id)
+        session = await Session.open(
+            self.log,
+            session_id=session_id,
+            cwd=cwd,
+            defaults=self.defaults,
+            presets=self.presets,
+            resume=resume,
+            # Only where commands are confined: there /tmp is not theirs to write.
+            private_tmp=self.confines,
+            host_temp=self.host_temp,
+        )
+        self._open.add(session)
+        agent = AgentSession(harness=self, session=session, fs_roots=self._pin_fs_roots(session))
+        if resume and cwd is None:
+            # Its root comes from its log: one removed since would fail every call.
+            try:
+                check_workspace_root(session.cwd, f"session {session.id!r}'s workspace root")
+            except BaseException:
+                await agent.close()
+                raise
+        return agent
+
+    async def resume_session(
+        self, session_id: str, *, cwd: str | os.PathLike[str] | None = None
+    ) -> AgentSession:
+        """Resume session `session_id` from its log; SessionNotFound when none holds it."""
+        return await self.open_session(session_id, cwd=cwd, resume=True)
+
+    def _check_log_exists(self, session_id: str | None) -> None:
+        """On disk, an unknown id is refused before its log would be opened (and so
+        created empty); other stores are checked once the log is open."""
+        if self.log_directory is None or session_id is None:
+            return
+        path = os.path.join(self.log_directory, f"{check_session_id(session_id)}.jsonl")
+        if not os.path.lexists(path):
+            raise SessionNotFound(session_id, path)
