@@ -1,7 +1,7 @@
 """SessionLogActor: one append-only, durable, locked log of events per session."""
 
+from ..messages import LogOpened as LogOpened
 from ._builtin import BUILTIN_EVENTS as BUILTIN_EVENTS
-from ._messages import LogOpened as LogOpened
 from ._scan import Scan as Scan
 from ._scan import TornTail as TornTail
 from ._scan import scan_log as scan_log
