@@ -18,7 +18,7 @@ import subprocess
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import trio
@@ -109,6 +109,7 @@ async def spawn(
     environment = None
     if env:
         environment = {**os.environ, **env}
+    pass_fds: tuple[int, ...]
     report, write_end, pass_fds = None, None, ()
     if bwrap:
         report, write_end = os.pipe()
@@ -151,9 +152,9 @@ async def spawn(
 
 
 # bwrap's --info-fd reports not read yet: process -> (read end, its finalizer).
-_INIT_REPORTS: weakref.WeakKeyDictionary[trio.Process, tuple[int, weakref.finalize]] = (
-    weakref.WeakKeyDictionary()
-)
+_INIT_REPORTS: weakref.WeakKeyDictionary[
+    trio.Process, tuple[int, weakref.finalize[[int], trio.Process]]
+] = weakref.WeakKeyDictionary()
 
 
 def _namespace_init(process: trio.Process) -> int | None:
@@ -256,7 +257,8 @@ class _Grace:
         with trio.CancelScope(deadline=self.deadline) as waiting:
             self._waits.add(waiting)
             try:
-                return await stream.receive_some(READ_SIZE)
+                # A ReceiveStream may give a bytearray; these (pipes, a pty) give bytes.
+                return cast(bytes, await stream.receive_some(READ_SIZE))
             finally:
                 self._waits.discard(waiting)
         chunk = _ready(stream, min(READ_SIZE, self.leftover))
@@ -314,8 +316,9 @@ async def _drain_both(
 ) -> None:
     grace = grace or _Grace()
     async with trio.open_nursery() as pipes:
-        pipes.start_soon(_drain, process.stdout, stdout, grace, streams and streams.stdout)
-        pipes.start_soon(_drain, process.stderr, stderr, grace, streams and streams.stderr)
+        out, err = (None, None) if streams is None else (streams.stdout, streams.stderr)
+        pipes.start_soon(_drain, process.stdout, stdout, grace, out)
+        pipes.start_soon(_drain, process.stderr, stderr, grace, err)
 
 
 async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:

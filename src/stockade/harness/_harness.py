@@ -54,7 +54,7 @@ from ..trust import broad_root_refusal, check_trusted, host_temp_roots
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from .session import Session, SessionNotFound
 
-ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
+ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Composition | None
 
 
 def harness_registry(*extra: type[SessionEvent]) -> EventRegistry:

@@ -93,6 +93,7 @@ def show_store(args: argparse.Namespace, registry: EventRegistry) -> Any:
         if not getattr(args, "state_dir", None) and not os.environ.get("STOCKADE_STATE_DIR"):
             args.state_dir = str(resolve_state_dir(entry.config.state_dir))
         return None
+    assert composition is not None  # `entry` came from it
     store = build_store(entry.config, registry, composition_path=composition.path)
     from ..trust import host_temp_roots
 

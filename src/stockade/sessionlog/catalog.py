@@ -366,7 +366,7 @@ def _size(size: int | None) -> str:
 
 
 def _json_entry(entry: SessionEntry) -> dict[str, Any]:
-    facts = msgspec.to_builtins(entry)
+    facts: dict[str, Any] = msgspec.to_builtins(entry)
     facts["last_activity"] = _iso(entry.last_activity)
     return facts
 
