@@ -31,6 +31,8 @@ bench-peers DIR="$HOME/.cache/stockade-bench-peers":
 wheel:
     {{python}} -m pip wheel --no-deps --no-build-isolation -w dist .
 
+# Ruff, then mypy (strict; what it checks and how: [tool.mypy] in pyproject.toml).
 lint:
     {{venv}}/bin/ruff check src tests bench launcher examples
     {{venv}}/bin/ruff format --check src tests bench launcher examples
+    {{venv}}/bin/mypy

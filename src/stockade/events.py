@@ -83,7 +83,7 @@ class SessionEvent(msgspec.Struct, frozen=True, tag_field=TAG_FIELD, omit_defaul
         return event_tag(type(self))
 
 
-class SessionHeader(SessionEvent, kw_only=True, tag="session/header"):
+class SessionHeader(SessionEvent, kw_only=True, frozen=True, tag="session/header"):
     """The first event of every session: its workspace root and its parent, if forked.
 
     `cwd` is the session's absolute workspace root, or None when the session has
@@ -199,7 +199,7 @@ class EventRegistry:
         object.__setattr__(self, "_by_tag", by_tag)
         decoder = None
         if by_tag:
-            union = typing.Union[tuple(by_tag.values())]  # noqa: UP007
+            union: Any = typing.Union[tuple(by_tag.values())]  # noqa: UP007
             decoder = msgspec.json.Decoder(union)
         object.__setattr__(self, "_decoder", decoder)
         object.__setattr__(self, "_encoder", msgspec.json.Encoder())

@@ -1,14 +1,31 @@
-"""In-process request/reply messages: one closed tagged union per actor inbox.
+"""In-process request/reply messages: one closed union per actor inbox (provider,
+executor, approval, session log), each inbox's Structs and their replies, here alone.
 
-Plain data only: a reply channel rides beside a message in its envelope
-(`_mailbox.Envelope`), never inside it, so every message can be logged and replayed.
+Plain data (one exception, `AttachedRun`, says why): a reply rides beside a message in
+its envelope (`actors.mailbox.Envelope`), never inside it, so a message can be logged
+and replayed. An actor's dispatch `match` ends in `assert_never`, which mypy checks
+against the union its typed inbox carries.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import os
+from collections.abc import Awaitable, Callable, Sequence
+
+import attrs
 import msgspec
 
-from .vocab import Enforcement, ExecutionPolicy, Network, SandboxMode, SandboxPolicy
+from .events import SessionEvent
+from .vocab import (
+    ApprovalPolicy,
+    Enforcement,
+    ExecutionPolicy,
+    Network,
+    SandboxMode,
+    SandboxPolicy,
+)
 
 
 class RunnerFailureRule(msgspec.Struct, frozen=True):
@@ -174,7 +191,70 @@ class ListJobs(msgspec.Struct, frozen=True, tag="list-jobs"):
     owner: str | None = None
 
 
-ExecutorRequest = Run | Start | JobOutput | WaitJob | KillJob | ListJobs
+# An output sink takes each chunk as it is read; raising BrokenPipeError says its reader
+# is gone. A stdin source returns the next chunk, b"" at its end.
+Sink = Callable[[bytes], Awaitable[None]]
+Source = Callable[[], Awaitable[bytes]]
+
+
+@attrs.frozen
+class Streams:
+    """A foreground caller's own streams (`stockade run` on a terminal or in a pipe).
+
+    The bounded capture is kept as always (classification and the result read it);
+    the sinks see every byte, live. A sink that raises BrokenPipeError stops being fed
+    and the command's pipe is closed, so the command meets the closed pipe as it would
+    in a shell pipeline. `stdin` is pumped chunk by chunk (never read whole) until its
+    end, the command's exit, or the command closing its stdin.
+    """
+
+    stdout: Sink | None = None
+    stderr: Sink | None = None
+    stdin: Source | None = None
+    # The command's stdout (and stdin) on a terminal the caller opened (see Terminal).
+    terminal: Terminal | None = None
+
+
+@attrs.define(eq=False)
+class Terminal:
+    """A pseudo-terminal a foreground caller opened for the command (`stockade run` on
+    a person's terminal), in place of its stdout pipe (and stdin's, when `stdin`).
+
+    `slave` is what the command gets as fd 1 (and 0), and becomes its controlling
+    terminal; stderr stays a pipe. `master` is drained like the stdout pipe, through
+    a duplicate: the caller keeps its own, to type into and to close. The slave is
+    handed over: `spawn` closes it once the command holds it, so the drain sees the
+    end of the output when the command's processes are gone.
+    """
+
+    slave: int
+    master: int
+    stdin: bool = False
+    _released: bool = False
+
+    def release(self) -> None:
+        """Close the command's end (once; also when it never started)."""
+        if not self._released:
+            self._released = True
+            with contextlib.suppress(OSError):
+                os.close(self.slave)
+
+
+# Not a msgspec Struct, on purpose: its `streams` are this process's callables and file
+# descriptors, which no encoder can carry and no replay can restore. A Struct would
+# claim to be plain data; an attrs class says it is not. It still belongs to the union,
+# so the executor's dispatch is checked over every message its inbox can carry; only
+# `ExecutorClient.run(streams=...)`, inside the process, builds one.
+@attrs.frozen
+class AttachedRun:
+    """A foreground run whose output also goes, live, to the caller's `streams`
+    (in-process only: the streams are callables, so this is no wire message)."""
+
+    spec: ShellSpec
+    streams: Streams
+
+
+ExecutorRequest = Run | AttachedRun | Start | JobOutput | WaitJob | KillJob | ListJobs
 
 
 class ShellResult(msgspec.Struct, frozen=True):
@@ -239,3 +319,93 @@ class JobReport(msgspec.Struct, frozen=True):
     gaps: tuple[str, ...] = ()
     # As ShellResult.network: the network this job's command had.
     network: Network = Network.ON
+
+
+# --- ApprovalActor inbox ---------------------------------------------------------
+
+
+class Decision(enum.Enum):
+    ALLOWED_ONCE = "allowed-once"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    UNAVAILABLE = "unavailable"
+
+
+class ApprovalRequest(msgspec.Struct, frozen=True):
+    """One escalation to decide: this command, once, under `requested_mode`.
+
+    `policy` is the session's effective approval policy, resolved by the caller.
+    `with_network`: the request is for network access for this one run (the mode
+    stays: `requested_mode` equals `current_mode`); show the person that it is.
+    """
+
+    session_id: str
+    command: str
+    justification: str
+    current_mode: SandboxMode
+    requested_mode: SandboxMode
+    policy: ApprovalPolicy
+    reason: str
+    call_id: str | None = None
+    with_network: bool = False
+
+
+class AskApproval(msgspec.Struct, frozen=True, tag="ask-approval"):
+    request: ApprovalRequest
+
+
+ApprovalInbox = AskApproval
+
+
+class Answer(msgspec.Struct, frozen=True):
+    """A decision and who made it. `detail` reaches the model (keep it short and
+    harmless); `error` (an answerer that failed) reaches only the log and logging."""
+
+    decision: Decision
+    answerer: str
+    detail: str | None = None
+    error: str | None = None
+
+
+# --- SessionLogActor inbox -------------------------------------------------------
+
+
+class OpenLog(msgspec.Struct, frozen=True, tag="open-log"):
+    """Hold `session_id`'s log open (shared by every opener in this actor; counted)."""
+
+    session_id: str
+
+
+class AppendEvents(msgspec.Struct, frozen=True, tag="append-events"):
+    """Append `events` contiguously; with `after_seq`, only if the log still ends there."""
+
+    session_id: str
+    events: tuple[SessionEvent, ...]
+    after_seq: int | None = None
+
+
+class ReadLog(msgspec.Struct, frozen=True, tag="read-log"):
+    """Every committed event of an open session, in order."""
+
+    session_id: str
+
+
+class CloseLog(msgspec.Struct, frozen=True, tag="close-log"):
+    """Drop one hold; the last one drains pending appends and releases the lock."""
+
+    session_id: str
+
+
+SessionLogRequest = OpenLog | AppendEvents | ReadLog | CloseLog
+
+
+class LogOpened(msgspec.Struct, frozen=True, tag="log-opened"):
+    """Reply to OpenLog: the log's events and whether a torn tail was cut on open.
+
+    `events` is the log's view at that moment (an `EventView`: shared, not copied).
+    """
+
+    session_id: str
+    location: str
+    events: Sequence[SessionEvent]
+    torn_lines_cut: int = 0

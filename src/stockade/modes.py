@@ -11,10 +11,12 @@ from .errors import ConfigError
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import TypeVar
+
+    _E = TypeVar("_E", bound=enum.Enum)
 
 
-def _parse(kind: type[enum.Enum], value: object, what: str) -> Any:
+def _parse(kind: type[_E], value: object, what: str) -> _E:
     """`value` as a member of `kind` (members pass through), or a ConfigError that
     names the allowed values in their declared order."""
     if isinstance(value, kind):

@@ -4,6 +4,8 @@ in one nursery. No domain here: an actor's messages live in `stockade.messages`.
 
 from .lifetime import running as running
 from .mailbox import Envelope as Envelope
+from .mailbox import Inbox as Inbox
+from .mailbox import Mailbox as Mailbox
 from .mailbox import answer as answer
 from .mailbox import answer_now as answer_now
 from .mailbox import open_inbox as open_inbox

@@ -7,7 +7,7 @@ re-raised, typed, in the caller's task.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import attrs
 import outcome
@@ -54,18 +54,26 @@ class Envelope(Generic[M]):
         return self._result.unwrap()
 
 
-Inbox = trio.MemorySendChannel[Envelope[Any]]
+# An actor's two ends, typed by the closed union of what it accepts (`messages`): a
+# sender can put nothing else in, and the actor's dispatch `match` is checked (mypy)
+# against exactly that union, down to its `assert_never`.
+Inbox: TypeAlias = trio.MemorySendChannel[Envelope[M]]
+Mailbox: TypeAlias = trio.MemoryReceiveChannel[Envelope[M]]
 
 
-def open_inbox(
-    buffer: int = 0,
-) -> tuple[trio.MemorySendChannel[Envelope[Any]], trio.MemoryReceiveChannel[Envelope[Any]]]:
-    """A bounded inbox; a full one makes senders wait rather than grow memory."""
-    return trio.open_memory_channel[Envelope[Any]](buffer)
+def open_inbox(buffer: int = 0) -> tuple[Inbox[M], Mailbox[M]]:
+    """A bounded inbox; a full one makes senders wait rather than grow memory.
+
+    `M` comes from what the ends are assigned to (`self._inbox: Inbox[ExecutorRequest]`).
+    """
+    return trio.open_memory_channel[Envelope[M]](buffer)
 
 
-async def request(inbox: trio.MemorySendChannel[Envelope[Any]], message: object) -> Any:
-    """Send `message` and wait for its reply, re-raising an error reply here."""
+async def request(inbox: Inbox[M], message: M) -> Any:
+    """Send `message` and wait for its reply, re-raising an error reply here.
+
+    The reply's type depends on the message, not the inbox: each client names it.
+    """
     envelope = Envelope(message)
     try:
         await inbox.send(envelope)
@@ -75,7 +83,7 @@ async def request(inbox: trio.MemorySendChannel[Envelope[Any]], message: object)
         raise
 
 
-async def answer(envelope: Envelope[Any], handler: Callable[[], Awaitable[Any]]) -> None:
+async def answer(envelope: Envelope[M], handler: Callable[[], Awaitable[Any]]) -> None:
     """Run `handler` and reply with its value or its error; stop it if the caller leaves.
 
     Only `Exception`s travel back as values; `Cancelled` and other BaseExceptions
@@ -91,7 +99,7 @@ async def answer(envelope: Envelope[Any], handler: Callable[[], Awaitable[Any]])
             envelope.reply(outcome.Value(value))
 
 
-def answer_now(envelope: Envelope[Any], handler: Callable[[], Any]) -> None:
+def answer_now(envelope: Envelope[M], handler: Callable[[], Any]) -> None:
     """Reply at once with what a synchronous `handler` returns or raises."""
     try:
         value = handler()
@@ -102,12 +110,12 @@ def answer_now(envelope: Envelope[Any], handler: Callable[[], Any]) -> None:
 
 
 async def serve_forever(
-    mailbox: trio.MemoryReceiveChannel[Envelope[Any]],
-    serve: Callable[[Envelope[Any]], Awaitable[None]],
+    mailbox: Mailbox[M],
+    serve: Callable[[Envelope[M]], Awaitable[None]],
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     on_start: Callable[[trio.Nursery], None] | None = None,
-    quick: Callable[[Envelope[Any]], bool] | None = None,
+    quick: Callable[[Envelope[M]], bool] | None = None,
 ) -> None:
     """An actor's inbox loop: one task per request, so a request that waits (a probe, a
     disk, a person) never blocks the next one.

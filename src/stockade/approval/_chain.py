@@ -12,50 +12,16 @@ and to the `approval/answered` event's `error`, and never out of the tool call.
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import msgspec
-
-from ..vocab import ApprovalPolicy, SandboxMode
-
-
-class Decision(enum.Enum):
-    ALLOWED_ONCE = "allowed-once"
-    REJECTED = "rejected"
-    CANCELLED = "cancelled"
-    UNAVAILABLE = "unavailable"
-
-
-class ApprovalRequest(msgspec.Struct, frozen=True):
-    """One escalation to decide: this command, once, under `requested_mode`.
-
-    `policy` is the session's effective approval policy, resolved by the caller.
-    `with_network`: the request is for network access for this one run (the mode
-    stays: `requested_mode` equals `current_mode`); show the person that it is.
-    """
-
-    session_id: str
-    command: str
-    justification: str
-    current_mode: SandboxMode
-    requested_mode: SandboxMode
-    policy: ApprovalPolicy
-    reason: str
-    call_id: str | None = None
-    with_network: bool = False
-
-
-class Answer(msgspec.Struct, frozen=True):
-    """A decision and who made it. `detail` reaches the model (keep it short and
-    harmless); `error` (an answerer that failed) reaches only the log and logging."""
-
-    decision: Decision
-    answerer: str
-    detail: str | None = None
-    error: str | None = None
+# The approval inbox's data lives with every inbox's, in `messages`; the answerer
+# protocol is written in it, and this room's surface still names it.
+from ..messages import Answer as Answer
+from ..messages import ApprovalRequest as ApprovalRequest
+from ..messages import Decision as Decision
+from ..vocab import ApprovalPolicy
 
 
 @runtime_checkable

@@ -12,23 +12,16 @@ from contextlib import asynccontextmanager
 from typing import Any, assert_never
 
 import attrs
-import msgspec
 import trio
 
 from ..actors.lifetime import running
-from ..actors.mailbox import Envelope, answer, open_inbox, request, serve_forever
+from ..actors.mailbox import Envelope, Inbox, Mailbox, answer, open_inbox, request, serve_forever
 from ..events import SessionEvent
+from ..messages import ApprovalInbox, AskApproval
 from ._chain import Answer, Answerer, ApprovalRequest, Decision, ask_chain, policy_gate
 from .events import ApprovalAnswered, ApprovalAsked
 
 Audit = Callable[[str, SessionEvent], Awaitable[Any]]
-
-
-class AskApproval(msgspec.Struct, frozen=True, tag="ask-approval"):
-    request: ApprovalRequest
-
-
-ApprovalInbox = AskApproval
 
 
 async def _no_audit(_session_id: str, _event: SessionEvent) -> None:
@@ -40,8 +33,8 @@ class ApprovalActor:
     answerers: Sequence[Answerer] = ()
     # Appends an audit event to that session's log (the harness wires the log in).
     audit: Audit = _no_audit
-    _inbox: Any = attrs.field(init=False)
-    _mailbox: Any = attrs.field(init=False)
+    _inbox: Inbox[ApprovalInbox] = attrs.field(init=False)
+    _mailbox: Mailbox[ApprovalInbox] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
@@ -53,7 +46,7 @@ class ApprovalActor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await serve_forever(self._mailbox, self._serve, task_status=task_status)
 
-    async def _serve(self, envelope: Envelope[Any]) -> None:
+    async def _serve(self, envelope: Envelope[ApprovalInbox]) -> None:
         message = envelope.message
         match message:
             case AskApproval(request=ask):
@@ -101,7 +94,7 @@ class ApprovalActor:
 
 @attrs.frozen
 class ApprovalClient:
-    inbox: Any
+    inbox: Inbox[ApprovalInbox]
 
     async def ask(self, ask: ApprovalRequest) -> Answer:
         decided: Answer = await request(self.inbox, AskApproval(ask))

@@ -22,9 +22,15 @@ from . import render
 from ._chain import Answer, ApprovalRequest, Decision, as_answer
 
 
+def _compile(pattern: str | re.Pattern[str]) -> re.Pattern[str]:
+    # `converter=re.compile`, in a form mypy's attrs plugin can type (it leaves
+    # re.compile's AnyStr unsolved, and then refuses every argument).
+    return re.compile(pattern)
+
+
 @attrs.frozen
 class RejectRule:
-    pattern: re.Pattern[str] = attrs.field(converter=re.compile)
+    pattern: re.Pattern[str] = attrs.field(converter=_compile)
     reason: str = "this command is never escalated by this deployment"
 
 
@@ -191,7 +197,8 @@ class TerminalAnswerer:
                 shown = render.terminal_prompt if isinstance(terminal, Tty) else render_prompt
                 terminal.write(shown(request))
                 terminal.flush()
-                return terminal.readline()
+                line: str = terminal.readline()
+                return line
 
         try:
             reply = await trio.to_thread.run_sync(ask, abandon_on_cancel=True)

@@ -74,7 +74,7 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-def _help(description: str, exit_codes: str, examples: str) -> dict[str, str]:
+def _help(description: str, exit_codes: str, examples: str) -> dict[str, Any]:
     """A verb's description and epilog: what it does, its exit codes, examples."""
     return {
         "description": description.strip(),
@@ -978,7 +978,8 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = None
     if args is None:
         parser = build_parser()
-        type(parser).json_errors = _wants_json(words)
+        # build_parser's own Parser class has it; its annotation says ArgumentParser.
+        type(parser).json_errors = _wants_json(words)  # type: ignore[attr-defined]
         args = parser.parse_args(words)
     as_json = bool(getattr(args, "json", False))
     try:

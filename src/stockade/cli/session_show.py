@@ -171,7 +171,8 @@ def _store_id(store: Any, prefix: str) -> str:
 
 def _scan_from_store(store: Any, session_id: str) -> Scan:
     try:
-        return store.scan(session_id)
+        scan: Scan = store.scan(session_id)
+        return scan
     except KeyError:
         raise CliError("SESSION_NOT_FOUND", f"no session {session_id!r} in {store.where}") from None
     except ValueError as error:  # InvalidSessionId

@@ -50,7 +50,7 @@ def session_store(args: argparse.Namespace, registry: EventRegistry) -> Any:
         return None  # a ./stockade.yml that is only present is never read (the trust base)
     composition = load_cli_composition(named)
     entry = composition.session_log if composition is not None else None
-    if entry is None:
+    if composition is None or entry is None:
         return None
     store = build_store(entry.config, registry, composition_path=composition.path)
     if isinstance(store, JsonlStore):
@@ -112,7 +112,7 @@ def _size(size: int | None) -> str:
 
 
 def _json_entry(entry: SessionEntry) -> dict[str, Any]:
-    facts = msgspec.to_builtins(entry)
+    facts: dict[str, Any] = msgspec.to_builtins(entry)
     facts["last_activity"] = _iso(entry.last_activity)
     return facts
 

@@ -132,7 +132,10 @@ def _sequence_factory(converter: cattrs.Converter) -> Callable[[Any], Hook]:
         if get_origin(type_) is list:
             inner = list_structure_factory(type_, converter)
         else:
-            inner = homogenous_tuple_structure_factory(tuple[get_args(type_)[0], ...], converter)
+            # A tuple type made at run time from the field's element type: to mypy a
+            # value, where it expects a type.
+            homogeneous: Any = tuple[get_args(type_)[0], ...]  # type: ignore[misc]
+            inner = homogenous_tuple_structure_factory(homogeneous, converter)
 
         def structure(value: object, _type: Any) -> object:
             # cattrs would iterate a string character by character.

@@ -167,7 +167,9 @@ def resolve_tags(root: Any, context: TagContext) -> list[Problem]:
         if isinstance(node, CommentedMap):
             for key in list(node):
                 if isinstance(key, Tagged):
-                    problems.append(Problem((*path, key), f"a tag ({key.tag}) cannot be a key"))
+                    # The step is the key itself, not a str: the locator finds its line
+                    # by looking it up in this mapping.
+                    problems.append(Problem((*path, key), f"a tag ({key.tag}) cannot be a key"))  # type: ignore[arg-type]
                     continue
                 node[key] = _visit(node[key], (*path, key), context, problems, stack)
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -59,7 +59,11 @@ DEFAULT_READ_CAP: Final = PositiveInt(256 * 1024)
 DEFAULT_POOL_SIZE: Final = PositiveInt(10)
 
 
-def _check_protected(_instance: object, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
+def _check_protected(
+    _instance: object,
+    attribute: attrs.Attribute[tuple[NonEmptyStr, ...]],
+    value: tuple[NonEmptyStr, ...],
+) -> None:
     for entry in value:
         if entry.startswith("!"):
             raise FieldProblem(
@@ -162,7 +166,7 @@ class ApprovalConfig:
 
 
 def _check_preset_network(
-    spec: PresetSpec, attribute: attrs.Attribute[object], network: Network | None
+    spec: PresetSpec, attribute: attrs.Attribute[Network | None], network: Network | None
 ) -> None:
     if network is not None and network_under(spec.sandbox_mode, network) is not network:
         raise FieldProblem(
@@ -188,18 +192,20 @@ class PresetSpec:
         return network_under(self.sandbox_mode, self.network or Network.OFF)
 
 
-def _frozen_presets(presets: Mapping[str, PresetSpec]) -> Mapping[str, PresetSpec]:
+def _frozen_presets(
+    presets: Mapping[PresetName, PresetSpec],
+) -> Mapping[PresetName, PresetSpec]:
     return MappingProxyType(dict(presets))
 
 
-DEFAULT_PRESET_SPECS: Final[Mapping[str, PresetSpec]] = MappingProxyType(
+DEFAULT_PRESET_SPECS: Final[Mapping[PresetName, PresetSpec]] = MappingProxyType(
     {
-        "workspace-write": PresetSpec(
+        PresetName("workspace-write"): PresetSpec(
             sandbox_mode=SandboxMode.WORKSPACE_WRITE,
             approval_policy=ApprovalPolicy.ASK,
             network=Network.OFF,
         ),
-        "danger-full-access": PresetSpec(
+        PresetName("danger-full-access"): PresetSpec(
             sandbox_mode=SandboxMode.DANGER_FULL_ACCESS,
             approval_policy=ApprovalPolicy.NEVER,
             network=Network.ON,
@@ -209,7 +215,9 @@ DEFAULT_PRESET_SPECS: Final[Mapping[str, PresetSpec]] = MappingProxyType(
 
 
 def _check_not_empty(
-    _instance: object, attribute: attrs.Attribute[object], presets: Mapping[str, object]
+    _instance: object,
+    attribute: attrs.Attribute[Mapping[PresetName, PresetSpec]],
+    presets: Mapping[PresetName, PresetSpec],
 ) -> None:
     if not presets:
         raise FieldProblem(attribute.name, "must name at least one preset")
@@ -231,7 +239,10 @@ SessionStoreKind = Literal["jsonl", "postgres"]
 
 
 def _check_log_store(
-    config: SessionLogConfig, attribute: attrs.Attribute[object], value: object
+    # Any: it checks two fields of different types (it reads only the name).
+    config: SessionLogConfig,
+    attribute: attrs.Attribute[Any],
+    value: object,
 ) -> None:
     if config.store == "postgres":
         if attribute.name == "dsn" and value is None:

@@ -274,7 +274,7 @@ class _Checker:
         if raw_config is not None and not isinstance(raw_config, Mapping):
             return  # EntrySpec already said it must be a mapping
         try:
-            config = self.converter.structure(raw_config or {}, plugin.config_type)
+            config: object = self.converter.structure(raw_config or {}, plugin.config_type)
         except Exception as exc:
             self.problems += flatten(exc, (index, "config"))
             return

@@ -18,12 +18,19 @@ import subprocess
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import trio
 
 from ..errors import CommandStartError
+
+# A foreground caller's streams ride in its message (`AttachedRun`), so they are
+# defined with it; named here too for the callers that drive them (`cli.run`).
+from ..messages import Sink as Sink
+from ..messages import Source as Source
+from ..messages import Streams as Streams
+from ..messages import Terminal as Terminal
 from ._buffer import OutputBuffer
 
 READ_SIZE = 65536
@@ -36,55 +43,6 @@ DRAIN_GRACE = 0.5
 # caller was promised "gone when this returns": wait longer, still bounded, for an
 # escaped process that holds the pipes and will not end.
 KILL_TEARDOWN = 5.0
-
-
-# An output sink takes each chunk as it is read; raising BrokenPipeError says its reader
-# is gone. A stdin source returns the next chunk, b"" at its end.
-Sink = Callable[[bytes], Awaitable[None]]
-Source = Callable[[], Awaitable[bytes]]
-
-
-@attrs.frozen
-class Streams:
-    """A foreground caller's own streams (`stockade run` on a terminal or in a pipe).
-
-    The bounded capture is kept as always (classification and the result read it);
-    the sinks see every byte, live. A sink that raises BrokenPipeError stops being fed
-    and the command's pipe is closed, so the command meets the closed pipe as it would
-    in a shell pipeline. `stdin` is pumped chunk by chunk (never read whole) until its
-    end, the command's exit, or the command closing its stdin.
-    """
-
-    stdout: Sink | None = None
-    stderr: Sink | None = None
-    stdin: Source | None = None
-    # The command's stdout (and stdin) on a terminal the caller opened (see Terminal).
-    terminal: Terminal | None = None
-
-
-@attrs.define(eq=False)
-class Terminal:
-    """A pseudo-terminal a foreground caller opened for the command (`stockade run` on
-    a person's terminal), in place of its stdout pipe (and stdin's, when `stdin`).
-
-    `slave` is what the command gets as fd 1 (and 0), and becomes its controlling
-    terminal; stderr stays a pipe. `master` is drained like the stdout pipe, through
-    a duplicate: the caller keeps its own, to type into and to close. The slave is
-    handed over: `spawn` closes it once the command holds it, so the drain sees the
-    end of the output when the command's processes are gone.
-    """
-
-    slave: int
-    master: int
-    stdin: bool = False
-    _released: bool = False
-
-    def release(self) -> None:
-        """Close the command's end (once; also when it never started)."""
-        if not self._released:
-            self._released = True
-            with contextlib.suppress(OSError):
-                os.close(self.slave)
 
 
 class TerminalOutput(trio.abc.ReceiveStream):
@@ -151,6 +109,7 @@ async def spawn(
     environment = None
     if env:
         environment = {**os.environ, **env}
+    pass_fds: tuple[int, ...]
     report, write_end, pass_fds = None, None, ()
     if bwrap:
         report, write_end = os.pipe()
@@ -193,9 +152,9 @@ async def spawn(
 
 
 # bwrap's --info-fd reports not read yet: process -> (read end, its finalizer).
-_INIT_REPORTS: weakref.WeakKeyDictionary[trio.Process, tuple[int, weakref.finalize]] = (
-    weakref.WeakKeyDictionary()
-)
+_INIT_REPORTS: weakref.WeakKeyDictionary[
+    trio.Process, tuple[int, weakref.finalize[[int], trio.Process]]
+] = weakref.WeakKeyDictionary()
 
 
 def _namespace_init(process: trio.Process) -> int | None:
@@ -298,7 +257,8 @@ class _Grace:
         with trio.CancelScope(deadline=self.deadline) as waiting:
             self._waits.add(waiting)
             try:
-                return await stream.receive_some(READ_SIZE)
+                # A ReceiveStream may give a bytearray; these (pipes, a pty) give bytes.
+                return cast(bytes, await stream.receive_some(READ_SIZE))
             finally:
                 self._waits.discard(waiting)
         chunk = _ready(stream, min(READ_SIZE, self.leftover))
@@ -356,8 +316,9 @@ async def _drain_both(
 ) -> None:
     grace = grace or _Grace()
     async with trio.open_nursery() as pipes:
-        pipes.start_soon(_drain, process.stdout, stdout, grace, streams and streams.stdout)
-        pipes.start_soon(_drain, process.stderr, stderr, grace, streams and streams.stderr)
+        out, err = (None, None) if streams is None else (streams.stdout, streams.stderr)
+        pipes.start_soon(_drain, process.stdout, stdout, grace, out)
+        pipes.start_soon(_drain, process.stderr, stderr, grace, err)
 
 
 async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:

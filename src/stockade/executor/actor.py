@@ -11,15 +11,26 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, assert_never
+from typing import assert_never
 
 import attrs
 import trio
 
 from ..actors.lifetime import running
-from ..actors.mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
+from ..actors.mailbox import (
+    Envelope,
+    Inbox,
+    Mailbox,
+    answer,
+    answer_now,
+    open_inbox,
+    request,
+    serve_forever,
+)
 from ..errors import CommandStartError, SandboxUnavailable, brief
 from ..messages import (
+    AttachedRun,
+    ExecutorRequest,
     JobHandle,
     JobOutput,
     JobReport,
@@ -50,15 +61,6 @@ def _workdir_usable(workdir: str) -> bool:
     return os.path.isdir(workdir) and os.access(workdir, os.X_OK)
 
 
-@attrs.frozen
-class _AttachedRun:
-    """A foreground run whose output also goes, live, to the caller's `streams`
-    (in-process only: the streams are callables, so this is no wire message)."""
-
-    spec: ShellSpec
-    streams: Streams
-
-
 @attrs.define(eq=False)
 class ExecutorActor:
     """With a provider it confines (`confines` True); without one it is the local executor."""
@@ -70,8 +72,8 @@ class ExecutorActor:
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     # Placeholders (see Wrapped.blockers) its processes use, and their locks.
     _placeholders: PlaceholderHolds = attrs.field(factory=PlaceholderHolds, init=False)
-    _inbox: Any = attrs.field(init=False)
-    _mailbox: Any = attrs.field(init=False)
+    _inbox: Inbox[ExecutorRequest] = attrs.field(init=False)
+    _mailbox: Mailbox[ExecutorRequest] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
@@ -99,7 +101,7 @@ class ExecutorActor:
         finally:
             await self._placeholders.release_all()
 
-    def _quick(self, envelope: Envelope[Any]) -> bool:
+    def _quick(self, envelope: Envelope[ExecutorRequest]) -> bool:
         """Reading the job table never waits: answer in the inbox loop."""
         match envelope.message:
             case JobOutput(job_id=job_id, owner=owner):
@@ -114,12 +116,12 @@ class ExecutorActor:
         self._nursery = nursery
         nursery.start_soon(self._placeholders.remove_idle)
 
-    async def _serve(self, envelope: Envelope[Any]) -> None:
+    async def _serve(self, envelope: Envelope[ExecutorRequest]) -> None:
         message = envelope.message
         match message:
             case Run(spec=spec):
                 await answer(envelope, lambda: self._run(spec))
-            case _AttachedRun(spec=spec, streams=streams):
+            case AttachedRun(spec=spec, streams=streams):
                 await answer(envelope, lambda: self._run(spec, streams))
             case Start(spec=spec):
                 await answer(envelope, lambda: self._start(spec))
@@ -400,7 +402,7 @@ class ExecutorActor:
 class ExecutorClient:
     """What callers hold. `resolve` gives an agentless caller the configured default."""
 
-    inbox: Any
+    inbox: Inbox[ExecutorRequest]
     config: ExecutorConfig
     confines: bool
 
@@ -437,7 +439,7 @@ class ExecutorClient:
         """Run in the foreground. With `streams`, every output chunk also goes to the
         caller's sinks as it arrives and stdin is pumped from its source (the result
         still holds the bounded capture, classified as always)."""
-        message = Run(spec) if streams is None else _AttachedRun(spec, streams)
+        message = Run(spec) if streams is None else AttachedRun(spec, streams)
         result: ShellResult = await request(self.inbox, message)
         return result
 

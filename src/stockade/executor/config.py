@@ -28,10 +28,13 @@ class ExecutorConfig:
     `fallback_root` None means the process's current directory at resolution time.
     """
 
+    # mypy's attrs plugin reads no classmethod as a converter (`converter=X.parse`):
+    # ignored, it takes that argument as Any.
     default_mode: SandboxMode = attrs.field(
-        default=SandboxMode.WORKSPACE_WRITE, converter=SandboxMode.parse
+        default=SandboxMode.WORKSPACE_WRITE,
+        converter=SandboxMode.parse,  # type: ignore[misc]
     )
-    default_network: Network = attrs.field(default=Network.OFF, converter=Network.parse)
+    default_network: Network = attrs.field(default=Network.OFF, converter=Network.parse)  # type: ignore[misc]
     fallback_root: str | None = None
     output_cap: int = MIB
     kill_grace: float = 2.0

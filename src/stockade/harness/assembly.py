@@ -47,7 +47,7 @@ from ..trust import host_temp_roots
 from ..vocab import ApprovalPolicy, Network, SandboxMode
 from .harness import Harness
 
-ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
+ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Composition | None
 
 
 def harness_registry(*extra: type[SessionEvent]) -> EventRegistry:

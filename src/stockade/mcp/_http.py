@@ -76,7 +76,8 @@ def auth_settings(host: str) -> AuthSettings:
     from mcp.server.auth.settings import AuthSettings
 
     shown = f"[{host}]" if ":" in host else host
-    return AuthSettings(issuer_url=f"http://{shown}", resource_server_url=None)
+    # A str: pydantic validates it into the AnyHttpUrl the annotation names.
+    return AuthSettings(issuer_url=f"http://{shown}", resource_server_url=None)  # type: ignore[arg-type]
 
 
 async def serve_http(face: Face, host: str, port: int) -> None:
@@ -139,8 +140,12 @@ async def serve_http(face: Face, host: str, port: int) -> None:
                             stopping.set()
 
                 async def run_server(*, task_status: trio.TaskStatus[list[str]]) -> None:
+                    # Starlette's and Hypercorn's ASGI types differ; the app is ASGI 3.
                     await serve(
-                        app, config, shutdown_trigger=stopping.wait, task_status=task_status
+                        app,  # type: ignore[arg-type]
+                        config,
+                        shutdown_trigger=stopping.wait,
+                        task_status=task_status,
                     )
                     nursery.cancel_scope.cancel()
 

@@ -291,7 +291,8 @@ class Face:
                 host = await self.link_nursery.start(self._host_link, session)
                 connection.state[_LINK_KEY] = host
                 connection.exit_stack.push_async_callback(host.aclose)
-        return host.link
+        link: Link = host.link
+        return link
 
     async def _host_link(
         self, session: AgentSession, *, task_status: trio.TaskStatus[_LinkHost]

@@ -28,7 +28,7 @@ from .knobs import PolicyDefaults, check_mode_available, knob_state, resolve_wor
 POLICY_SOURCE = "sandbox:policy"
 
 
-class PolicyContext(SessionEvent, kw_only=True, tag="context/policy"):
+class PolicyContext(SessionEvent, kw_only=True, frozen=True, tag="context/policy"):
     """The complete policy message as the model was given it.
 
     `text` is what the model saw; the other fields repeat its facts for readers of

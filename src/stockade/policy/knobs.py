@@ -24,7 +24,7 @@ from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode, netwo
 # --- sandbox/mode ----------------------------------------------------------------------
 
 
-class SandboxModeSet(SessionEvent, kw_only=True, tag="sandbox/mode"):
+class SandboxModeSet(SessionEvent, kw_only=True, frozen=True, tag="sandbox/mode"):
     """The session's sandbox mode override from here on."""
 
     mode: SandboxMode
@@ -71,7 +71,7 @@ async def set_sandbox_mode(
 # --- approval/policy -------------------------------------------------------------------
 
 
-class ApprovalPolicySet(SessionEvent, kw_only=True, tag="approval/policy"):
+class ApprovalPolicySet(SessionEvent, kw_only=True, frozen=True, tag="approval/policy"):
     """The session's approval policy override from here on."""
 
     policy: ApprovalPolicy
@@ -103,7 +103,7 @@ async def set_approval_policy(
 # --- sandbox/network ---------------------------------------------------------------------
 
 
-class NetworkSet(SessionEvent, kw_only=True, tag="sandbox/network"):
+class NetworkSet(SessionEvent, kw_only=True, frozen=True, tag="sandbox/network"):
     """The session's network override from here on (`off` | `on`).
 
     Under danger-full-access a call has network `on` whatever this says.
@@ -222,11 +222,15 @@ class PolicyDefaults:
     the process's working directory as the fallback workspace root.
     """
 
+    # mypy's attrs plugin reads no classmethod as a converter (`converter=X.parse`):
+    # ignored, it takes that argument as Any.
     sandbox_mode: SandboxMode = attrs.field(
-        default=SandboxMode.WORKSPACE_WRITE, converter=SandboxMode.parse
+        default=SandboxMode.WORKSPACE_WRITE,
+        converter=SandboxMode.parse,  # type: ignore[misc]
     )
     approval_policy: ApprovalPolicy = attrs.field(
-        default=ApprovalPolicy.ASK, converter=ApprovalPolicy.parse
+        default=ApprovalPolicy.ASK,
+        converter=ApprovalPolicy.parse,  # type: ignore[misc]
     )
     fallback_root: str = attrs.field(factory=os.getcwd, validator=_absolute_root)
     # None: the composition confines commands as their mode says. Otherwise why it
@@ -239,7 +243,7 @@ class PolicyDefaults:
         default=attrs.Factory(
             lambda self: Network.OFF if self.unconfined is None else Network.ON, takes_self=True
         ),
-        converter=Network.parse,
+        converter=Network.parse,  # type: ignore[misc]
     )
 
     def __attrs_post_init__(self) -> None:

@@ -16,7 +16,7 @@ Everything here is pure except `select_preset`, which only awaits its session.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -37,7 +37,7 @@ from .knobs import (
 CUSTOM = "custom"
 
 
-class PresetSelected(SessionEvent, kw_only=True, tag="permission/preset"):
+class PresetSelected(SessionEvent, kw_only=True, frozen=True, tag="permission/preset"):
     """A preset was selected; the knob events that follow it in the same batch apply it."""
 
     name: str
@@ -69,11 +69,13 @@ class Preset:
     """One value per knob. `network` defaults to `off`, or `on` for danger-full-access."""
 
     name: str
-    sandbox_mode: SandboxMode = attrs.field(converter=SandboxMode.parse)
-    approval_policy: ApprovalPolicy = attrs.field(converter=ApprovalPolicy.parse)
+    # mypy's attrs plugin reads no classmethod as a converter (`converter=X.parse`):
+    # ignored, it takes that argument as Any.
+    sandbox_mode: SandboxMode = attrs.field(converter=SandboxMode.parse)  # type: ignore[misc]
+    approval_policy: ApprovalPolicy = attrs.field(converter=ApprovalPolicy.parse)  # type: ignore[misc]
     network: Network = attrs.field(
         default=attrs.Factory(_default_network, takes_self=True),
-        converter=Network.parse,
+        converter=Network.parse,  # type: ignore[misc]
         validator=_check_network,
     )
 
@@ -90,11 +92,17 @@ def _check_presets(_instance: object, _attribute: object, presets: tuple[Preset,
         seen.add(preset.name)
 
 
+def _presets(value: Iterable[Preset]) -> tuple[Preset, ...]:
+    # `converter=tuple`, in a form mypy's attrs plugin can type (it leaves tuple's
+    # element type unsolved, and then refuses every argument).
+    return tuple(value)
+
+
 @attrs.frozen
 class PresetTable:
     """The deployment's presets, in display order."""
 
-    presets: tuple[Preset, ...] = attrs.field(converter=tuple, validator=_check_presets)
+    presets: tuple[Preset, ...] = attrs.field(converter=_presets, validator=_check_presets)
 
     @property
     def names(self) -> tuple[str, ...]:

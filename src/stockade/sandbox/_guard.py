@@ -159,7 +159,7 @@ def guard_call(
         links = sorted(
             {link for p in maybe_linked if (link := relinkable(p, roots, facts=facts)) is not None}
         )
-        gaps = tuple(
+        protecting_gaps = tuple(
             f"{link} is a symlink inside a writable root: what it protects can be re-pointed"
             for link in links
         ) + tuple(repository_gaps)
@@ -174,7 +174,7 @@ def guard_call(
         # uses it and removed by the last (sandbox/placeholders.py), so one process
         # never pulls a placeholder out from under another's sandbox.
         creates = tuple(p.path for p in binds if p.kind == "block")
-        return Guard(binds, gaps, None, creates)
+        return Guard(binds, protecting_gaps, None, creates)
     if backend != LANDLOCK:
         return NO_GUARD
 

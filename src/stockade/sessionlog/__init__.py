@@ -7,8 +7,8 @@ store's names are re-exported lazily, so the JSON-lines path never loads them.
 
 from typing import TYPE_CHECKING, Any
 
+from ..messages import LogOpened as LogOpened
 from ._builtin import BUILTIN_EVENTS as BUILTIN_EVENTS
-from ._messages import LogOpened as LogOpened
 from ._scan import Scan as Scan
 from ._scan import TornTail as TornTail
 from ._scan import scan_log as scan_log

@@ -19,14 +19,23 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, assert_never
+from typing import assert_never
 
 import attrs
 import msgspec
 import outcome
 import trio
 
-from ..actors.mailbox import Envelope, answer, answer_now, open_inbox, request, serve_forever
+from ..actors.mailbox import (
+    Envelope,
+    Inbox,
+    Mailbox,
+    answer,
+    answer_now,
+    open_inbox,
+    request,
+    serve_forever,
+)
 from ..errors import StockadeError
 from ..events import (
     AppendConflict,
@@ -37,7 +46,7 @@ from ..events import (
     UnencodableEvent,
     UnregisteredEvent,
 )
-from ._messages import AppendEvents, CloseLog, LogOpened, OpenLog, ReadLog
+from ..messages import AppendEvents, CloseLog, LogOpened, OpenLog, ReadLog, SessionLogRequest
 from .stores.interface import OpenedLog, SessionStore
 
 
@@ -62,7 +71,10 @@ class _Pending:
     __slots__ = ("after_seq", "envelope", "events")
 
     def __init__(
-        self, events: tuple[SessionEvent, ...], after_seq: int | None, envelope: Envelope[Any]
+        self,
+        events: tuple[SessionEvent, ...],
+        after_seq: int | None,
+        envelope: Envelope[SessionLogRequest],
     ) -> None:
         self.events = events
         self.after_seq = after_seq
@@ -103,8 +115,8 @@ class SessionLogActor:
     _logs: dict[str, _Log] = attrs.field(factory=dict, init=False)
     _closing: dict[str, trio.Event] = attrs.field(factory=dict, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
-    _inbox: Any = attrs.field(init=False)
-    _mailbox: Any = attrs.field(init=False)
+    _inbox: Inbox[SessionLogRequest] = attrs.field(init=False)
+    _mailbox: Mailbox[SessionLogRequest] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
@@ -134,7 +146,7 @@ class SessionLogActor:
     def _adopt_nursery(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
 
-    def _quick(self, envelope: Envelope[Any]) -> bool:
+    def _quick(self, envelope: Envelope[SessionLogRequest]) -> bool:
         message = envelope.message
         if isinstance(message, AppendEvents):
             self._enqueue(envelope, message)
@@ -144,7 +156,7 @@ class SessionLogActor:
             return True
         return False
 
-    async def _serve(self, envelope: Envelope[Any]) -> None:
+    async def _serve(self, envelope: Envelope[SessionLogRequest]) -> None:
         message = envelope.message
         match message:
             case OpenLog():
@@ -294,7 +306,7 @@ class SessionLogActor:
 
     # --- append / read ----------------------------------------------------------------
 
-    def _enqueue(self, envelope: Envelope[Any], message: AppendEvents) -> None:
+    def _enqueue(self, envelope: Envelope[SessionLogRequest], message: AppendEvents) -> None:
         log = self._logs.get(message.session_id)
         if log is None or log.opened is None:
             envelope.reply(outcome.Error(SessionNotOpen(message.session_id)))
@@ -348,7 +360,7 @@ class SessionLogActor:
 class SessionLogClient:
     """What callers hold: open, append, read and close session logs by id."""
 
-    inbox: Any
+    inbox: Inbox[SessionLogRequest]
     registry: EventRegistry
 
     async def open(self, session_id: str) -> LogOpened:

@@ -330,7 +330,7 @@ def write_target(
     with contextlib.ExitStack() as stack:
         if roots is None:
             parent, name = _final(parts, absolute)
-            start = (None, "/" + "/".join(parent))
+            start: _Anywhere = (None, "/" + "/".join(parent))
             yield _settle(_open_anywhere, _follow_anywhere, start, name, None, stack)
             return
         pinned.check()

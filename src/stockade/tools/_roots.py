@@ -139,7 +139,7 @@ class PinnedRoots:
     _users: int = attrs.field(default=0, init=False)
     _closing: bool = attrs.field(default=False, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
-    _finalizer: weakref.finalize = attrs.field(init=False)
+    _finalizer: weakref.finalize[[list[int]], PinnedRoots] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         # A session dropped without close() still gives its descriptors back.

@@ -232,7 +232,7 @@ def _workdir(workdir: str | None, root: str) -> str | None:
 
 
 def _facts(result: ShellResult, command: str, grant: str | None) -> dict[str, Any]:
-    facts = msgspec.to_builtins(result)
+    facts: dict[str, Any] = msgspec.to_builtins(result)
     del facts["stdout"], facts["stderr"]
     facts["command"] = command
     if grant is not None:
@@ -241,7 +241,7 @@ def _facts(result: ShellResult, command: str, grant: str | None) -> dict[str, An
 
 
 def _job_facts(report: JobReport) -> dict[str, Any]:
-    facts = msgspec.to_builtins(report)
+    facts: dict[str, Any] = msgspec.to_builtins(report)
     del facts["stdout"], facts["stderr"]
     facts["policy"] = {
         "mode": report.policy.mode.value,

@@ -197,8 +197,8 @@ def read_file(
         ("end_line", end_line, True),
         ("read_cap", read_cap, False),
     ):
-        if (problem := _positive(name, value, optional=optional)) is not None:
-            return _error(mode, shown, f"read_file: {problem}.")
+        if (wrong := _positive(name, value, optional=optional)) is not None:
+            return _error(mode, shown, f"read_file: {wrong}.")
     if start_line is not None and end_line is not None and end_line < start_line:
         return _error(
             mode, shown, f"read_file: end_line {end_line} is before start_line {start_line}."

@@ -6,6 +6,7 @@ one approved wider retry, through the same ApprovalActor, with the same texts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
@@ -18,7 +19,7 @@ from ..vocab import ExecutionPolicy, SandboxMode, allowed_modes
 from . import _escalation as texts
 from . import fs
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
-from ._roots import PinnedRoots
+from ._roots import PinnedRoots as PinnedRoots
 from .bash import unspawnable
 from .result import ToolResult
 
@@ -135,6 +136,12 @@ def fs_schemas(*, escalation: bool) -> list[dict[str, Any]]:
     ]
 
 
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    # `converter=tuple`, in a form mypy's attrs plugin can type (it leaves tuple's
+    # element type unsolved, and then refuses every argument).
+    return tuple(value)
+
+
 @attrs.frozen
 class FsTool:
     """`fenced` False is `stockade.fs.local`: every call runs as danger-full-access.
@@ -147,7 +154,7 @@ class FsTool:
     read_cap: int = fs.DEFAULT_READ_CAP
     approval: ApprovalClient | None = None
     confines: bool = True
-    protected: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    protected: tuple[str, ...] = attrs.field(default=(), converter=_strings)
 
     @property
     def escalation(self) -> bool:

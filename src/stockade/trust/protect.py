@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from .check import PathFacts, is_under, path_prefixes
 
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+
 # In every git directory of every repository inside a writable root: what runs code
 # later OUTSIDE any sandbox (hooks; core.fsmonitor, core.hooksPath in a config), or
 # sends git to another config (config.worktree, read with extensions.worktreeConfig)
@@ -124,6 +126,9 @@ class ProtectedSet(namedtuple("ProtectedSet", "paths unknown")):
     could not be looked at, each a phrase for the claim's gap."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # a stdlib namedtuple's fields, typed for the checker
+        paths: tuple[str, ...]
+        unknown: tuple[str, ...]
 
 
 def protected_set(
@@ -388,6 +393,10 @@ class Protection(namedtuple("Protection", "path kind directory", defaults=(False
     name configured as a directory (a trailing "/")."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # a stdlib namedtuple's fields, typed for the checker
+        path: str
+        kind: str
+        directory: bool
 
     @property
     def exists(self) -> bool:
