@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
-    from ..sandbox.private_tmp import PrivateTmp
+    from ..sandbox import PrivateTmp
 
 EXIT_UNAVAILABLE = 125
 EXIT_USAGE = 2
@@ -601,25 +601,19 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         # danger-full-access never touches the provider.
         _execute(argv, runner_is_argv0=False)
 
-    from ..sandbox._argv import confined_argv, hides_sockets
-    from ..sandbox._guard import guard_call
-    from ..sandbox._probe import choose, filter_launcher
+    from ..sandbox import Call, confine, guard_rules, remembered_runner
     from ..trust import host_temp_roots, installation_paths, resolve_workspace_root
 
     root = resolve_workspace_root(root)
-    chosen = choose(
+    runner = remembered_runner(
         sys.platform,
         backend,
         runner_command=provider.runner_command if provider else None,
         timeout=timeout,
-        remember=True,
         # The trust base counts the host's temp roots writable whatever this call gets.
         writable_roots=(root, *host_temp_roots()),
         bwrap_path=provider.bwrap_path if provider else None,
     )
-    selected = chosen.selected
-    if selected is None or selected.runner is None:
-        _unavailable(chosen.detail)
     # One exec is one session: a private temp directory instead of /tmp, its TMPDIR,
     # removed when the command is done (read-only could not write it anyway).
     tmp: PrivateTmp | None = None
@@ -627,7 +621,7 @@ def _exec(args: argparse.Namespace) -> NoReturn:
     if mode is SandboxMode.WORKSPACE_WRITE:
         import atexit
 
-        from ..sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
+        from ..sandbox import host_temp, make_private_tmp, remove_private_tmp
 
         try:
             tmp = make_private_tmp()
@@ -640,63 +634,27 @@ def _exec(args: argparse.Namespace) -> NoReturn:
         # `_execute` removes it itself before ending by the runner's signal.
         atexit.register(remove_private_tmp, tmp)
         temp_roots = (tmp.path, *host_temp(bool(provider and provider.allow_host_temp)))
-    installation = installation_paths()
-    for attempt in range(3):
-        guard = guard_call(
-            selected.backend,
-            mode,
-            root,
-            temp_roots,
-            runner=selected.runner,
-            extra_protected=provider.protected_paths if provider else (),
-            trusted_files=provider.trusted_files if provider else (),
-            installation=installation,
-            allow_unprotected_installation=bool(
-                provider and provider.allow_unprotected_installation
-            ),
-        )
-        if guard.refusal is not None:
-            _unavailable(guard.refusal)
-        # Only the bwrap dialects mount over placeholders (Seatbelt denies by rule).
-        held: list[int] = []
-        if selected.backend not in ("bwrap", "runner-command"):
-            break
-        held = _hold_placeholders(guard.protections, last=attempt == 2)
-        if held is not _STALE:
-            break
-    launcher, private_ipc = filter_launcher(), selected.ipc == "private"
-    hidden: tuple[str, ...] = ()
-    if hides_sockets(selected.backend, mode, network, launcher=launcher, private_ipc=private_ipc):
-        from ..sandbox._sockets import host_unix_sockets
-
-        hidden = host_unix_sockets()
-    # The command may inherit this terminal: it must not type into it (TIOCSTI).
-    confined = confined_argv(
-        selected.backend,
-        selected.runner,
-        mode,
-        root,
-        temp_roots,
-        argv,
+    confined = confine(
+        Call(tuple(argv), mode, root, temp_roots, network),
+        runner,
+        guard_rules(provider, installation_paths()),
+        # This process holds the placeholders bwrap mounts over, for as long as it runs.
+        hold=True,
+        # The command may inherit this terminal: it must not type into it (TIOCSTI).
         new_session=True,
-        protections=guard.protections,
-        # bwrap's filter stage; the Landlock launcher's IPC namespace where it can make one.
-        launcher=launcher,
-        private_ipc=private_ipc,
-        network=network,
-        hidden_sockets=hidden,
     )
-    blockers = [p.path for p in guard.protections if p.kind == "block"] if held else []
+    held = confined.held
+    blockers = [p.path for p in confined.guard.protections if p.kind == "block"] if held else []
     _execute(
-        list(confined),
+        list(confined.argv),
         runner_is_argv0=True,
         held=held,
         passed=passed,
         sweep=blockers,
         # bwrap returns before its PID namespace is gone: wait for it as a child.
-        bwrap=selected.backend == "bwrap",
+        bwrap=runner.backend == "bwrap",
         # The launcher dies with its caller (--die-with-parent): this process waits.
-        wait=selected.backend == "landlock",
+        wait=runner.backend == "landlock",
         tmp=tmp,
     )
 
@@ -728,33 +686,6 @@ def _close_on_exec(keep: Sequence[int]) -> None:
                 os.set_inheritable(fd, False)
             except OSError:
                 pass  # not open (the listing's own descriptor)
-
-
-# What `_hold_placeholders` returns when the guard must look again.
-_STALE: list[int] = []
-
-
-def _hold_placeholders(protections: Any, *, last: bool) -> list[int]:
-    """Make and hold the placeholders bwrap mounts over (sandbox/placeholders.py), so
-    no other stockade process removes one while this sandbox uses it; `_STALE` when
-    another process removed one's directory since the guard looked (unless `last`)."""
-    from ..sandbox.placeholders import StaleView, hold_all
-
-    wanted = [(p.path, p.directory) for p in protections if p.kind == "block"]
-    try:
-        return hold_all(wanted)
-    except StaleView as stale:
-        if not last:
-            return _STALE
-        _unavailable(
-            f"the workspace kept changing while the sandbox was set up ({stale.filename} "
-            "is gone); retry"
-        )
-    except OSError as error:
-        _unavailable(
-            f"cannot make or hold the placeholder that keeps {error.filename} protected: "
-            f"{error.strerror or error}; remove what stands there, or retry"
-        )
 
 
 def exec_network(args: argparse.Namespace) -> Network:
@@ -798,7 +729,7 @@ def _execute(
     sys.stderr.flush()
     done = None
     if tmp is not None:
-        from ..sandbox.private_tmp import remove_private_tmp
+        from ..sandbox import remove_private_tmp
 
         def done() -> None:
             remove_private_tmp(tmp)
