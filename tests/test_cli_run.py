@@ -9,6 +9,7 @@ import pytest
 
 from stockade.cli import entry as cli
 from stockade.cli import run as run_module
+from stockade.cli.parser import build_parser
 from stockade.sandbox import _probe
 
 from .support import require_backend, stockade
@@ -103,7 +104,7 @@ def test_run_ask_retries_once_under_the_next_wider_mode(scratch, capsys, decisio
     from stockade.approval.answerers import ScriptedAnswerer
 
     answerer = ScriptedAnswerer([decision])
-    args = cli.build_parser().parse_args(
+    args = build_parser().parse_args(
         ["run", "--ask", "--mode", "read-only", "--root", scratch, f"echo hi > {scratch}/f"]
     )
     status = run_module.run_command(args, answerer=answerer)
@@ -118,7 +119,7 @@ def test_run_ask_retries_once_under_the_next_wider_mode(scratch, capsys, decisio
 def test_run_ask_without_a_terminal_does_not_retry(scratch, capsys):
     from stockade.approval.answerers import TerminalAnswerer
 
-    args = cli.build_parser().parse_args(
+    args = build_parser().parse_args(
         ["run", "--ask", "--mode", "read-only", "--root", scratch, f"echo hi > {scratch}/f"]
     )
     status = run_module.run_command(args, answerer=TerminalAnswerer(opener=lambda: None))

@@ -33,11 +33,9 @@ from ..errors import (
     SandboxUnavailable,
     StockadeError,
 )
-from ..executor._spawn import READ_SIZE, Sink, Source, Streams
-from ..executor.actor import open_executor
+from ..executor import READ_SIZE, Sink, Source, Streams, open_executor
 from ..messages import ShellResult
-from ..sandbox.actor import open_provider
-from ..sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
+from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
 from ..vocab import (
     DENIAL_INSTRUCTION,
     ApprovalPolicy,
@@ -48,6 +46,7 @@ from ..vocab import (
 )
 from .errors import EXIT_BROKEN_PIPE, say, silence
 from .settings import (
+    NO_PROVIDER,
     CliSettings,
     broad_root_problem,
     cli_settings,
@@ -79,7 +78,6 @@ JSON_KEYS = (
     # What the claim leaves unenforced: every `partial` says why.
     "gaps",
 )
-NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
 # Signals that stop `stockade run` (and, first, the command's whole process tree).
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

@@ -71,6 +71,8 @@ _LAZY = {
     "host_temp": "private_tmp",
     "make_private_tmp": "private_tmp",
     "remove_private_tmp": "private_tmp",
+    # A public module of its own (standard library only: exec holds placeholders too).
+    "placeholders": "",
 }
 
 
@@ -79,9 +81,39 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     # The builtin, not importlib (whose import is half a millisecond of `stockade exec`).
-    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
+    found = __import__(f"{__name__}.{module or name}", fromlist=[name])
+    value = found if not module else getattr(found, name)
     globals()[name] = value
     return value
 
 
-__all__ = sorted([*_LAZY, "placeholders"])
+__all__ = [
+    "BACKEND_CHOICES",
+    "Call",
+    "Confined",
+    "GuardRules",
+    "PrivateTmp",
+    "ProviderActor",
+    "ProviderClient",
+    "ProviderConfig",
+    "Runner",
+    "Selection",
+    "Selector",
+    "confine",
+    "default_parent",
+    "guard_rules",
+    "host_temp",
+    "judge",
+    "make_private_tmp",
+    "open_provider",
+    "placeholder_attempts",
+    "placeholders",
+    "remembered_runner",
+    "remove_private_tmp",
+    "render_selection",
+    "render_trust",
+    "runner_identity",
+    "select_backend",
+    "trust_checks",
+    "trusted_provider",
+]
