@@ -1,8 +1,9 @@
 """The ApprovalActor's room: decisions, the answerer chain, built-in answerers, audit events."""
 
+from ._chain import NOBODY as NOBODY
 from ._chain import Answer as Answer
 from ._chain import Answerer as Answerer
 from ._chain import ApprovalRequest as ApprovalRequest
 from ._chain import Decision as Decision
 
-__all__ = ["Answer", "Answerer", "ApprovalRequest", "Decision"]
+__all__ = ["NOBODY", "Answer", "Answerer", "ApprovalRequest", "Decision"]
