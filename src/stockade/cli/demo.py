@@ -17,7 +17,7 @@ import trio
 
 from ..approval.answerers import ScriptedAnswerer, TerminalAnswerer
 from ..approval.render import one_line, visible
-from ..harness._harness import AgentSession, harness_registry, open_harness
+from ..harness import AgentSession, harness_registry, open_harness
 from ..sessionlog._select import show_store
 from .session_show import run_show
 
