@@ -13,7 +13,6 @@ with the same `placeholder_attempts`.
 from __future__ import annotations
 
 import os
-from collections import namedtuple
 
 from ..errors import SandboxUnavailable
 from ..trust import check_temp_roots, resolve_workspace_root
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from types import TracebackType
 
-    from ..modes import SandboxMode
+    from ..modes import Network, SandboxMode
     from ..trust import PathFacts, Protection
     from ._guard import Guard
     from ._guard_memo import GuardMemo
@@ -36,24 +35,31 @@ ATTEMPTS = 3
 # cannot protect a path inside a writable grant at all).
 MOUNTING = (BWRAP, RUNNER_COMMAND)
 
-# Plain namedtuples, not typing.NamedTuple: importing typing would be a fifth of
-# `stockade exec`'s whole run. Field types are in each docstring.
+# Plain classes with slots, not namedtuples (each namedtuple costs ~0.1 ms to define:
+# `stockade exec` imports this module on every run) nor typing.NamedTuple (typing
+# alone would be a fifth of its run). Field types are in each docstring.
 
 
-class Runner(
-    namedtuple(
-        "Runner",
-        "backend runner source identity launcher private_ipc",
-        defaults=(None, None, None, False),
-    )
-):
+class Runner:
     """The selected runner as the sequence uses it: backend (str), runner (str: what
     is run), source (str | None: the file on disk when `runner` is a sealed in-memory
     copy of it), identity (tuple | None: `runner_identity` of the file probed, checked
     again before each call), launcher (str | None: bwrap's filter stage), private_ipc
     (bool: the Landlock launcher can give a command an IPC namespace of its own)."""
 
-    __slots__ = ()
+    __slots__ = ("backend", "identity", "launcher", "private_ipc", "runner", "source")
+
+    def __init__(
+        self,
+        backend: str,
+        runner: str,
+        source: str | None = None,
+        identity: tuple[int, ...] | None = None,
+        launcher: str | None = None,
+        private_ipc: bool = False,
+    ) -> None:
+        self.backend, self.runner, self.source = backend, runner, source
+        self.identity, self.launcher, self.private_ipc = identity, launcher, private_ipc
 
     @property
     def on_disk(self) -> str:
@@ -61,38 +67,73 @@ class Runner(
         return self.source or self.runner
 
 
-class Call(namedtuple("Call", "argv mode root temp_roots network")):
+class Call:
     """One command to confine: argv (tuple[str, ...]), mode (SandboxMode), root (str:
     the workspace root, checked again here), temp_roots (tuple[str, ...]: the call's
     private temp directory, and the host's where granted), network (Network)."""
 
-    __slots__ = ()
+    __slots__ = ("argv", "mode", "network", "root", "temp_roots")
+
+    def __init__(
+        self,
+        argv: tuple[str, ...],
+        mode: SandboxMode,
+        root: str,
+        temp_roots: tuple[str, ...],
+        network: Network,
+    ) -> None:
+        self.argv, self.mode, self.root = argv, mode, root
+        self.temp_roots, self.network = temp_roots, network
 
 
-class GuardRules(
-    namedtuple(
-        "GuardRules",
-        "protected trusted_files installation allow_unprotected_installation startup",
-        defaults=((), (), (), False, None),
-    )
-):
+class GuardRules:
     """What the composition and the host add to every call's guard (`_guard.guard_call`):
     protected (tuple[str, ...]: `protected_paths`), trusted_files (tuple[str, ...]: the
     composition files), installation (tuple[str, ...]: stockade's own files),
     allow_unprotected_installation (bool), startup (the caller's startup files, or
     None: read at each guard)."""
 
-    __slots__ = ()
+    __slots__ = (
+        "allow_unprotected_installation",
+        "installation",
+        "protected",
+        "startup",
+        "trusted_files",
+    )
+
+    def __init__(
+        self,
+        protected: Sequence[str] = (),
+        trusted_files: Sequence[str] = (),
+        installation: Sequence[str] = (),
+        allow_unprotected_installation: bool = False,
+        startup: Sequence[tuple[str, str]] | None = None,
+    ) -> None:
+        self.protected = protected
+        self.trusted_files = trusted_files
+        self.installation = installation
+        self.allow_unprotected_installation = allow_unprotected_installation
+        self.startup = startup
 
 
-class Confined(namedtuple("Confined", "argv root guard hidden held")):
+class Confined:
     """What the sequence made: argv (tuple[str, ...]: to spawn instead of the command),
     root (str: the workspace root, resolved), guard (Guard: its protections, gaps and
     the placeholders it mounts over), hidden (tuple[str, ...]: the host sockets
     covered), held (list[int]: the fds holding those placeholders; empty unless the
     caller asked to hold them)."""
 
-    __slots__ = ()
+    __slots__ = ("argv", "guard", "held", "hidden", "root")
+
+    def __init__(
+        self,
+        argv: tuple[str, ...],
+        root: str,
+        guard: Guard,
+        hidden: tuple[str, ...],
+        held: list[int],
+    ) -> None:
+        self.argv, self.root, self.guard, self.hidden, self.held = argv, root, guard, hidden, held
 
 
 def guard_rules(
