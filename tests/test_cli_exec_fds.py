@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from stockade.cli import entry as cli
+from stockade.cli import fastpath
+from stockade.cli.parser import build_parser
 
 from .support import REAL_BACKENDS, require_backend
 from .trust._support import STOCKADE
@@ -210,11 +211,11 @@ def test_a_bad_number_is_refused_by_the_parser(tree, word):
     ids=" ".join,
 )
 def test_the_fast_path_reads_pass_fd_as_the_parser_does(words):
-    fast = cli.fast_args(words)
+    fast = fastpath.fast_args(words)
     assert fast is not None
-    assert vars(fast) == vars(cli.build_parser().parse_args(words))
+    assert vars(fast) == vars(build_parser().parse_args(words))
 
 
 @pytest.mark.parametrize("word", ["2", "x", "-1", "\u0663"])
 def test_the_fast_path_leaves_a_bad_number_to_the_parser(word):
-    assert cli.fast_args(["exec", "--pass-fd", word, "true"]) is None
+    assert fastpath.fast_args(["exec", "--pass-fd", word, "true"]) is None

@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from stockade import Network
-from stockade.cli import entry as cli
+from stockade.cli import fastpath
+from stockade.cli.parser import build_parser
 from stockade.sandbox.private_tmp import remove_private_tmp
 
 from .support import require_backend, stockade
@@ -98,12 +99,12 @@ def test_exec_parses_network_onto_the_namespace(monkeypatch, tmp_path, flags, ex
             remove_private_tmp(tmp)
         raise Executed(argv)
 
-    monkeypatch.setattr(cli, "_execute", execute)
+    monkeypatch.setattr(fastpath, "_execute", execute)
     monkeypatch.delenv("STOCKADE_CONFIG", raising=False)
-    args = cli.build_parser().parse_args(["exec", *flags, "--root", str(tmp_path), "--", "true"])
+    args = build_parser().parse_args(["exec", *flags, "--root", str(tmp_path), "--", "true"])
     with pytest.raises(Executed):
-        cli._exec(args)
-    assert cli.exec_network(args) is expected
+        fastpath.run_exec(args)
+    assert fastpath.exec_network(args) is expected
 
 
 def test_exec_with_network_stays_on_the_standard_library(tmp_path):

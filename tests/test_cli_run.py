@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from stockade.cli import entry as cli
 from stockade.cli import run as run_module
+from stockade.cli.parser import build_parser
 from stockade.sandbox import _probe
 
 from .support import require_backend, stockade
@@ -98,12 +100,25 @@ def test_sandbox_unavailable_in_both_output_forms(monkeypatch, capsys, scratch):
     assert not marker.exists()
 
 
+def asked_in(state_dir: str, err: str) -> list[dict]:
+    """The one session log an --ask wrote, named on stderr: its events."""
+    (name,) = os.listdir(state_dir)
+    session = name.removesuffix(".jsonl")
+    assert f"stockade: the question and its answer are in session {session} " in err
+    with open(os.path.join(state_dir, name), encoding="utf-8") as log:
+        return [json.loads(line) for line in log]
+
+
 @pytest.mark.parametrize(("decision", "written"), [("allowed-once", True), ("rejected", False)])
-def test_run_ask_retries_once_under_the_next_wider_mode(scratch, capsys, decision, written):
+def test_run_ask_retries_once_under_the_next_wider_mode(
+    scratch, state_dir_outside, monkeypatch, capsys, decision, written
+):
     from stockade.approval.answerers import ScriptedAnswerer
 
+    monkeypatch.setenv("STOCKADE_STATE_DIR", state_dir_outside)
+    monkeypatch.delenv("STOCKADE_CONFIG", raising=False)
     answerer = ScriptedAnswerer([decision])
-    args = cli.build_parser().parse_args(
+    args = build_parser().parse_args(
         ["run", "--ask", "--mode", "read-only", "--root", scratch, f"echo hi > {scratch}/f"]
     )
     status = run_module.run_command(args, answerer=answerer)
@@ -113,12 +128,58 @@ def test_run_ask_retries_once_under_the_next_wider_mode(scratch, capsys, decisio
     assert (Path(scratch) / "f").exists() is written
     assert (status == 0) is written
     assert ("retrying once under workspace-write" in err) is written
+    # The ask went through the ApprovalActor: its audit pair is in the session's log,
+    # beside the mode the run had.
+    events = asked_in(state_dir_outside, err)
+    assert [event["type"] for event in events] == [
+        "session/header",
+        "sandbox/mode",
+        "approval/asked",
+        "approval/answered",
+    ]
+    assert events[0]["cwd"] == scratch and events[1]["mode"] == "read-only"
+    assert events[2]["requested_mode"] == "workspace-write"
+    assert events[3]["decision"] == decision and events[3]["answerer"] == "scripted"
+    assert events[2]["ask_id"] == events[3]["ask_id"]
 
 
-def test_run_ask_without_a_terminal_does_not_retry(scratch, capsys):
+def test_run_ask_that_nobody_answers_says_so(scratch, state_dir_outside, monkeypatch, capsys):
+    from stockade.approval.answerers import ScriptedAnswerer
+
+    monkeypatch.setenv("STOCKADE_STATE_DIR", state_dir_outside)
+    monkeypatch.delenv("STOCKADE_CONFIG", raising=False)
+    args = build_parser().parse_args(
+        ["run", "--ask", "--mode", "read-only", "--root", scratch, f"echo hi > {scratch}/f"]
+    )
+    assert run_module.run_command(args, answerer=ScriptedAnswerer([])) == 1
+    err = capsys.readouterr().err
+    assert "stockade: not retried: nobody answered the question\n" in err
+    assert asked_in(state_dir_outside, err)[-1]["decision"] == "unavailable"
+
+
+def test_run_ask_whose_log_cannot_be_kept_asks_nobody(scratch, monkeypatch, capsys):
+    from stockade.approval.answerers import ScriptedAnswerer
+
+    # A log under the workspace root: a retried command could rewrite it.
+    monkeypatch.setenv("STOCKADE_STATE_DIR", os.path.join(scratch, "logs"))
+    monkeypatch.delenv("STOCKADE_CONFIG", raising=False)
+    answerer = ScriptedAnswerer(["allowed-once"])
+    args = build_parser().parse_args(
+        ["run", "--ask", "--mode", "read-only", "--root", scratch, f"echo hi > {scratch}/f"]
+    )
+    assert run_module.run_command(args, answerer=answerer) == 1
+    err = capsys.readouterr().err
+    assert "stockade: not retried: it could not be asked: its session log cannot be used: " in err
+    assert "session log directory" in err and "in session" not in err
+    assert answerer.seen == [] and not (Path(scratch) / "f").exists()
+
+
+def test_run_ask_without_a_terminal_does_not_retry(scratch, state_dir_outside, monkeypatch, capsys):
     from stockade.approval.answerers import TerminalAnswerer
 
-    args = cli.build_parser().parse_args(
+    monkeypatch.setenv("STOCKADE_STATE_DIR", state_dir_outside)
+    monkeypatch.delenv("STOCKADE_CONFIG", raising=False)
+    args = build_parser().parse_args(
         ["run", "--ask", "--mode", "read-only", "--root", scratch, f"echo hi > {scratch}/f"]
     )
     status = run_module.run_command(args, answerer=TerminalAnswerer(opener=lambda: None))
@@ -128,7 +189,7 @@ def test_run_ask_without_a_terminal_does_not_retry(scratch, capsys):
     assert not (Path(scratch) / "f").exists()
 
 
-def test_run_ask_with_no_controlling_terminal_says_why(scratch):
+def test_run_ask_with_no_controlling_terminal_says_why(scratch, state_dir_outside):
     """As a person's script runs it: no terminal at all (a new session, stdin closed)."""
     import subprocess
     import sys
@@ -140,7 +201,7 @@ def test_run_ask_with_no_controlling_terminal_says_why(scratch):
         text=True,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
-        env={**__import__("os").environ, "STOCKADE_CONFIG": ""},
+        env={**os.environ, "STOCKADE_CONFIG": "", "STOCKADE_STATE_DIR": state_dir_outside},
         timeout=60,
         check=False,
     )

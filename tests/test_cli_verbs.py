@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from stockade.cli import entry as cli
+from stockade.cli import fastpath
 from stockade.cli.errors import CODES
+from stockade.cli.parser import build_parser
 from stockade.cli.sessions import parse_duration
 
 from .support import require_backend
@@ -111,13 +112,13 @@ def test_every_verb_has_a_description_exit_codes_and_examples(names, monkeypatch
     assert f"  stockade {' '.join(names)}".rstrip() in examples
     # The usage line is the parser's own, never a hand-written one.
     monkeypatch.setenv("COLUMNS", "80")
-    parser = subparser(cli.build_parser(), *names)
+    parser = subparser(build_parser(), *names)
     assert parser.usage is None
     assert usage + "\n" == parser.format_usage()
 
 
 def test_exec_usage_shows_its_options_and_the_command():
-    usage = subparser(cli.build_parser(), "exec").format_usage()
+    usage = subparser(build_parser(), "exec").format_usage()
     for option in ("--mode", "--network", "--config", "--root", "--backend", "[--] ARGV ..."):
         assert option in usage
 
@@ -136,7 +137,7 @@ def test_exec_usage_shows_its_options_and_the_command():
     ],
 )
 def test_run_parses_one_string_or_a_command_and_its_words(words, command):
-    args = cli.build_parser().parse_args(["run", *words])
+    args = build_parser().parse_args(["run", *words])
     assert args.command == command
 
 
@@ -192,19 +193,19 @@ PARSER_DECIDES = [
 
 @pytest.mark.parametrize("words", SAME, ids=" ".join)
 def test_fast_args_equal_the_parsers(words):
-    fast = cli.fast_args(words)
+    fast = fastpath.fast_args(words)
     assert fast is not None
-    assert vars(fast) == vars(cli.build_parser().parse_args(words))
+    assert vars(fast) == vars(build_parser().parse_args(words))
 
 
 @pytest.mark.parametrize("words", PARSER_DECIDES, ids=" ".join)
 def test_anything_unusual_goes_to_the_parser(words):
-    assert cli.fast_args(words) is None
+    assert fastpath.fast_args(words) is None
 
 
 def test_fast_path_options_are_the_parsers():
-    parser = cli.build_parser()
-    for verb, table in (("exec", cli._EXEC_OPTIONS), ("run", cli._RUN_OPTIONS)):
+    parser = build_parser()
+    for verb, table in (("exec", fastpath._EXEC_OPTIONS), ("run", fastpath._RUN_OPTIONS)):
         options = {
             option
             for action in subparser(parser, verb)._actions

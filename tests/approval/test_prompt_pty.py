@@ -91,14 +91,14 @@ def test_the_terminal_answerer_shows_every_character_and_takes_the_answer(typed,
 
 
 @pytest.mark.parametrize(("typed", "written"), [(b"y\n", True), (b"n\n", False)])
-def test_stockade_run_ask_on_a_terminal(scratch, typed, written):
+def test_stockade_run_ask_on_a_terminal(scratch, state_dir_outside, typed, written):
     require_backend("bwrap")
     target = Path(scratch) / "f"
     # The denied attempt's own output tries to hide what follows; the command holds
     # a carriage return and an erase-line that would show only "echo harmless".
     command = f"printf '\\033[30;40m'; echo hi > {target} #\r\x1b[2Kecho harmless"
     argv = [sys.executable, "-m", "stockade", "run", "--ask", "--mode", "read-only", command]
-    env = {**os.environ, "STOCKADE_CONFIG": ""}
+    env = {**os.environ, "STOCKADE_CONFIG": "", "STOCKADE_STATE_DIR": state_dir_outside}
     with PtyChild(argv, cwd=scratch, env=env) as child:
         screen = child.wait_for(lambda text: PROMPT in text, timeout=60)
         lines = screen.splitlines()
@@ -115,6 +115,11 @@ def test_stockade_run_ask_on_a_terminal(scratch, typed, written):
         status = child.finish()
         after = child.text()
     assert target.exists() is written
+    # What the person allowed (or not) is in the session log the run names.
+    (log,) = os.listdir(state_dir_outside)
+    assert f"in session {log.removesuffix('.jsonl')} " in after
+    decision = "allowed-once" if written else "rejected"
+    assert f'"decision":"{decision}"' in Path(state_dir_outside, log).read_text()
     if written:
         assert status == 0 and "stockade: retrying once under workspace-write" in after
         assert target.read_text() == "hi\n"

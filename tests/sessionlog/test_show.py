@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from stockade.cli.entry import build_parser
+from stockade.cli.parser import build_parser
 from stockade.cli.session_show import run_show
 from stockade.harness.session import Session
 from stockade.sessionlog import JsonlStore, open_session_log

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import trio
 
-from ..executor._spawn import READ_SIZE, Terminal, signal_group
+from ..executor import READ_SIZE, Terminal, signal_group
 
 # Ctrl-Z: how long a program that handles SIGTSTP itself (an editor putting its screen
 # back) has before its group is stopped.

@@ -25,7 +25,7 @@ import attrs
 import msgspec
 import trio
 
-from ..approval import Answer, Answerer, ApprovalRequest, Decision
+from ..approval import Answerer
 from ..errors import (
     CommandStartError,
     ConfigError,
@@ -33,21 +33,21 @@ from ..errors import (
     SandboxUnavailable,
     StockadeError,
 )
-from ..executor._spawn import READ_SIZE, Sink, Source, Streams
-from ..executor.actor import open_executor
+from ..executor import READ_SIZE, Sink, Source, Streams, open_executor
 from ..messages import ShellResult
-from ..sandbox.actor import open_provider
-from ..sandbox.private_tmp import host_temp, make_private_tmp, remove_private_tmp
+from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
 from ..vocab import (
     DENIAL_INSTRUCTION,
-    ApprovalPolicy,
     ExecutionPolicy,
     Network,
     SandboxMode,
     denial_marker,
 )
+from ._ask import ask_to_widen
+from ._ask import wider as next_wider
 from .errors import EXIT_BROKEN_PIPE, say, silence
 from .settings import (
+    NO_PROVIDER,
     CliSettings,
     broad_root_problem,
     cli_settings,
@@ -57,6 +57,8 @@ from .settings import (
 
 if TYPE_CHECKING:
     import argparse
+
+    from ..config import Composition
 
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
@@ -79,7 +81,6 @@ JSON_KEYS = (
     # What the claim leaves unenforced: every `partial` says why.
     "gaps",
 )
-NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
 # Signals that stop `stockade run` (and, first, the command's whole process tree).
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -268,49 +269,6 @@ async def _run(
         return await executor.run(spec, streams=streams)
 
 
-def _wider(mode: SandboxMode) -> SandboxMode | None:
-    wider = [candidate for candidate in SandboxMode if candidate.is_wider_than(mode)]
-    return min(wider) if wider else None
-
-
-async def _ask_to_widen(
-    answerer: Answerer, command: str, current: SandboxMode
-) -> tuple[SandboxMode | None, str]:
-    """After a denial, offer the next wider mode once: (the granted mode or None, why
-    not when None)."""
-    requested = _wider(current)
-    if requested is None:
-        return None, f"no mode is wider than {current.value}"
-    answer = await answerer.answer(
-        ApprovalRequest(
-            session_id="cli",
-            command=command,
-            justification="the sandbox denied a file effect (stockade run --ask)",
-            current_mode=current,
-            requested_mode=requested,
-            policy=ApprovalPolicy.ASK,
-            reason=f"denied under {current.value}",
-        )
-    )
-    if answer is not None and answer.decision is Decision.ALLOWED_ONCE:
-        return requested, ""
-    return None, _why_not(answer)
-
-
-def _why_not(answer: Answer | None) -> str:
-    """The reason, for the person, an --ask retry did not happen."""
-    if answer is None:
-        return "nobody answered the question"
-    said = f": {answer.detail}" if answer.detail else ""
-    match answer.decision:
-        case Decision.REJECTED:
-            return f"the retry was rejected{said}"
-        case Decision.CANCELLED:
-            return f"the question was cancelled{said}"
-        case _:
-            return f"it could not be asked{said}"
-
-
 async def _interruptible(work: Callable[..., Awaitable[Any]], *args: Any) -> Any:
     """`work(*args)`, stopped by Ctrl-C (SIGINT), SIGTERM or SIGHUP: the cancellation
     kills the command's process group (the executor's settle) before it is reported
@@ -334,9 +292,16 @@ class _Invocation:
     """One `stockade run`: the checked input, the runs, and what the person is told."""
 
     def __init__(
-        self, args: argparse.Namespace, command: str, timeout: float | None, settings: CliSettings
+        self,
+        args: argparse.Namespace,
+        command: str,
+        timeout: float | None,
+        settings: CliSettings,
+        composition: Composition | None = None,
     ) -> None:
         self.args, self.command, self.timeout, self.settings = args, command, timeout, settings
+        # Whose harness asks --ask's question and keeps its session log.
+        self.composition = composition
         self.screen = _Screen()
         # The person typed Ctrl-C into the command's terminal (the last run).
         self.interrupted = False
@@ -418,7 +383,7 @@ def _human_denial(mode: SandboxMode, *, asking: bool) -> str:
     """The denial as a person at a terminal reads it (the model's wording stays in the
     API and in --json)."""
     line = f"stockade: the sandbox refused a file write under {mode.value} mode"
-    wider = _wider(mode)
+    wider = next_wider(mode)
     if asking or wider is None:
         return line
     return f"{line} (try --mode {wider.value}, or --ask)"
@@ -441,9 +406,16 @@ async def _run_asking(
     if not call.args.json:
         # The person sees the denied attempt before being asked about a retry.
         call.report(result)
-    granted, why = await _ask_to_widen(answerer, call.command, policy.mode)
+    asked = await ask_to_widen(call.composition, answerer, call.command, policy)
+    if asked.session_id is not None:
+        say(
+            sys.stderr,
+            f"stockade: the question and its answer are in session {asked.session_id} "
+            f"(stockade session show {asked.session_id})\n",
+        )
+    granted = asked.granted
     if granted is None:
-        say(sys.stderr, f"stockade: not retried: {why}\n")
+        say(sys.stderr, f"stockade: not retried: {asked.why_not}\n")
         return result, not call.args.json
     sys.stderr.write(f"stockade: retrying once under {granted.value}\n")
     wider = ExecutionPolicy(
@@ -540,7 +512,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
     if refusal is not None:
         # The composition runs commands without a sandbox: a confining mode would be a lie.
         raise RunError(SandboxUnavailable.code, refusal, EXIT_UNAVAILABLE)
-    call = _Invocation(args, command, timeout, settings)
+    call = _Invocation(args, command, timeout, settings, composition)
     shown = False
     tmp = None
     try:

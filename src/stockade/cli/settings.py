@@ -15,10 +15,12 @@ from ..modes import Network, SandboxMode
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from ..config import Composition
-    from ..sandbox.config import ProviderConfig
+    from ..sandbox import ProviderConfig
 
 CONFIG_ENV = "STOCKADE_CONFIG"
 CONFIG_FILENAME = "stockade.yml"
+# Said by every verb that needs a provider the composition lacks.
+NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
 
 
 def names_a_config(explicit: str | None) -> bool:
@@ -89,8 +91,8 @@ def cli_settings(
     backend: str,
     network: str | None = None,
 ) -> CliSettings:
-    from ..executor.config import ExecutorConfig
-    from ..sandbox.config import ProviderConfig, trusted_provider
+    from ..executor import ExecutorConfig
+    from ..sandbox import ProviderConfig, trusted_provider
     from ..trust import host_temp_roots
 
     if composition is None:

@@ -1,1 +1,69 @@
-"""The ExecutorActor's room: pure classification and buffers, spawn/drain/kill, jobs."""
+"""The ExecutorActor's room: pure classification and buffers, spawn/drain/kill, jobs.
+
+This is the room's public surface: other folders import from here, never from a
+`_module`. Every name is loaded on first use, so importing the package costs nothing
+until something of the room (and trio with it) is needed.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # as in the other rooms: importing typing is not free
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._spawn import READ_SIZE as READ_SIZE
+    from ._spawn import Sink as Sink
+    from ._spawn import Source as Source
+    from ._spawn import Streams as Streams
+    from ._spawn import Terminal as Terminal
+    from ._spawn import signal_group as signal_group
+    from .actor import ExecutorActor as ExecutorActor
+    from .actor import ExecutorClient as ExecutorClient
+    from .actor import open_executor as open_executor
+    from .config import MIB as MIB
+    from .config import ExecutorConfig as ExecutorConfig
+    from .render import render_job as render_job
+    from .render import render_result as render_result
+
+# name -> the module of this room that defines it.
+_LAZY = {
+    "READ_SIZE": "_spawn",
+    "Sink": "_spawn",
+    "Source": "_spawn",
+    "Streams": "_spawn",
+    "Terminal": "_spawn",
+    "signal_group": "_spawn",
+    "ExecutorActor": "actor",
+    "ExecutorClient": "actor",
+    "open_executor": "actor",
+    "MIB": "config",
+    "ExecutorConfig": "config",
+    "render_job": "render",
+    "render_result": "render",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "MIB",
+    "READ_SIZE",
+    "ExecutorActor",
+    "ExecutorClient",
+    "ExecutorConfig",
+    "Sink",
+    "Source",
+    "Streams",
+    "Terminal",
+    "open_executor",
+    "render_job",
+    "render_result",
+    "signal_group",
+]

@@ -42,8 +42,7 @@ from ..messages import (
     Start,
     WaitJob,
 )
-from ..sandbox import placeholders
-from ..sandbox.actor import ProviderClient
+from ..sandbox import ProviderClient, placeholder_attempts
 from ..vocab import ExecutionPolicy, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
@@ -52,9 +51,6 @@ from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
-
-# Confine again when the disk changed between the guard and holding its placeholders.
-_CONFINE_ATTEMPTS = 3
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -150,18 +146,12 @@ class ExecutorActor:
         # in the runner's own environment, LD_PRELOAD and the like would run code in
         # a dynamically linked runner (bwrap) before any confinement exists.
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
-        for attempt in range(_CONFINE_ATTEMPTS):
-            wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
-            try:
+        # The provider guards the call, this executor holds its placeholders: on a disk
+        # that changed in between, both again (the confine sequence's one retry).
+        for attempt in placeholder_attempts():
+            with attempt:
+                wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
                 await self._placeholders.hold(wrapped.blockers, wrapped.directory_blockers)
-                break
-            except placeholders.StaleView as stale:
-                # Another process removed its placeholder between the guard and here.
-                if attempt + 1 == _CONFINE_ATTEMPTS:
-                    raise SandboxUnavailable(
-                        f"the workspace kept changing while the sandbox was set up "
-                        f"({stale.filename} is gone); retry"
-                    ) from None
         facts = WrapFacts.from_wrapped(
             spec.policy.mode,
             wrapped,

@@ -17,6 +17,7 @@ from ._argv import LANDLOCK as LANDLOCK
 from ._argv import RUNNER_COMMAND as RUNNER_COMMAND
 from ._argv import SEATBELT as SEATBELT
 from ._argv import confined_argv, hides_sockets, pairs_only, writable_roots
+from ._confine import Runner
 from ._probe import launcher_path
 
 if TYPE_CHECKING:
@@ -267,6 +268,12 @@ class Backend:
     # Landlock: the probe found a private IPC namespace possible (`--private-ipc`).
     private_ipc: bool = True
 
+    def as_runner(self) -> Runner:
+        """What the confine sequence (`_confine`) needs of it."""
+        return Runner(
+            self.name, self.runner, self.source, self.identity, self.launcher, self.private_ipc
+        )
+
 
 def wrap(
     backend: Backend,
@@ -279,6 +286,7 @@ def wrap(
     gaps: tuple[str, ...] = (),
     blockers: tuple[str, ...] = (),
     hidden_sockets: tuple[str, ...] = (),
+    confined: tuple[str, ...] | None = None,
 ) -> Wrapped:
     """The Wrapped reply for `argv` under `policy` on the selected `backend`.
 
@@ -288,7 +296,8 @@ def wrap(
     `blockers` are the mount points the runner will create on the host.
     `hidden_sockets`: the host's named Unix sockets this call covers, with network
     off (`_sockets.host_unix_sockets`, where `_argv.hides_sockets`); the claim names
-    what that cannot cover whether or not any were found.
+    what that cannot cover whether or not any were found. `confined`: the argv the
+    confine sequence built for exactly these (`_confine.confine`), else built here.
     """
     if not hides_sockets(
         backend.name,
@@ -298,20 +307,21 @@ def wrap(
         private_ipc=backend.private_ipc,
     ):
         hidden_sockets = ()
-    confined = confined_argv(
-        backend.name,
-        backend.runner,
-        policy.mode,
-        policy.workspace_root,
-        host.temp_roots,
-        argv,
-        new_session=new_session,
-        protections=protections,
-        launcher=backend.launcher,
-        private_ipc=backend.private_ipc,
-        network=policy.network,
-        hidden_sockets=hidden_sockets,
-    )
+    if confined is None:
+        confined = confined_argv(
+            backend.name,
+            backend.runner,
+            policy.mode,
+            policy.workspace_root,
+            host.temp_roots,
+            argv,
+            new_session=new_session,
+            protections=protections,
+            launcher=backend.launcher,
+            private_ipc=backend.private_ipc,
+            network=policy.network,
+            hidden_sockets=hidden_sockets,
+        )
     denial: tuple[str, ...]
     rules: tuple[RunnerFailureRule, ...]
     ungoverned: tuple[str, ...] = ()

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from ..trust import host_temp_roots
 from ._argv import BWRAP, LANDLOCK
 from ._chain import Selection
+from ._confine import runner_identity
 from ._probe import (
     PROBES,
     Probe,
@@ -67,17 +68,6 @@ def select_backend(
             private_ipc=winner.ipc == "private",
         )
     return Selection.of(chosen, backend)
-
-
-def runner_identity(path: str) -> tuple[int, ...] | None:
-    """(device, inode, size, mtime, ctime) of the runner file, or None when it cannot be
-    read. The ctime cannot be set from user space: an in-place rewrite that restores
-    the size and mtime still changes it."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def sealed_copy(path: str, timeout: float) -> tuple[str, int] | None:

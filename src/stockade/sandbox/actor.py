@@ -27,16 +27,14 @@ from ..actors.mailbox import (
     request,
     serve_forever,
 )
-from ..errors import SandboxUnavailable
 from ..messages import Confine, Describe, ProviderReport, ProviderRequest, Wrapped
-from ..trust import check_temp_roots, installation_paths, resolve_workspace_root, startup_files
+from ..trust import installation_paths, resolve_workspace_root, startup_files
 from ..vocab import SandboxPolicy
-from ._argv import hides_sockets, writable_roots
 from ._chain import Selection
-from ._guard import guard_call
+from ._confine import Call, confine, guard_rules
 from ._guard_memo import GuardMemo
 from ._profiles import HostPaths, wrap
-from ._select import runner_identity, select_backend
+from ._select import select_backend
 from ._sockets import SocketScan
 from .config import ProviderConfig
 
@@ -124,60 +122,33 @@ class ProviderActor:
         return self._wrap(await self.selection(root), message)
 
     def _wrap(self, selection: Selection, message: Confine) -> Wrapped:
-        root = resolve_workspace_root(message.policy.workspace_root)
-        # The call's own temp roots (its session's private directory, and the host's
-        # where the composition restores them), each still the directory it was.
-        temp_roots = message.policy.temp_roots
-        check_temp_roots(temp_roots)
+        """THE confine sequence (`_confine`) on the cached verdict, with this actor's
+        guard memo and socket scan; then the facts its argv carries (`wrap`)."""
+        policy = message.policy
         backend = selection.backend
-        if backend is None:
-            raise SandboxUnavailable(selection.detail)
-        if backend.identity is not None and runner_identity(backend.runner) != backend.identity:
-            raise SandboxUnavailable(
-                f"the sandbox runner {backend.runner} is gone or changed on disk since it "
-                "was probed; restore it, or restart the harness to probe again"
-            )
-        config = self.config
-        mode = message.policy.mode
-        runner = backend.source or backend.runner
-        guard = self._guards.answer(
-            (backend.name, runner, mode, root, temp_roots),
-            writable_roots(mode, root, temp_roots),
-            lambda facts: guard_call(
-                backend.name,
-                mode,
-                root,
-                temp_roots,
-                runner=runner,
-                extra_protected=config.protected_paths,
-                trusted_files=config.trusted_files,
-                installation=self.installation,
-                allow_unprotected_installation=config.allow_unprotected_installation,
-                startup=self.startup,
-                facts=facts,
-            ),
+        # The call's own temp roots: its session's private directory, and the host's
+        # where the composition restores them.
+        temp_roots = policy.temp_roots
+        confined = confine(
+            Call(message.argv, policy.mode, policy.workspace_root, temp_roots, policy.network),
+            backend.as_runner() if backend is not None else None,
+            guard_rules(self.config, self.installation, self.startup),
+            unavailable=selection.detail,
+            memo=self._guards,
+            sockets=self._sockets.sockets,
         )
-        if guard.refusal is not None:
-            raise SandboxUnavailable(guard.refusal)
-        policy = msgspec.structs.replace(message.policy, workspace_root=root)
-        hidden: tuple[str, ...] = ()
-        if hides_sockets(
-            backend.name,
-            policy.mode,
-            policy.network,
-            launcher=backend.launcher,
-            private_ipc=backend.private_ipc,
-        ):
-            hidden = self._sockets.sockets()
+        assert backend is not None  # `confine` refused the call otherwise
+        guard = confined.guard
         return wrap(
             backend,
-            policy,
+            msgspec.structs.replace(policy, workspace_root=confined.root),
             HostPaths(temp_roots=temp_roots),
             message.argv,
             protections=guard.protections,
             gaps=guard.gaps,
             blockers=guard.creates,
-            hidden_sockets=hidden,
+            hidden_sockets=confined.hidden,
+            confined=confined.argv,
         )
 
     async def _describe(self) -> ProviderReport:

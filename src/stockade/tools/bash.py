@@ -16,8 +16,7 @@ import msgspec
 
 from ..approval.actor import ApprovalClient
 from ..errors import CommandStartError, SandboxUnavailable, StockadeError
-from ..executor.actor import ExecutorClient
-from ..executor.render import render_job, render_result
+from ..executor import ExecutorClient, render_job, render_result
 from ..messages import JobReport, ShellResult, ShellSpec
 from ..vocab import WITH_NETWORK, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts

@@ -1,0 +1,330 @@
+"""`stockade exec`, the fast path: its words read without argparse (`fast_args`, which
+reads `run`'s too), the composition's settings, THE confine sequence (sandbox/_confine.py),
+then this very process becomes the confined argv (no trio, no event loop).
+
+Standard library only (tests/test_cli_verbs.py holds it so): argparse, typing, trio,
+attrs and msgspec would cost more than the sandbox itself.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+
+from ..errors import SandboxUnavailable
+from ..modes import Network, SandboxMode, network_under
+from .errors import EXIT_UNAVAILABLE, EXIT_USAGE, say
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
+
+    from ..sandbox import PrivateTmp
+
+BACKENDS = ("auto", "bwrap", "landlock")
+
+
+def _fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
+    say(sys.stderr, f"stockade: {message}\n")
+    raise SystemExit(status)
+
+
+def _unavailable(detail: str) -> NoReturn:
+    _fail(f"{SandboxUnavailable.code}: {detail}", EXIT_UNAVAILABLE)
+
+
+def run_exec(args: argparse.Namespace) -> NoReturn:
+    """`stockade exec`: standard library only unless a stockade.yml is in play."""
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
+    passed = _passed_descriptors(args.pass_fd or ())
+    from .settings import (
+        NO_PROVIDER,
+        broad_root_problem,
+        cli_settings,
+        load_cli_composition,
+        names_a_config,
+        unconfined_refusal,
+    )
+
+    backend, timeout = args.backend, 10.0
+    provider = None
+    if names_a_config(args.config):
+        composition = load_cli_composition(args.config)
+        settings = cli_settings(
+            composition, mode=args.mode, root=args.root, backend=backend, network=args.network
+        )
+        refusal = unconfined_refusal(composition, settings)
+        if refusal is not None:
+            _unavailable(refusal)
+        if settings.mode.confines and settings.provider is None:
+            _unavailable(NO_PROVIDER)
+        mode, root, provider = settings.mode, settings.root, settings.provider
+        network = settings.network
+        if provider is not None:
+            backend, timeout = provider.backend, provider.probe_timeout
+        broad = broad_root_problem(settings)
+    else:
+        from ..trust import broad_root_refusal
+
+        mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
+        root = os.path.realpath(args.root or os.getcwd())
+        network = Network.parse(args.network or Network.OFF.value)
+        broad = None
+        if mode is SandboxMode.WORKSPACE_WRITE:
+            broad = broad_root_refusal(root, explicit=bool(args.root), home=os.environ.get("HOME"))
+    if broad is not None:
+        _fail(broad)
+    # The resolved values, kept on the namespace: `exec_network(args)` is the network
+    # the confined argv is built for.
+    args.mode, args.network = mode, network
+    if not mode.confines:
+        # danger-full-access never touches the provider.
+        _execute(argv, runner_is_argv0=False)
+
+    from ..sandbox import Call, confine, guard_rules, remembered_runner
+    from ..trust import host_temp_roots, installation_paths, resolve_workspace_root
+
+    root = resolve_workspace_root(root)
+    runner = remembered_runner(
+        sys.platform,
+        backend,
+        runner_command=provider.runner_command if provider else None,
+        timeout=timeout,
+        # The trust base counts the host's temp roots writable whatever this call gets.
+        writable_roots=(root, *host_temp_roots()),
+        bwrap_path=provider.bwrap_path if provider else None,
+    )
+    # One exec is one session: a private temp directory instead of /tmp, its TMPDIR,
+    # removed when the command is done (read-only could not write it anyway).
+    tmp: PrivateTmp | None = None
+    temp_roots: tuple[str, ...] = ()
+    if mode is SandboxMode.WORKSPACE_WRITE:
+        import atexit
+
+        from ..sandbox import host_temp, make_private_tmp, remove_private_tmp
+
+        try:
+            tmp = make_private_tmp()
+        except OSError as error:
+            _unavailable(
+                f"cannot make the command's private temp directory: {error}; set TMPDIR "
+                "to a directory you may write"
+            )
+        # Every way out but a signal's passes here (a refusal below, the runner's end);
+        # `_execute` removes it itself before ending by the runner's signal.
+        atexit.register(remove_private_tmp, tmp)
+        temp_roots = (tmp.path, *host_temp(bool(provider and provider.allow_host_temp)))
+    confined = confine(
+        Call(tuple(argv), mode, root, temp_roots, network),
+        runner,
+        guard_rules(provider, installation_paths()),
+        # This process holds the placeholders bwrap mounts over, for as long as it runs.
+        hold=True,
+        # The command may inherit this terminal: it must not type into it (TIOCSTI).
+        new_session=True,
+    )
+    held = confined.held
+    blockers = [p.path for p in confined.guard.protections if p.kind == "block"] if held else []
+    _execute(
+        list(confined.argv),
+        runner_is_argv0=True,
+        held=held,
+        passed=passed,
+        sweep=blockers,
+        # bwrap returns before its PID namespace is gone: wait for it as a child.
+        bwrap=runner.backend == "bwrap",
+        # The launcher dies with its caller (--die-with-parent): this process waits.
+        wait=runner.backend == "landlock",
+        tmp=tmp,
+    )
+
+
+def _passed_descriptors(numbers: Sequence[int]) -> tuple[int, ...]:
+    """The --pass-fd descriptors, each one this process inherited (open, inheritable)."""
+    for fd in numbers:
+        try:
+            inherited = os.get_inheritable(fd)
+        except OSError:
+            _fail(f"--pass-fd {fd}: no such open descriptor")
+        if not inherited:
+            _fail(f"--pass-fd {fd}: not a descriptor this process was given")
+    return tuple(dict.fromkeys(numbers))
+
+
+def _close_on_exec(keep: Sequence[int]) -> None:
+    """Every descriptor above 2 but `keep` closes when the runner is executed: a file
+    or socket the caller left open (a log outside the root, a connected socket) would
+    reach the command past every rule of the sandbox. Marked close-on-exec rather than
+    closed, so that nothing of this process (a placeholder lock) loses its own."""
+    try:
+        found = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every number this process may hold
+        found = list(range(3, os.sysconf("SC_OPEN_MAX")))
+    for fd in found:
+        if fd > 2 and fd not in keep:
+            try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
+                os.set_inheritable(fd, False)
+            except OSError:
+                pass  # not open (the listing's own descriptor)
+
+
+def exec_network(args: argparse.Namespace) -> Network:
+    """The network `stockade exec`'s command gets, once `run_exec` resolved `args`:
+    --network, else the composition's default, else off; `on` under danger-full-access
+    (which runs unconfined)."""
+    return network_under(SandboxMode.parse(args.mode), Network.parse(args.network))
+
+
+def _execute(
+    argv: list[str],
+    *,
+    runner_is_argv0: bool,
+    held: list[int] | None = None,
+    passed: Sequence[int] | None = None,
+    sweep: Sequence[str] = (),
+    bwrap: bool = False,
+    tmp: PrivateTmp | None = None,
+    wait: bool = False,
+) -> NoReturn:
+    """Become `argv`; with `held` (placeholder locks), run it and wait instead, then
+    remove the placeholders at `sweep` unless another process still holds them. A
+    `bwrap` argv is always run and waited for, until its PID namespace is gone
+    (_exec_wait.run_holding): nothing the command started outlives exec. With `tmp`
+    (the call's private temp directory, its TMPDIR) it is waited for too, and the
+    directory removed afterwards; with `wait`, waited for all the same.
+
+    `passed` None: every descriptor goes with it (danger-full-access: a plain exec).
+    Else only 0, 1, 2 and `passed` (--pass-fd) do, which stderr says first: the
+    command may use those whatever the sandbox allows."""
+    if passed is not None:
+        _close_on_exec(passed)
+        if passed:
+            numbers = " ".join(map(str, passed))
+            sys.stderr.write(
+                f"stockade: --pass-fd {numbers}: the command may use "
+                f"{'this descriptor' if len(passed) == 1 else 'these descriptors'} "
+                "whatever the sandbox allows\n"
+            )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    done = None
+    if tmp is not None:
+        from ..sandbox import remove_private_tmp
+
+        def done() -> None:
+            remove_private_tmp(tmp)
+
+    try:
+        if held or bwrap or wait or done is not None:
+            from ._exec_wait import run_holding
+
+            # The private directory is the command's TMPDIR (the runner reads none).
+            env = {**os.environ, "TMPDIR": tmp.path} if tmp is not None else None
+            run_holding(argv, held or [], sweep, bwrap=bwrap, done=done, env=env)
+        os.execvp(argv[0], argv)
+    except OSError as error:
+        if done is not None:
+            done()
+        if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
+            _unavailable(f"cannot start the sandbox runner {argv[0]}: {error.strerror}")
+        _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)
+
+
+# The options `exec` and `run` read on the fast path: option -> destination (True: a
+# flag). tests/test_cli_verbs.py holds them to the parser's.
+_SHARED_OPTIONS: dict[str, Any] = {
+    "--mode": "mode",
+    "--network": "network",
+    "--config": "config",
+    "--root": "root",
+    "--backend": "backend",
+}
+_EXEC_OPTIONS: dict[str, Any] = {**_SHARED_OPTIONS, "--pass-fd": "pass_fd"}
+_RUN_OPTIONS: dict[str, Any] = {
+    **_SHARED_OPTIONS,
+    "--timeout": "timeout",
+    "--json": True,
+    "--ask": True,
+}
+
+
+def fast_args(words: Sequence[str]) -> Any | None:
+    """`exec`'s or `run`'s arguments when they are written the plain way (options, each
+    with its value, then the command), read without argparse into what the parser
+    would make of them; None for anything else (help, an error, an abbreviation, an
+    option after the command, another verb), which the parser then reads."""
+    if not words or words[0] not in ("exec", "run"):
+        return None
+    verb = words[0]
+    options = _EXEC_OPTIONS if verb == "exec" else _RUN_OPTIONS
+    values: dict[str, Any] = {
+        "verb": verb,
+        "mode": None,
+        "network": None,
+        "config": None,
+        "root": None,
+        "backend": "auto",
+    }
+    if verb == "run":
+        values.update(timeout=None, json=False, ask=False)
+    else:
+        values["pass_fd"] = None
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word in ("-", "--") or not word.startswith("-"):
+            break
+        name, has_value, value = word.partition("=")
+        dest = options.get(name)
+        if dest is None:
+            return None
+        if dest is True:
+            if has_value:
+                return None
+            values[name[2:]] = True
+            index += 1
+            continue
+        if has_value:
+            index += 1
+        elif index + 1 < len(words):
+            value = words[index + 1]
+            index += 2
+        else:
+            return None
+        if not value or value.startswith("-"):
+            return None
+        if dest == "backend" and value not in BACKENDS:
+            return None
+        if dest == "timeout":
+            try:
+                values[dest] = float(value)
+            except ValueError:
+                return None
+            continue
+        if dest == "pass_fd":
+            if not (value.isascii() and value.isdigit()) or int(value) < 3:
+                return None
+            values[dest] = [*(values[dest] or ()), int(value)]
+            continue
+        values[dest] = value
+    rest = list(words[index:])
+    if verb == "exec":
+        values["argv"] = rest  # argparse.REMAINDER: a leading "--" is kept, _exec drops it
+    else:
+        if rest[:1] == ["--"]:
+            rest = rest[1:]
+        elif any(word.startswith("-") for word in rest):
+            return None
+        if not rest:
+            return None
+        values["command"] = rest
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**values)

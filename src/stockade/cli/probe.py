@@ -1,0 +1,72 @@
+"""`stockade probe`: which sandbox backends work here and why not, what each enforces in
+each mode, which one a command gets, and the trust-base checks (text, or one JSON object).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import SandboxUnavailable
+from ..modes import SandboxMode
+from ..sandbox import (
+    guard_rules,
+    judge,
+    render_selection,
+    render_trust,
+    select_backend,
+    trust_checks,
+)
+from ..sessionlog import resolve_state_dir
+from ..trust import host_temp_roots, installation_paths
+from .errors import EXIT_UNAVAILABLE
+from .settings import NO_PROVIDER, cli_settings, load_cli_composition
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    settings = cli_settings(
+        load_cli_composition(args.config), mode=None, root=None, backend=args.backend
+    )
+    provider = settings.provider
+    if provider is None:
+        raise SandboxUnavailable(NO_PROVIDER)
+    selection = select_backend(provider, probe_all=True)
+    trust = trust_checks(
+        root=settings.root,
+        temp_roots=host_temp_roots(),
+        state_dir=str(resolve_state_dir()),
+        composition=next(iter(provider.trusted_files), None),
+        bwrap_path=provider.bwrap_path,
+        protected_extra=provider.protected_paths,
+    )
+    refused = None
+    if selection.backend is not None:
+        # What `run` and `exec` would ask before using it, here, in workspace-write.
+        refused = judge(
+            selection.backend.as_runner(),
+            SandboxMode.WORKSPACE_WRITE,
+            settings.root,
+            host_temp_roots(),
+            guard_rules(provider, installation_paths()),
+        ).refusal
+    if args.json:
+        import msgspec
+
+        from ..messages import ProviderReport
+
+        report = ProviderReport(
+            platform=selection.platform,
+            chain=selection.chain,
+            candidates=selection.candidates,
+            selected=selection.backend.name if selection.backend else None,
+            detail=None if selection.backend else selection.detail,
+            trust=trust,
+            refused_here=refused,
+        )
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+    else:
+        sys.stdout.write(render_selection(selection, refused_here=refused) + render_trust(trust))
+    return 0 if selection.backend is not None else EXIT_UNAVAILABLE

@@ -1,0 +1,395 @@
+"""THE confine sequence: one command, its policy and the selected runner -> the confined
+argv. Synchronous and standard library only: the ProviderActor and `stockade exec` run it.
+
+The steps, in order (`confine`): resolve the workspace root, check the call's temp
+roots, check the runner chosen beforehand (the actor's cached verdict, or exec's
+remembered one: `remembered_runner`), guard the call (the trust base: what stays
+read-only, what is refused), hold the placeholders bwrap mounts over, find the host's
+sockets to hide, build the argv. Holding is exec's step only: the executor holds its
+placeholders on its own loop, for as long as its processes use them, and retries
+with the same `placeholder_attempts`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import SandboxUnavailable
+from ..trust import check_temp_roots, resolve_workspace_root
+from ._argv import BWRAP, RUNNER_COMMAND, confined_argv, hides_sockets, writable_roots
+from ._guard import guard_call
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from types import TracebackType
+
+    from ..modes import Network, SandboxMode
+    from ..trust import PathFacts, Protection
+    from ._guard import Guard
+    from ._guard_memo import GuardMemo
+
+# Confine again when the disk changed between the guard and holding its placeholders.
+ATTEMPTS = 3
+# Only the bwrap dialects mount over placeholders (Seatbelt denies by rule, Landlock
+# cannot protect a path inside a writable grant at all).
+MOUNTING = (BWRAP, RUNNER_COMMAND)
+
+# Plain classes with slots, not namedtuples (each namedtuple costs ~0.1 ms to define:
+# `stockade exec` imports this module on every run) nor typing.NamedTuple (typing
+# alone would be a fifth of its run). Field types are in each docstring.
+
+
+class Runner:
+    """The selected runner as the sequence uses it: backend (str), runner (str: what
+    is run), source (str | None: the file on disk when `runner` is a sealed in-memory
+    copy of it), identity (tuple | None: `runner_identity` of the file probed, checked
+    again before each call), launcher (str | None: bwrap's filter stage), private_ipc
+    (bool: the Landlock launcher can give a command an IPC namespace of its own)."""
+
+    __slots__ = ("backend", "identity", "launcher", "private_ipc", "runner", "source")
+
+    def __init__(
+        self,
+        backend: str,
+        runner: str,
+        source: str | None = None,
+        identity: tuple[int, ...] | None = None,
+        launcher: str | None = None,
+        private_ipc: bool = False,
+    ) -> None:
+        self.backend, self.runner, self.source = backend, runner, source
+        self.identity, self.launcher, self.private_ipc = identity, launcher, private_ipc
+
+    @property
+    def on_disk(self) -> str:
+        """The file the trust base judges: the source of a sealed copy, else the runner."""
+        return self.source or self.runner
+
+
+class Call:
+    """One command to confine: argv (tuple[str, ...]), mode (SandboxMode), root (str:
+    the workspace root, checked again here), temp_roots (tuple[str, ...]: the call's
+    private temp directory, and the host's where granted), network (Network)."""
+
+    __slots__ = ("argv", "mode", "network", "root", "temp_roots")
+
+    def __init__(
+        self,
+        argv: tuple[str, ...],
+        mode: SandboxMode,
+        root: str,
+        temp_roots: tuple[str, ...],
+        network: Network,
+    ) -> None:
+        self.argv, self.mode, self.root = argv, mode, root
+        self.temp_roots, self.network = temp_roots, network
+
+
+class GuardRules:
+    """What the composition and the host add to every call's guard (`_guard.guard_call`):
+    protected (tuple[str, ...]: `protected_paths`), trusted_files (tuple[str, ...]: the
+    composition files), installation (tuple[str, ...]: stockade's own files),
+    allow_unprotected_installation (bool), startup (the caller's startup files, or
+    None: read at each guard)."""
+
+    __slots__ = (
+        "allow_unprotected_installation",
+        "installation",
+        "protected",
+        "startup",
+        "trusted_files",
+    )
+
+    def __init__(
+        self,
+        protected: Sequence[str] = (),
+        trusted_files: Sequence[str] = (),
+        installation: Sequence[str] = (),
+        allow_unprotected_installation: bool = False,
+        startup: Sequence[tuple[str, str]] | None = None,
+    ) -> None:
+        self.protected = protected
+        self.trusted_files = trusted_files
+        self.installation = installation
+        self.allow_unprotected_installation = allow_unprotected_installation
+        self.startup = startup
+
+
+class Confined:
+    """What the sequence made: argv (tuple[str, ...]: to spawn instead of the command),
+    root (str: the workspace root, resolved), guard (Guard: its protections, gaps and
+    the placeholders it mounts over), hidden (tuple[str, ...]: the host sockets
+    covered), held (list[int]: the fds holding those placeholders; empty unless the
+    caller asked to hold them)."""
+
+    __slots__ = ("argv", "guard", "held", "hidden", "root")
+
+    def __init__(
+        self,
+        argv: tuple[str, ...],
+        root: str,
+        guard: Guard,
+        hidden: tuple[str, ...],
+        held: list[int],
+    ) -> None:
+        self.argv, self.root, self.guard, self.hidden, self.held = argv, root, guard, hidden, held
+
+
+def guard_rules(
+    config: object | None,
+    installation: Sequence[str],
+    startup: Sequence[tuple[str, str]] | None = None,
+) -> GuardRules:
+    """The guard rules of a provider's `config` (a ProviderConfig; None: none mounted,
+    the defaults), with stockade's `installation` (trust.installation_paths()) and the
+    caller's `startup` files (trust.startup_files(); None: read at each guard)."""
+    if config is None:
+        return GuardRules((), (), installation, False, startup)
+    return GuardRules(
+        config.protected_paths,  # type: ignore[attr-defined]
+        config.trusted_files,  # type: ignore[attr-defined]
+        installation,
+        config.allow_unprotected_installation,  # type: ignore[attr-defined]
+        startup,
+    )
+
+
+def runner_identity(path: str) -> tuple[int, ...] | None:
+    """(device, inode, size, mtime, ctime) of the runner file, or None when it cannot be
+    read. The ctime cannot be set from user space: an in-place rewrite that restores
+    the size and mtime still changes it."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def remembered_runner(
+    platform: str,
+    backend: str,
+    *,
+    runner_command: str | None,
+    timeout: float,
+    writable_roots: Sequence[str],
+    bwrap_path: str | None,
+) -> Runner:
+    """The runner of a one-shot caller (`stockade exec`): the first candidate of the
+    platform chain that enforces, its usable verdict remembered per user
+    (`_probe.choose(remember=True)`), or the operator's `runner_command`.
+    SandboxUnavailable, naming each candidate's reason, when none is usable."""
+    from ._probe import choose, filter_launcher
+
+    chosen = choose(
+        platform,
+        backend,
+        runner_command=runner_command,
+        timeout=timeout,
+        remember=True,
+        writable_roots=writable_roots,
+        bwrap_path=bwrap_path,
+    )
+    selected = chosen.selected
+    if selected is None or selected.runner is None:
+        raise SandboxUnavailable(chosen.detail)
+    return Runner(
+        selected.backend,
+        selected.runner,
+        launcher=filter_launcher() if selected.backend == BWRAP else None,
+        private_ipc=selected.ipc == "private",
+    )
+
+
+def checked_runner(runner: Runner | None, unavailable: str) -> Runner:
+    """`runner`, still the file that was probed; SandboxUnavailable(`unavailable`) when
+    nothing was selected."""
+    if runner is None:
+        raise SandboxUnavailable(unavailable)
+    if runner.identity is not None and runner_identity(runner.runner) != runner.identity:
+        raise SandboxUnavailable(
+            f"the sandbox runner {runner.runner} is gone or changed on disk since it "
+            "was probed; restore it, or restart the harness to probe again"
+        )
+    return runner
+
+
+def judge(
+    runner: Runner,
+    mode: SandboxMode,
+    root: str,
+    temp_roots: tuple[str, ...],
+    rules: GuardRules,
+    memo: GuardMemo | None = None,
+) -> Guard:
+    """The trust base's answer for one call (`_guard.guard_call`; its refusal is not
+    raised), from `memo` (the provider's, `_guard_memo`) while the disk it read is
+    unchanged."""
+
+    def compute(facts: PathFacts | None) -> Guard:
+        return guard_call(
+            runner.backend,
+            mode,
+            root,
+            temp_roots,
+            runner=runner.on_disk,
+            extra_protected=rules.protected,
+            trusted_files=rules.trusted_files,
+            installation=rules.installation,
+            allow_unprotected_installation=rules.allow_unprotected_installation,
+            startup=rules.startup,
+            facts=facts,
+        )
+
+    if memo is None:
+        return compute(None)
+    key = (runner.backend, runner.on_disk, mode, root, temp_roots)
+    return memo.answer(key, writable_roots(mode, root, temp_roots), compute)
+
+
+def placeholders_of(backend: str, protections: Sequence[Protection]) -> list[tuple[str, bool]]:
+    """The placeholders `backend` mounts over for these protections: (path, directory)."""
+    if backend not in MOUNTING:
+        return []
+    return [(p.path, p.directory) for p in protections if p.kind == "block"]
+
+
+def hold_placeholders(wanted: list[tuple[str, bool]]) -> list[int]:
+    """Make and hold the placeholders `wanted` (sandbox/placeholders.py), so no other
+    stockade process removes one while this sandbox uses it: the fds holding their
+    locks. For a caller that may block (`stockade exec`); StaleView when another
+    process removed one's directory since the guard looked (`placeholder_attempts`)."""
+    if not wanted:
+        return []
+    from .placeholders import StaleView, hold_all
+
+    try:
+        return hold_all(wanted)
+    except StaleView:
+        raise
+    except OSError as error:
+        raise SandboxUnavailable(
+            f"cannot make or hold the placeholder that keeps {error.filename} protected: "
+            f"{error.strerror or error}; remove what stands there, or retry"
+        ) from None
+
+
+class _Attempt:
+    """One pass of `placeholder_attempts`: a context that takes StaleView as "again"."""
+
+    __slots__ = ("last", "stale")
+
+    def __init__(self, last: bool) -> None:
+        self.last = last
+        self.stale = False
+
+    def __enter__(self) -> _Attempt:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        _traceback: TracebackType | None,
+    ) -> bool:
+        if kind is None:
+            return False
+        from .placeholders import StaleView
+
+        if not issubclass(kind, StaleView):
+            return False
+        if self.last:
+            raise SandboxUnavailable(
+                f"the workspace kept changing while the sandbox was set up "
+                f"({getattr(error, 'filename', None)} is gone); retry"
+            ) from None
+        self.stale = True
+        return True
+
+
+def placeholder_attempts() -> Iterator[_Attempt]:
+    """The one placeholder retry, for a synchronous caller and an async one alike:
+
+        for attempt in placeholder_attempts():
+            with attempt:
+                ...guard the call (or ask the provider), then hold its placeholders...
+
+    A body that meets StaleView (another process removed a placeholder's directory
+    between the guard and the hold, so the guard saw a disk that has changed) runs
+    again, ATTEMPTS times at most, then SandboxUnavailable; a body that ends well, or
+    raises anything else, ends the loop."""
+    for number in range(1, ATTEMPTS + 1):
+        attempt = _Attempt(last=number == ATTEMPTS)
+        yield attempt
+        if not attempt.stale:
+            return
+
+
+def _host_sockets() -> tuple[str, ...]:
+    from ._sockets import host_unix_sockets
+
+    return host_unix_sockets()
+
+
+def confine(
+    call: Call,
+    runner: Runner | None,
+    rules: GuardRules,
+    *,
+    unavailable: str = "no sandbox runner was selected",
+    memo: GuardMemo | None = None,
+    sockets: Callable[[], tuple[str, ...]] | None = None,
+    hold: bool = False,
+    new_session: bool = False,
+) -> Confined:
+    """THE sequence (the module's docstring), for one call on the selected `runner`.
+
+    `unavailable`: why nothing was selected, when `runner` is None. `memo`: the
+    provider's guard memo. `sockets`: where the host's named sockets are found (the
+    provider's `SocketScan.sockets`; default a fresh scan). `hold`: make and hold the
+    placeholders here, retrying when they meet a changed disk (`stockade exec`);
+    without it the caller holds `guard.creates` itself. `new_session`: detach the
+    command from a terminal the caller keeps (bwrap dialects).
+
+    Raises InvalidPolicy for a root or temp root that is no longer what it was (the
+    caller's error, not the sandbox's), else SandboxUnavailable.
+    """
+    root = resolve_workspace_root(call.root)
+    temp_roots = call.temp_roots
+    check_temp_roots(temp_roots)
+    runner = checked_runner(runner, unavailable)
+    mode = call.mode
+    for attempt in placeholder_attempts():
+        with attempt:
+            guard = judge(runner, mode, root, temp_roots, rules, memo)
+            if guard.refusal is not None:
+                raise SandboxUnavailable(guard.refusal)
+            held = (
+                hold_placeholders(placeholders_of(runner.backend, guard.protections))
+                if hold
+                else []
+            )
+    hidden: tuple[str, ...] = ()
+    if hides_sockets(
+        runner.backend,
+        mode,
+        call.network,
+        launcher=runner.launcher,
+        private_ipc=runner.private_ipc,
+    ):
+        hidden = (sockets or _host_sockets)()
+    argv = confined_argv(
+        runner.backend,
+        runner.runner,
+        mode,
+        root,
+        temp_roots,
+        call.argv,
+        new_session=new_session,
+        protections=guard.protections,
+        launcher=runner.launcher,
+        private_ipc=runner.private_ipc,
+        network=call.network,
+        hidden_sockets=hidden,
+    )
+    return Confined(argv, root, guard, hidden, held)
