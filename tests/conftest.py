@@ -28,7 +28,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 
 def pytest_configure(config: pytest.Config) -> None:
     # Every probe in the suite is real or stubbed on purpose: a verdict remembered by
-    # an earlier `stockade exec` must never stand in for a stub (tests/unit/
+    # an earlier `stockade exec` must never stand in for a stub (tests/sandbox/
     # test_probe_cache.py turns the cache back on for itself).
     os.environ["STOCKADE_NO_PROBE_CACHE"] = "1"
 

@@ -24,8 +24,8 @@ from stockade.executor.actor import open_executor
 from stockade.executor.config import ExecutorConfig
 from stockade.vocab import Enforcement, ExecutionPolicy, SandboxMode
 
-from .pty_screen import PtyChild
-from .support import pids_with_marker, require_backend
+from ..pty_screen import PtyChild
+from ..support import pids_with_marker, require_backend
 
 STOCKADE = str(Path(sys.executable).with_name("stockade"))
 # No composition from the environment: the embedded defaults, as on a fresh machine.
@@ -139,7 +139,7 @@ def test_a_denial_off_a_terminal_keeps_the_models_wording(scratch):
     assert "Do not try to work around the denial" in done.stderr
 
 
-# On a terminal the command runs on a pty of its own, stdin too (tests/test_cli_run_pty.py).
+# On a terminal the command runs on a pty of its own, stdin too (tests/cli/test_cli_run_pty.py).
 
 
 def test_ctrl_c_on_a_terminal_ends_the_command_quietly(scratch):

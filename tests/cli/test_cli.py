@@ -12,7 +12,7 @@ import pytest
 from stockade.cli import entry as cli
 from stockade.sandbox import _probe
 
-from .support import require_backend, stockade
+from ..support import require_backend, stockade
 
 
 def test_probe_names_a_usable_backend():

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .support import require_backend
+from ..support import require_backend
 
 
 def test_demo_shows_the_whole_loop_and_leaves_a_replayable_log(state_dir_outside):

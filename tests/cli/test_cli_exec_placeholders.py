@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from .support import require_backend
-from .trust._support import STOCKADE
+from ..support import require_backend
+from ..trust._support import STOCKADE
 
 pytestmark = pytest.mark.kernel
 

@@ -16,7 +16,7 @@ import pytest
 
 from stockade.testing import PASS_THROUGH
 
-from .support import require_backend, stockade
+from ..support import require_backend, stockade
 
 READ_ONLY_BWRAP = (
     "- {id: sandbox, name: stockade.sandbox.local, config: {backend: bwrap}}\n"

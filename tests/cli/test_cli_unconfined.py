@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from .support import stockade
+from ..support import stockade
 from .test_cli_config import private_dir, write_config
 
 COMPOSITIONS = {

@@ -19,8 +19,8 @@ from stockade import ConfigError, open_harness
 from stockade.acp.core import ClientError, _checked_root
 from stockade.trust import broad_root_refusal
 
-from .harness.conftest import composition
-from .support import require_backend, stockade
+from ..harness.conftest import composition
+from ..support import require_backend, stockade
 
 
 @pytest.fixture(params=["bwrap", "landlock"])

@@ -28,8 +28,8 @@ import trio
 
 from stockade.executor._spawn import TerminalOutput
 
-from .pty_screen import PtyChild
-from .support import pids_with_marker, require_backend
+from ..pty_screen import PtyChild
+from ..support import pids_with_marker, require_backend
 from .test_cli_run_shell import ENV, STOCKADE, backend_args, on_a_pty, sleeper, wait_for_pids
 
 BACKENDS = ("bwrap", "landlock", "danger-full-access")
@@ -443,7 +443,7 @@ ON_A_TERMINAL_DIFFERS = {
 def test_the_precision_table_on_a_terminal(backend, monkeypatch, nobody_public):
     from stockade.cli._run_terminal import MERGE_STDERR
 
-    from .precision import test_denials as precision
+    from ..precision import test_denials as precision
 
     prepare = precision._prepare
 

@@ -20,7 +20,7 @@ from stockade.cli.errors import CODES
 from stockade.cli.parser import build_parser
 from stockade.cli.sessions import parse_duration
 
-from .support import require_backend
+from ..support import require_backend
 
 VERBS = (
     (),
@@ -505,7 +505,7 @@ def test_without_json_the_same_errors_are_one_line_on_stderr(tmp_path):
 
 
 def test_every_documented_code_is_in_docs():
-    doc = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
     for code in CODES:
         assert f"`{code}`" in doc, code
 

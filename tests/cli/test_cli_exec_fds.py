@@ -23,8 +23,8 @@ import pytest
 from stockade.cli import fastpath
 from stockade.cli.parser import build_parser
 
-from .support import REAL_BACKENDS, require_backend
-from .trust._support import STOCKADE
+from ..support import REAL_BACKENDS, require_backend
+from ..trust._support import STOCKADE
 
 pytestmark = pytest.mark.kernel
 MODES = ("read-only", "workspace-write")

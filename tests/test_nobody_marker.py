@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
 SETUID = {"setuid", "seteuid", "setreuid", "setresuid"}
 
 
@@ -126,6 +126,6 @@ def test_the_rule_finds_the_known_nobody_modules(nobody_modules):
         "precision/test_denials.py",  # its own subprocess call, user=NOBODY
         "security/test_network.py",  # user=65534, and an imported helper
         "security/test_privilege.py",  # only an imported helper
-        "fs/test_escape.py",  # os.setuid in a forked child
+        "tools/test_escape.py",  # os.setuid in a forked child
     } <= found, found
-    assert "unit/test_trust.py" not in found  # chowns to nobody, runs nothing as it
+    assert "trust/test_trust.py" not in found  # chowns to nobody, runs nothing as it

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from .support import pids_named, require_backend
-from .trust._support import STOCKADE
+from ..support import pids_named, require_backend
+from ..trust._support import STOCKADE
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from stockade.cli import run as run_module
 from stockade.cli.parser import build_parser
 from stockade.sandbox import _probe
 
-from .support import require_backend, stockade
+from ..support import require_backend, stockade
 
 
 @pytest.fixture(params=["bwrap", "landlock"])

@@ -34,7 +34,7 @@ from stockade.policy import (
 )
 from stockade.vocab import ApprovalPolicy, ExecutionPolicy, SandboxMode, denial_marker
 
-from ._helpers import DEFAULTS, Note
+from ..sessionlog._helpers import DEFAULTS, Note
 
 RO, WW, DFA = SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE, SandboxMode.DANGER_FULL_ACCESS
 ASK, NEVER = ApprovalPolicy.ASK, ApprovalPolicy.NEVER

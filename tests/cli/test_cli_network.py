@@ -18,7 +18,7 @@ from stockade.cli import fastpath
 from stockade.cli.parser import build_parser
 from stockade.sandbox.private_tmp import remove_private_tmp
 
-from .support import require_backend, stockade
+from ..support import require_backend, stockade
 from .test_cli_config import private_dir, write_config
 
 

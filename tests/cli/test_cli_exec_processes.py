@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from .launcher.test_launcher_pidns import escaping, kill_all, marked
-from .support import REAL_BACKENDS, require_backend
-from .trust._support import STOCKADE
+from ..launcher.test_launcher_pidns import escaping, kill_all, marked
+from ..support import REAL_BACKENDS, require_backend
+from ..trust._support import STOCKADE
 
 pytestmark = pytest.mark.kernel
 # read-only: exec execs its runner; workspace-write under bwrap: it holds placeholders

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-SOURCE = pathlib.Path(__file__).resolve().parents[2] / "src"
+SOURCE = pathlib.Path(__file__).resolve().parents[1] / "src"
 
 # Event loops and the libraries that bring one.
 LOOPS = ("trio", "anyio", "trio_asyncio", "asyncio", "hypercorn")
