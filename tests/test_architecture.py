@@ -225,7 +225,10 @@ def private_reach_ins(modules: dict[str, Module], top: str = "stockade") -> list
             if not _private(part):
                 continue
             owner = ".".join(parts[:depth])  # the folder the private module sits in
-            if not (imp.importer.package == owner or imp.importer.package.startswith(owner + ".")):
+            # ... and the folders inside it; but the top package's folders are the
+            # rooms: a top-level `_module` is the top level's alone.
+            inside = owner != top and imp.importer.package.startswith(owner + ".")
+            if not (imp.importer.package == owner or inside):
                 found.append(f"{imp.where()}: {imp.importer.name} imports {imp.target}")
             break
         if imp.name and _private(imp.name) and imp.target in modules:
@@ -383,12 +386,18 @@ def test_private_reach_ins_are_found_and_own_folder_ones_are_not(tmp_path):
             "sandbox/actor.py": "from ._probe import _hidden, shown\n",
             "cli/run.py": "from ..sandbox._probe import shown\nfrom ..sandbox import _probe\n",
             "cli/x.py": "from ..sandbox.actor import _private_name\n",
+            "_modes.py": "",
+            "errors.py": "from ._modes import x\n",
+            "policy/knobs.py": "from .._modes import x\n",
+            "sessionlog/_scan.py": "",
+            "sessionlog/stores/jsonl.py": "from .._scan import scan\n",
         },
     )
     assert sorted(line.split(": ", 1)[1] for line in private_reach_ins(modules)) == [
         "stockade.cli.run imports stockade.sandbox._probe",
         "stockade.cli.run imports stockade.sandbox._probe",
         "stockade.cli.x imports _private_name from stockade.sandbox.actor",
+        "stockade.policy.knobs imports stockade._modes",
     ]
 
 

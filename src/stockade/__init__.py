@@ -14,6 +14,7 @@ from .errors import SandboxUnavailable as SandboxUnavailable
 from .errors import SessionExists as SessionExists
 from .errors import SessionNotFound as SessionNotFound
 from .errors import StockadeError as StockadeError
+from .lazy import lazy_exports
 from .modes import ApprovalPolicy as ApprovalPolicy
 from .modes import Enforcement as Enforcement
 from .modes import Network as Network
@@ -21,8 +22,6 @@ from .modes import SandboxMode as SandboxMode
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from typing import Any
-
     from .approval import Answer as Answer
     from .approval import ApprovalRequest as ApprovalRequest
     from .approval import Decision as Decision
@@ -68,15 +67,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stockade' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

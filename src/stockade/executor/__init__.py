@@ -7,10 +7,10 @@ until something of the room (and trio with it) is needed.
 
 from __future__ import annotations
 
+from ..lazy import lazy_exports
+
 TYPE_CHECKING = False  # as in the other rooms: importing typing is not free
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._spawn import READ_SIZE as READ_SIZE
     from ._spawn import Sink as Sink
     from ._spawn import Source as Source
@@ -43,13 +43,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

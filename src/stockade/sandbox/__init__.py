@@ -9,10 +9,10 @@ attrs or msgspec.
 
 from __future__ import annotations
 
+from ..lazy import lazy_exports
+
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from typing import Any
-
     from . import placeholders as placeholders
     from ._chain import Selection as Selection
     from ._confine import Call as Call
@@ -76,15 +76,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # The builtin, not importlib (whose import is half a millisecond of `stockade exec`).
-    found = __import__(f"{__name__}.{module or name}", fromlist=[name])
-    value = found if not module else getattr(found, name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -5,8 +5,9 @@ of `session list`/`prune` (`catalog`) and the stores (`stores/`). The PostgreSQL
 store's names are re-exported lazily, so the JSON-lines path never loads them.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_exports
 from ..messages import LogOpened as LogOpened
 from ._builtin import BUILTIN_EVENTS as BUILTIN_EVENTS
 from ._scan import Scan as Scan
@@ -47,17 +48,18 @@ if TYPE_CHECKING:
     from .stores.postgres import SessionLockLost as SessionLockLost
     from .stores.postgres import StoreUnavailable as StoreUnavailable
 
-_POSTGRES = frozenset(
-    {"PostgresStore", "SchemaTooNew", "SessionHeldElsewhere", "SessionLockLost", "StoreUnavailable"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _POSTGRES:
-        from .stores import postgres
-
-        return getattr(postgres, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# psycopg is imported only by a host whose composition names the PostgreSQL store.
+_POSTGRES = {
+    name: "stores.postgres"
+    for name in (
+        "PostgresStore",
+        "SchemaTooNew",
+        "SessionHeldElsewhere",
+        "SessionLockLost",
+        "StoreUnavailable",
+    )
+}
+__getattr__ = lazy_exports(__name__, _POSTGRES, globals())
 
 
 __all__ = [

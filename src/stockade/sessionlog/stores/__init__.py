@@ -6,8 +6,9 @@ many hosts), and which one a composition names (`build_store`). The PostgreSQL
 names are re-exported lazily: a JSON-lines session never loads that package.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ...lazy import lazy_exports
 from ._select import build_store as build_store
 from ._select import check_store_files as check_store_files
 from ._select import store_files as store_files
@@ -30,17 +31,18 @@ if TYPE_CHECKING:
     from .postgres import SessionLockLost as SessionLockLost
     from .postgres import StoreUnavailable as StoreUnavailable
 
-_POSTGRES = frozenset(
-    {"PostgresStore", "SchemaTooNew", "SessionHeldElsewhere", "SessionLockLost", "StoreUnavailable"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _POSTGRES:
-        from . import postgres
-
-        return getattr(postgres, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# psycopg is imported only by a host whose composition names the PostgreSQL store.
+_POSTGRES = {
+    name: "postgres"
+    for name in (
+        "PostgresStore",
+        "SchemaTooNew",
+        "SessionHeldElsewhere",
+        "SessionLockLost",
+        "StoreUnavailable",
+    )
+}
+__getattr__ = lazy_exports(__name__, _POSTGRES, globals())
 
 
 __all__ = [
