@@ -71,13 +71,14 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             backend, timeout = provider.backend, provider.probe_timeout
         broad = broad_root_problem(settings)
     else:
-        from ..trust import broad_root_refusal
-
         mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
         root = os.path.realpath(args.root or os.getcwd())
         network = Network.parse(args.network or Network.OFF.value)
         broad = None
         if mode is SandboxMode.WORKSPACE_WRITE:
+            # Only here: danger-full-access and read-only never load the trust base.
+            from ..trust import broad_root_refusal
+
             broad = broad_root_refusal(root, explicit=bool(args.root), home=os.environ.get("HOME"))
     if broad is not None:
         _fail(broad)
