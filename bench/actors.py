@@ -5,9 +5,9 @@ a concurrent run (C callers at once) for throughput:
 
 - a bare Trio memory-channel ping-pong with a fresh one-shot reply channel per
   request (the floor: no stockade at all);
-- `_mailbox.request` against a trivial actor that replies inline;
-- `_mailbox.request` against a trivial actor that starts one task per request
-  (`_mailbox.answer`), what requests that may wait (a probe, a disk, a person) cost;
+- `mailbox.request` against a trivial actor that replies inline;
+- `mailbox.request` against a trivial actor that starts one task per request
+  (`mailbox.answer`), what requests that may wait (a probe, a disk, a person) cost;
 - the real actors with trivial work: `ProviderClient.confine` with the verdict
   cached, `ExecutorClient.list` (both answered in the inbox loop, like every
   request that cannot wait: the actor round trip), `SessionLogClient.read`.
@@ -34,7 +34,7 @@ async def _trivial_actor(inbox_receive: Any, *, inline: bool, task_status: Any) 
     import outcome
     import trio
 
-    from stockade import _mailbox
+    from stockade.actors import mailbox as _mailbox
 
     async def pong() -> str:
         return "pong"
@@ -96,9 +96,9 @@ async def _measure(ctx: Context, calls: int, concurrent: int, per_task: int) -> 
 
         cases: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
             ("trio channel ping-pong (floor, no stockade)", bare),
-            ("_mailbox.request, inline reply", lambda: request(inline_inbox, Ping())),
+            ("mailbox.request, inline reply", lambda: request(inline_inbox, Ping())),
             (
-                "_mailbox.request + answer(), task per request (requests that wait)",
+                "mailbox.request + answer(), task per request (requests that wait)",
                 lambda: request(actor_inbox, Ping()),
             ),
         ]

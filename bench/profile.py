@@ -5,7 +5,7 @@ Targets:
   spawn-landlock  the same through the Landlock provider
   spawn-bwrap     the same through the bwrap provider
   confine         ProviderClient.confine with the verdict cached
-  roundtrip       _mailbox.request against a trivial actor using answer()
+  roundtrip       mailbox.request against a trivial actor using answer()
   append          100 writers appending to one session (MemoryStore: no disk)
   replay          JsonlStore.open of a 10^5-event log
 
