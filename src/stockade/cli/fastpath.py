@@ -239,8 +239,12 @@ def _execute(
             # The private directory is the command's TMPDIR (the runner reads none).
             env = {**environ, "TMPDIR": tmp.path} if tmp is not None else environ
             run_holding(argv, held or [], sweep, bwrap=bwrap, done=done, env=env)
-        # Found on the PATH the command gets (the policy keeps PATH unless told not to).
-        os.execvpe(argv[0], argv, environ)
+        # This process becomes the command: its environment is the policy's (so the
+        # program is found on the PATH the command gets; kept unless told otherwise).
+        if environ != os.environ:
+            os.environ.clear()
+            os.environ.update(environ)
+        os.execvp(argv[0], argv)
     except OSError as error:
         if done is not None:
             done()
