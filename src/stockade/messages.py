@@ -283,6 +283,9 @@ class ShellResult(msgspec.Struct, frozen=True):
     # Whether this call had the network: its policy's effective value (`on` under
     # danger-full-access and without a sandbox). The default claims no confinement.
     network: Network = Network.ON
+    # The names (never the values) of the harness's variables the environment
+    # policy kept from the command (executor/environment.py).
+    env_dropped: tuple[str, ...] = ()
 
 
 class JobHandle(msgspec.Struct, frozen=True):
@@ -319,6 +322,8 @@ class JobReport(msgspec.Struct, frozen=True):
     gaps: tuple[str, ...] = ()
     # As ShellResult.network: the network this job's command had.
     network: Network = Network.ON
+    # As ShellResult.env_dropped: the variables' names this job's command did not get.
+    env_dropped: tuple[str, ...] = ()
 
 
 # --- ApprovalActor inbox ---------------------------------------------------------

@@ -64,6 +64,7 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "backend",
         "enforcement",
         "gaps",
+        "env_dropped",
     }
     assert facts["denied"] is True and facts["exit_code"] == 1
     # A `partial` claim says why; a `full` one has nothing to list.

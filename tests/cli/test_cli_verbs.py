@@ -218,10 +218,11 @@ def test_fast_path_options_are_the_parsers():
 def test_exec_imports_no_argparse_on_the_fast_path(tmp_path):
     probe = (
         "import os, sys\n"
-        "def execvp(file, argv):\n"
-        "    print(sorted({'argparse', 'trio', 'msgspec', 'typing'} & set(sys.modules)))\n"
+        "def execvp(file, argv, env=None):\n"
+        "    print(sorted({'argparse', 'trio', 'msgspec', 'typing', 're', 'dataclasses'}"
+        " & set(sys.modules)))\n"
         "    sys.exit(0)\n"
-        "os.execvp = execvp\n"
+        "os.execvp = os.execvpe = execvp\n"
         "from stockade.cli.entry import main\n"
         "main(['exec', '--mode', 'danger-full-access', '--', 'true'])\n"
     )

@@ -44,6 +44,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     if not argv:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
     passed = _passed_descriptors(args.pass_fd or ())
+    from ..executor.environment import EnvPolicy, apply_policy
     from .settings import (
         NO_PROVIDER,
         broad_root_problem,
@@ -55,6 +56,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
 
     backend, timeout = args.backend, 10.0
     provider = None
+    env_policy = EnvPolicy()
     if names_a_config(args.config):
         composition = load_cli_composition(args.config)
         settings = cli_settings(
@@ -67,6 +69,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             _unavailable(NO_PROVIDER)
         mode, root, provider = settings.mode, settings.root, settings.provider
         network = settings.network
+        env_policy = settings.executor.env
         if provider is not None:
             backend, timeout = provider.backend, provider.probe_timeout
         broad = broad_root_problem(settings)
@@ -85,9 +88,12 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     # The resolved values, kept on the namespace: `exec_network(args)` is the network
     # the confined argv is built for.
     args.mode, args.network = mode, network
+    # Hygiene, not confinement: the command (through the runner) gets only what the
+    # environment policy leaves, in every mode. This process keeps its own (probes).
+    environ, _dropped = apply_policy(os.environ, env_policy)
     if not mode.confines:
         # danger-full-access never touches the provider.
-        _execute(argv, runner_is_argv0=False)
+        _execute(argv, runner_is_argv0=False, environ=environ)
 
     from ..sandbox import Call, confine, guard_rules, remembered_runner
     from ..trust import host_temp_roots, installation_paths, resolve_workspace_root
@@ -144,6 +150,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # The launcher dies with its caller (--die-with-parent): this process waits.
         wait=runner.backend == "landlock",
         tmp=tmp,
+        environ=environ,
     )
 
 
@@ -193,6 +200,7 @@ def _execute(
     bwrap: bool = False,
     tmp: PrivateTmp | None = None,
     wait: bool = False,
+    environ: dict[str, str] | None = None,
 ) -> NoReturn:
     """Become `argv`; with `held` (placeholder locks), run it and wait instead, then
     remove the placeholders at `sweep` unless another process still holds them. A
@@ -203,7 +211,10 @@ def _execute(
 
     `passed` None: every descriptor goes with it (danger-full-access: a plain exec).
     Else only 0, 1, 2 and `passed` (--pass-fd) do, which stderr says first: the
-    command may use those whatever the sandbox allows."""
+    command may use those whatever the sandbox allows. `environ`: the environment
+    it gets (the environment policy's result; None: this process's)."""
+    if environ is None:
+        environ = dict(os.environ)
     if passed is not None:
         _close_on_exec(passed)
         if passed:
@@ -227,8 +238,13 @@ def _execute(
             from ._exec_wait import run_holding
 
             # The private directory is the command's TMPDIR (the runner reads none).
-            env = {**os.environ, "TMPDIR": tmp.path} if tmp is not None else None
+            env = {**environ, "TMPDIR": tmp.path} if tmp is not None else environ
             run_holding(argv, held or [], sweep, bwrap=bwrap, done=done, env=env)
+        # This process becomes the command: its environment is the policy's (so the
+        # program is found on the PATH the command gets; kept unless told otherwise).
+        if environ != os.environ:
+            os.environ.clear()
+            os.environ.update(environ)
         os.execvp(argv[0], argv)
     except OSError as error:
         if done is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import SandboxUnavailable
+from ..executor.environment import render_policy
 from ..modes import SandboxMode
 from ..sandbox import (
     guard_rules,
@@ -66,7 +67,13 @@ def run_probe(args: argparse.Namespace) -> int:
             trust=trust,
             refused_here=refused,
         )
-        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+        # The environment policy is the executor's, not the provider's: beside the report.
+        reply = {**msgspec.to_builtins(report), "environment": settings.executor.env.describe()}
+        sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
     else:
-        sys.stdout.write(render_selection(selection, refused_here=refused) + render_trust(trust))
+        sys.stdout.write(
+            render_selection(selection, refused_here=refused)
+            + render_trust(trust)
+            + render_policy(settings.executor.env)
+        )
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE

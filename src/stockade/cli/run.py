@@ -80,6 +80,8 @@ JSON_KEYS = (
     "enforcement",
     # What the claim leaves unenforced: every `partial` says why.
     "gaps",
+    # The harness's variables the environment policy kept from the command (names).
+    "env_dropped",
 )
 # Signals that stop `stockade run` (and, first, the command's whole process tree).
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

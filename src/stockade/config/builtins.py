@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from ..executor.config import MIB, ExecutorConfig
+from ..executor.environment import STOCKADE_OWN, EnvPolicy, is_stockade_own, is_variable_name
 from ..sandbox.config import ProviderConfig
 from ..vocab import ApprovalPolicy, Network, SandboxMode, network_under
 from .plugins import ENTRY_POINT_GROUP, Plugin, PluginTable
@@ -30,6 +31,8 @@ from .types import (
     SingleLine,
 )
 
+# `env: inherit:`; tests/executor keeps it equal to environment.INHERIT_CHOICES.
+Inherit = Literal["all", "core", "none"]
 # Spelled out for the type checker; tests/config keep it equal to the provider's BACKEND_CHOICES.
 Backend = Literal["auto", "bwrap", "landlock", "seatbelt"]
 # The default protected items `unprotect` may drop; tests/unit/test_trust.py keeps it
@@ -103,6 +106,52 @@ class SandboxLocalConfig:
         )
 
 
+def _check_set_names(
+    _instance: object,
+    attribute: attrs.Attribute[Mapping[NonEmptyStr, str]],
+    value: Mapping[NonEmptyStr, str],
+) -> None:
+    for name in value:
+        if not is_variable_name(name):
+            raise FieldProblem(
+                attribute.name,
+                f"{name!r} is not a variable name (letters, digits and underscores, "
+                "not starting with a digit)",
+            )
+        if is_stockade_own(name):
+            # Stockade's own variables never reach a command, whatever the policy says.
+            raise FieldProblem(
+                attribute.name, f"{name!r}: stockade's own variables ({STOCKADE_OWN}) cannot be set"
+            )
+
+
+def _frozen_set(value: Mapping[NonEmptyStr, str]) -> Mapping[NonEmptyStr, str]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen(kw_only=True)
+class EnvConfig:
+    """`env:` of an executor entry: which of the harness's variables a command gets
+    (executor/environment.py applies it; docs/security.md, "Secrets: the environment")."""
+
+    inherit: Inherit = "all"
+    exclude: tuple[NonEmptyStr, ...] = ()
+    include_only: tuple[NonEmptyStr, ...] = ()
+    set: Mapping[NonEmptyStr, str] = attrs.field(
+        factory=dict, converter=_frozen_set, validator=_check_set_names
+    )
+    keep_default_excludes: bool = True
+
+    def policy(self) -> EnvPolicy:
+        return EnvPolicy(
+            inherit=self.inherit,
+            exclude=self.exclude,
+            include_only=self.include_only,
+            set={str(name): value for name, value in self.set.items()},
+            keep_default_excludes=self.keep_default_excludes,
+        )
+
+
 @attrs.frozen(kw_only=True)
 class SandboxBashConfig:
     """`stockade.bash.sandbox`: the deployment default mode, network and fallback root,
@@ -117,6 +166,7 @@ class SandboxBashConfig:
     output_cap: PositiveInt = DEFAULT_OUTPUT_CAP
     kill_grace: NonNegativeFloat = DEFAULT_KILL_GRACE
     default_timeout: PositiveFloat | None = None
+    env: EnvConfig = attrs.field(factory=EnvConfig)
 
     def executor_config(self) -> ExecutorConfig:
         return ExecutorConfig(
@@ -126,6 +176,7 @@ class SandboxBashConfig:
             output_cap=self.output_cap,
             kill_grace=self.kill_grace,
             default_timeout=self.default_timeout,
+            env=self.env.policy(),
         )
 
 
@@ -136,6 +187,8 @@ class LocalBashConfig:
     output_cap: PositiveInt = DEFAULT_OUTPUT_CAP
     kill_grace: NonNegativeFloat = DEFAULT_KILL_GRACE
     default_timeout: PositiveFloat | None = None
+    # Hygiene, not confinement: the unconfined executor filters the same way.
+    env: EnvConfig = attrs.field(factory=EnvConfig)
 
     def executor_config(self) -> ExecutorConfig:
         # Unconfined means every command has every file effect: danger-full-access.
@@ -145,6 +198,7 @@ class LocalBashConfig:
             output_cap=self.output_cap,
             kill_grace=self.kill_grace,
             default_timeout=self.default_timeout,
+            env=self.env.policy(),
         )
 
 

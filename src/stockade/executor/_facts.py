@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import attrs
 
@@ -39,6 +40,10 @@ class WrapFacts:
     # What the runner executes inside the sandbox (argv[0] after the runner's own
     # arguments): bwrap failing to execute it is a command result (127/126).
     program: str | None = None
+    # The environment policy's result for this call: the command's base environment
+    # (never in a repr: it holds values) and the names of the harness's it dropped.
+    environment: Mapping[str, str] = attrs.field(factory=dict, repr=False, eq=False)
+    env_dropped: tuple[str, ...] = ()
 
     @classmethod
     def from_wrapped(
@@ -148,6 +153,7 @@ def settled_result(
         stdout_dropped=stdout.dropped,
         stderr_dropped=stderr.dropped,
         gaps=facts.gaps,
+        env_dropped=facts.env_dropped,
     )
 
 
@@ -169,6 +175,7 @@ def unstarted_result(
         enforcement=facts.enforcement,
         network=facts.network,
         duration=0.0,
+        env_dropped=facts.env_dropped,
     )
 
 
@@ -195,4 +202,5 @@ def waited_out_result(
         enforcement=facts.enforcement,
         network=facts.network,
         duration=waited,
+        env_dropped=facts.env_dropped,
     )

@@ -112,6 +112,7 @@ class Job:
             timed_out=result.timed_out if result else False,
             gaps=self.facts.gaps,
             network=self.facts.network,
+            env_dropped=self.facts.env_dropped,
         )
 
 

@@ -95,20 +95,19 @@ async def spawn(
     argv: Sequence[str],
     *,
     cwd: str,
-    env: Mapping[str, str] | None,
+    env: Mapping[str, str],
     with_stdin: bool,
     bwrap: bool = False,
     terminal: Terminal | None = None,
 ) -> trio.Process:
     """Start `argv` directly (no shell) as the leader of a new session (with
-    `terminal`: on it, which becomes the session's controlling terminal).
+    `terminal`: on it, which becomes the session's controlling terminal), with `env`
+    as its whole environment (the environment policy's result: nothing else leaks in).
 
     `bwrap`: argv is bwrap's; it is asked for its `--info-fd` report, which names the
     init of the sandbox's PID namespace, so `settle` can wait for that namespace's end
     (bwrap exits as soon as its command has, while the kernel still ends the rest)."""
-    environment = None
-    if env:
-        environment = {**os.environ, **env}
+    environment = dict(env)
     pass_fds: tuple[int, ...]
     report, write_end, pass_fds = None, None, ()
     if bwrap:

@@ -51,6 +51,7 @@ from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
+from .environment import apply_policy
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -141,7 +142,7 @@ class ExecutorActor:
             )
         if self.provider is None or not spec.policy.mode.confines:
             # danger-full-access (or the local executor) never touches the provider.
-            return ("bash", "-c", spec.command), WrapFacts.unconfined()
+            return ("bash", "-c", spec.command), self._with_environment(WrapFacts.unconfined())
         # The caller's variables reach the command through `env`, inside the sandbox:
         # in the runner's own environment, LD_PRELOAD and the like would run code in
         # a dynamically linked runner (bwrap) before any confinement exists.
@@ -160,7 +161,13 @@ class ExecutorActor:
             network=spec.policy.network,
             program=argv[0],
         )
-        return wrapped.argv, facts
+        return wrapped.argv, self._with_environment(facts)
+
+    def _with_environment(self, facts: WrapFacts) -> WrapFacts:
+        """`facts` with the environment the policy leaves of this process's, and the
+        names it dropped (decided once per call, when it is prepared)."""
+        environment, dropped = apply_policy(os.environ, self.config.env)
+        return attrs.evolve(facts, environment=environment, env_dropped=dropped)
 
     def _release(self, facts: WrapFacts) -> None:
         """The process of `facts` is gone: let go of its placeholders."""
@@ -177,8 +184,10 @@ class ExecutorActor:
         # The session's private temp directory is the command's TMPDIR (the caller's
         # own `env` may still name another). Confined, the caller's variables pass
         # through `env` inside the sandbox; TMPDIR through the runner (it reads none).
+        # The base is what the environment policy left (the runner passes it on).
         temp = {"TMPDIR": spec.policy.temp_dir} if spec.policy.temp_dir else {}
-        env = {**temp, **(spec.env or {})} if not facts.confined else temp
+        caller = {**temp, **(spec.env or {})} if not facts.confined else temp
+        env = {**facts.environment, **caller}
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         terminal = streams.terminal if streams is not None else None
         try:

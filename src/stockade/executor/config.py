@@ -8,6 +8,7 @@ import resource
 import attrs
 
 from ..vocab import Network, SandboxMode
+from .environment import EnvPolicy
 
 MIB = 1024 * 1024
 MAX_DERIVED_BOUND = 1024
@@ -42,6 +43,8 @@ class ExecutorConfig:
     # Processes running at once; further background jobs wait in a queue. None: sized
     # from RLIMIT_NOFILE (each process holds about three descriptors here).
     max_running: int | None = None
+    # Which of the harness's variables every command inherits (every mode).
+    env: EnvPolicy = attrs.field(factory=EnvPolicy)
 
     def running_bound(self) -> int:
         """max_running, else what the descriptors still free allow (at least one)."""

@@ -1,0 +1,231 @@
+"""The environment policy: which of the harness's variables a command inherits.
+
+Pure and standard library only (`stockade exec` uses it); hygiene, not confinement:
+it applies to every command in every mode, danger-full-access included.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Literal
+
+    Inherit = Literal["all", "core", "none"]
+
+# config/builtins.py spells the same choices as a Literal (tests/executor keeps them equal).
+INHERIT_CHOICES: tuple[Inherit, ...] = ("all", "core", "none")
+
+# `inherit: core`: what ordinary tools need to find programs, a home, a locale and a
+# terminal. Globs, matched case-sensitively (variable names are).
+CORE: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "PWD",
+    "COLUMNS",
+    "LINES",
+)
+
+# Stockade's own variables (its configuration, state directory, test DSNs): never
+# passed, whatever the policy says; `set` may not name one either.
+STOCKADE_OWN = "STOCKADE_*"
+
+# Dropped unless `keep_default_excludes: false`. Case-insensitive globs: the names
+# that hold credentials by convention (docs/security.md, "Secrets: the environment").
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    "*KEY*",
+    "*SECRET*",
+    "*TOKEN*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*_DSN",
+    "*DATABASE_URL*",
+    "PG*",
+    "AWS_*",
+    "AZURE_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    STOCKADE_OWN,
+)
+
+
+class EnvPolicy:
+    """Codex's `shell_environment_policy`, applied in its order (see `apply_policy`).
+
+    The defaults: inherit everything except the default excludes. Immutable and
+    hashable (`set` is left out of the hash). A plain class: dataclasses would cost
+    `stockade exec` the import of inspect and ast."""
+
+    __slots__ = ("exclude", "include_only", "inherit", "keep_default_excludes", "set")
+
+    inherit: Inherit
+    exclude: tuple[str, ...]
+    include_only: tuple[str, ...]
+    set: Mapping[str, str]
+    keep_default_excludes: bool
+
+    def __init__(
+        self,
+        *,
+        inherit: Inherit = "all",
+        exclude: tuple[str, ...] = (),
+        include_only: tuple[str, ...] = (),
+        set: Mapping[str, str] | None = None,
+        keep_default_excludes: bool = True,
+    ) -> None:
+        if inherit not in INHERIT_CHOICES:
+            raise ValueError(f"inherit must be one of {', '.join(INHERIT_CHOICES)}")
+        given = dict(set or {})
+        forbidden = [name for name in given if is_stockade_own(name)]
+        if forbidden:
+            raise ValueError(
+                f"set may not name stockade's own variables ({STOCKADE_OWN}): "
+                + ", ".join(sorted(forbidden))
+            )
+        bad = [name for name in given if not is_variable_name(name)]
+        if bad:
+            raise ValueError("set names no variable: " + ", ".join(map(repr, sorted(bad))))
+        # Frozen all the way down: a caller's dict changed later changes no policy.
+        for key, value in (
+            ("inherit", inherit),
+            ("exclude", tuple(exclude)),
+            ("include_only", tuple(include_only)),
+            ("set", MappingProxyType(given)),
+            ("keep_default_excludes", keep_default_excludes),
+        ):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"EnvPolicy is immutable (cannot set {name})")
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.inherit, self.exclude, self.include_only, self.keep_default_excludes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EnvPolicy):
+            return NotImplemented
+        return self._key() == other._key() and dict(self.set) == dict(other.set)
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        # The names of `set`, never its values.
+        return (
+            f"EnvPolicy(inherit={self.inherit!r}, exclude={self.exclude!r}, "
+            f"include_only={self.include_only!r}, set=<{', '.join(sorted(self.set))}>, "
+            f"keep_default_excludes={self.keep_default_excludes!r})"
+        )
+
+    def describe(self) -> dict[str, object]:
+        """The policy as plain data (for `stockade probe`): names and globs, no values
+        of `set` (it may hold a value the operator meant for the command alone)."""
+        return {
+            "inherit": self.inherit,
+            "keep_default_excludes": self.keep_default_excludes,
+            "default_excludes": list(DEFAULT_EXCLUDES) if self.keep_default_excludes else [],
+            "always_dropped": [STOCKADE_OWN],
+            "exclude": list(self.exclude),
+            "include_only": list(self.include_only),
+            "set": sorted(self.set),
+        }
+
+
+def render_policy(policy: EnvPolicy) -> str:
+    """`stockade probe`'s text: what every command inherits of this environment."""
+    kept = {"all": "everything", "core": "the core names", "none": "nothing"}[policy.inherit]
+    lines = [f"command environment: inherit {policy.inherit} ({kept} of the harness's)"]
+    if policy.keep_default_excludes:
+        lines.append("  dropped by default: " + " ".join(DEFAULT_EXCLUDES))
+    else:
+        lines.append(f"  dropped by default: {STOCKADE_OWN} only (keep_default_excludes: false)")
+    if policy.inherit == "core":
+        lines.append("  core: " + " ".join(CORE))
+    if policy.exclude:
+        lines.append("  exclude: " + " ".join(policy.exclude))
+    if policy.set:
+        lines.append("  set: " + " ".join(sorted(policy.set)))
+    if policy.include_only:
+        lines.append("  include_only: " + " ".join(policy.include_only))
+    return "\n".join(lines) + "\n"
+
+
+def glob_match(name: str, pattern: str) -> bool:
+    """Whether `name` matches `pattern`, case-sensitively: `*` any run of characters,
+    `?` one; every other character itself (no `[...]` classes: fnmatch would cost
+    `stockade exec` the import of re)."""
+    n = p = 0
+    star, mark = -1, 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] == "*":
+            star, mark, p = p, n, p + 1
+        elif p < len(pattern) and pattern[p] in ("?", name[n]):
+            n, p = n + 1, p + 1
+        elif star != -1:
+            mark += 1
+            n, p = mark, star + 1
+        else:
+            return False
+    return all(char == "*" for char in pattern[p:])
+
+
+def matches(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether `name` matches one of `patterns`, case-insensitively (as Codex does)."""
+    folded = name.upper()
+    return any(glob_match(folded, pattern.upper()) for pattern in patterns)
+
+
+def is_variable_name(name: str) -> bool:
+    """Letters, digits and underscores, not starting with a digit (ASCII)."""
+    return (
+        bool(name)
+        and name.isascii()
+        and not name[0].isdigit()
+        and all(char.isalnum() or char == "_" for char in name)
+    )
+
+
+def is_stockade_own(name: str) -> bool:
+    return matches(name, (STOCKADE_OWN,))
+
+
+def apply_policy(
+    environ: Mapping[str, str], policy: EnvPolicy
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The environment a command gets, and the names of `environ` it does not get (sorted).
+
+    The order (Codex's): 1. `inherit` picks the start (all, the CORE names, or none);
+    2. the default excludes drop (unless `keep_default_excludes` is false); 3. `exclude`
+    drops; 4. `set` adds or overrides; 5. `include_only`, when given, keeps only what
+    matches it (the `set` names too). Stockade's own variables (STOCKADE_*) are dropped
+    last whatever came before, and `set` cannot name them (EnvPolicy refuses it).
+    """
+    if policy.inherit == "all":
+        out = dict(environ)
+    elif policy.inherit == "core":
+        # Core names match exactly (case-sensitive): `path` is not PATH.
+        out = {k: v for k, v in environ.items() if any(glob_match(k, p) for p in CORE)}
+    else:
+        out = {}
+    if policy.keep_default_excludes:
+        out = {k: v for k, v in out.items() if not matches(k, DEFAULT_EXCLUDES)}
+    if policy.exclude:
+        out = {k: v for k, v in out.items() if not matches(k, policy.exclude)}
+    out.update(policy.set)
+    if policy.include_only:
+        out = {k: v for k, v in out.items() if matches(k, policy.include_only)}
+    out = {k: v for k, v in out.items() if not is_stockade_own(k)}
+    dropped = tuple(sorted(name for name in environ if name not in out))
+    return out, dropped
