@@ -110,6 +110,19 @@ def mq_exists(name: str) -> bool:
     return True
 
 
+# /proc/sysvipc/shm: key shmid perms size cpid lpid nattch uid gid cuid cgid atime dtime ...
+_SHM_ATTACH_TIMES = (11, 12)
+
+
+def _without_attach_times(name: tuple[str, int], row: tuple[str, ...]) -> tuple[str, ...]:
+    """A segment's attach and detach times, blanked: reading the content (shm_content)
+    attaches, so a second boundary between two reads would look like a change. An attack
+    that attaches still shows, in lpid (read before our own attach) and in the content."""
+    if name[0] != "shm":
+        return row
+    return tuple("-" if index in _SHM_ATTACH_TIMES else field for index, field in enumerate(row))
+
+
 class HostIpc:
     """A message queue, a semaphore set, a shared memory segment ("original") and a
     POSIX queue made on the host by the test, mode 0666 so that nobody may use them."""
@@ -145,7 +158,11 @@ class HostIpc:
         """The SysV objects under our key or the attack's: other processes on the host
         (a database server's segment) change their own objects' attach times."""
         keys = {str(self.key), str(self.key + 1)}
-        return {name: row for name, row in sysv_objects().items() if row[0] in keys}
+        return {
+            name: _without_attach_times(name, row)
+            for name, row in sysv_objects().items()
+            if row[0] in keys
+        }
 
     def state(self) -> dict[str, object]:
         return {
