@@ -3,10 +3,10 @@
  *
  *   landlock-run [--ro PATH]... [--rw PATH]... [--seal-metadata] [--private-ipc]
  *                [--no-network [--unix-pairs-only]]
- *                [--empty FILE --hide-socket PATH...] -- ARGV...
+ *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...] -- ARGV...
  *   landlock-run --filters-only [--seal-metadata]
  *                [--no-network | --netns-only] [--unix-pairs-only]
- *                [--empty FILE --hide-socket PATH...] -- ARGV...
+ *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...] -- ARGV...
  *   landlock-run --probe
  *
  * The child may read and execute beneath --ro paths, do anything the running
@@ -41,6 +41,13 @@
  * made as for --private-ipc; inside a runner (--filters-only) that takes
  * CAP_SYS_ADMIN, which the runner leaves the launcher for this (bwrap
  * --cap-add) and the launcher drops before exec like every other capability.
+ *
+ * --deny-read PATH: each PATH (a real path; one that is gone is skipped) is covered,
+ * in the same mount namespace, by an empty file or directory of mode 000 on a
+ * read-only tmpfs of the launcher's own: with every capability dropped, reading,
+ * listing, writing or changing it fails (EACCES, or EROFS for a write), for root
+ * too, and the mount cannot be undone by the command (its namespace's mounts are
+ * locked in any namespace it makes).
  *
  * Seccomp filters, each killing foreign-architecture and x32 calls:
  *  - always: no TIOCSTI/TIOCLINUX (typing into the caller's terminal); no
@@ -905,6 +912,93 @@ static void hide_sockets(const char *empty, const char **paths, int count)
 	close(source);
 }
 
+/* ---- Hiding what no command may read (--deny-read) ---- */
+
+#ifndef __NR_fsopen
+#define __NR_fsopen 430
+#endif
+#ifndef __NR_fsconfig
+#define __NR_fsconfig 431
+#endif
+#ifndef __NR_fsmount
+#define __NR_fsmount 432
+#endif
+#define FS_CLOEXEC 1U			/* FSOPEN_CLOEXEC, FSMOUNT_CLOEXEC */
+#define CONFIG_CMD_CREATE 6U		/* FSCONFIG_CMD_CREATE */
+
+static void set_read_only(int mount_fd, const char *what)
+{
+	struct mount_attributes attr = { .attr_set = ATTR_RDONLY };
+
+	if (syscall(__NR_mount_setattr, mount_fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0)
+		fatal("cannot hide %s: cannot make its cover read-only: %s", what, strerror(errno));
+}
+
+/*
+ * A detached tmpfs of the launcher's own holding an empty file "f" and an empty
+ * directory "d", both mode 000, the mount read-only: with no capability left,
+ * opening either (or searching "d") fails with EACCES, for root too, and neither
+ * can be chmod'ed back or written.
+ */
+static int unreadable_mount(void)
+{
+	int fs = (int)syscall(__NR_fsopen, "tmpfs", FS_CLOEXEC), mnt, file;
+
+	if (fs < 0)
+		fatal("cannot hide unreadable paths: cannot make a tmpfs: %s", strerror(errno));
+	if (syscall(__NR_fsconfig, fs, CONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+		fatal("cannot hide unreadable paths: cannot make a tmpfs: %s", strerror(errno));
+	mnt = (int)syscall(__NR_fsmount, fs, FS_CLOEXEC, 0U);
+	if (mnt < 0)
+		fatal("cannot hide unreadable paths: cannot mount a tmpfs: %s", strerror(errno));
+	close(fs);
+	if (mkdirat(mnt, "d", 0) != 0 || fchmodat(mnt, "d", 0, 0) != 0)
+		fatal("cannot hide unreadable paths: %s", strerror(errno));
+	file = openat(mnt, "f", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
+	if (file < 0 || fchmod(file, 0) != 0)
+		fatal("cannot hide unreadable paths: %s", strerror(errno));
+	close(file);
+	set_read_only(mnt, "unreadable paths");
+	return mnt;
+}
+
+/*
+ * Cover each path with a clone of the unreadable file or directory (as it is a
+ * file or a directory), attached to the very dentry opened without following a
+ * symlink (the caller resolved the real path: one that became a link since fails
+ * the call).  One that is gone is skipped: there is nothing left to read; so is one
+ * this process cannot reach (a caller of less privilege than the one who listed
+ * it): neither can the command, which has the same credentials and no capability.
+ */
+static void hide_unreadable(const char **paths, int count)
+{
+	int source = unreadable_mount();
+
+	for (int i = 0; i < count; i++) {
+		struct stat st;
+		int target = open_grant(paths[i]), clone;
+
+		if (target < 0) {
+			if (errno == ENOENT || errno == EACCES || errno == ENOTDIR)
+				continue;
+			fatal("cannot hide %s: %s", paths[i], strerror(errno));
+		}
+		if (fstat(target, &st) != 0)
+			fatal("cannot hide %s: %s", paths[i], strerror(errno));
+		clone = (int)syscall(__NR_open_tree, source, S_ISDIR(st.st_mode) ? "d" : "f",
+				     TREE_CLONE | O_CLOEXEC);
+		if (clone < 0)
+			fatal("cannot hide %s: %s", paths[i], strerror(errno));
+		set_read_only(clone, paths[i]);
+		if (syscall(__NR_move_mount, clone, "", target, "",
+			    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+			fatal("cannot hide %s: %s", paths[i], strerror(errno));
+		close(clone);
+		close(target);
+	}
+	close(source);
+}
+
 /* ---- Program lookup ---- */
 
 static int check_executable(const char *path)
@@ -1000,6 +1094,8 @@ struct options {
 	const char *empty;
 	const char **hidden;	/* --hide-socket paths */
 	int nhidden;
+	const char **unreadable;	/* --deny-read paths */
+	int nunreadable;
 	char **argv;
 };
 
@@ -1022,17 +1118,24 @@ static int network_option(const char *arg, struct options *opt)
 	return 1;
 }
 
-/* --empty FILE and --hide-socket PATH; 1 when argv[*i] was one (its value taken). */
+/* --empty FILE, --hide-socket PATH and --deny-read PATH; 1 when argv[*i] was one
+ * (its value taken). */
 static int hiding_option(int argc, char **argv, int *i, struct options *opt)
 {
 	const char *arg = argv[*i];
 
-	if (strcmp(arg, "--empty") != 0 && strcmp(arg, "--hide-socket") != 0)
+	if (strcmp(arg, "--empty") != 0 && strcmp(arg, "--hide-socket") != 0 &&
+	    strcmp(arg, "--deny-read") != 0)
 		return 0;
 	if (*i + 1 == argc)
 		fatal("%s needs a path", arg);
 	if (strcmp(arg, "--empty") == 0) {
 		opt->empty = argv[++*i];
+	} else if (strcmp(arg, "--deny-read") == 0) {
+		if (opt->unreadable == NULL &&
+		    (opt->unreadable = calloc((size_t)argc, sizeof(char *))) == NULL)
+			fatal("out of memory");
+		opt->unreadable[opt->nunreadable++] = argv[++*i];
 	} else {
 		if (opt->hidden == NULL && (opt->hidden = calloc((size_t)argc, sizeof(char *))) == NULL)
 			fatal("out of memory");
@@ -1344,6 +1447,8 @@ static _Noreturn void run(int argc, char **argv)
 		      : "cannot make the command's PID namespace: %s", strerror(err));
 	if (call.opt.nhidden > 0)
 		hide_sockets(call.opt.empty, call.opt.hidden, call.opt.nhidden);
+	if (call.opt.nunreadable > 0)
+		hide_unreadable(call.opt.unreadable, call.opt.nunreadable);
 
 	/* ENOSYS before Linux 5.3: the death signal alone then. */
 	call.launcher_fd = (int)syscall(__NR_pidfd_open, getpid(), 0U);
@@ -1381,7 +1486,7 @@ static _Noreturn void filters_only(int argc, char **argv)
 			opt.seal_metadata = 1;
 		else if (!network_option(argv[i], &opt) && !hiding_option(argc, argv, &i, &opt))
 			fatal("--filters-only takes only --seal-metadata, the network options, "
-			      "--empty and --hide-socket, not %s", argv[i]);
+			      "--empty, --hide-socket and --deny-read, not %s", argv[i]);
 	}
 	if (i == argc)
 		fatal("missing -- before the command");
@@ -1393,12 +1498,15 @@ static _Noreturn void filters_only(int argc, char **argv)
 	 * covered in a mount namespace of the command's own (never the one this was
 	 * started in, whatever that is), then every capability goes.
 	 */
-	if (opt.nhidden > 0) {
+	if (opt.nhidden > 0 || opt.nunreadable > 0) {
 		int err = private_namespaces(CLONE_NEWNS);
 
 		if (err != 0)
-			fatal("cannot make a mount namespace to hide sockets in: %s", strerror(err));
-		hide_sockets(opt.empty, opt.hidden, opt.nhidden);
+			fatal("cannot make a mount namespace to hide paths in: %s", strerror(err));
+		if (opt.nhidden > 0)
+			hide_sockets(opt.empty, opt.hidden, opt.nhidden);
+		if (opt.nunreadable > 0)
+			hide_unreadable(opt.unreadable, opt.nunreadable);
 		drop_capabilities();
 	}
 	install_filters(opt.seal_metadata, 0, opt.network, opt.unix_pairs_only);

@@ -77,6 +77,9 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     # that the backend keeps read-only: what a denial is judged against.
     writable: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
+    # The deny_read paths this call covers (real paths): a refused read there is a
+    # denial that only danger-full-access lifts.
+    unreadable: tuple[str, ...] = ()
 
 
 class NetworkClaim(msgspec.Struct, frozen=True):
@@ -286,6 +289,9 @@ class ShellResult(msgspec.Struct, frozen=True):
     # The names (never the values) of the harness's variables the environment
     # policy kept from the command (executor/environment.py).
     env_dropped: tuple[str, ...] = ()
+    # The refusal was of a path no mode may read (deny_read): no wider sandbox mode
+    # lifts it, only danger-full-access.
+    read_denied: bool = False
 
 
 class JobHandle(msgspec.Struct, frozen=True):
@@ -316,6 +322,7 @@ class JobReport(msgspec.Struct, frozen=True):
     enforcement: Enforcement | None
     exit_code: int | None = None
     denied: bool = False
+    read_denied: bool = False
     runner_failed: bool = False
     runner_failure: str | None = None
     timed_out: bool = False

@@ -143,6 +143,14 @@ DENIAL_INSTRUCTION = (
 )
 
 
+# After the marker, when the refused effect was on a deny_read path.
+READ_DENIED_HINT = (
+    "The refused path is one no sandbox mode may read (deny_read): a wider retry under "
+    "workspace-write or with network access is refused the same way; only "
+    "danger-full-access lifts it."
+)
+
+
 def rejection_text(mode: SandboxMode) -> str:
     return f'the user rejected escalating this command to "{mode.value}"'
 

@@ -13,6 +13,7 @@ import msgspec
 from .errors import InvalidPolicy
 from .modes import DENIAL_INSTRUCTION as DENIAL_INSTRUCTION
 from .modes import NETWORK_REJECTION_TEXT as NETWORK_REJECTION_TEXT
+from .modes import READ_DENIED_HINT as READ_DENIED_HINT
 from .modes import WITH_NETWORK as WITH_NETWORK
 from .modes import ApprovalPolicy as ApprovalPolicy
 from .modes import Enforcement as Enforcement

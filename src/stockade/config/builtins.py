@@ -74,6 +74,19 @@ def _check_protected(
             )
 
 
+def _check_deny_read(
+    _instance: object,
+    attribute: attrs.Attribute[tuple[NonEmptyStr, ...]],
+    value: tuple[NonEmptyStr, ...],
+) -> None:
+    from ..trust.secrets import check_pattern
+
+    for entry in value:
+        problem = check_pattern(entry)
+        if problem is not None:
+            raise FieldProblem(attribute.name, f"{entry!r}: {problem}")
+
+
 @attrs.frozen(kw_only=True)
 class SandboxLocalConfig:
     """`stockade.sandbox.local`: which backend, or the operator's own runner."""
@@ -92,6 +105,9 @@ class SandboxLocalConfig:
     # Let workspace-write also write the host's shared temp roots (/tmp, $TMPDIR),
     # beside each session's private one; the claim names them (partial).
     allow_host_temp: bool = False
+    # What no confined command may read beside the defaults; "!NAME" leaves a default
+    # item out (docs/security.md, "Secrets: files").
+    deny_read: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_deny_read)
 
     def provider_config(self) -> ProviderConfig:
         return ProviderConfig(
@@ -103,6 +119,7 @@ class SandboxLocalConfig:
             protected_paths=(*self.protected_paths, *(f"!{name}" for name in self.unprotect)),
             allow_unprotected_installation=self.allow_unprotected_installation,
             allow_host_temp=self.allow_host_temp,
+            deny_read=self.deny_read,
         )
 
 

@@ -100,6 +100,8 @@ class Verdict:
 
     runner_failure: str | None
     denied: bool
+    # The refusal was of a deny_read path: only danger-full-access lifts it.
+    read_denied: bool = False
 
     @property
     def runner_failed(self) -> bool:

@@ -291,3 +291,29 @@ def attribute(
         if verdict is Attribution.UNKNOWN and not refusal.on_stdout:
             return True
     return False
+
+
+# --- refused reads of deny_read's paths ---------------------------------------------------
+
+# What a refused effect on a covered path prints: reading, listing or searching it
+# (EACCES), writing it (EROFS), removing or renaming it (EBUSY: a mount point).
+READ_SIGNATURES = ("Permission denied", "Read-only file system", "Device or resource busy")
+_SPLIT = re.compile(r"""[\s'"\u2018\u2019]+|: """)
+
+
+def named_paths(stderr: str, stdout: str = "") -> tuple[str, ...]:
+    """Every word of a line carrying a READ_SIGNATURE that could be a path (quoted or
+    bare, relative or absolute), in order without repeats: `read_denied` resolves them
+    against the workdir and keeps those under a covered path."""
+    found: dict[str, None] = {}
+    for text in (stderr, stdout):
+        if not any(signature in text for signature in READ_SIGNATURES):
+            continue
+        for line in text.splitlines():
+            if not any(signature in line for signature in READ_SIGNATURES):
+                continue
+            for word in _SPLIT.split(line):
+                word = word.strip(":,;()[]")
+                if word and not word.startswith("-"):
+                    found[word] = None
+    return tuple(found)

@@ -113,3 +113,20 @@ def gather(found: Iterable[Refusal], cwd: str) -> dict[str, PathFacts]:
             if result is not None:
                 facts[path] = result
     return facts
+
+
+def read_denied(words: Iterable[str], cwd: str, unreadable: Iterable[str]) -> bool:
+    """Whether one of `words` (`_denials.named_paths`), resolved against `cwd` (links
+    followed, as the command's open did), lies at or under a covered deny_read path
+    that the caller could read without the sandbox (so the sandbox is what refused)."""
+    covered = tuple(unreadable)
+    for word in list(words)[:MAX_PATHS]:
+        try:
+            target = os.path.realpath(os.path.join(cwd, word))
+        except (OSError, ValueError):
+            continue
+        for path in covered:
+            under = target == path or target.startswith(path.rstrip("/") + "/")
+            if under and _access(path, os.R_OK):
+                return True
+    return False

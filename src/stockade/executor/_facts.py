@@ -11,8 +11,8 @@ from ..messages import RunnerFailureRule, ShellResult, Wrapped
 from ..vocab import Enforcement, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import Evidence, Verdict, classify, command_exec_status, runner_failure_line
-from ._denials import changes_directory, merges_stderr, refusals
-from ._evidence import gather
+from ._denials import changes_directory, merges_stderr, named_paths, refusals
+from ._evidence import gather, read_denied
 
 UNCONFINED = "none"
 
@@ -30,6 +30,8 @@ class WrapFacts:
     blockers: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
+    # deny_read's paths this call covered (real paths).
+    unreadable: tuple[str, ...] = ()
     # Where the command ran and what it was: a relative path in a denial line is
     # resolved against `workdir`, unless `command` may have changed directory.
     # None: no attribution (the signature alone decides).
@@ -66,6 +68,7 @@ class WrapFacts:
             blockers=wrapped.blockers,
             writable=wrapped.writable,
             protected=wrapped.protected,
+            unreadable=wrapped.unreadable,
             workdir=workdir,
             command=command,
             network=network,
@@ -90,7 +93,7 @@ class WrapFacts:
             and runner_failure_line(self.runner_failure_rules, exit_code, stderr) is None
         ):
             evidence = self.evidence(stderr, stdout)
-        return classify(
+        verdict = classify(
             self.runner_failure_rules,
             self.denial_signatures,
             exit_code,
@@ -98,6 +101,12 @@ class WrapFacts:
             stdout=stdout,
             evidence=evidence,
         )
+        if verdict.runner_failed or not self.unreadable or self.workdir is None:
+            return verdict
+        words = named_paths(stderr, stdout if merges_stderr(self.command) else "")
+        if words and read_denied(words, self.workdir, self.unreadable):
+            return Verdict(runner_failure=None, denied=True, read_denied=True)
+        return verdict
 
     def _mentions_signature(self, stderr: str, stdout: str) -> bool:
         seen = (stderr, stdout) if merges_stderr(self.command) else (stderr,)
@@ -141,6 +150,7 @@ def settled_result(
         stdout=stdout_text,
         stderr=stderr_text,
         denied=verdict.denied,
+        read_denied=verdict.read_denied,
         runner_failed=verdict.runner_failed,
         runner_failure=verdict.runner_failure,
         timed_out=timed_out,

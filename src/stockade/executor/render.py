@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..messages import JobReport, ShellResult
-from ..vocab import DENIAL_INSTRUCTION, denial_marker
+from ..vocab import DENIAL_INSTRUCTION, READ_DENIED_HINT, denial_marker
 
 
 def _streams(stdout: str, stderr: str, stdout_dropped: int, stderr_dropped: int) -> list[str]:
@@ -29,6 +29,8 @@ def render_result(result: ShellResult) -> str:
     if result.denied:
         parts.append(denial_marker(result.mode))
         parts.append(DENIAL_INSTRUCTION)
+        if result.read_denied:
+            parts.append(READ_DENIED_HINT)
     return "\n".join(parts)
 
 
@@ -51,4 +53,6 @@ def render_job(report: JobReport) -> str:
     if report.denied:
         parts.append(denial_marker(report.mode))
         parts.append(DENIAL_INSTRUCTION)
+        if report.read_denied:
+            parts.append(READ_DENIED_HINT)
     return "\n".join(parts)

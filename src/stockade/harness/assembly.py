@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
+
 from ..actors.lifetime import running
 from ..approval.actor import ApprovalActor
 from ..approval.answerers import (
@@ -44,6 +46,7 @@ from ..tools.bash import BashTool
 from ..tools.events import TOOL_EVENTS
 from ..tools.fs_tool import FsTool
 from ..trust import host_temp_roots
+from ..trust.secrets import deny_read_for
 from ..vocab import ApprovalPolicy, Network, SandboxMode
 from .harness import Harness
 
@@ -159,6 +162,13 @@ def assemble(
         provider_config = trusted_provider(
             provider_config, composition.path, (fallback_root, *host_temp_roots())
         )
+        if isinstance(store, JsonlStore):
+            # This harness's log directory, wherever the composition put it: deny_read's
+            # `state` item (the default directories are in the list already).
+            provider_config = attrs.evolve(
+                provider_config,
+                secret_state=(*provider_config.secret_state, str(store.directory)),
+            )
         provider_actor = _plugin_actor(composition.provider) or ProviderActor(
             config=provider_config
         )
@@ -213,6 +223,7 @@ def assemble(
             protected = (composition.path,)
         fs_tool = FsTool(
             protected=protected,
+            deny_read=deny_read_for(provider_config) if provider_config is not None else None,
             fenced=composition.fs.plugin.confines,
             read_cap=composition.fs.config.read_cap,
             approval=approval_client,

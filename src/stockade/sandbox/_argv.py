@@ -76,6 +76,7 @@ def bwrap_argv(
     launcher: str | None = None,
     network: Network = Network.OFF,
     hidden_sockets: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """bwrap: the host read-only, a private /dev, /proc and IPC namespace, no capabilities.
 
@@ -105,9 +106,13 @@ def bwrap_argv(
     CAP_SETPCAP, to empty the bounding set) for that, which it drops before exec.
     Needs the filter stage; without one they are not hidden. Those under `/dev` are
     left out: bwrap's `/dev` is its own, where no host socket is.
+
+    `unreadable` (deny_read's paths that exist) are covered by the filter stage too,
+    with an unreadable empty file or directory, network on or off.
     """
     hidden_sockets = [path for path in hidden_sockets if not in_private_dev(path)]
     hide = bool(hidden_sockets) and launcher is not None and network is Network.OFF
+    cover = bool(unreadable) and launcher is not None
     args: list[str] = [
         bwrap,
         "--die-with-parent",
@@ -122,7 +127,7 @@ def bwrap_argv(
         "--cap-drop",
         "ALL",
         # Only for the filter stage to hide sockets with; it drops both before exec.
-        *(("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP") if hide else ()),
+        *(("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP") if hide or cover else ()),
         "--ro-bind",
         "/",
         "/",
@@ -153,7 +158,17 @@ def bwrap_argv(
                 args.append("--unix-pairs-only")
         if hide:
             args += hiding_args(hidden_sockets)
+        if cover:
+            args += unreadable_args(unreadable)
     return (*args, "--", *argv)
+
+
+def unreadable_args(paths: Sequence[str]) -> list[str]:
+    """The launcher's options covering each deny_read path (`--deny-read`)."""
+    args: list[str] = []
+    for path in paths:
+        args += ["--deny-read", path]
+    return args
 
 
 def in_private_dev(path: str) -> bool:
@@ -208,8 +223,10 @@ def landlock_argv(
     private_ipc: bool = True,
     network: Network = Network.OFF,
     hidden_sockets: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    """The shipped launcher: read and execute everywhere, write only the grants.
+    """The shipped launcher: read and execute everywhere but `unreadable` (covered in
+    the mount namespace every call gets), write only the grants.
 
     `private_ipc` (the probe found it possible): the command gets an IPC namespace of
     its own, or the launcher fails; without it the launcher refuses creating, removing
@@ -235,6 +252,7 @@ def landlock_argv(
             args.append("--unix-pairs-only")
         if hidden_sockets and private_ipc:
             args += hiding_args(hidden_sockets)
+    args += unreadable_args(unreadable)
     return (*args, "--", *argv)
 
 
@@ -244,6 +262,7 @@ def seatbelt_profile(
     temp_roots: Sequence[str],
     protections: Sequence[Protection] = (),
     network: Network = Network.OFF,
+    unreadable: Sequence[str] = (),
 ) -> tuple[str, dict[str, str]]:
     """SBPL text and its parameters: everything allowed but file writes off the grants
     (and, network off, every network operation, Unix sockets by name included).
@@ -267,6 +286,10 @@ def seatbelt_profile(
         name = f"PROTECTED_{index}"
         params[name] = protection.path
         lines.append(f'(deny file-write* (subpath (param "{name}")))')
+    for index, path in enumerate(unreadable):
+        name = f"UNREADABLE_{index}"
+        params[name] = path
+        lines.append(f'(deny file-read* file-write* (subpath (param "{name}")))')
     return "\n".join(lines) + "\n", params
 
 
@@ -277,8 +300,9 @@ def seatbelt_argv(
     argv: Sequence[str],
     protections: Sequence[Protection] = (),
     network: Network = Network.OFF,
+    unreadable: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    profile, params = seatbelt_profile(mode, root, temp_roots, protections, network)
+    profile, params = seatbelt_profile(mode, root, temp_roots, protections, network, unreadable)
     defines = [f"-D{name}={value}" for name, value in params.items()]
     return (SEATBELT_EXEC, "-p", profile, *defines, "--", *argv)
 
@@ -297,6 +321,7 @@ def confined_argv(
     private_ipc: bool = True,
     network: Network = Network.OFF,
     hidden_sockets: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """The argv to spawn instead of `argv`, for the selected backend and runner.
 
@@ -305,7 +330,8 @@ def confined_argv(
     `launcher` is bwrap's filter stage (not an operator's runner_command: what it can
     see inside is its own business); `private_ipc` is the Landlock launcher's.
     `network` is the call's effective value; `hidden_sockets` the host's named Unix
-    sockets found for it (`_sockets.host_unix_sockets`, where `hides_sockets`).
+    sockets found for it (`_sockets.host_unix_sockets`, where `hides_sockets`);
+    `unreadable` the deny_read paths that exist (`trust.secrets.DenyRead.expand`).
     """
     if backend in (BWRAP, RUNNER_COMMAND):
         return bwrap_argv(
@@ -319,6 +345,7 @@ def confined_argv(
             launcher=launcher if backend == BWRAP else None,
             network=network,
             hidden_sockets=hidden_sockets,
+            unreadable=unreadable if backend == BWRAP else (),
         )
     if backend == LANDLOCK:
         return landlock_argv(
@@ -330,7 +357,8 @@ def confined_argv(
             private_ipc=private_ipc,
             network=network,
             hidden_sockets=hidden_sockets,
+            unreadable=unreadable,
         )
     if backend == SEATBELT:
-        return seatbelt_argv(mode, root, temp_roots, argv, protections, network)
+        return seatbelt_argv(mode, root, temp_roots, argv, protections, network, unreadable)
     raise ValueError(f"unknown sandbox backend {backend!r}")

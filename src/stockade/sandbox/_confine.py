@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ..errors import SandboxUnavailable
+from ..modes import SandboxMode
 from ..trust import check_temp_roots, resolve_workspace_root
 from ._argv import BWRAP, RUNNER_COMMAND, confined_argv, hides_sockets, writable_roots
 from ._guard import guard_call
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from types import TracebackType
 
-    from ..modes import Network, SandboxMode
+    from ..modes import Network
     from ..trust import PathFacts, Protection
+    from ..trust.secrets import DenyRead, Hidden
     from ._guard import Guard
     from ._guard_memo import GuardMemo
 
@@ -91,10 +93,12 @@ class GuardRules:
     protected (tuple[str, ...]: `protected_paths`), trusted_files (tuple[str, ...]: the
     composition files), installation (tuple[str, ...]: stockade's own files),
     allow_unprotected_installation (bool), startup (the caller's startup files, or
-    None: read at each guard)."""
+    None: read at each guard), deny_read (DenyRead | None: what no confined call may
+    read; None: nothing hidden)."""
 
     __slots__ = (
         "allow_unprotected_installation",
+        "deny_read",
         "installation",
         "protected",
         "startup",
@@ -108,7 +112,9 @@ class GuardRules:
         installation: Sequence[str] = (),
         allow_unprotected_installation: bool = False,
         startup: Sequence[tuple[str, str]] | None = None,
+        deny_read: DenyRead | None = None,
     ) -> None:
+        self.deny_read = deny_read
         self.protected = protected
         self.trusted_files = trusted_files
         self.installation = installation
@@ -121,9 +127,10 @@ class Confined:
     root (str: the workspace root, resolved), guard (Guard: its protections, gaps and
     the placeholders it mounts over), hidden (tuple[str, ...]: the host sockets
     covered), held (list[int]: the fds holding those placeholders; empty unless the
-    caller asked to hold them)."""
+    caller asked to hold them), unreadable (Hidden | None: the deny_read paths
+    covered, and what could not be)."""
 
-    __slots__ = ("argv", "guard", "held", "hidden", "root")
+    __slots__ = ("argv", "guard", "held", "hidden", "root", "unreadable")
 
     def __init__(
         self,
@@ -132,8 +139,10 @@ class Confined:
         guard: Guard,
         hidden: tuple[str, ...],
         held: list[int],
+        unreadable: Hidden | None = None,
     ) -> None:
         self.argv, self.root, self.guard, self.hidden, self.held = argv, root, guard, hidden, held
+        self.unreadable = unreadable
 
 
 def guard_rules(
@@ -145,14 +154,21 @@ def guard_rules(
     the defaults), with stockade's `installation` (trust.installation_paths()) and the
     caller's `startup` files (trust.startup_files(); None: read at each guard)."""
     if config is None:
-        return GuardRules((), (), installation, False, startup)
+        return GuardRules((), (), installation, False, startup, _deny_read(None))
     return GuardRules(
         config.protected_paths,  # type: ignore[attr-defined]
         config.trusted_files,  # type: ignore[attr-defined]
         installation,
         config.allow_unprotected_installation,  # type: ignore[attr-defined]
         startup,
+        _deny_read(config),
     )
+
+
+def _deny_read(config: object | None) -> DenyRead:
+    from ..trust.secrets import deny_read_for
+
+    return deny_read_for(config)
 
 
 def runner_identity(path: str) -> tuple[int, ...] | None:
@@ -369,6 +385,9 @@ def confine(
                 if hold
                 else []
             )
+    unreadable = None
+    if rules.deny_read is not None and mode is not SandboxMode.DANGER_FULL_ACCESS:
+        unreadable = rules.deny_read.expand((root, *temp_roots), keep=(root, *temp_roots))
     hidden: tuple[str, ...] = ()
     if hides_sockets(
         runner.backend,
@@ -391,5 +410,6 @@ def confine(
         private_ipc=runner.private_ipc,
         network=call.network,
         hidden_sockets=hidden,
+        unreadable=unreadable.paths if unreadable is not None else (),
     )
-    return Confined(argv, root, guard, hidden, held)
+    return Confined(argv, root, guard, hidden, held, unreadable)

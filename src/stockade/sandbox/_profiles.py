@@ -22,6 +22,7 @@ from ._probe import launcher_path
 
 if TYPE_CHECKING:
     from ..trust import Protection
+    from ..trust.secrets import Hidden
 
 LANDLOCK_PARTIAL_NOTICE: Final = "landlock-run: partial enforcement (older Landlock ABI)"
 
@@ -100,6 +101,16 @@ UNHIDDEN_PATHNAME_GAP: Final = (
 )
 UNFILTERED_FAMILIES_GAP: Final = (
     "socket families no network namespace isolates (vsock) (no filter stage to refuse them)"
+)
+
+# deny_read's paths are covered by the launcher (bwrap's filter stage, or the Landlock
+# launcher itself); an operator's runner_command, or bwrap without its filter stage,
+# has nothing to cover them with.
+DENY_READ_UNFILTERED_GAP: Final = (
+    "deny_read: its paths stay readable (no filter stage to hide them)"
+)
+DENY_READ_RUNNER_COMMAND_GAP: Final = (
+    "deny_read: its paths stay readable (an operator's runner_command cannot be told to hide them)"
 )
 
 _NETNS = "a private network namespace (its own loopback only)"
@@ -287,6 +298,7 @@ def wrap(
     blockers: tuple[str, ...] = (),
     hidden_sockets: tuple[str, ...] = (),
     confined: tuple[str, ...] | None = None,
+    unreadable: Hidden | None = None,
 ) -> Wrapped:
     """The Wrapped reply for `argv` under `policy` on the selected `backend`.
 
@@ -298,7 +310,12 @@ def wrap(
     off (`_sockets.host_unix_sockets`, where `_argv.hides_sockets`); the claim names
     what that cannot cover whether or not any were found. `confined`: the argv the
     confine sequence built for exactly these (`_confine.confine`), else built here.
+    `unreadable`: the deny_read paths this call covers, and what it could not.
     """
+    covered = unreadable.paths if unreadable is not None else ()
+    read_gaps = unreadable_gaps(backend, unreadable)
+    if backend.name == RUNNER_COMMAND or (backend.name == BWRAP and backend.launcher is None):
+        covered = ()  # nothing covers them (`unreadable_gaps` says so)
     if not hides_sockets(
         backend.name,
         policy.mode,
@@ -321,6 +338,7 @@ def wrap(
             private_ipc=backend.private_ipc,
             network=policy.network,
             hidden_sockets=hidden_sockets,
+            unreadable=covered,
         )
     denial: tuple[str, ...]
     rules: tuple[RunnerFailureRule, ...]
@@ -349,11 +367,13 @@ def wrap(
     shared: tuple[str, ...] = ()
     if policy.host_temp and policy.mode is SandboxMode.WORKSPACE_WRITE:
         shared = (host_temp_gap(policy.host_temp),)
-    all_gaps = (*ungoverned, *shared, *gaps)
+    all_gaps = (*ungoverned, *shared, *gaps, *read_gaps)
     # A hidden socket inside a writable root cannot be removed either (a mount point:
     # "Device or resource busy", bwrap's denial text): a refusal, judged as one.
     roots = writable_roots(policy.mode, policy.workspace_root, host.temp_roots)
-    kept = tuple(path for path in hidden_sockets if any(is_under(path, root) for root in roots))
+    kept = tuple(
+        path for path in (*hidden_sockets, *covered) if any(is_under(path, root) for root in roots)
+    )
     return Wrapped(
         argv=confined,
         backend=backend.name,
@@ -369,7 +389,21 @@ def wrap(
         ),
         writable=roots,
         protected=(*(p.path for p in protections if p.kind != "pin"), *kept),
+        unreadable=covered,
     )
+
+
+def unreadable_gaps(backend: Backend, unreadable: Hidden | None) -> tuple[str, ...]:
+    """What deny_read leaves readable in this call: what `expand` could not hide, and
+    everything when the backend has nothing to cover it with."""
+    if unreadable is None:
+        return ()
+    gaps = unreadable.gaps
+    if unreadable.paths and backend.name == RUNNER_COMMAND:
+        gaps = (*gaps, DENY_READ_RUNNER_COMMAND_GAP)
+    elif unreadable.paths and backend.name == BWRAP and backend.launcher is None:
+        gaps = (*gaps, DENY_READ_UNFILTERED_GAP)
+    return gaps
 
 
 def runner_command_rules(signatures: tuple[str, ...]) -> tuple[RunnerFailureRule, ...]:

@@ -149,6 +149,7 @@ class ProviderActor:
             blockers=guard.creates,
             hidden_sockets=confined.hidden,
             confined=confined.argv,
+            unreadable=confined.unreadable,
         )
 
     async def _describe(self) -> ProviderReport:

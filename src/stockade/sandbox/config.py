@@ -26,6 +26,15 @@ def _check_signatures(_instance: object, _attribute: object, value: tuple[str, .
             )
 
 
+def _check_deny_read(_instance: object, _attribute: object, value: tuple[str, ...]) -> None:
+    from ..trust.secrets import check_pattern
+
+    for entry in value:
+        problem = check_pattern(entry) if isinstance(entry, str) else "not a string"
+        if problem is not None:
+            raise ConfigError(f"deny_read entry {entry!r}: {problem}")
+
+
 def _strings(value: Iterable[str]) -> tuple[str, ...]:
     # `converter=tuple`, in a form mypy's attrs plugin can type (it leaves tuple's
     # element type unsolved, and then refuses every argument).
@@ -64,6 +73,16 @@ class ProviderConfig:
     # beside the private temp directory each session gets: for a tool that insists on
     # /tmp. They are shared with every process of the host, so the claim names them.
     allow_host_temp: bool = False
+    # What no confined call may read (trust/secrets.py): the defaults, "!NAME" leaving
+    # out the default item NAME, and further paths or globs (absolute, ~/..., or a
+    # name or relative glob matched inside every root).
+    deny_read: tuple[str, ...] = attrs.field(
+        default=(), converter=_strings, validator=_check_deny_read
+    )
+    # Secret paths the harness knows beyond the list: a configured state directory,
+    # an MCP token file kept elsewhere (deny_read's `state` and `mcp-token` items).
+    secret_state: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    secret_tokens: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     # Workspace roots known when the probe runs (the first call's): a runner found
     # inside one is never probed, since probing runs it unconfined.
     probe_roots: tuple[str, ...] = attrs.field(default=(), converter=_strings)

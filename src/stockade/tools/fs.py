@@ -17,7 +17,15 @@ from typing import Any, Final
 
 import attrs
 
-from ..vocab import DENIAL_INSTRUCTION, ExecutionPolicy, SandboxMode, denial_marker
+from ..trust.secrets import DenyRead
+from ..vocab import (
+    DENIAL_INSTRUCTION,
+    READ_DENIED_HINT,
+    ExecutionPolicy,
+    SandboxMode,
+    denial_marker,
+)
+from . import _protected
 from ._fence import (
     FenceRefused,
     PathProblem,
@@ -50,6 +58,8 @@ class FsResult:
     path: str
     is_error: bool = False
     denied: bool = False
+    # The refused path is one no mode may read (deny_read): only danger-full-access.
+    read_denied: bool = False
     os_error: str | None = None
     size: int | None = None
     bytes_written: int | None = None
@@ -75,6 +85,27 @@ def _error(mode: SandboxMode, path: str, text: str, **facts: Any) -> FsResult:
 def _denied(tool: str, mode: SandboxMode, path: str, reason: str) -> FsResult:
     text = f"{tool} refused {path}: {reason}.\n{denial_marker(mode)}\n{DENIAL_INSTRUCTION}"
     return FsResult(text=text, mode=mode, path=path, is_error=True, denied=True)
+
+
+def _secret(tool: str, mode: SandboxMode, path: str) -> FsResult:
+    text = (
+        f"{tool} refused {path}: it is a path no sandbox mode may read (deny_read).\n"
+        f"{denial_marker(mode)}\n{DENIAL_INSTRUCTION}\n{READ_DENIED_HINT}"
+    )
+    return FsResult(text=text, mode=mode, path=path, is_error=True, denied=True, read_denied=True)
+
+
+def _denies(
+    policy: ExecutionPolicy,
+    deny_read: DenyRead | None,
+    real: str | None,
+    temp_roots: Sequence[str] | None = None,
+) -> bool:
+    """Whether deny_read names `real` (where the open landed) in this policy's mode."""
+    if deny_read is None or real is None or policy.mode is SandboxMode.DANGER_FULL_ACCESS:
+        return False
+    roots = policy.temp_roots if temp_roots is None else tuple(temp_roots)
+    return deny_read.denies(real, (policy.workspace_root, *roots))
 
 
 def _replaced(tool: str, mode: SandboxMode, path: str, refusal: RootReplaced) -> FsResult:
@@ -180,8 +211,10 @@ def read_file(
     *,
     read_cap: int = DEFAULT_READ_CAP,
     roots: PinnedRoots | None = None,
+    deny_read: DenyRead | None = None,
 ) -> FsResult:
-    """Read a text file (reads are allowed in every mode), at most `read_cap` bytes.
+    """Read a text file (in every mode, but for what `deny_read` names), at most
+    `read_cap` bytes.
 
     Lines are 1-based and inclusive; a binary file is reported with its size, a cut
     is announced with the size and where to continue. With a session's pinned `roots`,
@@ -212,6 +245,9 @@ def read_file(
             return _error(mode, shown, f"read_file: {shown} is not a regular file; refused.")
         return _os_error("read_file", mode, shown, error, cwd)
     try:
+        # Judged where the open landed (links followed, as the kernel did).
+        if _denies(policy, deny_read, _protected.dir_location(fd) or os.path.realpath(shown)):
+            return _secret("read_file", mode, shown)
         st = os.fstat(fd)
         if (refused := _not_regular("read_file", mode, shown, st)) is not None:
             return refused
@@ -342,6 +378,12 @@ def _read_open(
 # -- write and edit --------------------------------------------------------------------
 
 
+def _landed(target: Target) -> str | None:
+    """The real path a write target names: its directory's location, and its name."""
+    where = _protected.dir_location(target.dir_fd)
+    return None if where is None else os.path.join(where, target.name)
+
+
 def _hard_linked(links: int) -> FenceRefused:
     return FenceRefused(
         f"it has {links} hard links and may be linked from outside the writable roots"
@@ -382,6 +424,7 @@ def write_file(
     temp_roots: Sequence[str] | None = None,
     protected_extra: Sequence[str] = (),
     roots: PinnedRoots | None = None,
+    deny_read: DenyRead | None = None,
 ) -> FsResult:
     """Create or replace a file with `content` (UTF-8), atomically, if the mode allows it.
 
@@ -407,6 +450,8 @@ def write_file(
             _pinned(roots, policy, temp_roots) as pinned,
             write_target(policy, shown, pinned, protected_extra=protected_extra) as target,
         ):
+            if _denies(policy, deny_read, _landed(target), temp_roots):
+                return _secret("write_file", mode, shown)
             if (refused := _entry_problem("write_file", mode, shown, target)) is not None:
                 return refused
             replace_atomically(target, data, target.stat)
@@ -439,6 +484,7 @@ def edit_file(
     temp_roots: Sequence[str] | None = None,
     protected_extra: Sequence[str] = (),
     roots: PinnedRoots | None = None,
+    deny_read: DenyRead | None = None,
 ) -> FsResult:
     """Replace `old` with `new` in a UTF-8 file, atomically, if the mode allows writing it.
 
@@ -479,6 +525,8 @@ def edit_file(
                     "with write_file.",
                     os_error="ENOENT",
                 )
+            if _denies(policy, deny_read, _landed(target), temp_roots):
+                return _secret("edit_file", mode, shown)
             if (refused := _entry_problem("edit_file", mode, shown, target)) is not None:
                 return refused
             return _edit_open(mode, shown, target, old, new, replace_all)

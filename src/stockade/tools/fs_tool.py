@@ -15,6 +15,7 @@ import msgspec
 import trio
 
 from ..approval.actor import ApprovalClient
+from ..trust.secrets import DenyRead
 from ..vocab import ExecutionPolicy, SandboxMode, allowed_modes
 from . import _escalation as texts
 from . import fs
@@ -155,6 +156,8 @@ class FsTool:
     approval: ApprovalClient | None = None
     confines: bool = True
     protected: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    # What no fenced call may read or write (the provider's deny_read list).
+    deny_read: DenyRead | None = None
 
     @property
     def escalation(self) -> bool:
@@ -218,7 +221,7 @@ class FsTool:
         text = result.text
         if granted is not None:
             text += "\n" + texts.granted(granted)
-        elif result.denied and self.escalation:
+        elif result.denied and self.escalation and not result.read_denied:
             text += "\n" + escalation_hint(name)
         facts = {**result.facts(), "command": described}
         if granted is not None:
@@ -241,6 +244,7 @@ class FsTool:
                     args.end_line,
                     read_cap=self.read_cap,
                     roots=roots,
+                    deny_read=self.deny_read,
                 )
             case WriteArguments():
                 return partial(
@@ -251,6 +255,7 @@ class FsTool:
                     args.content,
                     protected_extra=self.protected,
                     roots=roots,
+                    deny_read=self.deny_read,
                 )
             case EditArguments():
                 return partial(
@@ -263,5 +268,6 @@ class FsTool:
                     args.replace_all,
                     protected_extra=self.protected,
                     roots=roots,
+                    deny_read=self.deny_read,
                 )
         raise AssertionError(f"unexpected arguments {args!r}")

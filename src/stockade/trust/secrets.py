@@ -1,0 +1,332 @@
+"""`deny_read`: the paths no confined command may read, whatever its mode (only an
+unconfined danger-full-access run is outside them). The list, and what it names on disk.
+
+Standard library only (`stockade exec` hides them too). The list is patterns; a call
+hides what they match when it starts (`DenyRead.expand`): each existing path is covered
+by an unreadable empty file or directory in the command's own mount namespace
+(sandbox/_argv.py), and the fs tools refuse it (tools/_fence.py). docs/security.md,
+"Secrets: files", states the list, the bound and what stays open.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+
+# Each default item: its name (what `!NAME` removes) is its pattern. `~` is the
+# harness's HOME. A glob (`*`, `?`, `[`) matches what exists when the call starts.
+HOME_SECRETS: tuple[str, ...] = (
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.pypirc",
+    "~/.npmrc",
+    "~/.cargo/credentials*",
+)
+SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow")
+# Named items whose paths the caller knows: stockade's state directory (session logs,
+# the MCP HTTP tokens it generates), the composition file in use, and a token file an
+# operator keeps (`stockade mcp --token-file`).
+STATE = "state"
+COMPOSITION = "composition"
+MCP_TOKEN = "mcp-token"
+# Inside every root (workspace and temp roots): these names, down to ENV_FILE_DEPTH
+# directories below the root, searching at most ENV_FILE_BUDGET directories per root.
+ENV_FILES = ".env"
+ENV_FILE_NAMES: tuple[str, ...] = (".env", ".env.*")
+ENV_FILE_DEPTH = 3
+ENV_FILE_BUDGET = 2000
+DEFAULT_DENY_READ: tuple[str, ...] = (
+    *HOME_SECRETS,
+    *SYSTEM_SECRETS,
+    STATE,
+    COMPOSITION,
+    MCP_TOKEN,
+    ENV_FILES,
+)
+NAMED = (STATE, COMPOSITION, MCP_TOKEN, ENV_FILES)
+
+_GLOB = frozenset("*?")
+
+
+def is_glob(pattern: str) -> bool:
+    return any(character in _GLOB for character in pattern)
+
+
+def glob_match(name: str, pattern: str) -> bool:
+    """Whether `name` matches `pattern`: `*` any run of characters, `?` one, every
+    other character itself (no classes: fnmatch would cost `stockade exec` re)."""
+    n = p = 0
+    star, mark = -1, 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] == "*":
+            star, mark, p = p, n, p + 1
+        elif p < len(pattern) and pattern[p] in ("?", name[n]):
+            n, p = n + 1, p + 1
+        elif star != -1:
+            mark += 1
+            n, p = mark, star + 1
+        else:
+            return False
+    return all(char == "*" for char in pattern[p:])
+
+
+def check_pattern(pattern: str) -> str | None:
+    """Why `pattern` cannot be a deny_read entry, or None."""
+    if not pattern or pattern != pattern.strip() or "\n" in pattern or "\x00" in pattern:
+        return "an entry must be a non-empty path or glob without surrounding spaces"
+    if pattern.startswith("!"):
+        name = pattern[1:]
+        if name not in DEFAULT_DENY_READ:
+            return (
+                f"{pattern!r} removes no default item (the defaults: "
+                f"{', '.join(DEFAULT_DENY_READ)})"
+            )
+        return None
+    if pattern.startswith("~") and not pattern.startswith("~/") and pattern != "~":
+        return "only ~/ (the harness's home) is expanded, not ~user"
+    if pattern in ("/", "~", "~/"):
+        return f"{pattern!r} would hide everything; name the secret paths instead"
+    if ".." in pattern.split("/"):
+        return "an entry may not contain '..'"
+    if "[" in pattern:
+        return "globs take * and ? only"
+    if pattern.startswith(("/", "~/")) and is_glob(os.path.dirname(pattern)):
+        return "an absolute entry may have * or ? in its last component only"
+    return None
+
+
+def resolve_patterns(configured: Sequence[str]) -> tuple[str, ...]:
+    """The defaults, minus each `!NAME` in `configured`, plus its other entries, in
+    order without repeats."""
+    removed = {entry[1:] for entry in configured if entry.startswith("!")}
+    added = [entry for entry in configured if not entry.startswith("!")]
+    kept = [item for item in DEFAULT_DENY_READ if item not in removed]
+    return tuple(dict.fromkeys((*kept, *added)))
+
+
+def state_directories(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """Where stockade keeps state by default: $STOCKADE_STATE_DIR, else
+    $XDG_STATE_HOME/stockade (XDG's default ~/.local/state/stockade)."""
+    found = []
+    chosen = environ.get("STOCKADE_STATE_DIR")
+    if chosen:
+        found.append(os.path.abspath(os.path.expanduser(chosen)))
+    xdg = environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(xdg):
+        xdg = os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    found.append(os.path.join(xdg, "stockade"))
+    return tuple(dict.fromkeys(found))
+
+
+class Hidden:
+    """What one call hides: paths (tuple[str, ...]: real, existing, outermost first,
+    none beneath another) and gaps (tuple[str, ...]: what the list names that this
+    call cannot hide, said plainly; each makes the claim partial)."""
+
+    __slots__ = ("gaps", "paths")
+
+    def __init__(self, paths: tuple[str, ...], gaps: tuple[str, ...]) -> None:
+        self.paths, self.gaps = paths, gaps
+
+    def covers(self, real_path: str) -> bool:
+        """Whether `real_path` (resolved) lies at or beneath a hidden path."""
+        return any(_under(real_path, hidden) for hidden in self.paths)
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _home(environ: Mapping[str, str]) -> str:
+    return environ.get("HOME") or os.path.expanduser("~")
+
+
+class DenyRead:
+    """The resolved list of one composition: patterns (tuple[str, ...], `resolve_patterns`),
+    state (tuple[str, ...]: the state directories, the default ones and a configured
+    one), composition (tuple[str, ...]: the composition files in use), tokens
+    (tuple[str, ...]: MCP token files kept elsewhere)."""
+
+    __slots__ = ("composition", "patterns", "state", "tokens")
+
+    def __init__(
+        self,
+        patterns: Sequence[str] = DEFAULT_DENY_READ,
+        *,
+        state: Sequence[str] = (),
+        composition: Sequence[str] = (),
+        tokens: Sequence[str] = (),
+    ) -> None:
+        self.patterns = tuple(patterns)
+        self.state, self.composition, self.tokens = tuple(state), tuple(composition), tuple(tokens)
+
+    def literal_paths(self, environ: Mapping[str, str] = os.environ) -> list[str]:
+        """Every absolute pattern (and named item) expanded, globs matched on disk."""
+        home = _home(environ)
+        found: list[str] = []
+        for pattern in self.patterns:
+            if pattern == STATE:
+                found += (*state_directories(environ), *self.state)
+            elif pattern == COMPOSITION:
+                found += self.composition
+            elif pattern == MCP_TOKEN:
+                found += self.tokens
+            elif pattern.startswith("~/") or pattern.startswith("/"):
+                path = home + pattern[1:] if pattern.startswith("~/") else pattern
+                found += _matches(path) if is_glob(path) else [path]
+        return found
+
+    def root_patterns(self) -> tuple[str, ...]:
+        """The patterns matched inside every root: `.env`'s names, and relative entries."""
+        names: list[str] = []
+        for pattern in self.patterns:
+            if pattern == ENV_FILES:
+                names += ENV_FILE_NAMES
+            elif pattern not in NAMED and not pattern.startswith(("/", "~")):
+                names.append(pattern)
+        return tuple(names)
+
+    def expand(
+        self,
+        roots: Sequence[str],
+        *,
+        keep: Sequence[str] = (),
+        environ: Mapping[str, str] = os.environ,
+    ) -> Hidden:
+        """What to hide for a call on `roots` (real workspace and temp roots) when it
+        starts: each match that exists, by real path. A match that holds one of `keep`
+        (a root, the working directory) is not hidden: that is a gap."""
+        candidates = self.literal_paths(environ)
+        gaps: list[str] = []
+        patterns = self.root_patterns()
+        if patterns:
+            for root in roots:
+                matches, stopped = root_matches(root, patterns)
+                candidates += matches
+                if stopped:
+                    gaps.append(
+                        f"deny_read: files matching {', '.join(patterns)} in {root} "
+                        f"beyond the first {ENV_FILE_BUDGET} directories searched"
+                    )
+        real: list[str] = []
+        for path in candidates:
+            if not os.path.lexists(path):
+                continue
+            resolved = os.path.realpath(path)
+            if not os.path.exists(resolved):
+                continue
+            holding = [k for k in keep if _under(os.path.realpath(k), resolved)]
+            if holding:
+                gaps.append(f"deny_read: {path} holds {holding[0]}, so it stays readable")
+                continue
+            real.append(resolved)
+        return Hidden(outermost(real), tuple(dict.fromkeys(gaps)))
+
+    def denies(
+        self, real_path: str, roots: Iterable[str], environ: Mapping[str, str] = os.environ
+    ) -> bool:
+        """Whether the list names `real_path` (resolved): for the fs tools, which check
+        each path as it is used, so a match made after a call started counts too."""
+        for path in self.literal_paths(environ):
+            if os.path.lexists(path) and _under(real_path, os.path.realpath(path)):
+                return True
+            if _under(real_path, os.path.abspath(path)):
+                return True
+        patterns = self.root_patterns()
+        if not patterns:
+            return False
+        for root in roots:
+            root = os.path.realpath(root)
+            if not _under(real_path, root) or real_path == root:
+                continue
+            parts = os.path.relpath(real_path, root).split(os.sep)
+            for depth in range(len(parts)):
+                if depth > ENV_FILE_DEPTH:
+                    break
+                relative = "/".join(parts[: depth + 1])
+                if _matches_root_pattern(parts[depth], relative, patterns):
+                    return True
+        return False
+
+
+def _matches(pattern: str) -> list[str]:
+    """The paths a glob names now (hidden files included: secrets start with dots)."""
+    directory, name = os.path.split(pattern)
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return []
+    return [os.path.join(directory, entry) for entry in entries if glob_match(entry, name)]
+
+
+def _matches_root_pattern(name: str, relative: str, patterns: Sequence[str]) -> bool:
+    for pattern in patterns:
+        if "/" in pattern:
+            if glob_match(relative, pattern):
+                return True
+        elif glob_match(name, pattern):
+            return True
+    return False
+
+
+def root_matches(root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
+    """Entries under `root` matching `patterns` (a bare name at any depth up to
+    ENV_FILE_DEPTH, a pattern with a slash by its path relative to the root), and
+    whether the search stopped at ENV_FILE_BUDGET directories. Symlinked directories
+    are not entered (their targets are another root's business, or outside)."""
+    found: list[str] = []
+    pending: list[tuple[str, str, int]] = [(root, "", 0)]
+    searched = 0
+    while pending:
+        directory, relative, depth = pending.pop()
+        searched += 1
+        if searched > ENV_FILE_BUDGET:
+            return found, True
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        for entry in listed:
+            path_relative = f"{relative}/{entry.name}" if relative else entry.name
+            if _matches_root_pattern(entry.name, path_relative, patterns):
+                found.append(entry.path)
+                continue
+            if depth < ENV_FILE_DEPTH:
+                try:
+                    is_directory = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_directory = False
+                if is_directory:
+                    pending.append((entry.path, path_relative, depth + 1))
+    return found, False
+
+
+def outermost(paths: Iterable[str]) -> tuple[str, ...]:
+    """`paths` without repeats and without any that lies beneath another."""
+    kept: list[str] = []
+    for path in sorted(set(paths), key=lambda p: (p.count("/"), p)):
+        if not any(_under(path, outer) for outer in kept):
+            kept.append(path)
+    return tuple(kept)
+
+
+def deny_read_for(config: object | None) -> DenyRead:
+    """The deny_read list of a provider's `config` (a ProviderConfig; None: the
+    defaults): its patterns, the composition files in use, the harness's secret paths."""
+    if config is None:
+        return DenyRead()
+    return DenyRead(
+        resolve_patterns(getattr(config, "deny_read", ())),
+        state=getattr(config, "secret_state", ()),
+        composition=getattr(config, "trusted_files", ()),
+        tokens=getattr(config, "secret_tokens", ()),
+    )
