@@ -18,6 +18,8 @@ import attrs
 import pytest
 import trio
 
+from stockade import open_harness
+from stockade.approval.answerers import ScriptedAnswerer
 from stockade.executor.actor import open_executor
 from stockade.executor.config import ExecutorConfig
 from stockade.executor.render import render_result
@@ -217,3 +219,39 @@ async def test_ordinary_work_still_runs(sandbox, secret_home):
     assert result.stdout.split() == ["1", "42"]
     assert not result.denied
     assert os.path.isdir(f"{root}/venv/bin")
+
+
+async def test_a_granted_escalation_hides_them_too(backend, terrain, secret_home, tmp_path_factory):
+    """read-only, a denial, then a granted retry under workspace-write: still refused,
+    and the first result already says no wider sandbox mode would help."""
+    name, _ = backend
+    state_dir = Path(tempfile.mkdtemp(prefix="stockade-state-deny-", dir="/var/tmp"))
+    entries = [
+        {"id": "sandbox", "name": "stockade.sandbox.local", "config": {"backend": name}},
+        {"id": "bash", "name": "stockade.bash.sandbox"},
+        {"id": "approval", "name": "stockade.approval.user"},
+        {"id": "log", "name": "stockade.session.log", "config": {"state_dir": str(state_dir)}},
+    ]
+    key = secret_home[0]
+    command = f"cat {key.file} > copy.txt; cat {key.file}; cat {state_dir}/* 2>&1 | head -c 300"
+    try:
+        async with open_harness(entries, answerers=[ScriptedAnswerer(["allowed-once"])]) as harness:
+            session = await harness.open_session(cwd=terrain.root)
+            await session.set_sandbox_mode("read-only")
+            denied = await session.run_tool("bash", {"command": command})
+            granted = await session.run_tool(
+                "bash",
+                {
+                    "command": command,
+                    "sandbox_permissions": "workspace-write",
+                    "justification": "write the copy",
+                },
+            )
+        for result in (denied, granted):
+            assert key.content not in result.text
+            assert READ_DENIED_HINT in result.text, result.text
+        assert granted.facts["granted"] == "workspace-write"
+        copy = Path(terrain.root) / "copy.txt"
+        assert copy.exists() and key.content not in copy.read_text()
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)

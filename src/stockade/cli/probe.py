@@ -19,6 +19,7 @@ from ..sandbox import (
 )
 from ..sessionlog import resolve_state_dir
 from ..trust import host_temp_roots, installation_paths
+from ..trust import secrets as deny_read
 from .errors import EXIT_UNAVAILABLE
 from .settings import NO_PROVIDER, cli_settings, load_cli_composition
 
@@ -68,12 +69,17 @@ def run_probe(args: argparse.Namespace) -> int:
             refused_here=refused,
         )
         # The environment policy is the executor's, not the provider's: beside the report.
-        reply = {**msgspec.to_builtins(report), "environment": settings.executor.env.describe()}
+        reply = {
+            **msgspec.to_builtins(report),
+            "environment": settings.executor.env.describe(),
+            "deny_read": deny_read.describe(deny_read.deny_read_for(provider), settings.root),
+        }
         sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
     else:
         sys.stdout.write(
             render_selection(selection, refused_here=refused)
             + render_trust(trust)
             + render_policy(settings.executor.env)
+            + deny_read.render(deny_read.deny_read_for(provider), settings.root)
         )
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE

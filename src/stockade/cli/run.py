@@ -38,6 +38,7 @@ from ..messages import ShellResult
 from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
 from ..vocab import (
     DENIAL_INSTRUCTION,
+    READ_DENIED_HINT,
     ExecutionPolicy,
     Network,
     SandboxMode,
@@ -72,6 +73,8 @@ JSON_KEYS = (
     "stdout_dropped",
     "stderr_dropped",
     "denied",
+    # The refused path is one no sandbox mode may read (deny_read).
+    "read_denied",
     "runner_failed",
     "timed_out",
     "mode",
@@ -348,10 +351,14 @@ class _Invocation:
             lines.append(f"stockade: {result.stderr.strip().strip('[]')}")
         if result.denied:
             if os.isatty(2):
-                lines.append(_human_denial(result.mode, asking=self.args.ask))
+                lines.append(
+                    _human_denial(result.mode, asking=self.args.ask, read=result.read_denied)
+                )
             else:
                 # Not a person's terminal: likely a model reading it, as the API words it.
                 lines += [denial_marker(result.mode), DENIAL_INSTRUCTION]
+                if result.read_denied:
+                    lines.append(READ_DENIED_HINT)
         if result.timed_out and result.exit_code is not None:
             after = "" if self.limit is None else f" after {self.limit:g}s"
             lines.append(f"stockade: timed out{after}; the command was killed")
@@ -372,6 +379,8 @@ class _Invocation:
         reply["denial"] = (
             f"{denial_marker(result.mode)}\n{DENIAL_INSTRUCTION}" if result.denied else None
         )
+        if result.read_denied:
+            reply["denial"] += f"\n{READ_DENIED_HINT}"
         sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
         if result.stdout_dropped or result.stderr_dropped:
             sys.stderr.write(
@@ -381,9 +390,14 @@ class _Invocation:
             )
 
 
-def _human_denial(mode: SandboxMode, *, asking: bool) -> str:
+def _human_denial(mode: SandboxMode, *, asking: bool, read: bool = False) -> str:
     """The denial as a person at a terminal reads it (the model's wording stays in the
     API and in --json)."""
+    if read:
+        return (
+            "stockade: the sandbox refused a path no sandbox mode may read (deny_read in "
+            "docs/security.md); only --mode danger-full-access lifts it"
+        )
     line = f"stockade: the sandbox refused a file write under {mode.value} mode"
     wider = next_wider(mode)
     if asking or wider is None:
@@ -405,6 +419,12 @@ async def _run_asking(
     result = await call.run(policy)
     if not result.denied:
         return result, False
+    if result.read_denied:
+        # No wider confined mode lifts deny_read: asking for one would only waste a yes.
+        if not call.args.json:
+            call.report(result)
+            say(sys.stderr, "stockade: not asked: only danger-full-access reads that path\n")
+        return result, not call.args.json
     if not call.args.json:
         # The person sees the denied attempt before being asked about a retry.
         call.report(result)

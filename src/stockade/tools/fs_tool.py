@@ -221,7 +221,7 @@ class FsTool:
         text = result.text
         if granted is not None:
             text += "\n" + texts.granted(granted)
-        elif result.denied and self.escalation and not result.read_denied:
+        elif result.denied and self.escalation:
             text += "\n" + escalation_hint(name)
         facts = {**result.facts(), "command": described}
         if granted is not None:

@@ -330,3 +330,36 @@ def deny_read_for(config: object | None) -> DenyRead:
         composition=getattr(config, "trusted_files", ()),
         tokens=getattr(config, "secret_tokens", ()),
     )
+
+
+def describe(
+    deny: DenyRead, root: str, environ: Mapping[str, str] = os.environ
+) -> dict[str, object]:
+    """What `stockade probe --json` shows: the list, the bound, and what a call on
+    `root` would hide now (paths, and what it could not)."""
+    hidden = deny.expand((root,), keep=(root,), environ=environ)
+    return {
+        "patterns": list(deny.patterns),
+        "root_patterns": list(deny.root_patterns()),
+        "depth": ENV_FILE_DEPTH,
+        "budget": ENV_FILE_BUDGET,
+        "hidden_here": list(hidden.paths),
+        "gaps_here": list(hidden.gaps),
+    }
+
+
+def render(deny: DenyRead, root: str, environ: Mapping[str, str] = os.environ) -> str:
+    """`stockade probe`'s lines for deny_read."""
+    facts = describe(deny, root, environ)
+    hidden = facts["hidden_here"]
+    assert isinstance(hidden, list)
+    lines = [
+        "deny_read (no confined mode reads these; only danger-full-access):",
+        "  " + " ".join(deny.patterns),
+        f"  inside each root: {', '.join(deny.root_patterns()) or 'nothing'} down to "
+        f"{ENV_FILE_DEPTH} directories below it (at most {ENV_FILE_BUDGET} searched)",
+        f"  hidden for a call on {root} now: {len(hidden)} path{'' if len(hidden) == 1 else 's'}",
+        *(f"    {path}" for path in hidden),
+        *(f"  not hidden: {gap}" for gap in facts["gaps_here"]),  # type: ignore[attr-defined]
+    ]
+    return "\n".join(lines) + "\n"

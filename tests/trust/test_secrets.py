@@ -1,0 +1,119 @@
+"""deny_read's list and what it names on disk (trust/secrets.py): plain asserts."""
+
+from __future__ import annotations
+
+import os
+
+from stockade.trust.secrets import (
+    DEFAULT_DENY_READ,
+    ENV_FILE_BUDGET,
+    ENV_FILE_DEPTH,
+    DenyRead,
+    check_pattern,
+    glob_match,
+    outermost,
+    resolve_patterns,
+    root_matches,
+    state_directories,
+)
+
+
+def test_the_defaults_name_what_the_issue_lists():
+    for item in ("~/.ssh", "~/.aws", "~/.netrc", "/etc/shadow", "state", "composition", ".env"):
+        assert item in DEFAULT_DENY_READ
+
+
+def test_a_bang_removes_a_default_and_others_add():
+    patterns = resolve_patterns(("!~/.netrc", "*.pem", "/srv/keys"))
+    assert "~/.netrc" not in patterns and "~/.ssh" in patterns
+    assert patterns[-2:] == ("*.pem", "/srv/keys")
+
+
+def test_bad_entries_are_refused_with_a_reason():
+    assert check_pattern("!~/.nothing") is not None
+    assert check_pattern("~bob/.ssh") is not None
+    assert check_pattern("/") is not None
+    assert check_pattern("~/a/../b") is not None
+    assert check_pattern("/a/*/b") is not None
+    assert check_pattern("[ab].pem") is not None
+    assert check_pattern("~/.cargo/credentials*") is None
+    assert check_pattern("secrets/*.key") is None
+
+
+def test_glob_match():
+    assert glob_match(".env.local", ".env.*")
+    assert not glob_match(".envrc", ".env.*")
+    assert glob_match("credentials.toml", "credentials*")
+
+
+def test_state_directories_follow_the_environment():
+    assert state_directories({"HOME": "/h"}) == ("/h/.local/state/stockade",)
+    assert state_directories(
+        {"HOME": "/h", "XDG_STATE_HOME": "/x", "STOCKADE_STATE_DIR": "/s"}
+    ) == (
+        "/s",
+        "/x/stockade",
+    )
+
+
+def test_expand_finds_what_exists_by_real_path(tmp_path):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".cargo").mkdir()
+    (home / ".cargo" / "credentials.toml").write_text("x")
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / ".env").write_text("x")
+    (root / "a" / "b" / ".env.test").write_text("x")
+    (root / "link").symlink_to(home / ".ssh")
+    hidden = DenyRead().expand((str(root),), environ={"HOME": str(home)})
+    assert set(hidden.paths) == {
+        str(home / ".ssh"),
+        str(home / ".cargo" / "credentials.toml"),
+        str(root / ".env"),
+        str(root / "a" / "b" / ".env.test"),
+        *(path for path in ("/etc/shadow", "/etc/gshadow") if os.path.exists(path)),
+    }
+    assert hidden.gaps == ()
+    assert hidden.covers(str(home / ".ssh" / "id_rsa"))
+
+
+def test_a_path_holding_the_root_stays_readable_and_says_so(tmp_path):
+    state = tmp_path / "state"
+    root = state / "root"
+    root.mkdir(parents=True)
+    deny = DenyRead(("state",), state=(str(state),))
+    hidden = deny.expand((str(root),), keep=(str(root),), environ={"HOME": str(tmp_path)})
+    assert hidden.paths == ()
+    assert hidden.gaps and "stays readable" in hidden.gaps[0]
+
+
+def test_the_search_is_bounded_in_depth_and_budget(tmp_path):
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(ENV_FILE_DEPTH + 1)])
+    deep.mkdir(parents=True)
+    (deep / ".env").write_text("x")
+    (deep.parent / ".env").write_text("x")
+    found, stopped = root_matches(str(tmp_path), (".env",))
+    assert found == [str(deep.parent / ".env")] and not stopped
+    for number in range(ENV_FILE_BUDGET + 1):
+        os.mkdir(tmp_path / f"w{number}")
+    _, stopped = root_matches(str(tmp_path), (".env",))
+    assert stopped
+
+
+def test_denies_judges_a_path_as_the_fs_tools_use_it(tmp_path):
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    root = tmp_path / "root"
+    root.mkdir()
+    deny = DenyRead()
+    environ = {"HOME": str(home)}
+    roots = (str(root),)
+    assert deny.denies(str(home / ".aws" / "credentials"), roots, environ)
+    assert deny.denies(str(root / "x" / ".env.prod"), roots, environ)
+    assert not deny.denies(str(root / "x" / "main.py"), roots, environ)
+    assert deny.denies("/etc/shadow", roots, environ)
+
+
+def test_outermost():
+    assert outermost(["/a/b", "/a", "/c", "/a/b/c"]) == ("/a", "/c")
