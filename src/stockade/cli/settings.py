@@ -15,6 +15,7 @@ from ..modes import Network, SandboxMode
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from ..config import Composition
+    from ..executor import ExecutorConfig
     from ..sandbox import ProviderConfig
 
 CONFIG_ENV = "STOCKADE_CONFIG"
@@ -83,6 +84,20 @@ class CliSettings(
     __slots__ = ()
 
 
+def _withholding_store_secrets(
+    executor: ExecutorConfig, composition: Composition
+) -> ExecutorConfig:
+    """`executor` with the session store's credentials withheld from every command (as
+    the harness does); loads the store's module only for a postgres store."""
+    log = composition.session_log
+    if log is None or getattr(log.config, "store", "jsonl") != "postgres":
+        return executor
+    from ..executor.environment import Withheld
+    from ..sessionlog.stores import store_secrets
+
+    return executor.withholding(Withheld(*store_secrets(log.config)))
+
+
 def cli_settings(
     composition: Composition | None,
     *,
@@ -110,6 +125,7 @@ def cli_settings(
         executor = (
             ExecutorConfig() if executor_entry is None else executor_entry.config.executor_config()
         )
+        executor = _withholding_store_secrets(executor, composition)
         confines = composition.confines
     if mode is not None:
         chosen = SandboxMode.parse(mode)
