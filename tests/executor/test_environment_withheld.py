@@ -103,3 +103,19 @@ def test_assembly_withholds_the_store_and_the_hosts_values_and_refuses_a_set(tmp
     refused = load(tmp_path, loose + log, environ=environ)
     with pytest.raises(ConfigError, match="PGPASSWORD"):
         assemble(refused, cwd=tmp_path)
+
+
+def test_probe_describes_the_withheld_names_and_counts_the_values():
+    from stockade.executor.environment import render_policy
+
+    described = EnvPolicy().describe(WITHHELD)
+    assert described["always_dropped"] == ["STOCKADE_*", "PGPASSWORD"]
+    assert described["withheld_values"] == 4
+    text = render_policy(EnvPolicy(), WITHHELD)
+    assert "always dropped, whatever the policy: STOCKADE_* PGPASSWORD" in text
+    assert "4 secret value(s)" in text
+    for secret in WITHHELD.values:
+        assert secret not in repr(described) and secret not in text
+    # Without any, both read as before.
+    assert EnvPolicy().describe()["always_dropped"] == ["STOCKADE_*"]
+    assert "always dropped" not in render_policy(EnvPolicy())

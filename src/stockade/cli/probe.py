@@ -68,12 +68,15 @@ def run_probe(args: argparse.Namespace) -> int:
             refused_here=refused,
         )
         # The environment policy is the executor's, not the provider's: beside the report.
-        reply = {**msgspec.to_builtins(report), "environment": settings.executor.env.describe()}
+        reply = {
+            **msgspec.to_builtins(report),
+            "environment": settings.executor.env.describe(settings.executor.withheld),
+        }
         sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
     else:
         sys.stdout.write(
             render_selection(selection, refused_here=refused)
             + render_trust(trust)
-            + render_policy(settings.executor.env)
+            + render_policy(settings.executor.env, settings.executor.withheld)
         )
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE

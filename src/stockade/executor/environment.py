@@ -194,21 +194,23 @@ class EnvPolicy:
             f"keep_default_excludes={self.keep_default_excludes!r})"
         )
 
-    def describe(self) -> dict[str, object]:
+    def describe(self, withheld: Withheld | None = None) -> dict[str, object]:
         """The policy as plain data (for `stockade probe`): names and globs, no values
-        of `set` (it may hold a value the operator meant for the command alone)."""
+        of `set` (it may hold a value the operator meant for the command alone), and of
+        `withheld` its names and how many values it holds (never one of them)."""
         return {
             "inherit": self.inherit,
             "keep_default_excludes": self.keep_default_excludes,
             "default_excludes": list(DEFAULT_EXCLUDES) if self.keep_default_excludes else [],
-            "always_dropped": [STOCKADE_OWN],
+            "always_dropped": [STOCKADE_OWN, *(withheld.names if withheld else ())],
+            "withheld_values": len(withheld.values) if withheld else 0,
             "exclude": list(self.exclude),
             "include_only": list(self.include_only),
             "set": sorted(self.set),
         }
 
 
-def render_policy(policy: EnvPolicy) -> str:
+def render_policy(policy: EnvPolicy, withheld: Withheld | None = None) -> str:
     """`stockade probe`'s text: what every command inherits of this environment."""
     kept = {"all": "everything", "core": "the core names", "none": "nothing"}[policy.inherit]
     lines = [f"command environment: inherit {policy.inherit} ({kept} of the harness's)"]
@@ -216,6 +218,13 @@ def render_policy(policy: EnvPolicy) -> str:
         lines.append("  dropped by default: " + " ".join(DEFAULT_EXCLUDES))
     else:
         lines.append(f"  dropped by default: {STOCKADE_OWN} only (keep_default_excludes: false)")
+    if withheld:
+        held = f"{len(withheld.values)} secret value(s) of the harness's own"
+        lines.append(
+            "  always dropped, whatever the policy: "
+            + " ".join((STOCKADE_OWN, *withheld.names))
+            + (f", and any variable holding one of {held}" if withheld.values else "")
+        )
     if policy.inherit == "core":
         lines.append("  core: " + " ".join(CORE))
     if policy.exclude:
