@@ -54,3 +54,11 @@ def test_an_acp_call_gets_none_of_the_agents_secrets(state_dir_outside, tmp_path
     assert "ENVTEST_ORDINARY=kept" in seen and "\ndone" in seen, seen
     for name, value in SECRETS.items():
         assert f"{name}=" not in seen and value not in seen, name
+
+
+def test_a_chat_models_api_key_is_a_secret_of_the_agents_own():
+    from stockade.acp.model import ChatCompletionsModel, ScriptedModel, model_secrets
+
+    key = "sk-acp-model-key-0123456789"
+    assert model_secrets(ChatCompletionsModel(api_key=key)) == (key,)
+    assert model_secrets(ScriptedModel(description="shell")) == ()
