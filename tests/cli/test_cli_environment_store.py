@@ -66,6 +66,13 @@ def test_probe_shows_them_and_a_set_naming_one_is_refused(scratch, tmp_path):
         "environment"
     ]
     assert "PGPASSWORD" in environment["always_dropped"] and environment["withheld_values"] == 2
+    # A DSN with no password of its own (the password from PGPASSWORD): withheld whole,
+    # without loading the store's module to parse it.
+    bare = {**HOST, "LOGSTORE": "host=127.0.0.1 port=5999 user=log dbname=log"}
+    environment = json.loads(stockade("probe", "--json", "--config", config, env=bare).stdout)[
+        "environment"
+    ]
+    assert "PGPASSWORD" in environment["always_dropped"] and environment["withheld_values"] == 1
     refused = composition(tmp_path, "bwrap", "{set: {PGPASSWORD: mine}}")
     done = stockade("exec", "--config", refused, "--", "true", cwd=scratch, env=HOST)
     assert done.returncode != 0

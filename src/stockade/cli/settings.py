@@ -88,14 +88,21 @@ def _withholding_store_secrets(
     executor: ExecutorConfig, composition: Composition
 ) -> ExecutorConfig:
     """`executor` with the session store's credentials withheld from every command (as
-    the harness does); loads the store's module only for a postgres store."""
+    the harness does). Cheap for `stockade exec`: the store's module (trio, psycopg)
+    is loaded only to find a password the DSN itself carries."""
     log = composition.session_log
-    if log is None or getattr(log.config, "store", "jsonl") != "postgres":
+    if log is None or getattr(log.config, "store", "jsonl") != "postgres" or not log.config.dsn:
         return executor
-    from ..executor.environment import Withheld
-    from ..sessionlog.stores import store_secrets
+    from ..executor.environment import LIBPQ_CREDENTIALS, Withheld
 
-    return executor.withholding(Withheld(*store_secrets(log.config)))
+    dsn: str = log.config.dsn
+    if "password" in dsn.lower() or "@" in dsn:  # maybe a password inline: libpq's parse
+        from ..sessionlog.stores import store_secrets
+
+        names, values = store_secrets(log.config)
+    else:
+        names, values = LIBPQ_CREDENTIALS, (dsn,)
+    return executor.withholding(Withheld(names, values))
 
 
 def cli_settings(

@@ -42,18 +42,6 @@ def build_store(
     return PostgresStore(dsn, registry=registry, pool_size=config.pool_size)
 
 
-# libpq's variables that carry a login: the harness's own connection to a postgres
-# store reads them, so no command gets them (docs/security.md, "Secrets: the environment").
-LIBPQ_CREDENTIALS: tuple[str, ...] = (
-    "PGPASSWORD",
-    "PGPASSFILE",
-    "PGSERVICE",
-    "PGSERVICEFILE",
-    "PGSSLCERT",
-    "PGSSLKEY",
-)
-
-
 def store_secrets(config: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(names, values) of the store's credentials, which no command's environment may
     hold whatever its policy says: for a postgres store, libpq's login variables (the
@@ -61,6 +49,7 @@ def store_secrets(config: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     whatever variable `dsn: !env VAR` read them from is dropped too). None for jsonl."""
     if config is None or getattr(config, "store", "jsonl") != "postgres" or not config.dsn:
         return (), ()
+    from ...executor.environment import LIBPQ_CREDENTIALS
     from .postgres import dsn_parts
 
     dsn = config.dsn
