@@ -169,3 +169,31 @@ async def test_a_granted_escalation_drops_them(backend, scratch, secrets, tmp_pa
     written = (root / "seen.env").read_text()
     assert_clean(written, tuple(granted.facts["env_dropped"]))
     assert sorted(SECRETS) == sorted(set(SECRETS) & set(granted.facts["env_dropped"]))
+
+
+async def test_withheld_secrets_are_dropped_under_the_loosest_policy_in_a_job(
+    backend_config, scratch, secrets, monkeypatch
+):
+    """The harness's own secrets (ExecutorConfig.withheld) go whatever the policy keeps:
+    by name (PGPASSWORD), and by value under a name nothing excludes (LOG_URL)."""
+    from stockade.executor.environment import Withheld
+    from stockade.vocab import SandboxMode
+
+    dsn = "host=127.0.0.1 user=log dbname=log password=withheld-dsn-pw"
+    monkeypatch.setenv("LOG_URL", dsn)
+    loosest = EnvPolicy(keep_default_excludes=False, include_only=("*",))
+    config = ExecutorConfig(kill_grace=0.5, env=loosest).withholding(
+        Withheld(("PGPASSWORD",), (dsn,))
+    )
+    async with executor_for(backend_config, config) as executor:
+        handle = await executor.start(spec(executor, "env -0", SandboxMode.READ_ONLY, scratch))
+        with trio.fail_after(20):
+            report = await executor.wait(handle.id)
+    assert report.exit_code == 0, report.stderr
+    inside = seen(report.stdout)
+    assert "PGPASSWORD" not in inside and "LOG_URL" not in inside
+    assert "withheld-dsn-pw" not in report.stdout and "pg-test-password" not in report.stdout
+    assert {"PGPASSWORD", "LOG_URL"} <= set(report.env_dropped)
+    # Only the withheld go: with the default excludes off, the rest of the policy holds.
+    assert inside["OPENAI_API_KEY"] == SECRETS["OPENAI_API_KEY"]
+    assert "STOCKADE_TEST_SECRET_ENV" not in inside  # stockade's own, always

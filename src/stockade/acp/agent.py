@@ -28,7 +28,7 @@ from ..harness import open_harness
 from .answerer import AcpAnswerer, AskFailed
 from .core import AgentCore, ClientError
 from .events import ACP_EVENTS
-from .model import Model, ModelError
+from .model import Model, ModelError, model_secrets
 from .stdio import open_stdio_transport
 
 AGENT_NAME = "stockade-acp-agent"
@@ -180,7 +180,13 @@ async def serve(
     )
     async with (
         trio_asyncio.open_loop(),
-        open_harness(composition, answerers=[answerer], extra_events=ACP_EVENTS) as harness,
+        # The model's API key is the agent's own secret: no command inherits it.
+        open_harness(
+            composition,
+            answerers=[answerer],
+            extra_events=ACP_EVENTS,
+            withhold=model_secrets(model),
+        ) as harness,
     ):
         core = AgentCore(
             harness=harness, model=model, allow_always=allow_always, broad_roots=broad_roots

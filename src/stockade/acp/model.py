@@ -263,6 +263,13 @@ def _post(url: str, api_key: str, body: dict[str, Any], timeout: float) -> Any:
         raise ModelError(f"cannot reach {url}: {error}") from None
 
 
+def model_secrets(model: object) -> tuple[str, ...]:
+    """The credentials a model holds (a chat model's API key): the harness withholds
+    them from every command's environment, whatever its policy says."""
+    key = getattr(model, "api_key", None)
+    return (key,) if isinstance(key, str) and key else ()
+
+
 @attrs.frozen
 class ChatCompletionsModel:
     """An OpenAI-compatible chat-completions endpoint (`base_url` + `/chat/completions`)."""

@@ -57,6 +57,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     backend, timeout = args.backend, 10.0
     provider = None
     env_policy = EnvPolicy()
+    withheld = None
     if names_a_config(args.config):
         composition = load_cli_composition(args.config)
         settings = cli_settings(
@@ -69,7 +70,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             _unavailable(NO_PROVIDER)
         mode, root, provider = settings.mode, settings.root, settings.provider
         network = settings.network
-        env_policy = settings.executor.env
+        env_policy, withheld = settings.executor.env, settings.executor.withheld
         if provider is not None:
             backend, timeout = provider.backend, provider.probe_timeout
         broad = broad_root_problem(settings)
@@ -90,7 +91,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     args.mode, args.network = mode, network
     # Hygiene, not confinement: the command (through the runner) gets only what the
     # environment policy leaves, in every mode. This process keeps its own (probes).
-    environ, _dropped = apply_policy(os.environ, env_policy)
+    environ, _dropped = apply_policy(os.environ, env_policy, withheld=withheld)
     if not mode.confines:
         # danger-full-access never touches the provider.
         _execute(argv, runner_is_argv0=False, environ=environ)

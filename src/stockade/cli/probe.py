@@ -71,7 +71,7 @@ def run_probe(args: argparse.Namespace) -> int:
         # The environment policy is the executor's, not the provider's: beside the report.
         reply = {
             **msgspec.to_builtins(report),
-            "environment": settings.executor.env.describe(),
+            "environment": settings.executor.env.describe(settings.executor.withheld),
             "deny_read": deny_read.describe(deny_read.deny_read_for(provider), settings.root),
         }
         sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
@@ -79,7 +79,7 @@ def run_probe(args: argparse.Namespace) -> int:
         sys.stdout.write(
             render_selection(selection, refused_here=refused)
             + render_trust(trust)
-            + render_policy(settings.executor.env)
+            + render_policy(settings.executor.env, settings.executor.withheld)
             + deny_read.render(deny_read.deny_read_for(provider), settings.root)
         )
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE

@@ -15,6 +15,7 @@ from ..modes import Network, SandboxMode
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from ..config import Composition
+    from ..executor import ExecutorConfig
     from ..sandbox import ProviderConfig
 
 CONFIG_ENV = "STOCKADE_CONFIG"
@@ -83,6 +84,27 @@ class CliSettings(
     __slots__ = ()
 
 
+def _withholding_store_secrets(
+    executor: ExecutorConfig, composition: Composition
+) -> ExecutorConfig:
+    """`executor` with the session store's credentials withheld from every command (as
+    the harness does). Cheap for `stockade exec`: the store's module (trio, psycopg)
+    is loaded only to find a password the DSN itself carries."""
+    log = composition.session_log
+    if log is None or getattr(log.config, "store", "jsonl") != "postgres" or not log.config.dsn:
+        return executor
+    from ..executor.environment import LIBPQ_CREDENTIALS, Withheld
+
+    dsn: str = log.config.dsn
+    if "password" in dsn.lower() or "@" in dsn:  # maybe a password inline: libpq's parse
+        from ..sessionlog.stores import store_secrets
+
+        names, values = store_secrets(log.config)
+    else:
+        names, values = LIBPQ_CREDENTIALS, (dsn,)
+    return executor.withholding(Withheld(names, values))
+
+
 def cli_settings(
     composition: Composition | None,
     *,
@@ -110,6 +132,7 @@ def cli_settings(
         executor = (
             ExecutorConfig() if executor_entry is None else executor_entry.config.executor_config()
         )
+        executor = _withholding_store_secrets(executor, composition)
         confines = composition.confines
     if mode is not None:
         chosen = SandboxMode.parse(mode)

@@ -166,7 +166,9 @@ class ExecutorActor:
     def _with_environment(self, facts: WrapFacts) -> WrapFacts:
         """`facts` with the environment the policy leaves of this process's, and the
         names it dropped (decided once per call, when it is prepared)."""
-        environment, dropped = apply_policy(os.environ, self.config.env)
+        environment, dropped = apply_policy(
+            os.environ, self.config.env, withheld=self.config.withheld
+        )
         return attrs.evolve(facts, environment=environment, env_dropped=dropped)
 
     def _release(self, facts: WrapFacts) -> None:

@@ -7,8 +7,9 @@ import resource
 
 import attrs
 
+from ..errors import ConfigError
 from ..vocab import Network, SandboxMode
-from .environment import EnvPolicy
+from .environment import EnvPolicy, Withheld
 
 MIB = 1024 * 1024
 MAX_DERIVED_BOUND = 1024
@@ -45,6 +46,18 @@ class ExecutorConfig:
     max_running: int | None = None
     # Which of the harness's variables every command inherits (every mode).
     env: EnvPolicy = attrs.field(factory=EnvPolicy)
+    # The harness's own secrets (store credentials, MCP tokens): dropped from every
+    # command's environment whatever `env` says (`withholding` adds them).
+    withheld: Withheld = attrs.field(factory=Withheld)
+
+    def withholding(self, withheld: Withheld) -> ExecutorConfig:
+        """This config with `withheld` added; ConfigError when `env.set` would give a
+        command one of them (a name or a value), rather than dropping it quietly."""
+        merged = self.withheld.merged(withheld)
+        problem = merged.set_problem(self.env)
+        if problem is not None:
+            raise ConfigError(problem)
+        return attrs.evolve(self, withheld=merged)
 
     def running_bound(self) -> int:
         """max_running, else what the descriptors still free allow (at least one)."""

@@ -10,7 +10,7 @@ from types import MappingProxyType
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
     from typing import Literal
 
     Inherit = Literal["all", "core", "none"]
@@ -59,6 +59,83 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "GPG_AGENT_INFO",
     STOCKADE_OWN,
 )
+
+
+# libpq's variables that carry a login: with a postgres session store the harness's
+# own connection reads them, so no command gets them whatever its policy says
+# (`stockade.sessionlog.store_secrets`; docs/security.md, "Secrets: the environment").
+LIBPQ_CREDENTIALS: tuple[str, ...] = (
+    "PGPASSWORD",
+    "PGPASSFILE",
+    "PGSERVICE",
+    "PGSERVICEFILE",
+    "PGSSLCERT",
+    "PGSSLKEY",
+)
+
+# A withheld value this long or longer is looked for inside every value too (a
+# password inside another variable's URL); a shorter one only as a whole value, so a
+# short password drops no PATH that happens to contain it.
+CONTAINED_MIN = 8
+
+
+class Withheld:
+    """What no command's environment holds whatever its policy says: the harness's
+    own secrets (the session store's DSN and password, the MCP tokens).
+
+    `names`: globs (case-insensitive, as the excludes); `values`: a variable whose
+    value is one of them, or holds one of CONTAINED_MIN characters or more, is
+    dropped whatever its name. Immutable; `repr` shows the names, never a value."""
+
+    __slots__ = ("names", "values")
+
+    names: tuple[str, ...]
+    values: tuple[str, ...]
+
+    def __init__(self, names: Iterable[str] = (), values: Iterable[str] = ()) -> None:
+        object.__setattr__(self, "names", tuple(dict.fromkeys(names)))
+        object.__setattr__(self, "values", tuple(dict.fromkeys(v for v in values if v)))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Withheld is immutable (cannot set {name})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Withheld):
+            return NotImplemented
+        return (self.names, self.values) == (other.names, other.values)
+
+    def __hash__(self) -> int:
+        return hash((self.names, self.values))
+
+    def __repr__(self) -> str:
+        return f"Withheld(names={self.names!r}, values=<{len(self.values)} withheld>)"
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.values)
+
+    def merged(self, other: Withheld) -> Withheld:
+        return Withheld((*self.names, *other.names), (*self.values, *other.values))
+
+    def holds(self, name: str, value: str) -> bool:
+        """Whether the variable `name=value` carries one of these secrets."""
+        if self.names and matches(name, self.names):
+            return True
+        return any(
+            value == secret or (len(secret) >= CONTAINED_MIN and secret in value)
+            for secret in self.values
+        )
+
+    def set_problem(self, policy: EnvPolicy) -> str | None:
+        """Why `policy.set` may not stand beside these secrets (a name of them, or a
+        value that is one), or None. Names only in the message, never a value."""
+        named = sorted(name for name, value in policy.set.items() if self.holds(name, value))
+        if not named:
+            return None
+        return (
+            "env.set may not give a command the harness's own secrets (the session "
+            "store's credentials, the MCP token: docs/security.md, \"Secrets: the "
+            'environment"): ' + ", ".join(named)
+        )
 
 
 class EnvPolicy:
@@ -129,21 +206,23 @@ class EnvPolicy:
             f"keep_default_excludes={self.keep_default_excludes!r})"
         )
 
-    def describe(self) -> dict[str, object]:
+    def describe(self, withheld: Withheld | None = None) -> dict[str, object]:
         """The policy as plain data (for `stockade probe`): names and globs, no values
-        of `set` (it may hold a value the operator meant for the command alone)."""
+        of `set` (it may hold a value the operator meant for the command alone), and of
+        `withheld` its names and how many values it holds (never one of them)."""
         return {
             "inherit": self.inherit,
             "keep_default_excludes": self.keep_default_excludes,
             "default_excludes": list(DEFAULT_EXCLUDES) if self.keep_default_excludes else [],
-            "always_dropped": [STOCKADE_OWN],
+            "always_dropped": [STOCKADE_OWN, *(withheld.names if withheld else ())],
+            "withheld_values": len(withheld.values) if withheld else 0,
             "exclude": list(self.exclude),
             "include_only": list(self.include_only),
             "set": sorted(self.set),
         }
 
 
-def render_policy(policy: EnvPolicy) -> str:
+def render_policy(policy: EnvPolicy, withheld: Withheld | None = None) -> str:
     """`stockade probe`'s text: what every command inherits of this environment."""
     kept = {"all": "everything", "core": "the core names", "none": "nothing"}[policy.inherit]
     lines = [f"command environment: inherit {policy.inherit} ({kept} of the harness's)"]
@@ -151,6 +230,13 @@ def render_policy(policy: EnvPolicy) -> str:
         lines.append("  dropped by default: " + " ".join(DEFAULT_EXCLUDES))
     else:
         lines.append(f"  dropped by default: {STOCKADE_OWN} only (keep_default_excludes: false)")
+    if withheld:
+        held = f"{len(withheld.values)} secret value(s) of the harness's own"
+        lines.append(
+            "  always dropped, whatever the policy: "
+            + " ".join((STOCKADE_OWN, *withheld.names))
+            + (f", and any variable holding one of {held}" if withheld.values else "")
+        )
     if policy.inherit == "core":
         lines.append("  core: " + " ".join(CORE))
     if policy.exclude:
@@ -202,7 +288,7 @@ def is_stockade_own(name: str) -> bool:
 
 
 def apply_policy(
-    environ: Mapping[str, str], policy: EnvPolicy
+    environ: Mapping[str, str], policy: EnvPolicy, *, withheld: Withheld | None = None
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """The environment a command gets, and the names of `environ` it does not get (sorted).
 
@@ -210,7 +296,9 @@ def apply_policy(
     2. the default excludes drop (unless `keep_default_excludes` is false); 3. `exclude`
     drops; 4. `set` adds or overrides; 5. `include_only`, when given, keeps only what
     matches it (the `set` names too). Stockade's own variables (STOCKADE_*) are dropped
-    last whatever came before, and `set` cannot name them (EnvPolicy refuses it).
+    last whatever came before, and `set` cannot name them (EnvPolicy refuses it);
+    so are the `withheld` secrets, by name or by value (the harness refuses a `set`
+    that names one: `Withheld.set_problem`).
     """
     if policy.inherit == "all":
         out = dict(environ)
@@ -227,5 +315,7 @@ def apply_policy(
     if policy.include_only:
         out = {k: v for k, v in out.items() if matches(k, policy.include_only)}
     out = {k: v for k, v in out.items() if not is_stockade_own(k)}
+    if withheld:
+        out = {k: v for k, v in out.items() if not withheld.holds(k, v)}
     dropped = tuple(sorted(name for name in environ if name not in out))
     return out, dropped

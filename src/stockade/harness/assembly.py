@@ -29,6 +29,7 @@ from ..errors import ConfigError
 from ..events import EventRegistry, SessionEvent
 from ..executor.actor import ExecutorActor
 from ..executor.config import ExecutorConfig
+from ..executor.environment import Withheld
 from ..policy.knobs import PolicyDefaults, unconfined_reason
 from ..policy.presets import DEFAULT_PRESETS, PresetTable
 from ..sandbox.actor import ProviderActor
@@ -41,6 +42,7 @@ from ..sessionlog import (
     SessionLogActor,
     build_store,
     store_files,
+    store_secrets,
 )
 from ..tools.bash import BashTool
 from ..tools.events import TOOL_EVENTS
@@ -108,15 +110,20 @@ async def open_harness(
     answerers: Sequence[Any] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     extra_events: Sequence[type[SessionEvent]] = (),
+    withhold: Sequence[str] = (),
 ) -> AsyncIterator[Harness]:
     """Start the composition's actors; leaving the block stops them and kills every job.
 
     `config`: a stockade.yml path, a list of entry mappings, or None for the embedded
     default (the sandboxed product path). `answerers` replaces the configured
     answerer chain (after the reject rules), e.g. a callback or a scripted list.
+    `withhold`: secret values of the host's own (the MCP server's tokens) that no
+    command's environment may hold, under any name, whatever the policy says.
     """
     composition = config if isinstance(config, Composition) else load_composition(config, cwd=cwd)
-    actors, harness = assemble(composition, answerers=answerers, cwd=cwd, extra_events=extra_events)
+    actors, harness = assemble(
+        composition, answerers=answerers, cwd=cwd, extra_events=extra_events, withhold=withhold
+    )
     # Dependency order: log, provider, approval, executor.
     try:
         async with running(*(actor.run for actor in actors)):
@@ -134,6 +141,7 @@ def assemble(
     answerers: Sequence[Any] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     extra_events: Sequence[type[SessionEvent]] = (),
+    withhold: Sequence[str] = (),
 ) -> tuple[list[Any], Harness]:
     """Build (not start) the actors of `composition`, in start order, and their Harness."""
     registry = harness_registry(*extra_events)
@@ -152,6 +160,8 @@ def assemble(
     executor_config = (
         executor_entry.config.executor_config() if executor_entry is not None else ExecutorConfig()
     )
+    # The harness's own secrets never reach a command, whatever `env:` says.
+    executor_config = executor_config.withholding(composition_secrets(composition, withhold))
     fallback_root = os.path.realpath(executor_config.fallback_root or cwd or os.getcwd())
     provider_actor = None
     provider_config = None
@@ -246,6 +256,14 @@ def assemble(
     )
     harness._check_log_is_out_of_reach(None)
     return actors, harness
+
+
+def composition_secrets(composition: Composition, values: Sequence[str] = ()) -> Withheld:
+    """What no command of `composition` may inherit: its session store's credentials
+    (by name and by value) and `values` (a host's own, e.g. the MCP tokens)."""
+    log_entry = composition.session_log
+    names, store_values = store_secrets(log_entry.config if log_entry is not None else None)
+    return Withheld(names, (*store_values, *values))
 
 
 def _plugin_actor(entry: Any) -> Any:

@@ -80,7 +80,10 @@ def auth_settings(host: str) -> AuthSettings:
     return AuthSettings(issuer_url=f"http://{shown}", resource_server_url=None)  # type: ignore[arg-type]
 
 
-async def serve_http(face: Face, host: str, port: int) -> None:
+async def serve_http(face: Face, host: str, port: int, made_token: str | None = None) -> None:
+    """Serve `face` on HOST:PORT until a signal drains it. `made_token`: the token to
+    write and accept when no --token-file gives them (made by the caller before the
+    harness opened, so that no command's environment can hold it); else one made here."""
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
@@ -96,7 +99,7 @@ async def serve_http(face: Face, host: str, port: int) -> None:
         tokens, where = settings.tokens, f"bearer tokens from {settings.token_file}"
     else:
         # Made now, written once the port is known; the directory is checked first.
-        token = _token.new_token()
+        token = made_token or _token.new_token()
         tokens, where = (token,), ""
         directory = face.harness.log_directory or str(resolve_state_dir())
         try:

@@ -146,12 +146,22 @@ async def serve(composition: Any, settings: McpSettings) -> int:
     from .server import Face
 
     answerer = McpAnswerer(timeout=settings.ask_timeout)
-    async with open_harness(composition, answerers=[answerer], cwd=settings.root) as harness:
+    # The bearer tokens are the harness's secrets: made (or read) before it opens, and
+    # withheld from every command's environment whatever the policy says.
+    made_token = None
+    if settings.http is not None and not settings.tokens:
+        from ._token import new_token
+
+        made_token = new_token()
+    withhold = (*settings.tokens, *([made_token] if made_token else []))
+    async with open_harness(
+        composition, answerers=[answerer], cwd=settings.root, withhold=withhold
+    ) as harness:
         face = Face(harness=harness, settings=settings, calls=answerer.calls)
         if settings.http is not None:
             from ._http import serve_http
 
-            await serve_http(face, *settings.http)
+            await serve_http(face, *settings.http, made_token=made_token)
         else:
             from ._stdio import serve_stdio
 

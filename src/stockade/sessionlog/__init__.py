@@ -38,6 +38,7 @@ from .stores import check_store_files as check_store_files
 from .stores import default_state_dir as default_state_dir
 from .stores import resolve_state_dir as resolve_state_dir
 from .stores import store_files as store_files
+from .stores import store_secrets as store_secrets
 from .stores.jsonl_catalog import JsonlCatalog as JsonlCatalog
 from .stores.jsonl_catalog import catalog_of as catalog_of
 
@@ -100,4 +101,5 @@ __all__ = [
     "resolve_state_dir",
     "scan_log",
     "store_files",
+    "store_secrets",
 ]

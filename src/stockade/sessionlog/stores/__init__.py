@@ -12,6 +12,7 @@ from ...lazy import lazy_exports
 from ._select import build_store as build_store
 from ._select import check_store_files as check_store_files
 from ._select import store_files as store_files
+from ._select import store_secrets as store_secrets
 from .interface import InvalidSessionId as InvalidSessionId
 from .interface import LogHandle as LogHandle
 from .interface import OpenedLog as OpenedLog
@@ -65,4 +66,5 @@ __all__ = [
     "default_state_dir",
     "resolve_state_dir",
     "store_files",
+    "store_secrets",
 ]

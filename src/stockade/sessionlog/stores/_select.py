@@ -42,6 +42,24 @@ def build_store(
     return PostgresStore(dsn, registry=registry, pool_size=config.pool_size)
 
 
+def store_secrets(config: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names, values) of the store's credentials, which no command's environment may
+    hold whatever its policy says: for a postgres store, libpq's login variables (the
+    harness's own connection reads them) and the DSN and its password as values (so
+    whatever variable `dsn: !env VAR` read them from is dropped too). None for jsonl."""
+    if config is None or getattr(config, "store", "jsonl") != "postgres" or not config.dsn:
+        return (), ()
+    from ...executor.environment import LIBPQ_CREDENTIALS
+    from .postgres import dsn_parts
+
+    dsn = config.dsn
+    try:
+        password = dsn_parts(dsn).get("password", "")
+    except ConfigError:  # build_store says so; the whole DSN is still withheld
+        password = ""
+    return LIBPQ_CREDENTIALS, (dsn, password)
+
+
 def _written_in(path: str, secret: str) -> bool:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
