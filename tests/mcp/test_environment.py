@@ -42,3 +42,19 @@ async def test_an_mcp_call_gets_neither_the_secrets_nor_the_servers_token(
     dropped = ran.structured_content["env_dropped"]
     assert {*SECRETS, INNOCUOUS} <= set(dropped)
     assert TOKEN not in repr(ran.structured_content)
+
+
+async def test_an_mcp_call_cannot_read_the_token_file(root, state_dir, scratch):
+    """deny_read's `mcp-token`: a `--token-file` outside every root is hidden from every
+    confined command; the generated ones lie in the state directory (`state`)."""
+    tokens = Path(scratch) / "tokens"
+    tokens.write_text(f"{TOKEN}\n")
+    tokens.chmod(0o600)
+    async with (
+        http_server(root, state_dir, "--token-file", str(tokens)) as server,
+        server.client() as client,
+    ):
+        ran = await client.call_tool("bash", {"command": f"cat {tokens}; ls {state_dir}"})
+    seen = text(ran)
+    assert TOKEN not in seen and "Permission denied" in seen, seen
+    assert ran.structured_content["read_denied"] is True

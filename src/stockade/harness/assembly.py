@@ -111,6 +111,7 @@ async def open_harness(
     cwd: str | os.PathLike[str] | None = None,
     extra_events: Sequence[type[SessionEvent]] = (),
     withhold: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
 ) -> AsyncIterator[Harness]:
     """Start the composition's actors; leaving the block stops them and kills every job.
 
@@ -119,10 +120,17 @@ async def open_harness(
     answerer chain (after the reject rules), e.g. a callback or a scripted list.
     `withhold`: secret values of the host's own (the MCP server's tokens) that no
     command's environment may hold, under any name, whatever the policy says.
+    `unreadable`: secret files of the host's own (an MCP `--token-file`) that no
+    confined command may read (deny_read's `mcp-token` item).
     """
     composition = config if isinstance(config, Composition) else load_composition(config, cwd=cwd)
     actors, harness = assemble(
-        composition, answerers=answerers, cwd=cwd, extra_events=extra_events, withhold=withhold
+        composition,
+        answerers=answerers,
+        cwd=cwd,
+        extra_events=extra_events,
+        withhold=withhold,
+        unreadable=unreadable,
     )
     # Dependency order: log, provider, approval, executor.
     try:
@@ -142,6 +150,7 @@ def assemble(
     cwd: str | os.PathLike[str] | None = None,
     extra_events: Sequence[type[SessionEvent]] = (),
     withhold: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
 ) -> tuple[list[Any], Harness]:
     """Build (not start) the actors of `composition`, in start order, and their Harness."""
     registry = harness_registry(*extra_events)
@@ -178,6 +187,11 @@ def assemble(
             provider_config = attrs.evolve(
                 provider_config,
                 secret_state=(*provider_config.secret_state, str(store.directory)),
+            )
+        if unreadable:
+            provider_config = attrs.evolve(
+                provider_config,
+                secret_tokens=(*provider_config.secret_tokens, *map(os.path.abspath, unreadable)),
             )
         provider_actor = _plugin_actor(composition.provider) or ProviderActor(
             config=provider_config

@@ -154,8 +154,15 @@ async def serve(composition: Any, settings: McpSettings) -> int:
 
         made_token = new_token()
     withhold = (*settings.tokens, *([made_token] if made_token else []))
+    # A token file kept elsewhere is deny_read's `mcp-token`: no confined command reads it
+    # (a generated one lies in the state directory, hidden as `state`).
+    token_files = (settings.token_file,) if settings.token_file else ()
     async with open_harness(
-        composition, answerers=[answerer], cwd=settings.root, withhold=withhold
+        composition,
+        answerers=[answerer],
+        cwd=settings.root,
+        withhold=withhold,
+        unreadable=token_files,
     ) as harness:
         face = Face(harness=harness, settings=settings, calls=answerer.calls)
         if settings.http is not None:
