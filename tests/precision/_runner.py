@@ -40,6 +40,7 @@ async def run_calls(backend: str, calls: list[dict[str, Any]]) -> list[dict[str,
                     "stdout": report.stdout,
                     "stderr": report.stderr,
                     "denied": report.denied,
+                    "read_denied": report.read_denied,
                     "backend": report.backend,
                 }
             else:
@@ -49,6 +50,7 @@ async def run_calls(backend: str, calls: list[dict[str, Any]]) -> list[dict[str,
                     "stdout": result.stdout,
                     "stderr": result.stderr,
                     "denied": result.denied,
+                    "read_denied": result.read_denied,
                     "backend": result.backend,
                 }
             results.append(outcome)

@@ -136,6 +136,20 @@ def root_secret_inside(place: Place) -> None:
     put(place.w / "secret", mode=0o600)
 
 
+def env_file(place: Place) -> None:
+    put(place.w / ".env", "TOKEN=x\n")
+
+
+def env_file_private(place: Place) -> None:
+    put(place.w / ".env", "TOKEN=x\n", mode=0o600)
+
+
+def env_directory(place: Place) -> None:
+    """A virtualenv named `.env`: a directory, which deny_read's `.env` does not hide."""
+    directory(place.w / ".env")
+    put(place.w / ".env" / "activate")
+
+
 def root_owned_outside(place: Place) -> None:
     put(place.o / "rootfile")
     directory(place.o / "private", 0o700)
@@ -174,6 +188,7 @@ class Case:
     backends: tuple[str, ...] = REAL_BACKENDS
     job: bool = False
     at_root: bool = False  # the workdir is the root itself (where .git lives)
+    read: bool = False  # a refused read of a deny_read path (`read_denied`)
 
 
 # {W} the case's workdir (inside the root), {O} its outside directory, {SIG} the
@@ -512,8 +527,89 @@ DENIALS = [
     ),
 ]
 
-CASES = {case.id: case for case in (*ORDINARY, *DENIALS)}
-assert len(CASES) == len(ORDINARY) + len(DENIALS)
+# deny_read: `.env` in the root is hidden (an unreadable empty file over it), in every
+# mode; a read of it is refused by the mode bits of that cover, "Permission denied".
+READS = [
+    Case("deny-cat", "cat .env", True, "cat of a .env file", setup=(env_file,), read=True),
+    Case(
+        "deny-cat-ro",
+        "cat .env",
+        True,
+        "the same under read-only",
+        mode=RO,
+        setup=(env_file,),
+        read=True,
+    ),
+    Case(
+        "deny-python",
+        "{PY} -c \"open('.env').read()\"",
+        True,
+        "python open(r) of it",
+        setup=(env_file,),
+        read=True,
+    ),
+    Case(
+        "deny-link",
+        "ln -s .env l && cat l",
+        True,
+        "cat through a symlink made in the root",
+        setup=(env_file,),
+        read=True,
+    ),
+    Case(
+        "deny-write",
+        "echo x > .env",
+        True,
+        "a write to it (the cover is read-only)",
+        setup=(env_file,),
+        read=True,
+    ),
+    Case(
+        "deny-job",
+        "cat .env",
+        True,
+        "a background job",
+        setup=(env_file,),
+        job=True,
+        read=True,
+    ),
+    Case(
+        "nobody-deny-cat",
+        "cat .env",
+        True,
+        "root's 0644 .env, as nobody",
+        nobody=True,
+        setup=(env_file,),
+        read=True,
+    ),
+]
+# Reads that fail without deny_read's help, or that it leaves alone.
+ORDINARY_READS = [
+    Case(
+        "nobody-deny-private",
+        "cat .env",
+        False,
+        "root's 0600 .env, as nobody: the mode bits refuse it anyway",
+        nobody=True,
+        setup=(env_file_private,),
+    ),
+    Case(
+        "env-venv",
+        "cat .env/activate && ls .env",
+        False,
+        "a directory named .env (a virtualenv) is not hidden",
+        setup=(env_directory,),
+    ),
+    Case(
+        "read-missing",
+        "cat nothing-here",
+        False,
+        "a missing file",
+    ),
+]
+
+CASES = {case.id: case for case in (*ORDINARY, *DENIALS, *READS, *ORDINARY_READS)}
+assert len(CASES) == len(ORDINARY) + len(DENIALS) + len(READS) + len(ORDINARY_READS)
 
 
 @dataclass
@@ -637,7 +733,11 @@ def test_denied_is_exactly_a_sandbox_refusal(tables, backend, case_id):
     case, outcome = CASES[case_id], table.outcomes[case_id]
     assert outcome["backend"] == backend
     text = outcome["stdout"] + outcome["stderr"]
-    if case.denied:
+    assert outcome["read_denied"] is case.read, (case.what, outcome)
+    if case.read:
+        assert "TOKEN" not in text
+        assert "Permission denied" in text or "Read-only file system" in text
+    elif case.denied:
         # A real refusal shows its signature on a line whose path we can recover:
         # the verdict is proved, not the signature-alone fallback.
         lines = [line for line in text.splitlines() if any(s in line for s in SIGNATURES[backend])]

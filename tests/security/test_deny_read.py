@@ -25,7 +25,7 @@ from stockade.executor.config import ExecutorConfig
 from stockade.executor.render import render_result
 from stockade.sandbox.actor import open_provider
 from stockade.trust.secrets import ENV_FILE_DEPTH, HOME_SECRETS
-from stockade.vocab import READ_DENIED_HINT, ExecutionPolicy, SandboxMode
+from stockade.vocab import READ_DENIED_HINT, ExecutionPolicy, Network, SandboxMode
 
 from .support import SYSTEM_PYTHON
 from .test_unprivileged import confined_as_nobody, nobody_terrain, runner  # noqa: F401
@@ -255,3 +255,48 @@ async def test_a_granted_escalation_hides_them_too(backend, terrain, secret_home
         assert copy.exists() and key.content not in copy.read_text()
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _wheel(directory: Path) -> str:
+    """A minimal pure wheel (`demo 1.0`), enough for `pip download` to fetch."""
+    import zipfile
+
+    name = "demo-1.0-py3-none-any.whl"
+    info = "demo-1.0.dist-info"
+    with zipfile.ZipFile(directory / name, "w") as wheel:
+        wheel.writestr("demo.py", "VALUE = 1\n")
+        wheel.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+        wheel.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        wheel.writestr(f"{info}/RECORD", "")
+    return name
+
+
+async def test_pip_download_with_network_on(sandbox, secret_home, tmp_path):
+    """A package index on loopback (PEP 503), reached with network on, deny_read in force."""
+    import functools
+    import http.server
+    import sys
+    import threading
+
+    index = tmp_path / "index"
+    (index / "simple" / "demo").mkdir(parents=True)
+    wheel = _wheel(index / "simple" / "demo")
+    (index / "simple" / "demo" / "index.html").write_text(f'<a href="{wheel}">{wheel}</a>\n')
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(index))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/simple"
+        command = (
+            f"{sys.executable} -m pip download --no-cache-dir --no-deps --disable-pip-version-check "
+            f"-q -d dl --index-url {url} demo"
+        )
+        result = await sandbox.run(command, WW, network=Network.ON)
+    finally:
+        server.shutdown()
+    assert result.exit_code == 0, result.stderr
+    assert (Path(sandbox.terrain.root) / "dl" / wheel).exists()
+    assert not result.denied

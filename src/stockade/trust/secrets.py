@@ -37,8 +37,9 @@ SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow")
 STATE = "state"
 COMPOSITION = "composition"
 MCP_TOKEN = "mcp-token"
-# Inside every root (workspace and temp roots): these names, down to ENV_FILE_DEPTH
-# directories below the root, searching at most ENV_FILE_BUDGET directories per root.
+# Inside every root (workspace and temp roots): FILES of these names (a virtualenv
+# named `.env` is a directory, and stays), down to ENV_FILE_DEPTH directories below
+# the root, searching at most ENV_FILE_BUDGET directories per root.
 ENV_FILES = ".env"
 ENV_FILE_NAMES: tuple[str, ...] = (".env", ".env.*")
 ENV_FILE_DEPTH = 3
@@ -248,12 +249,14 @@ class DenyRead:
             if not _under(real_path, root) or real_path == root:
                 continue
             parts = os.path.relpath(real_path, root).split(os.sep)
-            for depth in range(len(parts)):
-                if depth > ENV_FILE_DEPTH:
-                    break
-                relative = "/".join(parts[: depth + 1])
-                if _matches_root_pattern(parts[depth], relative, patterns):
-                    return True
+            # The file itself, as `root_matches` finds it: by its name (or its path in
+            # the root), no deeper than the bound, a file (`.env/bin/activate` is not).
+            if len(parts) - 1 > ENV_FILE_DEPTH:
+                continue
+            if _matches_root_pattern(parts[-1], "/".join(parts), patterns) and not os.path.isdir(
+                real_path
+            ):
+                return True
         return False
 
 
@@ -297,7 +300,8 @@ def root_matches(root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
             continue
         for entry in listed:
             path_relative = f"{relative}/{entry.name}" if relative else entry.name
-            if _matches_root_pattern(entry.name, path_relative, patterns):
+            # Files only (a link to one too): a virtualenv named `.env` is a directory.
+            if _matches_root_pattern(entry.name, path_relative, patterns) and _is_file(entry):
                 found.append(entry.path)
                 continue
             if depth < ENV_FILE_DEPTH:
@@ -308,6 +312,13 @@ def root_matches(root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
                 if is_directory:
                     pending.append((entry.path, path_relative, depth + 1))
     return found, False
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def outermost(paths: Iterable[str]) -> tuple[str, ...]:
