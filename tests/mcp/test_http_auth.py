@@ -433,8 +433,10 @@ async def test_a_confined_command_with_the_network_off_cannot_reach_the_endpoint
     backend, root, outside, state_dir, scratch
 ):
     """The token file's mode does not stop a command that runs as the server's user;
-    the network off does: the command reads the token but cannot connect. Control:
-    the same command granted the network once opens a session (a new log)."""
+    deny_read does (the state directory is hidden), and the network off does too: given
+    the token another way (a copy outside the state directory), the command still
+    cannot connect. Control: the same command granted the network once opens a
+    session (a new log)."""
     require_backend(backend)
     config = Path(scratch) / "stockade.yml"
     config.write_text(
@@ -447,8 +449,13 @@ async def test_a_confined_command_with_the_network_off_cannot_reach_the_endpoint
     script.write_text(INSIDE_ATTACK)
     async with http_server(root, state_dir, "--config", str(config)) as server:
         port = server.url.rsplit(":", 1)[1].split("/")[0]
-        command = f"{sys.executable} -I -S {script} {server.token_file} {port}"
+        leaked = outside / "leaked.token"
+        leaked.write_text(Path(server.token_file).read_text())
+        command = f"{sys.executable} -I -S {script} {leaked} {port}"
         async with server.client(elicitation_callback=approve) as client:
+            hidden = await client.call_tool("bash", {"command": f"cat {server.token_file}"})
+            assert hidden.structured_content["read_denied"], text(hidden)
+            assert leaked.read_text().strip() not in text(hidden)
             logs = session_logs(state_dir)
             confined = await client.call_tool("bash", {"command": command})
             facts = confined.structured_content

@@ -157,6 +157,7 @@ def test_facts_for_the_session_log(ws: str) -> None:
         "path": f"{ws}/a.txt",
         "is_error": False,
         "denied": False,
+        "read_denied": False,
         "size": 3,
         "bytes_written": 3,
         "created": True,
