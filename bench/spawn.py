@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ._common import (
@@ -189,6 +190,7 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
     from stockade.executor.actor import open_executor
     from stockade.sandbox.actor import open_provider
     from stockade.sandbox.config import ProviderConfig
+    from stockade.trust.secrets import DEFAULT_DENY_READ
     from stockade.vocab import ExecutionPolicy, Network, SandboxMode
 
     root = ctx.scratch.dir("spawn-root")
@@ -207,7 +209,12 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
         # Executors: local, one per usable backend, and the auto one for danger-full-access.
         executors: dict[str, Any] = {}
 
-        async def serve(name: str, backend: str | None, *, task_status: Any) -> None:
+        # deny_read off (every default item removed): what the defaults cost, paired.
+        without_deny_read = tuple(f"!{item}" for item in DEFAULT_DENY_READ)
+
+        async def serve(
+            name: str, backend: str | None, *, task_status: Any, deny_read: bool = True
+        ) -> None:
             if backend is None:
                 async with open_executor() as client:
                     executors[name] = client
@@ -215,7 +222,11 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
                     await trio.sleep_forever()
                 return
             async with (
-                open_provider(ProviderConfig(backend=backend)) as provider,
+                open_provider(
+                    ProviderConfig(
+                        backend=backend, deny_read=() if deny_read else without_deny_read
+                    )
+                ) as provider,
                 open_executor(provider=provider) as client,
             ):
                 executors[name] = client
@@ -225,6 +236,9 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
         await nursery.start(serve, "bare", None)
         for backend in backends:
             await nursery.start(serve, backend, backend)
+            await nursery.start(
+                partial(serve, deny_read=False), f"{backend} (no deny_read)", backend
+            )
         if backends:
             await nursery.start(serve, "auto", "auto")
 
@@ -248,6 +262,11 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
         for backend in backends:
             label = f"executor: {backend}"
             variants.append(Variant(label, "stockade", through(backend, workspace)))
+            expected[label] = (backend, SandboxMode.WORKSPACE_WRITE)
+            label = f"executor: {backend} (no deny_read)"
+            variants.append(
+                Variant(label, "stockade", through(f"{backend} (no deny_read)", workspace))
+            )
             expected[label] = (backend, SandboxMode.WORKSPACE_WRITE)
             label = f"executor: {backend} (network on)"
             variants.append(Variant(label, "stockade", through(backend, networked)))
@@ -440,6 +459,16 @@ def run(ctx: Context) -> FamilyResult:
             "bwrap confinement (executor: bwrap - local executor)",
             "executor: bwrap",
             "executor: local (bare)",
+        ),
+        (
+            "deny_read's defaults, Landlock (executor: landlock - the same without them)",
+            "executor: landlock",
+            "executor: landlock (no deny_read)",
+        ),
+        (
+            "deny_read's defaults, bwrap (executor: bwrap - the same without them)",
+            "executor: bwrap",
+            "executor: bwrap (no deny_read)",
         ),
         (
             "network off, Landlock (executor: landlock - the same, network on)",

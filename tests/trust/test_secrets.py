@@ -117,3 +117,19 @@ def test_denies_judges_a_path_as_the_fs_tools_use_it(tmp_path):
 
 def test_outermost():
     assert outermost(["/a/b", "/a", "/c", "/a/b/c"]) == ("/a", "/c")
+
+
+def test_the_search_memo_sees_a_new_file_and_skips_tools_stores(tmp_path):
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    for store in (".git", "node_modules/pkg", "venv"):
+        (root / store).mkdir(parents=True)
+        (root / store / ".env").write_text("x")
+    (root / "venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    deny = DenyRead((".env",))
+    environ = {"HOME": str(tmp_path)}
+    assert deny.expand((str(root),), environ=environ).paths == ()
+    (root / "a" / "b" / ".env").write_text("x")
+    assert deny.expand((str(root),), environ=environ).paths == (str(root / "a" / "b" / ".env"),)
+    (root / "a" / "b" / ".env").unlink()
+    assert deny.expand((str(root),), environ=environ).paths == ()

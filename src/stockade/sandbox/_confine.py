@@ -149,19 +149,24 @@ def guard_rules(
     config: object | None,
     installation: Sequence[str],
     startup: Sequence[tuple[str, str]] | None = None,
+    deny_read: DenyRead | None = None,
 ) -> GuardRules:
     """The guard rules of a provider's `config` (a ProviderConfig; None: none mounted,
     the defaults), with stockade's `installation` (trust.installation_paths()) and the
-    caller's `startup` files (trust.startup_files(); None: read at each guard)."""
+    caller's `startup` files (trust.startup_files(); None: read at each guard), and
+    the `deny_read` list a long-lived caller keeps (its search memo with it; None:
+    the config's, made now)."""
+    if deny_read is None:
+        deny_read = _deny_read(config)
     if config is None:
-        return GuardRules((), (), installation, False, startup, _deny_read(None))
+        return GuardRules((), (), installation, False, startup, deny_read)
     return GuardRules(
         config.protected_paths,  # type: ignore[attr-defined]
         config.trusted_files,  # type: ignore[attr-defined]
         installation,
         config.allow_unprotected_installation,  # type: ignore[attr-defined]
         startup,
-        _deny_read(config),
+        deny_read,
     )
 
 

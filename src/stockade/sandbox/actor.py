@@ -29,6 +29,7 @@ from ..actors.mailbox import (
 )
 from ..messages import Confine, Describe, ProviderReport, ProviderRequest, Wrapped
 from ..trust import installation_paths, resolve_workspace_root, startup_files
+from ..trust.secrets import DenyRead, deny_read_for
 from ..vocab import SandboxPolicy
 from ._chain import Selection
 from ._confine import Call, confine, guard_rules
@@ -55,6 +56,11 @@ class ProviderActor:
     _guards: GuardMemo = attrs.field(factory=GuardMemo, init=False)
     # The host's named Unix sockets, for network-off calls (sandbox/_sockets.py).
     _sockets: SocketScan = attrs.field(factory=SocketScan, init=False)
+    # deny_read's list, kept with its per-root search memo (trust/secrets.py).
+    _deny_read: DenyRead = attrs.field(
+        default=attrs.Factory(lambda self: deny_read_for(self.config), takes_self=True),
+        init=False,
+    )
     _selection: Selection | None = attrs.field(default=None, init=False)
     _select_lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
     _inbox: Inbox[ProviderRequest] = attrs.field(init=False)
@@ -132,7 +138,7 @@ class ProviderActor:
         confined = confine(
             Call(message.argv, policy.mode, policy.workspace_root, temp_roots, policy.network),
             backend.as_runner() if backend is not None else None,
-            guard_rules(self.config, self.installation, self.startup),
+            guard_rules(self.config, self.installation, self.startup, self._deny_read),
             unavailable=selection.detail,
             memo=self._guards,
             sockets=self._sockets.sockets,

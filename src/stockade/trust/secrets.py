@@ -156,7 +156,7 @@ class DenyRead:
     one), composition (tuple[str, ...]: the composition files in use), tokens
     (tuple[str, ...]: MCP token files kept elsewhere)."""
 
-    __slots__ = ("composition", "patterns", "state", "tokens")
+    __slots__ = ("_scans", "composition", "patterns", "state", "tokens")
 
     def __init__(
         self,
@@ -168,6 +168,21 @@ class DenyRead:
     ) -> None:
         self.patterns = tuple(patterns)
         self.state, self.composition, self.tokens = tuple(state), tuple(composition), tuple(tokens)
+        # Each root's last search: the directories it listed (with their mtimes), what
+        # it found, whether it stopped. Reused while no listed directory changed (a
+        # file made, removed or renamed in one changes its mtime).
+        self._scans: dict[str, tuple[list[tuple[str, int]], list[str], bool]] = {}
+
+    def _root_matches(self, root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
+        cached = self._scans.get(root)
+        if cached is not None and all(_mtime(path) == mtime for path, mtime in cached[0]):
+            return cached[1], cached[2]
+        seen: list[tuple[str, int]] = []
+        found, stopped = root_matches(root, patterns, seen)
+        if len(self._scans) >= SCAN_MEMO_ROOTS:
+            self._scans.pop(next(iter(self._scans)))
+        self._scans[root] = (seen, found, stopped)
+        return found, stopped
 
     def literal_paths(self, environ: Mapping[str, str] = os.environ) -> list[str]:
         """Every absolute pattern (and named item) expanded, globs matched on disk."""
@@ -210,7 +225,7 @@ class DenyRead:
         patterns = self.root_patterns()
         if patterns:
             for root in roots:
-                matches, stopped = root_matches(root, patterns)
+                matches, stopped = self._root_matches(root, patterns)
                 candidates += matches
                 if stopped:
                     gaps.append(
@@ -280,11 +295,21 @@ def _matches_root_pattern(name: str, relative: str, patterns: Sequence[str]) -> 
     return False
 
 
-def root_matches(root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
-    """Entries under `root` matching `patterns` (a bare name at any depth up to
+# Not searched: git's own store, installed packages (a virtualenv is a directory
+# holding pyvenv.cfg). What lies there is a tool's, not a secret the person keeps.
+SKIPPED_DIRECTORIES = frozenset({".git", "node_modules"})
+VENV_MARKER = "pyvenv.cfg"
+
+
+def root_matches(
+    root: str, patterns: Sequence[str], seen: list[tuple[str, int]] | None = None
+) -> tuple[list[str], bool]:
+    """Files under `root` matching `patterns` (a bare name at any depth up to
     ENV_FILE_DEPTH, a pattern with a slash by its path relative to the root), and
     whether the search stopped at ENV_FILE_BUDGET directories. Symlinked directories
-    are not entered (their targets are another root's business, or outside)."""
+    are not entered (their targets are another root's business, or outside), nor
+    SKIPPED_DIRECTORIES and virtualenvs. `seen` collects each directory listed with
+    its mtime: what a later call checks before it trusts this answer (`DenyRead`)."""
     found: list[str] = []
     pending: list[tuple[str, str, int]] = [(root, "", 0)]
     searched = 0
@@ -294,9 +319,13 @@ def root_matches(root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
         if searched > ENV_FILE_BUDGET:
             return found, True
         try:
+            if seen is not None:
+                seen.append((directory, os.stat(directory).st_mtime_ns))
             with os.scandir(directory) as entries:
                 listed = list(entries)
         except OSError:
+            continue
+        if depth > 0 and any(entry.name == VENV_MARKER for entry in listed):
             continue
         for entry in listed:
             path_relative = f"{relative}/{entry.name}" if relative else entry.name
@@ -304,7 +333,7 @@ def root_matches(root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
             if _matches_root_pattern(entry.name, path_relative, patterns) and _is_file(entry):
                 found.append(entry.path)
                 continue
-            if depth < ENV_FILE_DEPTH:
+            if depth < ENV_FILE_DEPTH and entry.name not in SKIPPED_DIRECTORIES:
                 try:
                     is_directory = entry.is_dir(follow_symlinks=False)
                 except OSError:
@@ -312,6 +341,16 @@ def root_matches(root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
                 if is_directory:
                     pending.append((entry.path, path_relative, depth + 1))
     return found, False
+
+
+SCAN_MEMO_ROOTS = 64
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:
