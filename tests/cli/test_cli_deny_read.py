@@ -59,3 +59,15 @@ def test_danger_full_access_reads_them(backend, scratch, home):
         env={"HOME": str(home)},
     )
     assert json.loads(done.stdout)["stdout"] == "SECRET-aws\n"
+
+
+def test_probe_shows_the_list_and_what_it_hides_here(scratch, home):
+    require_backend("bwrap")
+    env = {"HOME": str(home)}
+    text = stockade("probe", cwd=scratch, env=env)
+    assert text.returncode == 0, text.stderr
+    assert "deny_read" in text.stdout and "~/.ssh" in text.stdout
+    assert f"{home}/.aws" in text.stdout
+    report = json.loads(stockade("probe", "--json", cwd=scratch, env=env).stdout)
+    assert f"{home}/.aws" in report["deny_read"]["hidden_here"]
+    assert ".env" in report["deny_read"]["patterns"]

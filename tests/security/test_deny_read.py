@@ -27,7 +27,7 @@ from stockade.sandbox.actor import open_provider
 from stockade.trust.secrets import ENV_FILE_DEPTH, HOME_SECRETS
 from stockade.vocab import READ_DENIED_HINT, ExecutionPolicy, Network, SandboxMode
 
-from .support import SYSTEM_PYTHON
+from .support import NOBODY, SYSTEM_PYTHON
 from .test_unprivileged import confined_as_nobody, nobody_terrain, runner  # noqa: F401
 
 pytestmark = pytest.mark.nobody
@@ -170,6 +170,17 @@ async def test_a_background_job_reads_no_secret_either(sandbox, secret_home):
 @by_mode
 async def test_nobody_reads_no_secret(sandbox, runner, nobody_terrain, secret_home, mode):  # noqa: F811
     command = every_way(secret_home, None)
+    control = await trio.run_process(
+        ["cat", *(s.file for s in secret_home)],
+        capture_stdout=True,
+        capture_stderr=True,
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        check=False,
+    )
+    seen = control.stdout.decode()
+    assert all(s.content in seen for s in secret_home), control.stderr
     with sandbox.battery.attempt(f"as nobody: deny_read ({mode.value})"):
         done = await confined_as_nobody(sandbox, runner, mode, command)
         output = (done.stdout + done.stderr).decode()

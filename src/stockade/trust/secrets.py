@@ -29,6 +29,8 @@ HOME_SECRETS: tuple[str, ...] = (
     "~/.pypirc",
     "~/.npmrc",
     "~/.cargo/credentials*",
+    # Beyond the list: libpq's password file (the store's, often).
+    "~/.pgpass",
 )
 SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow")
 # Named items whose paths the caller knows: stockade's state directory (session logs,
