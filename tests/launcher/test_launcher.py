@@ -1147,3 +1147,77 @@ def test_filters_only_adds_the_filters_and_nothing_else(launcher, area):
 )
 def test_filters_only_failures_print_one_line(launcher, args, mention):
     assert_launcher_failure(run(launcher, *args), mention)
+
+
+# ---- --deny-read ----
+
+
+def test_deny_read_covers_files_and_directories_for_root_too(launcher, area):
+    """Each path is covered by an unreadable empty file or directory: reading, listing,
+    writing, removing and unmounting it fail; the rest of the tree reads and writes."""
+    inside, sibling, _ = area
+    (inside / ".env").write_text("SECRET-env\n")
+    (sibling / "keys").mkdir()
+    (sibling / "keys" / "id").write_text("SECRET-key\n")
+    script = (
+        f"cat {inside}/.env; cat {sibling}/keys/id; ls {sibling}/keys; "
+        f"echo x > {inside}/.env; rm -f {inside}/.env; umount {inside}/.env; "
+        f"ln -s {sibling}/keys/id {inside}/l; cat {inside}/l; "
+        f"echo ok > {inside}/new && cat {inside}/new"
+    )
+    result = run(
+        launcher,
+        *granted(inside),
+        "--deny-read",
+        inside / ".env",
+        "--deny-read",
+        sibling / "keys",
+        "--deny-read",
+        sibling / "gone",
+        "--",
+        "sh",
+        "-c",
+        script,
+    )
+    assert "SECRET" not in result.stdout + result.stderr
+    assert result.stdout.endswith("ok\n"), result
+    assert result.stderr.count("Permission denied") >= 4, result.stderr
+    assert "Read-only file system" in result.stderr
+    assert (inside / ".env").read_text() == "SECRET-env\n"
+
+
+@pytest.mark.nobody
+def test_deny_read_holds_for_an_unprivileged_caller(launcher):
+    """Without CAP_SYS_ADMIN the cover's mount namespace is made in a user namespace
+    (both forms): nobody reads neither the file nor an empty one it could chmod."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="stockade-deny-", dir="/var/tmp"))
+    try:
+        base.chmod(0o755)
+        # nobody may not reach the built binary (a mode-700 pytest temp directory).
+        launcher = Path(shutil.copy2(launcher, base / "landlock-run"))
+        launcher.chmod(0o755)
+        secret = base / "s"
+        secret.write_text("SECRET\n")
+        secret.chmod(0o644)
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        for form in (["--ro", "/"], ["--filters-only"]):
+            script = f"cat {secret}; chmod 644 {secret}; cat {secret}"
+            result = run(
+                nobody[0],
+                *nobody[1:],
+                launcher,
+                *form,
+                "--deny-read",
+                secret,
+                "--",
+                "sh",
+                "-c",
+                script,
+            )
+            assert "SECRET" not in result.stdout + result.stderr, (form, result)
+            assert result.stderr.count("Permission denied") == 2, (form, result.stderr)
+        assert secret.read_text() == "SECRET\n"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
