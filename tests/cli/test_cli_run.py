@@ -57,6 +57,7 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "stderr_dropped",
         "denial",
         "denied",
+        "read_denied",
         "runner_failed",
         "timed_out",
         "mode",
