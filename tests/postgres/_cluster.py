@@ -41,6 +41,25 @@ def bin_dir() -> str | None:
     return os.path.dirname(initdb) if initdb else None
 
 
+def start_server(binaries: str, data: str, options: str, directory: str) -> None:
+    """pg_ctl start on `data` with `options`, its log in `directory`, waiting up to 60 s."""
+    _as_server_user(
+        [
+            os.path.join(binaries, "pg_ctl"),
+            "-D",
+            data,
+            "-o",
+            options,
+            "-l",
+            os.path.join(directory, "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ]
+    )
+
+
 def _as_server_user(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     if os.geteuid() == 0:
         argv = ["runuser", "-u", SUPERUSER, "--", *argv]
@@ -89,21 +108,7 @@ def start(directory: str, *, max_connections: int = 200) -> str:
         # Durable as in production: every commit is flushed (the store's promise).
         "-c fsync=on -c synchronous_commit=on"
     )
-    _as_server_user(
-        [
-            os.path.join(binaries, "pg_ctl"),
-            "-D",
-            data,
-            "-o",
-            options,
-            "-l",
-            os.path.join(directory, "server.log"),
-            "-w",
-            "-t",
-            "60",
-            "start",
-        ]
-    )
+    start_server(binaries, data, options, directory)
     _psql(
         binaries,
         directory,

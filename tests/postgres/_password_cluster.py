@@ -76,21 +76,7 @@ def start(directory: str) -> tuple[PasswordCluster, subprocess.Popen[bytes]]:
     os.unlink(pwfile)
     port = _free_port()
     options = f"-k {sockets} -c listen_addresses=127.0.0.1 -p {port} -c max_connections=40"
-    _cluster._as_server_user(
-        [
-            os.path.join(binaries, "pg_ctl"),
-            "-D",
-            data,
-            "-o",
-            options,
-            "-l",
-            os.path.join(directory, "server.log"),
-            "-w",
-            "-t",
-            "60",
-            "start",
-        ]
-    )
+    _cluster.start_server(binaries, data, options, directory)
     watchdog = subprocess.Popen(
         [sys.executable, _cluster.__file__, "watch", directory],
         stdin=subprocess.PIPE,

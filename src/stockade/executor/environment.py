@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from ..trust.secrets import glob_match as glob_match
+
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -246,25 +248,6 @@ def render_policy(policy: EnvPolicy, withheld: Withheld | None = None) -> str:
     if policy.include_only:
         lines.append("  include_only: " + " ".join(policy.include_only))
     return "\n".join(lines) + "\n"
-
-
-def glob_match(name: str, pattern: str) -> bool:
-    """Whether `name` matches `pattern`, case-sensitively: `*` any run of characters,
-    `?` one; every other character itself (no `[...]` classes: fnmatch would cost
-    `stockade exec` the import of re)."""
-    n = p = 0
-    star, mark = -1, 0
-    while n < len(name):
-        if p < len(pattern) and pattern[p] == "*":
-            star, mark, p = p, n, p + 1
-        elif p < len(pattern) and pattern[p] in ("?", name[n]):
-            n, p = n + 1, p + 1
-        elif star != -1:
-            mark += 1
-            n, p = mark, star + 1
-        else:
-            return False
-    return all(char == "*" for char in pattern[p:])
 
 
 def matches(name: str, patterns: tuple[str, ...]) -> bool:
