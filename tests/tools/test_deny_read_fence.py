@@ -55,3 +55,17 @@ def test_write_and_edit_refuse_a_denied_file_in_the_root(ws: str, home: Path):
     assert Path(ws, ".env").read_text() == "TOKEN=x\n"
     assert write_file(policy, ws, "ok.txt", "fine", deny_read=DenyRead()).bytes_written == 4
     assert os.path.exists(os.path.join(ws, "ok.txt"))
+
+
+def test_read_file_refuses_every_default_home_item(ws: str, outside: str, monkeypatch):
+    from stockade.trust.secrets import HOME_SECRETS
+
+    home = Path(outside) / "every"
+    monkeypatch.setenv("HOME", str(home))
+    policy = ExecutionPolicy(mode=SandboxMode.WORKSPACE_WRITE, workspace_root=ws)
+    for item in HOME_SECRETS:
+        path = home / item.removeprefix("~/").replace("*", ".toml")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"SECRET {item}\n")
+        result = read_file(policy, ws, str(path), deny_read=DenyRead())
+        assert result.read_denied and "SECRET" not in result.text, item
