@@ -66,8 +66,13 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     enforcement: Enforcement
     denial_signatures: tuple[str, ...]
     runner_failure_rules: tuple[RunnerFailureRule, ...]
-    # What this call leaves unenforced (each makes the claim partial), said plainly.
+    # What this call leaves unenforced of the FILE sandbox (each makes `enforcement`
+    # partial), said plainly.
     gaps: tuple[str, ...] = ()
+    # The network claim, apart from the file claim: None when the call has the
+    # network (nothing is promised); else full, or partial with `network_gaps`.
+    network_enforcement: Enforcement | None = None
+    network_gaps: tuple[str, ...] = ()
     # Placeholders the runner mounts over to block a missing protected path, and which
     # of them are directories: the executor makes and holds each before spawning and
     # removes it when no process uses it any more (sandbox/placeholders.py).
@@ -281,8 +286,13 @@ class ShellResult(msgspec.Struct, frozen=True):
     stdout_dropped: int = 0
     stderr_dropped: int = 0
     runner_failure: str | None = None
-    # Why `enforcement` is partial: the effects this call left ungoverned.
+    # Why `enforcement` (the FILE sandbox's claim) is partial: the effects this call
+    # left ungoverned.
     gaps: tuple[str, ...] = ()
+    # The network claim (None: the call had the network, nothing is promised) and
+    # what it leaves open; apart from the file claim.
+    network_enforcement: Enforcement | None = None
+    network_gaps: tuple[str, ...] = ()
     # Whether this call had the network: its policy's effective value (`on` under
     # danger-full-access and without a sandbox). The default claims no confinement.
     network: Network = Network.ON
@@ -327,6 +337,8 @@ class JobReport(msgspec.Struct, frozen=True):
     runner_failure: str | None = None
     timed_out: bool = False
     gaps: tuple[str, ...] = ()
+    network_enforcement: Enforcement | None = None
+    network_gaps: tuple[str, ...] = ()
     # As ShellResult.network: the network this job's command had.
     network: Network = Network.ON
     # As ShellResult.env_dropped: the variables' names this job's command did not get.

@@ -65,6 +65,8 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "backend",
         "enforcement",
         "gaps",
+        "network_enforcement",
+        "network_gaps",
         "env_dropped",
     }
     assert facts["denied"] is True and facts["exit_code"] == 1

@@ -336,11 +336,15 @@ def test_hides_sockets_only_where_unix_sockets_stay_allowed():
 
 
 def test_network_off_claims_never_full_for_what_is_not_governed():
+    """The network claim stands apart from the file claim (issue 25): a gap of network
+    off makes `network_enforcement` partial and leaves `enforcement` alone."""
     shipped = p.Backend("bwrap", "/usr/bin/bwrap")
-    assert p.wrap(shipped, RO_OFF, HOST, CMD).enforcement is Enforcement.FULL
+    ro = p.wrap(shipped, RO_OFF, HOST, CMD)
+    assert ro.enforcement is ro.network_enforcement is Enforcement.FULL
     ww = p.wrap(shipped, WW_OFF, HOST, CMD, hidden_sockets=SOCKETS)
-    assert ww.enforcement is Enforcement.PARTIAL
-    assert ww.gaps == (p.UNFOUND_SOCKETS_GAP,)
+    assert ww.enforcement is Enforcement.FULL and ww.gaps == ()
+    assert ww.network_enforcement is Enforcement.PARTIAL
+    assert ww.network_gaps == (p.UNFOUND_SOCKETS_GAP,)
     assert ww.protected == ()
     # A hidden socket inside a writable root is a mount point there: removing it is a
     # refusal ("Device or resource busy"), judged as one.
@@ -348,20 +352,22 @@ def test_network_off_claims_never_full_for_what_is_not_governed():
     inside = p.wrap(shipped, WW_OFF, HOST, CMD, hidden_sockets=(*SOCKETS, tmux))
     assert inside.protected == (tmux,)
     bare = p.Backend("bwrap", "/usr/bin/bwrap", launcher=None)
-    assert p.wrap(bare, RO_OFF, HOST, CMD).gaps == (
+    assert p.wrap(bare, RO_OFF, HOST, CMD).network_gaps == (
         p.UNFILTERED_FAMILIES_GAP,
         p.UNHIDDEN_PATHNAME_GAP,
     )
     runner = p.Backend("runner-command", "/r")
-    assert p.wrap(runner, WW_OFF, HOST, CMD).enforcement is Enforcement.PARTIAL
+    assert p.wrap(runner, WW_OFF, HOST, CMD).network_enforcement is Enforcement.PARTIAL
     landlock = p.Backend("landlock", "/l", abi=7)
     assert p.wrap(landlock, RO_OFF, HOST, CMD).enforcement is Enforcement.FULL
-    gaps = p.wrap(landlock, WW_OFF, HOST, CMD).gaps
-    assert p.UNFOUND_SOCKETS_GAP in gaps
+    wrapped = p.wrap(landlock, WW_OFF, HOST, CMD)
+    assert p.UNFOUND_SOCKETS_GAP in wrapped.network_gaps
+    assert p.UNFOUND_SOCKETS_GAP not in wrapped.gaps
     shared = p.Backend("landlock", "/l", abi=7, private_ipc=False)
-    assert p.LANDLOCK_PATHNAME_GAP in p.wrap(shared, WW_OFF, HOST, CMD).gaps
+    assert p.LANDLOCK_PATHNAME_GAP in p.wrap(shared, WW_OFF, HOST, CMD).network_gaps
     # Network on claims nothing about the network.
-    assert p.wrap(shipped, WW, HOST, CMD).gaps == ()
+    on = p.wrap(shipped, WW, HOST, CMD)
+    assert on.gaps == on.network_gaps == () and on.network_enforcement is None
 
 
 def test_network_claim_names_every_effect():

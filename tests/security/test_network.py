@@ -389,9 +389,9 @@ async def test_the_named_gap_a_socket_bound_after_the_call_starts(sandbox, mode)
     with unix_server(path) as inbox:
         report = await sandbox.executor.wait(handle.id)
         received = inbox.settled()
-    assert report.enforcement is (Enforcement.PARTIAL if mode is WW else Enforcement.FULL)
+    assert report.network_enforcement is (Enforcement.PARTIAL if mode is WW else Enforcement.FULL)
     if mode is WW:
-        assert _profiles.UNFOUND_SOCKETS_GAP in report.gaps
+        assert _profiles.UNFOUND_SOCKETS_GAP in report.network_gaps
         assert received == [b"late\n"], stopped(report)
         sandbox.battery.disclosed(f"network off: a socket bound after the call ({mode.value})")
     else:
@@ -454,7 +454,7 @@ async def test_a_socket_from_another_network_namespace(sandbox, mode):
             assert "via-mount" not in text, stopped(result)
         if mode is WW:
             assert text == "via-path\n", stopped(result)
-            assert _profiles.UNFOUND_SOCKETS_GAP in result.gaps
+            assert _profiles.UNFOUND_SOCKETS_GAP in result.network_gaps
             sandbox.battery.disclosed("network off: a socket of another network namespace")
         else:
             assert text == "", stopped(result)

@@ -181,7 +181,8 @@ def test_the_installation_in_the_root_is_read_only_under_bwrap(repo_root: Path):
     # Partial for network off (the default): the named sockets it could not find; and
     # for what no bind reaches (a repository made in a subdirectory).
     assert facts["backend"] == "bwrap" and facts["enforcement"] == "partial", facts
-    assert facts["gaps"] == [UNFOUND_SOCKETS_GAP, NEW_REPOSITORY_GAP], facts
+    assert facts["gaps"] == [NEW_REPOSITORY_GAP], facts
+    assert facts["network_gaps"] == [UNFOUND_SOCKETS_GAP], facts
     assert facts["network"] == "off", facts
     assert facts["denied"] is True, facts
     assert facts["stderr"].count("Read-only file system") == 2, facts["stderr"]
@@ -229,7 +230,8 @@ async def test_the_installation_in_a_harness_root(backend, repo_root: Path, stat
     assert_installation_intact(venv_before)
     if backend == "bwrap":
         assert result.facts["denied"] is True and DENIED_WW in result.text, result.text
-        assert result.facts["gaps"] == (UNFOUND_SOCKETS_GAP, NEW_REPOSITORY_GAP), result.facts
+        assert result.facts["gaps"] == (NEW_REPOSITORY_GAP,), result.facts
+        assert result.facts["network_gaps"] == (UNFOUND_SOCKETS_GAP,), result.facts
     else:
         assert result.is_error and "SANDBOX_UNAVAILABLE" in result.text, result.text
         assert "the command did not run" in result.text, result.text

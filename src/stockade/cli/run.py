@@ -81,8 +81,11 @@ JSON_KEYS = (
     "network",
     "backend",
     "enforcement",
-    # What the claim leaves unenforced: every `partial` says why.
+    # What the file claim leaves unenforced: every `partial` says why.
     "gaps",
+    # The network claim apart (null when the call had the network), and its gaps.
+    "network_enforcement",
+    "network_gaps",
     # The harness's variables the environment policy kept from the command (names).
     "env_dropped",
 )

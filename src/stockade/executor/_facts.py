@@ -27,6 +27,8 @@ class WrapFacts:
     denial_signatures: tuple[str, ...] = ()
     runner_failure_rules: tuple[RunnerFailureRule, ...] = ()
     gaps: tuple[str, ...] = ()
+    network_enforcement: Enforcement | None = None
+    network_gaps: tuple[str, ...] = ()
     blockers: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
@@ -65,6 +67,8 @@ class WrapFacts:
             denial_signatures=wrapped.denial_signatures,
             runner_failure_rules=wrapped.runner_failure_rules,
             gaps=wrapped.gaps,
+            network_enforcement=wrapped.network_enforcement,
+            network_gaps=wrapped.network_gaps,
             blockers=wrapped.blockers,
             writable=wrapped.writable,
             protected=wrapped.protected,
@@ -163,6 +167,8 @@ def settled_result(
         stdout_dropped=stdout.dropped,
         stderr_dropped=stderr.dropped,
         gaps=facts.gaps,
+        network_enforcement=facts.network_enforcement,
+        network_gaps=facts.network_gaps,
         env_dropped=facts.env_dropped,
     )
 
@@ -185,6 +191,9 @@ def unstarted_result(
         enforcement=facts.enforcement,
         network=facts.network,
         duration=0.0,
+        gaps=facts.gaps,
+        network_enforcement=facts.network_enforcement,
+        network_gaps=facts.network_gaps,
         env_dropped=facts.env_dropped,
     )
 
@@ -212,5 +221,8 @@ def waited_out_result(
         enforcement=facts.enforcement,
         network=facts.network,
         duration=waited,
+        gaps=facts.gaps,
+        network_enforcement=facts.network_enforcement,
+        network_gaps=facts.network_gaps,
         env_dropped=facts.env_dropped,
     )

@@ -112,6 +112,8 @@ class Job:
             runner_failure=result.runner_failure if result else None,
             timed_out=result.timed_out if result else False,
             gaps=self.facts.gaps,
+            network_enforcement=self.facts.network_enforcement,
+            network_gaps=self.facts.network_gaps,
             network=self.facts.network,
             env_dropped=self.facts.env_dropped,
         )

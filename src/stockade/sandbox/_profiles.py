@@ -367,6 +367,22 @@ def wrap(
     shared: tuple[str, ...] = ()
     if policy.host_temp and policy.mode is SandboxMode.WORKSPACE_WRITE:
         shared = (host_temp_gap(policy.host_temp),)
+    # The network claim apart from the file claim: its gaps leave `ungoverned`.
+    network_gaps: tuple[str, ...] = ()
+    network_enforcement: Enforcement | None = None
+    if policy.network is not Network.ON:
+        network_gaps = network_claim(
+            backend.name,
+            policy.mode,
+            policy.network,
+            abi=backend.abi or 0,
+            launcher=backend.launcher,
+            private_ipc=backend.private_ipc,
+        )[1]
+        network_enforcement = Enforcement.PARTIAL if network_gaps else Enforcement.FULL
+        ungoverned = tuple(gap for gap in ungoverned if gap not in network_gaps)
+        if backend.name == LANDLOCK and not ungoverned:
+            enforcement = Enforcement.FULL  # it was partial for network gaps alone
     all_gaps = (*ungoverned, *shared, *gaps, *read_gaps)
     # A hidden socket inside a writable root cannot be removed either (a mount point:
     # "Device or resource busy", bwrap's denial text): a refusal, judged as one.
@@ -381,6 +397,8 @@ def wrap(
         denial_signatures=denial,
         runner_failure_rules=rules,
         gaps=all_gaps,
+        network_enforcement=network_enforcement,
+        network_gaps=network_gaps,
         blockers=blockers if backend.name in ("bwrap", "runner-command") else (),
         directory_blockers=tuple(
             p.path
