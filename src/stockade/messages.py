@@ -88,9 +88,9 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
 
 
 class NetworkClaim(msgspec.Struct, frozen=True):
-    """What a backend claims for a call with network off under one mode: the claim,
-    every effect it leaves open (file and network), and how it governs each network
-    effect (one it does not govern reads "not governed: ..."; docs/security.md)."""
+    """What a backend claims for the NETWORK with network off under one mode (apart
+    from the file claim): the claim, the network effects it leaves open, and how it
+    governs each (one it does not govern reads "not governed: ..."; docs/security.md)."""
 
     enforcement: Enforcement
     ungoverned: tuple[str, ...] = ()

@@ -49,9 +49,10 @@ def _claim(
 
 
 def candidate_report(verdict: Verdict) -> CandidateReport:
-    """A verdict with the enforcement its backend claims in each confining mode: with
-    network on (`enforcement`, `ungoverned`: file effects) and with network off
-    (`network_off`: the same, network effects included, and how each is governed)."""
+    """A verdict with the claims its backend makes in each confining mode: the file
+    sandbox's (`enforcement`, `ungoverned`), and apart from it the network's with
+    network off (`network_off`: its claim, what it leaves open, how each effect is
+    governed)."""
     enforcement: dict[str, Enforcement] = {}
     ungoverned: dict[str, tuple[str, ...]] = {}
     network_off: dict[str, NetworkClaim] = {}
@@ -61,8 +62,8 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
             enforcement[mode.value] = claim
             if gaps:
                 ungoverned[mode.value] = gaps
-            claim, gaps = _claim(verdict, mode, Network.OFF)
-            effects, _ = network_claim(
+            # The network claim stands apart from the file claim (`enforcement`).
+            effects, gaps = network_claim(
                 verdict.backend,
                 mode,
                 Network.OFF,
@@ -71,7 +72,9 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
                 private_ipc=verdict.ipc == "private",
             )
             network_off[mode.value] = NetworkClaim(
-                enforcement=claim, ungoverned=gaps, effects=effects
+                enforcement=Enforcement.PARTIAL if gaps else Enforcement.FULL,
+                ungoverned=gaps,
+                effects=effects,
             )
     return CandidateReport(
         backend=verdict.backend,

@@ -31,14 +31,14 @@ def render_selection(selection: Selection, *, refused_here: str | None = None) -
         if candidate.why_not:
             lines.append(f"    why not: {candidate.why_not}")
         for mode, enforcement in candidate.enforcement.items():
-            line = f"    {mode}: {enforcement.value} enforcement"
+            line = f"    {mode}: {enforcement.value} file enforcement"
             gaps = candidate.ungoverned.get(mode)
             if gaps:
                 line += f" (ungoverned: {', '.join(gaps)})"
             lines.append(line)
             offline = candidate.network_off.get(mode)
             if offline is not None:
-                line = f"    {mode}, network off: {offline.enforcement.value} enforcement"
+                line = f"    {mode}, network off: {offline.enforcement.value} network enforcement"
                 if offline.ungoverned:
                     line += f" (ungoverned: {', '.join(offline.ungoverned)})"
                 lines.append(line)
