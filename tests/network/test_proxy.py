@@ -421,6 +421,12 @@ async def test_resolving_and_connecting_time_out(autojump_clock):
         by_name = await _ask(endpoint.path, "CONNECT", "slow.test:443")
         by_address = await _socks(endpoint.path, "93.184.216.34", 443)
         assert trio.current_time() - start == pytest.approx(20)
+        # A client that says nothing is let go after the handshake timeout (30 s).
+        silent = await trio.open_unix_socket(endpoint.path)
+        async with silent:
+            before = trio.current_time()
+            assert await silent.receive_some(65536) == b""
+            assert trio.current_time() - before == pytest.approx(30)
     assert by_name.status == 504
     assert by_address == (SOCKS5ReplyCode.HOST_UNREACHABLE, b"")
     assert [(d.allowed, d.address) for d in decisions] == [(False, None), (True, None)]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stockade.network.rules import (
     Entry,
@@ -13,6 +15,7 @@ from stockade.network.rules import (
     RuleError,
     Rules,
     normalise_host,
+    parse_address,
     parse_entry,
     special_range,
 )
@@ -196,3 +199,19 @@ def test_names_asked_by_clients_are_checked_like_entries():
     assert (pending.allowed, pending.rule) == (True, None)
     assert not Rules(allow=["10.0.0.0/8:5432"]).check_name("db.internal", 80).allowed
     assert not rules.check_address("allowed.com", 443, "not-an-ip").allowed
+
+
+@given(host=st.text(max_size=80), port=st.integers(-1, 70000), address=st.text(max_size=40))
+def test_any_host_asked_gets_a_verdict_and_only_clean_names_pass(host, port, address):
+    rules = Rules(allow=["*.example.com", "10.0.0.0/8"], deny=["bad.example.com"])
+    by_name = rules.check_name(host, port)  # never raises
+    by_address = rules.check_address(host, port, address)
+    if by_name.allowed:
+        assert 1 <= port <= 65535
+        if parse_address(host) is None:
+            name = normalise_host(host)
+            assert all(char.isascii() and (char.isalnum() or char in "-_.") for char in name)
+            assert all(ord(char) > 0x20 and ord(char) != 0x7F for char in host)
+    if by_address.allowed:
+        assert 1 <= port <= 65535
+        assert parse_address(address) is not None

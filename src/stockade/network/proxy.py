@@ -115,7 +115,9 @@ class NetworkProxy:
                             stream = await listener.accept()
                         except OSError as error:
                             if error.errno not in _ACCEPT_RETRY:
-                                raise
+                                # This call's socket is unusable: it stops accepting
+                                # (its commands then reach nothing), the proxy goes on.
+                                break
                             await trio.sleep(0.1)
                             continue
                         connections.start_soon(self._handle, stream, call)
@@ -127,6 +129,7 @@ class NetworkProxy:
         # connection only: the call and the proxy go on serving.
         async with stream:
             try:
+                first = b""
                 with trio.move_on_after(self.handshake_timeout):
                     first = await stream.receive_some(BUFFER)
                 if not first:
