@@ -62,6 +62,10 @@ NEVER = {
     "executor": frozenset({"approval", "tools"} | FACES),
     # the log knows no face (nor the tools that faces call)
     "sessionlog": frozenset({"tools"} | FACES),
+    # the network proxy stands on the ground; the harness runs it and reports for it
+    "network": frozenset(
+        {"sandbox", "executor", "approval", "sessionlog", "tools", "policy", "config"} | FACES
+    ),
     # the trust base stands on the standard library
     "trust": frozenset(
         {"actors", "sandbox", "executor", "approval", "sessionlog", "tools", "policy"} | FACES

@@ -4,11 +4,14 @@ deny over allow, the empty allowlist, and the special addresses no name unlocks.
 from __future__ import annotations
 
 import ipaddress
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import stockade.network
 from stockade.network.rules import (
     Entry,
     HostError,
@@ -215,3 +218,15 @@ def test_any_host_asked_gets_a_verdict_and_only_clean_names_pass(host, port, add
     if by_address.allowed:
         assert 1 <= port <= 65535
         assert parse_address(address) is not None
+
+
+def test_the_rules_load_without_an_event_loop_and_the_surface_resolves():
+    probe = (
+        "import sys, stockade.network as n\n"
+        "n.Rules(allow=['a.example']).check_name('a.example', 443)\n"
+        "print(sorted(m for m in ('trio', 'h11', 'socksio') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+    for name in stockade.network.__all__:
+        assert getattr(stockade.network, name) is not None, name
