@@ -193,31 +193,39 @@ async def test_connect_tunnels_an_allowed_destination_and_refuses_the_rest(serve
     echo, _origin = servers
     decisions: list[Decision] = []
     rules = Rules(allow=[f"{LOOPBACK}:{echo}"], deny=["denied.test"])
-    async with (
-        open_proxy(on_decision=decisions.append, resolver=resolver_of(NAMES)) as proxy,
-        proxy.open_call("call-1", rules) as endpoint,
-    ):
-        # The tunnel's first bytes ride in the CONNECT's own write.
-        ok = await _ask(endpoint.path, "CONNECT", f"echo.test:{echo}", tunnel=b"ping")
-        assert (ok.status, ok.body) == (200, b"ping")
-        denied = await _ask(endpoint.path, "CONNECT", f"denied.test:{echo}")
-        wrong_port = await _ask(endpoint.path, "CONNECT", f"echo.test:{echo + 1}")
-        mismatch = await _ask(
-            endpoint.path, "CONNECT", f"echo.test:{echo}", host="evil.test", tunnel=b"x"
-        )
+    async with open_proxy(on_decision=decisions.append, resolver=resolver_of(NAMES)) as proxy:
+        closed = trio.socket.socket()
+        await closed.bind((LOOPBACK, 0))
+        shut_port = closed.getsockname()[1]
+        closed.close()  # nothing listens there now
+        async with proxy.open_call("call-1", rules) as endpoint:
+            # The tunnel's first bytes ride in the CONNECT's own write.
+            ok = await _ask(endpoint.path, "CONNECT", f"echo.test:{echo}", tunnel=b"ping")
+            assert (ok.status, ok.body) == (200, b"ping")
+            denied = await _ask(endpoint.path, "CONNECT", f"denied.test:{echo}")
+            wrong_port = await _ask(endpoint.path, "CONNECT", f"echo.test:{echo + 1}")
+            mismatch = await _ask(
+                endpoint.path, "CONNECT", f"echo.test:{echo}", host="evil.test", tunnel=b"x"
+            )
+        async with proxy.open_call("call-1b", Rules(allow=[LOOPBACK])) as endpoint:
+            unreachable = await _ask(endpoint.path, "CONNECT", f"echo.test:{shut_port}")
     assert denied.status == 403
-    assert (
-        f"network access to denied.test:{echo} denied (rule: denied.test)" in denied.body.decode()
-    )
+    body = denied.body.decode()
+    assert f"network access to denied.test:{echo} denied (rule: denied.test)" in body
     assert wrong_port.status == 403
     assert "matches no allow entry" in wrong_port.body.decode()
     assert mismatch.status == 400
     assert b"Host header" in mismatch.body
+    assert unreachable.status == 502
+    assert b"could not be reached" in unreachable.body
     assert [_fields(d) for d in decisions] == [
         _decision("call-1", "echo.test", echo, LOOPBACK, True, f"{LOOPBACK}:{echo}", "connect"),
         _decision("call-1", "denied.test", echo, None, False, "denied.test", "connect"),
         _decision("call-1", "echo.test", echo + 1, None, False, None, "connect"),
-    ]  # the 400 was decided by no rule: no decision
+        # The 400 was decided by no rule: no decision. Allowed but unreachable:
+        _decision("call-1b", "echo.test", shut_port, None, True, LOOPBACK, "connect"),
+    ]
+    assert "no allowed address could be reached" in decisions[-1].reason
 
 
 async def test_an_absolute_uri_is_forwarded_in_origin_form_with_its_body(servers):
@@ -236,12 +244,15 @@ async def test_an_absolute_uri_is_forwarded_in_origin_form_with_its_body(servers
         url = f"http://web.test:{origin.port}/path/x?q=1"
         answer = await _ask(endpoint.path, "POST", url, body=b"the body")
         mismatch = await _ask(endpoint.path, "GET", url, host="other.test")
+        big = bytes(range(256)) * 4096  # 1 MiB each way, streamed
+        large = await _ask(endpoint.path, "PUT", f"http://web.test:{origin.port}/big", body=big)
         https = await _ask(endpoint.path, "GET", f"https://web.test:{origin.port}/")
         origin_form = await _ask(endpoint.path, "GET", "/", host="web.test")
     assert (answer.status, answer.body) == (201, b"origin saw the body")
     assert answer.headers[b"x-origin"] == b"yes"
     assert answer.headers[b"connection"] == b"close"
-    [(request, body)] = origin.requests  # the refused ones reached nothing
+    assert (large.status, large.body) == (201, b"origin saw " + big)
+    [(request, body), _big] = origin.requests  # the refused ones reached nothing
     assert (request.method, request.target, body) == (b"POST", b"/path/x?q=1", b"the body")
     headers = dict(request.headers)
     assert headers[b"host"] == f"web.test:{origin.port}".encode()
@@ -251,7 +262,7 @@ async def test_an_absolute_uri_is_forwarded_in_origin_form_with_its_body(servers
     assert b"CONNECT" in https.body
     assert [_fields(d) for d in decisions] == [
         _decision("call-2", "web.test", origin.port, LOOPBACK, True, LOOPBACK, "http"),
-    ]
+    ] * 2
 
 
 async def test_socks5_connects_by_name_and_refuses_nul_ipv6_and_other_commands(servers):

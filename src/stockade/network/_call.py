@@ -143,7 +143,7 @@ class Call:
             with trio.move_on_after(self.connect_timeout) as scope:
                 try:
                     addresses = await self.resolver(name, port)
-                except OSError as error:
+                except (OSError, UnicodeError) as error:
                     failure = f"cannot resolve {name}: {error}"
             if scope.cancelled_caught:
                 failure = f"resolving {name} took over {self.connect_timeout:g} s"
