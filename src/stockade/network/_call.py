@@ -143,7 +143,7 @@ class Call:
             with trio.move_on_after(self.connect_timeout) as scope:
                 try:
                     addresses = await self.resolver(name, port)
-                except (OSError, UnicodeError) as error:
+                except Exception as error:  # any resolver failure refuses, on the record
                     failure = f"cannot resolve {name}: {error}"
             if scope.cancelled_caught:
                 failure = f"resolving {name} took over {self.connect_timeout:g} s"
@@ -174,8 +174,9 @@ class Call:
             for address, checked in passing:
                 try:
                     stream = await self.connector(address, port)
-                except OSError as error:
-                    errors.append(f"{address}: {error.strerror or error}")
+                except Exception as error:  # any connector failure: the next address
+                    strerror = error.strerror if isinstance(error, OSError) else None
+                    errors.append(f"{address}: {strerror or error}")
                     if isinstance(error, ConnectionRefusedError):
                         why_failed = "refused"
                     continue
