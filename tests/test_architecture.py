@@ -24,13 +24,27 @@ LOOPS = ("trio", "anyio", "trio_asyncio", "asyncio", "hypercorn")
 # Where a module may run under Trio: the actor runtime, the composition root and the
 # faces, whole rooms; and, in the other rooms, the actor itself and the modules that
 # are its Trio shell (spawning and draining children, background jobs, the held
-# placeholders, answerers that wait on a person, the tools that await an actor).
+# placeholders, answerers that wait on a person, the tools that await an actor, the
+# network proxy and its per-call and protocol shells).
 # Every other module — the vocabulary at the top, policy/, trust/, config/, every
 # render.py and events.py, the sandbox's and the executor's deciding modules — is
 # pure: a new module is pure unless its name says it is a shell.
 LOOP_ROOMS = frozenset({"actors", "harness", "cli", "mcp", "acp"})
 LOOP_NAMES = frozenset(
-    {"actor", "answerers", "_spawn", "_jobs", "_holds", "bash", "fs_tool", "_approve"}
+    {
+        "actor",
+        "answerers",
+        "_spawn",
+        "_jobs",
+        "_holds",
+        "bash",
+        "fs_tool",
+        "_approve",
+        "proxy",
+        "_call",
+        "_http",
+        "_socks",
+    }
 )
 # Never a shell, whatever the room.
 PURE_NAMES = frozenset({"render", "events", "config"})
@@ -48,6 +62,10 @@ NEVER = {
     "executor": frozenset({"approval", "tools"} | FACES),
     # the log knows no face (nor the tools that faces call)
     "sessionlog": frozenset({"tools"} | FACES),
+    # the network proxy stands on the ground; the harness runs it and reports for it
+    "network": frozenset(
+        {"sandbox", "executor", "approval", "sessionlog", "tools", "policy", "config"} | FACES
+    ),
     # the trust base stands on the standard library
     "trust": frozenset(
         {"actors", "sandbox", "executor", "approval", "sessionlog", "tools", "policy"} | FACES
