@@ -87,7 +87,9 @@ def allowed_modes() -> tuple[str, ...]:
 
 
 class Network(enum.Enum):
-    """Whether a confined command may use the network: `off` or `on`.
+    """Whether a confined command may use the network: `off`, `allowlist` (only the
+    destinations the operator lists, through stockade's proxy: docs/network.md) or
+    `on`.
 
     A knob beside the sandbox mode, not a mode: it says nothing about files. Under
     danger-full-access everything is allowed, so such a call has network `on`
@@ -95,7 +97,14 @@ class Network(enum.Enum):
     """
 
     OFF = "off"
+    ALLOWLIST = "allowlist"
     ON = "on"
+
+    @property
+    def confined(self) -> bool:
+        """Whether a call with this network has no route of its own out (`off`, and
+        `allowlist`, whose one way out is the proxy)."""
+        return self is not Network.ON
 
     @classmethod
     def parse(cls, value: str | Network) -> Network:

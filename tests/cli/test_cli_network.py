@@ -61,7 +61,7 @@ def test_run_network_default_comes_from_the_composition(backend, scratch):
 def test_an_unknown_network_value_lists_the_allowed_ones(verb):
     done = stockade(verb[0], "--network", "maybe", *verb[1:])
     assert done.returncode == 2
-    assert "unknown network setting 'maybe' (allowed: off, on)" in done.stderr
+    assert "unknown network setting 'maybe' (allowed: off, allowlist, on)" in done.stderr
     assert "Traceback" not in done.stderr
 
 

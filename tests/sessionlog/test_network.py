@@ -64,9 +64,11 @@ def tags(events: object) -> list[str]:
 
 
 def test_network_is_a_closed_enum_that_names_its_values() -> None:
-    assert [n.value for n in Network] == ["off", "on"]
+    assert [n.value for n in Network] == ["off", "allowlist", "on"]
     assert Network.parse("on") is ON and Network.parse(OFF) is OFF
-    with pytest.raises(ConfigError, match=r"unknown network setting 'yes' \(allowed: off, on\)"):
+    with pytest.raises(
+        ConfigError, match=r"unknown network setting 'yes' \(allowed: off, allowlist, on\)"
+    ):
         Network.parse("yes")
 
 
@@ -165,7 +167,7 @@ async def test_set_network_appends_one_event_and_skips_a_repeat() -> None:
             "sandbox/network",
         ]
         assert (await session.execution_policy()).network is ON
-        with pytest.raises(ConfigError, match="allowed: off, on"):
+        with pytest.raises(ConfigError, match="allowed: off, allowlist, on"):
             await session.set_network("maybe")
         assert len(await session.events()) == 3
 
@@ -310,7 +312,7 @@ def test_preset_config_accepts_network_and_old_tables_stay_valid() -> None:
         PresetTable.from_config(
             {"x": {"sandbox_mode": "read-only", "approval_policy": "ask", "colour": 1}}
         )
-    with pytest.raises(ConfigError, match="allowed: off, on"):
+    with pytest.raises(ConfigError, match="allowed: off, allowlist, on"):
         PresetTable.from_config(
             {"x": {"sandbox_mode": "read-only", "approval_policy": "ask", "network": "up"}}
         )

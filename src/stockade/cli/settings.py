@@ -183,7 +183,7 @@ def unconfined_refusal(composition: Composition | None, settings: CliSettings) -
     if composition is None or settings.confines:
         return None
     mode_lies = settings.mode.confines
-    if not mode_lies and settings.network is not Network.OFF:
+    if not mode_lies and not settings.network.confined:
         return None
     from ..policy import knobs
 

@@ -169,6 +169,20 @@ class EnvConfig:
         )
 
 
+def _check_rules(
+    _instance: object,
+    attribute: attrs.Attribute[tuple[NonEmptyStr, ...]],
+    value: tuple[NonEmptyStr, ...],
+) -> None:
+    from ..network.rules import RuleError, parse_entry
+
+    for entry in value:
+        try:
+            parse_entry(entry)
+        except RuleError as error:
+            raise FieldProblem(attribute.name, str(error)) from None
+
+
 @attrs.frozen(kw_only=True)
 class SandboxBashConfig:
     """`stockade.bash.sandbox`: the deployment default mode, network and fallback root,
@@ -184,10 +198,15 @@ class SandboxBashConfig:
     kill_grace: NonNegativeFloat = DEFAULT_KILL_GRACE
     default_timeout: PositiveFloat | None = None
     env: EnvConfig = attrs.field(factory=EnvConfig)
+    # network allowlist's destinations (docs/network.md): deny wins, empty allows none.
+    network_allow: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_rules)
+    network_deny: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_rules)
 
     def executor_config(self) -> ExecutorConfig:
         return ExecutorConfig(
             default_mode=self.mode,
+            network_allow=self.network_allow,
+            network_deny=self.network_deny,
             default_network=self.network,
             fallback_root=self.workspace_root,
             output_cap=self.output_cap,

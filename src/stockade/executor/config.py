@@ -22,6 +22,20 @@ DESCRIPTORS_PER_PROCESS = 7
 DESCRIPTOR_HEADROOM = 32
 
 
+def _entries(value: object) -> tuple[str, ...]:
+    """A list of network rule entries, each parsed once to refuse a bad one now."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ConfigError("network_allow and network_deny take a list of entries")
+    from ..network.rules import RuleError, parse_entry
+
+    for entry in value:
+        try:
+            parse_entry(entry)
+        except RuleError as error:
+            raise ConfigError(f"network rule: {error}") from None
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class ExecutorConfig:
     """`default_mode`/`default_network`/`fallback_root` serve a direct caller that brings
@@ -46,6 +60,11 @@ class ExecutorConfig:
     max_running: int | None = None
     # Which of the harness's variables every command inherits (every mode).
     env: EnvPolicy = attrs.field(factory=EnvPolicy)
+    # network allowlist: the destinations the proxy lets a call reach, and those it
+    # never does (deny wins; an empty allow list allows nothing). Entries as in
+    # docs/network.md; checked when the config is made.
+    network_allow: tuple[str, ...] = attrs.field(default=(), converter=_entries)
+    network_deny: tuple[str, ...] = attrs.field(default=(), converter=_entries)
     # The harness's own secrets (store credentials, MCP tokens): dropped from every
     # command's environment whatever `env` says (`withholding` adds them).
     withheld: Withheld = attrs.field(factory=Withheld)

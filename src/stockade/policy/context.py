@@ -96,11 +96,18 @@ def _network_text(mode: SandboxMode, network: Network, approval: ApprovalPolicy)
         )
     if network is Network.ON:
         return "Network: on. Shell commands may use the network."
-    text = (
-        "Network: off. Shell commands run without network access: connections to other "
-        "hosts fail. A refused connection shows only as the command's own error, with no "
-        "sandbox marker."
-    )
+    if network is Network.ALLOWLIST:
+        text = (
+            "Network: allowlist. Shell commands reach only the destinations the operator "
+            "listed, through a proxy set in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY; "
+            "connections to any other host fail."
+        )
+    else:
+        text = (
+            "Network: off. Shell commands run without network access: connections to "
+            "other hosts fail. A refused connection shows only as the command's own error, "
+            "with no sandbox marker."
+        )
     if approval is ApprovalPolicy.ASK:
         return text + (
             " If a command really needs the network, run it once with sandbox_permissions "

@@ -194,8 +194,9 @@ def check_mode_available(mode: SandboxMode, defaults: PolicyDefaults, what: str)
 
 
 def check_network_available(network: Network, defaults: PolicyDefaults, what: str) -> None:
-    """Raise SandboxNotMounted when `network` is `off` but the composition cannot confine."""
-    if network is Network.OFF and defaults.unconfined is not None:
+    """Raise SandboxNotMounted when `network` is `off` or `allowlist` but the
+    composition cannot confine."""
+    if network.confined and defaults.unconfined is not None:
         raise unconfined_refusal(what, defaults.unconfined, network=True)
 
 

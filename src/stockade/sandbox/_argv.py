@@ -111,7 +111,7 @@ def bwrap_argv(
     with an unreadable empty file or directory, network on or off.
     """
     hidden_sockets = [path for path in hidden_sockets if not in_private_dev(path)]
-    hide = bool(hidden_sockets) and launcher is not None and network is Network.OFF
+    hide = bool(hidden_sockets) and launcher is not None and network.confined
     cover = bool(unreadable) and launcher is not None
     args: list[str] = [
         bwrap,
@@ -123,7 +123,7 @@ def bwrap_argv(
         "--unshare-pid",
         # SysV objects and POSIX message queues of the host stay out of reach.
         "--unshare-ipc",
-        *(("--unshare-net",) if network is Network.OFF else ()),
+        *(("--unshare-net",) if network.confined else ()),
         "--cap-drop",
         "ALL",
         # Only for the filter stage to hide sockets with; it drops both before exec.
@@ -152,7 +152,7 @@ def bwrap_argv(
         # The mount table already refuses every metadata change and inode ioctl in
         # read-only (EROFS, bwrap's own denial text), so no --seal-metadata here.
         args += ["--", launcher, "--filters-only"]
-        if network is Network.OFF:
+        if network.confined:
             args.append("--netns-only")
             if pairs_only(mode, network):
                 args.append("--unix-pairs-only")
@@ -246,7 +246,8 @@ def landlock_argv(
         args += ["--rw", writable]
     if private_ipc:
         args.append("--private-ipc")
-    if network is Network.OFF:
+    if network.confined:
+        # allowlist is refused before this (the provider: not on this launcher yet).
         args.append("--no-network")
         if pairs_only(mode, network):
             args.append("--unix-pairs-only")
@@ -278,7 +279,7 @@ def seatbelt_profile(
         "(deny file-write*)",
         '(allow file-write* (literal "/dev/null"))',
     ]
-    if network is Network.OFF:
+    if network.confined:
         lines.append("(deny network*)")
     lines += [f'(allow file-write* (subpath (param "{name}")))' for name in params]
     # The last matching rule wins: protected paths stay unwritable inside the grants.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from ..errors import SandboxUnavailable
-from ..modes import SandboxMode
+from ..modes import Network, SandboxMode
 from ..trust import check_temp_roots, resolve_workspace_root
 from ._argv import BWRAP, RUNNER_COMMAND, confined_argv, hides_sockets, writable_roots
 from ._guard import guard_call
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from types import TracebackType
 
-    from ..modes import Network
     from ..trust import PathFacts, Protection
     from ..trust.secrets import DenyRead, Hidden
     from ._guard import Guard
@@ -72,9 +71,10 @@ class Runner:
 class Call:
     """One command to confine: argv (tuple[str, ...]), mode (SandboxMode), root (str:
     the workspace root, checked again here), temp_roots (tuple[str, ...]: the call's
-    private temp directory, and the host's where granted), network (Network)."""
+    private temp directory, and the host's where granted), network (Network), proxy
+    (str | None: the Unix socket of this call's proxy endpoint, network allowlist)."""
 
-    __slots__ = ("argv", "mode", "network", "root", "temp_roots")
+    __slots__ = ("argv", "mode", "network", "proxy", "root", "temp_roots")
 
     def __init__(
         self,
@@ -83,9 +83,10 @@ class Call:
         root: str,
         temp_roots: tuple[str, ...],
         network: Network,
+        proxy: str | None = None,
     ) -> None:
         self.argv, self.mode, self.root = argv, mode, root
-        self.temp_roots, self.network = temp_roots, network
+        self.temp_roots, self.network, self.proxy = temp_roots, network, proxy
 
 
 class GuardRules:
@@ -346,6 +347,23 @@ def placeholder_attempts() -> Iterator[_Attempt]:
             return
 
 
+# Until the bridge is wired on each backend (docs/network.md, issue 25).
+ALLOWLIST_BACKENDS = ()
+
+
+def refuse_allowlist(backend: str, proxy: str | None) -> None:
+    """SandboxUnavailable unless `backend` can hold network allowlist with `proxy`."""
+    if backend not in ALLOWLIST_BACKENDS:
+        raise SandboxUnavailable(
+            f"network allowlist is not enforced on the {backend} backend yet "
+            "(docs/network.md); use network off or on"
+        )
+    if proxy is None:
+        raise SandboxUnavailable(
+            "network allowlist needs the harness's proxy, and this call has none"
+        )
+
+
 def _host_sockets() -> tuple[str, ...]:
     from ._sockets import host_unix_sockets
 
@@ -380,6 +398,8 @@ def confine(
     check_temp_roots(temp_roots)
     runner = checked_runner(runner, unavailable)
     mode = call.mode
+    if call.network is Network.ALLOWLIST and mode is not SandboxMode.DANGER_FULL_ACCESS:
+        refuse_allowlist(runner.backend, call.proxy)
     for attempt in placeholder_attempts():
         with attempt:
             guard = judge(runner, mode, root, temp_roots, rules, memo)

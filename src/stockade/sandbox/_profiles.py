@@ -114,6 +114,10 @@ DENY_READ_RUNNER_COMMAND_GAP: Final = (
 )
 
 _NETNS = "a private network namespace (its own loopback only)"
+_ALLOWLIST_TCP = (
+    "a private network namespace whose one way out is stockade's bridge on its own "
+    "loopback to the proxy, which connects only to the listed destinations"
+)
 _FAMILY_FILTER = "refused: no socket family but AF_UNIX (seccomp, EAFNOSUPPORT)"
 _PAIRS_ONLY = "refused: no Unix socket but connected stream or seqpacket pairs"
 _HIDDEN = "each one found when the call starts is covered by an empty read-only file"
@@ -172,6 +176,8 @@ def network_claim(
     # bwrap, or an operator's bwrap-compatible runner (no filter stage).
     filtered = backend == BWRAP and launcher is not None
     effects[NET_TCP] = effects[NET_UDP] = effects[NET_NETLINK] = _NETNS
+    if network is Network.ALLOWLIST:
+        effects[NET_TCP] = _ALLOWLIST_TCP
     effects[NET_RAW] = "refused: no CAP_NET_RAW (and a private network namespace)"
     if filtered:
         effects[NET_RAW] += "; AF_PACKET refused by the filter stage"
