@@ -49,6 +49,8 @@ class Confine(msgspec.Struct, frozen=True, tag="confine"):
 
     argv: tuple[str, ...]
     policy: SandboxPolicy
+    # network allowlist: the Unix socket of this call's proxy endpoint (the executor's).
+    proxy: str | None = None
 
 
 class Describe(msgspec.Struct, frozen=True, tag="describe"):
@@ -265,6 +267,25 @@ class AttachedRun:
 ExecutorRequest = Run | AttachedRun | Start | JobOutput | WaitJob | KillJob | ListJobs
 
 
+class NetworkConnection(msgspec.Struct, frozen=True, kw_only=True):
+    """One connection a call asked the proxy for (network allowlist), as it decided:
+    the destination as asked, the address used (None: none was), the verdict and the
+    rule that gave it, in plain words for `reason`."""
+
+    host: str
+    port: int
+    address: str | None
+    allowed: bool
+    rule: str | None
+    reason: str
+    protocol: str
+
+    @property
+    def destination(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
 class ShellResult(msgspec.Struct, frozen=True):
     """A settled command and the facts of how it ran.
 
@@ -302,6 +323,8 @@ class ShellResult(msgspec.Struct, frozen=True):
     # The refusal was of a path no mode may read (deny_read): no wider sandbox mode
     # lifts it, only danger-full-access.
     read_denied: bool = False
+    # network allowlist: every connection the proxy decided for this call, in order.
+    connections: tuple[NetworkConnection, ...] = ()
 
 
 class JobHandle(msgspec.Struct, frozen=True):
@@ -343,6 +366,8 @@ class JobReport(msgspec.Struct, frozen=True):
     network: Network = Network.ON
     # As ShellResult.env_dropped: the variables' names this job's command did not get.
     env_dropped: tuple[str, ...] = ()
+    # As ShellResult.connections: those decided so far.
+    connections: tuple[NetworkConnection, ...] = ()
 
 
 # --- ApprovalActor inbox ---------------------------------------------------------

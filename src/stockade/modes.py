@@ -152,6 +152,12 @@ DENIAL_INSTRUCTION = (
 )
 
 
+def network_denial_marker(destination: str) -> str:
+    """The fixed text a result carries for each destination the proxy refused
+    (network allowlist): `destination` is HOST:PORT as the command asked."""
+    return f"[sandbox: network access to {destination} denied]"
+
+
 # After the marker, when the refused effect was on a deny_read path.
 READ_DENIED_HINT = (
     "The refused path is one no sandbox mode may read (deny_read): a wider retry under "

@@ -22,6 +22,7 @@ from .modes import SandboxMode as SandboxMode
 from .modes import allowed_modes as allowed_modes
 from .modes import allowed_networks as allowed_networks
 from .modes import denial_marker as denial_marker
+from .modes import network_denial_marker as network_denial_marker
 from .modes import network_under as network_under
 from .modes import rejection_text as rejection_text
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .actor import open_executor as open_executor
     from .config import MIB as MIB
     from .config import ExecutorConfig as ExecutorConfig
+    from .render import refused_destinations as refused_destinations
     from .render import render_job as render_job
     from .render import render_result as render_result
 
@@ -39,6 +40,7 @@ _LAZY = {
     "MIB": "config",
     "ExecutorConfig": "config",
     "render_job": "render",
+    "refused_destinations": "render",
     "render_result": "render",
 }
 
@@ -57,6 +59,7 @@ __all__ = [
     "Streams",
     "Terminal",
     "open_executor",
+    "refused_destinations",
     "render_job",
     "render_result",
     "signal_group",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from ..messages import RunnerFailureRule, ShellResult, Wrapped
+from ..messages import NetworkConnection, RunnerFailureRule, ShellResult, Wrapped
 from ..vocab import Enforcement, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import Evidence, Verdict, classify, command_exec_status, runner_failure_line
@@ -48,6 +48,8 @@ class WrapFacts:
     # (never in a repr: it holds values) and the names of the harness's it dropped.
     environment: Mapping[str, str] = attrs.field(factory=dict, repr=False, eq=False)
     env_dropped: tuple[str, ...] = ()
+    # network allowlist: the key of this call's proxy endpoint (its connections).
+    proxy_call: str | None = None
 
     @classmethod
     def from_wrapped(
@@ -141,8 +143,10 @@ def settled_result(
     timed_out: bool,
     cancelled: bool,
     duration: float,
+    connections: tuple[NetworkConnection, ...] = (),
 ) -> ShellResult:
-    """The ShellResult of a settled process, classified by its own wrap facts."""
+    """The ShellResult of a settled process, classified by its own wrap facts, with
+    the connections its proxy decided (network allowlist)."""
     stderr_text, stdout_text = stderr.text(), stdout.text()
     shell_status = command_exec_status(facts.program, exit_code, stderr_text)
     if shell_status is not None:
@@ -170,6 +174,7 @@ def settled_result(
         network_enforcement=facts.network_enforcement,
         network_gaps=facts.network_gaps,
         env_dropped=facts.env_dropped,
+        connections=connections,
     )
 
 

@@ -114,6 +114,7 @@ class Job:
             gaps=self.facts.gaps,
             network_enforcement=self.facts.network_enforcement,
             network_gaps=self.facts.network_gaps,
+            connections=result.connections if result else (),
             network=self.facts.network,
             env_dropped=self.facts.env_dropped,
         )

@@ -6,12 +6,13 @@ It owns the child processes and the background-job nursery; classification is pu
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import assert_never
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, assert_never
 
 import attrs
 import trio
@@ -36,14 +37,16 @@ from ..messages import (
     JobReport,
     KillJob,
     ListJobs,
+    NetworkConnection,
     Run,
     ShellResult,
     ShellSpec,
     Start,
     WaitJob,
 )
+from ..network.bridge import proxy_environment
 from ..sandbox import ProviderClient, placeholder_attempts
-from ..vocab import ExecutionPolicy, SandboxMode
+from ..vocab import ExecutionPolicy, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
 from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
@@ -52,6 +55,10 @@ from ._jobs import Job, JobTable
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
 from .environment import apply_policy
+
+if TYPE_CHECKING:
+    from ..network.proxy import NetworkProxy
+    from ..network.rules import Decision
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -69,6 +76,14 @@ class ExecutorActor:
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     # Placeholders (see Wrapped.blockers) its processes use, and their locks.
     _placeholders: PlaceholderHolds = attrs.field(factory=PlaceholderHolds, init=False)
+    # network allowlist: the proxy (one per executor, so per harness) and, per call
+    # it serves, the connections it decided and the event that ends its endpoint.
+    _proxy: NetworkProxy | None = attrs.field(default=None, init=False)
+    _connections: dict[str, list[NetworkConnection]] = attrs.field(factory=dict, init=False)
+    _endpoints: dict[str, trio.Event] = attrs.field(factory=dict, init=False)
+    _call_numbers: itertools.count[int] = attrs.field(
+        factory=lambda: itertools.count(1), init=False
+    )
     _inbox: Inbox[ExecutorRequest] = attrs.field(init=False)
     _mailbox: Mailbox[ExecutorRequest] = attrs.field(init=False)
 
@@ -88,14 +103,22 @@ class ExecutorActor:
         # Jobs live in the request nursery: leaving it cancels every job, and each
         # one kills its process group.
         try:
-            await serve_forever(
-                self._mailbox,
-                self._serve,
-                task_status=task_status,
-                on_start=self._adopt_nursery,
-                quick=self._quick,
-            )
+            async with AsyncExitStack() as stack:
+                if self.confines:
+                    from ..network.proxy import open_proxy
+
+                    self._proxy = await stack.enter_async_context(
+                        open_proxy(on_decision=self._decided)
+                    )
+                await serve_forever(
+                    self._mailbox,
+                    self._serve,
+                    task_status=task_status,
+                    on_start=self._adopt_nursery,
+                    quick=self._quick,
+                )
         finally:
+            self._proxy = None
             await self._placeholders.release_all()
 
     def _quick(self, envelope: Envelope[ExecutorRequest]) -> bool:
@@ -149,10 +172,19 @@ class ExecutorActor:
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
         # The provider guards the call, this executor holds its placeholders: on a disk
         # that changed in between, both again (the confine sequence's one retry).
-        for attempt in placeholder_attempts():
-            with attempt:
-                wrapped = await self.provider.confine(argv, spec.policy.sandbox_policy())
-                await self._placeholders.hold(wrapped.blockers, wrapped.directory_blockers)
+        proxy_call, proxy = await self._open_endpoint(spec)
+        try:
+            for attempt in placeholder_attempts():
+                with attempt:
+                    # (A provider without network allowlist is asked as before.)
+                    extra = {"proxy": proxy} if proxy is not None else {}
+                    wrapped = await self.provider.confine(
+                        argv, spec.policy.sandbox_policy(), **extra
+                    )
+                    await self._placeholders.hold(wrapped.blockers, wrapped.directory_blockers)
+        except BaseException:
+            self._close_endpoint(proxy_call)
+            raise
         facts = WrapFacts.from_wrapped(
             spec.policy.mode,
             wrapped,
@@ -161,7 +193,61 @@ class ExecutorActor:
             network=spec.policy.network,
             program=argv[0],
         )
+        facts = attrs.evolve(facts, proxy_call=proxy_call)
         return wrapped.argv, self._with_environment(facts)
+
+    async def _open_endpoint(self, spec: ShellSpec) -> tuple[str | None, str | None]:
+        """network allowlist: this call's proxy endpoint, open until the call's process
+        is gone (`_close_endpoint`): (its call key, its socket), else (None, None)."""
+        if spec.policy.sandbox_policy().network is not Network.ALLOWLIST:
+            return None, None
+        if self._proxy is None or self._nursery is None:
+            raise SandboxUnavailable(
+                "network allowlist needs the harness's proxy, which is not running"
+            )
+        from ..network.rules import Rules
+
+        rules = Rules(self.config.network_allow, self.config.network_deny)
+        key = f"call-{next(self._call_numbers)}"
+        done = trio.Event()
+        self._endpoints[key] = done
+        self._connections[key] = []
+        proxy = self._proxy
+
+        async def hold(*, task_status: trio.TaskStatus[str]) -> None:
+            async with proxy.open_call(key, rules) as endpoint:
+                task_status.started(endpoint.path)
+                await done.wait()
+
+        path: str = await self._nursery.start(hold)
+        return key, path
+
+    def _close_endpoint(self, key: str | None) -> None:
+        if key is not None and (done := self._endpoints.pop(key, None)) is not None:
+            done.set()
+
+    def _decided(self, decision: Decision) -> None:
+        """The proxy decided a connection: kept with its call, for its result."""
+        kept = self._connections.get(decision.call_id)
+        if kept is not None:
+            kept.append(
+                NetworkConnection(
+                    host=decision.host,
+                    port=decision.port,
+                    address=decision.address,
+                    allowed=decision.allowed,
+                    rule=decision.rule,
+                    reason=decision.reason,
+                    protocol=decision.protocol,
+                )
+            )
+
+    def _take_connections(self, facts: WrapFacts) -> tuple[NetworkConnection, ...]:
+        """The connections decided for the call of `facts`, forgotten here: its result
+        carries them."""
+        if facts.proxy_call is None:
+            return ()
+        return tuple(self._connections.pop(facts.proxy_call, ()))
 
     def _with_environment(self, facts: WrapFacts) -> WrapFacts:
         """`facts` with the environment the policy leaves of this process's, and the
@@ -172,8 +258,10 @@ class ExecutorActor:
         return attrs.evolve(facts, environment=environment, env_dropped=dropped)
 
     def _release(self, facts: WrapFacts) -> None:
-        """The process of `facts` is gone: let go of its placeholders."""
+        """The process of `facts` is gone: let go of its placeholders and its proxy
+        endpoint (its decided connections stay until its result is made)."""
         self._placeholders.let_go(facts.blockers)
+        self._close_endpoint(facts.proxy_call)
 
     async def _spawn(
         self,
@@ -189,7 +277,9 @@ class ExecutorActor:
         # The base is what the environment policy left (the runner passes it on).
         temp = {"TMPDIR": spec.policy.temp_dir} if spec.policy.temp_dir else {}
         caller = {**temp, **(spec.env or {})} if not facts.confined else temp
-        env = {**facts.environment, **caller}
+        # network allowlist: every client is pointed at the bridge to the proxy.
+        proxied = proxy_environment() if facts.proxy_call is not None else {}
+        env = {**facts.environment, **proxied, **caller}
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         terminal = streams.terminal if streams is not None else None
         try:
@@ -264,6 +354,7 @@ class ExecutorActor:
             timed_out=timed_out,
             cancelled=False,
             duration=time.monotonic() - started,
+            connections=self._take_connections(facts),
         )
         if result.runner_failed:
             raise SandboxUnavailable(
@@ -376,6 +467,7 @@ class ExecutorActor:
                     timed_out=timed_out,
                     cancelled=job.scope.cancelled_caught or process.returncode is None,
                     duration=time.monotonic() - job.started_clock,
+                    connections=self._take_connections(job.facts),
                 )
             )
 

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from ..messages import JobReport, ShellResult
-from ..vocab import DENIAL_INSTRUCTION, READ_DENIED_HINT, denial_marker
+from ..messages import JobReport, NetworkConnection, ShellResult
+from ..vocab import DENIAL_INSTRUCTION, READ_DENIED_HINT, denial_marker, network_denial_marker
+
+
+def refused_destinations(connections: tuple[NetworkConnection, ...]) -> tuple[str, ...]:
+    """HOST:PORT of each destination the proxy refused, once each, in order."""
+    return tuple(dict.fromkeys(c.destination for c in connections if not c.allowed))
+
+
+def _network_markers(connections: tuple[NetworkConnection, ...]) -> list[str]:
+    return [network_denial_marker(where) for where in refused_destinations(connections)]
 
 
 def _streams(stdout: str, stderr: str, stdout_dropped: int, stderr_dropped: int) -> list[str]:
@@ -26,6 +35,7 @@ def render_result(result: ShellResult) -> str:
             f"[timed out after {result.duration:.1f}s; the command's processes were killed]"
         )
     parts.append(f"[exit code: {result.exit_code}]")
+    parts += _network_markers(result.connections)
     if result.denied:
         parts.append(denial_marker(result.mode))
         parts.append(DENIAL_INSTRUCTION)
@@ -50,6 +60,7 @@ def render_job(report: JobReport) -> str:
         parts.append(f"[sandbox unavailable: {report.runner_failure}; the command did not run]")
     elif report.state != "running":
         parts.append(f"[exit code: {report.exit_code}]")
+    parts += _network_markers(report.connections)
     if report.denied:
         parts.append(denial_marker(report.mode))
         parts.append(DENIAL_INSTRUCTION)

@@ -21,7 +21,7 @@ from ..errors import UnknownJob
 from ..events import SessionEvent, UnencodableEvent
 from ..messages import JobHandle, JobReport, ShellResult
 from ..policy.context import PolicyContext
-from ..tools.events import ToolCalled, ToolResulted
+from ..tools.events import NetworkConnected, ToolCalled, ToolResulted
 from ..tools.fs_tool import FS_TOOLS, PinnedRoots
 from ..tools.result import ToolResult
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
@@ -86,6 +86,13 @@ class AgentSession:
                 ToolCalled(call_id=call_id, name=name, arguments={"_raw": ascii(arguments)})
             )
         result = await self._dispatch(call_id, name, arguments)
+        # Every connection the proxy decided for it, before its result: the audit trail.
+        connected = [
+            NetworkConnected(call_id=call_id, **connection)
+            for connection in result.facts.get("connections", ())
+        ]
+        if connected:
+            await self.session.append(*connected)
         if not _encodable(result.text):
             result = msgspec.structs.replace(result, text=ascii(result.text)[1:-1])
         await self.session.append(

@@ -10,6 +10,7 @@ import os
 from collections.abc import Sequence
 
 from ..modes import Network, SandboxMode
+from ..network.bridge import PROXY_PORT
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def bwrap_argv(
     network: Network = Network.OFF,
     hidden_sockets: Sequence[str] = (),
     unreadable: Sequence[str] = (),
+    proxy: str | None = None,
 ) -> tuple[str, ...]:
     """bwrap: the host read-only, a private /dev, /proc and IPC namespace, no capabilities.
 
@@ -109,6 +111,11 @@ def bwrap_argv(
 
     `unreadable` (deny_read's paths that exist) are covered by the filter stage too,
     with an unreadable empty file or directory, network on or off.
+
+    `proxy` (network allowlist): the call's proxy endpoint, a Unix socket the filter
+    stage bridges to from PROXY_PORT on the command's own loopback (`--proxy-bridge`);
+    the socket is visible through the read-only `/` (connecting to a socket needs no
+    writable mount).
     """
     hidden_sockets = [path for path in hidden_sockets if not in_private_dev(path)]
     hide = bool(hidden_sockets) and launcher is not None and network.confined
@@ -160,6 +167,8 @@ def bwrap_argv(
             args += hiding_args(hidden_sockets)
         if cover:
             args += unreadable_args(unreadable)
+        if proxy is not None and network is Network.ALLOWLIST:
+            args += ["--proxy-bridge", f"{PROXY_PORT}:{proxy}"]
     return (*args, "--", *argv)
 
 
@@ -323,6 +332,7 @@ def confined_argv(
     network: Network = Network.OFF,
     hidden_sockets: Sequence[str] = (),
     unreadable: Sequence[str] = (),
+    proxy: str | None = None,
 ) -> tuple[str, ...]:
     """The argv to spawn instead of `argv`, for the selected backend and runner.
 
@@ -347,6 +357,7 @@ def confined_argv(
             network=network,
             hidden_sockets=hidden_sockets,
             unreadable=unreadable if backend == BWRAP else (),
+            proxy=proxy if backend == BWRAP else None,
         )
     if backend == LANDLOCK:
         return landlock_argv(

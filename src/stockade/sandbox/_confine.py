@@ -422,6 +422,9 @@ def confine(
         private_ipc=runner.private_ipc,
     ):
         hidden = (sockets or _host_sockets)()
+        if call.proxy is not None:
+            # The call's own way out is the one host socket it must reach.
+            hidden = tuple(path for path in hidden if path != call.proxy)
     argv = confined_argv(
         runner.backend,
         runner.runner,
@@ -436,5 +439,6 @@ def confine(
         network=call.network,
         hidden_sockets=hidden,
         unreadable=unreadable.paths if unreadable is not None else (),
+        proxy=call.proxy if call.network is Network.ALLOWLIST else None,
     )
     return Confined(argv, root, guard, hidden, held, unreadable)

@@ -136,7 +136,14 @@ class ProviderActor:
         # where the composition restores them.
         temp_roots = policy.temp_roots
         confined = confine(
-            Call(message.argv, policy.mode, policy.workspace_root, temp_roots, policy.network),
+            Call(
+                message.argv,
+                policy.mode,
+                policy.workspace_root,
+                temp_roots,
+                policy.network,
+                message.proxy,
+            ),
             backend.as_runner() if backend is not None else None,
             guard_rules(self.config, self.installation, self.startup, self._deny_read),
             unavailable=selection.detail,
@@ -175,8 +182,14 @@ class ProviderClient:
 
     inbox: Inbox[ProviderRequest]
 
-    async def confine(self, argv: Sequence[str], policy: SandboxPolicy) -> Wrapped:
-        result: Wrapped = await request(self.inbox, Confine(argv=tuple(argv), policy=policy))
+    async def confine(
+        self, argv: Sequence[str], policy: SandboxPolicy, *, proxy: str | None = None
+    ) -> Wrapped:
+        """The confined argv for `argv` under `policy`; `proxy`: the call's proxy
+        endpoint (a Unix socket), for network allowlist."""
+        result: Wrapped = await request(
+            self.inbox, Confine(argv=tuple(argv), policy=policy, proxy=proxy)
+        )
         return result
 
     async def describe(self) -> ProviderReport:

@@ -16,7 +16,7 @@ import msgspec
 
 from ..approval.actor import ApprovalClient
 from ..errors import CommandStartError, SandboxUnavailable, StockadeError
-from ..executor import ExecutorClient, render_job, render_result
+from ..executor import ExecutorClient, refused_destinations, render_job, render_result
 from ..messages import JobReport, ShellResult, ShellSpec
 from ..vocab import WITH_NETWORK, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
@@ -163,7 +163,7 @@ class BashTool:
         text = render_result(result)
         if grant is not None:
             text += "\n" + texts.grant_text(grant)
-        elif result.denied and self.confines:
+        elif (result.denied or refused_destinations(result.connections)) and self.confines:
             # The sanctioned retry is offered where the model decides, not only in the
             # description it may not recall.
             text += "\n" + escalation_hint()
@@ -195,7 +195,7 @@ class BashTool:
         except StockadeError as error:
             return _error(call_id, name, str(error))
         text = render_job(report)
-        if report.denied and self.confines:
+        if (report.denied or refused_destinations(report.connections)) and self.confines:
             text += "\n" + escalation_hint()
         return ToolResult(call_id=call_id, name=name, text=text, facts=_job_facts(report))
 

@@ -25,4 +25,18 @@ class ToolResulted(SessionEvent, kw_only=True, frozen=True, tag="tool/result"):
     facts: dict[str, Any] = {}
 
 
-TOOL_EVENTS = (ToolCalled, ToolResulted)
+class NetworkConnected(SessionEvent, kw_only=True, frozen=True, tag="network/connect"):
+    """One connection the proxy decided for a call (network allowlist): the
+    destination as asked, the address used (None: none was), the verdict and its rule."""
+
+    call_id: str
+    host: str
+    port: int
+    address: str | None = None
+    allowed: bool
+    rule: str | None = None
+    reason: str
+    protocol: str
+
+
+TOOL_EVENTS = (ToolCalled, ToolResulted, NetworkConnected)
