@@ -86,6 +86,11 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             broad = broad_root_refusal(root, explicit=bool(args.root), home=os.environ.get("HOME"))
     if broad is not None:
         _fail(broad)
+    if network is Network.ALLOWLIST and mode.confines:
+        _fail(
+            "stockade exec runs no proxy (it becomes the command), so it cannot hold "
+            "network allowlist; use stockade run --network allowlist (or --allow HOST)"
+        )
     # The resolved values, kept on the namespace: `exec_network(args)` is the network
     # the confined argv is built for.
     args.mode, args.network = mode, network

@@ -348,6 +348,13 @@ Landlock on Linux). Each verb has its own --help.
     run = verb(verbs, "run", "run COMMAND with bash -c through the sandboxed executor", RUN_HELP)
     run.add_argument("--mode", help=MODE_HELP)
     run.add_argument("--network", help=NETWORK_HELP)
+    run.add_argument(
+        "--allow",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="a destination the command may reach through stockade's proxy (repeatable; "
+        "implies --network allowlist; docs/network.md)",
+    )
     run.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     run.add_argument(
         "--root", metavar="DIR", help="workspace root (default: the current directory)"

@@ -508,15 +508,24 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
     command = command_text(args.command)
     timeout = checked_timeout(args.timeout)
     _flags(args)
+    allowed = getattr(args, "allow", None) or []
+    network = getattr(args, "network", None)
+    if allowed:
+        if network not in (None, Network.ALLOWLIST.value):
+            raise _usage(f"--allow means --network allowlist, not --network {network}")
+        network = Network.ALLOWLIST.value
     try:
         composition = load_cli_composition(args.config)
         settings = cli_settings(
-            composition,
-            mode=args.mode,
-            root=args.root,
-            backend=args.backend,
-            network=getattr(args, "network", None),
+            composition, mode=args.mode, root=args.root, backend=args.backend, network=network
         )
+        if allowed:
+            import attrs
+
+            executor = settings.executor
+            settings = settings._replace(
+                executor=attrs.evolve(executor, network_allow=(*executor.network_allow, *allowed))
+            )
     except (ConfigError, OSError) as error:
         raise RunError("CONFIG", _said(error), EXIT_USAGE) from None
     try:
