@@ -1,0 +1,169 @@
+"""network allowlist on the real kernel (issue 25): an allowed destination is reached
+through the proxy by everyday clients; everything else fails closed, the proxy-unaware
+client too, and every decision is on the result (and, through a session, in its log).
+
+Traffic goes only to servers this test starts on the host's loopback; an allow entry
+names 127.0.0.1 explicitly (a loopback address is refused unless an entry names it).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stockade import open_harness
+from stockade.executor.actor import open_executor
+from stockade.executor.config import ExecutorConfig
+from stockade.executor.render import render_result
+from stockade.sandbox.actor import open_provider
+from stockade.vocab import ExecutionPolicy, Network, SandboxMode, network_denial_marker
+
+from ..support import require_backend
+
+WW = SandboxMode.WORKSPACE_WRITE
+# Where the proxy's bridge is wired so far (docs/network.md).
+BACKENDS = ["bwrap"]
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        body = f"hello from {self.server.server_address[1]}\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[int, int]]:
+    """Two HTTP servers on the host's loopback: one to allow, one never listed."""
+    made = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello) for _ in range(2)]
+    for server in made:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield made[0].server_address[1], made[1].server_address[1]
+    finally:
+        for server in made:
+            server.shutdown()
+            server.server_close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param, require_backend(request.param)
+
+
+async def run(backend, root, command, *, allow=(), deny=(), mode=WW):
+    name, config = backend
+    executor_config = ExecutorConfig(kill_grace=0.5, network_allow=allow, network_deny=deny)
+    policy = ExecutionPolicy(mode=mode, workspace_root=str(root), network=Network.ALLOWLIST)
+    async with (
+        open_provider(config) as provider,
+        open_executor(executor_config, provider) as executor,
+    ):
+        result = await executor.run(executor.resolve(command, policy=policy))
+    assert result.backend == name and result.network is Network.ALLOWLIST
+    return result
+
+
+@pytest.mark.parametrize("mode", [SandboxMode.READ_ONLY, WW], ids=lambda m: m.value)
+async def test_an_allowed_destination_is_reached_by_everyday_clients(
+    backend, scratch, servers, mode
+):
+    allowed, _ = servers
+    url = f"http://127.0.0.1:{allowed}/"
+    command = (
+        f"curl -sS --max-time 10 {url}; "
+        f"curl -sS --max-time 10 --socks5-hostname 127.0.0.1:3128 {url}; "
+        f"{sys.executable} -I -S -c \"import urllib.request as u; "
+        f"print(u.urlopen('{url}', timeout=10).read().decode(), end='')\""
+    )
+    result = await run(backend, scratch, command, allow=[f"127.0.0.1:{allowed}"], mode=mode)
+    assert result.stdout == f"hello from {allowed}\n" * 3, result.stderr
+    assert result.network_enforcement is not None
+    assert [c.allowed for c in result.connections] == [True, True, True]
+    assert {c.address for c in result.connections} == {"127.0.0.1"}
+    assert {c.protocol for c in result.connections} == {"http", "socks5"}
+
+
+async def test_everything_else_fails_closed(backend, scratch, servers):
+    """Not listed, listed but denied, a listed port on another port, a name that
+    resolves to loopback while only the name is listed, and the clients that ignore
+    the proxy: nothing arrives, and each refusal the proxy saw carries the marker."""
+    allowed, other = servers
+    command = "; ".join(
+        [
+            f"curl -sS --max-time 5 http://127.0.0.1:{other}/",
+            f"curl -sS --max-time 5 http://localhost:{allowed}/",
+            f"curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:{allowed}/",
+            f"{sys.executable} -I -S -c \"import socket; "
+            f"socket.create_connection(('127.0.0.1', {allowed}), timeout=5)\"",
+            f"{sys.executable} -I -S -c \"import socket; s = socket.socket(socket.AF_INET, "
+            f"socket.SOCK_DGRAM); s.sendto(b'x', ('127.0.0.1', {allowed}))\" && echo udp-sent",
+            f"{sys.executable} -I -S -c \"import socket; "
+            f"socket.getaddrinfo('example.com', 80)\"",
+            "true",
+        ]
+    )
+    result = await run(
+        backend,
+        scratch,
+        command,
+        allow=[f"127.0.0.1:{allowed}", f"localhost:{allowed}", f"127.0.0.1:{other}"],
+        deny=[f"127.0.0.1:{other}"],
+    )
+    assert "hello from" not in result.stdout, result.stdout
+    refused = {c.destination: c for c in result.connections if not c.allowed}
+    assert set(refused) == {f"127.0.0.1:{other}", f"localhost:{allowed}"}, result.connections
+    assert refused[f"127.0.0.1:{other}"].rule == f"127.0.0.1:{other}"  # deny wins
+    text = render_result(result)
+    for destination in refused:
+        assert network_denial_marker(destination) in text
+
+
+async def test_an_empty_allowlist_allows_nothing(backend, scratch, servers):
+    allowed, _ = servers
+    result = await run(backend, scratch, f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/")
+    assert "hello from" not in result.stdout
+    assert [c.allowed for c in result.connections] == [False]
+
+
+async def test_a_session_logs_every_connection(backend, scratch, servers, tmp_path_factory):
+    name, _ = backend
+    allowed, other = servers
+    state_dir = Path(scratch) / "state"
+    root = Path(scratch) / "project"
+    root.mkdir()
+    entries = [
+        {"id": "sandbox", "name": "stockade.sandbox.local", "config": {"backend": name}},
+        {
+            "id": "bash",
+            "name": "stockade.bash.sandbox",
+            "config": {"network": "allowlist", "network_allow": [f"127.0.0.1:{allowed}"]},
+        },
+        {"id": "log", "name": "stockade.session.log", "config": {"state_dir": str(state_dir)}},
+    ]
+    command = (
+        f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/; "
+        f"curl -sS --max-time 5 http://127.0.0.1:{other}/; true"
+    )
+    async with open_harness(entries) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool("bash", {"command": command})
+        events = [e for e in await session.events() if type(e).__name__ == "NetworkConnected"]
+    assert f"hello from {allowed}" in result.text
+    assert network_denial_marker(f"127.0.0.1:{other}") in result.text
+    seen = [(e.host, e.port, e.allowed, e.address) for e in events]
+    assert seen == [
+        ("127.0.0.1", allowed, True, "127.0.0.1"),
+        ("127.0.0.1", other, False, "127.0.0.1"),
+    ], seen
