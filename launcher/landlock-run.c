@@ -2,10 +2,12 @@
  * landlock-run: run a command under a Landlock filesystem sandbox.
  *
  *   landlock-run [--ro PATH]... [--rw PATH]... [--seal-metadata] [--private-ipc]
- *                [--no-network [--unix-pairs-only]]
+ *                [--no-network | --private-network [--proxy-bridge PORT:PATH]...]
+ *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...] -- ARGV...
  *   landlock-run --filters-only [--seal-metadata]
- *                [--no-network | --netns-only] [--unix-pairs-only]
+ *                [--no-network | --netns-only [--proxy-bridge PORT:PATH]...]
+ *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...] -- ARGV...
  *   landlock-run --probe
  *
@@ -32,6 +34,24 @@
  * namespaces).  --unix-pairs-only (with either): not even an AF_UNIX socket(),
  * only socketpair() of stream or seqpacket type, so no Unix socket can be
  * reached by name (a datagram pair could still send to a named socket).
+ *
+ * --private-network (Landlock mode): the call gets a network namespace of its own,
+ * made with its PID namespace (as --private-ipc's), with only a loopback, which
+ * the launcher brings up; the command keeps the families --netns-only keeps
+ * (AF_INET, AF_INET6 and AF_NETLINK reach only that namespace: a TCP or UDP
+ * socket, a route or a raw netlink query there changes nothing outside; vsock and
+ * packet sockets stay refused), and no TCP rule is needed.  Abstract Unix sockets
+ * are per network namespace too: the host's are out of reach.  A named Unix socket
+ * is not (see --hide-socket, --unix-pairs-only), nor is a descriptor the caller
+ * passes in (it keeps the namespace it was made in).
+ *
+ * --proxy-bridge PORT:PATH (with --private-network, or --filters-only
+ * --netns-only; repeatable, one PORT each): a bridge process listens on
+ * 127.0.0.1:PORT (and [::1]:PORT where the namespace has IPv6) before the command
+ * starts, and relays each connection to the Unix socket PATH and back (see "The
+ * proxy bridge" below for what it holds and how it ends).  The command is then
+ * told HTTP_PROXY=http://127.0.0.1:PORT by its caller: the namespace's loopback,
+ * and through it PATH, is all the network it has.
  *
  * --hide-socket PATH (with --empty FILE, an empty file): a network namespace
  * does not cover named Unix sockets, which connect() finds through the file
@@ -1881,6 +1901,9 @@ static void start_detached_bridge(const struct options *opt)
  *     init (pid 1)           passes signals on, reaps orphans, ends with the command
  *       command (pid 2)      confines itself, execs ARGV
  *
+ * With --proxy-bridge, init forks the bridge first (pid 2, see "The proxy
+ * bridge"), waits until it is ready, and the command is pid 3.
+ *
  * Cost: init shares the launcher's memory (CLONE_VM: no page tables copied,
  * nothing to tear down at its exit) and the command is a vfork-style clone of
  * init until it execs, so the namespace costs two task creations, no memory
@@ -2148,9 +2171,11 @@ static _Noreturn void run(int argc, char **argv)
 
 /*
  * --filters-only [--seal-metadata] [--no-network | --netns-only] [--unix-pairs-only]
- * -- ARGV: inside a runner (bwrap) that already confines files, holds no
- * capability and gave the command an IPC namespace of its own (and, with
- * --netns-only, a network namespace); only the seccomp filters are added.
+ * [--proxy-bridge PORT:PATH]... -- ARGV: inside a runner (bwrap) that already
+ * confines files, holds no capability and gave the command an IPC namespace of its
+ * own (and, with --netns-only, a network namespace); only the seccomp filters are
+ * added, and the bridge (in the runner's namespaces, before any of the command's
+ * own) is started.
  */
 static _Noreturn void filters_only(int argc, char **argv)
 {
