@@ -1210,6 +1210,38 @@ static int bridge_option(int argc, char **argv, int *i, struct options *opt)
 	return 1;
 }
 
+/* Whether `path` is `cover` or lies beneath it (as strings: the caller passes real paths). */
+static int covered_by(const char *cover, const char *path)
+{
+	size_t len = strlen(cover);
+
+	while (len > 1 && cover[len - 1] == '/')
+		len--;
+	return strncmp(cover, path, len) == 0 &&
+		(path[len] == '\0' || path[len] == '/' || (len == 1 && cover[0] == '/'));
+}
+
+/*
+ * In Landlock mode the bridge runs in the call's mount namespace, after the covers:
+ * a PATH hidden or made unreadable there could never be reached.  (Under a runner
+ * the bridge starts before them, in the runner's namespace: no conflict.)
+ */
+static void check_bridge_paths(const struct options *opt)
+{
+	for (int k = 0; k < opt->nbridges; k++) {
+		const char *path = opt->bridges[k].path;
+
+		for (int i = 0; i < opt->nhidden; i++)
+			if (strcmp(opt->hidden[i], path) == 0)
+				fatal("--proxy-bridge: %s is also a --hide-socket path: the bridge "
+				      "could not reach it", path);
+		for (int i = 0; i < opt->nunreadable; i++)
+			if (covered_by(opt->unreadable[i], path))
+				fatal("--proxy-bridge: %s is under --deny-read %s: the bridge could "
+				      "not reach it", path, opt->unreadable[i]);
+	}
+}
+
 static void check_network_options(const struct options *opt)
 {
 	if (opt->unix_pairs_only && opt->network == NETWORK_ON)
@@ -1242,6 +1274,7 @@ static void parse_options(int argc, char **argv, struct options *opt)
 			if (opt->nbridges > 0 && !opt->private_network)
 				fatal("--proxy-bridge needs --private-network (a network namespace of the call's own)");
 			check_network_options(opt);
+			check_bridge_paths(opt);
 			opt->argv = argv + i + 1;
 			return;
 		}

@@ -25,6 +25,7 @@ from ..support import IN_CI, pids_with_marker
 from .test_launcher import NOBODY, assert_launcher_failure, launcher, run  # noqa: F401
 
 pytestmark = [pytest.mark.kernel, pytest.mark.nobody]
+EMPTY = Path(__file__).resolve().parents[2] / "src" / "stockade" / "_data" / "empty"
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs a root caller")
 
 PORT = 18080  # in the call's own network namespace: no clash with the host's
@@ -33,7 +34,7 @@ PAYLOAD = 300_000  # several of the bridge's 64 KiB buffers, each way
 
 CLIENT = r"""
 import errno, json, os, socket, sys
-port, host_port, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+port, host_port, size, proxy = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 def attempt(call):
     try:
         return call()
@@ -53,6 +54,10 @@ def echo(family, address):
 def refused(family, kind=socket.SOCK_STREAM, proto=0):
     s = socket.socket(family, kind, proto)
     s.close()
+    return "OK"
+def direct():
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(proxy)
     return "OK"
 with open("/proc/net/if_inet6") as f:  # this namespace's own
     has_v6 = any(line.split()[-1] == "lo" for line in f)
@@ -79,7 +84,7 @@ print(json.dumps({
     "v4": attempt(lambda: echo(socket.AF_INET, ("127.0.0.1", port))),
     "v6": attempt(lambda: echo(socket.AF_INET6, ("::1", port))) if has_v6 else "no ::1",
     "host": attempt(lambda: socket.create_connection(("127.0.0.1", host_port), timeout=5)),
-    "unix": attempt(lambda: refused(socket.AF_UNIX)),
+    "direct": attempt(direct),
     "vsock": attempt(lambda: refused(40)),
     "packet": attempt(lambda: refused(socket.AF_PACKET, socket.SOCK_RAW)),
     "pid": os.getpid(),
@@ -142,27 +147,31 @@ def command_line(form, launcher, sock):
     """How each form confines the command, with its bridge to `sock`."""
     bridge = ["--proxy-bridge", f"{PORT}:{sock}"]
     pairs = ["--unix-pairs-only"] if form.endswith("unix-pairs-only") else []
+    # Under bwrap the bridge starts before the command's own mount namespace: the proxy's
+    # socket can be hidden from the command and still be the bridge's way out.
+    hide = ["--empty", EMPTY, "--hide-socket", sock] if form == "bwrap-hidden" else []
+    caps = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"] if hide else []
     if form.startswith("landlock"):
         return [launcher, "--ro", "/", "--rw", "/dev/null", "--private-network", *pairs,
                 *bridge, "--"]  # fmt: skip
     # bwrap's PID namespace ends the bridge with the command; without one, its pidfd does.
     pid_ns = [] if "shared-pid" in form else ["--unshare-pid"]
     return [bwrap(), "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--die-with-parent", *pid_ns, "--bind", sock.parent, sock.parent, "--",
-            launcher, "--filters-only", "--netns-only", *pairs, *bridge, "--"]  # fmt: skip
+            "--die-with-parent", *pid_ns, *caps, "--bind", sock.parent, sock.parent, "--",
+            launcher, "--filters-only", "--netns-only", *pairs, *hide, *bridge, "--"]  # fmt: skip
 
 
 def confined(form, launcher, proxy, as_nobody=False):
     sock, host, _ = proxy
     args = [*command_line(form, launcher, sock), SYSTEM_PYTHON, "-I", "-c", CLIENT, PORT,
-            host.getsockname()[1], PAYLOAD]  # fmt: skip
+            host.getsockname()[1], PAYLOAD, sock]  # fmt: skip
     kwargs = {"user": NOBODY, "group": NOBODY, "extra_groups": [], "cwd": "/"} if as_nobody else {}
     result = run(*args, **kwargs)
     assert result.returncode == 0, result
     return json.loads(result.stdout)
 
 
-def assert_only_the_proxy_was_reached(out, proxy, unix="OK"):
+def assert_only_the_proxy_was_reached(out, proxy, direct="OK"):
     _, host, _ = proxy
     assert out["v4"] == "OK", out
     assert out["v6"] in ("OK", "no ::1"), out
@@ -172,24 +181,47 @@ def assert_only_the_proxy_was_reached(out, proxy, unix="OK"):
         host.accept()
     # The --netns-only families: vsock ignores network namespaces, packet sockets too.
     assert out["vsock"] == "EAFNOSUPPORT" and out["packet"] == "EAFNOSUPPORT", out
-    assert out["unix"] == unix, out
+    # The proxy's socket itself: in sight (the proxy decides either way) unless hidden,
+    # or no AF_UNIX socket at all for the command.
+    assert out["direct"] == direct, out
     # The bridge: no capability, no_new_privs, a session of its own.
     assert out["bridges"] == [{"caps": [0, 0, 0, 0], "no_new_privs": "1", "own_session": True}]
 
 
-def assert_the_bridge_is_gone(proxy):
-    """No process of the call is left, and the connection the command left open was
-    closed on the proxy's side (the bridge went with the call)."""
+def launcher_processes(launcher, sock):
+    """Host pids running the launcher for this call: its init, its bridge (bwrap's own
+    processes are the executor's to wait for: it waits for bwrap's init, --info-fd)."""
+    found = []
+    for pid in pids_with_marker(str(sock)):
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if argv0 == str(launcher).encode():
+            found.append(pid)
+    return found
+
+
+def assert_the_bridge_is_gone(launcher, proxy):
+    """No process of the launcher's is left, and the connection the command left open
+    was closed on the proxy's side: the bridge went with the call."""
     sock, _, server = proxy
     deadline = time.monotonic() + 5  # the pidfd form ends the bridge just after the call
-    while time.monotonic() < deadline and (pids_with_marker(str(sock)) or
-                                            b"held" not in server.seen):  # fmt: skip
+    while time.monotonic() < deadline and (
+        launcher_processes(launcher, sock) or b"held" not in server.seen
+    ):
         time.sleep(0.02)
-    assert pids_with_marker(str(sock)) == []
+    assert launcher_processes(launcher, sock) == []
     assert b"held" in server.seen
 
 
-FORMS = ["landlock", "landlock-unix-pairs-only", "bwrap", "bwrap-shared-pid-unix-pairs-only"]
+FORMS = {
+    "landlock": "OK",
+    "landlock-unix-pairs-only": "EAFNOSUPPORT",
+    "bwrap": "OK",
+    "bwrap-shared-pid-unix-pairs-only": "EAFNOSUPPORT",
+    "bwrap-hidden": "ECONNREFUSED",
+}
 
 
 @requires_root
@@ -198,15 +230,14 @@ def test_the_command_reaches_the_proxy_and_nothing_else(launcher, proxy, public,
     """Half-closed echo of 300 kB through the bridge on 127.0.0.1 (and ::1 where the
     namespace has it); the host's loopback refused; the bridge is under none of the
     command's filters (with --unix-pairs-only the command has no AF_UNIX socket, the
-    bridge does) and holds nothing; no process outlives the call."""
+    bridge does; a socket hidden from the command is still the bridge's) and holds
+    nothing; no process outlives the call."""
     out = confined(form, launcher, proxy)
-    assert_only_the_proxy_was_reached(
-        out, proxy, unix="EAFNOSUPPORT" if form.endswith("unix-pairs-only") else "OK"
-    )
+    assert_only_the_proxy_was_reached(out, proxy, direct=FORMS[form])
     # Landlock: init is pid 1, the bridge pid 2 (before the command), the command pid 3.
     if form.startswith("landlock"):
         assert out["pid"] == 3, out
-    assert_the_bridge_is_gone(proxy)
+    assert_the_bridge_is_gone(launcher, proxy)
 
 
 @requires_root
@@ -220,7 +251,7 @@ def test_an_unprivileged_caller_gets_the_bridge_through_a_user_namespace(
     copy.chmod(0o755)
     out = confined(form, copy, proxy, as_nobody=True)
     assert_only_the_proxy_was_reached(out, proxy)
-    assert_the_bridge_is_gone(proxy)
+    assert_the_bridge_is_gone(copy, proxy)
 
 
 def test_a_proxy_that_is_not_there_resets_the_connection(launcher, public):
@@ -263,6 +294,11 @@ LANDLOCK = ["--ro", "/", "--rw", "/dev/null"]
          "too long"),
         ([*LANDLOCK, "--private-network", "--proxy-bridge", "80:/a", "--proxy-bridge", "80:/b",
           "--", "true"], "given twice"),
+        # Landlock mode: the bridge lives behind the call's covers, which would blind it.
+        ([*LANDLOCK, "--private-network", "--empty", EMPTY, "--hide-socket", "/run/p.sock",
+          "--proxy-bridge", "80:/run/p.sock", "--", "true"], "also a --hide-socket path"),
+        ([*LANDLOCK, "--private-network", "--deny-read", "/run", "--proxy-bridge",
+          "80:/run/p.sock", "--", "true"], "under --deny-read /run"),
     ],
 )  # fmt: skip
 def test_bridge_options_are_checked(launcher, args, mention):
