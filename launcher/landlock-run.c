@@ -51,7 +51,10 @@
  * starts, and relays each connection to the Unix socket PATH and back (see "The
  * proxy bridge" below for what it holds and how it ends).  The command is then
  * told HTTP_PROXY=http://127.0.0.1:PORT by its caller: the namespace's loopback,
- * and through it PATH, is all the network it has.
+ * and through it PATH, is all the network it has.  In Landlock mode the bridge is
+ * behind the call's covers: a PATH also given to --hide-socket, or beneath a
+ * --deny-read path, is refused.  Under a runner it starts before them: PATH may be
+ * hidden from the command and still be the bridge's.
  *
  * --hide-socket PATH (with --empty FILE, an empty file): a network namespace
  * does not cover named Unix sockets, which connect() finds through the file
