@@ -2,10 +2,12 @@
  * landlock-run: run a command under a Landlock filesystem sandbox.
  *
  *   landlock-run [--ro PATH]... [--rw PATH]... [--seal-metadata] [--private-ipc]
- *                [--no-network [--unix-pairs-only]]
+ *                [--no-network | --private-network [--proxy-bridge PORT:PATH]...]
+ *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...] -- ARGV...
  *   landlock-run --filters-only [--seal-metadata]
- *                [--no-network | --netns-only] [--unix-pairs-only]
+ *                [--no-network | --netns-only [--proxy-bridge PORT:PATH]...]
+ *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...] -- ARGV...
  *   landlock-run --probe
  *
@@ -32,6 +34,27 @@
  * namespaces).  --unix-pairs-only (with either): not even an AF_UNIX socket(),
  * only socketpair() of stream or seqpacket type, so no Unix socket can be
  * reached by name (a datagram pair could still send to a named socket).
+ *
+ * --private-network (Landlock mode): the call gets a network namespace of its own,
+ * made with its PID namespace (as --private-ipc's), with only a loopback, which
+ * the launcher brings up; the command keeps the families --netns-only keeps
+ * (AF_INET, AF_INET6 and AF_NETLINK reach only that namespace: a TCP or UDP
+ * socket, a route or a raw netlink query there changes nothing outside; vsock and
+ * packet sockets stay refused), and no TCP rule is needed.  Abstract Unix sockets
+ * are per network namespace too: the host's are out of reach.  A named Unix socket
+ * is not (see --hide-socket, --unix-pairs-only), nor is a descriptor the caller
+ * passes in (it keeps the namespace it was made in).
+ *
+ * --proxy-bridge PORT:PATH (with --private-network, or --filters-only
+ * --netns-only; repeatable, one PORT each): a bridge process listens on
+ * 127.0.0.1:PORT (and [::1]:PORT where the namespace has IPv6) before the command
+ * starts, and relays each connection to the Unix socket PATH and back (see "The
+ * proxy bridge" below for what it holds and how it ends).  The command is then
+ * told HTTP_PROXY=http://127.0.0.1:PORT by its caller: the namespace's loopback,
+ * and through it PATH, is all the network it has.  In Landlock mode the bridge is
+ * behind the call's covers: a PATH also given to --hide-socket, or beneath a
+ * --deny-read path, is refused.  Under a runner it starts before them: PATH may be
+ * hidden from the command and still be the bridge's.
  *
  * --hide-socket PATH (with --empty FILE, an empty file): a network namespace
  * does not cover named Unix sockets, which connect() finds through the file
@@ -93,7 +116,9 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #define LAUNCHER_FAILURE 125
@@ -1082,6 +1107,13 @@ static char *resolve_program(char *name)
 
 /* ---- Run ---- */
 
+#define BRIDGE_MAX 8			/* --proxy-bridge options */
+
+struct bridge_spec {
+	uint16_t port;			/* on the namespace's loopback */
+	const char *path;		/* the Unix socket each connection is relayed to */
+};
+
 struct options {
 	const char **paths;	/* in command-line order */
 	int *writable;
@@ -1096,6 +1128,9 @@ struct options {
 	int nhidden;
 	const char **unreadable;	/* --deny-read paths */
 	int nunreadable;
+	int private_network;
+	struct bridge_spec bridges[BRIDGE_MAX];
+	int nbridges;
 	char **argv;
 };
 
@@ -1144,6 +1179,72 @@ static int hiding_option(int argc, char **argv, int *i, struct options *opt)
 	return 1;
 }
 
+/* --proxy-bridge PORT:PATH; 1 when argv[*i] was it (its value taken). */
+static int bridge_option(int argc, char **argv, int *i, struct options *opt)
+{
+	struct sockaddr_un addr;
+	const char *value, *path;
+	char *end;
+	unsigned long port;
+
+	if (strcmp(argv[*i], "--proxy-bridge") != 0)
+		return 0;
+	if (*i + 1 == argc)
+		fatal("--proxy-bridge needs PORT:PATH");
+	value = argv[++*i];
+	errno = 0;
+	port = strtoul(value, &end, 10);
+	if (end == value || *end != ':' || errno != 0 || port == 0 || port > 65535 ||
+	    value[0] < '0' || value[0] > '9')
+		fatal("--proxy-bridge needs PORT:PATH (a port from 1 to 65535), not %s", value);
+	path = end + 1;
+	if (*path == '\0')
+		fatal("--proxy-bridge needs PORT:PATH (a socket path), not %s", value);
+	if (strlen(path) >= sizeof(addr.sun_path))
+		fatal("--proxy-bridge: the socket path is too long (at most %zu bytes): %s",
+		      sizeof(addr.sun_path) - 1, path);
+	for (int k = 0; k < opt->nbridges; k++)
+		if (opt->bridges[k].port == port)
+			fatal("--proxy-bridge: port %lu given twice", port);
+	if (opt->nbridges == BRIDGE_MAX)
+		fatal("--proxy-bridge: at most %d bridges", BRIDGE_MAX);
+	opt->bridges[opt->nbridges].port = (uint16_t)port;
+	opt->bridges[opt->nbridges++].path = path;
+	return 1;
+}
+
+/* Whether `path` is `cover` or lies beneath it (as strings: the caller passes real paths). */
+static int covered_by(const char *cover, const char *path)
+{
+	size_t len = strlen(cover);
+
+	while (len > 1 && cover[len - 1] == '/')
+		len--;
+	return strncmp(cover, path, len) == 0 &&
+		(path[len] == '\0' || path[len] == '/' || (len == 1 && cover[0] == '/'));
+}
+
+/*
+ * In Landlock mode the bridge runs in the call's mount namespace, after the covers:
+ * a PATH hidden or made unreadable there could never be reached.  (Under a runner
+ * the bridge starts before them, in the runner's namespace: no conflict.)
+ */
+static void check_bridge_paths(const struct options *opt)
+{
+	for (int k = 0; k < opt->nbridges; k++) {
+		const char *path = opt->bridges[k].path;
+
+		for (int i = 0; i < opt->nhidden; i++)
+			if (strcmp(opt->hidden[i], path) == 0)
+				fatal("--proxy-bridge: %s is also a --hide-socket path: the bridge "
+				      "could not reach it", path);
+		for (int i = 0; i < opt->nunreadable; i++)
+			if (covered_by(opt->unreadable[i], path))
+				fatal("--proxy-bridge: %s is under --deny-read %s: the bridge could "
+				      "not reach it", path, opt->unreadable[i]);
+	}
+}
+
 static void check_network_options(const struct options *opt)
 {
 	if (opt->unix_pairs_only && opt->network == NETWORK_ON)
@@ -1164,15 +1265,27 @@ static void parse_options(int argc, char **argv, struct options *opt)
 		if (strcmp(arg, "--") == 0) {
 			if (i + 1 == argc)
 				fatal("no command given after --");
-			/* No namespace is made here: only --filters-only may say there is one. */
-			if (opt->network == NETWORK_NETNS)
+			if (opt->private_network) {
+				if (opt->network == NETWORK_OFF)
+					fatal("--no-network and --private-network exclude each other");
+				/* A namespace of the call's own: the families --netns-only keeps. */
+				opt->network = NETWORK_NETNS;
+			}
+			/* Only --private-network makes one here; else only --filters-only may say there is one. */
+			if (opt->network == NETWORK_NETNS && !opt->private_network)
 				fatal("--netns-only needs --filters-only inside a private network namespace");
+			if (opt->nbridges > 0 && !opt->private_network)
+				fatal("--proxy-bridge needs --private-network (a network namespace of the call's own)");
 			check_network_options(opt);
+			check_bridge_paths(opt);
 			opt->argv = argv + i + 1;
 			return;
 		}
-		if (network_option(arg, opt) || hiding_option(argc, argv, &i, opt)) {
+		if (network_option(arg, opt) || hiding_option(argc, argv, &i, opt) ||
+		    bridge_option(argc, argv, &i, opt)) {
 			continue;
+		} else if (strcmp(arg, "--private-network") == 0) {
+			opt->private_network = 1;
 		} else if (strcmp(arg, "--seal-metadata") == 0) {
 			opt->seal_metadata = 1;
 		} else if (strcmp(arg, "--private-ipc") == 0) {
@@ -1227,6 +1340,589 @@ static void install_filters(int seal_metadata, int filter_ipc, enum network netw
 	install_filter(FILTER(tty_filter), "terminal guard");
 }
 
+/* ---- The proxy bridge (--proxy-bridge PORT:PATH) ---- */
+
+/*
+ * The command's only way out of a network namespace of its own (--private-network,
+ * or bwrap --unshare-net with --filters-only --netns-only): a relay listening on
+ * the namespace's loopback, 127.0.0.1:PORT (and [::1]:PORT where the namespace has
+ * IPv6), that carries each connection it accepts to the Unix socket PATH (the
+ * harness's proxy, whose socket the runner leaves in sight) and back, half-closes
+ * included.  The listening sockets are bound and listening before the command
+ * starts, so its first connection waits in the backlog however fast it is.
+ *
+ * The bridge is a process of its own, forked by the launcher before the command's
+ * filters are installed (so it is under none of them: it needs AF_UNIX where the
+ * command may be refused it), and it holds no more than it needs: no capability,
+ * no_new_privs, not dumpable (the command cannot trace or read it), a session of
+ * its own (a ^C or a hangup for the command's terminal does not reach it), stdin
+ * and stdout and stderr on /dev/null, no descriptor but its sockets, a Landlock
+ * domain of its own with no file access and no TCP bind or connect (where Landlock
+ * is there), and a seccomp allowlist of the calls a relay makes, socket() only for
+ * AF_UNIX.  It ends with the call:
+ *  - Landlock mode: it is a child of init, in the call's PID namespace (pid 2: the
+ *    command is then pid 3), with PR_SET_PDEATHSIG; when the command ends, init
+ *    ends, and the kernel kills it with the namespace.
+ *  - --filters-only: the launcher forks twice, so the bridge is no child of the
+ *    command (which would see it in wait()); it is reparented to the runner's pid 1
+ *    (bwrap's init), and watches the command through a pidfd of the launcher's own
+ *    process (the command execs in it): the command gone, the bridge exits; the
+ *    runner's PID namespace (--unshare-pid) kills it too when the command ends.
+ * A bridge that cannot be set up reports its one line through a pipe the launcher
+ * waits on, and the launcher fails (125) before the command runs.
+ *
+ * Bounded: at most RELAY_MAX connections at once (one more is accepted and reset),
+ * RELAY_BUFFER bytes in flight per direction, and a connect to PATH that blocks
+ * (the proxy's backlog full) gives up after UNIX_CONNECT_TIMEOUT_SECONDS and resets
+ * that connection.  A connection that fails midway (a reset, a write to a closed
+ * peer) is reset on the TCP side, so the client sees a broken transfer, not a
+ * short one.
+ */
+#define RELAY_MAX 256
+#define RELAY_BUFFER (64 * 1024)
+#define LISTENER_MAX (2 * BRIDGE_MAX)
+#define ACCEPTS_PER_ROUND 16
+#define UNIX_CONNECT_TIMEOUT_SECONDS 5
+#define BRIDGE_READY '+'
+#define BRIDGE_PAUSE_MS 100
+
+#ifndef __NR_close_range
+#define __NR_close_range 436
+#endif
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+
+/* <net/if.h>, <linux/sockios.h>: enough of struct ifreq to set an interface's flags. */
+#define GET_INTERFACE_FLAGS 0x8913	/* SIOCGIFFLAGS */
+#define SET_INTERFACE_FLAGS 0x8914	/* SIOCSIFFLAGS */
+#define INTERFACE_UP 0x1		/* IFF_UP */
+
+struct interface_request {
+	char name[16];
+	union {
+		short flags;
+		char size[24];
+	} u;
+};
+
+/* A fresh network namespace has a loopback that is down: bring it up. */
+static void loopback_up(void)
+{
+	struct interface_request request = { .name = "lo" };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	/* syscall(): <sys/ioctl.h> would bring the kernel's terminal constants in. */
+	if (fd < 0 || syscall(SYS_ioctl, fd, GET_INTERFACE_FLAGS, &request) != 0)
+		fatal("cannot bring up the call's loopback: %s", strerror(errno));
+	request.u.flags |= INTERFACE_UP;
+	if (syscall(SYS_ioctl, fd, SET_INTERFACE_FLAGS, &request) != 0)
+		fatal("cannot bring up the call's loopback: %s", strerror(errno));
+	close(fd);
+}
+
+struct listener {
+	int fd;
+	int bridge;			/* index in options.bridges */
+};
+
+/* A listening socket on the loopback of `family`, or -1 with errno. */
+static int listen_on(int family, uint16_t port)
+{
+	struct sockaddr_in in4 = { .sin_family = AF_INET, .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_port = htons(port),
+				    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1, err;
+
+	if (fd < 0)
+		return -1;
+	if ((family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
+	    (family == AF_INET ? bind(fd, (struct sockaddr *)&in4, sizeof(in4))
+	     : bind(fd, (struct sockaddr *)&in6, sizeof(in6))) != 0 ||
+	    listen(fd, SOMAXCONN) != 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* Every bridge's listening sockets, in the namespace this process is in now. */
+static int open_listeners(const struct options *opt, struct listener *out)
+{
+	int n = 0;
+
+	for (int k = 0; k < opt->nbridges; k++) {
+		int fd = listen_on(AF_INET, opt->bridges[k].port);
+
+		if (fd < 0)
+			fatal("--proxy-bridge: cannot listen on 127.0.0.1:%u: %s",
+			      (unsigned)opt->bridges[k].port, strerror(errno));
+		out[n++] = (struct listener){ fd, k };
+		/* IPv6 is optional: a namespace without ::1 (or a kernel without IPv6) has none. */
+		fd = listen_on(AF_INET6, opt->bridges[k].port);
+		if (fd >= 0)
+			out[n++] = (struct listener){ fd, k };
+		else if (errno != EADDRNOTAVAIL && errno != EAFNOSUPPORT)
+			fatal("--proxy-bridge: cannot listen on [::1]:%u: %s",
+			      (unsigned)opt->bridges[k].port, strerror(errno));
+	}
+	return n;
+}
+
+/* The calls a relay makes (both libcs, every supported arch); anything else is EPERM. */
+#define ALLOW(nr) \
+	{ BPF_JEQ_K, 0, 1, (nr) }, \
+	RET_ALLOW
+
+static const struct sock_filter bridge_filter[] = {
+	ARCH_GUARD
+	/* socket(): AF_UNIX only, for the connection to PATH. */
+	{ BPF_JEQ_K, 0, 4, __NR_socket },
+	{ BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(0) },
+	{ BPF_JEQ_K, 0, 1, AF_UNIX },
+	RET_ALLOW,
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EAFNOSUPPORT },
+#ifdef __NR_poll
+	ALLOW(__NR_poll),
+#endif
+	ALLOW(__NR_ppoll),
+#ifdef __NR_accept
+	ALLOW(__NR_accept),
+#endif
+	ALLOW(__NR_accept4),
+	ALLOW(__NR_connect),
+	ALLOW(__NR_read),
+	ALLOW(__NR_write),
+	ALLOW(__NR_recvfrom),
+	ALLOW(__NR_sendto),
+	ALLOW(__NR_setsockopt),
+	ALLOW(__NR_fcntl),
+	ALLOW(__NR_shutdown),
+	ALLOW(__NR_close),
+#ifdef __NR_dup2
+	ALLOW(__NR_dup2),
+#endif
+	ALLOW(__NR_dup3),
+	ALLOW(__NR_brk),
+	ALLOW(__NR_mmap),
+	ALLOW(__NR_munmap),
+	ALLOW(__NR_mremap),
+	ALLOW(__NR_madvise),
+	ALLOW(__NR_getrandom),
+	ALLOW(__NR_futex),
+	ALLOW(__NR_rt_sigreturn),
+	ALLOW(__NR_rt_sigprocmask),
+	ALLOW(__NR_restart_syscall),
+	ALLOW(__NR_clock_gettime),
+	ALLOW(__NR_exit),
+	ALLOW(__NR_exit_group),
+	{ BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM },
+};
+
+/* flow[i] carries what fd[i] sends to fd[1 - i]. */
+struct flow {
+	size_t len, off;		/* bytes in its buffer; how many of them are sent */
+	int eof;			/* its source sent EOF */
+	int shut;			/* so the destination was shut down for writing */
+	int reading, writing;		/* what it asked poll() for this round */
+};
+
+struct relay {
+	int fd[2];			/* [0] the accepted TCP connection, [1] the Unix socket */
+	struct flow flow[2];
+	short revents[2];
+	char *buffer;			/* flow[i]'s is buffer + i * RELAY_BUFFER; NULL: slot free */
+};
+
+static struct relay relays[RELAY_MAX];
+static int relays_active;
+
+/* Close without a FIN: the client sees its connection reset, not a clean end. */
+static void reset(int tcp)
+{
+	struct linger now = { 1, 0 };
+
+	setsockopt(tcp, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+	close(tcp);
+}
+
+static void relay_close(struct relay *r, int broken)
+{
+	if (broken)
+		reset(r->fd[0]);
+	else
+		close(r->fd[0]);
+	close(r->fd[1]);
+	free(r->buffer);
+	r->buffer = NULL;
+	relays_active--;
+}
+
+/* A connection to the Unix socket `path`, non-blocking, or -1. */
+static int connect_unix(const char *path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct timeval limit = { UNIX_CONNECT_TIMEOUT_SECONDS, 0 };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	memcpy(addr.sun_path, path, strlen(path));	/* its length checked when parsed */
+	/* A blocking connect() to a Unix socket waits for its backlog at most this long. */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit)) != 0 ||
+	    connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+	    fcntl(fd, F_SETFL, O_NONBLOCK) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* 1 when accept() must wait: no descriptor or memory left for now. */
+static int accept_some(const struct listener *l, const struct options *opt, int max)
+{
+	for (int k = 0; k < ACCEPTS_PER_ROUND; k++) {
+		int tcp = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), other;
+		struct relay *r = NULL;
+
+		if (tcp < 0)
+			return errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+				errno == ENOMEM;
+		for (int i = 0; i < RELAY_MAX && relays_active < max; i++)
+			if (relays[i].buffer == NULL) {
+				r = &relays[i];
+				break;
+			}
+		if (r == NULL || (other = connect_unix(opt->bridges[l->bridge].path)) < 0) {
+			reset(tcp);
+			continue;
+		}
+		memset(r, 0, sizeof(*r));
+		if ((r->buffer = malloc(2 * RELAY_BUFFER)) == NULL) {
+			close(other);
+			reset(tcp);
+			continue;
+		}
+		r->fd[0] = tcp;
+		r->fd[1] = other;
+		relays_active++;
+	}
+	return 0;
+}
+
+static int would_block(void)
+{
+	return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+}
+
+/* Send what flow i holds; 0 when the relay broke. */
+static int relay_send(struct relay *r, int i)
+{
+	struct flow *f = &r->flow[i];
+	ssize_t sent = send(r->fd[1 - i], r->buffer + i * RELAY_BUFFER + f->off, f->len - f->off,
+			    MSG_NOSIGNAL);
+
+	if (sent < 0)
+		return would_block();
+	f->off += (size_t)sent;
+	if (f->off == f->len)
+		f->len = f->off = 0;
+	return 1;
+}
+
+/* Move what poll() said can move; close the relay when both ways are done. */
+static void relay_step(struct relay *r)
+{
+	for (int i = 0; i < 2; i++) {
+		struct flow *f = &r->flow[i];
+
+		if (f->reading && r->revents[i]) {
+			ssize_t got = recv(r->fd[i], r->buffer + i * RELAY_BUFFER, RELAY_BUFFER, 0);
+
+			if (got > 0) {
+				f->len = (size_t)got;
+				f->off = 0;
+				f->writing = 1;	/* try at once: the peer is usually ready */
+				r->revents[1 - i] |= POLLOUT;
+			} else if (got == 0) {
+				f->eof = 1;
+			} else if (!would_block()) {
+				relay_close(r, 1);
+				return;
+			}
+		}
+		if (f->writing && f->len > f->off && r->revents[1 - i] && !relay_send(r, i)) {
+			relay_close(r, 1);
+			return;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		struct flow *f = &r->flow[i];
+
+		if (f->eof && f->len == 0 && !f->shut) {
+			/* Half-close: the other side reads EOF and may still answer. */
+			if (shutdown(r->fd[1 - i], SHUT_WR) != 0 && errno != ENOTCONN) {
+				relay_close(r, 1);
+				return;
+			}
+			f->shut = 1;
+		}
+	}
+	if (r->flow[0].shut && r->flow[1].shut)
+		relay_close(r, 0);
+}
+
+static _Noreturn void bridge_loop(const struct options *opt, const struct listener *ls, int n,
+				  int watch_fd, int max)
+{
+	static struct pollfd fds[1 + LISTENER_MAX + 2 * RELAY_MAX];
+	static struct relay *owner[2 * RELAY_MAX];
+	int paused = 0;
+
+	for (;;) {
+		nfds_t count = 0, first;
+
+		if (watch_fd >= 0)
+			fds[count++] = (struct pollfd){ .fd = watch_fd, .events = POLLIN };
+		for (int k = 0; k < n; k++)
+			fds[count++] = (struct pollfd){ .fd = paused ? -1 : ls[k].fd, .events = POLLIN };
+		first = count;
+		for (int i = 0; i < RELAY_MAX; i++) {
+			struct relay *r = &relays[i];
+			short events[2] = { 0, 0 };
+
+			if (r->buffer == NULL)
+				continue;
+			for (int s = 0; s < 2; s++) {
+				struct flow *f = &r->flow[s];
+
+				f->reading = !f->eof && f->len == 0;
+				f->writing = f->len > f->off;
+				if (f->reading)
+					events[s] |= POLLIN;
+				if (f->writing)
+					events[1 - s] |= POLLOUT;
+				r->revents[s] = 0;
+			}
+			for (int s = 0; s < 2; s++) {
+				/* An fd asked for nothing is left out: its POLLHUP would spin the loop. */
+				fds[count] = (struct pollfd){ .fd = events[s] ? r->fd[s] : -1,
+							      .events = events[s] };
+				owner[count - first] = r;
+				count++;
+			}
+		}
+		if (poll(fds, count, paused ? BRIDGE_PAUSE_MS : -1) < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			_exit(1);
+		}
+		if (watch_fd >= 0 && fds[0].revents)
+			_exit(0);	/* the command is gone */
+		for (nfds_t j = first; j < count; j++)
+			owner[j - first]->revents[(j - first) % 2] = fds[j].revents;
+		for (nfds_t j = first; j < count; j += 2)
+			if (owner[j - first]->buffer != NULL &&
+			    (owner[j - first]->revents[0] || owner[j - first]->revents[1]))
+				relay_step(owner[j - first]);
+		if (paused) {
+			paused = 0;
+			continue;
+		}
+		for (int k = 0; k < n; k++)
+			if (fds[first - (nfds_t)n + (nfds_t)k].revents & POLLIN)
+				paused |= accept_some(&ls[k], opt, max);
+	}
+}
+
+/* Close every descriptor from 3 up but `keep`. */
+static void close_other_fds(int *keep, int count)
+{
+	unsigned low = 3;
+
+	for (int i = 1; i < count; i++)		/* a handful: insertion sort */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (int i = 0; i <= count; i++) {
+		unsigned high = i < count ? (unsigned)keep[i] : ~0U;
+
+		if (high < low)
+			continue;
+		if (high > low &&
+		    syscall(__NR_close_range, low, high == ~0U ? ~0U : high - 1, 0U) != 0) {
+			long limit = sysconf(_SC_OPEN_MAX);
+
+			if (errno != ENOSYS)
+				fatal("cannot close the bridge's descriptors: %s", strerror(errno));
+			for (long fd = low; fd < (high == ~0U ? limit : (long)high) && fd < 65536; fd++)
+				close((int)fd);
+		}
+		if (high != ~0U)
+			low = high + 1;
+	}
+}
+
+/* Enough descriptors for every relay where the hard limit allows; the relays it allows. */
+static int relay_limit(int listeners)
+{
+	const rlim_t spare = 16;	/* 0-2, the listeners' slack, the pidfd, a connect in progress */
+	rlim_t wanted = spare + (rlim_t)listeners + 2 * RELAY_MAX;
+	struct rlimit limit;
+
+	if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+		fatal("cannot read the bridge's descriptor limit: %s", strerror(errno));
+	if (limit.rlim_cur < wanted) {
+		limit.rlim_cur = limit.rlim_max < wanted ? limit.rlim_max : wanted;
+		if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+			fatal("cannot raise the bridge's descriptor limit: %s", strerror(errno));
+	}
+	if (limit.rlim_cur >= wanted)
+		return RELAY_MAX;
+	if (limit.rlim_cur < spare + (rlim_t)listeners + 2)
+		fatal("the descriptor limit (%lu) leaves the bridge no connection",
+		      (unsigned long)limit.rlim_cur);
+	return (int)((limit.rlim_cur - spare - (rlim_t)listeners) / 2);
+}
+
+/*
+ * The bridge process: shed everything, tell `report_fd` it is ready (or fail there
+ * with its one line), and relay.  `watch_fd`: a pidfd whose process's end ends the
+ * bridge, or -1; `tied_to_parent`: die with the parent (init) instead.
+ */
+static _Noreturn void bridge_main(const struct options *opt, const struct listener *ls, int n,
+				  int report_fd, int watch_fd, int tied_to_parent)
+{
+	int keep[LISTENER_MAX + 2], nkeep = 0, null_fd, abi, max;
+	const char ready = BRIDGE_READY;
+	sigset_t none;
+
+	/* Until it is ready, its failure line (fatal) goes to the one waiting for it. */
+	if (dup2(report_fd, STDERR_FILENO) < 0)
+		_exit(LAUNCHER_FAILURE);
+	if (tied_to_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+		fatal("cannot tie the proxy bridge to the call: %s", strerror(errno));
+	if (setsid() < 0)
+		fatal("cannot give the proxy bridge a session of its own: %s", strerror(errno));
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0)
+		fatal("cannot open /dev/null for the proxy bridge: %s", strerror(errno));
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	for (int k = 0; k < n; k++)
+		keep[nkeep++] = ls[k].fd;
+	if (watch_fd >= 0)
+		keep[nkeep++] = watch_fd;
+	keep[nkeep++] = null_fd;
+	close_other_fds(keep, nkeep);
+	max = relay_limit(n);
+	drop_capabilities();
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		fatal("cannot set no_new_privs for the proxy bridge: %s", strerror(errno));
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Landlock where there is one: no file, no TCP bind or connect (accept needs neither). */
+	abi = landlock_abi();
+	if (abi > 0) {
+		int ruleset_fd = create_ruleset(abi, 1);
+
+		if (ruleset_fd < 0 || restrict_self(ruleset_fd) != 0)
+			fatal("cannot confine the proxy bridge: %s", strerror(errno));
+		close(ruleset_fd);
+	}
+	install_filter(FILTER(bridge_filter), "proxy bridge's filter");
+	if (write(STDERR_FILENO, &ready, 1) != 1)
+		_exit(LAUNCHER_FAILURE);
+	if (dup2(null_fd, STDERR_FILENO) < 0)
+		_exit(LAUNCHER_FAILURE);
+	close(null_fd);
+	bridge_loop(opt, ls, n, watch_fd, max);
+}
+
+/* Wait for the bridge on `fd`: ready, or fail with its line. */
+static void await_bridge(int fd)
+{
+	char report[1024];
+	size_t got = 0;
+
+	while (got < sizeof(report) - 1) {
+		ssize_t n = read(fd, report + got, sizeof(report) - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fatal("cannot hear from the proxy bridge: %s", strerror(errno));
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (report[0] == BRIDGE_READY)
+			break;
+	}
+	close(fd);
+	if (got > 0 && report[0] == BRIDGE_READY)
+		return;
+	if (got == 0)
+		fatal("the proxy bridge did not start");
+	/* The bridge's own "landlock-run: ..." line. */
+	report[got] = '\0';
+	fputs(report, stderr);
+	if (report[got - 1] != '\n')
+		fputc('\n', stderr);
+	leave(LAUNCHER_FAILURE);
+}
+
+static void close_listeners(const struct listener *ls, int n)
+{
+	for (int k = 0; k < n; k++)
+		close(ls[k].fd);
+}
+
+/*
+ * --filters-only: listen in the runner's network namespace, then fork twice (the
+ * bridge is no child of the command) and wait until it is ready.
+ */
+static void start_detached_bridge(const struct options *opt)
+{
+	struct listener ls[LISTENER_MAX];
+	int n = open_listeners(opt, ls), ready[2], watch;
+	pid_t first;
+
+	/* This process becomes the command (exec keeps the pid): the bridge watches it. */
+	watch = (int)syscall(__NR_pidfd_open, getpid(), 0U);
+	if (watch < 0)
+		fatal("--proxy-bridge: cannot watch the command (pidfd_open): %s", strerror(errno));
+	if (pipe2(ready, O_CLOEXEC) != 0)
+		fatal("cannot start the proxy bridge: %s", strerror(errno));
+	first = fork();
+	if (first < 0)
+		fatal("cannot start the proxy bridge: %s", strerror(errno));
+	if (first == 0) {
+		pid_t bridge;
+
+		close(ready[0]);
+		if (dup2(ready[1], STDERR_FILENO) < 0)
+			_exit(LAUNCHER_FAILURE);
+		bridge = fork();
+		if (bridge < 0)
+			fatal("cannot start the proxy bridge: %s", strerror(errno));
+		if (bridge == 0)
+			bridge_main(opt, ls, n, ready[1], watch, 0);
+		_exit(0);
+	}
+	close(ready[1]);
+	waitpid(first, NULL, 0);
+	await_bridge(ready[0]);
+	close_listeners(ls, n);
+	close(watch);
+}
+
 /* ---- One call's processes: a PID namespace ---- */
 
 /*
@@ -1240,6 +1936,9 @@ static void install_filters(int seal_metadata, int filter_ipc, enum network netw
  *   launcher (caller's pid)  waits for init, passes signals on, ends as the command
  *     init (pid 1)           passes signals on, reaps orphans, ends with the command
  *       command (pid 2)      confines itself, execs ARGV
+ *
+ * With --proxy-bridge, init forks the bridge first (pid 2, see "The proxy
+ * bridge"), waits until it is ready, and the command is pid 3.
  *
  * Cost: init shares the launcher's memory (CLONE_VM: no page tables copied,
  * nothing to tear down at its exit) and the command is a vfork-style clone of
@@ -1274,6 +1973,8 @@ static struct call {
 	int abi;
 	int ruleset_fd;
 	int launcher_fd;
+	struct listener listeners[LISTENER_MAX];	/* --proxy-bridge's, until the bridge has them */
+	int nlisteners;
 	sigset_t caller_mask;
 	sigset_t waited;
 	volatile int ending_signal;	/* the command was killed by it (init writes) */
@@ -1349,6 +2050,31 @@ static int command(void *unused)
 	exec_failed(call.opt.argv[0], errno);
 }
 
+/*
+ * Init forks the bridge (pid 2) before the command, and the command starts only once
+ * the bridge is ready.  A plain clone, not libc's fork(): init runs on the
+ * launcher's memory, and the bridge gets a copy of it with no libc bookkeeping.
+ */
+static void start_bridge_in_sandbox(void)
+{
+	int ready[2];
+	pid_t pid;
+
+	if (pipe2(ready, O_CLOEXEC) != 0)
+		fatal("cannot start the proxy bridge: %s", strerror(errno));
+	pid = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0UL);
+	if (pid < 0)
+		fatal("cannot start the proxy bridge: %s", strerror(errno));
+	if (pid == 0) {
+		close(ready[0]);
+		bridge_main(&call.opt, call.listeners, call.nlisteners, ready[1], -1, 1);
+	}
+	close(ready[1]);
+	await_bridge(ready[0]);
+	close_listeners(call.listeners, call.nlisteners);
+	call.nlisteners = 0;
+}
+
 /* MS_NOSUID | MS_NODEV | MS_NOEXEC, as a procfs is usually mounted. */
 #define PROC_FLAGS (2UL | 4UL | 8UL)
 
@@ -1375,8 +2101,10 @@ static int init(void *unused)
 	 * path in it stays under the same Landlock rules either way.
 	 */
 	syscall(SYS_mount, "proc", "/proc", "proc", PROC_FLAGS, NULL);
-	/* Init holds no capability either; the command inherits the empty sets. */
+	/* Init holds no capability either; the command (and the bridge) inherit the empty sets. */
 	drop_capabilities();
+	if (call.nlisteners > 0)
+		start_bridge_in_sandbox();
 	child = (pid_t)clone(command, call.command_stack + STACK_SIZE,
 			     CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
 	if (child < 0)
@@ -1401,10 +2129,6 @@ static int init(void *unused)
 		}
 	}
 }
-
-#ifndef __NR_pidfd_open
-#define __NR_pidfd_open 434
-#endif
 
 static _Noreturn void run(int argc, char **argv)
 {
@@ -1441,10 +2165,19 @@ static _Noreturn void run(int argc, char **argv)
 	 * the IPC namespace when asked.  No PID namespace, no run: fail closed.
 	 */
 	err = private_namespaces(CLONE_NEWPID | CLONE_NEWNS |
-				 (call.opt.private_ipc ? CLONE_NEWIPC : 0));
+				 (call.opt.private_ipc ? CLONE_NEWIPC : 0) |
+				 (call.opt.private_network ? CLONE_NEWNET : 0));
 	if (err != 0)
-		fatal(call.opt.private_ipc ? "cannot make the command's PID and IPC namespaces: %s"
-		      : "cannot make the command's PID namespace: %s", strerror(err));
+		fatal("cannot make the command's PID%s namespace%s: %s",
+		      call.opt.private_ipc && call.opt.private_network ? ", IPC and network"
+		      : call.opt.private_ipc ? " and IPC"
+		      : call.opt.private_network ? " and network" : "",
+		      call.opt.private_ipc || call.opt.private_network ? "s" : "", strerror(err));
+	/* unshare() moved this process into the new network namespace already. */
+	if (call.opt.private_network)
+		loopback_up();
+	if (call.opt.nbridges > 0)
+		call.nlisteners = open_listeners(&call.opt, call.listeners);
 	if (call.opt.nhidden > 0)
 		hide_sockets(call.opt.empty, call.opt.hidden, call.opt.nhidden);
 	if (call.opt.nunreadable > 0)
@@ -1466,14 +2199,19 @@ static _Noreturn void run(int argc, char **argv)
 	pid = (pid_t)clone(init, call.init_stack + STACK_SIZE, CLONE_VM | SIGCHLD, NULL);
 	if (pid < 0)
 		fatal("cannot start the sandbox's init: %s", strerror(errno));
+	/* Init has its own copies (its descriptor table is not shared): these go to the bridge. */
+	for (int k = 0; k < call.nlisteners; k++)
+		close(call.listeners[k].fd);
 	monitor(pid);
 }
 
 /*
  * --filters-only [--seal-metadata] [--no-network | --netns-only] [--unix-pairs-only]
- * -- ARGV: inside a runner (bwrap) that already confines files, holds no
- * capability and gave the command an IPC namespace of its own (and, with
- * --netns-only, a network namespace); only the seccomp filters are added.
+ * [--proxy-bridge PORT:PATH]... -- ARGV: inside a runner (bwrap) that already
+ * confines files, holds no capability and gave the command an IPC namespace of its
+ * own (and, with --netns-only, a network namespace); only the seccomp filters are
+ * added, and the bridge (in the runner's namespaces, before any of the command's
+ * own) is started.
  */
 static _Noreturn void filters_only(int argc, char **argv)
 {
@@ -1484,15 +2222,22 @@ static _Noreturn void filters_only(int argc, char **argv)
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--seal-metadata") == 0)
 			opt.seal_metadata = 1;
-		else if (!network_option(argv[i], &opt) && !hiding_option(argc, argv, &i, &opt))
+		else if (!network_option(argv[i], &opt) && !hiding_option(argc, argv, &i, &opt) &&
+			 !bridge_option(argc, argv, &i, &opt))
 			fatal("--filters-only takes only --seal-metadata, the network options, "
-			      "--empty, --hide-socket and --deny-read, not %s", argv[i]);
+			      "--proxy-bridge, --empty, --hide-socket and --deny-read, not %s", argv[i]);
 	}
 	if (i == argc)
 		fatal("missing -- before the command");
 	if (i + 1 == argc)
 		fatal("no command given after --");
+	if (opt.nbridges > 0 && opt.network != NETWORK_NETNS)
+		fatal("--proxy-bridge needs --netns-only with --filters-only (the runner's network "
+		      "namespace)");
 	check_network_options(&opt);
+	/* Before any namespace of the command's own: the bridge stays in the runner's. */
+	if (opt.nbridges > 0)
+		start_detached_bridge(&opt);
 	/*
 	 * The runner left CAP_SYS_ADMIN (and CAP_SETPCAP) for this only: the sockets are
 	 * covered in a mount namespace of the command's own (never the one this was
