@@ -41,7 +41,7 @@ def pairs_only(mode: SandboxMode, network: Network) -> bool:
     read-only command cannot bind a named socket of its own anyway. In
     workspace-write a command's own Unix sockets (a test's server, a forkserver)
     must keep working: there the host's are hidden instead (`hides_sockets`)."""
-    return network is Network.OFF and mode is SandboxMode.READ_ONLY
+    return network.confined and mode is SandboxMode.READ_ONLY
 
 
 def hides_sockets(
@@ -233,6 +233,7 @@ def landlock_argv(
     network: Network = Network.OFF,
     hidden_sockets: Sequence[str] = (),
     unreadable: Sequence[str] = (),
+    proxy: str | None = None,
 ) -> tuple[str, ...]:
     """The shipped launcher: read and execute everywhere but `unreadable` (covered in
     the mount namespace every call gets), write only the grants.
@@ -255,13 +256,19 @@ def landlock_argv(
         args += ["--rw", writable]
     if private_ipc:
         args.append("--private-ipc")
-    if network.confined:
-        # allowlist is refused before this (the provider: not on this launcher yet).
+    if network is Network.ALLOWLIST:
+        # Its own network namespace (loopback only), whose one way out is the bridge
+        # to this call's proxy endpoint (`proxy`, checked by the confine sequence).
+        args.append("--private-network")
+        if proxy is not None:
+            args += ["--proxy-bridge", f"{PROXY_PORT}:{proxy}"]
+    elif network is Network.OFF:
         args.append("--no-network")
-        if pairs_only(mode, network):
-            args.append("--unix-pairs-only")
-        if hidden_sockets and private_ipc:
-            args += hiding_args(hidden_sockets)
+    if pairs_only(mode, network):
+        # (The bridge stands outside the command's filters: it still reaches the proxy.)
+        args.append("--unix-pairs-only")
+    if network.confined and hidden_sockets and private_ipc:
+        args += hiding_args(hidden_sockets)
     args += unreadable_args(unreadable)
     return (*args, "--", *argv)
 
@@ -370,6 +377,7 @@ def confined_argv(
             network=network,
             hidden_sockets=hidden_sockets,
             unreadable=unreadable,
+            proxy=proxy,
         )
     if backend == SEATBELT:
         return seatbelt_argv(mode, root, temp_roots, argv, protections, network, unreadable)

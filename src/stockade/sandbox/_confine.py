@@ -17,7 +17,7 @@ import os
 from ..errors import SandboxUnavailable
 from ..modes import Network, SandboxMode
 from ..trust import check_temp_roots, resolve_workspace_root
-from ._argv import BWRAP, RUNNER_COMMAND, confined_argv, hides_sockets, writable_roots
+from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, confined_argv, hides_sockets, writable_roots
 from ._guard import guard_call
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
@@ -347,8 +347,10 @@ def placeholder_attempts() -> Iterator[_Attempt]:
             return
 
 
-# Until the bridge is wired on each backend (docs/network.md, issue 25).
-ALLOWLIST_BACKENDS = ()
+# Where the launcher's bridge carries a call's traffic to its proxy endpoint (bwrap:
+# its filter stage; the Landlock launcher itself). Seatbelt and an operator's
+# runner_command have none (docs/network.md).
+ALLOWLIST_BACKENDS = (BWRAP, LANDLOCK)
 
 
 def refuse_allowlist(backend: str, proxy: str | None) -> None:

@@ -151,6 +151,21 @@ def network_claim(
 
     if backend == SEATBELT:
         return dict.fromkeys(NETWORK_EFFECTS, "refused: (deny network*) (not exercised here)"), ()
+    if backend == LANDLOCK and network is Network.ALLOWLIST:
+        # --private-network: the call's own network namespace (its loopback up), the
+        # family filter of --netns-only, and the bridge to its proxy endpoint.
+        effects[NET_TCP] = _ALLOWLIST_TCP
+        effects[NET_UDP] = effects[NET_NETLINK] = effects[NET_ABSTRACT] = _NETNS
+        effects[NET_RAW] = "refused: no capability, and the filter refuses AF_PACKET"
+        effects[NET_OTHER] = "refused by the launcher's filter (EAFNOSUPPORT)"
+        if pairs:
+            effects[NET_PATHNAME] = _PAIRS_ONLY
+        elif hidden:
+            effects[NET_PATHNAME] = _HIDDEN
+            gaps.append(UNFOUND_SOCKETS_GAP)
+        else:
+            open_gap(NET_PATHNAME, LANDLOCK_PATHNAME_GAP)
+        return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
     if backend == LANDLOCK:
         tcp = _FAMILY_FILTER
         if abi >= 4:
