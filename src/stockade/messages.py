@@ -115,6 +115,9 @@ class CandidateReport(msgspec.Struct, frozen=True):
     # Per confining mode, with network off (the default): the claim and its gaps,
     # network effects included, and how each network effect is governed.
     network_off: dict[str, NetworkClaim] = {}
+    # Per confining mode: the same for network allowlist (only where the launcher's
+    # bridge carries it: bwrap, the Landlock launcher).
+    network_allowlist: dict[str, NetworkClaim] = {}
 
 
 class TrustCheck(msgspec.Struct, frozen=True):

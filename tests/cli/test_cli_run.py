@@ -67,6 +67,7 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "gaps",
         "network_enforcement",
         "network_gaps",
+        "connections",
         "env_dropped",
     }
     assert facts["denied"] is True and facts["exit_code"] == 1

@@ -9,6 +9,7 @@ names 127.0.0.1 explicitly (a loopback address is refused unless an entry names 
 from __future__ import annotations
 
 import http.server
+import json
 import sys
 import threading
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from stockade.executor.render import render_result
 from stockade.sandbox.actor import open_provider
 from stockade.vocab import ExecutionPolicy, Network, SandboxMode, network_denial_marker
 
-from ..support import require_backend
+from ..support import require_backend, stockade
 
 WW = SandboxMode.WORKSPACE_WRITE
 # Where the proxy's bridge is wired so far (docs/network.md).
@@ -177,3 +178,38 @@ async def test_a_session_logs_every_connection(backend, scratch, servers, tmp_pa
         ("127.0.0.1", allowed, True, "127.0.0.1"),
         ("127.0.0.1", other, False, "127.0.0.1"),
     ], seen
+
+
+def test_stockade_run_allow(backend, scratch, servers):
+    """`stockade run --allow HOST:PORT` as a person types it: the listed one answers,
+    the other is refused with the marker, and --json lists both decisions."""
+    name, _ = backend
+    allowed, other = servers
+    command = (
+        f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/; "
+        f"curl -sS --max-time 5 http://127.0.0.1:{other}/; true"
+    )
+    done = stockade(
+        "run",
+        "--json",
+        "--backend",
+        name,
+        "--allow",
+        f"127.0.0.1:{allowed}",
+        command,
+        cwd=scratch,
+    )
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout)
+    assert facts["network"] == "allowlist"
+    assert (
+        f"hello from {allowed}" in facts["stdout"] and f"hello from {other}" not in facts["stdout"]
+    )
+    assert [(c["port"], c["allowed"]) for c in facts["connections"]] == [
+        (allowed, True),
+        (other, False),
+    ]
+    text = stockade(
+        "run", "--backend", name, "--allow", f"127.0.0.1:{allowed}", command, cwd=scratch
+    )
+    assert network_denial_marker(f"127.0.0.1:{other}") in text.stderr, text.stderr

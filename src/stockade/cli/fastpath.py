@@ -273,6 +273,7 @@ _EXEC_OPTIONS: dict[str, Any] = {**_SHARED_OPTIONS, "--pass-fd": "pass_fd"}
 _RUN_OPTIONS: dict[str, Any] = {
     **_SHARED_OPTIONS,
     "--timeout": "timeout",
+    "--allow": "allow",
     "--json": True,
     "--ask": True,
 }
@@ -296,7 +297,7 @@ def fast_args(words: Sequence[str]) -> Any | None:
         "backend": "auto",
     }
     if verb == "run":
-        values.update(timeout=None, json=False, ask=False)
+        values.update(timeout=None, json=False, ask=False, allow=None)
     else:
         values["pass_fd"] = None
     index = 1
@@ -330,6 +331,9 @@ def fast_args(words: Sequence[str]) -> Any | None:
                 values[dest] = float(value)
             except ValueError:
                 return None
+            continue
+        if dest == "allow":
+            values[dest] = [*(values[dest] or ()), value]
             continue
         if dest == "pass_fd":
             if not (value.isascii() and value.isdigit()) or int(value) < 3:

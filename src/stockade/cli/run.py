@@ -33,7 +33,7 @@ from ..errors import (
     SandboxUnavailable,
     StockadeError,
 )
-from ..executor import READ_SIZE, Sink, Source, Streams, open_executor
+from ..executor import READ_SIZE, Sink, Source, Streams, open_executor, refused_destinations
 from ..messages import ShellResult
 from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
 from ..vocab import (
@@ -43,6 +43,7 @@ from ..vocab import (
     Network,
     SandboxMode,
     denial_marker,
+    network_denial_marker,
 )
 from ._ask import ask_to_widen
 from ._ask import wider as next_wider
@@ -86,6 +87,8 @@ JSON_KEYS = (
     # The network claim apart (null when the call had the network), and its gaps.
     "network_enforcement",
     "network_gaps",
+    # network allowlist: every connection the proxy decided (destination, verdict, rule).
+    "connections",
     # The harness's variables the environment policy kept from the command (names).
     "env_dropped",
 )
@@ -362,6 +365,11 @@ class _Invocation:
                 lines += [denial_marker(result.mode), DENIAL_INSTRUCTION]
                 if result.read_denied:
                     lines.append(READ_DENIED_HINT)
+        for destination in refused_destinations(result.connections):
+            if os.isatty(2):
+                lines.append(f"stockade: the proxy refused network access to {destination}")
+            else:
+                lines.append(network_denial_marker(destination))
         if result.timed_out and result.exit_code is not None:
             after = "" if self.limit is None else f" after {self.limit:g}s"
             lines.append(f"stockade: timed out{after}; the command was killed")

@@ -56,26 +56,30 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
     enforcement: dict[str, Enforcement] = {}
     ungoverned: dict[str, tuple[str, ...]] = {}
     network_off: dict[str, NetworkClaim] = {}
+    allowlist: dict[str, NetworkClaim] = {}
     if verdict.usable and verdict.backend != RUNNER_COMMAND:
         for mode in CONFINING_MODES:
             claim, gaps = _claim(verdict, mode, Network.ON)
             enforcement[mode.value] = claim
             if gaps:
                 ungoverned[mode.value] = gaps
-            # The network claim stands apart from the file claim (`enforcement`).
-            effects, gaps = network_claim(
-                verdict.backend,
-                mode,
-                Network.OFF,
-                abi=verdict.abi or 0,
-                launcher=filter_launcher() if verdict.backend == BWRAP else None,
-                private_ipc=verdict.ipc == "private",
-            )
-            network_off[mode.value] = NetworkClaim(
-                enforcement=Enforcement.PARTIAL if gaps else Enforcement.FULL,
-                ungoverned=gaps,
-                effects=effects,
-            )
+            # The network claims stand apart from the file claim (`enforcement`).
+            for network, claims in ((Network.OFF, network_off), (Network.ALLOWLIST, allowlist)):
+                if network is Network.ALLOWLIST and verdict.backend not in (BWRAP, LANDLOCK):
+                    continue
+                effects, gaps = network_claim(
+                    verdict.backend,
+                    mode,
+                    network,
+                    abi=verdict.abi or 0,
+                    launcher=filter_launcher() if verdict.backend == BWRAP else None,
+                    private_ipc=verdict.ipc == "private",
+                )
+                claims[mode.value] = NetworkClaim(
+                    enforcement=Enforcement.PARTIAL if gaps else Enforcement.FULL,
+                    ungoverned=gaps,
+                    effects=effects,
+                )
     return CandidateReport(
         backend=verdict.backend,
         usable=verdict.usable,
@@ -86,6 +90,7 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
         ungoverned=ungoverned,
         probed=verdict.probed,
         network_off=network_off,
+        network_allowlist=allowlist,
     )
 
 

@@ -36,11 +36,18 @@ def render_selection(selection: Selection, *, refused_here: str | None = None) -
             if gaps:
                 line += f" (ungoverned: {', '.join(gaps)})"
             lines.append(line)
-            offline = candidate.network_off.get(mode)
-            if offline is not None:
-                line = f"    {mode}, network off: {offline.enforcement.value} network enforcement"
-                if offline.ungoverned:
-                    line += f" (ungoverned: {', '.join(offline.ungoverned)})"
+            for network, claims in (
+                ("off", candidate.network_off),
+                ("allowlist", candidate.network_allowlist),
+            ):
+                claim = claims.get(mode)
+                if claim is None:
+                    continue
+                line = (
+                    f"    {mode}, network {network}: {claim.enforcement.value} network enforcement"
+                )
+                if claim.ungoverned:
+                    line += f" (ungoverned: {', '.join(claim.ungoverned)})"
                 lines.append(line)
         lines += _network_effects(candidate.network_off)
     if selection.backend is None:
