@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,3 +215,131 @@ def test_stockade_run_allow(backend, scratch, servers):
         "run", "--backend", name, "--allow", f"127.0.0.1:{allowed}", command, cwd=scratch
     )
     assert network_denial_marker(f"127.0.0.1:{other}") in text.stderr, text.stderr
+
+
+class _Files(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def file_server(tmp_path) -> Iterator[tuple[Path, int]]:
+    """A static HTTP server on loopback over a directory: a PEP 503 index, a dumb-HTTP
+    git repository."""
+    import functools
+    import subprocess
+
+    served = tmp_path / "served"
+    (served / "simple" / "demo").mkdir(parents=True)
+    from .test_deny_read import _wheel
+
+    wheel = _wheel(served / "simple" / "demo")
+    (served / "simple" / "demo" / "index.html").write_text(f'<a href="{wheel}">{wheel}</a>\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(work)], check=True)
+    (work / "README").write_text("served over http\n")
+    subprocess.run([*git, "-C", str(work), "add", "README"], check=True)
+    subprocess.run([*git, "-C", str(work), "commit", "-qm", "one"], check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(work), str(served / "repo.git")], check=True
+    )
+    subprocess.run(["git", "-C", str(served / "repo.git"), "update-server-info"], check=True)
+    handler = functools.partial(_Files, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield served, server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_pip_and_git_through_the_proxy(backend, scratch, file_server):
+    _, port = file_server
+    base = f"http://127.0.0.1:{port}"
+    command = (
+        "set -e; "
+        f"{sys.executable} -m pip download --no-cache-dir --no-deps --disable-pip-version-check "
+        f"-q -d dl --index-url {base}/simple demo; "
+        f"git clone -q {base}/repo.git clone; cat clone/README"
+    )
+    result = await run(backend, scratch, command, allow=[f"127.0.0.1:{port}"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "served over http\n"
+    assert (Path(scratch) / "dl" / "demo-1.0-py3-none-any.whl").exists()
+    assert result.connections and all(c.allowed for c in result.connections)
+
+
+SOCKS_NUL = r"""\
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(b"\x05\x01\x00")
+s.recv(2)
+name = b"127.0.0.1\x00.example.com"
+port = int(sys.argv[1]).to_bytes(2, "big")
+s.sendall(b"\x05\x01\x00\x03" + bytes([len(name)]) + name + port)
+print("socks-reply", s.recv(2)[1])
+"""
+HOST_MISMATCH = r"""\
+import socket, sys
+allowed, other = sys.argv[1], sys.argv[2]
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(f"CONNECT 127.0.0.1:{allowed} HTTP/1.1\r\nHost: 127.0.0.1:{allowed}\r\n\r\n".encode())
+s.recv(4096)
+s.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\nConnection: close\r\n\r\n".encode())
+reply = b""
+while chunk := s.recv(4096):
+    reply += chunk
+print(reply.decode().strip().splitlines()[-1])
+"""
+
+
+async def test_the_published_bypasses_fail(backend, scratch, servers, tmp_path):
+    """An IPv6 literal, the cloud metadata address (even with its /16 listed), a SOCKS5
+    name with a NUL byte, a tunnel whose inner Host names another destination, and a
+    host daemon's Unix socket: none reaches anything but the listed server."""
+    import socket as sockets
+
+    allowed, other = servers
+    daemon = Path(tempfile.mkdtemp(prefix="stockade-daemon-", dir="/var/tmp")) / "d.sock"
+    listener = sockets.socket(sockets.AF_UNIX)
+    listener.bind(str(daemon))
+    listener.listen()
+    listener.settimeout(0.2)
+    (Path(scratch) / "socks.py").write_text(SOCKS_NUL)
+    (Path(scratch) / "host.py").write_text(HOST_MISMATCH)
+    py = f"{sys.executable} -I -S"
+    command = "; ".join(
+        [
+            f"curl -sS --max-time 5 'http://[::1]:{allowed}/'",
+            "curl -sS --max-time 5 http://169.254.169.254/latest/meta-data/",
+            f"{py} socks.py {allowed}",
+            f"{py} host.py {allowed} {other}",
+            f"{py} -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{daemon}')\" "
+            "&& echo daemon-reached",
+            "true",
+        ]
+    )
+    try:
+        result = await run(
+            backend,
+            scratch,
+            command,
+            allow=[f"127.0.0.1:{allowed}", "169.254.0.0/16"],
+        )
+        try:
+            listener.accept()
+            reached = True
+        except OSError:
+            reached = False
+    finally:
+        listener.close()
+        shutil.rmtree(daemon.parent, ignore_errors=True)
+    out = result.stdout
+    assert not reached and "daemon-reached" not in out, (out, result.stderr)
+    assert "socks-reply 2" in out, (out, result.stderr)  # 0x02: not allowed by the ruleset
+    assert f"hello from {allowed}" in out and f"hello from {other}" not in out
+    refused = {c.host: c for c in result.connections if not c.allowed}
+    assert {"::1", "169.254.169.254"} <= set(refused), result.connections
