@@ -164,6 +164,9 @@ async def test_without_the_token_nothing_is_done(who, root, outside, state_dir):
             victim_session = (await read_status(victim))["session_id"]
             [mcp_session] = victim_ids
             logs = session_logs(state_dir)
+            # The victim's call may leave its placeholders for a second (they linger,
+            # PLACEHOLDER_LINGER): what stands in the root now may stay, nothing new.
+            in_root = set(os.listdir(root))
             attacks = [
                 {"kind": "escalate", "token": None, "command": f"id > {outside}/no-token"},
                 {"kind": "escalate", "token": WRONG, "command": f"id > {outside}/wrong-token"},
@@ -184,7 +187,8 @@ async def test_without_the_token_nothing_is_done(who, root, outside, state_dir):
             results = await run_client(user, server.url, attacks, script)
             # The host: nothing written, no session opened, the victim's log untouched.
             assert sorted(os.listdir(outside)) == []
-            assert sorted(os.listdir(root)) == []
+            assert set(os.listdir(root)) <= in_root
+            assert not [name for name in os.listdir(root) if name.startswith("hijack")]
             assert session_logs(state_dir) == logs
             assert commands_run(state_dir, victim_session) == ["true"]
             alive = await victim.call_tool("bash", {"command": "echo alive"})
