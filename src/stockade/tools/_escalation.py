@@ -126,7 +126,7 @@ DESTINATION_FORMS = (
 )
 DESTINATIONS_WITHOUT_NETWORK = (
     f'network_destinations goes only with sandbox_permissions "{WITH_NETWORK}" (and a '
-    "justification): nobody was asked and nothing ran."
+    "justification). Nobody was asked and nothing ran."
 )
 NO_DESTINATIONS = (
     "network_destinations is empty: name at least one destination, or leave the field "
