@@ -181,3 +181,17 @@ def test_the_hint_names_the_refused_destinations_a_grant_could_open():
     both = _hints(True, (connection(80),))
     assert "wider file access" in both and "network_destinations" in both
     assert _hints(False, ()) == ""
+
+
+def test_the_policy_message_under_allowlist_offers_the_retry_by_destination():
+    from stockade import Network
+    from stockade.policy.context import render_policy_context
+
+    text = render_policy_context(
+        SandboxMode.WORKSPACE_WRITE, "/w", ApprovalPolicy.ASK, network=Network.ALLOWLIST
+    )
+    assert 'sandbox_permissions "with_network", network_destinations' in text
+    never = render_policy_context(
+        SandboxMode.WORKSPACE_WRITE, "/w", ApprovalPolicy.NEVER, network=Network.ALLOWLIST
+    )
+    assert "network_destinations" not in never
