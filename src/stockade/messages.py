@@ -163,6 +163,12 @@ class ShellSpec(msgspec.Struct, frozen=True):
     env: dict[str, str] | None = None
     # The session a background job belongs to: only it may read or kill the job.
     owner: str | None = None
+    # network allowlist: `host:port` destinations a person granted for THIS call only
+    # (`with_network` + `network_destinations`), added to the operator's allow list
+    # for this call's proxy endpoint (deny still wins). `network_allow_alone`: the
+    # session's network was off, so the call reaches these and nothing else.
+    network_allow: tuple[str, ...] = ()
+    network_allow_alone: bool = False
 
 
 class Run(msgspec.Struct, frozen=True, tag="run"):
@@ -389,6 +395,8 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
     `policy` is the session's effective approval policy, resolved by the caller.
     `with_network`: the request is for network access for this one run (the mode
     stays: `requested_mode` equals `current_mode`); show the person that it is.
+    `network_destinations`: with `with_network`, the `host:port` destinations asked
+    for (the call keeps network allowlist, these added); empty: network `on`.
     """
 
     session_id: str
@@ -400,6 +408,7 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
     reason: str
     call_id: str | None = None
     with_network: bool = False
+    network_destinations: tuple[str, ...] = ()
 
 
 class AskApproval(msgspec.Struct, frozen=True, tag="ask-approval"):

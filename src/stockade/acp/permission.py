@@ -52,13 +52,15 @@ class Outcome:
 def options(request: ApprovalRequest, *, allow_always: bool) -> list[dict[str, Any]]:
     """The permission options for `request`, in the order an editor shows them."""
     if request.with_network:
-        allow_name = "Allow once, with network access"
+        allow_name = "Allow once, " + render.network_phrase(request, limit=TITLE_LIMIT)
         switch_name = "Turn network on for this session"
     else:
         allow_name = f"Allow once under {request.requested_mode.value}"
         switch_name = f"Switch this session to {request.requested_mode.value}"
     offered = [{"optionId": ALLOW_ONCE, "name": allow_name, "kind": "allow_once"}]
-    if allow_always:
+    # Named destinations are granted for one call only: no session switch (network on
+    # from here on) is offered for them.
+    if allow_always and not request.network_destinations:
         offered.append({"optionId": SWITCH_SESSION, "name": switch_name, "kind": "allow_always"})
     offered.append({"optionId": REJECT, "name": "Reject", "kind": "reject_once"})
     return offered
@@ -82,8 +84,7 @@ def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
     if cwd is not None:
         rows += render.render_field("cwd", cwd)[0]
     if request.with_network:
-        rows.append(label.format("requests:") + "network access")
-        rows.append(label.format("mode:") + f"{request.current_mode.value} (unchanged)")
+        rows += render.network_rows(request)
     else:
         rows.append(label.format("denied:") + f"under {request.current_mode.value}")
         rows.append(label.format("requested:") + request.requested_mode.value)
@@ -99,7 +100,7 @@ def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
     block = "\n".join(rows)
     fence = _fence(block)
     if request.with_network:
-        head = "The agent asks to run this command once with network access."
+        head = f"The agent asks to run this command once {render.network_phrase(request)}."
     else:
         head = "The agent asks to run this command once with wider file access."
     return f"{head}\n\n{fence}text\n{block}\n{fence}\n"
@@ -107,7 +108,11 @@ def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
 
 def title(request: ApprovalRequest) -> str:
     """One line naming the command (escaped and shortened: the content has all of it)."""
-    what = "with network access" if request.with_network else request.requested_mode.value
+    what = (
+        render.network_phrase(request, limit=TITLE_LIMIT)
+        if request.with_network
+        else request.requested_mode.value
+    )
     return f"Run once {what}: {render.one_line(request.command, limit=TITLE_LIMIT)}"
 
 
@@ -132,6 +137,8 @@ def tool_call(
         "withNetwork": request.with_network,
         "reason": request.reason,
     }
+    if request.network_destinations:
+        raw["networkDestinations"] = list(request.network_destinations)
     call: dict[str, Any] = {
         "toolCallId": tool_call_id,
         "title": title(request),

@@ -67,6 +67,7 @@ class ApprovalActor:
                 reason=ask.reason,
                 call_id=ask.call_id,
                 with_network=ask.with_network,
+                network_destinations=ask.network_destinations,
             ),
         )
         try:

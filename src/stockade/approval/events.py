@@ -17,6 +17,9 @@ class ApprovalAsked(SessionEvent, kw_only=True, frozen=True, tag="approval/asked
     call_id: str | None = None
     # The ask was for network access for the one run (the mode unchanged).
     with_network: bool = False
+    # With `with_network`: the `host:port` destinations asked for, this call only
+    # (empty: network on; the default keeps older logs readable).
+    network_destinations: tuple[str, ...] = ()
 
 
 class ApprovalAnswered(SessionEvent, kw_only=True, frozen=True, tag="approval/answered"):

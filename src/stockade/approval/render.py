@@ -163,6 +163,34 @@ def escape_warning(field: str, shown: Visible) -> str | None:
     )
 
 
+def network_phrase(request: ApprovalRequest, *, limit: int | None = None) -> str:
+    """What a network request asks for, in a few words: "with network access", or
+    "with network access to HOST:PORT, ..." naming each destination (escaped; with
+    `limit`, the list is cut there, saying how much more there was)."""
+    if not request.network_destinations:
+        return "with network access"
+    return "with network access to " + one_line(
+        ", ".join(request.network_destinations), limit=limit
+    )
+
+
+def network_rows(request: ApprovalRequest) -> list[str]:
+    """The rows of a network request: what is asked (each destination on its own
+    row, escaped) and the mode, which stays."""
+    destinations = request.network_destinations
+    if destinations:
+        many = "destination" if len(destinations) == 1 else "destinations"
+        rows = [
+            f"  {'requests:':<{LABEL_WIDTH}}network access to {len(destinations)} {many}, "
+            "for this call only (nothing else is opened)",
+            *(f"    - {one_line(where)}" for where in destinations),
+        ]
+    else:
+        rows = [f"  {'requests:':<{LABEL_WIDTH}}network access"]
+    rows.append(f"  {'mode:':<{LABEL_WIDTH}}{request.current_mode.value} (unchanged)")
+    return rows
+
+
 def render_prompt(request: ApprovalRequest) -> str:
     """The whole question put to a person, ending with the y/N prompt."""
     command_rows, command = render_field("command", request.command)
@@ -170,11 +198,10 @@ def render_prompt(request: ApprovalRequest) -> str:
     if request.with_network:
         rows = [
             "",
-            "stockade: the agent asks to run a command with network access, once.",
+            f"stockade: the agent asks to run a command {network_phrase(request)}, once.",
             *command_rows,
             *why_rows,
-            f"  {'requests:':<{LABEL_WIDTH}}network access",
-            f"  {'mode:':<{LABEL_WIDTH}}{request.current_mode.value} (unchanged)",
+            *network_rows(request),
         ]
     else:
         mode = f"{request.current_mode.value} -> {request.requested_mode.value}"

@@ -207,7 +207,14 @@ class ExecutorActor:
             )
         from ..network.rules import Rules
 
-        rules = Rules(self.config.network_allow, self.config.network_deny)
+        # A person's per-call grant (`with_network` + `network_destinations`) adds its
+        # destinations for this endpoint only, or is the whole list when the session's
+        # network was off; the operator's deny list applies either way (deny wins).
+        allow = (
+            *(() if spec.network_allow_alone else self.config.network_allow),
+            *spec.network_allow,
+        )
+        rules = Rules(allow, self.config.network_deny)
         key = f"call-{next(self._call_numbers)}"
         done = trio.Event()
         self._endpoints[key] = done

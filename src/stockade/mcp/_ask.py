@@ -29,6 +29,8 @@ from ..approval.render import (
     JUSTIFICATION_LIMIT,
     LABEL_WIDTH,
     escape_warning,
+    network_phrase,
+    network_rows,
     render_field,
 )
 
@@ -96,12 +98,9 @@ def ask_message(request: ApprovalRequest, shown: Shown) -> str:
         extra_rows += rows
         fields.append((name, visible_value))
     if request.with_network:
-        head = "stockade: the agent asks to run a command with network access, once."
-        mode_rows = [
-            f"  {'requests:':<{LABEL_WIDTH}}network access",
-            f"  {'mode:':<{LABEL_WIDTH}}{request.current_mode.value} (unchanged)",
-        ]
-        grant = "with network access"
+        grant = network_phrase(request)
+        head = f"stockade: the agent asks to run a command {grant}, once."
+        mode_rows = network_rows(request)
     else:
         head = "stockade: the agent asks to run a command with wider file access, once."
         mode = f"{request.current_mode.value} -> {request.requested_mode.value}"

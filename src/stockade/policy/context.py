@@ -108,6 +108,13 @@ def _network_text(mode: SandboxMode, network: Network, approval: ApprovalPolicy)
             "other hosts fail. A refused connection shows only as the command's own error, "
             "with no sandbox marker."
         )
+    if approval is ApprovalPolicy.ASK and network is Network.ALLOWLIST:
+        return text + (
+            " When a result says network access to HOST:PORT was denied and the command "
+            f'needs it, run it once with sandbox_permissions "{WITH_NETWORK}", '
+            "network_destinations naming those HOST:PORT, and a justification; the user is "
+            "asked to approve that one run, and every other command keeps the allowlist."
+        )
     if approval is ApprovalPolicy.ASK:
         return text + (
             " If a command really needs the network, run it once with sandbox_permissions "

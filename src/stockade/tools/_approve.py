@@ -47,6 +47,8 @@ class Escalation:
 
     `with_network`: the request is for network access for this one call, under its
     current mode (`requested` is None then); `current_network` is what the call has.
+    `network_destinations` (checked `host:port`s, with `with_network` only): the
+    request is for those destinations alone, added to the call's allowlist.
     """
 
     call_id: str
@@ -57,6 +59,7 @@ class Escalation:
     current: SandboxMode
     with_network: bool = False
     current_network: Network = Network.OFF
+    network_destinations: tuple[str, ...] = ()
 
 
 def tool_error(call_id: str, name: str, text: str, **facts: Any) -> ToolResult:
@@ -111,11 +114,12 @@ async def request_escalation(
             current_mode=ask.current,
             requested_mode=requested,
             policy=await session.approval_policy(),
-            reason=network_grounding(ask.current)
+            reason=network_grounding(ask.current, ask.current_network, ask.network_destinations)
             if network
             else grounding(events, ask.command, ask.current),
             call_id=ask.call_id,
             with_network=network,
+            network_destinations=ask.network_destinations if network else (),
         )
     )
     match answer.decision:
@@ -138,12 +142,20 @@ async def request_escalation(
             return refuse(text, outcome="unavailable")
 
 
-def network_grounding(mode: SandboxMode) -> str:
+def network_grounding(
+    mode: SandboxMode, network: Network = Network.OFF, destinations: Sequence[str] = ()
+) -> str:
     """Why the user is asked for network access: asked up front, since a refused
-    connection leaves no sandbox marker to observe."""
+    connection leaves no sandbox marker to observe (or, under network allowlist, the
+    marker named the destinations now asked for)."""
+    if destinations:
+        return (
+            f"network access to {', '.join(destinations)} requested under {mode.value} "
+            f"with network {network.value}, for this call only"
+        )
     return (
-        f"network access requested under {mode.value} with network off (a refused "
-        "connection leaves no sandbox marker, so it is asked before running)"
+        f"network access requested under {mode.value} with network {network.value} (a "
+        "refused connection leaves no sandbox marker, so it is asked before running)"
     )
 
 

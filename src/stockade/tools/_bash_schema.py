@@ -37,7 +37,10 @@ ESCALATION_DESCRIPTION: Final = (
     " When the policy message says network is off and a command needs the network, "
     f'run it with sandbox_permissions "{WITH_NETWORK}" and a justification (a refused '
     "connection leaves no marker, so ask up front); it runs once with network on if "
-    "the user approves."
+    "the user approves. When the result says network access to HOST:PORT was denied "
+    f'(network allowlist), retry once with sandbox_permissions "{WITH_NETWORK}", '
+    "network_destinations naming exactly those HOST:PORT, and a justification: if the "
+    "user approves, that one call may also reach them."
 )
 
 
@@ -69,6 +72,17 @@ def bash_schema(*, confines: bool) -> dict[str, Any]:
             "description": "Ask the user to run THIS call once under this wider mode (only "
             f'after a denial), or "{WITH_NETWORK}": once with network access, under the '
             "current mode. Requires justification.",
+        }
+        properties["network_destinations"] = {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "description": f'Only with sandbox_permissions "{WITH_NETWORK}": the '
+            "destinations THIS call needs, each exactly `host:port` or `ip:port` (an IPv6 "
+            "address in brackets: `[::1]:443`; no wildcard, CIDR or port-less entry). The "
+            "user is asked for these; if approved, this one call reaches them in addition "
+            "to the session's allowlist, and nothing else changes. Without it, "
+            f'"{WITH_NETWORK}" asks for unrestricted network access.',
         }
         properties["justification"] = {
             "type": "string",
@@ -119,3 +133,22 @@ def escalation_hint() -> str:
         "same command, sandbox_permissions set to the narrowest sufficient mode, and a "
         "justification; the user will be asked."
     )
+
+
+def network_escalation_hint(destinations: tuple[str, ...], *, denied: bool = False) -> str:
+    """The sanctioned retry after the proxy refused `destinations` (network allowlist);
+    `denied`: some refused destination matched a deny entry, which no grant lifts."""
+    text = ""
+    if destinations:
+        listed = ", ".join(f'"{where}"' for where in destinations)
+        text = (
+            "To reach the refused destination once, call bash again with the same command, "
+            f'sandbox_permissions "{WITH_NETWORK}", network_destinations [{listed}], and a '
+            "justification; the user will be asked, and a grant applies to that one call only."
+        )
+    if denied:
+        text += (" " if text else "") + (
+            "A destination this deployment's network_deny names stays refused: no "
+            "escalation reaches it."
+        )
+    return text

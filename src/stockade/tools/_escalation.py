@@ -8,6 +8,9 @@ and none of them runs anything.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ..network.rules import ACCEPTED, RuleError, parse_entry
 from ..vocab import NETWORK_REJECTION_TEXT, WITH_NETWORK, SandboxMode, rejection_text
 
 PAIRED = (
@@ -98,12 +101,59 @@ def network_unavailable(detail: str | None) -> str:
     )
 
 
-def network_granted() -> str:
+def network_granted(destinations: Sequence[str] = ()) -> str:
+    if destinations:
+        return (
+            "[network access granted once: this call ran with network allowlist, "
+            f"{', '.join(destinations)} added for this call only]"
+        )
     return "[network access granted once: this call ran with network on]"
 
 
-def grant_text(grant: str) -> str:
-    """The line a granted call's result ends with: `grant` is a mode or `with_network`."""
+def grant_text(grant: str, destinations: Sequence[str] = ()) -> str:
+    """The line a granted call's result ends with: `grant` is a mode or `with_network`
+    (with the destinations granted, when it named some)."""
     if grant == WITH_NETWORK:
-        return network_granted()
+        return network_granted(destinations)
     return granted(SandboxMode(grant))
+
+
+# --- per-destination network access (with_network + network_destinations) -----------------
+
+DESTINATION_FORMS = (
+    "each one `host:port` or `ip:port` (an IPv6 address in brackets: `[::1]:8080`); "
+    "no wildcard, CIDR or port-less entry"
+)
+DESTINATIONS_WITHOUT_NETWORK = (
+    f'network_destinations goes only with sandbox_permissions "{WITH_NETWORK}" (and a '
+    "justification). Nobody was asked and nothing ran."
+)
+NO_DESTINATIONS = (
+    "network_destinations is empty: name at least one destination, or leave the field "
+    "out. Nobody was asked and nothing ran."
+)
+
+
+def parse_destinations(entries: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
+    """The destinations a call asks for, each checked by `parse_entry` and written as
+    the rules write it (a host name lower-case and IDNA-encoded), once each, in order:
+    (destinations, None), or ((), the refusal text) when one is not `host:port`."""
+    if not entries:
+        return (), NO_DESTINATIONS
+    written: dict[str, None] = {}
+    for text in entries:
+        try:
+            entry = parse_entry(text)
+        except RuleError as error:
+            return (), _bad_destination(str(error).removesuffix(f"; {ACCEPTED}"))
+        single = entry.network is None or entry.network.prefixlen == entry.network.max_prefixlen
+        if entry.port is None or entry.kind == "wildcard" or not single:
+            return (), _bad_destination(f"{text!r} is not one host and port")
+        written[entry.text] = None
+    return tuple(written), None
+
+
+def _bad_destination(why: str) -> str:
+    return (
+        f"network_destinations: {why}. Give {DESTINATION_FORMS}. Nobody was asked and nothing ran."
+    )

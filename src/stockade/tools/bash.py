@@ -17,11 +17,11 @@ import msgspec
 from ..approval.actor import ApprovalClient
 from ..errors import CommandStartError, SandboxUnavailable, StockadeError
 from ..executor import ExecutorClient, refused_destinations, render_job, render_result
-from ..messages import JobReport, ShellResult, ShellSpec
+from ..messages import JobReport, NetworkConnection, ShellResult, ShellSpec
 from ..vocab import WITH_NETWORK, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
-from ._bash_schema import BASH, JOB_OUTPUT, KILL_JOB, escalation_hint
+from ._bash_schema import BASH, JOB_OUTPUT, KILL_JOB, escalation_hint, network_escalation_hint
 from .result import ToolResult
 
 # What `sandbox_permissions` takes: a sandbox mode, or one run with network on. One
@@ -39,6 +39,9 @@ class BashArguments(msgspec.Struct, forbid_unknown_fields=True):
     background: bool = False
     sandbox_permissions: Permission | None = None
     justification: str | None = None
+    # With "with_network" only: `host:port` destinations for this one call (checked
+    # by `_escalation.parse_destinations`); the call keeps network allowlist.
+    network_destinations: list[str] | None = None
 
 
 class JobArguments(msgspec.Struct, forbid_unknown_fields=True):
@@ -87,10 +90,19 @@ class BashTool:
                 return _error(call_id, BASH, problem)
         if args.timeout_ms is not None and args.timeout_ms > ABSURD_TIMEOUT_MS:
             return _error(call_id, BASH, "timeout_ms is out of range. Nothing ran.")
+        destinations: tuple[str, ...] = ()
+        if args.network_destinations is not None:
+            if args.sandbox_permissions != WITH_NETWORK:
+                return _error(call_id, BASH, texts.DESTINATIONS_WITHOUT_NETWORK)
+            destinations, problem = texts.parse_destinations(args.network_destinations)
+            if problem is not None:
+                return _error(call_id, BASH, problem)
         policy = await self._policy(session)
         # What an approved escalation granted this one call: a mode's value, or
-        # WITH_NETWORK (network on, the mode unchanged).
+        # WITH_NETWORK (network on, the mode unchanged; with `destinations`, network
+        # allowlist with those added for this call).
         grant: str | None = None
+        alone = False
         if args.sandbox_permissions is not None or args.justification is not None:
             with_network = args.sandbox_permissions == WITH_NETWORK
             refusal, granted = await request_escalation(
@@ -105,6 +117,7 @@ class BashTool:
                     current=policy.mode,
                     with_network=with_network,
                     current_network=policy.network,
+                    network_destinations=destinations,
                 ),
                 session=session,
                 approval=self.approval,
@@ -114,11 +127,17 @@ class BashTool:
                 return refusal
             assert granted is not None
             grant = WITH_NETWORK if with_network else granted.value
+            network = policy.network
+            if with_network:
+                # Named destinations keep the session's allowlist (or, from network
+                # off, make one of them alone): never network on.
+                network = Network.ALLOWLIST if destinations else Network.ON
             # The same call, wider: its root and temp directory stay the session's.
+            alone = bool(destinations) and policy.network is not Network.ALLOWLIST
             policy = ExecutionPolicy(
                 mode=granted,
                 workspace_root=policy.workspace_root,
-                network=Network.ON if with_network else policy.network,
+                network=network,
                 temp_dir=policy.temp_dir,
                 host_temp=policy.host_temp,
             )
@@ -128,6 +147,8 @@ class BashTool:
             workdir=_workdir(args.workdir, policy.workspace_root),
             timeout=_seconds(args.timeout_ms),
             owner=None if session is None else session.id,
+            network_allow=destinations if grant is not None else (),
+            network_allow_alone=alone,
         )
         if args.background:
             handle = await self.executor.start(spec)
@@ -136,8 +157,8 @@ class BashTool:
                 f"output with job_output(job_id={handle.id!r})."
             )
             if grant is not None:
-                text += "\n" + texts.grant_text(grant)
-            facts = {
+                text += "\n" + texts.grant_text(grant, destinations)
+            facts: dict[str, Any] = {
                 "job_id": handle.id,
                 "mode": policy.mode.value,
                 "network": policy.network.value,
@@ -145,13 +166,15 @@ class BashTool:
             }
             if grant is not None:
                 facts["granted"] = grant
+                if destinations:
+                    facts["granted_destinations"] = list(destinations)
             return ToolResult(call_id=call_id, name=BASH, text=text, facts=facts)
         result = await self.executor.run(spec)
         return ToolResult(
             call_id=call_id,
             name=BASH,
-            text=self._render(result, grant),
-            facts=_facts(result, args.command, grant),
+            text=self._render(result, grant, destinations),
+            facts=_facts(result, args.command, grant, destinations),
         )
 
     async def _policy(self, session: ToolSession | None) -> ExecutionPolicy:
@@ -159,14 +182,14 @@ class BashTool:
             return self.executor.resolve("").policy
         return await session.execution_policy()
 
-    def _render(self, result: ShellResult, grant: str | None) -> str:
+    def _render(self, result: ShellResult, grant: str | None, destinations: tuple[str, ...]) -> str:
         text = render_result(result)
         if grant is not None:
-            text += "\n" + texts.grant_text(grant)
-        elif (result.denied or refused_destinations(result.connections)) and self.confines:
+            text += "\n" + texts.grant_text(grant, destinations)
+        elif self.confines:
             # The sanctioned retry is offered where the model decides, not only in the
             # description it may not recall.
-            text += "\n" + escalation_hint()
+            text += _hints(result.denied, result.connections)
         return text
 
     async def job_output(
@@ -195,8 +218,8 @@ class BashTool:
         except StockadeError as error:
             return _error(call_id, name, str(error))
         text = render_job(report)
-        if (report.denied or refused_destinations(report.connections)) and self.confines:
-            text += "\n" + escalation_hint()
+        if self.confines:
+            text += _hints(report.denied, report.connections)
         return ToolResult(call_id=call_id, name=name, text=text, facts=_job_facts(report))
 
 
@@ -230,12 +253,32 @@ def _workdir(workdir: str | None, root: str) -> str | None:
     return os.path.normpath(os.path.join(root, workdir))
 
 
-def _facts(result: ShellResult, command: str, grant: str | None) -> dict[str, Any]:
+def _hints(denied: bool, connections: tuple[NetworkConnection, ...]) -> str:
+    """The sanctioned retries after a refusal: a wider mode for a file denial, the
+    refused destinations for a network one (those a deny entry refused excepted: no
+    grant lifts a deny)."""
+    text = ""
+    if denied:
+        text += "\n" + escalation_hint()
+    refused = refused_destinations(connections)
+    if refused:
+        liftable = refused_destinations(
+            tuple(c for c in connections if not c.allowed and c.rule is None)
+        )
+        text += "\n" + network_escalation_hint(liftable, denied=len(liftable) < len(refused))
+    return text
+
+
+def _facts(
+    result: ShellResult, command: str, grant: str | None, destinations: tuple[str, ...] = ()
+) -> dict[str, Any]:
     facts: dict[str, Any] = msgspec.to_builtins(result)
     del facts["stdout"], facts["stderr"]
     facts["command"] = command
     if grant is not None:
         facts["granted"] = grant
+        if destinations:
+            facts["granted_destinations"] = list(destinations)
     return facts
 
 
