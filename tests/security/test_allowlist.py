@@ -8,6 +8,7 @@ names 127.0.0.1 explicitly (a loopback address is refused unless an entry names 
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import shutil
@@ -34,7 +35,10 @@ BACKENDS = ["bwrap", "landlock"]
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
+    """Answers each GET with its own port, and keeps the paths it was asked for."""
+
     def do_GET(self) -> None:
+        self.server.paths.append(self.path)  # type: ignore[attr-defined]
         body = f"hello from {self.server.server_address[1]}\n".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -45,18 +49,26 @@ class _Hello(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def servers() -> Iterator[tuple[int, int]]:
-    """Two HTTP servers on the host's loopback: one to allow, one never listed."""
-    made = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello) for _ in range(2)]
+@contextlib.contextmanager
+def serving(count: int) -> Iterator[list[http.server.ThreadingHTTPServer]]:
+    """`count` HTTP servers on the host's loopback, each with the paths it was asked."""
+    made = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello) for _ in range(count)]
     for server in made:
+        server.paths = []  # type: ignore[attr-defined]
         threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield made[0].server_address[1], made[1].server_address[1]
+        yield made
     finally:
         for server in made:
             server.shutdown()
             server.server_close()
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[int, int]]:
+    """Two HTTP servers on the host's loopback: one to allow, one never listed."""
+    with serving(2) as made:
+        yield made[0].server_address[1], made[1].server_address[1]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -10,7 +10,6 @@ every request they receive: what reached them is judged there, not in the result
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,37 +22,17 @@ from stockade.approval.render import render_prompt
 from stockade.vocab import network_denial_marker
 
 from ..support import require_backend
+from .test_allowlist import serving
 
 BACKENDS = ["bwrap", "landlock"]
-
-
-class _Recording(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.server.paths.append(self.path)  # type: ignore[attr-defined]
-        body = f"hello from {self.server.server_address[1]}\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args: object) -> None:
-        pass
 
 
 @pytest.fixture
 def servers() -> Iterator[list[http.server.ThreadingHTTPServer]]:
     """Two HTTP servers on the host's loopback: the operator's allowed one, and one only
     a grant names. Each keeps the paths it was asked for."""
-    made = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recording) for _ in range(2)]
-    for server in made:
-        server.paths = []  # type: ignore[attr-defined]
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(2) as made:
         yield made
-    finally:
-        for server in made:
-            server.shutdown()
-            server.server_close()
 
 
 @pytest.fixture(params=BACKENDS)

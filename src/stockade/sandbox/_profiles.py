@@ -149,6 +149,17 @@ def network_claim(
         effects[effect] = f"{NOT_GOVERNED}: {gap}"
         gaps.append(gap)
 
+    def pathname_effect(unhidden_gap: str, *, refused: bool = pairs) -> None:
+        """Named sockets: none but pairs (`refused`), else each one found covered,
+        else open."""
+        if refused:
+            effects[NET_PATHNAME] = _PAIRS_ONLY
+        elif hidden:
+            effects[NET_PATHNAME] = _HIDDEN
+            gaps.append(UNFOUND_SOCKETS_GAP)
+        else:
+            open_gap(NET_PATHNAME, unhidden_gap)
+
     if backend == SEATBELT:
         return dict.fromkeys(NETWORK_EFFECTS, "refused: (deny network*) (not exercised here)"), ()
     if backend == LANDLOCK and network is Network.ALLOWLIST:
@@ -158,13 +169,7 @@ def network_claim(
         effects[NET_UDP] = effects[NET_NETLINK] = effects[NET_ABSTRACT] = _NETNS
         effects[NET_RAW] = "refused: no capability, and the filter refuses AF_PACKET"
         effects[NET_OTHER] = "refused by the launcher's filter (EAFNOSUPPORT)"
-        if pairs:
-            effects[NET_PATHNAME] = _PAIRS_ONLY
-        elif hidden:
-            effects[NET_PATHNAME] = _HIDDEN
-            gaps.append(UNFOUND_SOCKETS_GAP)
-        else:
-            open_gap(NET_PATHNAME, LANDLOCK_PATHNAME_GAP)
+        pathname_effect(LANDLOCK_PATHNAME_GAP)
         return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
     if backend == LANDLOCK:
         tcp = _FAMILY_FILTER
@@ -180,13 +185,7 @@ def network_claim(
         else:
             # Listed with the launcher's own older-ABI gaps (landlock_enforcement).
             effects[NET_ABSTRACT] = f"{NOT_GOVERNED}: abstract unix sockets (ABI < 6)"
-        if pairs:
-            effects[NET_PATHNAME] = _PAIRS_ONLY
-        elif hidden:
-            effects[NET_PATHNAME] = _HIDDEN
-            gaps.append(UNFOUND_SOCKETS_GAP)
-        else:
-            open_gap(NET_PATHNAME, LANDLOCK_PATHNAME_GAP)
+        pathname_effect(LANDLOCK_PATHNAME_GAP)
         return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
     # bwrap, or an operator's bwrap-compatible runner (no filter stage).
     filtered = backend == BWRAP and launcher is not None
@@ -200,13 +199,8 @@ def network_claim(
     else:
         open_gap(NET_OTHER, UNFILTERED_FAMILIES_GAP)
     effects[NET_ABSTRACT] = _NETNS
-    if filtered and pairs:
-        effects[NET_PATHNAME] = _PAIRS_ONLY
-    elif hidden:
-        effects[NET_PATHNAME] = _HIDDEN
-        gaps.append(UNFOUND_SOCKETS_GAP)
-    else:
-        open_gap(NET_PATHNAME, UNHIDDEN_PATHNAME_GAP)
+    # Only the filter stage refuses Unix sockets (no filter stage: no pairs-only).
+    pathname_effect(UNHIDDEN_PATHNAME_GAP, refused=filtered and pairs)
     return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
 
 
