@@ -44,6 +44,7 @@ LOOP_NAMES = frozenset(
         "_call",
         "_http",
         "_socks",
+        "serve",
     }
 )
 # Never a shell, whatever the room.

@@ -27,7 +27,7 @@ from stockade.executor.render import render_result
 from stockade.sandbox.actor import open_provider
 from stockade.vocab import ExecutionPolicy, Network, SandboxMode, network_denial_marker
 
-from ..support import require_backend, stockade
+from ..support import pids_with_marker, require_backend, stockade
 
 WW = SandboxMode.WORKSPACE_WRITE
 # Where the proxy's bridge is wired so far (docs/network.md).
@@ -355,3 +355,27 @@ async def test_the_published_bypasses_fail(backend, scratch, servers, tmp_path):
     assert f"hello from {allowed}" in out and f"hello from {other}" not in out
     refused = {c.host: c for c in result.connections if not c.allowed}
     assert {"::1", "169.254.169.254"} <= set(refused), result.connections
+
+
+def test_stockade_exec_allow(backend, scratch, servers):
+    """`stockade exec --allow`: exec runs no event loop, so the call's proxy runs in a
+    process of its own, which ends with exec (no process, no socket left)."""
+    name, _ = backend
+    allowed, other = servers
+    done = stockade(
+        "exec",
+        "--backend",
+        name,
+        "--allow",
+        f"127.0.0.1:{allowed}",
+        "--",
+        "sh",
+        "-c",
+        f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/; "
+        f"curl -sS --max-time 5 http://127.0.0.1:{other}/ >/dev/null; true",
+        cwd=scratch,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"hello from {allowed}\n"
+    assert network_denial_marker(f"127.0.0.1:{other}") in done.stderr
+    assert not pids_with_marker("stockade.network.serve")

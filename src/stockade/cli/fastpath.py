@@ -58,6 +58,13 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     provider = None
     env_policy = EnvPolicy()
     withheld = None
+    # network allowlist: the composition's rules, and --allow (which implies it).
+    allowed: list[str] = list(getattr(args, "allow", None) or [])
+    denied: list[str] = []
+    if allowed:
+        if args.network not in (None, Network.ALLOWLIST.value):
+            _fail(f"--allow means --network allowlist, not --network {args.network}", EXIT_USAGE)
+        args.network = Network.ALLOWLIST.value
     if names_a_config(args.config):
         composition = load_cli_composition(args.config)
         settings = cli_settings(
@@ -71,6 +78,8 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         mode, root, provider = settings.mode, settings.root, settings.provider
         network = settings.network
         env_policy, withheld = settings.executor.env, settings.executor.withheld
+        allowed = [*settings.executor.network_allow, *allowed]
+        denied = list(settings.executor.network_deny)
         if provider is not None:
             backend, timeout = provider.backend, provider.probe_timeout
         broad = broad_root_problem(settings)
@@ -86,11 +95,6 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             broad = broad_root_refusal(root, explicit=bool(args.root), home=os.environ.get("HOME"))
     if broad is not None:
         _fail(broad)
-    if network is Network.ALLOWLIST and mode.confines:
-        _fail(
-            "stockade exec runs no proxy (it becomes the command), so it cannot hold "
-            "network allowlist; use stockade run --network allowlist (or --allow HOST)"
-        )
     # The resolved values, kept on the namespace: `exec_network(args)` is the network
     # the confined argv is built for.
     args.mode, args.network = mode, network
@@ -134,8 +138,14 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # `_execute` removes it itself before ending by the runner's signal.
         atexit.register(remove_private_tmp, tmp)
         temp_roots = (tmp.path, *host_temp(bool(provider and provider.allow_host_temp)))
+    proxy = None
+    if network is Network.ALLOWLIST:
+        proxy = _start_proxy(allowed, denied)
+        from ..network.bridge import proxy_environment
+
+        environ.update(proxy_environment())
     confined = confine(
-        Call(tuple(argv), mode, root, temp_roots, network),
+        Call(tuple(argv), mode, root, temp_roots, network, proxy),
         runner,
         guard_rules(provider, installation_paths()),
         # This process holds the placeholders bwrap mounts over, for as long as it runs.
@@ -194,6 +204,32 @@ def exec_network(args: argparse.Namespace) -> Network:
     --network, else the composition's default, else off; `on` under danger-full-access
     (which runs unconfined)."""
     return network_under(SandboxMode.parse(args.mode), Network.parse(args.network))
+
+
+def _start_proxy(allowed: Sequence[str], denied: Sequence[str]) -> str:
+    """network allowlist: this call's proxy, in a process of its own (this one runs no
+    event loop); it ends when this process does (its stdin closes). Its socket path."""
+    import subprocess
+
+    rules = [*(f"--allow={entry}" for entry in allowed), *(f"--deny={entry}" for entry in denied)]
+    try:
+        server = subprocess.Popen(
+            [sys.executable, "-I", "-m", "stockade.network.serve", *rules],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+    except OSError as error:
+        _unavailable(f"cannot start the network proxy: {error}")
+    assert server.stdout is not None
+    path = server.stdout.readline().decode().strip()
+    if not path:
+        _unavailable("the network proxy did not start (its error is above)")
+    # Kept open (and out of the command: CLOEXEC) for as long as this process lives.
+    _KEPT.append(server)
+    return path
+
+
+_KEPT: list[Any] = []
 
 
 def _execute(
@@ -269,7 +305,7 @@ _SHARED_OPTIONS: dict[str, Any] = {
     "--root": "root",
     "--backend": "backend",
 }
-_EXEC_OPTIONS: dict[str, Any] = {**_SHARED_OPTIONS, "--pass-fd": "pass_fd"}
+_EXEC_OPTIONS: dict[str, Any] = {**_SHARED_OPTIONS, "--pass-fd": "pass_fd", "--allow": "allow"}
 _RUN_OPTIONS: dict[str, Any] = {
     **_SHARED_OPTIONS,
     "--timeout": "timeout",
@@ -299,7 +335,7 @@ def fast_args(words: Sequence[str]) -> Any | None:
     if verb == "run":
         values.update(timeout=None, json=False, ask=False, allow=None)
     else:
-        values["pass_fd"] = None
+        values.update(pass_fd=None, allow=None)
     index = 1
     while index < len(words):
         word = words[index]

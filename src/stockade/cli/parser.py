@@ -331,6 +331,13 @@ Landlock on Linux). Each verb has its own --help.
     )
     run_exec.add_argument("--backend", default="auto", choices=BACKENDS)
     run_exec.add_argument(
+        "--allow",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="a destination the command may reach through stockade's proxy (repeatable; "
+        "implies --network allowlist; docs/network.md)",
+    )
+    run_exec.add_argument(
         "--pass-fd",
         action="append",
         type=_descriptor,
