@@ -475,10 +475,14 @@ async def _measure(
                 loop_bad.append(f"{item.name}: {report['ok']}/{size.loop_count} right")
             if not isinstance(outcome, str):
                 connections = outcome.connections
-                if len(connections) != size.loop_count or not all(c.allowed for c in connections):
+                mode = item.extra["mode"]
+                if len(connections) != size.loop_count or not all(
+                    c.allowed and c.protocol == mode and c.port == port for c in connections
+                ):
                     loop_bad.append(
                         f"{item.name}: {len(connections)} connections, "
-                        f"{sum(not c.allowed for c in connections)} refused"
+                        f"{sum(not c.allowed for c in connections)} refused, protocols "
+                        f"{sorted({c.protocol for c in connections})}"
                     )
 
         for item in loops:  # warm up (and the first spawn of each executor)
@@ -488,7 +492,7 @@ async def _measure(
         result.checks.append(
             Check(
                 "network: every GET of the confined loops got the body, one allowed "
-                "connection each in the result",
+                "connection each (by the face it asked for) in the result",
                 not loop_bad,
                 f"{len(loops) * size.loop_runs} loops of {size.loop_count}; wrong: {loop_bad[:3]}",
             )
@@ -518,6 +522,7 @@ async def _measure(
                         f"{backend} curl, proxy: {FACES[mode]}",
                         "command",
                         confined(backend, f"{curl}{flags[mode]} {url}"),
+                        extra={"backend": backend, "mode": mode},
                     )
                 )
 
@@ -531,11 +536,17 @@ async def _measure(
                 return
             if int(length) != size.big:
                 curl_bad.append(f"{item.name}: {length} bytes")
+            if not isinstance(outcome, str):
+                # The face asked is the face used: one allowed connection, by that protocol.
+                seen = [(c.protocol, c.allowed) for c in outcome.connections]
+                if seen != [(item.extra["mode"], True)]:
+                    curl_bad.append(f"{item.name}: connections {seen}")
 
         await _interleave(ctx, "curl download", curls, size.big_rounds, check_curl)
         result.checks.append(
             Check(
-                f"network: every confined curl download ({size.big >> 20} MiB) arrived whole",
+                f"network: every confined curl download ({size.big >> 20} MiB) arrived whole, "
+                "through one allowed connection by the face it asked for",
                 not curl_bad,
                 f"{len(curls) * size.big_rounds} downloads; wrong: {curl_bad[:3]}",
             )
