@@ -21,7 +21,7 @@ from typing import Any
 
 from ._common import Context, FamilyResult, Scratch, Table, note
 
-FAMILIES = ("spawn", "cli", "stress", "actors", "log", "soak", "mcp")
+FAMILIES = ("spawn", "cli", "stress", "actors", "log", "soak", "mcp", "network")
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
@@ -29,9 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="stockade's benchmarks: spawn cost, whole-process CLI, concurrency "
-        "stress, actor round trips, session log, a long-lived soak. Reports medians with "
-        "spread; fails only on correctness (isolation, fd leaks, a growing job table), never "
-        "on speed.",
+        "stress, actor round trips, session log, a long-lived soak, the network proxy. "
+        "Reports medians with spread; fails only on correctness (isolation, fd leaks, a "
+        "growing job table, a proxied body or refusal), never on speed.",
     )
     parser.add_argument(
         "families", nargs="*", metavar="FAMILY", help=f"any of {', '.join(FAMILIES)} (default: all)"
