@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from stockade import open_harness
 from stockade.executor.actor import open_executor
@@ -379,3 +380,33 @@ def test_stockade_exec_allow(backend, scratch, servers):
     assert done.stdout == f"hello from {allowed}\n"
     assert network_denial_marker(f"127.0.0.1:{other}") in done.stderr
     assert not pids_with_marker("stockade.network.serve")
+
+
+async def test_a_running_job_reports_its_connections_once_each(backend, scratch, servers):
+    """A background job's report carries the connections decided since the last one,
+    while it runs too; each connection is in exactly one advancing report."""
+    name, config = backend
+    allowed, other = servers
+    executor_config = ExecutorConfig(kill_grace=0.5, network_allow=[f"127.0.0.1:{allowed}"])
+    policy = ExecutionPolicy(mode=WW, workspace_root=str(scratch), network=Network.ALLOWLIST)
+    command = (
+        f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/ >/dev/null; echo first; "
+        "sleep 1; "
+        f"curl -sS --max-time 5 http://127.0.0.1:{other}/ >/dev/null; echo second"
+    )
+    async with (
+        open_provider(config) as provider,
+        open_executor(executor_config, provider) as executor,
+    ):
+        handle = await executor.start(executor.resolve(command, policy=policy))
+        seen, while_running = [], []
+        while True:
+            report = await executor.job_output(handle.id)
+            seen += [(c.port, c.allowed) for c in report.connections]
+            if report.state != "running":
+                break
+            while_running += report.connections
+            await trio.sleep(0.05)
+    assert report.backend == name
+    assert seen == [(allowed, True), (other, False)], seen
+    assert [c.port for c in while_running] == [allowed]

@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from ..errors import UnknownJob, brief
-from ..messages import JobHandle, JobReport, ShellResult, ShellSpec
+from ..messages import JobHandle, JobReport, NetworkConnection, ShellResult, ShellSpec
 from ._buffer import OutputBuffer
 from ._facts import WrapFacts
 
@@ -44,6 +44,10 @@ class Job:
     done: trio.Event = attrs.field(factory=trio.Event)
     _stdout_cursor: int = 0
     _stderr_cursor: int = 0
+    _connections_cursor: int = 0
+    # network allowlist: the connections its proxy has decided so far (the executor's
+    # own list, appended to as they are decided), until its result carries them all.
+    live_connections: list[NetworkConnection] = attrs.field(factory=list)
     # Set by the JobTable that holds the job: told when the job settles.
     on_finish: Callable[[Job], None] | None = None
 
@@ -91,6 +95,11 @@ class Job:
         if advance:
             self._stdout_cursor, self._stderr_cursor = out.cursor, err.cursor
         result = self.result
+        # Like output: each connection is in one advancing report (logged once).
+        decided = result.connections if result else tuple(self.live_connections)
+        connections = decided[self._connections_cursor :]
+        if advance:
+            self._connections_cursor += len(connections)
         return JobReport(
             id=self.id,
             command=self.spec.command,
@@ -114,7 +123,7 @@ class Job:
             gaps=self.facts.gaps,
             network_enforcement=self.facts.network_enforcement,
             network_gaps=self.facts.network_gaps,
-            connections=result.connections if result else (),
+            connections=connections,
             network=self.facts.network,
             env_dropped=self.facts.env_dropped,
         )

@@ -383,6 +383,8 @@ class ExecutorActor:
             stdout=OutputBuffer.with_cap(self.config.output_cap),
             stderr=OutputBuffer.with_cap(self.config.output_cap),
         )
+        if facts.proxy_call is not None:
+            job.live_connections = self._connections[facts.proxy_call]
         slot = object()
         try:
             self._slots.acquire_on_behalf_of_nowait(slot)
