@@ -2206,6 +2206,34 @@ static _Noreturn void run(int argc, char **argv)
 }
 
 /*
+ * The covers above live in a mount namespace of the command's own, but the runner's
+ * processes (bwrap's pid 1) stay in the one without them, and /proc/PID/root of a
+ * process of the same uid would lead the command there, past every cover.  A
+ * Landlock domain that allows every file access keeps the files as the mount table
+ * has them and refuses what Landlock always refuses a domain: ptrace access, and so
+ * /proc/PID/root, /proc/PID/cwd and /proc/PID/fd, to any process outside it.  No
+ * scope is asked (signals and abstract sockets stay as the runner has them).  On a
+ * kernel without Landlock there is nothing to add (the claim says what that leaves).
+ */
+static void seal_outside_processes(void)
+{
+	struct landlock_ruleset_attr attr = { 0 };
+	int abi = landlock_abi(), ruleset;
+
+	if (abi <= 0)
+		return;
+	attr.handled_access_fs = handled_access_for_abi(abi);
+	ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr,
+			       offsetof(struct landlock_ruleset_attr, handled_access_net), 0U);
+	if (ruleset < 0)
+		fatal("cannot create a Landlock ruleset: %s", strerror(errno));
+	add_path_rule(ruleset, "/", attr.handled_access_fs);
+	if (restrict_self(ruleset) != 0)
+		fatal("cannot keep the runner's processes out of reach: %s", strerror(errno));
+	close(ruleset);
+}
+
+/*
  * --filters-only [--seal-metadata] [--no-network | --netns-only] [--unix-pairs-only]
  * [--proxy-bridge PORT:PATH]... -- ARGV: inside a runner (bwrap) that already
  * confines files, holds no capability and gave the command an IPC namespace of its
@@ -2255,6 +2283,8 @@ static _Noreturn void filters_only(int argc, char **argv)
 		drop_capabilities();
 	}
 	install_filters(opt.seal_metadata, 0, opt.network, opt.unix_pairs_only);
+	if (opt.nhidden > 0 || opt.nunreadable > 0)
+		seal_outside_processes();
 	program = resolve_program(argv[i + 1]);
 	execv(program, argv + i + 1);
 	exec_failed(argv[i + 1], errno);

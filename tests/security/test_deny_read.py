@@ -103,6 +103,8 @@ def every_way(planted: list[Planted], out: str | None) -> str:
         p, f = secret.path, secret.file
         lines += [
             f"cat {f}",
+            # The runner's own pid 1 sits outside the covers' mount namespace.
+            f"cat /proc/1/root{f}",
             f"{SYSTEM_PYTHON} -I -S -c \"print(open('{f}').read())\"",
             f"ls -la {p}",
         ]

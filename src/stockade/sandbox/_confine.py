@@ -402,6 +402,11 @@ def confine(
     mode = call.mode
     if call.network is Network.ALLOWLIST and mode is not SandboxMode.DANGER_FULL_ACCESS:
         refuse_allowlist(runner.backend, call.proxy)
+        if runner.backend == BWRAP and runner.launcher is None:
+            raise SandboxUnavailable(
+                "network allowlist needs bwrap's filter stage (the shipped launcher) for "
+                "its bridge, and it is missing; reinstall stockade, or use network off or on"
+            )
     for attempt in placeholder_attempts():
         with attempt:
             guard = judge(runner, mode, root, temp_roots, rules, memo)
@@ -426,7 +431,8 @@ def confine(
         hidden = (sockets or _host_sockets)()
         if call.proxy is not None:
             # The call's own way out is the one host socket it must reach.
-            hidden = tuple(path for path in hidden if path != call.proxy)
+            own = os.path.realpath(call.proxy)
+            hidden = tuple(path for path in hidden if os.path.realpath(path) != own)
     argv = confined_argv(
         runner.backend,
         runner.runner,
