@@ -332,7 +332,7 @@ async def test_the_published_bypasses_fail(backend, scratch, servers, tmp_path):
             f"{py} host.py {allowed} {other}",
             f"{py} -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{daemon}')\" "
             "&& echo daemon-reached",
-            f"{py} -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+            f'{py} -c "import socket; s = socket.socket(socket.AF_UNIX); '
             f"s.connect('/proc/1/root{daemon}')\" && echo daemon-reached",
             "true",
         ]
