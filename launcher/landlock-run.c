@@ -86,7 +86,10 @@
  *
  * --filters-only installs the always-on filters (and the seal when asked) and
  * nothing else: for a runner that already confines files, drops capabilities
- * and makes IPC private (bwrap), run inside it.
+ * and makes IPC private (bwrap), run inside it.  With --hide-socket or
+ * --deny-read it also puts the command in a Landlock domain that allows every
+ * file access, for its ptrace rule alone: the runner's own processes stay in the
+ * mount namespace without the covers, and /proc/PID/root would lead there.
  *
  * Any failure of the launcher itself exits 125 without running the child and
  * prints exactly one line, starting "landlock-run: ", on stderr.  Otherwise
