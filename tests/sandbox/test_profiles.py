@@ -382,8 +382,10 @@ def test_network_claim_names_every_effect():
     assert p.network_claim("bwrap", SandboxMode.READ_ONLY, ON, launcher="/l") == ({}, ())
     # Below ABI 6 abstract sockets are open in workspace-write (listed with the
     # launcher's other older-ABI gaps), refused with the Unix sockets in read-only.
-    effects, _ = p.network_claim("landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5)
+    effects, gaps = p.network_claim("landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5)
     assert effects[p.NET_ABSTRACT].startswith(p.NOT_GOVERNED)
+    # ...and the network claim names it (it no longer lives only in the file claim).
+    assert "abstract unix sockets (ABI < 6)" in gaps
     _, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 5, network=OFF)
     assert gaps.count("abstract unix sockets") == 1
 

@@ -183,8 +183,9 @@ def network_claim(
         elif abi >= 6:
             effects[NET_ABSTRACT] = "refused: Landlock scope (no connection out of the domain)"
         else:
-            # Listed with the launcher's own older-ABI gaps (landlock_enforcement).
-            effects[NET_ABSTRACT] = f"{NOT_GOVERNED}: abstract unix sockets (ABI < 6)"
+            # In the network claim too (the file claim lists it with the launcher's
+            # other older-ABI gaps, landlock_enforcement, for every network).
+            open_gap(NET_ABSTRACT, "abstract unix sockets (ABI < 6)")
         pathname_effect(LANDLOCK_PATHNAME_GAP)
         return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
     # bwrap, or an operator's bwrap-compatible runner (no filter stage).
