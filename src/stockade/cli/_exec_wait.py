@@ -49,12 +49,16 @@ def run_holding(
     environment (default: this process's).
     """
     child = 0
+    # The runner's pidfd: a signal passed on after its reap reaches nobody, where a
+    # kill() by pid could reach whatever process was given that number since.
+    runner = -1
     passed_on = (_signal.SIGTERM, _signal.SIGHUP)
     ignored_here = (_signal.SIGINT, _signal.SIGQUIT)
 
     def pass_on(signum: int, _frame: object) -> None:
-        if child:
-            os.kill(child, signum)
+        if runner >= 0:
+            with contextlib.suppress(ProcessLookupError):
+                _signal.pidfd_send_signal(runner, signum)
 
     handled = (*passed_on, *ignored_here)
     kept_ignored = {s for s in handled if _signal.getsignal(s) == _signal.SIG_IGN}
@@ -75,13 +79,15 @@ def run_holding(
         # An OSError (no such runner) is the caller's to report, as execvp's would be.
         environ = os.environ if env is None else env
         child = os.posix_spawnp(argv[0], argv, environ, setsigdef=defaults, setsigmask=blocked)
+        runner = os.pidfd_open(child)
     finally:
         _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
         if info is not None:
             os.close(info[1])
     init = _namespace_init(info[0]) if info is not None else None
     _, status = os.waitpid(child, 0)
-    child = 0
+    held_runner, runner = runner, -1
+    os.close(held_runner)
     if init is not None:
         _wait_gone(init)
     for fd in held:

@@ -147,7 +147,46 @@ async def spawn(
     if report is not None:
         # Closed by `settle`, or with the process object if it never settles.
         _INIT_REPORTS[process] = (report, weakref.finalize(process, os.close, report))
+    # Opened before anything can reap the leader, so it names this process for good.
+    with contextlib.suppress(OSError):  # no pidfds: `leader_exited` reaps, as before
+        leader = os.pidfd_open(process.pid)
+        _LEADERS[process] = (leader, weakref.finalize(process, os.close, leader))
     return process
+
+
+# A pidfd of each spawned leader: process -> (pidfd, its finalizer). `settle` waits on
+# it for the leader's exit WITHOUT reaping, and signals the group while the leader is
+# a zombie: until it is reaped its pid, and so the group's id, cannot be given to a
+# new process. Signalled after the reap, a busy host (3,000 jobs, pid_max 32,768)
+# had handed the number to another job's group, which died of a SIGKILL nobody meant
+# for it (FACTS.md: exit 137, no output, not timed out).
+_LEADERS: weakref.WeakKeyDictionary[
+    trio.Process, tuple[int, weakref.finalize[[int], trio.Process]]
+] = weakref.WeakKeyDictionary()
+
+
+async def leader_exited(process: trio.Process) -> None:
+    """Until `process` has exited; it is not reaped (see `_LEADERS`)."""
+    entry = _LEADERS.get(process)
+    if entry is None:  # no pidfd: the wait reaps (the old race, on such kernels only)
+        await process.wait()
+        _REAPED.add(process)
+        return
+    await trio.lowlevel.wait_readable(entry[0])
+
+
+async def reap(process: trio.Process) -> None:
+    """Reap the exited leader, which lets its pid (the group's id) go: after this,
+    nothing may signal the group by that number."""
+    with trio.CancelScope(shield=True):  # exited already: this does not block
+        await process.wait()
+    _REAPED.add(process)
+    entry = _LEADERS.pop(process, None)
+    if entry is not None:
+        entry[1]()
+
+
+_REAPED: weakref.WeakSet[trio.Process] = weakref.WeakSet()
 
 
 # bwrap's --info-fd reports not read yet: process -> (read end, its finalizer).
@@ -217,12 +256,14 @@ def signal_group(pgid: int, signum: int) -> None:
 
 
 async def terminate_group(process: trio.Process, grace: float) -> None:
-    """SIGTERM the whole group, SIGKILL it after `grace`, and reap the leader."""
-    signal_group(process.pid, signal.SIGTERM)
-    with trio.move_on_after(grace):
-        await process.wait()
-    signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
+    """SIGTERM the whole group, SIGKILL it after `grace`, and reap the leader (last:
+    the group is signalled by the leader's pid, which is ours only until then)."""
+    if process not in _REAPED:  # the group's id is still its leader's
+        signal_group(process.pid, signal.SIGTERM)
+        with trio.move_on_after(grace):
+            await leader_exited(process)
+        signal_group(process.pid, signal.SIGKILL)
+    await reap(process)
 
 
 @attrs.define(eq=False)
@@ -377,14 +418,16 @@ async def settle(
             elif streams is not None and streams.stdin is not None:
                 pipes.start_soon(feed, partial(_pump, process.stdin, streams.stdin))
             with trio.move_on_after(math.inf if time_limit is None else time_limit) as deadline:
-                await process.wait()
+                await leader_exited(process)
             # Input nobody will read: a source that never ends must not hold us here.
             feeding.cancel()
             if deadline.cancelled_caught:
                 timed_out = True
                 await terminate_group(process, kill_grace)
             else:
+                # The leader is a zombie until `reap`: the group's id is still its own.
                 signal_group(process.pid, signal.SIGKILL)
+                await reap(process)
             grace.start()
     except BaseException:
         with trio.CancelScope(shield=True):
