@@ -67,6 +67,22 @@ NEVER = {
     "network": frozenset(
         {"sandbox", "executor", "approval", "sessionlog", "tools", "policy", "config"} | FACES
     ),
+    # the limits vocabulary stands on the ground: every room may use it
+    "limits": frozenset(
+        {
+            "actors",
+            "sandbox",
+            "executor",
+            "approval",
+            "sessionlog",
+            "tools",
+            "policy",
+            "config",
+            "network",
+            "trust",
+        }
+        | FACES
+    ),
     # the trust base stands on the standard library
     "trust": frozenset(
         {"actors", "sandbox", "executor", "approval", "sessionlog", "tools", "policy"} | FACES
@@ -323,7 +339,7 @@ def forbidden_arrows(modules: dict[str, Module], top: str = "stockade") -> list[
         if target_room in banned:
             found.append(f"{imp.where()}: {room}/ may never import {target_room}/ ({imp.target})")
     for module in modules.values():
-        if module.room not in ("sandbox", "policy", "trust"):
+        if module.room not in ("sandbox", "policy", "trust", "limits"):
             continue
         for node in ast.walk(module.tree):
             if isinstance(node, ast.Attribute):
@@ -443,10 +459,12 @@ def test_never_arrows_and_spawning_are_found(tmp_path):
         {
             "sessionlog/show.py": "from ..cli.errors import CliError\n",
             "executor/x.py": "from ..approval import ask\n",
+            "limits/z.py": "from ..executor import spawn\n",
             "sandbox/y.py": "import trio\nasync def f():\n    await trio.run_process(['x'])\n",
         },
     )
     found = forbidden_arrows(modules)
     assert any("sessionlog/ may never import cli/" in line for line in found)
     assert any("executor/ may never import approval/" in line for line in found)
+    assert any("limits/ may never import executor/" in line for line in found)
     assert any("sandbox/ spawns (trio.run_process)" in line for line in found)

@@ -1,0 +1,27 @@
+"""Resource limits, pure: what a command and a session may use (`Limits`,
+`SessionLimits`), how each is held on a host (`plan`), why a command ended
+(`classify_end`). Standard library and attrs only; no I/O but /proc/meminfo's MemTotal.
+"""
+
+from ._outcome import HOST_OOM_NOTE as HOST_OOM_NOTE
+from ._outcome import Cause as Cause
+from ._outcome import LimitHit as LimitHit
+from ._outcome import Outcome as Outcome
+from ._outcome import Usage as Usage
+from ._outcome import classify_end as classify_end
+from ._outcome import stopped_note as stopped_note
+from ._plan import CPU_CHECK_INTERVAL as CPU_CHECK_INTERVAL
+from ._plan import Claim as Claim
+from ._plan import Enforcement as Enforcement
+from ._plan import HostLimits as HostLimits
+from ._plan import Mechanism as Mechanism
+from ._plan import plan as plan
+from ._plan import rlimits as rlimits
+from ._spec import LIMIT_NAMES as LIMIT_NAMES
+from ._spec import SESSION_LIMIT_NAMES as SESSION_LIMIT_NAMES
+from ._spec import Limits as Limits
+from ._spec import SessionLimits as SessionLimits
+from ._values import format_value as format_value
+from ._values import memtotal as memtotal
+from ._values import parse_assignment as parse_assignment
+from ._values import parse_value as parse_value
