@@ -4,11 +4,14 @@
  *   landlock-run [--ro PATH]... [--rw PATH]... [--seal-metadata] [--private-ipc]
  *                [--no-network | --private-network [--proxy-bridge PORT:PATH]...]
  *                [--unix-pairs-only]
- *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...] -- ARGV...
+ *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
+ *                [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV...
  *   landlock-run --filters-only [--seal-metadata]
  *                [--no-network | --netns-only [--proxy-bridge PORT:PATH]...]
  *                [--unix-pairs-only]
- *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...] -- ARGV...
+ *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
+ *                [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV...
+ *   landlock-run --limits-only [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV...
  *   landlock-run --probe
  *
  * The child may read and execute beneath --ro paths, do anything the running
@@ -91,6 +94,27 @@
  * file access, for its ptrace rule alone: the runner's own processes stay in the
  * mount namespace without the covers, and /proc/PID/root would lead there.
  *
+ * Resource limits, in every mode but --probe (--limits-only applies them alone, for a
+ * command its caller runs unconfined, then execs ARGV):
+ *  - --cgroup-fd N (up to 8): N is a descriptor the caller opened for writing on a
+ *    cgroup's cgroup.procs.  The launcher writes "0" to it, which moves the writer
+ *    (the kernel judges the write by the opener's credentials, so it works under a
+ *    runner or another uid), and closes it: the command never holds it, so it cannot
+ *    move anything else there.  This is the launcher's first step, before it makes any
+ *    process or namespace: the monitor, init, the bridge and the command are all
+ *    counted (a pids.max must leave room for the launcher's own processes).  A bad
+ *    descriptor, one not on a cgroup file system, or a refused write is a launcher
+ *    failure: no command runs without the limits asked for.
+ *  - --rlimit NAME=VALUE (NAME one of nproc, as, data, cpu, fsize, nofile; VALUE a
+ *    decimal number or "unlimited"): soft and hard limit VALUE, except cpu, whose
+ *    hard limit is 5 seconds more (SIGXCPU first, so the end says which limit it
+ *    was; SIGKILL for a command that ignores it).  Set last, after the program is
+ *    looked up and just before exec, so a low nofile or as cannot break the
+ *    launcher's own setup.  By then, in Landlock mode and under bwrap, no
+ *    capability is held (--limits-only keeps the caller's): a VALUE above the
+ *    current hard limit fails.  The kernel never applies nproc to the global root
+ *    uid.
+ *
  * Any failure of the launcher itself exits 125 without running the child and
  * prints exactly one line, starting "landlock-run: ", on stderr.  Otherwise
  * the launcher ends as the child did: its exit status, or its death by a signal.  A command it
@@ -117,6 +141,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -1108,6 +1133,152 @@ static char *resolve_program(char *name)
 	exec_failed(name, saw_eacces ? EACCES : ENOENT);
 }
 
+/* ---- Resource limits (--cgroup-fd, --rlimit) ---- */
+
+#define CGROUP_FD_MAX 8			/* --cgroup-fd options: one per v1 hierarchy, say */
+#define CGROUP_SUPER_MAGIC 0x27e0ebUL
+#define CGROUP2_SUPER_MAGIC 0x63677270UL
+/* RLIMIT_CPU: SIGXCPU at the soft limit (so the end says which limit it was), and
+ * SIGKILL this many seconds later at the hard one, for a command that ignores it. */
+#define CPU_GRACE_SECONDS 5
+
+static const struct limit_name {
+	const char *name;
+	int resource;
+} limit_names[] = {
+	{ "nproc", RLIMIT_NPROC }, { "as", RLIMIT_AS }, { "data", RLIMIT_DATA },
+	{ "cpu", RLIMIT_CPU }, { "fsize", RLIMIT_FSIZE }, { "nofile", RLIMIT_NOFILE },
+};
+
+#define LIMIT_NAME_COUNT (sizeof(limit_names) / sizeof(limit_names[0]))
+
+struct limits {
+	int cgroup_fds[CGROUP_FD_MAX];
+	int ncgroup_fds;
+	struct rlimit_spec {
+		const struct limit_name *limit;
+		const char *text;	/* VALUE as given, for messages */
+		rlim_t value;
+	} rlimits[LIMIT_NAME_COUNT];
+	int nrlimits;
+};
+
+/* --cgroup-fd N: a descriptor above 2 (stdio is the command's), given once. */
+static void cgroup_fd_option(const char *value, struct limits *l)
+{
+	char *end;
+	long fd;
+
+	errno = 0;
+	fd = strtol(value, &end, 10);
+	if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || fd < 3 ||
+	    fd > INT32_MAX)
+		fatal("--cgroup-fd needs a descriptor number above 2, not %s", value);
+	for (int k = 0; k < l->ncgroup_fds; k++)
+		if (l->cgroup_fds[k] == fd)
+			fatal("--cgroup-fd: descriptor %ld given twice", fd);
+	if (l->ncgroup_fds == CGROUP_FD_MAX)
+		fatal("--cgroup-fd: at most %d cgroups", CGROUP_FD_MAX);
+	l->cgroup_fds[l->ncgroup_fds++] = (int)fd;
+}
+
+/* --rlimit NAME=VALUE: VALUE a decimal number or "unlimited", each NAME once. */
+static void rlimit_option(const char *arg, struct limits *l)
+{
+	const char *equals = strchr(arg, '='), *value;
+	const struct limit_name *limit = NULL;
+	unsigned long long number;
+	char *end;
+
+	if (equals == NULL)
+		fatal("--rlimit needs NAME=VALUE, not %s", arg);
+	for (size_t k = 0; k < LIMIT_NAME_COUNT; k++)
+		if (strlen(limit_names[k].name) == (size_t)(equals - arg) &&
+		    strncmp(limit_names[k].name, arg, (size_t)(equals - arg)) == 0)
+			limit = &limit_names[k];
+	if (limit == NULL)
+		fatal("--rlimit: unknown limit %.*s (one of nproc, as, data, cpu, fsize, nofile)",
+		      (int)(equals - arg), arg);
+	for (int k = 0; k < l->nrlimits; k++)
+		if (l->rlimits[k].limit == limit)
+			fatal("--rlimit: %s given twice", limit->name);
+	value = equals + 1;
+	if (strcmp(value, "unlimited") == 0) {
+		number = RLIM_INFINITY;
+	} else {
+		errno = 0;
+		number = strtoull(value, &end, 10);
+		if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 ||
+		    number > (unsigned long long)RLIM_INFINITY)
+			fatal("--rlimit %s: the value must be a decimal number or unlimited, "
+			      "not %s", limit->name, value);
+	}
+	l->rlimits[l->nrlimits].limit = limit;
+	l->rlimits[l->nrlimits].text = value;
+	l->rlimits[l->nrlimits++].value = (rlim_t)number;
+}
+
+/* --cgroup-fd N and --rlimit NAME=VALUE; 1 when argv[*i] was one (its value taken). */
+static int limits_option(int argc, char **argv, int *i, struct limits *l)
+{
+	const char *arg = argv[*i];
+
+	if (strcmp(arg, "--cgroup-fd") != 0 && strcmp(arg, "--rlimit") != 0)
+		return 0;
+	if (*i + 1 == argc)
+		fatal("%s needs %s", arg,
+		      strcmp(arg, "--rlimit") == 0 ? "NAME=VALUE" : "a descriptor number");
+	if (strcmp(arg, "--cgroup-fd") == 0)
+		cgroup_fd_option(argv[++*i], l);
+	else
+		rlimit_option(argv[++*i], l);
+	return 1;
+}
+
+/*
+ * Move this process into each cgroup (writing "0" to a cgroup.procs moves the
+ * writer; the kernel judges the write by the opener's credentials, so the
+ * caller's descriptor works here whoever we now are), then close the descriptor:
+ * the command must never hold it.  A descriptor on anything but a cgroup file
+ * system would take the write and limit nothing: refused too.  Any failure is
+ * fatal; no command runs without the limits its caller asked for.
+ */
+static void join_cgroups(const struct limits *l)
+{
+	struct statfs fs;
+
+	for (int k = 0; k < l->ncgroup_fds; k++) {
+		int fd = l->cgroup_fds[k];
+
+		if (fstatfs(fd, &fs) != 0)
+			fatal("cannot join the command's cgroup (fd %d): %s", fd, strerror(errno));
+		if ((unsigned long)fs.f_type != CGROUP_SUPER_MAGIC &&
+		    (unsigned long)fs.f_type != CGROUP2_SUPER_MAGIC)
+			fatal("cannot join the command's cgroup (fd %d): not a cgroup file", fd);
+		errno = 0;
+		if (write(fd, "0", 1) != 1)
+			fatal("cannot join the command's cgroup (fd %d): %s", fd,
+			      strerror(errno ? errno : EIO));
+		close(fd);
+	}
+}
+
+/* The command's rlimits: soft = hard = VALUE (cpu: hard = VALUE + CPU_GRACE_SECONDS). */
+static void apply_rlimits(const struct limits *l)
+{
+	for (int k = 0; k < l->nrlimits; k++) {
+		const struct rlimit_spec *spec = &l->rlimits[k];
+		struct rlimit limit = { spec->value, spec->value };
+
+		if (spec->limit->resource == RLIMIT_CPU && spec->value != RLIM_INFINITY)
+			limit.rlim_max = spec->value > RLIM_INFINITY - 1 - CPU_GRACE_SECONDS
+				? RLIM_INFINITY : spec->value + CPU_GRACE_SECONDS;
+		if (setrlimit(spec->limit->resource, &limit) != 0)
+			fatal("cannot set the command's %s limit to %s: %s", spec->limit->name,
+			      spec->text, strerror(errno));
+	}
+}
+
 /* ---- Run ---- */
 
 #define BRIDGE_MAX 8			/* --proxy-bridge options */
@@ -1134,6 +1305,7 @@ struct options {
 	int private_network;
 	struct bridge_spec bridges[BRIDGE_MAX];
 	int nbridges;
+	struct limits limits;	/* --cgroup-fd, --rlimit */
 	char **argv;
 };
 
@@ -1285,7 +1457,8 @@ static void parse_options(int argc, char **argv, struct options *opt)
 			return;
 		}
 		if (network_option(arg, opt) || hiding_option(argc, argv, &i, opt) ||
-		    bridge_option(argc, argv, &i, opt)) {
+		    bridge_option(argc, argv, &i, opt) ||
+		    limits_option(argc, argv, &i, &opt->limits)) {
 			continue;
 		} else if (strcmp(arg, "--private-network") == 0) {
 			opt->private_network = 1;
@@ -2045,8 +2218,13 @@ static int command(void *unused)
 	close(call.ruleset_fd);
 	if (sigprocmask(SIG_SETMASK, &call.caller_mask, NULL) != 0)
 		fatal("cannot unblock signals: %s", strerror(errno));
-	/* Last fallible step before the notice; only a kernel-level exec failure can follow it. */
 	program = resolve_program(call.opt.argv[0]);
+	/*
+	 * The rlimits after every step of the launcher's own (a low nofile or as must not
+	 * break them), and after the lookup too (it opens the program).  The last
+	 * fallible step before the notice; only a kernel-level exec failure can follow it.
+	 */
+	apply_rlimits(&call.opt.limits);
 	if (call.abi < FULL_ENFORCEMENT_ABI)
 		fputs("landlock-run: partial enforcement (older Landlock ABI)\n", stderr);
 	execv(program, call.opt.argv);
@@ -2140,6 +2318,8 @@ static _Noreturn void run(int argc, char **argv)
 	int err;
 
 	parse_options(argc, argv, &call.opt);
+	/* First: the monitor, init, the bridge and the command are all made in the cgroups. */
+	join_cgroups(&call.opt.limits);
 	/*
 	 * --die-with-parent (bwrap's option of the same name): a caller that waits for us
 	 * and is killed takes the call with it, as init dies with us.  The parent read
@@ -2254,9 +2434,11 @@ static _Noreturn void filters_only(int argc, char **argv)
 		if (strcmp(argv[i], "--seal-metadata") == 0)
 			opt.seal_metadata = 1;
 		else if (!network_option(argv[i], &opt) && !hiding_option(argc, argv, &i, &opt) &&
-			 !bridge_option(argc, argv, &i, &opt))
+			 !bridge_option(argc, argv, &i, &opt) &&
+			 !limits_option(argc, argv, &i, &opt.limits))
 			fatal("--filters-only takes only --seal-metadata, the network options, "
-			      "--proxy-bridge, --empty, --hide-socket and --deny-read, not %s", argv[i]);
+			      "--proxy-bridge, --empty, --hide-socket, --deny-read, --cgroup-fd and "
+			      "--rlimit, not %s", argv[i]);
 	}
 	if (i == argc)
 		fatal("missing -- before the command");
@@ -2266,6 +2448,8 @@ static _Noreturn void filters_only(int argc, char **argv)
 		fatal("--proxy-bridge needs --netns-only with --filters-only (the runner's network "
 		      "namespace)");
 	check_network_options(&opt);
+	/* First, as in Landlock mode: the bridge is made in the cgroups too. */
+	join_cgroups(&opt.limits);
 	/* Before any namespace of the command's own: the bridge stays in the runner's. */
 	if (opt.nbridges > 0)
 		start_detached_bridge(&opt);
@@ -2289,6 +2473,32 @@ static _Noreturn void filters_only(int argc, char **argv)
 	if (opt.nhidden > 0 || opt.nunreadable > 0)
 		seal_outside_processes();
 	program = resolve_program(argv[i + 1]);
+	apply_rlimits(&opt.limits);
+	execv(program, argv + i + 1);
+	exec_failed(argv[i + 1], errno);
+}
+
+/*
+ * --limits-only [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV: for a command
+ * its caller runs unconfined: the limits alone, then ARGV (no Landlock, no filters,
+ * no namespace).
+ */
+static _Noreturn void limits_only(int argc, char **argv)
+{
+	struct limits limits = { 0 };
+	char *program;
+	int i = 2;
+
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (!limits_option(argc, argv, &i, &limits))
+			fatal("--limits-only takes only --cgroup-fd and --rlimit, not %s", argv[i]);
+	if (i == argc)
+		fatal("missing -- before the command");
+	if (i + 1 == argc)
+		fatal("no command given after --");
+	join_cgroups(&limits);
+	program = resolve_program(argv[i + 1]);
+	apply_rlimits(&limits);
 	execv(program, argv + i + 1);
 	exec_failed(argv[i + 1], errno);
 }
@@ -2426,5 +2636,7 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 2 && strcmp(argv[1], "--filters-only") == 0)
 		filters_only(argc, argv);
+	if (argc >= 2 && strcmp(argv[1], "--limits-only") == 0)
+		limits_only(argc, argv);
 	run(argc, argv);
 }
