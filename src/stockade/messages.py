@@ -295,6 +295,36 @@ class NetworkConnection(msgspec.Struct, frozen=True, kw_only=True):
         return f"{host}:{self.port}"
 
 
+class LimitHit(msgspec.Struct, frozen=True, kw_only=True):
+    """A limit the command reached (stockade.limits): its name, its value, and what the
+    command used when known (bytes, seconds or processes, as the limit counts)."""
+
+    name: str
+    value: float
+    used: float | None = None
+
+
+class LimitClaim(msgspec.Struct, frozen=True, kw_only=True):
+    """How one limit held this call: `mechanism` ("cgroup-v2", "cgroup-v1", "rlimit",
+    "harness", "none") and `claim` ("enforced", "partial", "none", "unlimited"), with
+    why when it is not simply enforced."""
+
+    name: str
+    value: float | None
+    mechanism: str
+    claim: str
+    detail: str = ""
+
+
+class ResourceUse(msgspec.Struct, frozen=True, kw_only=True):
+    """What the command's processes used, from its cgroup where there is one (None:
+    not measured here)."""
+
+    cpu_seconds: float | None = None
+    memory_peak: int | None = None
+    processes_peak: int | None = None
+
+
 class ShellResult(msgspec.Struct, frozen=True):
     """A settled command and the facts of how it ran.
 
@@ -334,6 +364,15 @@ class ShellResult(msgspec.Struct, frozen=True):
     read_denied: bool = False
     # network allowlist: every connection the proxy decided for this call, in order.
     connections: tuple[NetworkConnection, ...] = ()
+    # How it ended, exactly one of stockade.limits.Cause's values ("exited", "signal",
+    # "limit", "timeout", "killed", "session-closed", "host-oom", "runner-failed",
+    # "not-started"); the limit it reached, if any; its one-line note for the model.
+    cause: str = "exited"
+    limit: LimitHit | None = None
+    note: str | None = None
+    # What it used, and how each limit held it (docs/limits.md).
+    usage: ResourceUse | None = None
+    limits: tuple[LimitClaim, ...] = ()
 
 
 class JobHandle(msgspec.Struct, frozen=True):
@@ -377,6 +416,14 @@ class JobReport(msgspec.Struct, frozen=True):
     env_dropped: tuple[str, ...] = ()
     # As ShellResult.connections: those decided so far.
     connections: tuple[NetworkConnection, ...] = ()
+    # As ShellResult's, once the job has ended (cause None while it runs or waits).
+    cause: str | None = None
+    limit: LimitHit | None = None
+    note: str | None = None
+    usage: ResourceUse | None = None
+    limits: tuple[LimitClaim, ...] = ()
+    # While queued: how many of its session's jobs wait ahead of it (0: next).
+    queue_position: int | None = None
 
 
 # --- ApprovalActor inbox ---------------------------------------------------------

@@ -48,6 +48,8 @@ class Job:
     # network allowlist: the connections its proxy has decided so far (the executor's
     # own list, appended to as they are decided), until its result carries them all.
     live_connections: list[NetworkConnection] = attrs.field(factory=list)
+    # What holds its running slots (executor/_slots.py) while it waits and runs.
+    slot: object = attrs.field(factory=object)
     # Set by the JobTable that holds the job: told when the job settles.
     on_finish: Callable[[Job], None] | None = None
 

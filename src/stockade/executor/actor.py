@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, assert_never
 
 import attrs
+import msgspec
 import trio
 
 from ..actors.lifetime import running
@@ -52,6 +53,7 @@ from ._classify import spawn_failure_is_runner
 from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
+from ._slots import Slots
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
 from .environment import apply_policy
@@ -72,7 +74,7 @@ class ExecutorActor:
     config: ExecutorConfig = attrs.field(factory=ExecutorConfig)
     provider: ProviderClient | None = None
     jobs: JobTable = attrs.field(factory=JobTable, init=False)
-    _slots: trio.CapacityLimiter = attrs.field(init=False)
+    _slots: Slots = attrs.field(init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     # Placeholders (see Wrapped.blockers) its processes use, and their locks.
     _placeholders: PlaceholderHolds = attrs.field(factory=PlaceholderHolds, init=False)
@@ -89,7 +91,10 @@ class ExecutorActor:
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
-        self._slots = trio.CapacityLimiter(self.config.running_bound())
+        self._slots = Slots(
+            bound=self.config.running_bound(),
+            session_cap=self.config.session_limits.running_jobs,
+        )
 
     @property
     def confines(self) -> bool:
@@ -125,7 +130,7 @@ class ExecutorActor:
         """Reading the job table never waits: answer in the inbox loop."""
         match envelope.message:
             case JobOutput(job_id=job_id, owner=owner):
-                answer_now(envelope, lambda: self.jobs.read(job_id, owner))
+                answer_now(envelope, lambda: self._read(job_id, owner))
             case ListJobs(owner=owner):
                 answer_now(envelope, lambda: [job.handle for job in self.jobs.owned_by(owner)])
             case _:
@@ -328,12 +333,12 @@ class ExecutorActor:
         slot, acquired = object(), False
         # The call's timeout covers waiting for a slot: when long jobs hold them all,
         # a short call ends at its deadline having run nothing.
-        busy = self._slots.available_tokens == 0
+        busy = self._slots.harness_full
         with trio.move_on_after(math.inf if limit is None else limit):
-            await self._slots.acquire_on_behalf_of(slot)
+            await self._slots.take(slot, spec.owner, job=False)
             acquired = True
         if not acquired:
-            busy = busy or self._slots.available_tokens == 0
+            busy = busy or self._slots.harness_full
             return waited_out_result(
                 facts, waited=time.monotonic() - started, busy=busy, limit=limit
             )
@@ -352,7 +357,7 @@ class ExecutorActor:
                 streams=streams,
             )
         finally:
-            self._slots.release_on_behalf_of(slot)
+            self._slots.give_back(slot, spec.owner, job=False)
         result = settled_result(
             facts,
             exit_code=exit_status(process),
@@ -385,17 +390,15 @@ class ExecutorActor:
         )
         if facts.proxy_call is not None:
             job.live_connections = self._connections[facts.proxy_call]
-        slot = object()
-        try:
-            self._slots.acquire_on_behalf_of_nowait(slot)
-        except trio.WouldBlock:
+        slot = job.slot
+        if not self._slots.try_take(slot, spec.owner, job=True):
             self.jobs.add(job)
             self._nursery.start_soon(self._queued, job, argv, slot)
             return job.handle
         try:
             job.process = await self._spawn(spec, argv, facts)
         except BaseException:
-            self._slots.release_on_behalf_of(slot)
+            self._slots.give_back(slot, spec.owner, job=True)
             self._release(facts)
             raise
         self.jobs.add(job)
@@ -415,7 +418,7 @@ class ExecutorActor:
         """True once the job reached `_supervise` (which releases its blockers)."""
         try:
             with job.queue_scope:
-                await self._slots.acquire_on_behalf_of(slot)
+                await self._slots.take(slot, job.spec.owner, job=True)
         except BaseException:
             # The executor is stopping: the job never ran, and says so before `done`.
             job.finish(
@@ -434,16 +437,16 @@ class ExecutorActor:
         try:
             job.process = await self._spawn(job.spec, argv, job.facts)
         except SandboxUnavailable as error:
-            self._slots.release_on_behalf_of(slot)
+            self._slots.give_back(slot, job.spec.owner, job=True)
             job.finish(unstarted_result(job.facts, detail=error.detail, runner_failed=True))
             return False
         except CommandStartError as error:
-            self._slots.release_on_behalf_of(slot)
+            self._slots.give_back(slot, job.spec.owner, job=True)
             job.start_error = str(error)
             job.finish(unstarted_result(job.facts, detail=str(error), runner_failed=False))
             return False
         except BaseException:
-            self._slots.release_on_behalf_of(slot)
+            self._slots.give_back(slot, job.spec.owner, job=True)
             raise
         job.started_clock = time.monotonic()
         await self._supervise(job, slot)
@@ -464,7 +467,7 @@ class ExecutorActor:
                     kill_grace=self.config.kill_grace,
                 )
         finally:
-            self._slots.release_on_behalf_of(slot)
+            self._slots.give_back(slot, job.spec.owner, job=True)
             self._release(job.facts)
             # Stamped before `done`, also when the harness is leaving (cancelled).
             job.finish(
@@ -482,7 +485,16 @@ class ExecutorActor:
 
     # A report that reads a finished job to its end is its last: the table forgets it.
     async def _job_output(self, job_id: str, owner: str | None) -> JobReport:
-        return self.jobs.read(job_id, owner)
+        return self._read(job_id, owner)
+
+    def _read(self, job_id: str, owner: str | None) -> JobReport:
+        """The job's report; a queued one says how many of its session's wait ahead."""
+        job = self.jobs.get(job_id, owner)
+        report = self.jobs.reported(job)
+        if report.state != "queued":
+            return report
+        position = self._slots.position(job.slot, job.spec.owner)
+        return msgspec.structs.replace(report, queue_position=position)
 
     async def _wait(self, job_id: str, owner: str | None, read: bool) -> JobReport:
         job = self.jobs.get(job_id, owner)

@@ -8,6 +8,7 @@ import resource
 import attrs
 
 from ..errors import ConfigError
+from ..limits import Limits, SessionLimits
 from ..vocab import Network, SandboxMode
 from .environment import EnvPolicy, Withheld
 
@@ -58,6 +59,11 @@ class ExecutorConfig:
     # Processes running at once; further background jobs wait in a queue. None: sized
     # from RLIMIT_NOFILE (each process holds about three descriptors here).
     max_running: int | None = None
+    # Each command's limits (docs/limits.md); `output_cap` and `default_timeout` are
+    # its output_bytes and wall_seconds under their older names, and win here.
+    limits: Limits = attrs.field(factory=Limits.defaults)
+    # All of one session's live commands together, and its cap on running jobs.
+    session_limits: SessionLimits = attrs.field(factory=SessionLimits.defaults)
     # Which of the harness's variables every command inherits (every mode).
     env: EnvPolicy = attrs.field(factory=EnvPolicy)
     # network allowlist: the destinations the proxy lets a call reach, and those it
@@ -77,6 +83,14 @@ class ExecutorConfig:
         if problem is not None:
             raise ConfigError(problem)
         return attrs.evolve(self, withheld=merged)
+
+    @property
+    def command_limits(self) -> Limits:
+        """The limits every command runs under: `limits` with the capture cap and the
+        default timeout in place of its output_bytes and wall_seconds."""
+        return attrs.evolve(
+            self.limits, output_bytes=self.output_cap, wall_seconds=self.default_timeout
+        )
 
     def running_bound(self) -> int:
         """max_running, else what the descriptors still free allow (at least one)."""

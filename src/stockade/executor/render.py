@@ -35,6 +35,8 @@ def render_result(result: ShellResult) -> str:
             f"[timed out after {result.duration:.1f}s; the command's processes were killed]"
         )
     parts.append(f"[exit code: {result.exit_code}]")
+    if result.note:
+        parts.append(result.note)
     parts += _network_markers(result.connections)
     if result.denied:
         parts.append(denial_marker(result.mode))
@@ -46,7 +48,12 @@ def render_result(result: ShellResult) -> str:
 
 def render_job(report: JobReport) -> str:
     """A background job's new output and status, in the same vocabulary."""
-    parts = [f"[job {report.id}: {report.state}]"]
+    if report.queue_position is not None:
+        ahead = report.queue_position
+        waiting = "next to start" if ahead == 0 else f"{ahead} of its session's jobs ahead"
+        parts = [f"[job {report.id}: queued, {waiting}]"]
+    else:
+        parts = [f"[job {report.id}: {report.state}]"]
     if report.runner_failed and report.exit_code is not None:
         # Recognised in-band: the runner ran and printed its failure, so the command
         # may have started (docs/security.md); what it wrote follows.
@@ -58,8 +65,10 @@ def render_job(report: JobReport) -> str:
     if report.runner_failed and report.exit_code is None:
         # The runner never started (its spawn failed): nothing ran.
         parts.append(f"[sandbox unavailable: {report.runner_failure}; the command did not run]")
-    elif report.state != "running":
+    elif report.state not in ("running", "queued"):
         parts.append(f"[exit code: {report.exit_code}]")
+    if report.note:
+        parts.append(report.note)
     parts += _network_markers(report.connections)
     if report.denied:
         parts.append(denial_marker(report.mode))
