@@ -1,0 +1,355 @@
+"""Real kernel: stockade's cgroups are detected, made, limited, read, killed and removed.
+
+Every group lives in a subtree a test made below this process's own cgroup and is
+removed (leaves first) in teardown; every hog and fork loop runs with its limit already
+in force and a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import attrs
+import pytest
+
+from stockade.limits.cgroups import (
+    CPU,
+    MEMORY,
+    PIDS,
+    CgroupError,
+    CgroupHost,
+    CgroupTree,
+    Group,
+    Hierarchy,
+    detect,
+    safe_name,
+    sweep,
+)
+
+from ..support import IN_CI, IS_ROOT
+
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def host() -> CgroupHost:
+    found = detect()
+    if found.version is None:
+        message = f"no usable cgroups here: {found.reason}"
+        if IN_CI:
+            pytest.fail(f"CI=true and cgroups are missing: {message}")
+        pytest.skip(message)
+    return found
+
+
+@pytest.fixture
+def tree(host: CgroupHost) -> Iterator[CgroupTree]:
+    made = CgroupTree.open(host, name_prefix="stockade-test")
+    try:
+        yield made
+    finally:
+        made.close()
+    assert not any(os.path.exists(d) for d in made.root.directories)
+
+
+def start_in(
+    group: Group, argv: list[str], output: int = subprocess.PIPE
+) -> subprocess.Popen[bytes]:
+    """Start `argv` already in `group`: the child writes "0" (itself) into each of the
+    group's cgroup.procs before exec, as the launcher does with the fds it is passed."""
+    fds = group.open_procs()
+    try:
+        return subprocess.Popen(
+            argv,
+            pass_fds=fds,
+            preexec_fn=lambda: [os.write(fd, b"0") for fd in fds],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+        )
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def text(path: str) -> str:
+    with open(path) as file:
+        return file.read()
+
+
+def read(directory: str, name: str) -> str:
+    return text(os.path.join(directory, name)).strip()
+
+
+def by_controller(group: Group, controller: str) -> str:
+    for hierarchy, directory in zip(group.host.hierarchies, group.directories, strict=True):
+        if controller in hierarchy.controllers:
+            return directory
+    raise AssertionError(f"no {controller} hierarchy")
+
+
+def test_this_machine_gives_v1_with_pids_memory_and_cpu(host):
+    # The hybrid layout of this machine and CI: cgroup2 holds neither controller.
+    assert host.version == "v1", host.reason
+    assert host.controllers == {PIDS, MEMORY, CPU}
+    own = dict(line.split(":", 2)[1:] for line in text("/proc/self/cgroup").splitlines())
+    assert host.bases[MEMORY].endswith(own["memory"].rstrip("/"))
+    assert host.bases[PIDS].startswith("/sys/fs/cgroup/")
+    assert host.swap == (len(text("/proc/swaps").splitlines()) > 1)
+    assert "unified" in host.reason  # it says why v2 was passed over
+
+
+def test_detection_leaves_nothing_behind(host):
+    before = {d: set(os.listdir(d)) for d in host.bases.values()}
+    detect()
+    assert {d: set(os.listdir(d)) for d in host.bases.values()} == before
+
+
+def test_session_and_command_groups_get_their_limits(tree):
+    session = tree.session("sess/1", processes=40, memory=256 * MiB)
+    command = session.command("call.7", processes=8, memory=64 * MiB)
+    assert command.relative.startswith(session.relative + "/")
+    assert all(
+        part.replace("-", "").replace("_", "").isalnum() for part in command.relative.split("/")
+    )
+    for group, processes, memory in ((session, 40, 256 * MiB), (command, 8, 64 * MiB)):
+        assert read(by_controller(group, PIDS), "pids.max") == str(processes)
+        assert read(by_controller(group, MEMORY), "memory.limit_in_bytes") == str(memory)
+    assert command.procs_files() == [os.path.join(d, "cgroup.procs") for d in command.directories]
+    with pytest.raises(CgroupError, match="below a session"):
+        command.command("deeper")
+
+
+def test_unsafe_ids_make_distinct_safe_names():
+    assert safe_name("call_1-a") == "call_1-a"
+    names = {safe_name(x) for x in ("a/b", "a.b", "a b", "../..", "", "a" * 300)}
+    assert len(names) == 6
+    assert all(
+        n
+        and len(n) <= 73
+        and not set(n) - set("abcdefghijklmnopqrstuvwxyz0123456789_-ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        for n in names
+    )
+
+
+def test_a_reused_command_id_is_a_clear_error(tree):
+    session = tree.session("s")
+    session.command("once")
+    with pytest.raises(CgroupError, match=r"cannot make the command cgroup .*c-once"):
+        session.command("once")
+
+
+def test_a_process_in_a_command_group_is_counted_killed_and_removed(tree):
+    command = tree.session("s").command("sleep")
+    child = start_in(command, ["sleep", "30"])
+    try:
+        lines = text(f"/proc/{child.pid}/cgroup")
+        for hierarchy in tree.host.hierarchies:
+            assert f":{hierarchy.key}:{hierarchy.path.rstrip('/')}/{command.relative}\n" in lines
+        assert command.usage().processes_now == 1
+        assert command.kill() is True
+        assert child.wait(timeout=10) == -9
+        used = command.usage()
+        assert used.processes_now == 0 and used.processes_peak == 1
+        assert used.cpu_seconds is not None and used.memory_peak is not None
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    command.remove()
+    assert not any(os.path.exists(d) for d in command.directories)
+    command.remove()  # idempotent
+
+
+def test_remove_kills_what_is_left(tree):
+    command = tree.session("s").command("left")
+    child = start_in(command, ["sleep", "30"])
+    try:
+        command.remove()
+        assert child.wait(timeout=10) == -9
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert not any(os.path.exists(d) for d in command.directories)
+
+
+def test_pids_max_refuses_the_sixth_process(tree):
+    command = tree.session("s", processes=50).command("forks", processes=5)
+    script = "for i in 1 2 3 4 5 6 7 8; do sleep 30 & done; echo started"
+    # No pipes: the background sleeps would hold them open.
+    child = start_in(command, ["sh", "-c", script], output=subprocess.DEVNULL)
+    try:
+        child.wait(timeout=20)  # sh ends (or gives up) once forks fail
+        used = command.usage()
+        assert used.processes_refused > 0
+        assert used.processes_peak == 5
+        assert used.processes_now is not None and used.processes_now <= 5
+    finally:
+        assert command.kill() is True
+        child.kill()
+        child.wait(timeout=10)
+    assert not "".join(text(f) for f in command.procs_files())
+
+
+def test_a_memory_limit_oom_kills_an_allocation_past_it(tree):
+    command = tree.session("s").command("hog", processes=4, memory=32 * MiB)
+    # Writes every byte (b"x" * n memsets), so all 64 MiB is charged.
+    hog = "data = b'x' * (64 << 20); print(len(data))"
+    child = start_in(command, [sys.executable, "-c", hog])
+    try:
+        out, _ = child.communicate(timeout=30)
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert child.returncode == -9 and out == b""
+    used = command.usage()
+    assert used.oom_kills >= 1
+    assert used.memory_limit_hits >= 1
+    assert used.memory_peak is not None and used.memory_peak <= 32 * MiB
+
+
+def test_kill_empties_a_group_running_a_fork_loop(tree):
+    command = tree.session("s").command("loop", processes=20, memory=256 * MiB)
+    loop = (
+        "import os, time\n"
+        "while True:\n"
+        "    try:\n"
+        "        os.fork()\n"
+        "    except OSError:\n"
+        "        time.sleep(0.001)\n"
+    )
+    child = start_in(command, [sys.executable, "-c", loop])
+    try:
+        for _ in range(500):  # until the loop fills its limit (at most 5 s)
+            if (command.usage().processes_now or 0) >= 20:
+                break
+            time.sleep(0.01)
+        assert command.usage().processes_refused > 0
+        assert command.kill() is True
+        # cgroup.procs lists none; pids.current still counts the zombies until reaped
+        assert not "".join(text(f) for f in command.procs_files())
+        child.wait(timeout=10)
+        wait_for(lambda: command.usage().processes_now == 0)
+    finally:
+        command.kill()
+        child.kill()
+        child.wait(timeout=10)
+
+
+@pytest.fixture
+def nested(host: CgroupHost) -> Iterator[CgroupHost]:
+    """A host whose own cgroups are a subtree this test made: sweep() looks there only,
+    never at the real harnesses sharing our cgroup."""
+    made = CgroupTree.open(host, name_prefix="stockade-sweeptest")
+    hierarchies = tuple(
+        attrs.evolve(h, path=f"{h.path.rstrip('/')}/{made.root.relative}", directory=d)
+        for h, d in zip(host.hierarchies, made.root.directories, strict=True)
+    )
+    try:
+        yield attrs.evolve(host, hierarchies=hierarchies)
+    finally:
+        made.close()
+
+
+def test_sweep_removes_a_dead_harnesses_subtree_and_nothing_else(nested):
+    dead = 99_999_999  # above any pid_max: no such process
+    assert not os.path.exists(f"/proc/{dead}")
+    names = {
+        "dead": f"stockade-{dead}-00c0ffee",
+        "dead_busy": f"stockade-{dead}-0000beef",
+        "other": f"other-{dead}-00c0ffee",
+    }
+    for hierarchy in nested.hierarchies:
+        for name in names.values():
+            os.makedirs(os.path.join(hierarchy.directory, name, "s-x", "c-y"))
+    live = CgroupTree.open(nested)
+    busy = Group(
+        nested,
+        "command",
+        f"{names['dead_busy']}/s-x/c-y",
+        tuple(
+            os.path.join(h.directory, names["dead_busy"], "s-x", "c-y") for h in nested.hierarchies
+        ),
+    )
+    child = start_in(busy, ["sleep", "30"])
+    try:
+        removed = sweep(nested)
+        assert sorted(removed) == sorted(
+            os.path.join(h.directory, names["dead"]) for h in nested.hierarchies
+        )
+        for hierarchy in nested.hierarchies:
+            assert sorted(
+                os.path.basename(p) for p in os.scandir(hierarchy.directory) if p.is_dir()
+            ) == sorted([names["dead_busy"], names["other"], live.root.relative])
+    finally:
+        busy.kill()
+        child.wait(timeout=10)
+        live.close()
+    # the nested fixture's close() removes the rest, the unrelated name included
+
+
+def test_cgroups_made_unreachable_give_no_version_and_a_reason(tmp_path):
+    nothing = detect(cgroup_root=str(tmp_path))
+    assert nothing.version is None and nothing.controllers == frozenset()
+    assert "no cgroup2 mount" in nothing.reason
+
+
+@pytest.mark.skipif(not IS_ROOT or shutil.which("unshare") is None, reason="needs root and unshare")
+def test_read_only_cgroups_give_no_version_and_say_why():
+    # In a private mount namespace every cgroup mount is made read-only: mkdir fails.
+    script = (
+        "for m in $(awk '$9 ~ /^cgroup/ {print $5}' /proc/self/mountinfo); do "
+        'mount -o remount,bind,ro "$m" || exit 3; done; '
+        f"exec {sys.executable} -c 'from stockade.limits.cgroups import detect; "
+        "h = detect(); print(h.version); print(h.reason)'"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    version, reason = done.stdout.splitlines()
+    assert version == "None"
+    assert "Read-only file system" in reason
+
+
+def test_v2_groups_are_made_joined_killed_and_removed_on_the_unified_hierarchy():
+    # This machine's cgroup2 has no pids or memory controller, so detect() passes it over;
+    # its groups still exercise v2's own parts (cgroup.kill, cpu.stat, the "0::" line).
+    path = next(
+        line.split(":", 2)[2]
+        for line in text("/proc/self/cgroup").splitlines()
+        if line.startswith("0::")
+    )
+    directory = "/sys/fs/cgroup/unified" + path.rstrip("/")
+    if not os.path.exists(os.path.join(directory, "cgroup.procs")):
+        pytest.skip("no cgroup2 mounted at /sys/fs/cgroup/unified")
+    cpu_only = Hierarchy(frozenset({CPU}), "", path, directory)
+    v2 = CgroupHost("v2", frozenset({CPU}), (cpu_only,), False, False, "made for this test")
+    with CgroupTree.open(v2, name_prefix="stockade-test") as made:
+        command = made.session("s").command("sleep")
+        child = start_in(command, ["sleep", "30"])
+        try:
+            expected = f"0::{path.rstrip('/')}/{command.relative}\n"
+            assert text(f"/proc/{child.pid}/cgroup").endswith(expected)
+            assert os.path.exists(os.path.join(command.directories[0], "cgroup.kill"))
+            assert command.kill() is True
+            assert child.wait(timeout=10) == -9
+            used = command.usage()
+            assert used.cpu_seconds is not None and used.processes_now is None
+        finally:
+            child.kill()
+            child.wait(timeout=10)
+        command.remove()
+        assert not os.path.exists(command.directories[0])
+    assert not os.path.exists(made.root.directories[0])
