@@ -300,7 +300,7 @@ class LimitHit(msgspec.Struct, frozen=True, kw_only=True):
     command used when known (bytes, seconds or processes, as the limit counts)."""
 
     name: str
-    value: float
+    value: float | None
     used: float | None = None
 
 

@@ -104,10 +104,10 @@ async def test_a_killed_background_job_leaves_nothing_running(backend, tree, mar
         assert marked(marker) == []
 
 
-def composition(backend: str, state_dir: Path) -> list[dict]:
+def composition(backend: str, state_dir: Path, bash: dict | None = None) -> list[dict]:
     return [
         {"id": "sandbox", "name": "stockade.sandbox.local", "config": {"backend": backend}},
-        {"id": "bash", "name": "stockade.bash.sandbox"},
+        {"id": "bash", "name": "stockade.bash.sandbox", "config": bash or {}},
         {"id": "approval", "name": "stockade.approval.user"},
         {"id": "log", "name": "stockade.session.log", "config": {"state_dir": str(state_dir)}},
     ]
@@ -122,12 +122,17 @@ def background_writer(marker: str, grows: Path) -> str:
     )
 
 
+# No limit held by a cgroup: the call has none, whose end would take the writer along.
+NO_CGROUP = {"limits": {"processes": None, "memory": None}}
+
+
 async def test_control_unconfined_the_writer_outlives_its_call(tree, marker):
     """The attack is real: danger-full-access runs the command with no namespace of its
-    own, and the writer keeps writing after the call returned."""
+    own, and (with no cgroup of its own either) the writer keeps writing after the call
+    returned."""
     root, state_dir = tree
     grows = root / "grows.txt"
-    async with open_harness(composition("auto", state_dir)) as harness:
+    async with open_harness(composition("auto", state_dir, NO_CGROUP)) as harness:
         session = await harness.open_session(cwd=root)
         await session.set_sandbox_mode("danger-full-access")
         result = await session.run_tool("bash", {"command": background_writer(marker, grows)})
@@ -137,6 +142,24 @@ async def test_control_unconfined_the_writer_outlives_its_call(tree, marker):
         with trio.fail_after(10):
             while grows.stat().st_size == size:
                 await trio.sleep(0.05)
+
+
+async def test_unconfined_with_limits_the_writer_ends_with_its_call(tree, marker):
+    """With the default limits, a danger-full-access call has a cgroup of its own
+    (issue 26): its end kills what is left in it, the writer that left its process
+    group included. (A root command could still move itself out: the claim says
+    partial.)"""
+    root, state_dir = tree
+    grows = root / "grows.txt"
+    async with open_harness(composition("auto", state_dir)) as harness:
+        session = await harness.open_session(cwd=root)
+        await session.set_sandbox_mode("danger-full-access")
+        result = await session.run_tool("bash", {"command": background_writer(marker, grows)})
+        assert result.text.startswith("started"), result.text
+        assert marked(marker) == []
+        size = grows.stat().st_size
+        await trio.sleep(0.3)
+        assert grows.stat().st_size == size
 
 
 async def test_a_grant_approved_once_ends_with_its_call(backend, tree, marker):

@@ -30,6 +30,11 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
+def _state(pid: int) -> bytes:
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()[0]
+
+
 @pytest.fixture
 def signals(monkeypatch):
     """(pgid, signal, the leader's start time when spawned, the pid's start time when
@@ -96,8 +101,7 @@ async def test_a_leader_is_reaped_only_after_its_group_is_signalled(tmp_path):
         ["sh", "-c", "exit 3"], cwd=str(tmp_path), env=dict(os.environ), with_stdin=False
     )
     await _spawn.leader_exited(process)
-    with open(f"/proc/{process.pid}/stat", "rb") as stat:
-        assert stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"  # a zombie, still ours
+    assert _state(process.pid) == b"Z"  # a zombie, still ours
     await _spawn.reap(process)
     assert process.returncode == 3
     assert _start_time(process.pid) is None or process.pid not in _spawn._LEADERS

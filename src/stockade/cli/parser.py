@@ -369,6 +369,14 @@ Landlock on Linux). Each verb has its own --help.
     run.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="seconds before the command is killed"
     )
+    run.add_argument(
+        "--limit",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a limit for this command over the composition's (repeatable): processes, "
+        "memory, cpu_seconds, wall_seconds, output_bytes, file_size, open_files; sizes "
+        "take K/M/G, times s/m/h, null is unlimited (docs/limits.md)",
+    )
     run.add_argument("--backend", default="auto", choices=BACKENDS)
     run.add_argument("--json", action="store_true", help="one JSON object on stdout")
     run.add_argument(

@@ -32,7 +32,7 @@ from ..errors import (
     SandboxUnavailable,
     StockadeError,
 )
-from ..executor import Streams, open_executor, refused_destinations
+from ..executor import ExecutorConfig, Streams, open_executor, refused_destinations
 from ..messages import ShellResult
 from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
 from ..vocab import (
@@ -91,6 +91,13 @@ JSON_KEYS = (
     "connections",
     # The harness's variables the environment policy kept from the command (names).
     "env_dropped",
+    # How it ended (one cause), the limit it reached, the note; what it used, and how
+    # each limit held it (docs/limits.md).
+    "cause",
+    "limit",
+    "note",
+    "usage",
+    "limits",
 )
 # Signals that stop `stockade run` (and, first, the command's whole process tree).
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -271,6 +278,9 @@ class _Invocation:
         if result.timed_out and result.exit_code is not None:
             after = "" if self.limit is None else f" after {self.limit:g}s"
             lines.append(f"stockade: timed out{after}; the command was killed")
+        for note in (result.note or "").splitlines():
+            if "output_bytes" not in note:  # the capture's own line below says it
+                lines.append(note.replace("[sandbox: ", "stockade: ").rstrip("]"))
         if result.stderr_dropped:
             lines.append(
                 f"stockade: all output was shown, but {result.stderr_dropped} bytes from the "
@@ -410,6 +420,32 @@ def _report_error(args: argparse.Namespace, error: RunError) -> int:
     return error.status
 
 
+def _limited(executor: ExecutorConfig, assignments: list[str]) -> ExecutorConfig:
+    """The composition's executor with `--limit NAME=VALUE`s over its limits (a bad
+    one is a usage error, nothing ran); output_bytes and wall_seconds included."""
+    from ..limits import parse_assignment
+
+    given: dict[str, object] = {}
+    for text in assignments:
+        try:
+            name, value = parse_assignment(text)
+        except ConfigError as error:
+            raise _usage(f"--limit: {error}") from None
+        given[name] = value
+    try:
+        limits = executor.limits.merged(given)
+    except ConfigError as error:
+        raise _usage(f"--limit: {error}") from None
+    changes: dict[str, Any] = {"limits": limits}
+    if "output_bytes" in given:
+        if limits.output_bytes is None:
+            raise _usage("--limit: output_bytes cannot be null (the capture is kept in memory)")
+        changes["output_cap"] = limits.output_bytes
+    if "wall_seconds" in given:
+        changes["default_timeout"] = limits.wall_seconds
+    return attrs.evolve(executor, **changes)
+
+
 def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
     command = command_text(args.command)
     timeout = checked_timeout(args.timeout)
@@ -432,6 +468,8 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
             settings = settings._replace(
                 executor=attrs.evolve(executor, network_allow=(*executor.network_allow, *allowed))
             )
+        if getattr(args, "limit", None):
+            settings = settings._replace(executor=_limited(settings.executor, args.limit))
     except (ConfigError, OSError) as error:
         raise RunError("CONFIG", _said(error), EXIT_USAGE) from None
     try:

@@ -183,6 +183,45 @@ def _check_rules(
             raise FieldProblem(attribute.name, str(error)) from None
 
 
+def _check_limits(
+    _instance: object, attribute: attrs.Attribute[dict[str, Any]], value: dict[str, Any]
+) -> None:
+    """Each entry parsed now, so a bad one is refused at load with its key."""
+    from ..errors import ConfigError as LimitError
+    from ..limits import Limits, SessionLimits
+
+    kind = SessionLimits if attribute.name == "session_limits" else Limits
+    try:
+        kind(memory=None).merged(value)
+    except LimitError as error:
+        raise FieldProblem(attribute.name, str(error)) from None
+    if attribute.name == "limits" and "output_bytes" in value and value["output_bytes"] is None:
+        raise FieldProblem(
+            attribute.name,
+            "output_bytes cannot be null: the harness keeps each command's capture in "
+            "memory; give a size (the default is 1M)",
+        )
+
+
+def _with_limits(
+    config: ExecutorConfig, limits: dict[str, Any], session_limits: dict[str, Any]
+) -> ExecutorConfig:
+    """`config` with the composition's limits; output_bytes and wall_seconds are the
+    capture cap and the default timeout under their limit names (these win)."""
+    from ..limits import Limits, SessionLimits
+
+    command = Limits.defaults().merged(limits)
+    changes: dict[str, Any] = {
+        "limits": command,
+        "session_limits": SessionLimits.defaults().merged(session_limits),
+    }
+    if "output_bytes" in limits and command.output_bytes is not None:
+        changes["output_cap"] = command.output_bytes
+    if "wall_seconds" in limits:
+        changes["default_timeout"] = command.wall_seconds
+    return attrs.evolve(config, **changes)
+
+
 @attrs.frozen(kw_only=True)
 class SandboxBashConfig:
     """`stockade.bash.sandbox`: the deployment default mode, network and fallback root,
@@ -201,8 +240,14 @@ class SandboxBashConfig:
     # network allowlist's destinations (docs/network.md): deny wins, empty allows none.
     network_allow: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_rules)
     network_deny: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_rules)
+    # Each command's limits and each session's (docs/limits.md): NAME: VALUE entries.
+    limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
+    session_limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
 
     def executor_config(self) -> ExecutorConfig:
+        return _with_limits(self._executor_config(), self.limits, self.session_limits)
+
+    def _executor_config(self) -> ExecutorConfig:
         return ExecutorConfig(
             default_mode=self.mode,
             network_allow=self.network_allow,
@@ -225,8 +270,13 @@ class LocalBashConfig:
     default_timeout: PositiveFloat | None = None
     # Hygiene, not confinement: the unconfined executor filters the same way.
     env: EnvConfig = attrs.field(factory=EnvConfig)
+    limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
+    session_limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
 
     def executor_config(self) -> ExecutorConfig:
+        return _with_limits(self._executor_config(), self.limits, self.session_limits)
+
+    def _executor_config(self) -> ExecutorConfig:
         # Unconfined means every command has every file effect: danger-full-access.
         return ExecutorConfig(
             default_mode=SandboxMode.DANGER_FULL_ACCESS,

@@ -186,6 +186,8 @@ def unstarted_result(
         exit_code=None,
         stdout="",
         stderr="" if runner_failed or cancelled else detail,
+        # Killed while it waited for a slot (by its caller, or the harness stopping).
+        cause="runner-failed" if runner_failed else "killed" if cancelled else "not-started",
         denied=False,
         runner_failed=runner_failed,
         runner_failure=detail if runner_failed else None,
@@ -217,6 +219,7 @@ def waited_out_result(
         exit_code=None,
         stdout="",
         stderr=f"[the command did not start: {why}]",
+        cause="not-started",
         denied=False,
         runner_failed=False,
         timed_out=True,

@@ -21,6 +21,7 @@ from ..errors import UnknownJob, brief
 from ..messages import JobHandle, JobReport, NetworkConnection, ShellResult, ShellSpec
 from ._buffer import OutputBuffer
 from ._facts import WrapFacts
+from ._limits import CallLimits
 
 
 @attrs.define(eq=False)
@@ -48,6 +49,10 @@ class Job:
     # network allowlist: the connections its proxy has decided so far (the executor's
     # own list, appended to as they are decided), until its result carries them all.
     live_connections: list[NetworkConnection] = attrs.field(factory=list)
+    # Its limits in force while it runs (its cgroup, the launcher's descriptors).
+    limited: CallLimits | None = None
+    # Killed because its session closed (not by a caller's kill_job).
+    session_closed: bool = False
     # What holds its running slots (executor/_slots.py) while it waits and runs.
     slot: object = attrs.field(factory=object)
     # Set by the JobTable that holds the job: told when the job settles.
@@ -128,6 +133,11 @@ class Job:
             connections=connections,
             network=self.facts.network,
             env_dropped=self.facts.env_dropped,
+            cause=result.cause if result else None,
+            limit=result.limit if result else None,
+            note=result.note if result else None,
+            usage=result.usage if result else None,
+            limits=result.limits if result else (),
         )
 
 

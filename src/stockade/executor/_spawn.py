@@ -99,6 +99,7 @@ async def spawn(
     with_stdin: bool,
     bwrap: bool = False,
     terminal: Terminal | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> trio.Process:
     """Start `argv` directly (no shell) as the leader of a new session (with
     `terminal`: on it, which becomes the session's controlling terminal), with `env`
@@ -106,15 +107,17 @@ async def spawn(
 
     `bwrap`: argv is bwrap's; it is asked for its `--info-fd` report, which names the
     init of the sandbox's PID namespace, so `settle` can wait for that namespace's end
-    (bwrap exits as soon as its command has, while the kernel still ends the rest)."""
+    (bwrap exits as soon as its command has, while the kernel still ends the rest).
+    `pass_fds`: descriptors the child keeps, at their numbers (the launcher's cgroup
+    descriptors, which it closes before the command runs)."""
     environment = dict(env)
-    pass_fds: tuple[int, ...]
-    report, write_end, pass_fds = None, None, ()
+    passed = tuple(pass_fds)
+    report, write_end = None, None
     if bwrap:
         report, write_end = os.pipe()
         os.set_blocking(report, False)
         argv = (argv[0], "--info-fd", str(write_end), *argv[1:])
-        pass_fds = (write_end,)
+        passed += (write_end,)
     stdio: dict[str, Any] = {
         "stdin": subprocess.PIPE if with_stdin else subprocess.DEVNULL,
         "stdout": subprocess.PIPE,
@@ -129,7 +132,7 @@ async def spawn(
             env=environment,
             start_new_session=True,
             close_fds=True,
-            pass_fds=pass_fds,
+            pass_fds=passed,
             **stdio,
         )
     except BaseException:

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, assert_never
 
 import attrs
@@ -30,6 +31,8 @@ from ..actors.mailbox import (
     serve_forever,
 )
 from ..errors import CommandStartError, SandboxUnavailable, brief
+from ..limits import Usage
+from ..limits.cgroups import CgroupError
 from ..messages import (
     AttachedRun,
     ExecutorRequest,
@@ -46,13 +49,14 @@ from ..messages import (
     WaitJob,
 )
 from ..network.bridge import proxy_environment
-from ..sandbox import ProviderClient, placeholder_attempts
+from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts
 from ..vocab import ExecutionPolicy, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
-from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
+from ._facts import UNCONFINED, WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
+from ._limits import CallLimits, LimitsHost, ended, settle_limited
 from ._slots import Slots
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
@@ -86,6 +90,9 @@ class ExecutorActor:
     _call_numbers: itertools.count[int] = attrs.field(
         factory=lambda: itertools.count(1), init=False
     )
+    # Where each call's limits are held (its cgroup subtree), while `run` runs.
+    _limits: LimitsHost | None = attrs.field(default=None, init=False)
+    _launcher: str | None = attrs.field(default=None, init=False)
     _inbox: Inbox[ExecutorRequest] = attrs.field(init=False)
     _mailbox: Mailbox[ExecutorRequest] = attrs.field(init=False)
 
@@ -109,6 +116,9 @@ class ExecutorActor:
         # one kills its process group.
         try:
             async with AsyncExitStack() as stack:
+                self._launcher = filter_launcher()
+                self._limits = LimitsHost.open(self.config.session_limits)
+                stack.callback(self._limits.close)
                 if self.confines:
                     from ..network.proxy import open_proxy
 
@@ -280,6 +290,7 @@ class ExecutorActor:
         spec: ShellSpec,
         argv: tuple[str, ...],
         facts: WrapFacts,
+        limited: CallLimits | None,
         streams: Streams | None = None,
     ) -> trio.Process:
         workdir = spec.workdir or spec.policy.workspace_root
@@ -295,6 +306,8 @@ class ExecutorActor:
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         terminal = streams.terminal if streams is not None else None
         try:
+            if limited is not None:
+                argv = limited.wrap(argv, self._launcher, facts.backend)
             return await spawn(
                 argv,
                 cwd=workdir,
@@ -302,7 +315,10 @@ class ExecutorActor:
                 with_stdin=with_stdin,
                 bwrap=facts.backend == "bwrap",
                 terminal=terminal,
+                pass_fds=limited.fds if limited is not None else (),
             )
+        except CgroupError as error:
+            raise CommandStartError(f"the command's limits cannot be set: {error}") from None
         except ValueError as error:  # a NUL byte, or text that is not UTF-8
             raise CommandStartError(f"the command cannot be started: {error}") from None
         except OSError as error:
@@ -313,6 +329,37 @@ class ExecutorActor:
             raise CommandStartError(
                 f"could not start the command in {brief(workdir)}: {error.strerror or error}"
             ) from None
+        finally:
+            if limited is not None:
+                limited.spawned()
+
+    def _limit(self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts) -> CallLimits | None:
+        """The call's limits in force: its cgroup made, the launcher's descriptors open
+        (ended by `_unlimit`). CommandStartError when the host refuses them."""
+        if self._limits is None:
+            return None
+        placeable = facts.backend in ("landlock", UNCONFINED) or (
+            facts.backend == "bwrap" and "--filters-only" in argv
+        )
+        try:
+            return self._limits.for_call(
+                self.config.command_limits,
+                spec.owner,
+                f"call-{next(self._call_numbers)}",
+                placeable=placeable and (facts.confined or self._launcher is not None),
+                confined=facts.confined,
+            )
+        except CgroupError as error:
+            raise CommandStartError(
+                f"the command's limits cannot be set: {error}; nothing ran"
+            ) from None
+
+    async def _unlimit(self, limited: CallLimits | None) -> None:
+        """Remove the call's cgroup (what is left in it killed); off the event loop
+        when it is not simply an empty group."""
+        if limited is not None and not limited.try_end():
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(limited.end)
 
     async def _run(self, spec: ShellSpec, streams: Streams | None = None) -> ShellResult:
         argv, facts = await self._prepare(spec)
@@ -342,22 +389,30 @@ class ExecutorActor:
             return waited_out_result(
                 facts, waited=time.monotonic() - started, busy=busy, limit=limit
             )
+        limited = None
         try:
-            process = await self._spawn(spec, argv, facts, streams)
+            limited = self._limit(spec, argv, facts)
+            process = await self._spawn(spec, argv, facts, limited, streams)
             stdout = OutputBuffer.with_cap(self.config.output_cap)
             stderr = OutputBuffer.with_cap(self.config.output_cap)
             remaining = None if limit is None else max(0.0, limit - (time.monotonic() - started))
-            timed_out = await settle(
-                process,
-                stdout,
-                stderr,
-                stdin=spec.stdin,
-                time_limit=remaining,
-                kill_grace=self.config.kill_grace,
-                streams=streams,
+            timed_out = await settle_limited(
+                limited,
+                partial(
+                    settle,
+                    process,
+                    stdout,
+                    stderr,
+                    stdin=spec.stdin,
+                    time_limit=remaining,
+                    kill_grace=self.config.kill_grace,
+                    streams=streams,
+                ),
             )
+            usage = limited.usage() if limited is not None else Usage()
         finally:
             self._slots.give_back(slot, spec.owner, job=False)
+            await self._unlimit(limited)
         result = settled_result(
             facts,
             exit_code=exit_status(process),
@@ -368,6 +423,7 @@ class ExecutorActor:
             duration=time.monotonic() - started,
             connections=self._take_connections(facts),
         )
+        result = ended(result, limited, usage)
         if result.runner_failed:
             raise SandboxUnavailable(
                 result.runner_failure or "the sandbox runner failed", runner_started=True
@@ -396,10 +452,12 @@ class ExecutorActor:
             self._nursery.start_soon(self._queued, job, argv, slot)
             return job.handle
         try:
-            job.process = await self._spawn(spec, argv, facts)
+            job.limited = self._limit(spec, argv, facts)
+            job.process = await self._spawn(spec, argv, facts, job.limited)
         except BaseException:
             self._slots.give_back(slot, spec.owner, job=True)
             self._release(facts)
+            await self._unlimit(job.limited)
             raise
         self.jobs.add(job)
         self._nursery.start_soon(self._supervise, job, slot)
@@ -435,18 +493,22 @@ class ExecutorActor:
             )
             return False
         try:
-            job.process = await self._spawn(job.spec, argv, job.facts)
+            job.limited = self._limit(job.spec, argv, job.facts)
+            job.process = await self._spawn(job.spec, argv, job.facts, job.limited)
         except SandboxUnavailable as error:
             self._slots.give_back(slot, job.spec.owner, job=True)
+            await self._unlimit(job.limited)
             job.finish(unstarted_result(job.facts, detail=error.detail, runner_failed=True))
             return False
         except CommandStartError as error:
             self._slots.give_back(slot, job.spec.owner, job=True)
+            await self._unlimit(job.limited)
             job.start_error = str(error)
             job.finish(unstarted_result(job.facts, detail=str(error), runner_failed=False))
             return False
         except BaseException:
             self._slots.give_back(slot, job.spec.owner, job=True)
+            await self._unlimit(job.limited)
             raise
         job.started_clock = time.monotonic()
         await self._supervise(job, slot)
@@ -456,30 +518,44 @@ class ExecutorActor:
         process = job.process
         assert process is not None
         timed_out = False
+        limited = job.limited
         try:
             with job.scope:
-                timed_out = await settle(
-                    process,
-                    job.stdout,
-                    job.stderr,
-                    stdin=job.spec.stdin,
-                    time_limit=self._timeout(job.spec),
-                    kill_grace=self.config.kill_grace,
+                timed_out = await settle_limited(
+                    limited,
+                    partial(
+                        settle,
+                        process,
+                        job.stdout,
+                        job.stderr,
+                        stdin=job.spec.stdin,
+                        time_limit=self._timeout(job.spec),
+                        kill_grace=self.config.kill_grace,
+                    ),
                 )
         finally:
             self._slots.give_back(slot, job.spec.owner, job=True)
             self._release(job.facts)
+            usage = limited.usage() if limited is not None else Usage()
+            await self._unlimit(limited)
             # Stamped before `done`, also when the harness is leaving (cancelled).
+            result = settled_result(
+                job.facts,
+                exit_code=exit_status(process),
+                stdout=job.stdout,
+                stderr=job.stderr,
+                timed_out=timed_out,
+                cancelled=job.scope.cancelled_caught or process.returncode is None,
+                duration=time.monotonic() - job.started_clock,
+                connections=self._take_connections(job.facts),
+            )
             job.finish(
-                settled_result(
-                    job.facts,
-                    exit_code=exit_status(process),
-                    stdout=job.stdout,
-                    stderr=job.stderr,
-                    timed_out=timed_out,
-                    cancelled=job.scope.cancelled_caught or process.returncode is None,
-                    duration=time.monotonic() - job.started_clock,
-                    connections=self._take_connections(job.facts),
+                ended(
+                    result,
+                    limited,
+                    usage,
+                    killed=job.killed,
+                    session_closed=job.session_closed,
                 )
             )
 

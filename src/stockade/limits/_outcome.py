@@ -14,6 +14,8 @@ from ._values import format_value
 
 # The shell's convention: a command killed by signal N ends with status 128 + N.
 SIGNALLED = 128
+# The shell's 128 + N covers real signals only: 255 and its like are exit codes.
+LAST_SIGNAL = SIGNALLED + signal.SIGRTMAX
 KILLED_STATUS = SIGNALLED + signal.SIGKILL  # 137
 XCPU_STATUS = SIGNALLED + signal.SIGXCPU  # 152
 XFSZ_STATUS = SIGNALLED + signal.SIGXFSZ  # 153
@@ -151,7 +153,7 @@ def classify_end(
         usage = attrs.evolve(usage, file_size_hit=True)
     if limits.processes is not None and usage.processes_refused > 0:
         hit = LimitHit("processes", limits.processes, usage.processes_peak)
-        by_itself = status is not None and 0 < status <= SIGNALLED
+        by_itself = status is not None and not _signalled(status) and status > 0
         if cause is None and by_itself and not (timed_out or killed or session_closed):
             cause, stopped = Cause.LIMIT, hit
         else:
@@ -190,6 +192,10 @@ def _other_cause(
         return Cause.SESSION_CLOSED
     if status == KILLED_STATUS and host_oom_kills > 0:
         return Cause.HOST_OOM
-    if status is not None and status > SIGNALLED:
+    if status is not None and _signalled(status):
         return Cause.SIGNAL
     return Cause.EXITED
+
+
+def _signalled(status: int) -> bool:
+    return SIGNALLED < status <= LAST_SIGNAL

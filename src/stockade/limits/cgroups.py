@@ -462,7 +462,7 @@ class Group:
     def remove(self, timeout: float = REMOVE_TIMEOUT) -> None:
         """Kill what is left, then remove the group and everything below it, leaves first.
         Idempotent; an already-gone group is fine. CgroupError if one stays busy."""
-        if self._remove_leaf():
+        if self.try_remove():
             return
         self.kill()
         deadline = time.monotonic() + timeout
@@ -470,7 +470,7 @@ class Group:
             for each in reversed(list(_cgroup_dirs(directory))):
                 _rmdir_until(each, deadline)
 
-    def _remove_leaf(self) -> bool:
+    def try_remove(self) -> bool:
         """The usual case, cheaply: an empty leaf, one rmdir per hierarchy."""
         for directory in self.directories:
             try:

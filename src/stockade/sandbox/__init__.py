@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._confine import placeholder_attempts as placeholder_attempts
     from ._confine import remembered_runner as remembered_runner
     from ._confine import runner_identity as runner_identity
+    from ._probe import filter_launcher as filter_launcher
     from ._report import render_selection as render_selection
     from ._report import render_trust as render_trust
     from ._select import select_backend as select_backend
@@ -55,6 +56,7 @@ _LAZY = {
     "remembered_runner": "_confine",
     "runner_identity": "_confine",
     "Selection": "_chain",
+    "filter_launcher": "_probe",
     "render_selection": "_report",
     "render_trust": "_report",
     "select_backend": "_select",
@@ -93,6 +95,7 @@ __all__ = [
     "Selector",
     "confine",
     "default_parent",
+    "filter_launcher",
     "guard_rules",
     "host_temp",
     "judge",

@@ -1,0 +1,387 @@
+"""Each call's limits in force: its cgroup where the host offers one, the launcher's
+options that put the command in it and set its rlimits, and what the command used.
+
+The launcher (the Landlock runner itself, bwrap's filter stage, or `--limits-only`
+before an unconfined command) joins the cgroup through descriptors opened here and
+closes them before the command runs, then sets the rlimits last (docs/limits.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+from collections.abc import Awaitable, Callable
+
+import attrs
+import msgspec
+import trio
+
+from ..limits import (
+    CPU_CHECK_INTERVAL,
+    Cause,
+    Claim,
+    Enforcement,
+    HostLimits,
+    Limits,
+    Mechanism,
+    SessionLimits,
+    Usage,
+    classify_end,
+    plan,
+    rlimits,
+)
+from ..limits.cgroups import CgroupError, CgroupHost, CgroupTree, Group, detect, sweep
+from ..messages import LimitClaim, LimitHit, ResourceUse, ShellResult
+
+# In Landlock mode the launcher's monitor and init share the command's cgroup: they
+# are counted against its processes limit, so the group allows that many more.
+LAUNCHER_PROCESSES = 2
+_OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
+
+
+def host_oom_kills() -> int:
+    """The host's OOM kills since boot (/proc/vmstat), 0 when it cannot be read."""
+    try:
+        with open("/proc/vmstat", "rb") as vmstat:
+            match = _OOM_KILL.search(vmstat.read())
+    except OSError:
+        return 0
+    return int(match[1]) if match else 0
+
+
+@attrs.define(eq=False)
+class CallLimits:
+    """One call's limits: the plan, its cgroup (None: rlimits only) and the
+    descriptors the launcher joins it through (closed once the command is spawned)."""
+
+    limits: Limits
+    planned: dict[str, Enforcement]
+    group: Group | None
+    fds: list[int]
+    rlimit_pairs: tuple[tuple[str, int], ...]
+    oom_before: int
+
+    def launcher_options(self) -> tuple[str, ...]:
+        options: list[str] = []
+        for fd in self.fds:
+            options += ["--cgroup-fd", str(fd)]
+        for name, value in self.rlimit_pairs:
+            options += ["--rlimit", f"{name}={value}"]
+        return tuple(options)
+
+    def wrap(self, argv: tuple[str, ...], launcher: str | None, backend: str) -> tuple[str, ...]:
+        """`argv` with the launcher's limit options where a launcher runs (its own argv,
+        bwrap's filter stage), else with `--limits-only` before an unconfined command."""
+        options = self.launcher_options()
+        if not options:
+            return argv
+        if backend == "landlock":  # the launcher is the runner: argv[0]
+            return (argv[0], *options, *argv[1:])
+        for index in range(1, len(argv)):
+            # bwrap's filter stage: `-- LAUNCHER --filters-only ...`
+            if argv[index] == "--filters-only" and argv[index - 2 : index - 1] == ("--",):
+                return (*argv[: index + 1], *options, *argv[index + 1 :])
+        if launcher is None:
+            raise CgroupError("the launcher that sets a command's limits is missing")
+        if backend == "none":
+            return (launcher, "--limits-only", *options, "--", *argv)
+        raise CgroupError(f"the {backend} runner has no place for the launcher's limits")
+
+    def spawned(self) -> None:
+        """The child holds its own copies now (or never will): ours close."""
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = []
+
+    def usage(self) -> Usage:
+        if self.group is None:
+            return Usage()
+        try:
+            used = self.group.usage()
+        except (OSError, CgroupError):
+            return Usage()
+        return Usage(
+            cpu_seconds=used.cpu_seconds,
+            memory_peak=used.memory_peak,
+            processes_peak=used.processes_peak,
+            processes_refused=used.processes_refused,
+            oom_kills=used.oom_kills,
+        )
+
+    def claims(self) -> tuple[LimitClaim, ...]:
+        return tuple(
+            LimitClaim(
+                name=e.name,
+                value=e.value,
+                mechanism=str(e.mechanism),
+                claim=str(e.claim),
+                detail=e.detail,
+            )
+            for e in self.planned.values()
+        )
+
+    def try_end(self) -> bool:
+        """The usual end, cheaply: an empty group removed (False: `end` must do it)."""
+        self.spawned()
+        if self.group is None:
+            return True
+        if self.group.try_remove():
+            self.group = None
+            return True
+        return False
+
+    def end(self) -> None:
+        """Kill what is left in its cgroup (a process that left its group and its
+        namespace's reach) and remove the group; ours close if never spawned."""
+        self.spawned()
+        if self.group is not None:
+            group, self.group = self.group, None
+            with contextlib.suppress(OSError, CgroupError):
+                group.remove()
+
+
+def resource_use(usage: Usage) -> ResourceUse | None:
+    if usage.cpu_seconds is None and usage.memory_peak is None and usage.processes_peak is None:
+        return None
+    return ResourceUse(
+        cpu_seconds=usage.cpu_seconds,
+        memory_peak=usage.memory_peak,
+        processes_peak=usage.processes_peak,
+    )
+
+
+@attrs.define(eq=False)
+class LimitsHost:
+    """What this harness limits with: its own cgroup subtree (one group per session,
+    one per call below it) where the host offers one, else rlimits alone."""
+
+    limits_host: HostLimits
+    cgroups: CgroupHost | None
+    tree: CgroupTree | None
+    session_limits: SessionLimits
+    _sessions: dict[str, Group] = attrs.field(factory=dict)
+    _plans: dict[Limits, tuple[Limits, dict[str, Enforcement]]] = attrs.field(factory=dict)
+
+    @classmethod
+    def open(cls, session_limits: SessionLimits) -> LimitsHost:
+        cgroups = detect()
+        tree, reason = None, cgroups.reason
+        if cgroups.version is not None:
+            with contextlib.suppress(OSError, CgroupError):
+                sweep(cgroups)  # a crashed harness's leftovers, never a live one's
+            try:
+                tree = CgroupTree.open(cgroups)
+            except CgroupError as error:
+                reason = str(error)
+        host = HostLimits(
+            cgroup=cgroups.version if tree is not None else None,
+            controllers=cgroups.controllers if tree is not None else frozenset(),
+            uid=os.geteuid(),
+            swap=cgroups.swap,
+            memsw=cgroups.memsw,
+            reason=reason,
+        )
+        return cls(host, cgroups, tree, session_limits)
+
+    def plan_for(self, limits: Limits) -> tuple[Limits, dict[str, Enforcement]]:
+        """The limits as they can be held here, and how each is."""
+        known = self._plans.get(limits)
+        if known is None:
+            effective, lowered = _within_hard_limits(limits)
+            planned = plan(effective, self.limits_host)
+            for name, asked in lowered.items():
+                e = planned[name]
+                planned[name] = attrs.evolve(
+                    e,
+                    detail=f"{e.detail}; {asked} asked for, more than this harness's own "
+                    "hard limit, which an unprivileged process cannot raise",
+                )
+            known = self._plans[limits] = (effective, planned)
+        return known
+
+    def for_call(
+        self,
+        limits: Limits,
+        owner: str | None,
+        call_id: str,
+        *,
+        placeable: bool = True,
+        confined: bool = True,
+    ) -> CallLimits:
+        """The call's limits in force. `placeable`: its runner has a place for the
+        launcher's options (the Landlock launcher, bwrap's filter stage, an unconfined
+        command); an operator's runner_command has none, and its limits say so.
+        `confined` False (danger-full-access): a root command may leave its cgroup."""
+        limits, planned = self.plan_for(limits)
+        if not placeable:
+            planned = {name: _unplaced(e) for name, e in planned.items()}
+            return CallLimits(limits, planned, None, [], (), host_oom_kills())
+        if not confined and self.limits_host.uid == 0:
+            planned = {name: _leavable(e) for name, e in planned.items()}
+        group, fds = None, []
+        if self.tree is not None and _needs_group(planned):
+            session = self._session(owner)
+            processes = limits.processes
+            if processes is not None:
+                processes += LAUNCHER_PROCESSES
+            group = session.command(call_id, processes=processes, memory=limits.memory)
+            try:
+                fds = group.open_procs()
+            except BaseException:
+                group.remove()
+                raise
+        return CallLimits(
+            limits=limits,
+            planned=planned,
+            group=group,
+            fds=fds,
+            rlimit_pairs=rlimits(limits, planned),
+            oom_before=host_oom_kills(),
+        )
+
+    def _session(self, owner: str | None) -> Group:
+        key = owner or "harness"
+        group = self._sessions.get(key)
+        if group is None:
+            assert self.tree is not None
+            group = self.tree.session(
+                key,
+                processes=self.session_limits.processes,
+                memory=self.session_limits.memory,
+            )
+            self._sessions[key] = group
+        return group
+
+    def close_session(self, owner: str | None) -> None:
+        group = self._sessions.pop(owner or "harness", None)
+        if group is not None:
+            with contextlib.suppress(OSError, CgroupError):
+                group.remove()
+
+    def close(self) -> None:
+        self._sessions.clear()
+        if self.tree is not None:
+            tree, self.tree = self.tree, None
+            with contextlib.suppress(OSError, CgroupError):
+                tree.close()
+
+
+# The limits the launcher holds with an rlimit of the same meaning.
+_HARD_LIMITED = {"open_files": resource.RLIMIT_NOFILE, "file_size": resource.RLIMIT_FSIZE}
+
+
+def _within_hard_limits(limits: Limits) -> tuple[Limits, dict[str, int]]:
+    """`limits` with each rlimit-held value at most this process's hard limit (what
+    the command can be given without privilege), and the values that were lowered."""
+    lowered: dict[str, int] = {}
+    changes: dict[str, int] = {}
+    for name, which in _HARD_LIMITED.items():
+        value = getattr(limits, name)
+        _, hard = resource.getrlimit(which)
+        if value is not None and hard != resource.RLIM_INFINITY and value > hard:
+            lowered[name], changes[name] = value, hard
+    return (attrs.evolve(limits, **changes) if changes else limits), lowered
+
+
+_KERNEL_HELD = (Mechanism.CGROUP_V1, Mechanism.CGROUP_V2, Mechanism.RLIMIT)
+
+
+def _unplaced(e: Enforcement) -> Enforcement:
+    if e.mechanism not in _KERNEL_HELD:
+        return e
+    return attrs.evolve(
+        e,
+        mechanism=Mechanism.NONE,
+        claim=Claim.NONE,
+        detail="the operator's runner_command: stockade has no place inside it for the "
+        "launcher that sets a command's limits",
+    )
+
+
+def _leavable(e: Enforcement) -> Enforcement:
+    if e.mechanism not in (Mechanism.CGROUP_V1, Mechanism.CGROUP_V2):
+        return e
+    return attrs.evolve(
+        e,
+        claim=Claim.PARTIAL,
+        detail=f"{e.detail}; unconfined (danger-full-access), a command running as root "
+        "can move itself out of its cgroup",
+    )
+
+
+def _needs_group(planned: dict[str, Enforcement]) -> bool:
+    cgroup = (Mechanism.CGROUP_V1, Mechanism.CGROUP_V2)
+    return any(
+        e.mechanism in cgroup or (e.name == "cpu_seconds" and e.claim is Claim.ENFORCED)
+        for e in planned.values()
+    )
+
+
+def ended(
+    result: ShellResult,
+    limited: CallLimits | None,
+    usage: Usage,
+    *,
+    killed: bool = False,
+    session_closed: bool = False,
+) -> ShellResult:
+    """`result` with how it ended (exactly one cause), the limit it reached and the
+    model's note, what it used, and how each limit held it."""
+    limits = limited.limits if limited is not None else Limits(memory=None)
+    oom = host_oom_kills() - limited.oom_before if limited is not None else 0
+    outcome = classify_end(
+        started=True,
+        runner_failed=result.runner_failed,
+        exit_status=result.exit_code,
+        timed_out=result.timed_out,
+        killed=killed or (result.cancelled and not session_closed),
+        session_closed=session_closed,
+        usage=attrs.evolve(usage, output_dropped=result.stdout_dropped + result.stderr_dropped),
+        limits=limits,
+        host_oom_kills=oom,
+    )
+    hit = outcome.limit
+    return msgspec.structs.replace(
+        result,
+        cause=str(outcome.cause),
+        limit=None if hit is None else LimitHit(name=hit.name, value=hit.value, used=hit.used),
+        note=outcome.note,
+        usage=resource_use(outcome.usage),
+        limits=limited.claims() if limited is not None else (),
+    )
+
+
+def unstarted(result: ShellResult, cause: Cause) -> ShellResult:
+    return msgspec.structs.replace(result, cause=str(cause))
+
+
+async def settle_limited(
+    limited: CallLimits | None, settling: Callable[[], Awaitable[bool]]
+) -> bool:
+    """`settling()` (the command's settle), while the harness holds its cgroup to
+    cpu_seconds: the group's CPU time is read every CPU_CHECK_INTERVAL, and past the
+    limit every process in it is killed (the end then reads as that limit)."""
+    cpu = limited.limits.cpu_seconds if limited is not None else None
+    group = limited.group if limited is not None else None
+    if cpu is None or group is None:
+        return await settling()
+    watching = trio.CancelScope()
+
+    async def watch() -> None:
+        with watching:
+            while True:
+                await trio.sleep(CPU_CHECK_INTERVAL)
+                used = group.usage().cpu_seconds
+                if used is not None and used >= cpu:
+                    await trio.to_thread.run_sync(group.kill)
+                    return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch)
+        try:
+            return await settling()
+        finally:
+            watching.cancel()
