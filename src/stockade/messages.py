@@ -210,6 +210,13 @@ class ListJobs(msgspec.Struct, frozen=True, tag="list-jobs"):
     owner: str | None = None
 
 
+class CloseSession(msgspec.Struct, frozen=True, tag="close-session"):
+    """The session `owner` closes: its jobs are killed (their cause session-closed),
+    forgotten, and its cgroup removed; answered with how many jobs were ended."""
+
+    owner: str
+
+
 # An output sink takes each chunk as it is read; raising BrokenPipeError says its reader
 # is gone. A stdin source returns the next chunk, b"" at its end.
 Sink = Callable[[bytes], Awaitable[None]]
@@ -273,7 +280,9 @@ class AttachedRun:
     streams: Streams
 
 
-ExecutorRequest = Run | AttachedRun | Start | JobOutput | WaitJob | KillJob | ListJobs
+ExecutorRequest = (
+    Run | AttachedRun | Start | JobOutput | WaitJob | KillJob | ListJobs | CloseSession
+)
 
 
 class NetworkConnection(msgspec.Struct, frozen=True, kw_only=True):

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import sys
 
+import attrs
+
 from ..errors import SandboxUnavailable
+from ..executor import planned_here
 from ..executor.environment import render_policy
+from ..limits import Enforcement, HostLimits, SessionLimits, format_value
 from ..modes import SandboxMode
 from ..sandbox import (
     guard_rules,
@@ -54,6 +58,7 @@ def run_probe(args: argparse.Namespace) -> int:
             host_temp_roots(),
             guard_rules(provider, installation_paths()),
         ).refusal
+    limits_host, limits = planned_here(settings.executor.command_limits)
     if args.json:
         import msgspec
 
@@ -73,6 +78,22 @@ def run_probe(args: argparse.Namespace) -> int:
             **msgspec.to_builtins(report),
             "environment": settings.executor.env.describe(settings.executor.withheld),
             "deny_read": deny_read.describe(deny_read.deny_read_for(provider), settings.root),
+            "limits": {
+                "cgroup": limits_host.cgroup,
+                "controllers": sorted(limits_host.controllers),
+                "detail": limits_host.reason,
+                "command": [
+                    {
+                        "name": e.name,
+                        "value": e.value,
+                        "mechanism": str(e.mechanism),
+                        "claim": str(e.claim),
+                        "detail": e.detail,
+                    }
+                    for e in limits.values()
+                ],
+                "session": msgspec.to_builtins(attrs.asdict(settings.executor.session_limits)),
+            },
         }
         sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
     else:
@@ -81,5 +102,23 @@ def run_probe(args: argparse.Namespace) -> int:
             + render_trust(trust)
             + render_policy(settings.executor.env, settings.executor.withheld)
             + deny_read.render(deny_read.deny_read_for(provider), settings.root)
+            + _render_limits(limits_host, limits, settings.executor.session_limits)
         )
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
+
+
+def _render_limits(host: HostLimits, limits: dict[str, Enforcement], session: SessionLimits) -> str:
+    """Each command's limits as they would be held here, and the session's."""
+    if host.cgroup is not None:
+        where = f"cgroup {host.cgroup} ({', '.join(sorted(host.controllers))}): {host.reason}"
+    else:
+        where = f"no usable cgroup ({host.reason}): rlimits only"
+    lines = [f"limits per command (docs/limits.md), held by {where}"]
+    for e in limits.values():
+        value = format_value(e.name, e.value)
+        lines.append(f"  {e.name:<13} {value:<12} {e.mechanism:<10} {e.claim:<9} {e.detail}")
+    shown = ", ".join(
+        f"{name} {format_value(name, value)}" for name, value in attrs.asdict(session).items()
+    )
+    lines.append(f"limits per session: {shown}")
+    return "\n".join(lines) + "\n"

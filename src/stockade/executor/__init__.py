@@ -11,6 +11,7 @@ from ..lazy import lazy_exports
 
 TYPE_CHECKING = False  # as in the other rooms: importing typing is not free
 if TYPE_CHECKING:
+    from ._limits import planned_here as planned_here
     from ._spawn import READ_SIZE as READ_SIZE
     from ._spawn import Sink as Sink
     from ._spawn import Source as Source
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 # name -> the module of this room that defines it.
 _LAZY = {
+    "planned_here": "_limits",
     "READ_SIZE": "_spawn",
     "Sink": "_spawn",
     "Source": "_spawn",
@@ -59,6 +61,7 @@ __all__ = [
     "Streams",
     "Terminal",
     "open_executor",
+    "planned_here",
     "refused_destinations",
     "render_job",
     "render_result",

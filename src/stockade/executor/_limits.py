@@ -210,11 +210,14 @@ class LimitsHost:
         *,
         placeable: bool = True,
         confined: bool = True,
+        launcher_processes: int = 0,
     ) -> CallLimits:
         """The call's limits in force. `placeable`: its runner has a place for the
         launcher's options (the Landlock launcher, bwrap's filter stage, an unconfined
         command); an operator's runner_command has none, and its limits say so.
-        `confined` False (danger-full-access): a root command may leave its cgroup."""
+        `confined` False (danger-full-access): a root command may leave its cgroup.
+        `launcher_processes`: the launcher's own processes in the group (the Landlock
+        launcher's monitor and init), allowed beyond the command's limit."""
         limits, planned = self.plan_for(limits)
         if not placeable:
             planned = {name: _unplaced(e) for name, e in planned.items()}
@@ -226,7 +229,7 @@ class LimitsHost:
             session = self._session(owner)
             processes = limits.processes
             if processes is not None:
-                processes += LAUNCHER_PROCESSES
+                processes += launcher_processes
             group = session.command(call_id, processes=processes, memory=limits.memory)
             try:
                 fds = group.open_procs()
@@ -385,3 +388,19 @@ async def settle_limited(
             return await settling()
         finally:
             watching.cancel()
+
+
+def planned_here(limits: Limits) -> tuple[HostLimits, dict[str, Enforcement]]:
+    """What each of `limits` would be held by for a confined command here, without
+    making anything that stays (`stockade probe`)."""
+    cgroups = detect()
+    host = HostLimits(
+        cgroup=cgroups.version,
+        controllers=cgroups.controllers,
+        uid=os.geteuid(),
+        swap=cgroups.swap,
+        memsw=cgroups.memsw,
+        reason=cgroups.reason,
+    )
+    holder = LimitsHost(host, cgroups, None, SessionLimits(memory=None))
+    return host, holder.plan_for(limits)[1]

@@ -35,6 +35,7 @@ from ..limits import Usage
 from ..limits.cgroups import CgroupError
 from ..messages import (
     AttachedRun,
+    CloseSession,
     ExecutorRequest,
     JobHandle,
     JobOutput,
@@ -56,7 +57,7 @@ from ._classify import spawn_failure_is_runner
 from ._facts import UNCONFINED, WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
-from ._limits import CallLimits, LimitsHost, ended, settle_limited
+from ._limits import LAUNCHER_PROCESSES, CallLimits, LimitsHost, ended, settle_limited
 from ._slots import Slots
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
 from .config import ExecutorConfig
@@ -168,6 +169,8 @@ class ExecutorActor:
                 await answer(envelope, lambda: self._kill(job_id, owner))
             case ListJobs(owner=owner):
                 await answer(envelope, lambda: self._list(owner))
+            case CloseSession(owner=owner):
+                await answer(envelope, lambda: self._close_session(owner))
             case _:
                 assert_never(message)
 
@@ -348,6 +351,7 @@ class ExecutorActor:
                 f"call-{next(self._call_numbers)}",
                 placeable=placeable and (facts.confined or self._launcher is not None),
                 confined=facts.confined,
+                launcher_processes=LAUNCHER_PROCESSES if facts.backend == "landlock" else 0,
             )
         except CgroupError as error:
             raise CommandStartError(
@@ -486,11 +490,12 @@ class ExecutorActor:
             )
             raise
         if job.queue_scope.cancelled_caught:
-            job.finish(
-                unstarted_result(
-                    job.facts, detail="killed while queued", runner_failed=False, cancelled=True
-                )
+            result = unstarted_result(
+                job.facts, detail="killed while queued", runner_failed=False, cancelled=True
             )
+            if job.session_closed:
+                result = msgspec.structs.replace(result, cause="session-closed")
+            job.finish(result)
             return False
         try:
             job.limited = self._limit(job.spec, argv, job.facts)
@@ -584,6 +589,24 @@ class ExecutorActor:
             await job.done.wait()
         return self.jobs.reported(job)
 
+    async def _close_session(self, owner: str) -> int:
+        """Kill every job of `owner` (queued ones never start), forget them, and remove
+        the session's cgroup; the jobs' cause reads session-closed."""
+        jobs = [job for job in self.jobs.owned_by(owner) if job.result is None]
+        for job in jobs:
+            job.session_closed = True
+            job.queue_scope.cancel()
+            job.scope.cancel()
+        for job in jobs:
+            await job.done.wait()
+        for job in self.jobs.owned_by(owner):
+            self.jobs.forget(job)
+        if self._limits is not None:
+            limits = self._limits
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(limits.close_session, owner)
+        return len(jobs)
+
     async def _list(self, owner: str | None) -> list[JobHandle]:
         return [job.handle for job in self.jobs.owned_by(owner)]
 
@@ -657,6 +680,12 @@ class ExecutorClient:
         """Kill the job (its process group with it); the report is its last."""
         report: JobReport = await request(self.inbox, KillJob(job_id, owner))
         return report
+
+    async def close_session(self, owner: str) -> int:
+        """End the session `owner` here: its jobs killed (cause session-closed) and
+        forgotten, its cgroup removed. How many jobs were still running or queued."""
+        ended: int = await request(self.inbox, CloseSession(owner))
+        return ended
 
     async def list(self, *, owner: str | None = None) -> list[JobHandle]:
         """Every job, or only `owner`'s; a session passes its own id."""

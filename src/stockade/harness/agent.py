@@ -17,7 +17,6 @@ import msgspec
 import trio
 
 from .. import tools
-from ..errors import UnknownJob
 from ..events import SessionEvent, UnencodableEvent
 from ..messages import JobHandle, JobReport, ShellResult
 from ..policy.context import PolicyContext
@@ -203,22 +202,9 @@ class AgentSession:
                 self.fs_roots.close()
 
     async def _kill_jobs(self) -> None:
-        executor = self.harness.executor
-        try:
-            jobs = await executor.list(owner=self.id)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            return  # the harness has stopped: it killed every job as it left
-
-        async def kill(job_id: str) -> None:
-            # A job that settled and was forgotten meanwhile is gone already.
-            with contextlib.suppress(
-                UnknownJob, trio.ClosedResourceError, trio.BrokenResourceError
-            ):
-                await executor.kill(job_id, owner=self.id)
-
-        async with trio.open_nursery() as nursery:
-            for handle in jobs:
-                nursery.start_soon(kill, handle.id)
+        # Its jobs end as session-closed, and its cgroup goes with them.
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self.harness.executor.close_session(self.id)
 
 
 @attrs.frozen

@@ -101,7 +101,7 @@ def _enforce(name: str, value: int | float | None, host: HostLimits) -> Enforcem
         if host.has("memory") and host.cgroup == "v2":
             return held(Mechanism.CGROUP_V2, enforced, "memory.max with memory.swap.max 0")
         if host.has("memory"):
-            if host.memsw:
+            if host.memsw and host.swap:
                 return held(
                     Mechanism.CGROUP_V1,
                     enforced,
