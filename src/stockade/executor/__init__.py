@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from ._spawn import Terminal as Terminal
     from ._spawn import signal_group as signal_group
     from .actor import ExecutorActor as ExecutorActor
-    from .actor import ExecutorClient as ExecutorClient
     from .actor import open_executor as open_executor
+    from .client import ExecutorClient as ExecutorClient
     from .config import MIB as MIB
     from .config import ExecutorConfig as ExecutorConfig
     from .render import refused_destinations as refused_destinations
@@ -37,7 +37,7 @@ _LAZY = {
     "Terminal": "_spawn",
     "signal_group": "_spawn",
     "ExecutorActor": "actor",
-    "ExecutorClient": "actor",
+    "ExecutorClient": "client",
     "open_executor": "actor",
     "MIB": "config",
     "ExecutorConfig": "config",

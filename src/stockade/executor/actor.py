@@ -27,7 +27,6 @@ from ..actors.mailbox import (
     answer,
     answer_now,
     open_inbox,
-    request,
     serve_forever,
 )
 from ..errors import CommandStartError, SandboxUnavailable, brief
@@ -42,7 +41,6 @@ from ..messages import (
     JobReport,
     KillJob,
     ListJobs,
-    NetworkConnection,
     Run,
     ShellResult,
     ShellSpec,
@@ -51,21 +49,21 @@ from ..messages import (
 )
 from ..network.bridge import proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts
-from ..vocab import ExecutionPolicy, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
+from ._endpoints import ProxyEndpoints
 from ._facts import UNCONFINED, WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
 from ._limits import LAUNCHER_PROCESSES, CallLimits, LimitsHost, ended, settle_limited
 from ._slots import Slots
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
+from .client import ExecutorClient as ExecutorClient
 from .config import ExecutorConfig
 from .environment import apply_policy
 
 if TYPE_CHECKING:
-    from ..network.proxy import NetworkProxy
-    from ..network.rules import Decision
+    pass
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -83,11 +81,8 @@ class ExecutorActor:
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     # Placeholders (see Wrapped.blockers) its processes use, and their locks.
     _placeholders: PlaceholderHolds = attrs.field(factory=PlaceholderHolds, init=False)
-    # network allowlist: the proxy (one per executor, so per harness) and, per call
-    # it serves, the connections it decided and the event that ends its endpoint.
-    _proxy: NetworkProxy | None = attrs.field(default=None, init=False)
-    _connections: dict[str, list[NetworkConnection]] = attrs.field(factory=dict, init=False)
-    _endpoints: dict[str, trio.Event] = attrs.field(factory=dict, init=False)
+    # network allowlist: the proxy (one per executor, so per harness) and its calls.
+    _network: ProxyEndpoints = attrs.field(init=False)
     _call_numbers: itertools.count[int] = attrs.field(
         factory=lambda: itertools.count(1), init=False
     )
@@ -99,6 +94,7 @@ class ExecutorActor:
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
+        self._network = ProxyEndpoints(self.config, self._call_numbers)
         self._slots = Slots(
             bound=self.config.running_bound(),
             session_cap=self.config.session_limits.running_jobs,
@@ -123,8 +119,8 @@ class ExecutorActor:
                 if self.confines:
                     from ..network.proxy import open_proxy
 
-                    self._proxy = await stack.enter_async_context(
-                        open_proxy(on_decision=self._decided)
+                    self._network.proxy = await stack.enter_async_context(
+                        open_proxy(on_decision=self._network.decided)
                     )
                 await serve_forever(
                     self._mailbox,
@@ -134,7 +130,7 @@ class ExecutorActor:
                     quick=self._quick,
                 )
         finally:
-            self._proxy = None
+            self._network.proxy = None
             await self._placeholders.release_all()
 
     def _quick(self, envelope: Envelope[ExecutorRequest]) -> bool:
@@ -190,7 +186,8 @@ class ExecutorActor:
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
         # The provider guards the call, this executor holds its placeholders: on a disk
         # that changed in between, both again (the confine sequence's one retry).
-        proxy_call, proxy = await self._open_endpoint(spec)
+        assert self._nursery is not None
+        proxy_call, proxy = await self._network.open(spec, self._nursery)
         try:
             for attempt in placeholder_attempts():
                 with attempt:
@@ -201,7 +198,7 @@ class ExecutorActor:
                     )
                     await self._placeholders.hold(wrapped.blockers, wrapped.directory_blockers)
         except BaseException:
-            self._close_endpoint(proxy_call)
+            self._network.close(proxy_call)
             raise
         facts = WrapFacts.from_wrapped(
             spec.policy.mode,
@@ -213,66 +210,6 @@ class ExecutorActor:
         )
         facts = attrs.evolve(facts, proxy_call=proxy_call)
         return wrapped.argv, self._with_environment(facts)
-
-    async def _open_endpoint(self, spec: ShellSpec) -> tuple[str | None, str | None]:
-        """network allowlist: this call's proxy endpoint, open until the call's process
-        is gone (`_close_endpoint`): (its call key, its socket), else (None, None)."""
-        if spec.policy.sandbox_policy().network is not Network.ALLOWLIST:
-            return None, None
-        if self._proxy is None or self._nursery is None:
-            raise SandboxUnavailable(
-                "network allowlist needs the harness's proxy, which is not running"
-            )
-        from ..network.rules import Rules
-
-        # A person's per-call grant (`with_network` + `network_destinations`) adds its
-        # destinations for this endpoint only, or is the whole list when the session's
-        # network was off; the operator's deny list applies either way (deny wins).
-        allow = (
-            *(() if spec.network_allow_alone else self.config.network_allow),
-            *spec.network_allow,
-        )
-        rules = Rules(allow, self.config.network_deny)
-        key = f"call-{next(self._call_numbers)}"
-        done = trio.Event()
-        self._endpoints[key] = done
-        self._connections[key] = []
-        proxy = self._proxy
-
-        async def hold(*, task_status: trio.TaskStatus[str]) -> None:
-            async with proxy.open_call(key, rules) as endpoint:
-                task_status.started(endpoint.path)
-                await done.wait()
-
-        path: str = await self._nursery.start(hold)
-        return key, path
-
-    def _close_endpoint(self, key: str | None) -> None:
-        if key is not None and (done := self._endpoints.pop(key, None)) is not None:
-            done.set()
-
-    def _decided(self, decision: Decision) -> None:
-        """The proxy decided a connection: kept with its call, for its result."""
-        kept = self._connections.get(decision.call_id)
-        if kept is not None:
-            kept.append(
-                NetworkConnection(
-                    host=decision.host,
-                    port=decision.port,
-                    address=decision.address,
-                    allowed=decision.allowed,
-                    rule=decision.rule,
-                    reason=decision.reason,
-                    protocol=decision.protocol,
-                )
-            )
-
-    def _take_connections(self, facts: WrapFacts) -> tuple[NetworkConnection, ...]:
-        """The connections decided for the call of `facts`, forgotten here: its result
-        carries them."""
-        if facts.proxy_call is None:
-            return ()
-        return tuple(self._connections.pop(facts.proxy_call, ()))
 
     def _with_environment(self, facts: WrapFacts) -> WrapFacts:
         """`facts` with the environment the policy leaves of this process's, and the
@@ -286,7 +223,7 @@ class ExecutorActor:
         """The process of `facts` is gone: let go of its placeholders and its proxy
         endpoint (its decided connections stay until its result is made)."""
         self._placeholders.let_go(facts.blockers)
-        self._close_endpoint(facts.proxy_call)
+        self._network.close(facts.proxy_call)
 
     async def _spawn(
         self,
@@ -425,7 +362,7 @@ class ExecutorActor:
             timed_out=timed_out,
             cancelled=False,
             duration=time.monotonic() - started,
-            connections=self._take_connections(facts),
+            connections=self._network.take(facts),
         )
         result = ended(result, limited, usage)
         if result.runner_failed:
@@ -449,7 +386,7 @@ class ExecutorActor:
             stderr=OutputBuffer.with_cap(self.config.output_cap),
         )
         if facts.proxy_call is not None:
-            job.live_connections = self._connections[facts.proxy_call]
+            job.live_connections = self._network.connections[facts.proxy_call]
         slot = job.slot
         if not self._slots.try_take(slot, spec.owner, job=True):
             self.jobs.add(job)
@@ -552,7 +489,7 @@ class ExecutorActor:
                 timed_out=timed_out,
                 cancelled=job.scope.cancelled_caught or process.returncode is None,
                 duration=time.monotonic() - job.started_clock,
-                connections=self._take_connections(job.facts),
+                connections=self._network.take(job.facts),
             )
             job.finish(
                 ended(
@@ -609,88 +546,6 @@ class ExecutorActor:
 
     async def _list(self, owner: str | None) -> list[JobHandle]:
         return [job.handle for job in self.jobs.owned_by(owner)]
-
-
-@attrs.frozen
-class ExecutorClient:
-    """What callers hold. `resolve` gives an agentless caller the configured default."""
-
-    inbox: Inbox[ExecutorRequest]
-    config: ExecutorConfig
-    confines: bool
-
-    def resolve(
-        self,
-        command: str,
-        *,
-        policy: ExecutionPolicy | None = None,
-        mode: SandboxMode | str | None = None,
-        workdir: str | None = None,
-        timeout: float | None = None,
-        stdin: bytes | None = None,
-        env: dict[str, str] | None = None,
-        owner: str | None = None,
-    ) -> ShellSpec:
-        """A complete spec: the explicit policy, else `mode` or the default at the fallback root."""
-        if policy is None:
-            root = os.path.realpath(self.config.fallback_root or os.getcwd())
-            chosen = SandboxMode.parse(mode) if mode is not None else self.config.default_mode
-            policy = ExecutionPolicy(
-                mode=chosen, workspace_root=root, network=self.config.default_network
-            )
-        return ShellSpec(
-            command=command,
-            policy=policy,
-            workdir=workdir,
-            timeout=timeout,
-            stdin=stdin,
-            env=env,
-            owner=owner,
-        )
-
-    async def run(self, spec: ShellSpec, *, streams: Streams | None = None) -> ShellResult:
-        """Run in the foreground. With `streams`, every output chunk also goes to the
-        caller's sinks as it arrives and stdin is pumped from its source (the result
-        still holds the bounded capture, classified as always)."""
-        message = Run(spec) if streams is None else AttachedRun(spec, streams)
-        result: ShellResult = await request(self.inbox, message)
-        return result
-
-    async def start(self, spec: ShellSpec) -> JobHandle:
-        handle: JobHandle = await request(self.inbox, Start(spec))
-        return handle
-
-    async def job_output(self, job_id: str, *, owner: str | None = None) -> JobReport:
-        """Output since the last read, and the status. Read after the job ended, it is
-        the job's last report: the job is forgotten (`_jobs`, "Retention")."""
-        report: JobReport = await request(self.inbox, JobOutput(job_id, owner))
-        return report
-
-    async def wait(self, job_id: str, *, owner: str | None = None, read: bool = True) -> JobReport:
-        """Wait until the job settles; its report carries the output not yet read, and
-        is its last (the job is forgotten).
-
-        With `read=False` that output stays unread, and the job kept, for a later
-        `job_output`.
-        """
-        report: JobReport = await request(self.inbox, WaitJob(job_id, owner, read))
-        return report
-
-    async def kill(self, job_id: str, *, owner: str | None = None) -> JobReport:
-        """Kill the job (its process group with it); the report is its last."""
-        report: JobReport = await request(self.inbox, KillJob(job_id, owner))
-        return report
-
-    async def close_session(self, owner: str) -> int:
-        """End the session `owner` here: its jobs killed (cause session-closed) and
-        forgotten, its cgroup removed. How many jobs were still running or queued."""
-        ended: int = await request(self.inbox, CloseSession(owner))
-        return ended
-
-    async def list(self, *, owner: str | None = None) -> list[JobHandle]:
-        """Every job, or only `owner`'s; a session passes its own id."""
-        handles: list[JobHandle] = await request(self.inbox, ListJobs(owner))
-        return handles
 
 
 @asynccontextmanager
