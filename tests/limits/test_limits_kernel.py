@@ -233,3 +233,27 @@ async def test_a_plain_end_says_exited_and_what_it_used(tmp_path, backend):
         "file_size",
         "open_files",
     ]
+
+
+@pytest.mark.parametrize("backend", ["landlock", "bwrap"])
+async def test_other_sessions_run_on_beside_a_command_at_its_processes_limit(tmp_path, backend):
+    marker = f"stockade-held-forks-{os.getpid()}-{backend}"
+    config = ExecutorConfig(limits=Limits(processes=10, memory=None))
+    policy = _policy(tmp_path, backend)
+    # Keeps forking sleepers (bash retries a refused fork) until it is killed.
+    loop = f"while :; do (exec -a {marker} sleep 30) & done"
+    async with (
+        open_provider(require_backend(backend)) as provider,
+        open_executor(config, provider) as executor,
+    ):
+        job = await executor.start(executor.resolve(loop, policy=policy, owner="s1"))
+        with trio.fail_after(20):
+            while len(pids_named(marker)) < 8:
+                await trio.sleep(0.02)
+        result = await executor.run(executor.resolve("echo alive", policy=policy, owner="s2"))
+        assert (result.exit_code, result.stdout) == (0, "alive\n")
+        assert len(pids_named(marker)) < 10
+        report = await executor.kill(job.id, owner="s1")
+    assert report.cause == "killed" and report.limit is None, report
+    assert "processes limit of 10 refused" in (report.note or "")
+    assert pids_named(marker) == []
