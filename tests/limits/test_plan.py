@@ -81,15 +81,18 @@ def test_v1_memory_is_enforced_only_when_swap_is_counted_or_absent():
 def test_without_a_cgroup_a_non_root_command_falls_back_to_rlimits():
     host = HostLimits(uid=1000, reason="no writable cgroup")
     planned = plan(LIMITS, host)
+    # RLIMIT_NPROC would count the user's every process: not used, and said so.
     assert held(planned["processes"]) == (
-        Mechanism.RLIMIT,
-        Claim.PARTIAL,
-        "RLIMIT_NPROC counts every process of uid 1000, not the command's",
+        Mechanism.NONE,
+        Claim.NONE,
+        "no pids cgroup here, and RLIMIT_NPROC counts every process of uid 1000, "
+        "not the command's: not used",
     )
     assert held(planned["memory"]) == (
         Mechanism.RLIMIT,
         Claim.PARTIAL,
-        "RLIMIT_AS: address space per process, not the command's resident memory",
+        "RLIMIT_DATA: each process's private writable memory, not the command's "
+        "resident memory as a whole",
     )
     assert held(planned["cpu_seconds"]) == (
         Mechanism.RLIMIT,
@@ -97,8 +100,7 @@ def test_without_a_cgroup_a_non_root_command_falls_back_to_rlimits():
         "RLIMIT_CPU counts each process alone",
     )
     assert rlimits(LIMITS, planned) == (
-        ("nproc", 512),
-        ("as", 2 * G),
+        ("data", 2 * G),
         ("cpu", 30),
         ("fsize", 16 * G),
         ("nofile", 65536),
@@ -112,19 +114,19 @@ def test_root_gets_no_process_limit_without_a_pids_cgroup():
         Claim.NONE,
         "RLIMIT_NPROC is never enforced for root",
     )
-    assert [name for name, _ in rlimits(LIMITS, planned)] == ["as", "cpu", "fsize", "nofile"]
+    assert [name for name, _ in rlimits(LIMITS, planned)] == ["data", "cpu", "fsize", "nofile"]
 
 
 def test_a_cgroup_without_a_controller_falls_back_for_that_limit_only():
     planned = plan(LIMITS, HostLimits(cgroup="v1", controllers=frozenset({"memory"}), uid=1000))
     assert planned["memory"].mechanism is Mechanism.CGROUP_V1
-    assert planned["processes"].mechanism is Mechanism.RLIMIT
+    assert planned["processes"].mechanism is Mechanism.NONE
     assert planned["cpu_seconds"].mechanism is Mechanism.RLIMIT
     # Controllers named without a cgroup to use them count for nothing.
     assert plan(LIMITS, HostLimits(controllers=ALL, uid=1000))["memory"].mechanism is (
         Mechanism.RLIMIT
     )
-    assert [name for name, _ in rlimits(LIMITS, planned)] == ["nproc", "cpu", "fsize", "nofile"]
+    assert [name for name, _ in rlimits(LIMITS, planned)] == ["cpu", "fsize", "nofile"]
 
 
 def test_unlimited_values_are_claimed_as_such_and_get_no_rlimit():

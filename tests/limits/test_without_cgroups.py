@@ -33,7 +33,7 @@ SNIPPET = textwrap.dedent(
             open_provider(ProviderConfig(backend=backend)) as provider,
             open_executor(config, provider) as executor,
         ):
-            command = "ulimit -n; ulimit -v; grep -c stockade /proc/self/cgroup || true"
+            command = "ulimit -n; ulimit -d; grep -c stockade /proc/self/cgroup || true"
             result = await executor.run(executor.resolve(command, policy=policy))
         claims = {c.name: [c.mechanism, c.claim, c.detail] for c in result.limits}
         print(json.dumps({"exit": result.exit_code, "stdout": result.stdout,
@@ -66,8 +66,8 @@ def test_without_cgroups_rlimits_hold_and_the_claims_say_so(tmp_path, backend):
     assert done.returncode == 0, done.stderr
     reply = json.loads(done.stdout.strip().splitlines()[-1])
     assert reply["exit"] == 0 and reply["backend"] == backend, reply
-    nofile, address_space, in_stockade_cgroup = reply["stdout"].split()
-    assert nofile == "100" and address_space == str(256 << 10)  # ulimit -v is in KiB
+    nofile, data, in_stockade_cgroup = reply["stdout"].split()
+    assert nofile == "100" and data == str(256 << 10)  # ulimit -d is in KiB
     assert in_stockade_cgroup == "0"
     claims = reply["claims"]
     assert claims["processes"][:2] == ["none", "none"]

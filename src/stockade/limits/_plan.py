@@ -92,10 +92,14 @@ def _enforce(name: str, value: int | float | None, host: HostLimits) -> Enforcem
         if host.uid == 0:
             # The kernel skips the check for a privileged caller: the rlimit is not set.
             return held(Mechanism.NONE, Claim.NONE, "RLIMIT_NPROC is never enforced for root")
+        # RLIMIT_NPROC counts every process of the uid, the user's desktop and other
+        # sessions included: set to the command's limit, it would refuse a normal
+        # user's forks before the command made any. It is not set.
         return held(
-            Mechanism.RLIMIT,
-            partial,
-            f"RLIMIT_NPROC counts every process of uid {host.uid}, not the command's",
+            Mechanism.NONE,
+            Claim.NONE,
+            f"no pids cgroup here, and RLIMIT_NPROC counts every process of uid "
+            f"{host.uid}, not the command's: not used",
         )
     if name == "memory":
         if host.has("memory") and host.cgroup == "v2":
@@ -112,10 +116,13 @@ def _enforce(name: str, value: int | float | None, host: HostLimits) -> Enforcem
                     Mechanism.CGROUP_V1, enforced, "memory.limit_in_bytes (no swap configured)"
                 )
             return held(Mechanism.CGROUP_V1, partial, "memory.limit_in_bytes; swap is not counted")
+        # RLIMIT_DATA, not RLIMIT_AS: runtimes reserve address space they never use
+        # (V8's cage, wasm memories, ASan's shadow), which AS counts and DATA does not.
         return held(
             Mechanism.RLIMIT,
             partial,
-            "RLIMIT_AS: address space per process, not the command's resident memory",
+            "RLIMIT_DATA: each process's private writable memory, not the command's "
+            "resident memory as a whole",
         )
     if name == "cpu_seconds":
         if host.has("cpu"):
@@ -138,14 +145,12 @@ def _enforce(name: str, value: int | float | None, host: HostLimits) -> Enforcem
 
 
 def rlimits(limits: Limits, planned: dict[str, Enforcement]) -> tuple[tuple[str, int], ...]:
-    """The launcher's `--rlimit NAME=VALUE` pairs (nproc, as, cpu, fsize, nofile):
-    nproc and as only where the plan falls back to them, cpu (rounded up to whole
+    """The launcher's `--rlimit NAME=VALUE` pairs (data, cpu, fsize, nofile): data
+    only where the plan falls back to it for memory, cpu (rounded up to whole
     seconds) whenever cpu_seconds is set, as each process's own bound."""
     pairs: list[tuple[str, int]] = []
-    if limits.processes is not None and planned["processes"].mechanism is Mechanism.RLIMIT:
-        pairs.append(("nproc", limits.processes))
     if limits.memory is not None and planned["memory"].mechanism is Mechanism.RLIMIT:
-        pairs.append(("as", limits.memory))
+        pairs.append(("data", limits.memory))
     if limits.cpu_seconds is not None:
         pairs.append(("cpu", math.ceil(limits.cpu_seconds)))
     if limits.file_size is not None:
