@@ -58,6 +58,8 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     provider = None
     env_policy = EnvPolicy()
     withheld = None
+    # The command's limits by name: the composition's, else the defaults (None).
+    limit_values: dict[str, float | None] | None = None
     # network allowlist: the composition's rules, and --allow (which implies it).
     allowed: list[str] = list(getattr(args, "allow", None) or [])
     denied: list[str] = []
@@ -78,6 +80,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         mode, root, provider = settings.mode, settings.root, settings.provider
         network = settings.network
         env_policy, withheld = settings.executor.env, settings.executor.withheld
+        limit_values = dict(settings.executor.command_limits.items())
         allowed = [*settings.executor.network_allow, *allowed]
         denied = list(settings.executor.network_deny)
         if provider is not None:
@@ -155,8 +158,12 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     )
     held = confined.held
     blockers = [p.path for p in confined.guard.protections if p.kind == "block"] if held else []
+    from ..limits.exec_rlimits import exec_rlimits, with_rlimits
+
+    # No harness stays to remove a cgroup after exec: the rlimits alone (docs/limits.md).
+    limited = with_rlimits(tuple(confined.argv), exec_rlimits(limit_values))
     _execute(
-        list(confined.argv),
+        list(limited),
         runner_is_argv0=True,
         held=held,
         passed=passed,
@@ -310,6 +317,7 @@ _RUN_OPTIONS: dict[str, Any] = {
     **_SHARED_OPTIONS,
     "--timeout": "timeout",
     "--allow": "allow",
+    "--limit": "limit",
     "--json": True,
     "--ask": True,
 }
@@ -333,7 +341,7 @@ def fast_args(words: Sequence[str]) -> Any | None:
         "backend": "auto",
     }
     if verb == "run":
-        values.update(timeout=None, json=False, ask=False, allow=None)
+        values.update(timeout=None, json=False, ask=False, allow=None, limit=None)
     else:
         values.update(pass_fd=None, allow=None)
     index = 1
@@ -368,7 +376,7 @@ def fast_args(words: Sequence[str]) -> Any | None:
             except ValueError:
                 return None
             continue
-        if dest == "allow":
+        if dest in ("allow", "limit"):
             values[dest] = [*(values[dest] or ()), value]
             continue
         if dest == "pass_fd":

@@ -10,17 +10,20 @@ from typing import Any, TypeVar
 import attrs
 
 from ..errors import ConfigError, brief
-from ._values import GIB, MIB, check_value, known, parse_value, share
+from ._values import (
+    COMMAND_MEMORY_SHARE,
+    DEFAULT_FILE_SIZE,
+    DEFAULT_OPEN_FILES,
+    DEFAULT_OUTPUT_BYTES,
+    DEFAULT_PROCESSES,
+    DEFAULT_SESSION_PROCESSES,
+    SESSION_MEMORY_SHARE,
+    check_value,
+    known,
+    parse_value,
+    share,
+)
 from ._values import memtotal as read_memtotal
-
-DEFAULT_PROCESSES = 512
-DEFAULT_OUTPUT_BYTES = MIB  # the executor's capture cap
-DEFAULT_FILE_SIZE = 16 * GIB
-DEFAULT_OPEN_FILES = 65536
-DEFAULT_SESSION_PROCESSES = 8192
-# Shares of MemTotal: a command may take half the host, a session three quarters.
-COMMAND_MEMORY_SHARE = 0.5
-SESSION_MEMORY_SHARE = 0.75
 
 _L = TypeVar("_L", "Limits", "SessionLimits")
 

@@ -15,6 +15,16 @@ MIB = 1024 * KIB
 GIB = 1024 * MIB
 TIB = 1024 * GIB
 
+# The defaults (docs/limits.md), here so that `stockade exec` reads them without attrs.
+DEFAULT_PROCESSES = 512
+DEFAULT_OUTPUT_BYTES = MIB  # the executor's capture cap
+DEFAULT_FILE_SIZE = 16 * GIB
+DEFAULT_OPEN_FILES = 65536
+DEFAULT_SESSION_PROCESSES = 8192
+# Shares of MemTotal: a command may take half the host, a session three quarters.
+COMMAND_MEMORY_SHARE = 0.5
+SESSION_MEMORY_SHARE = 0.75
+
 # Each limit's kind decides its syntax, its check and its format.
 SIZE, SECONDS, COUNT = "size", "seconds", "count"
 KINDS: Mapping[str, str] = {
