@@ -69,8 +69,16 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "network_gaps",
         "connections",
         "env_dropped",
+        "cause",
+        "limit",
+        "note",
+        "usage",
+        "limits",
     }
     assert facts["denied"] is True and facts["exit_code"] == 1
+    # How it ended, and what held each limit (docs/limits.md).
+    assert (facts["cause"], facts["limit"], facts["note"]) == ("exited", None, None)
+    assert [claim["name"] for claim in facts["limits"]][:2] == ["processes", "memory"]
     # A `partial` claim says why; a `full` one has nothing to list.
     assert (facts["enforcement"] == "partial") == bool(facts["gaps"]), facts
     # The model's wording stays in --json (a person at a terminal gets a shorter line).
