@@ -12,6 +12,7 @@ import contextlib
 import os
 import re
 import resource
+import time
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -38,17 +39,31 @@ from ..messages import LimitClaim, LimitHit, ResourceUse, ShellResult
 # In Landlock mode the launcher's monitor and init share the command's cgroup: they
 # are counted against its processes limit, so the group allows that many more.
 LAUNCHER_PROCESSES = 2
+KILLED = 128 + 9  # the shell's status for a SIGKILL
 _OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 
 
-def host_oom_kills() -> int:
-    """The host's OOM kills since boot (/proc/vmstat), 0 when it cannot be read."""
+# The host's OOM kill counter as last read: (when, value). A call's start takes it if
+# it is fresh enough, not a read of /proc/vmstat per call; its end reads it again only
+# when the command died of a SIGKILL nobody in stockade sent.
+_OOM_READ: list[tuple[float, int]] = []
+OOM_COUNTER_AGE = 1.0
+
+
+def host_oom_kills(*, max_age: float = 0.0) -> int:
+    """The host's OOM kills since boot (/proc/vmstat), 0 when it cannot be read; a
+    reading at most `max_age` seconds old will do."""
+    now = time.monotonic()
+    if _OOM_READ and now - _OOM_READ[-1][0] <= max_age:
+        return _OOM_READ[-1][1]
     try:
         with open("/proc/vmstat", "rb") as vmstat:
             match = _OOM_KILL.search(vmstat.read())
     except OSError:
         return 0
-    return int(match[1]) if match else 0
+    value = int(match[1]) if match else 0
+    _OOM_READ[:] = [(now, value)]
+    return value
 
 
 @attrs.define(eq=False)
@@ -62,6 +77,7 @@ class CallLimits:
     fds: list[int]
     rlimit_pairs: tuple[tuple[str, int], ...]
     oom_before: int
+    claimed: tuple[LimitClaim, ...] = ()
 
     def launcher_options(self) -> tuple[str, ...]:
         options: list[str] = []
@@ -112,16 +128,7 @@ class CallLimits:
         )
 
     def claims(self) -> tuple[LimitClaim, ...]:
-        return tuple(
-            LimitClaim(
-                name=e.name,
-                value=e.value,
-                mechanism=str(e.mechanism),
-                claim=str(e.claim),
-                detail=e.detail,
-            )
-            for e in self.planned.values()
-        )
+        return self.claimed or _claims(self.planned)
 
     def try_end(self) -> bool:
         """The usual end, cheaply: an empty group removed (False: `end` must do it)."""
@@ -143,6 +150,19 @@ class CallLimits:
                 group.remove()
 
 
+def _claims(planned: dict[str, Enforcement]) -> tuple[LimitClaim, ...]:
+    return tuple(
+        LimitClaim(
+            name=e.name,
+            value=e.value,
+            mechanism=str(e.mechanism),
+            claim=str(e.claim),
+            detail=e.detail,
+        )
+        for e in planned.values()
+    )
+
+
 def resource_use(usage: Usage) -> ResourceUse | None:
     if usage.cpu_seconds is None and usage.memory_peak is None and usage.processes_peak is None:
         return None
@@ -151,6 +171,15 @@ def resource_use(usage: Usage) -> ResourceUse | None:
         memory_peak=usage.memory_peak,
         processes_peak=usage.processes_peak,
     )
+
+
+@attrs.frozen
+class _CallPlan:
+    limits: Limits
+    planned: dict[str, Enforcement]
+    claims: tuple[LimitClaim, ...]
+    rlimits: tuple[tuple[str, int], ...]
+    needs_group: bool
 
 
 @attrs.define(eq=False)
@@ -164,6 +193,8 @@ class LimitsHost:
     session_limits: SessionLimits
     _sessions: dict[str, Group] = attrs.field(factory=dict)
     _plans: dict[Limits, tuple[Limits, dict[str, Enforcement]]] = attrs.field(factory=dict)
+    # Per (limits, placeable, leavable): the plan a call gets, its claims, its rlimits.
+    _calls: dict[tuple[Limits, bool, bool], _CallPlan] = attrs.field(factory=dict)
 
     @classmethod
     def open(cls, session_limits: SessionLimits) -> LimitsHost:
@@ -218,14 +249,23 @@ class LimitsHost:
         `confined` False (danger-full-access): a root command may leave its cgroup.
         `launcher_processes`: the launcher's own processes in the group (the Landlock
         launcher's monitor and init), allowed beyond the command's limit."""
-        limits, planned = self.plan_for(limits)
+        leavable = not confined and self.limits_host.uid == 0
+        known = self._calls.get((limits, placeable, leavable))
+        if known is None:
+            effective, planned = self.plan_for(limits)
+            if not placeable:
+                planned = {name: _unplaced(e) for name, e in planned.items()}
+            elif leavable:
+                planned = {name: _leavable(e) for name, e in planned.items()}
+            pairs = rlimits(effective, planned) if placeable else ()
+            known = _CallPlan(effective, planned, _claims(planned), pairs, _needs_group(planned))
+            self._calls[(limits, placeable, leavable)] = known
+        limits, planned = known.limits, known.planned
+        oom_before = host_oom_kills(max_age=OOM_COUNTER_AGE)
         if not placeable:
-            planned = {name: _unplaced(e) for name, e in planned.items()}
-            return CallLimits(limits, planned, None, [], (), host_oom_kills())
-        if not confined and self.limits_host.uid == 0:
-            planned = {name: _leavable(e) for name, e in planned.items()}
+            return CallLimits(limits, planned, None, [], (), oom_before, known.claims)
         group, fds = None, []
-        if self.tree is not None and _needs_group(planned):
+        if self.tree is not None and known.needs_group:
             session = self._session(owner)
             processes = limits.processes
             if processes is not None:
@@ -241,8 +281,9 @@ class LimitsHost:
             planned=planned,
             group=group,
             fds=fds,
-            rlimit_pairs=rlimits(limits, planned),
-            oom_before=host_oom_kills(),
+            rlimit_pairs=known.rlimits,
+            oom_before=oom_before,
+            claimed=known.claims,
         )
 
     def _session(self, owner: str | None) -> Group:
@@ -334,7 +375,10 @@ def ended(
     """`result` with how it ended (exactly one cause), the limit it reached and the
     model's note, what it used, and how each limit held it."""
     limits = limited.limits if limited is not None else Limits(memory=None)
-    oom = host_oom_kills() - limited.oom_before if limited is not None else 0
+    oom = 0
+    if limited is not None and result.exit_code == KILLED and usage.oom_kills == 0:
+        # Only a SIGKILL nobody here explains needs the host's counter, read fresh.
+        oom = host_oom_kills() - limited.oom_before
     outcome = classify_end(
         started=True,
         runner_failed=result.runner_failed,
