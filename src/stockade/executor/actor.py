@@ -30,7 +30,7 @@ from ..actors.mailbox import (
     serve_forever,
 )
 from ..errors import CommandStartError, SandboxUnavailable, brief
-from ..limits import Usage
+from ..limits import Limits, Usage
 from ..limits.cgroups import CgroupError
 from ..messages import (
     AttachedRun,
@@ -89,12 +89,18 @@ class ExecutorActor:
     # Where each call's limits are held (its cgroup subtree), while `run` runs.
     _limits: LimitsHost | None = attrs.field(default=None, init=False)
     _launcher: str | None = attrs.field(default=None, init=False)
+    _command_limits: Limits = attrs.field(init=False)
+    # The environment policy's last answer: (the environment, what it left, dropped).
+    _environment: tuple[tuple[tuple[str, str], ...], dict[str, str], tuple[str, ...]] | None = (
+        attrs.field(default=None, init=False)
+    )
     _inbox: Inbox[ExecutorRequest] = attrs.field(init=False)
     _mailbox: Mailbox[ExecutorRequest] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
         self._network = ProxyEndpoints(self.config, self._call_numbers)
+        self._command_limits = self.config.command_limits
         self._slots = Slots(
             bound=self.config.running_bound(),
             session_cap=self.config.session_limits.running_jobs,
@@ -213,11 +219,17 @@ class ExecutorActor:
 
     def _with_environment(self, facts: WrapFacts) -> WrapFacts:
         """`facts` with the environment the policy leaves of this process's, and the
-        names it dropped (decided once per call, when it is prepared)."""
-        environment, dropped = apply_policy(
-            os.environ, self.config.env, withheld=self.config.withheld
-        )
-        return attrs.evolve(facts, environment=environment, env_dropped=dropped)
+        names it dropped (decided once per call, when it is prepared; the policy's
+        answer for an environment seen before is reused: matching every variable
+        against every pattern was most of a call's cost in this process)."""
+        seen = tuple(os.environ.items())
+        if self._environment is None or self._environment[0] != seen:
+            environment, dropped = apply_policy(
+                os.environ, self.config.env, withheld=self.config.withheld
+            )
+            self._environment = (seen, environment, dropped)
+        _, environment, dropped = self._environment
+        return attrs.evolve(facts, environment=dict(environment), env_dropped=dropped)
 
     def _release(self, facts: WrapFacts) -> None:
         """The process of `facts` is gone: let go of its placeholders and its proxy
@@ -283,7 +295,7 @@ class ExecutorActor:
         )
         try:
             return self._limits.for_call(
-                self.config.command_limits,
+                self._command_limits,
                 spec.owner,
                 f"call-{next(self._call_numbers)}",
                 placeable=placeable and (facts.confined or self._launcher is not None),
