@@ -39,6 +39,24 @@ def require_backend(name: str) -> ProviderConfig:
     return config
 
 
+@contextlib.asynccontextmanager
+async def executor_on(backend: str | None, config=None):
+    """An executor confining with `backend` (as `require_backend` does), or with none
+    (None: the local executor, every command unconfined)."""
+    from stockade.executor.actor import open_executor
+    from stockade.sandbox.actor import open_provider
+
+    if backend is None:
+        async with open_executor(config) as executor:
+            yield executor
+        return
+    async with (
+        open_provider(require_backend(backend)) as provider,
+        open_executor(config, provider) as executor,
+    ):
+        yield executor
+
+
 def stockade(*args: str, cwd=None, env=None):
     """Run the `stockade` command as a person would: a fresh process, no stdin."""
     import subprocess

@@ -12,12 +12,10 @@ import pytest
 import trio
 
 from stockade.executor import _spawn
-from stockade.executor.actor import open_executor
 from stockade.executor.config import ExecutorConfig
-from stockade.sandbox.actor import open_provider
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
-from ..support import require_backend
+from ..support import executor_on
 
 
 def _start_time(pid: int) -> str | None:
@@ -80,15 +78,8 @@ async def test_group_signals_reach_the_commands_own_group(tmp_path, backend, sig
         with trio.move_on_after(0.3):
             await executor.run(executor.resolve("sleep 30", policy=policy))
 
-    if backend is None:
-        async with open_executor(config) as executor:
-            await calls(executor)
-    else:
-        async with (
-            open_provider(require_backend(backend)) as provider,
-            open_executor(config, provider) as executor,
-        ):
-            await calls(executor)
+    async with executor_on(backend, config) as executor:
+        await calls(executor)
     assert len({pgid for pgid, *_ in signals}) == 4, signals
     for pgid, signum, spawned, signalled in signals:
         # The same process as spawned, unreaped: no other process can hold that pid.

@@ -8,13 +8,11 @@ import pytest
 import trio
 
 from stockade.executor import render_job
-from stockade.executor.actor import open_executor
 from stockade.executor.config import ExecutorConfig
 from stockade.limits import SessionLimits
-from stockade.sandbox.actor import open_provider
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
-from ..support import require_backend
+from ..support import executor_on
 
 
 @pytest.mark.parametrize("backend", [None, "landlock", "bwrap"])
@@ -62,15 +60,8 @@ async def test_three_run_five_wait_in_order_and_a_queued_job_is_killed(tmp_path,
                 report = await executor.wait(handle.id, owner=owner)
             assert report.exit_code == 0, report
 
-    if backend is None:
-        async with open_executor(config) as executor:
-            await scenario(executor)
-    else:
-        async with (
-            open_provider(require_backend(backend)) as provider,
-            open_executor(config, provider) as executor,
-        ):
-            await scenario(executor)
+    async with executor_on(backend, config) as executor:
+        await scenario(executor)
     begun = order.read_text().split()
     s1 = [n for n in begun if n != "99"]
     # Three at a time (the first three together), the rest in the order begun.

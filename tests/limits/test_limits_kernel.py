@@ -12,14 +12,12 @@ import time
 import pytest
 import trio
 
-from stockade.executor.actor import open_executor
 from stockade.executor.config import ExecutorConfig
 from stockade.limits import Limits, SessionLimits
 from stockade.limits.cgroups import detect
-from stockade.sandbox.actor import open_provider
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
-from ..support import IN_CI, pids_named, pids_with_marker, require_backend
+from ..support import IN_CI, executor_on, pids_named, pids_with_marker
 
 BACKENDS = [None, "landlock", "bwrap"]
 MIB = 1 << 20
@@ -45,13 +43,7 @@ async def _run(tmp_path, backend, command, limits, **kwargs):
         limits=limits, session_limits=SessionLimits(memory=None), kill_grace=0.2
     )
     policy = _policy(tmp_path, backend)
-    if backend is None:
-        async with open_executor(config) as executor:
-            return await executor.run(executor.resolve(command, policy=policy, **kwargs))
-    async with (
-        open_provider(require_backend(backend)) as provider,
-        open_executor(config, provider) as executor,
-    ):
+    async with executor_on(backend, config) as executor:
         return await executor.run(executor.resolve(command, policy=policy, **kwargs))
 
 
@@ -184,15 +176,8 @@ async def test_output_bytes_cuts_the_capture_and_says_so(tmp_path, backend):
     config = ExecutorConfig(limits=config_limits, output_cap=64 * 1024)
     policy = _policy(tmp_path, backend)
     command = "head -c 1M /dev/zero | tr '\\0' x"
-    if backend is None:
-        async with open_executor(config) as executor:
-            result = await executor.run(executor.resolve(command, policy=policy))
-    else:
-        async with (
-            open_provider(require_backend(backend)) as provider,
-            open_executor(config, provider) as executor,
-        ):
-            result = await executor.run(executor.resolve(command, policy=policy))
+    async with executor_on(backend, config) as executor:
+        result = await executor.run(executor.resolve(command, policy=policy))
     # Its head and tail are kept (a line between them says where the middle went).
     assert result.stdout_dropped == MIB - 64 * 1024, result.stdout_dropped
     assert result.stdout.count("x") == 64 * 1024
@@ -204,15 +189,8 @@ async def test_output_bytes_cuts_the_capture_and_says_so(tmp_path, backend):
 async def test_wall_seconds_is_the_timeout(tmp_path, backend):
     config = ExecutorConfig(default_timeout=0.5, kill_grace=0.2)
     policy = _policy(tmp_path, backend)
-    if backend is None:
-        async with open_executor(config) as executor:
-            result = await executor.run(executor.resolve("sleep 30", policy=policy))
-    else:
-        async with (
-            open_provider(require_backend(backend)) as provider,
-            open_executor(config, provider) as executor,
-        ):
-            result = await executor.run(executor.resolve("sleep 30", policy=policy))
+    async with executor_on(backend, config) as executor:
+        result = await executor.run(executor.resolve("sleep 30", policy=policy))
     assert result.timed_out and result.cause == "timeout", result
     assert result.limit is not None and result.limit.name == "wall_seconds"
     assert result.limit.value == 0.5
@@ -242,10 +220,7 @@ async def test_other_sessions_run_on_beside_a_command_at_its_processes_limit(tmp
     policy = _policy(tmp_path, backend)
     # Keeps forking sleepers (bash retries a refused fork) until it is killed.
     loop = f"while :; do (exec -a {marker} sleep 30) & done"
-    async with (
-        open_provider(require_backend(backend)) as provider,
-        open_executor(config, provider) as executor,
-    ):
+    async with executor_on(backend, config) as executor:
         job = await executor.start(executor.resolve(loop, policy=policy, owner="s1"))
         with trio.fail_after(20):
             while len(pids_named(marker)) < 8:
