@@ -19,6 +19,9 @@ workspace-write and the outside one never; the filesystem agrees (inside files e
 exactly for workspace-write jobs, no outside file exists anywhere); a session sees
 only its own jobs; every job read to its end is forgotten (the table is empty after
 the phase); fds return to their baseline when the harness closes.
+
+Then the limits phase (bench/stress_limits.py, issue 26): K gated jobs per harness with
+each command's limits on and off, alternated; every job's end must have a cause.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import stress_limits
 from ._common import (
     Check,
     Context,
@@ -348,6 +352,10 @@ def run(ctx: Context) -> FamilyResult:
     if not backends:
         result.skip("no usable backend: nothing to stress")
         return result
+    if os.environ.get(stress_limits.ONLY_ENV, "").strip():
+        # Only the limits phase, at the sizes named (e.g. to re-measure K = 1,000).
+        stress_limits.measure(ctx, backends, result)
+        return result
     ks = (10, 50) if ctx.quick else (10, 100, 1000)
     ss = (1, 10)
     configs = [(b, s, k, hold) for b in backends for s in ss for k in ks for hold in (False, True)]
@@ -456,6 +464,7 @@ def run(ctx: Context) -> FamilyResult:
                 errors == 0 and not leaks and growth * 1.048576 < 100,
             )
         )
+    stress_limits.measure(ctx, backends, result)
     return result
 
 
@@ -465,8 +474,20 @@ def plot(result: FamilyResult, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = result.figures["runs"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    runs = result.figures.get("runs", [])
+    limits_runs = result.figures.get("limits_runs", [])
+    panels = (2 if runs else 0) + (1 if limits_runs else 0)
+    if not panels:
+        return
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4.2), squeeze=False)
+    if limits_runs:
+        stress_limits.plot_panel(axes[0][-1], limits_runs)
+    if not runs:
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return
+    left, right = axes[0][0], axes[0][1]
     series: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
     for entry in runs:
         series.setdefault((entry["backend"], entry["sessions"], entry["phase"]), []).append(entry)
