@@ -102,6 +102,7 @@ async def _phase(
 ) -> Outcome:
     import trio
 
+    from stockade.errors import UnknownJob
     from stockade.harness import open_harness
     from stockade.sessionlog import STATE_DIR_ENV
 
@@ -160,12 +161,19 @@ async def _phase(
             release_at = [0.0]
             sampler = trio.CancelScope()
 
-            async def poll(plan: dict[str, Any]) -> Any:
+            async def poll(plan: dict[str, Any]) -> str:
+                """The job's state now; "settled" when `one` read it to its end already
+                (it was forgotten then): a job that ended before the gate opened."""
                 # job_output returns output since the last read: keep all of it.
                 job = plan["job"]
-                report = await sessions[plan["session"]].shell.job_output(handles[job].id)
+                try:
+                    report = await sessions[plan["session"]].shell.job_output(handles[job].id)
+                except UnknownJob:
+                    if job in reports:
+                        return "settled"
+                    raise
                 outputs[job] = outputs.get(job, "") + report.stdout
-                return report
+                return str(report.state)
 
             async def sample_fds() -> None:
                 with sampler:
@@ -213,13 +221,13 @@ async def _phase(
                                 job = plan["job"]
                                 if job in ready:
                                     continue
-                                report = await poll(plan)
-                                if "READY" in outputs[job] or report.state != "running":
+                                state = await poll(plan)
+                                if "READY" in outputs.get(job, "") or state != "running":
                                     ready.add(job)  # settled early: the checks will say why
                             if len(ready) < jobs:
                                 await trio.sleep(0.05)
                     outcome.ready_seconds = time.perf_counter() - phase_start
-                    alive = [(await poll(plan)).state == "running" for plan in plans]
+                    alive = [await poll(plan) == "running" for plan in plans]
                     outcome.alive_at_peak = sum(alive)
                     outcome.fds_peak = max(outcome.fds_peak, open_fds())
                     release_at[0] = time.perf_counter()
