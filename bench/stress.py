@@ -19,6 +19,9 @@ workspace-write and the outside one never; the filesystem agrees (inside files e
 exactly for workspace-write jobs, no outside file exists anywhere); a session sees
 only its own jobs; every job read to its end is forgotten (the table is empty after
 the phase); fds return to their baseline when the harness closes.
+
+Then the limits phase (bench/stress_limits.py, issue 26): K gated jobs per harness with
+each command's limits on and off, alternated; every job's end must have a cause.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import stress_limits
 from ._common import (
     Check,
     Context,
@@ -98,6 +102,7 @@ async def _phase(
 ) -> Outcome:
     import trio
 
+    from stockade.errors import UnknownJob
     from stockade.harness import open_harness
     from stockade.sessionlog import STATE_DIR_ENV
 
@@ -156,12 +161,19 @@ async def _phase(
             release_at = [0.0]
             sampler = trio.CancelScope()
 
-            async def poll(plan: dict[str, Any]) -> Any:
+            async def poll(plan: dict[str, Any]) -> str:
+                """The job's state now; "settled" when `one` read it to its end already
+                (it was forgotten then): a job that ended before the gate opened."""
                 # job_output returns output since the last read: keep all of it.
                 job = plan["job"]
-                report = await sessions[plan["session"]].shell.job_output(handles[job].id)
+                try:
+                    report = await sessions[plan["session"]].shell.job_output(handles[job].id)
+                except UnknownJob:
+                    if job in reports:
+                        return "settled"
+                    raise
                 outputs[job] = outputs.get(job, "") + report.stdout
-                return report
+                return str(report.state)
 
             async def sample_fds() -> None:
                 with sampler:
@@ -209,13 +221,13 @@ async def _phase(
                                 job = plan["job"]
                                 if job in ready:
                                     continue
-                                report = await poll(plan)
-                                if "READY" in outputs[job] or report.state != "running":
+                                state = await poll(plan)
+                                if "READY" in outputs.get(job, "") or state != "running":
                                     ready.add(job)  # settled early: the checks will say why
                             if len(ready) < jobs:
                                 await trio.sleep(0.05)
                     outcome.ready_seconds = time.perf_counter() - phase_start
-                    alive = [(await poll(plan)).state == "running" for plan in plans]
+                    alive = [await poll(plan) == "running" for plan in plans]
                     outcome.alive_at_peak = sum(alive)
                     outcome.fds_peak = max(outcome.fds_peak, open_fds())
                     release_at[0] = time.perf_counter()
@@ -348,6 +360,10 @@ def run(ctx: Context) -> FamilyResult:
     if not backends:
         result.skip("no usable backend: nothing to stress")
         return result
+    if os.environ.get(stress_limits.ONLY_ENV, "").strip():
+        # Only the limits phase, at the sizes named (e.g. to re-measure K = 1,000).
+        stress_limits.measure(ctx, backends, result)
+        return result
     ks = (10, 50) if ctx.quick else (10, 100, 1000)
     ss = (1, 10)
     configs = [(b, s, k, hold) for b in backends for s in ss for k in ks for hold in (False, True)]
@@ -456,6 +472,7 @@ def run(ctx: Context) -> FamilyResult:
                 errors == 0 and not leaks and growth * 1.048576 < 100,
             )
         )
+    stress_limits.measure(ctx, backends, result)
     return result
 
 
@@ -465,8 +482,20 @@ def plot(result: FamilyResult, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = result.figures["runs"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    runs = result.figures.get("runs", [])
+    limits_runs = result.figures.get("limits_runs", [])
+    panels = (2 if runs else 0) + (1 if limits_runs else 0)
+    if not panels:
+        return
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4.2), squeeze=False)
+    if limits_runs:
+        stress_limits.plot_panel(axes[0][-1], limits_runs)
+    if not runs:
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return
+    left, right = axes[0][0], axes[0][1]
     series: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
     for entry in runs:
         series.setdefault((entry["backend"], entry["sessions"], entry["phase"]), []).append(entry)
