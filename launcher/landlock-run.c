@@ -5,13 +5,14 @@
  *                [--no-network | --private-network [--proxy-bridge PORT:PATH]...]
  *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
- *                [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV...
+ *                [--cgroup-fd N | --cgroup-procs PATH]... [--rlimit NAME=VALUE]... -- ARGV...
  *   landlock-run --filters-only [--seal-metadata]
  *                [--no-network | --netns-only [--proxy-bridge PORT:PATH]...]
  *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
  *                [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV...
- *   landlock-run --limits-only [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV...
+ *   landlock-run --limits-only [--cgroup-fd N | --cgroup-procs PATH]...
+ *                [--rlimit NAME=VALUE]... -- ARGV...
  *   landlock-run --probe
  *
  * The child may read and execute beneath --ro paths, do anything the running
@@ -96,6 +97,9 @@
  *
  * Resource limits, in every mode but --probe (--limits-only applies them alone, for a
  * command its caller runs unconfined, then execs ARGV):
+ *  - --cgroup-procs PATH (up to 8): the same, the launcher opening PATH itself first
+ *    (where it can: not inside a runner that mounted the cgroup file system
+ *    read-only, as bwrap does).
  *  - --cgroup-fd N (up to 8): N is a descriptor the caller opened for writing on a
  *    cgroup's cgroup.procs.  The launcher writes "0" to it, which moves the writer
  *    (the kernel judges the write by the opener's credentials, so it works under a
@@ -1155,6 +1159,8 @@ static const struct limit_name {
 struct limits {
 	int cgroup_fds[CGROUP_FD_MAX];
 	int ncgroup_fds;
+	const char *cgroup_procs[CGROUP_FD_MAX];	/* --cgroup-procs PATH: opened here */
+	int ncgroup_procs;
 	struct rlimit_spec {
 		const struct limit_name *limit;
 		const char *text;	/* VALUE as given, for messages */
@@ -1218,20 +1224,27 @@ static void rlimit_option(const char *arg, struct limits *l)
 	l->rlimits[l->nrlimits++].value = (rlim_t)number;
 }
 
-/* --cgroup-fd N and --rlimit NAME=VALUE; 1 when argv[*i] was one (its value taken). */
+/* --cgroup-fd N, --cgroup-procs PATH and --rlimit NAME=VALUE; 1 when argv[*i] was one. */
 static int limits_option(int argc, char **argv, int *i, struct limits *l)
 {
 	const char *arg = argv[*i];
 
-	if (strcmp(arg, "--cgroup-fd") != 0 && strcmp(arg, "--rlimit") != 0)
+	if (strcmp(arg, "--cgroup-fd") != 0 && strcmp(arg, "--rlimit") != 0 &&
+	    strcmp(arg, "--cgroup-procs") != 0)
 		return 0;
 	if (*i + 1 == argc)
 		fatal("%s needs %s", arg,
-		      strcmp(arg, "--rlimit") == 0 ? "NAME=VALUE" : "a descriptor number");
-	if (strcmp(arg, "--cgroup-fd") == 0)
+		      strcmp(arg, "--rlimit") == 0 ? "NAME=VALUE" :
+		      strcmp(arg, "--cgroup-fd") == 0 ? "a descriptor number" : "a path");
+	if (strcmp(arg, "--cgroup-fd") == 0) {
 		cgroup_fd_option(argv[++*i], l);
-	else
+	} else if (strcmp(arg, "--cgroup-procs") == 0) {
+		if (l->ncgroup_procs == CGROUP_FD_MAX)
+			fatal("--cgroup-procs: at most %d cgroups", CGROUP_FD_MAX);
+		l->cgroup_procs[l->ncgroup_procs++] = argv[++*i];
+	} else {
 		rlimit_option(argv[++*i], l);
+	}
 	return 1;
 }
 
@@ -1247,6 +1260,27 @@ static void join_cgroups(const struct limits *l)
 {
 	struct statfs fs;
 
+	/*
+	 * --cgroup-procs PATH: opened here, while nothing confines this process yet (a
+	 * caller that can open a descriptor for us costs it a slower spawn: keeping
+	 * descriptors open across its exec makes CPython's child walk /proc/self/fd).
+	 */
+	for (int k = 0; k < l->ncgroup_procs; k++) {
+		int fd = open(l->cgroup_procs[k], O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			fatal("cannot join the command's cgroup (%s): %s", l->cgroup_procs[k],
+			      strerror(errno));
+		if (fstatfs(fd, &fs) != 0 || ((unsigned long)fs.f_type != CGROUP_SUPER_MAGIC &&
+					       (unsigned long)fs.f_type != CGROUP2_SUPER_MAGIC))
+			fatal("cannot join the command's cgroup (%s): not a cgroup file",
+			      l->cgroup_procs[k]);
+		errno = 0;
+		if (write(fd, "0", 1) != 1)
+			fatal("cannot join the command's cgroup (%s): %s", l->cgroup_procs[k],
+			      strerror(errno ? errno : EIO));
+		close(fd);
+	}
 	for (int k = 0; k < l->ncgroup_fds; k++) {
 		int fd = l->cgroup_fds[k];
 
@@ -2437,7 +2471,8 @@ static _Noreturn void filters_only(int argc, char **argv)
 			 !bridge_option(argc, argv, &i, &opt) &&
 			 !limits_option(argc, argv, &i, &opt.limits))
 			fatal("--filters-only takes only --seal-metadata, the network options, "
-			      "--proxy-bridge, --empty, --hide-socket, --deny-read, --cgroup-fd and "
+			      "--proxy-bridge, --empty, --hide-socket, --deny-read, --cgroup-fd, "
+			      "--cgroup-procs and "
 			      "--rlimit, not %s", argv[i]);
 	}
 	if (i == argc)
@@ -2491,7 +2526,8 @@ static _Noreturn void limits_only(int argc, char **argv)
 
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (!limits_option(argc, argv, &i, &limits))
-			fatal("--limits-only takes only --cgroup-fd and --rlimit, not %s", argv[i]);
+			fatal("--limits-only takes only --cgroup-fd, --cgroup-procs and --rlimit, "
+			      "not %s", argv[i]);
 	if (i == argc)
 		fatal("missing -- before the command");
 	if (i + 1 == argc)

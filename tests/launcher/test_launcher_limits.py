@@ -395,5 +395,7 @@ def test_a_bad_limit_is_a_launcher_failure(launcher, cgroup, tmp_path, mode_, ca
 def test_limits_only_takes_nothing_else(launcher, tmp_path):
     marker = tmp_path / "ran"
     result = run(argv(launcher, "limits-only", ["--ro", "/"], ["touch", marker]))
-    assert_launcher_failure(result, "--limits-only takes only --cgroup-fd and --rlimit, not --ro")
+    assert_launcher_failure(
+        result, "--limits-only takes only --cgroup-fd, --cgroup-procs and --rlimit, not --ro"
+    )
     assert not marker.exists()

@@ -36,8 +36,9 @@ from ..limits import (
 from ..limits.cgroups import CgroupError, CgroupHost, CgroupTree, Group, detect, sweep
 from ..messages import LimitClaim, LimitHit, ResourceUse, ShellResult
 
-# In Landlock mode the launcher's monitor and init share the command's cgroup: they
-# are counted against its processes limit, so the group allows that many more.
+# A confined call's runner shares the command's cgroup (the Landlock launcher's monitor
+# and init; bwrap and its namespace's init): counted against the processes limit, so
+# the group allows that many more.
 LAUNCHER_PROCESSES = 2
 KILLED = 128 + 9  # the shell's status for a SIGKILL
 _OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
@@ -78,31 +79,39 @@ class CallLimits:
     rlimit_pairs: tuple[tuple[str, int], ...]
     oom_before: int
     claimed: tuple[LimitClaim, ...] = ()
+    # The cgroup.procs files the launcher opens itself (where it runs before any
+    # confinement), in place of descriptors passed to it.
+    procs: tuple[str, ...] = ()
 
     def launcher_options(self) -> tuple[str, ...]:
         options: list[str] = []
+        for path in self.procs:
+            options += ["--cgroup-procs", path]
         for fd in self.fds:
             options += ["--cgroup-fd", str(fd)]
         for name, value in self.rlimit_pairs:
             options += ["--rlimit", f"{name}={value}"]
         return tuple(options)
 
-    def wrap(self, argv: tuple[str, ...], launcher: str | None, backend: str) -> tuple[str, ...]:
-        """`argv` with the launcher's limit options where a launcher runs (its own argv,
-        bwrap's filter stage), else with `--limits-only` before an unconfined command."""
+    def wrap(
+        self, argv: tuple[str, ...], launcher: str | None, backend: str
+    ) -> tuple[tuple[str, ...], int]:
+        """`argv` with the launcher's limit options, and where the runner's own argv
+        now starts in it: in the Landlock launcher's own argv; before bwrap and before
+        an unconfined command, `landlock-run --limits-only OPTIONS --` (bwrap's filter
+        stage runs under a read-only cgroup file system, so the group is joined before
+        bwrap starts: bwrap and its init are in the group too)."""
         options = self.launcher_options()
         if not options:
-            return argv
+            return argv, 0
         if backend == "landlock":  # the launcher is the runner: argv[0]
-            return (argv[0], *options, *argv[1:])
-        for index in range(1, len(argv)):
-            # bwrap's filter stage: `-- LAUNCHER --filters-only ...`
-            if argv[index] == "--filters-only" and argv[index - 2 : index - 1] == ("--",):
-                return (*argv[: index + 1], *options, *argv[index + 1 :])
+            return (argv[0], *options, *argv[1:]), 0
         if launcher is None:
             raise CgroupError("the launcher that sets a command's limits is missing")
-        if backend == "none":
-            return (launcher, "--limits-only", *options, "--", *argv)
+        if backend in ("none", "bwrap"):
+            prefix = (launcher, "--limits-only", *options, "--")
+            # An unconfined command's argv is no runner's (argv[0] is bash).
+            return (*prefix, *argv), len(prefix) if backend == "bwrap" else 0
         raise CgroupError(f"the {backend} runner has no place for the launcher's limits")
 
     def spawned(self) -> None:
@@ -242,13 +251,19 @@ class LimitsHost:
         placeable: bool = True,
         confined: bool = True,
         launcher_processes: int = 0,
+        by_path: bool = False,
     ) -> CallLimits:
         """The call's limits in force. `placeable`: its runner has a place for the
         launcher's options (the Landlock launcher, bwrap's filter stage, an unconfined
         command); an operator's runner_command has none, and its limits say so.
         `confined` False (danger-full-access): a root command may leave its cgroup.
         `launcher_processes`: the launcher's own processes in the group (the Landlock
-        launcher's monitor and init), allowed beyond the command's limit."""
+        launcher's monitor and init), allowed beyond the command's limit. `by_path`:
+        the launcher opens the group's cgroup.procs itself (it runs before anything
+        confines it: the Landlock launcher, `--limits-only`); else (bwrap's filter
+        stage, under a read-only cgroup file system) it is given descriptors. Passing
+        descriptors costs the spawn: CPython's child then walks /proc/self/fd, which
+        tripled the per-job cost at 1,000 jobs (docs/performance.md)."""
         leavable = not confined and self.limits_host.uid == 0
         known = self._calls.get((limits, placeable, leavable))
         if known is None:
@@ -264,18 +279,23 @@ class LimitsHost:
         oom_before = host_oom_kills(max_age=OOM_COUNTER_AGE)
         if not placeable:
             return CallLimits(limits, planned, None, [], (), oom_before, known.claims)
-        group, fds = None, []
+        group: Group | None = None
+        fds: list[int] = []
+        procs: tuple[str, ...] = ()
         if self.tree is not None and known.needs_group:
             session = self._session(owner)
             processes = limits.processes
             if processes is not None:
                 processes += launcher_processes
             group = session.command(call_id, processes=processes, memory=limits.memory)
-            try:
-                fds = group.open_procs()
-            except BaseException:
-                group.remove()
-                raise
+            if by_path:
+                procs = tuple(group.procs_files())
+            else:
+                try:
+                    fds = group.open_procs()
+                except BaseException:
+                    group.remove()
+                    raise
         return CallLimits(
             limits=limits,
             planned=planned,
@@ -284,6 +304,7 @@ class LimitsHost:
             rlimit_pairs=known.rlimits,
             oom_before=oom_before,
             claimed=known.claims,
+            procs=procs,
         )
 
     def _session(self, owner: str | None) -> Group:

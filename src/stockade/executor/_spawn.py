@@ -100,6 +100,7 @@ async def spawn(
     bwrap: bool = False,
     terminal: Terminal | None = None,
     pass_fds: Sequence[int] = (),
+    runner_at: int = 0,
 ) -> trio.Process:
     """Start `argv` directly (no shell) as the leader of a new session (with
     `terminal`: on it, which becomes the session's controlling terminal), with `env`
@@ -108,15 +109,16 @@ async def spawn(
     `bwrap`: argv is bwrap's; it is asked for its `--info-fd` report, which names the
     init of the sandbox's PID namespace, so `settle` can wait for that namespace's end
     (bwrap exits as soon as its command has, while the kernel still ends the rest).
-    `pass_fds`: descriptors the child keeps, at their numbers (the launcher's cgroup
-    descriptors, which it closes before the command runs)."""
+    `pass_fds`: descriptors the child keeps, at their numbers. `runner_at`: where in
+    argv the runner's own argv (bwrap's) starts, after a launcher's prefix."""
     environment = dict(env)
     passed = tuple(pass_fds)
     report, write_end = None, None
     if bwrap:
         report, write_end = os.pipe()
         os.set_blocking(report, False)
-        argv = (argv[0], "--info-fd", str(write_end), *argv[1:])
+        at = runner_at + 1
+        argv = (*argv[:at], "--info-fd", str(write_end), *argv[at:])
         passed += (write_end,)
     stdio: dict[str, Any] = {
         "stdin": subprocess.PIPE if with_stdin else subprocess.DEVNULL,

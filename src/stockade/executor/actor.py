@@ -6,6 +6,7 @@ It owns the child processes and the background-job nursery; classification is pu
 
 from __future__ import annotations
 
+import errno
 import itertools
 import math
 import os
@@ -258,8 +259,15 @@ class ExecutorActor:
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         terminal = streams.terminal if streams is not None else None
         try:
+            runner_at = 0
             if limited is not None:
-                argv = limited.wrap(argv, self._launcher, facts.backend)
+                argv, runner_at = limited.wrap(argv, self._launcher, facts.backend)
+            if runner_at and not os.access(argv[runner_at], os.X_OK):
+                # The launcher would exec it and fail in-band: say it as a spawn would.
+                error = OSError(errno.ENOENT, os.strerror(errno.ENOENT), argv[runner_at])
+                raise SandboxUnavailable(
+                    f"cannot start the sandbox runner {argv[runner_at]}: {error.strerror}"
+                )
             return await spawn(
                 argv,
                 cwd=workdir,
@@ -268,6 +276,7 @@ class ExecutorActor:
                 bwrap=facts.backend == "bwrap",
                 terminal=terminal,
                 pass_fds=limited.fds if limited is not None else (),
+                runner_at=runner_at,
             )
         except CgroupError as error:
             raise CommandStartError(f"the command's limits cannot be set: {error}") from None
@@ -290,9 +299,7 @@ class ExecutorActor:
         (ended by `_unlimit`). CommandStartError when the host refuses them."""
         if self._limits is None:
             return None
-        placeable = facts.backend in ("landlock", UNCONFINED) or (
-            facts.backend == "bwrap" and "--filters-only" in argv
-        )
+        placeable = facts.backend in ("landlock", "bwrap", UNCONFINED)
         try:
             return self._limits.for_call(
                 self._command_limits,
@@ -300,7 +307,8 @@ class ExecutorActor:
                 f"call-{next(self._call_numbers)}",
                 placeable=placeable and (facts.confined or self._launcher is not None),
                 confined=facts.confined,
-                launcher_processes=LAUNCHER_PROCESSES if facts.backend == "landlock" else 0,
+                launcher_processes=LAUNCHER_PROCESSES if facts.confined else 0,
+                by_path=True,
             )
         except CgroupError as error:
             raise CommandStartError(
