@@ -399,3 +399,43 @@ def test_limits_only_takes_nothing_else(launcher, tmp_path):
         result, "--limits-only takes only --cgroup-fd, --cgroup-procs and --rlimit, not --ro"
     )
     assert not marker.exists()
+
+
+# ---- --cgroup-procs ----
+
+
+@pytest.mark.parametrize("mode_", ["landlock", "limits-only"])
+def test_the_launcher_opens_cgroup_procs_itself(launcher, cgroup, mode_):
+    """What the executor uses: no descriptor kept open across its spawn. Joined before
+    the launcher makes anything, as with --cgroup-fd."""
+    command = ["sh", "-c", REPORT.format(cgroup.path)]
+    options = ["--cgroup-procs", cgroup.path / "cgroup.procs"]
+    result = run(argv(launcher, mode_, options, command))
+    assert result.returncode == 0, result
+    group, _fds, counted = result.stdout.splitlines()
+    assert pids_line(group) == cgroup.name
+    assert int(counted) == COUNTED[mode_]
+
+
+def test_limits_only_before_a_runner_puts_the_runner_in_the_cgroup(launcher, cgroup):
+    """bwrap's filter stage cannot open the cgroup file system (read-only there):
+    `--limits-only` joins before bwrap, and bwrap's processes are in the group too."""
+    need(os.access(BWRAP, os.X_OK), f"{BWRAP} is missing")
+    command = ["sh", "-c", REPORT.format(cgroup.path)]
+    inner = argv(launcher, "bwrap", [], command)
+    outer = [str(launcher), "--limits-only", "--cgroup-procs", str(cgroup.path / "cgroup.procs")]
+    result = run([*outer, "--", *inner])
+    assert result.returncode == 0, result
+    group, _fds, counted = result.stdout.splitlines()
+    assert pids_line(group) == cgroup.name
+    assert int(counted) >= 3  # bwrap, its namespace's init, the command's sh (and cat)
+
+
+def test_a_cgroup_procs_that_is_no_cgroup_file_is_refused(launcher, tmp_path):
+    marker = tmp_path / "ran"
+    plain = tmp_path / "procs"
+    plain.write_text("")
+    for path in (plain, tmp_path / "missing"):
+        result = run(argv(launcher, "limits-only", ["--cgroup-procs", path], ["touch", marker]))
+        assert_launcher_failure(result, f"cannot join the command's cgroup ({path})")
+        assert not marker.exists()
