@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
@@ -91,6 +92,24 @@ def env_prefix(env: Mapping[str, str] | None) -> tuple[str, ...]:
     return ("/usr/bin/env", *(f"{name}={value}" for name, value in env.items()))
 
 
+def keep_spawning_threads() -> None:
+    """Keep trio's worker threads for as long as this process lives.
+
+    trio starts each child from a worker thread (`open_process` runs Popen in one),
+    and a worker retires after 10 s idle. The kernel sends a child's
+    PR_SET_PDEATHSIG when the THREAD that forked it exits, and both runners ask for
+    one (bwrap's --die-with-parent, the launcher's): every confined command still
+    running 10 s after its spawning thread went idle was SIGKILLed — exit 137, no
+    output, no cause (FACTS.md's 3,000-job mystery; `sleep 14` alone showed it). With
+    no idle timeout the thread that forked a child is there until the harness ends,
+    when the child should die anyway. trio offers no setting for this: its module's
+    IDLE_TIMEOUT is what its workers read (tests/executor/test_long_commands.py
+    fails if that stops holding)."""
+    from trio._core import _thread_cache
+
+    _thread_cache.IDLE_TIMEOUT = int(threading.TIMEOUT_MAX)
+
+
 async def spawn(
     argv: Sequence[str],
     *,
@@ -111,6 +130,7 @@ async def spawn(
     (bwrap exits as soon as its command has, while the kernel still ends the rest).
     `pass_fds`: descriptors the child keeps, at their numbers. `runner_at`: where in
     argv the runner's own argv (bwrap's) starts, after a launcher's prefix."""
+    keep_spawning_threads()
     environment = dict(env)
     passed = tuple(pass_fds)
     report, write_end = None, None
