@@ -69,26 +69,23 @@ def host_oom_kills(*, max_age: float = 0.0) -> int:
 
 @attrs.define(eq=False)
 class CallLimits:
-    """One call's limits: the plan, its cgroup (None: rlimits only) and the
-    descriptors the launcher joins it through (closed once the command is spawned)."""
+    """One call's limits: the plan, its cgroup (None: rlimits only) and the group's
+    cgroup.procs files, which the launcher opens itself before anything confines it.
+    (No descriptor is passed: each one kept across a spawn makes CPython's child walk
+    /proc/self/fd, which tripled the per-job cost at 1,000 jobs.)"""
 
     limits: Limits
     planned: dict[str, Enforcement]
     group: Group | None
-    fds: list[int]
     rlimit_pairs: tuple[tuple[str, int], ...]
     oom_before: int
     claimed: tuple[LimitClaim, ...] = ()
-    # The cgroup.procs files the launcher opens itself (where it runs before any
-    # confinement), in place of descriptors passed to it.
     procs: tuple[str, ...] = ()
 
     def launcher_options(self) -> tuple[str, ...]:
         options: list[str] = []
         for path in self.procs:
             options += ["--cgroup-procs", path]
-        for fd in self.fds:
-            options += ["--cgroup-fd", str(fd)]
         for name, value in self.rlimit_pairs:
             options += ["--rlimit", f"{name}={value}"]
         return tuple(options)
@@ -114,13 +111,6 @@ class CallLimits:
             return (*prefix, *argv), len(prefix) if backend == "bwrap" else 0
         raise CgroupError(f"the {backend} runner has no place for the launcher's limits")
 
-    def spawned(self) -> None:
-        """The child holds its own copies now (or never will): ours close."""
-        for fd in self.fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.fds = []
-
     def usage(self) -> Usage:
         if self.group is None:
             return Usage()
@@ -141,7 +131,6 @@ class CallLimits:
 
     def try_end(self) -> bool:
         """The usual end, cheaply: an empty group removed (False: `end` must do it)."""
-        self.spawned()
         if self.group is None:
             return True
         if self.group.try_remove():
@@ -151,8 +140,7 @@ class CallLimits:
 
     def end(self) -> None:
         """Kill what is left in its cgroup (a process that left its group and its
-        namespace's reach) and remove the group; ours close if never spawned."""
-        self.spawned()
+        namespace's reach) and remove the group."""
         if self.group is not None:
             group, self.group = self.group, None
             with contextlib.suppress(OSError, CgroupError):
@@ -251,19 +239,14 @@ class LimitsHost:
         placeable: bool = True,
         confined: bool = True,
         launcher_processes: int = 0,
-        by_path: bool = False,
     ) -> CallLimits:
         """The call's limits in force. `placeable`: its runner has a place for the
         launcher's options (the Landlock launcher, bwrap's filter stage, an unconfined
         command); an operator's runner_command has none, and its limits say so.
         `confined` False (danger-full-access): a root command may leave its cgroup.
         `launcher_processes`: the launcher's own processes in the group (the Landlock
-        launcher's monitor and init), allowed beyond the command's limit. `by_path`:
-        the launcher opens the group's cgroup.procs itself (it runs before anything
-        confines it: the Landlock launcher, `--limits-only`); else (bwrap's filter
-        stage, under a read-only cgroup file system) it is given descriptors. Passing
-        descriptors costs the spawn: CPython's child then walks /proc/self/fd, which
-        tripled the per-job cost at 1,000 jobs (docs/performance.md)."""
+        launcher's monitor and init; bwrap and its namespace's init), allowed beyond the
+        command's limit."""
         leavable = not confined and self.limits_host.uid == 0
         known = self._calls.get((limits, placeable, leavable))
         if known is None:
@@ -278,9 +261,8 @@ class LimitsHost:
         limits, planned = known.limits, known.planned
         oom_before = host_oom_kills(max_age=OOM_COUNTER_AGE)
         if not placeable:
-            return CallLimits(limits, planned, None, [], (), oom_before, known.claims)
+            return CallLimits(limits, planned, None, (), oom_before, known.claims)
         group: Group | None = None
-        fds: list[int] = []
         procs: tuple[str, ...] = ()
         if self.tree is not None and known.needs_group:
             session = self._session(owner)
@@ -288,19 +270,11 @@ class LimitsHost:
             if processes is not None:
                 processes += launcher_processes
             group = session.command(call_id, processes=processes, memory=limits.memory)
-            if by_path:
-                procs = tuple(group.procs_files())
-            else:
-                try:
-                    fds = group.open_procs()
-                except BaseException:
-                    group.remove()
-                    raise
+            procs = tuple(group.procs_files())
         return CallLimits(
             limits=limits,
             planned=planned,
             group=group,
-            fds=fds,
             rlimit_pairs=known.rlimits,
             oom_before=oom_before,
             claimed=known.claims,

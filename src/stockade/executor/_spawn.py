@@ -118,7 +118,6 @@ async def spawn(
     with_stdin: bool,
     bwrap: bool = False,
     terminal: Terminal | None = None,
-    pass_fds: Sequence[int] = (),
     runner_at: int = 0,
 ) -> trio.Process:
     """Start `argv` directly (no shell) as the leader of a new session (with
@@ -128,11 +127,11 @@ async def spawn(
     `bwrap`: argv is bwrap's; it is asked for its `--info-fd` report, which names the
     init of the sandbox's PID namespace, so `settle` can wait for that namespace's end
     (bwrap exits as soon as its command has, while the kernel still ends the rest).
-    `pass_fds`: descriptors the child keeps, at their numbers. `runner_at`: where in
-    argv the runner's own argv (bwrap's) starts, after a launcher's prefix."""
+    `runner_at`: where in argv the runner's own argv (bwrap's) starts, after a
+    launcher's prefix."""
     keep_spawning_threads()
     environment = dict(env)
-    passed = tuple(pass_fds)
+    passed: tuple[int, ...] = ()
     report, write_end = None, None
     if bwrap:
         report, write_end = os.pipe()

@@ -275,7 +275,6 @@ class ExecutorActor:
                 with_stdin=with_stdin,
                 bwrap=facts.backend == "bwrap",
                 terminal=terminal,
-                pass_fds=limited.fds if limited is not None else (),
                 runner_at=runner_at,
             )
         except CgroupError as error:
@@ -290,25 +289,25 @@ class ExecutorActor:
             raise CommandStartError(
                 f"could not start the command in {brief(workdir)}: {error.strerror or error}"
             ) from None
-        finally:
-            if limited is not None:
-                limited.spawned()
 
     def _limit(self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts) -> CallLimits | None:
         """The call's limits in force: its cgroup made, the launcher's descriptors open
         (ended by `_unlimit`). CommandStartError when the host refuses them."""
         if self._limits is None:
             return None
-        placeable = facts.backend in ("landlock", "bwrap", UNCONFINED)
+        # The Landlock launcher reads the options itself; bwrap and an unconfined
+        # command get the shipped launcher's `--limits-only` before them.
+        placeable = facts.backend == "landlock" or (
+            facts.backend in ("bwrap", UNCONFINED) and self._launcher is not None
+        )
         try:
             return self._limits.for_call(
                 self._command_limits,
                 spec.owner,
                 f"call-{next(self._call_numbers)}",
-                placeable=placeable and (facts.confined or self._launcher is not None),
+                placeable=placeable,
                 confined=facts.confined,
                 launcher_processes=LAUNCHER_PROCESSES if facts.confined else 0,
-                by_path=True,
             )
         except CgroupError as error:
             raise CommandStartError(
