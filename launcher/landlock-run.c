@@ -5,13 +5,15 @@
  *                [--no-network | --private-network [--proxy-bridge PORT:PATH]...]
  *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
+ *                [--cgroup-make DIR]... [--cgroup-set[-if-present] PATH=VALUE]...
  *                [--cgroup-fd N | --cgroup-procs PATH]... [--rlimit NAME=VALUE]... -- ARGV...
  *   landlock-run --filters-only [--seal-metadata]
  *                [--no-network | --netns-only [--proxy-bridge PORT:PATH]...]
  *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
  *                [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV...
- *   landlock-run --limits-only [--cgroup-fd N | --cgroup-procs PATH]...
+ *   landlock-run --limits-only [--cgroup-make DIR] [--cgroup-set[-if-present] PATH=VALUE]...
+ *                [--cgroup-fd N | --cgroup-procs PATH]...
  *                [--rlimit NAME=VALUE]... -- ARGV...
  *   landlock-run --probe
  *
@@ -97,6 +99,13 @@
  *
  * Resource limits, in every mode but --probe (--limits-only applies them alone, for a
  * command its caller runs unconfined, then execs ARGV):
+ *  - --cgroup-make DIR (up to 8) and --cgroup-set PATH=VALUE (up to 16; with
+ *    -if-present a missing PATH is skipped): the command's own cgroup, made here
+ *    (a DIR that exists already is a failure: a call never joins a group it did not
+ *    make) and limited, in the order given, before any join.  Each DIR and PATH must
+ *    be on a cgroup file system.  Made here rather than by the caller, so the caller
+ *    does not spend its own time on it for every command (issue 26); the caller
+ *    removes the group once the command has ended.
  *  - --cgroup-procs PATH (up to 8): the same, the launcher opening PATH itself first
  *    (where it can: not inside a runner that mounted the cgroup file system
  *    read-only, as bwrap does).
@@ -1156,7 +1165,17 @@ static const struct limit_name {
 
 #define LIMIT_NAME_COUNT (sizeof(limit_names) / sizeof(limit_names[0]))
 
+#define CGROUP_SET_MAX 16		/* --cgroup-set options: pids.max, memory's two, ... */
+
 struct limits {
+	const char *cgroup_makes[CGROUP_FD_MAX];	/* --cgroup-make DIR */
+	int ncgroup_makes;
+	struct cgroup_set {
+		const char *path;
+		const char *value;
+		int if_present;
+	} cgroup_sets[CGROUP_SET_MAX];
+	int ncgroup_sets;
 	int cgroup_fds[CGROUP_FD_MAX];
 	int ncgroup_fds;
 	const char *cgroup_procs[CGROUP_FD_MAX];	/* --cgroup-procs PATH: opened here */
@@ -1224,28 +1243,106 @@ static void rlimit_option(const char *arg, struct limits *l)
 	l->rlimits[l->nrlimits++].value = (rlim_t)number;
 }
 
-/* --cgroup-fd N, --cgroup-procs PATH and --rlimit NAME=VALUE; 1 when argv[*i] was one. */
+/* --cgroup-set[-if-present] PATH=VALUE: VALUE what is written to PATH, as given. */
+static void cgroup_set_option(const char *option, char *arg, struct limits *l)
+{
+	char *equals = strchr(arg, '=');
+
+	if (equals == NULL || equals == arg)
+		fatal("%s needs PATH=VALUE, not %s", option, arg);
+	if (l->ncgroup_sets == CGROUP_SET_MAX)
+		fatal("%s: at most %d settings", option, CGROUP_SET_MAX);
+	*equals = '\0';
+	l->cgroup_sets[l->ncgroup_sets].path = arg;
+	l->cgroup_sets[l->ncgroup_sets].value = equals + 1;
+	l->cgroup_sets[l->ncgroup_sets++].if_present = strcmp(option, "--cgroup-set") != 0;
+}
+
+static int is_limits_option(const char *arg)
+{
+	static const char *const names[] = {
+		"--cgroup-fd", "--rlimit", "--cgroup-procs", "--cgroup-make", "--cgroup-set",
+		"--cgroup-set-if-present",
+	};
+
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (strcmp(arg, names[k]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The --cgroup-* options and --rlimit NAME=VALUE; 1 when argv[*i] was one. */
 static int limits_option(int argc, char **argv, int *i, struct limits *l)
 {
 	const char *arg = argv[*i];
 
-	if (strcmp(arg, "--cgroup-fd") != 0 && strcmp(arg, "--rlimit") != 0 &&
-	    strcmp(arg, "--cgroup-procs") != 0)
+	if (!is_limits_option(arg))
 		return 0;
 	if (*i + 1 == argc)
 		fatal("%s needs %s", arg,
 		      strcmp(arg, "--rlimit") == 0 ? "NAME=VALUE" :
-		      strcmp(arg, "--cgroup-fd") == 0 ? "a descriptor number" : "a path");
+		      strcmp(arg, "--cgroup-fd") == 0 ? "a descriptor number" :
+		      strncmp(arg, "--cgroup-set", 12) == 0 ? "PATH=VALUE" : "a path");
 	if (strcmp(arg, "--cgroup-fd") == 0) {
 		cgroup_fd_option(argv[++*i], l);
 	} else if (strcmp(arg, "--cgroup-procs") == 0) {
 		if (l->ncgroup_procs == CGROUP_FD_MAX)
 			fatal("--cgroup-procs: at most %d cgroups", CGROUP_FD_MAX);
 		l->cgroup_procs[l->ncgroup_procs++] = argv[++*i];
+	} else if (strcmp(arg, "--cgroup-make") == 0) {
+		if (l->ncgroup_makes == CGROUP_FD_MAX)
+			fatal("--cgroup-make: at most %d cgroups", CGROUP_FD_MAX);
+		l->cgroup_makes[l->ncgroup_makes++] = argv[++*i];
+	} else if (strncmp(arg, "--cgroup-set", 12) == 0) {
+		cgroup_set_option(arg, argv[++*i], l);
 	} else {
 		rlimit_option(argv[++*i], l);
 	}
 	return 1;
+}
+
+static int on_cgroup_fs(const struct statfs *fs)
+{
+	return (unsigned long)fs->f_type == CGROUP_SUPER_MAGIC ||
+	       (unsigned long)fs->f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/* --cgroup-make and --cgroup-set, in order: the command's group made and limited. */
+static void make_cgroups(const struct limits *l)
+{
+	struct statfs fs;
+
+	for (int k = 0; k < l->ncgroup_makes; k++) {
+		const char *dir = l->cgroup_makes[k];
+
+		if (mkdir(dir, 0755) != 0)
+			fatal("cannot make the command's cgroup %s: %s", dir,
+			      errno == EEXIST ? "it exists already" : strerror(errno));
+		if (statfs(dir, &fs) != 0 || !on_cgroup_fs(&fs)) {
+			rmdir(dir);
+			fatal("cannot make the command's cgroup %s: not on a cgroup file system",
+			      dir);
+		}
+	}
+	for (int k = 0; k < l->ncgroup_sets; k++) {
+		const struct cgroup_set *set = &l->cgroup_sets[k];
+		size_t length = strlen(set->value);
+		int fd = open(set->path, O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 && errno == ENOENT && set->if_present)
+			continue;
+		if (fd < 0)
+			fatal("cannot limit the command's cgroup (%s): %s", set->path,
+			      strerror(errno));
+		if (fstatfs(fd, &fs) != 0 || !on_cgroup_fs(&fs))
+			fatal("cannot limit the command's cgroup (%s): not a cgroup file",
+			      set->path);
+		errno = 0;
+		if (write(fd, set->value, length) != (ssize_t)length)
+			fatal("cannot limit the command's cgroup (%s=%s): %s", set->path,
+			      set->value, strerror(errno ? errno : EIO));
+		close(fd);
+	}
 }
 
 /*
@@ -1259,6 +1356,8 @@ static int limits_option(int argc, char **argv, int *i, struct limits *l)
 static void join_cgroups(const struct limits *l)
 {
 	struct statfs fs;
+
+	make_cgroups(l);
 
 	/*
 	 * --cgroup-procs PATH: opened here, while nothing confines this process yet (a
@@ -2514,7 +2613,7 @@ static _Noreturn void filters_only(int argc, char **argv)
 }
 
 /*
- * --limits-only [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV: for a command
+ * --limits-only [--cgroup-*]... [--rlimit NAME=VALUE]... -- ARGV: for a command
  * its caller runs unconfined: the limits alone, then ARGV (no Landlock, no filters,
  * no namespace).
  */
@@ -2526,8 +2625,8 @@ static _Noreturn void limits_only(int argc, char **argv)
 
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (!limits_option(argc, argv, &i, &limits))
-			fatal("--limits-only takes only --cgroup-fd, --cgroup-procs and --rlimit, "
-			      "not %s", argv[i]);
+			fatal("--limits-only takes only --cgroup-make, --cgroup-set, --cgroup-fd, "
+			      "--cgroup-procs and --rlimit, not %s", argv[i]);
 	if (i == argc)
 		fatal("missing -- before the command");
 	if (i + 1 == argc)

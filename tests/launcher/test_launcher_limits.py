@@ -1,6 +1,8 @@
 # ruff: noqa: F811 (the `launcher` fixture comes from test_launcher.py)
 """Per-command limits (issue 26): `--cgroup-fd N` puts the launcher, and so everything
-it starts, in the cgroup whose cgroup.procs the caller opened; `--rlimit NAME=VALUE`
+it starts, in the cgroup whose cgroup.procs the caller opened (`--cgroup-procs PATH`:
+the launcher opens it; `--cgroup-make DIR` and `--cgroup-set PATH=VALUE`: it makes and
+limits the group first); `--rlimit NAME=VALUE`
 sets the command's rlimits just before exec. In Landlock mode, in bwrap's filter stage
 (`--filters-only`) and alone (`--limits-only`).
 
@@ -396,7 +398,8 @@ def test_limits_only_takes_nothing_else(launcher, tmp_path):
     marker = tmp_path / "ran"
     result = run(argv(launcher, "limits-only", ["--ro", "/"], ["touch", marker]))
     assert_launcher_failure(
-        result, "--limits-only takes only --cgroup-fd, --cgroup-procs and --rlimit, not --ro"
+        result,
+        "--limits-only takes only --cgroup-make, --cgroup-set, --cgroup-fd, --cgroup-procs and --rlimit, not --ro",
     )
     assert not marker.exists()
 
@@ -439,3 +442,69 @@ def test_a_cgroup_procs_that_is_no_cgroup_file_is_refused(launcher, tmp_path):
         result = run(argv(launcher, "limits-only", ["--cgroup-procs", path], ["touch", marker]))
         assert_launcher_failure(result, f"cannot join the command's cgroup ({path})")
         assert not marker.exists()
+
+
+# ---- --cgroup-make and --cgroup-set ----
+
+
+@pytest.mark.parametrize("mode_", ["landlock", "limits-only"])
+def test_the_launcher_makes_limits_and_joins_a_group(launcher, cgroup, mode_):
+    """What the executor uses for a call's own group: made, limited and joined by the
+    launcher before it starts anything; a setting of a file this kernel lacks is
+    skipped only when asked (-if-present)."""
+    made = cgroup.path / "call"
+    options = [
+        *("--cgroup-make", made),
+        *("--cgroup-set", f"{made}/pids.max=7"),
+        *("--cgroup-set-if-present", f"{made}/no.such.file=1"),
+        *("--cgroup-procs", made / "cgroup.procs"),
+    ]
+    command = ["sh", "-c", REPORT.format(made) + "; cat " + str(made / "pids.max")]
+    try:
+        result = run(argv(launcher, mode_, options, command))
+        assert result.returncode == 0, result
+        group, _fds, counted = result.stdout.splitlines()[:3]
+        assert pids_line(group) == cgroup.name + "/call"
+        assert int(counted) == COUNTED[mode_]
+        assert (made / "pids.max").read_text() == "7\n"
+    finally:
+        remove_cgroup(made)
+
+
+def test_a_group_that_exists_already_is_never_joined(launcher, cgroup, tmp_path):
+    """A call joins only a group it made itself: an existing DIR (another call's) and
+    a DIR that is no cgroup are refused, and nothing runs."""
+    marker = tmp_path / "ran"
+    existing = cgroup.path / "taken"
+    existing.mkdir()
+    try:
+        for where, says in ((existing, "it exists already"), (tmp_path / "plain", "not on a")):
+            options = ["--cgroup-make", where, "--cgroup-procs", Path(where) / "cgroup.procs"]
+            result = run(argv(launcher, "limits-only", options, ["touch", marker]))
+            assert_launcher_failure(result, f"cannot make the command's cgroup {where}", says)
+            assert not marker.exists()
+        assert not (tmp_path / "plain").exists()  # what it made on the wrong fs, removed
+        assert (existing / "cgroup.procs").read_text() == ""
+    finally:
+        remove_cgroup(existing)
+
+
+def test_a_setting_the_kernel_refuses_is_a_launcher_failure(launcher, cgroup, tmp_path):
+    marker = tmp_path / "ran"
+    made = cgroup.path / "refused"
+    cases = [
+        (f"{made}/pids.max=many", "cannot limit the command's cgroup"),
+        (f"{made}/no.such.file=1", "cannot limit the command's cgroup"),
+        ("=1", "--cgroup-set needs PATH=VALUE"),
+    ]
+    try:
+        for setting, says in cases:
+            options = ["--cgroup-make", made, "--cgroup-set", setting]
+            result = run(argv(launcher, "limits-only", options, ["touch", marker]))
+            assert_launcher_failure(result, says)
+            assert not marker.exists()
+            with contextlib.suppress(FileNotFoundError):
+                made.rmdir()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            remove_cgroup(made)

@@ -151,6 +151,37 @@ def test_a_reused_command_id_is_a_clear_error(tree):
         session.command("once")
 
 
+def test_a_group_for_the_launcher_is_made_limited_and_joined_by_it(tree):
+    """What a call uses: the harness only names the group; the shipped launcher makes,
+    limits and joins it, so the command is in it and held by its limits."""
+    from stockade.sandbox._probe import launcher_path
+
+    session = tree.session("s")
+    command, options = session.command_for_launcher("made", processes=6, memory=64 << 20)
+    assert not any(os.path.exists(d) for d in command.directories)  # nothing made yet
+    script = "cat /proc/self/cgroup; for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait"
+    launched = subprocess.run(
+        [launcher_path(), "--limits-only", *options, "--", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    for hierarchy in tree.host.hierarchies:
+        wanted = f":{hierarchy.key}:{hierarchy.path.rstrip('/')}/{command.relative}\n"
+        assert wanted in launched.stdout, launched
+    used = command.usage()
+    assert used.processes_refused > 0 and used.processes_peak == 6
+    limit_file = "memory.max" if tree.host.version == "v2" else "memory.limit_in_bytes"
+    assert read(by_controller(command, MEMORY), limit_file) == str(64 << 20)
+    # While it stands, a launch with the same options is refused: never a shared group.
+    again = subprocess.run(
+        [launcher_path(), "--limits-only", *options, "--", "true"], capture_output=True, text=True
+    )
+    assert again.returncode == 125 and "exists already" in again.stderr, again
+    assert command.try_remove()
+    assert not any(os.path.exists(d) for d in command.directories)
+
+
 def test_a_process_in_a_command_group_is_counted_killed_and_removed(tree):
     command = tree.session("s").command("sleep")
     child = start_in(command, ["sleep", "30"])

@@ -1,9 +1,9 @@
 """Each call's limits in force: its cgroup where the host offers one, the launcher's
-options that put the command in it and set its rlimits, and what the command used.
+options that make it and put the command in it and set its rlimits, and what it used.
 
-The launcher (the Landlock runner itself, bwrap's filter stage, or `--limits-only`
-before an unconfined command) joins the cgroup through descriptors opened here and
-closes them before the command runs, then sets the rlimits last (docs/limits.md).
+The launcher (the Landlock runner itself, or `--limits-only` before bwrap and before an
+unconfined command) makes the call's group, limits and joins it before the command
+exists, then sets the rlimits last (docs/limits.md); the harness removes the group.
 """
 
 from __future__ import annotations
@@ -69,10 +69,11 @@ def host_oom_kills(*, max_age: float = 0.0) -> int:
 
 @attrs.define(eq=False)
 class CallLimits:
-    """One call's limits: the plan, its cgroup (None: rlimits only) and the group's
-    cgroup.procs files, which the launcher opens itself before anything confines it.
-    (No descriptor is passed: each one kept across a spawn makes CPython's child walk
-    /proc/self/fd, which tripled the per-job cost at 1,000 jobs.)"""
+    """One call's limits: the plan, its cgroup (None: rlimits only) and the launcher's
+    options that make, limit and join that group, which it does before anything
+    confines it. (The harness neither makes the group nor passes a descriptor: making
+    three groups cost the event loop ~0.1 ms a call, and each descriptor kept across a
+    spawn makes CPython's child walk /proc/self/fd, which tripled the per-job cost.)"""
 
     limits: Limits
     planned: dict[str, Enforcement]
@@ -80,12 +81,10 @@ class CallLimits:
     rlimit_pairs: tuple[tuple[str, int], ...]
     oom_before: int
     claimed: tuple[LimitClaim, ...] = ()
-    procs: tuple[str, ...] = ()
+    group_options: tuple[str, ...] = ()
 
     def launcher_options(self) -> tuple[str, ...]:
-        options: list[str] = []
-        for path in self.procs:
-            options += ["--cgroup-procs", path]
+        options = list(self.group_options)
         for name, value in self.rlimit_pairs:
             options += ["--rlimit", f"{name}={value}"]
         return tuple(options)
@@ -263,14 +262,15 @@ class LimitsHost:
         if not placeable:
             return CallLimits(limits, planned, None, (), oom_before, known.claims)
         group: Group | None = None
-        procs: tuple[str, ...] = ()
+        options: tuple[str, ...] = ()
         if self.tree is not None and known.needs_group:
             session = self._session(owner)
             processes = limits.processes
             if processes is not None:
                 processes += launcher_processes
-            group = session.command(call_id, processes=processes, memory=limits.memory)
-            procs = tuple(group.procs_files())
+            group, options = session.command_for_launcher(
+                call_id, processes=processes, memory=limits.memory
+            )
         return CallLimits(
             limits=limits,
             planned=planned,
@@ -278,7 +278,7 @@ class LimitsHost:
             rlimit_pairs=known.rlimits,
             oom_before=oom_before,
             claimed=known.claims,
-            procs=procs,
+            group_options=options,
         )
 
     def _session(self, owner: str | None) -> Group:

@@ -266,20 +266,65 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
+def _read_bytes(path: str) -> bytes:
+    # A cgroup file is one small read; os.open/os.read cost a fifth of open() here,
+    # and a call reads seven of them (issue 26's per-job cost).
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536)
+    finally:
+        os.close(fd)
+
+
 def _number(path: str, key: str | None = None) -> int | None:
     """A file's number, or the one after `key` in a flat-keyed file ("max 3"), 0 when
     the key is not there; None when the file cannot be read (no such file, group gone)."""
     try:
-        text = _read(path)
+        return _parse(_read_bytes(path), key)
     except OSError:
         return None
+
+
+def _parse(text: bytes, key: str | None) -> int:
     if key is None:
         return int(text)
+    prefix = key.encode() + b" "
     for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name == key:
-            return int(value)
+        if line.startswith(prefix):
+            return int(line[len(prefix) :])
     return 0
+
+
+# The files a group's usage is read from, per version and controller: (field, file,
+# key in a flat-keyed file or None).
+_USAGE_FILES: dict[str, dict[str, tuple[tuple[str, str, str | None], ...]]] = {
+    "v2": {
+        CPU: (("cpu_usec", "cpu.stat", "usage_usec"),),
+        MEMORY: (
+            ("memory_peak", "memory.peak", None),
+            ("oom_kills", "memory.events", "oom_kill"),
+            ("memory_limit_hits", "memory.events", "max"),
+        ),
+        PIDS: (
+            ("processes_now", "pids.current", None),
+            ("processes_peak", "pids.peak", None),
+            ("processes_refused", "pids.events", "max"),
+        ),
+    },
+    "v1": {
+        CPU: (("cpu_nsec", "cpuacct.usage", None),),
+        MEMORY: (
+            ("memory_peak", "memory.max_usage_in_bytes", None),
+            ("oom_kills", "memory.oom_control", "oom_kill"),
+            ("memory_limit_hits", "memory.failcnt", None),
+        ),
+        PIDS: (
+            ("processes_now", "pids.current", None),
+            ("processes_peak", "pids.peak", None),
+            ("processes_refused", "pids.events", "max"),
+        ),
+    },
+}
 
 
 @attrs.define(eq=False)
@@ -293,6 +338,42 @@ class Group:
     kind: str
     relative: str  # below our own cgroup: "stockade-12-ab12cd34/s-x/c-y"
     directories: tuple[str, ...]  # one per host.hierarchies, in order
+    # (field, path, key) of each usage file, worked out once per group.
+    _usage_files: tuple[tuple[str, str, str | None], ...] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        files = _USAGE_FILES.get(self.host.version or "", {})
+        self._usage_files = tuple(
+            (field, f"{directory}/{name}", key)
+            for hierarchy, directory in zip(self.host.hierarchies, self.directories, strict=True)
+            for controller in sorted(hierarchy.controllers)
+            for field, name, key in files.get(controller, ())
+        )
+
+    def _fresh_limits(
+        self, processes: int | None, memory: int | None
+    ) -> list[tuple[str, str, bool]]:
+        """(path, value, only if the file exists) to write in order to limit this group
+        as just made (every limit still at "max": v1's memsw may follow the limit)."""
+        for name, value in (("processes", processes), ("memory", memory)):
+            if value is not None and (type(value) is not int or value < 1):
+                raise ValueError(f"{name} must be a positive whole number, not {value!r}")
+        writes: list[tuple[str, str, bool]] = []
+        v2 = self.host.version == "v2"
+        for hierarchy, directory in zip(self.host.hierarchies, self.directories, strict=True):
+            if processes is not None and PIDS in hierarchy.controllers:
+                writes.append((f"{directory}/pids.max", str(processes), False))
+            if memory is None or MEMORY not in hierarchy.controllers:
+                continue
+            if v2:
+                writes.append((f"{directory}/memory.max", str(memory), False))
+                # No memory.swap.max: no swap accounting in this kernel, nothing to turn off.
+                writes.append((f"{directory}/memory.swap.max", "0", True))
+                continue
+            writes.append((f"{directory}/memory.limit_in_bytes", str(memory), False))
+            if self.host.swap and self.host.memsw:
+                writes.append((f"{directory}/memory.memsw.limit_in_bytes", str(memory), False))
+        return writes
 
     def _child(
         self, name: str, kind: str, processes: int | None = None, memory: int | None = None
@@ -317,53 +398,21 @@ class Group:
             raise CgroupError(f"cannot make the {kind} cgroup {where}: {error.strerror}") from None
         group = Group(self.host, kind, relative, tuple(made))
         try:
-            group.limit(processes=processes, memory=memory)
+            for path, value, if_present in group._fresh_limits(processes, memory):
+                try:
+                    _write(path, value)
+                except FileNotFoundError:
+                    if not if_present:
+                        raise
+        except OSError as error:
+            group.remove()
+            raise CgroupError(
+                f"cannot limit the {kind} cgroup {error.filename or relative}: {error.strerror}"
+            ) from None
         except BaseException:
             group.remove()
             raise
         return group
-
-    def limit(self, *, processes: int | None = None, memory: int | None = None) -> None:
-        """Cap this group and everything below it: `processes` alive at once, `memory`
-        bytes (v2: swap off where memory.swap.max exists; v1: memory+swap too when the
-        host has swap and memsw). None leaves that limit as it is (inherited)."""
-        for name, value in (("processes", processes), ("memory", memory)):
-            if value is not None and (type(value) is not int or value < 1):
-                raise ValueError(f"{name} must be a positive whole number, not {value!r}")
-        try:
-            for hierarchy, directory in zip(self.host.hierarchies, self.directories, strict=True):
-                if processes is not None and PIDS in hierarchy.controllers:
-                    _write(os.path.join(directory, "pids.max"), str(processes))
-                if memory is not None and MEMORY in hierarchy.controllers:
-                    self._limit_memory(directory, memory)
-        except OSError as error:
-            raise CgroupError(
-                f"cannot limit the {self.kind} cgroup {error.filename or self.relative}: "
-                f"{error.strerror}"
-            ) from None
-
-    def _limit_memory(self, directory: str, memory: int) -> None:
-        if self.host.version == "v2":
-            _write(os.path.join(directory, "memory.max"), str(memory))
-            # No memory.swap.max: no swap accounting in this kernel, nothing to turn off.
-            with contextlib.suppress(FileNotFoundError):
-                _write(os.path.join(directory, "memory.swap.max"), "0")
-            return
-        limit = os.path.join(directory, "memory.limit_in_bytes")
-        memsw = os.path.join(directory, "memory.memsw.limit_in_bytes")
-        if not (self.host.swap and self.host.memsw):
-            _write(limit, str(memory))
-            return
-        # v1 keeps memsw >= limit at every step: lowering writes limit first, raising
-        # memsw first; the kernel's EINVAL says which this is.
-        try:
-            _write(limit, str(memory))
-            _write(memsw, str(memory))
-        except OSError as error:
-            if error.errno != errno.EINVAL:
-                raise
-            _write(memsw, str(memory))
-            _write(limit, str(memory))
 
     def command(
         self, call_id: str, *, processes: int | None = None, memory: int | None = None
@@ -372,6 +421,33 @@ class Group:
         if self.kind != "session":
             raise CgroupError(f"command groups go below a session group, not a {self.kind}")
         return self._child("c-" + safe_name(call_id), "command", processes, memory)
+
+    def command_for_launcher(
+        self, call_id: str, *, processes: int | None = None, memory: int | None = None
+    ) -> tuple[Group, tuple[str, ...]]:
+        """A command group below this session group, NOT made here: the launcher's
+        options that make it, limit it and join it (`--cgroup-make`, `--cgroup-set`,
+        `--cgroup-procs`), so the harness spends no time on it per command. The caller
+        removes the group (remove() or try_remove()) once the command has ended; a
+        launcher that failed before making it leaves nothing to remove."""
+        if self.kind != "session":
+            raise CgroupError(f"command groups go below a session group, not a {self.kind}")
+        name = "c-" + safe_name(call_id)
+        group = Group(
+            self.host,
+            "command",
+            f"{self.relative}/{name}",
+            tuple(f"{directory}/{name}" for directory in self.directories),
+        )
+        options: list[str] = []
+        for directory in group.directories:
+            options += ["--cgroup-make", directory]
+        for path, value, if_present in group._fresh_limits(processes, memory):
+            setting = "--cgroup-set-if-present" if if_present else "--cgroup-set"
+            options += [setting, f"{path}={value}"]
+        for path in group.procs_files():
+            options += ["--cgroup-procs", path]
+        return group, tuple(options)
 
     def procs_files(self) -> list[str]:
         """The cgroup.procs files a process must join, one per hierarchy (write "0", or
@@ -392,36 +468,26 @@ class Group:
 
     def usage(self) -> GroupUsage:
         """What the group and everything below it used so far (read before remove())."""
-        where = {
-            c: d
-            for h, d in zip(self.host.hierarchies, self.directories, strict=True)
-            for c in h.controllers
-        }
-
-        def get(controller: str, name: str, key: str | None = None) -> int | None:
-            directory = where.get(controller)
-            return None if directory is None else _number(os.path.join(directory, name), key)
-
-        if self.host.version == "v2":
-            usec = get(CPU, "cpu.stat", "usage_usec")
-            cpu_seconds = None if usec is None else usec / 1e6
-            memory_peak = get(MEMORY, "memory.peak")
-            oom_kills = get(MEMORY, "memory.events", "oom_kill")
-            memory_limit_hits = get(MEMORY, "memory.events", "max")
-        else:
-            nsec = get(CPU, "cpuacct.usage")
-            cpu_seconds = None if nsec is None else nsec / 1e9
-            memory_peak = get(MEMORY, "memory.max_usage_in_bytes")
-            oom_kills = get(MEMORY, "memory.oom_control", "oom_kill")
-            memory_limit_hits = get(MEMORY, "memory.failcnt")
+        found: dict[str, int | None] = {}
+        texts: dict[str, bytes | None] = {}  # v2's memory.events serves two fields
+        for field, path, key in self._usage_files:
+            if path not in texts:
+                try:
+                    texts[path] = _read_bytes(path)
+                except OSError:  # no such file here, or the group is gone
+                    texts[path] = None
+            text = texts[path]
+            found[field] = None if text is None else _parse(text, key)
+        usec, nsec = found.get("cpu_usec"), found.get("cpu_nsec")
+        cpu_seconds = usec / 1e6 if usec is not None else None if nsec is None else nsec / 1e9
         return GroupUsage(
             cpu_seconds=cpu_seconds,
-            memory_peak=memory_peak,
-            processes_now=get(PIDS, "pids.current"),
-            processes_peak=get(PIDS, "pids.peak"),
-            processes_refused=get(PIDS, "pids.events", "max") or 0,
-            oom_kills=oom_kills or 0,
-            memory_limit_hits=memory_limit_hits or 0,
+            memory_peak=found.get("memory_peak"),
+            processes_now=found.get("processes_now"),
+            processes_peak=found.get("processes_peak"),
+            processes_refused=found.get("processes_refused") or 0,
+            oom_kills=found.get("oom_kills") or 0,
+            memory_limit_hits=found.get("memory_limit_hits") or 0,
         )
 
     def _members(self) -> list[tuple[int, Hierarchy, str]]:
