@@ -33,8 +33,17 @@ from ..limits import (
     plan,
     rlimits,
 )
-from ..limits.cgroups import CgroupError, CgroupHost, CgroupTree, Group, detect, sweep
+from ..limits.cgroups import (
+    CgroupError,
+    CgroupHost,
+    CgroupTree,
+    Group,
+    GroupUsage,
+    detect,
+    sweep,
+)
 from ..messages import LimitClaim, LimitHit, ResourceUse, ShellResult
+from ._pool import GroupPool, PoolKey
 
 # A confined call's runner shares the command's cgroup (the Landlock launcher's monitor
 # and init; bwrap and its namespace's init): counted against the processes limit, so
@@ -82,6 +91,13 @@ class CallLimits:
     oom_before: int
     claimed: tuple[LimitClaim, ...] = ()
     group_options: tuple[str, ...] = ()
+    # A reused group's reading when it was handed to this call (None: made for it).
+    baseline: GroupUsage | None = None
+    # Where the group goes back once the command ended, if it may (None: removed).
+    pool: GroupPool | None = None
+    pool_key: PoolKey = ("", None, None)
+    # The group's last reading (by usage()), which decides whether it can be reused.
+    last: GroupUsage | None = None
 
     def launcher_options(self) -> tuple[str, ...]:
         options = list(self.group_options)
@@ -114,9 +130,10 @@ class CallLimits:
         if self.group is None:
             return Usage()
         try:
-            used = self.group.usage()
+            self.last = self.group.usage()
         except (OSError, CgroupError):
             return Usage()
+        used = self.last if self.baseline is None else self.last.since(self.baseline)
         return Usage(
             cpu_seconds=used.cpu_seconds,
             memory_peak=used.memory_peak,
@@ -125,12 +142,28 @@ class CallLimits:
             oom_kills=used.oom_kills,
         )
 
+    def cpu_used(self) -> float | None:
+        """The group's CPU time since this call was given it."""
+        if self.group is None:
+            return None
+        used = self.group.usage()
+        if self.baseline is not None:
+            used = used.since(self.baseline)
+        return used.cpu_seconds
+
     def claims(self) -> tuple[LimitClaim, ...]:
         return self.claimed or _claims(self.planned)
 
     def try_end(self) -> bool:
-        """The usual end, cheaply: an empty group removed (False: `end` must do it)."""
+        """The usual end, cheaply: an empty group back in the pool, or removed (False:
+        `end` must do it)."""
         if self.group is None:
+            return True
+        kept = self.pool is not None and self.pool.keep(
+            self.group, self.last, self.pool_key, self.limits.memory
+        )
+        if kept:
+            self.group = None
             return True
         if self.group.try_remove():
             self.group = None
@@ -188,6 +221,7 @@ class LimitsHost:
     tree: CgroupTree | None
     session_limits: SessionLimits
     _sessions: dict[str, Group] = attrs.field(factory=dict)
+    pool: GroupPool = attrs.field(factory=GroupPool)
     _plans: dict[Limits, tuple[Limits, dict[str, Enforcement]]] = attrs.field(factory=dict)
     # Per (limits, placeable, leavable): the plan a call gets, its claims, its rlimits.
     _calls: dict[tuple[Limits, bool, bool], _CallPlan] = attrs.field(factory=dict)
@@ -238,6 +272,7 @@ class LimitsHost:
         placeable: bool = True,
         confined: bool = True,
         launcher_processes: int = 0,
+        reusable: bool = False,
     ) -> CallLimits:
         """The call's limits in force. `placeable`: its runner has a place for the
         launcher's options (the Landlock launcher, bwrap's filter stage, an unconfined
@@ -245,7 +280,9 @@ class LimitsHost:
         `confined` False (danger-full-access): a root command may leave its cgroup.
         `launcher_processes`: the launcher's own processes in the group (the Landlock
         launcher's monitor and init; bwrap and its namespace's init), allowed beyond the
-        command's limit."""
+        command's limit. `reusable`: the runner leaves its group empty when the call
+        ends (the Landlock launcher reaps all it started), so the group may serve the
+        session's next call (GroupPool)."""
         leavable = not confined and self.limits_host.uid == 0
         known = self._calls.get((limits, placeable, leavable))
         if known is None:
@@ -261,13 +298,20 @@ class LimitsHost:
         oom_before = host_oom_kills(max_age=OOM_COUNTER_AGE)
         if not placeable:
             return CallLimits(limits, planned, None, (), oom_before, known.claims)
-        group: Group | None = None
-        options: tuple[str, ...] = ()
-        if self.tree is not None and known.needs_group:
-            session = self._session(owner)
-            processes = limits.processes
-            if processes is not None:
-                processes += launcher_processes
+        if self.tree is None or not known.needs_group:
+            return CallLimits(limits, planned, None, known.rlimits, oom_before, known.claims)
+        session = self._session(owner)
+        processes = limits.processes
+        if processes is not None:
+            processes += launcher_processes
+        key = (owner or "harness", processes, limits.memory)
+        reusable = reusable and confined
+        reused = self.pool.take(key) if reusable else None
+        baseline = None
+        if reused is not None:
+            group, baseline = reused
+            options = group.join_options()
+        else:
             group, options = session.command_for_launcher(
                 call_id, processes=processes, memory=limits.memory
             )
@@ -279,6 +323,9 @@ class LimitsHost:
             oom_before=oom_before,
             claimed=known.claims,
             group_options=options,
+            baseline=baseline,
+            pool=self.pool if reusable else None,
+            pool_key=key,
         )
 
     def _session(self, owner: str | None) -> Group:
@@ -295,12 +342,14 @@ class LimitsHost:
         return group
 
     def close_session(self, owner: str | None) -> None:
+        self.pool.drop(owner or "harness")
         group = self._sessions.pop(owner or "harness", None)
         if group is not None:
             with contextlib.suppress(OSError, CgroupError):
                 group.remove()
 
     def close(self) -> None:
+        self.pool.clear()
         self._sessions.clear()
         if self.tree is not None:
             tree, self.tree = self.tree, None
@@ -408,7 +457,7 @@ async def settle_limited(
     limit every process in it is killed (the end then reads as that limit)."""
     cpu = limited.limits.cpu_seconds if limited is not None else None
     group = limited.group if limited is not None else None
-    if cpu is None or group is None:
+    if cpu is None or group is None or limited is None:
         return await settling()
     watching = trio.CancelScope()
 
@@ -416,7 +465,7 @@ async def settle_limited(
         with watching:
             while True:
                 await trio.sleep(CPU_CHECK_INTERVAL)
-                used = group.usage().cpu_seconds
+                used = limited.cpu_used()
                 if used is not None and used >= cpu:
                     await trio.to_thread.run_sync(group.kill)
                     return

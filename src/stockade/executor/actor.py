@@ -308,6 +308,7 @@ class ExecutorActor:
                 placeable=placeable,
                 confined=facts.confined,
                 launcher_processes=LAUNCHER_PROCESSES if facts.confined else 0,
+                reusable=facts.backend == "landlock",
             )
         except CgroupError as error:
             raise CommandStartError(

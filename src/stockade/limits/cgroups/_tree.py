@@ -1,0 +1,76 @@
+"""A harness's own subtree below its cgroups (CgroupTree), and the sweep of the empty
+subtrees a crashed harness left.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+
+import attrs
+
+from ._group import Group, _cgroup_dirs, _procs, _rmdir_until, safe_name
+from ._host import CgroupError, CgroupHost
+
+
+@attrs.define(eq=False)
+class CgroupTree:
+    """A harness's own subtree, `<prefix>-<pid>-<random>` below our cgroup in every
+    hierarchy the host uses; close() removes everything in it."""
+
+    host: CgroupHost
+    root: Group
+
+    @classmethod
+    def open(cls, host: CgroupHost, name_prefix: str = "stockade") -> CgroupTree:
+        if host.version is None:
+            raise CgroupError(f"no usable cgroups: {host.reason}")
+        name = f"{safe_name(name_prefix)}-{os.getpid()}-{secrets.token_hex(4)}"
+        above = Group(host, "above", "", tuple(h.directory for h in host.hierarchies))
+        return cls(host, above._child(name, "tree"))
+
+    def session(
+        self, session_id: str, *, processes: int | None = None, memory: int | None = None
+    ) -> Group:
+        """A session group in this subtree, limited as asked (commands go below it)."""
+        return self.root._child("s-" + safe_name(session_id), "session", processes, memory)
+
+    def close(self) -> None:
+        """Kill whatever is left and remove the whole subtree."""
+        self.root.remove()
+
+    def __enter__(self) -> CgroupTree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def sweep(host: CgroupHost, name_prefix: str = "stockade") -> list[str]:
+    """Remove the empty `<prefix>-<pid>-<hex>` subtrees whose harness pid no longer runs
+    (a crash's leftovers; a running pid, even reused, or a process inside keeps one);
+    returns the directories removed. Pids are this pid namespace's."""
+    pattern = re.compile(rf"{re.escape(safe_name(name_prefix))}-([0-9]+)-[0-9a-f]+")
+    removed = []
+    for hierarchy in host.hierarchies:
+        try:
+            entries = list(os.scandir(hierarchy.directory))
+        except OSError:
+            continue
+        for entry in entries:
+            found = pattern.fullmatch(entry.name)
+            if not found or not entry.is_dir(follow_symlinks=False):
+                continue
+            if os.path.exists(os.path.join(host.proc_root, found[1])):
+                continue
+            directories = list(_cgroup_dirs(entry.path))
+            if any(_procs(d) for d in directories):
+                continue
+            try:
+                for directory in reversed(directories):
+                    _rmdir_until(directory, deadline=0.0)
+            except CgroupError:
+                continue  # a process joined meanwhile: not a leftover after all
+            removed.append(entry.path)
+    return removed
