@@ -68,12 +68,17 @@ KERNEL_MECHANISMS = {"cgroup-v1", "cgroup-v2", "rlimit"}
 # orchestrator's long-lived harness sees: the empty groups of earlier jobs reused).
 BURSTS = ("first", "again")
 TARGET_BURST = "again"
+# The settings compared: the default composition ("on"), LIMITS_OFF ("off"), and, at
+# TARGET_K, the default with no memory limit for the command or its session ("on,
+# memory null": no memory cgroup per call), which shows what accounting each command's
+# memory apart costs the kernel.
+ON, OFF, ON_NO_MEMORY = "on", "off", "on, memory null"
 
 
 @dataclass
 class Run:
     backend: str
-    on: bool
+    setting: str
     jobs: int
     round: int
     burst: str = "first"
@@ -98,7 +103,11 @@ class Run:
 
     @property
     def label(self) -> str:
-        return f"{self.backend} limits {'on' if self.on else 'off'} K={self.jobs} {self.burst}"
+        return f"{self.backend} limits {self.setting} K={self.jobs} {self.burst}"
+
+    @property
+    def on(self) -> bool:
+        return self.setting != OFF
 
     @property
     def wall_per_job(self) -> float:
@@ -109,10 +118,13 @@ class Run:
         return (self.cpu_self + self.cpu_children) / self.jobs
 
 
-def _composition(backend: str, state_dir: str, on: bool) -> list[dict[str, Any]]:
+def _composition(backend: str, state_dir: str, setting: str) -> list[dict[str, Any]]:
     bash: dict[str, Any] = {"mode": "workspace-write"}
-    if not on:
+    if setting == OFF:
         bash["limits"] = dict(LIMITS_OFF)
+    elif setting == ON_NO_MEMORY:
+        bash["limits"] = {"memory": None}
+        bash["session_limits"] = {"memory": None}
     return [
         {"id": "sandbox", "name": "stockade.sandbox.local", "config": {"backend": backend}},
         {"id": "bash", "name": "stockade.bash.sandbox", "config": bash},
@@ -167,12 +179,13 @@ def _unexplained(report: Any) -> str | None:
     )
 
 
-def _limits_errors(report: Any, on: bool) -> tuple[set[str], str | None]:
+def _limits_errors(report: Any, setting: str) -> tuple[set[str], str | None]:
     """The mechanisms holding processes and memory, and what is wrong with the claims
-    for this configuration (off: every one of LIMITS_OFF unlimited, nothing measured)."""
+    for this setting (off: every one of LIMITS_OFF unlimited, nothing measured; on,
+    memory null: memory unlimited and unmeasured, the rest held)."""
     claims = {claim.name: claim for claim in report.limits}
     held = {claims[name].mechanism for name in ("processes", "memory") if name in claims}
-    if on:
+    if setting != OFF:
         missing = [name for name in LIMITS_OFF if name not in claims]
         if missing:
             return held, f"limits on, but no claim for {missing}"
@@ -180,6 +193,9 @@ def _limits_errors(report: Any, on: bool) -> tuple[set[str], str | None]:
             return held, f"limits on, but processes/memory held by {sorted(held)}"
         if held & {"cgroup-v1", "cgroup-v2"} and report.usage is None:
             return held, "limits on in a cgroup, but no usage measured"
+        memory_held = claims["memory"].claim != "unlimited"
+        if setting == ON_NO_MEMORY and (memory_held or report.usage.memory_peak is not None):
+            return held, "memory null, but memory still held or measured"
         return held, None
     loose = [
         name
@@ -194,7 +210,7 @@ def _limits_errors(report: Any, on: bool) -> tuple[set[str], str | None]:
 
 
 async def _run(
-    ctx: Context, backend: str, on: bool, jobs: int, round_: int, progress: Progress
+    ctx: Context, backend: str, setting: str, jobs: int, round_: int, progress: Progress
 ) -> list[Run]:
     """One harness: a warm-up job, then the K gated jobs once per BURSTS, one Run each
     (fds and RSS are the harness's: before it opened, at the peak, after it closed)."""
@@ -203,9 +219,10 @@ async def _run(
     from stockade.harness import open_harness
     from stockade.sessionlog import STATE_DIR_ENV
 
-    runs = [Run(backend, on, jobs, round_, burst) for burst in BURSTS]
+    runs = [Run(backend, setting, jobs, round_, burst) for burst in BURSTS]
     bound = ExecutorConfig().running_bound()
-    base = ctx.scratch.dir(f"limits-{backend}-{'on' if on else 'off'}-k{jobs}-r{round_}")
+    name = setting.replace(", ", "-").replace(" ", "-")
+    base = ctx.scratch.dir(f"limits-{backend}-{name}-k{jobs}-r{round_}")
     root = os.path.join(base, "root")
     os.makedirs(root)
     gate_path = os.path.join(base, "gate")
@@ -220,7 +237,7 @@ async def _run(
     # Held read-write by us: a job's open never blocks, and unread lines wait for it.
     gate_fd = os.open(gate_path, os.O_RDWR | os.O_NONBLOCK)
     try:
-        async with open_harness(_composition(backend, state_dir, on)) as harness:
+        async with open_harness(_composition(backend, state_dir, setting)) as harness:
             session = await harness.open_session(cwd=os.path.realpath(root))  # noqa: ASYNC240
             await session.set_sandbox_mode("workspace-write")
             shell = session.shell
@@ -323,7 +340,7 @@ def _judge(run: Run, reports: dict[int, Any], backend: str) -> None:
             run.lost_output += 1
         if report.backend != backend and len(run.errors) < 10:
             run.errors.append(f"job {job}: backend {report.backend}, expected {backend}")
-        held, wrong = _limits_errors(report, run.on)
+        held, wrong = _limits_errors(report, run.setting)
         run.held_by |= held
         if wrong is not None and len(run.wrong_limits) < 5:
             run.wrong_limits.append(f"job {job}: {wrong}")
@@ -355,10 +372,10 @@ def measure(ctx: Context, backends: list[str], result: FamilyResult) -> None:
         most = max(_rounds(ctx, jobs, backend) for backend in backends)
         for round_ in range(most):
             pairs = [
-                (jobs, round_, backend, on)
+                (jobs, round_, backend, setting)
                 for backend in backends
                 if round_ < _rounds(ctx, jobs, backend)
-                for on in (True, False)
+                for setting in _settings(ctx, jobs)
             ]
             rng.shuffle(pairs)
             plan += pairs
@@ -366,9 +383,9 @@ def measure(ctx: Context, backends: list[str], result: FamilyResult) -> None:
     load_before = os.getloadavg()
     total = sum(jobs for jobs, *_ in plan) * len(BURSTS)
     with Progress("stress", "limits", total) as progress:
-        for jobs, round_, backend, on in plan:
-            progress.label = f"limits {backend} {'on' if on else 'off'} K={jobs} round {round_ + 1}"
-            runs += trio.run(_run, ctx, backend, on, jobs, round_, progress)
+        for jobs, round_, backend, setting in plan:
+            progress.label = f"limits {backend} {setting} K={jobs} round {round_ + 1}"
+            runs += trio.run(_run, ctx, backend, setting, jobs, round_, progress)
     load_after = os.getloadavg()
     _report(ctx, runs, backends, sizes, result, load_before, load_after)
 
@@ -385,7 +402,7 @@ def _report(
     result.figures["limits_runs"] = [
         {
             "backend": r.backend,
-            "limits": "on" if r.on else "off",
+            "limits": r.setting,
             "jobs": r.jobs,
             "round": r.round,
             "burst": r.burst,
@@ -411,11 +428,11 @@ def _report(
     result.figures["limits_loadavg"] = {"before": load_before, "after": load_after}
     groups: dict[tuple[str, int, str, bool], list[Run]] = {}
     for r in runs:
-        groups.setdefault((r.backend, r.jobs, r.burst, r.on), []).append(r)
+        groups.setdefault((r.backend, r.jobs, r.burst, r.setting), []).append(r)
     rows = []
     for backend, jobs, burst in _cells(backends, sizes):
-        for on in (True, False):
-            group = groups.get((backend, jobs, burst, on), [])
+        for setting in (ON, ON_NO_MEMORY, OFF):
+            group = groups.get((backend, jobs, burst, setting), [])
             if not group:
                 continue
             wall = summarize([r.wall_per_job for r in group], 1e3)
@@ -424,7 +441,7 @@ def _report(
             rows.append(
                 [
                     backend,
-                    "on" if on else "off",
+                    setting,
                     jobs,
                     burst,
                     len(group),
@@ -475,15 +492,19 @@ def _report(
             "processes seen at once. wall = phase / K; CPU = harness getrusage SELF + "
             "CHILDREN over the phase / K; medians over runs with p10-p90. off: the bash "
             "entry's limits processes, memory, file_size, open_files null (no cgroup, no "
-            "rlimit). unexplained: no cause, or a non-zero end whose cause names nothing "
+            "rlimit); on, memory null: the default but no memory limit for the command or "
+            "its session (no memory cgroup per call). unexplained: no cause, or a non-zero "
+            "end whose cause names nothing "
             f"that ended it. Load average {load_before[0]:.2f} before, {load_after[0]:.2f} "
             "after.",
         )
     )
     comparison = []
-    for backend, jobs, burst in _cells(backends, sizes):
-        on_runs = groups.get((backend, jobs, burst, True), [])
-        off_runs = groups.get((backend, jobs, burst, False), [])
+    for (backend, jobs, burst), setting in (
+        (cell, setting) for cell in _cells(backends, sizes) for setting in (ON, ON_NO_MEMORY)
+    ):
+        on_runs = groups.get((backend, jobs, burst, setting), [])
+        off_runs = groups.get((backend, jobs, burst, OFF), [])
         if not on_runs or not off_runs:
             continue
         on_wall = summarize([r.wall_per_job for r in on_runs])["median"]
@@ -512,6 +533,7 @@ def _report(
         comparison.append(
             [
                 backend,
+                setting,
                 jobs,
                 burst,
                 len(on_runs),
@@ -527,7 +549,7 @@ def _report(
                 spread(paired_cpu),
             ]
         )
-        if jobs == TARGET_K:
+        if jobs == TARGET_K and setting == ON:
             state = "steady state" if burst == TARGET_BURST else "first burst in a new harness"
             result.targets.append(
                 Target(
@@ -547,6 +569,7 @@ def _report(
                 "Limits: what they add per job (on vs off, same rounds)",
                 [
                     "backend",
+                    "limits",
                     "K",
                     "burst",
                     "rounds",
@@ -566,8 +589,8 @@ def _report(
                 "to back in shuffled order), median and p10-p90 over rounds.",
             )
         )
-    for (backend, jobs, burst, on), group in sorted(groups.items()):
-        label = f"stress limits: {backend} {'on' if on else 'off'} K={jobs} {burst}"
+    for (backend, jobs, burst, setting), group in sorted(groups.items()):
+        label = f"stress limits: {backend} {setting} K={jobs} {burst}"
         unexplained = sum(r.unexplained_count for r in group)
         examples = [line for r in group for line in r.unexplained][:3]
         result.checks.append(
@@ -612,6 +635,10 @@ def _report(
         )
 
 
+def _settings(ctx: Context, jobs: int) -> tuple[str, ...]:
+    return (ON, OFF, ON_NO_MEMORY) if jobs == TARGET_K and not ctx.quick else (ON, OFF)
+
+
 def _cells(backends: list[str], sizes: list[int]) -> list[tuple[str, int, str]]:
     return [(b, k, burst) for b in backends for k in sizes for burst in BURSTS]
 
@@ -625,9 +652,12 @@ def _total_causes(runs: list[Run]) -> dict[str, int]:
 
 
 def plot_panel(axis: Any, runs: list[dict[str, Any]]) -> None:
-    """Wall per job against K, limits on and off, per backend (medians over runs)."""
+    """Wall per job against K, limits on and off, per backend (medians over runs; the
+    steady-state burst)."""
     series: dict[tuple[str, str], dict[int, list[float]]] = {}
     for entry in runs:
+        if entry["limits"] not in (ON, OFF) or entry.get("burst", TARGET_BURST) != TARGET_BURST:
+            continue
         by_k = series.setdefault((entry["backend"], entry["limits"]), {})
         by_k.setdefault(entry["jobs"], []).append(entry["wall_ms_per_job"])
     for (backend, limits), by_k in sorted(series.items()):

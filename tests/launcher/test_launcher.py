@@ -831,7 +831,10 @@ def host_queues():
         new = libc.mq_open((name + "-new").encode(), os.O_RDONLY, 0, None)
         if new >= 0:
             os.close(new)
-        return fd >= 0, new >= 0, Path("/proc/sysvipc/msg").read_text().count(f" {msqid} ")
+        # The queue's own line: its id is the second column (a pid or a time in
+        # another line's columns can read the same, which once counted it twice).
+        lines = Path("/proc/sysvipc/msg").read_text().splitlines()[1:]
+        return fd >= 0, new >= 0, sum(1 for line in lines if line.split()[1:2] == [str(msqid)])
 
     yield key, msqid, name, exists
     libc.msgctl(msqid, 0, None)

@@ -151,17 +151,21 @@ def test_a_reused_command_id_is_a_clear_error(tree):
         session.command("once")
 
 
+def _launcher() -> str:
+    from stockade.sandbox._probe import launcher_path
+
+    return launcher_path()
+
+
 def test_a_group_for_the_launcher_is_made_limited_and_joined_by_it(tree):
     """What a call uses: the harness only names the group; the shipped launcher makes,
     limits and joins it, so the command is in it and held by its limits."""
-    from stockade.sandbox._probe import launcher_path
-
     session = tree.session("s")
     command, options = session.command_for_launcher("made", processes=6, memory=64 << 20)
     assert not any(os.path.exists(d) for d in command.directories)  # nothing made yet
     script = "cat /proc/self/cgroup; for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait"
     launched = subprocess.run(
-        [launcher_path(), "--limits-only", *options, "--", "sh", "-c", script],
+        [_launcher(), "--limits-only", *options, "--", "sh", "-c", script],
         capture_output=True,
         text=True,
         timeout=60,
@@ -175,11 +179,33 @@ def test_a_group_for_the_launcher_is_made_limited_and_joined_by_it(tree):
     assert read(by_controller(command, MEMORY), limit_file) == str(64 << 20)
     # While it stands, a launch with the same options is refused: never a shared group.
     again = subprocess.run(
-        [launcher_path(), "--limits-only", *options, "--", "true"], capture_output=True, text=True
+        [_launcher(), "--limits-only", *options, "--", "true"], capture_output=True, text=True
     )
     assert again.returncode == 125 and "exists already" in again.stderr, again
     assert command.try_remove()
     assert not any(os.path.exists(d) for d in command.directories)
+
+
+def test_a_group_for_the_launcher_can_leave_out_a_hierarchy(tree):
+    command, options = tree.session("s").command_for_launcher("lean", without=frozenset({MEMORY}))
+    assert [h.controllers for h in command.hierarchies] == [
+        h.controllers for h in tree.host.hierarchies if h.controllers - {MEMORY}
+    ]
+    assert len(command.directories) == len(command.hierarchies)
+    assert not any("memory" in option for option in options)
+    launched = subprocess.run(
+        [_launcher(), "--limits-only", *options, "--", "cat", "/proc/self/cgroup"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert launched.returncode == 0, launched
+    own = text("/proc/self/cgroup")
+    memory = next(line for line in launched.stdout.splitlines() if ":memory:" in line)
+    assert memory + "\n" in own  # still the harness's own memory cgroup
+    used = command.usage()
+    assert used.memory_peak is None and used.cpu_seconds is not None
+    assert command.try_remove()
 
 
 def test_a_process_in_a_command_group_is_counted_killed_and_removed(tree):

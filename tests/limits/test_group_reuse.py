@@ -119,6 +119,11 @@ def _config(**limits) -> ExecutorConfig:
     )
 
 
+def _own_cgroups() -> str:
+    with open("/proc/self/cgroup") as lines:
+        return lines.read()
+
+
 def _memory_dir(cgroup_line: str) -> str:
     """The host's directory of the memory cgroup a command's /proc/self/cgroup names."""
     path = cgroup_line.strip().split(":", 2)[2]
@@ -204,3 +209,23 @@ async def test_groups_that_could_hold_a_leftover_are_never_reused(tmp_path, back
         assert first.exit_code == second.exit_code == 0, first
         assert first.stdout != second.stdout
         assert not os.path.exists(_memory_dir(first.stdout))
+
+
+async def test_no_memory_cgroup_is_made_when_no_memory_limit_needs_one(tmp_path):
+    """memory null for the command and its session: the command stays in the harness's
+    own memory cgroup (nothing per call to account apart), and its processes and CPU
+    are still held and counted in its group."""
+    config = ExecutorConfig(
+        limits=Limits(memory=None), session_limits=SessionLimits(memory=None), kill_grace=0.2
+    )
+    own = next(line for line in _own_cgroups().splitlines() if ":memory:" in line)
+    command = f"{WHERE}; grep -E ':pids:' /proc/self/cgroup"
+    async with executor_on("landlock", config) as executor:
+        result = await executor.run(executor.resolve(command, policy=_policy(tmp_path)))
+    assert result.exit_code == 0, result
+    memory, pids = result.stdout.splitlines()
+    assert memory == own
+    assert "/c-" in pids
+    assert result.usage.memory_peak is None and result.usage.cpu_seconds is not None
+    claims = {claim.name: claim for claim in result.limits}
+    assert claims["memory"].claim == "unlimited" and claims["processes"].claim == "enforced"

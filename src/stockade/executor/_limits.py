@@ -34,6 +34,7 @@ from ..limits import (
     rlimits,
 )
 from ..limits.cgroups import (
+    MEMORY,
     CgroupError,
     CgroupHost,
     CgroupTree,
@@ -53,27 +54,20 @@ KILLED = 128 + 9  # the shell's status for a SIGKILL
 _OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 
 
-# The host's OOM kill counter as last read: (when, value). A call's start takes it if
-# it is fresh enough, not a read of /proc/vmstat per call; its end reads it again only
-# when the command died of a SIGKILL nobody in stockade sent.
-_OOM_READ: list[tuple[float, int]] = []
+# How old a reading of the host's OOM kill counter a call's start may take (not a read
+# of /proc/vmstat per call); its end reads it again only when the command died of a
+# SIGKILL nobody in stockade sent.
 OOM_COUNTER_AGE = 1.0
 
 
-def host_oom_kills(*, max_age: float = 0.0) -> int:
-    """The host's OOM kills since boot (/proc/vmstat), 0 when it cannot be read; a
-    reading at most `max_age` seconds old will do."""
-    now = time.monotonic()
-    if _OOM_READ and now - _OOM_READ[-1][0] <= max_age:
-        return _OOM_READ[-1][1]
+def host_oom_kills() -> int:
+    """The host's OOM kills since boot (/proc/vmstat), 0 when it cannot be read."""
     try:
         with open("/proc/vmstat", "rb") as vmstat:
             match = _OOM_KILL.search(vmstat.read())
     except OSError:
         return 0
-    value = int(match[1]) if match else 0
-    _OOM_READ[:] = [(now, value)]
-    return value
+    return int(match[1]) if match else 0
 
 
 @attrs.define(eq=False)
@@ -222,6 +216,8 @@ class LimitsHost:
     session_limits: SessionLimits
     _sessions: dict[str, Group] = attrs.field(factory=dict)
     pool: GroupPool = attrs.field(factory=GroupPool)
+    # The host's OOM kill counter as last read: (when, value).
+    _oom_read: tuple[float, int] | None = None
     _plans: dict[Limits, tuple[Limits, dict[str, Enforcement]]] = attrs.field(factory=dict)
     # Per (limits, placeable, leavable): the plan a call gets, its claims, its rlimits.
     _calls: dict[tuple[Limits, bool, bool], _CallPlan] = attrs.field(factory=dict)
@@ -295,7 +291,7 @@ class LimitsHost:
             known = _CallPlan(effective, planned, _claims(planned), pairs, _needs_group(planned))
             self._calls[(limits, placeable, leavable)] = known
         limits, planned = known.limits, known.planned
-        oom_before = host_oom_kills(max_age=OOM_COUNTER_AGE)
+        oom_before = self._oom_kills()
         if not placeable:
             return CallLimits(limits, planned, None, (), oom_before, known.claims)
         if self.tree is None or not known.needs_group:
@@ -312,8 +308,14 @@ class LimitsHost:
             group, baseline = reused
             options = group.join_options()
         else:
+            # No memory cgroup unless a memory limit needs one: accounting each
+            # command's memory apart is the largest part of what limits cost at scale.
+            memory_limited = limits.memory is not None or self.session_limits.memory is not None
             group, options = session.command_for_launcher(
-                call_id, processes=processes, memory=limits.memory
+                call_id,
+                processes=processes,
+                memory=limits.memory,
+                without=frozenset() if memory_limited else frozenset({MEMORY}),
             )
         return CallLimits(
             limits=limits,
@@ -327,6 +329,12 @@ class LimitsHost:
             pool=self.pool if reusable else None,
             pool_key=key,
         )
+
+    def _oom_kills(self) -> int:
+        now = time.monotonic()
+        if self._oom_read is None or now - self._oom_read[0] > OOM_COUNTER_AGE:
+            self._oom_read = (now, host_oom_kills())
+        return self._oom_read[1]
 
     def _session(self, owner: str | None) -> Group:
         key = owner or "harness"

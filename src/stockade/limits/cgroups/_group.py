@@ -52,7 +52,13 @@ class Group:
     host: CgroupHost
     kind: str
     relative: str  # below our own cgroup: "stockade-12-ab12cd34/s-x/c-y"
-    directories: tuple[str, ...]  # one per host.hierarchies, in order
+    directories: tuple[str, ...]  # one per hierarchy, in order
+    # The hierarchies it is in: all the host's, but a command group needs no memory
+    # cgroup when neither it nor its session has a memory limit (one per call is the
+    # largest part of what limits cost at scale: docs/limits.md).
+    hierarchies: tuple[Hierarchy, ...] = attrs.field(
+        default=attrs.Factory(lambda self: self.host.hierarchies, takes_self=True)
+    )
     # (field, path, key) of each usage file, worked out once per group.
     _usage_files: tuple[tuple[str, str, str | None], ...] = attrs.field(init=False, repr=False)
 
@@ -60,7 +66,7 @@ class Group:
         files = _USAGE_FILES.get(self.host.version or "", {})
         self._usage_files = tuple(
             (field, f"{directory}/{name}", key)
-            for hierarchy, directory in zip(self.host.hierarchies, self.directories, strict=True)
+            for hierarchy, directory in zip(self.hierarchies, self.directories, strict=True)
             for controller in sorted(hierarchy.controllers)
             for field, name, key in files.get(controller, ())
         )
@@ -75,7 +81,7 @@ class Group:
                 raise ValueError(f"{name} must be a positive whole number, not {value!r}")
         writes: list[tuple[str, str, bool]] = []
         v2 = self.host.version == "v2"
-        for hierarchy, directory in zip(self.host.hierarchies, self.directories, strict=True):
+        for hierarchy, directory in zip(self.hierarchies, self.directories, strict=True):
             if processes is not None and PIDS in hierarchy.controllers:
                 writes.append((f"{directory}/pids.max", str(processes), False))
             if memory is None or MEMORY not in hierarchy.controllers:
@@ -111,7 +117,7 @@ class Group:
                     os.rmdir(child)
             where = error.filename or relative
             raise CgroupError(f"cannot make the {kind} cgroup {where}: {error.strerror}") from None
-        group = Group(self.host, kind, relative, tuple(made))
+        group = Group(self.host, kind, relative, tuple(made), self.hierarchies)
         try:
             for path, value, if_present in group._fresh_limits(processes, memory):
                 try:
@@ -138,21 +144,34 @@ class Group:
         return self._child("c-" + safe_name(call_id), "command", processes, memory)
 
     def command_for_launcher(
-        self, call_id: str, *, processes: int | None = None, memory: int | None = None
+        self,
+        call_id: str,
+        *,
+        processes: int | None = None,
+        memory: int | None = None,
+        without: frozenset[str] = frozenset(),
     ) -> tuple[Group, tuple[str, ...]]:
         """A command group below this session group, NOT made here: the launcher's
         options that make it, limit it and join it (`--cgroup-make`, `--cgroup-set`,
         `--cgroup-procs`), so the harness spends no time on it per command. The caller
         removes the group (remove() or try_remove()) once the command has ended; a
-        launcher that failed before making it leaves nothing to remove."""
+        launcher that failed before making it leaves nothing to remove. `without`: the
+        controllers whose hierarchies it is not made in (the command stays in the
+        harness's own cgroup there)."""
         if self.kind != "session":
             raise CgroupError(f"command groups go below a session group, not a {self.kind}")
         name = "c-" + safe_name(call_id)
+        kept = [
+            (hierarchy, directory)
+            for hierarchy, directory in zip(self.hierarchies, self.directories, strict=True)
+            if hierarchy.controllers - without
+        ]
         group = Group(
             self.host,
             "command",
             f"{self.relative}/{name}",
-            tuple(f"{directory}/{name}" for directory in self.directories),
+            tuple(f"{directory}/{name}" for _, directory in kept),
+            tuple(hierarchy for hierarchy, _ in kept),
         )
         options: list[str] = []
         for directory in group.directories:
@@ -210,13 +229,13 @@ class Group:
         reset (v1's memory.max_usage_in_bytes; v2's memory.peak and pids.peak cannot be
         before Linux 6.12, so v2 groups serve one command) and the pids controller can
         tell it is empty."""
-        controllers = {c for h in self.host.hierarchies for c in h.controllers}
+        controllers = {c for h in self.hierarchies for c in h.controllers}
         return self.kind == "command" and self.host.version == "v1" and PIDS in controllers
 
     def reset_peaks(self) -> None:
         """Start the memory peak again from what is charged now (v1: written "0",
         memory.max_usage_in_bytes becomes memory.usage_in_bytes)."""
-        for hierarchy, directory in zip(self.host.hierarchies, self.directories, strict=True):
+        for hierarchy, directory in zip(self.hierarchies, self.directories, strict=True):
             if MEMORY in hierarchy.controllers and self.host.version == "v1":
                 _write(f"{directory}/memory.max_usage_in_bytes", "0")
 
@@ -227,7 +246,7 @@ class Group:
     def _members(self) -> list[tuple[int, Hierarchy, str]]:
         """(pid, hierarchy, group path) of every process in the group or below."""
         found = []
-        for hierarchy, top in zip(self.host.hierarchies, self.directories, strict=True):
+        for hierarchy, top in zip(self.hierarchies, self.directories, strict=True):
             base = hierarchy.path.rstrip("/") + "/" + self.relative
             for directory in _cgroup_dirs(top):
                 found += [(pid, hierarchy, base) for pid in _procs(directory)]
