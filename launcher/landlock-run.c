@@ -12,7 +12,7 @@
  *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
  *                [--cgroup-fd N]... [--rlimit NAME=VALUE]... -- ARGV...
- *   landlock-run --limits-only [--reap] [--cgroup-make DIR] [--cgroup-set[-if-present] PATH=VALUE]...
+ *   landlock-run --limits-only [--cgroup-make DIR] [--cgroup-set[-if-present] PATH=VALUE]...
  *                [--cgroup-fd N | --cgroup-procs PATH]...
  *                [--rlimit NAME=VALUE]... -- ARGV...
  *   landlock-run --probe
@@ -2612,97 +2612,27 @@ static _Noreturn void filters_only(int argc, char **argv)
 	exec_failed(argv[i + 1], errno);
 }
 
-/* How long --reap goes on reaping once ARGV has exited (bwrap's namespace init ends
- * as soon as it has reported the command's status, after the kernel has ended the rest
- * of its namespace); what is not gone by then is left to whoever inherits it. */
-#define REAP_GRACE_MS 2000
-
 /*
- * --reap: stay as ARGV's parent and the subreaper of everything it starts, reap what
- * comes to us, and end as ARGV did.  For bwrap: it exits as soon as its namespace's
- * init has reported the command's status, and that init, inherited by the host's pid
- * 1 otherwise, holds a place in the call's cgroup (pids.current) until someone reaps
- * it.  Every signal is held here (a group signal reaches ARGV itself, which decides);
- * the launcher dies with its parent, as the runner does.
- */
-static _Noreturn void reap_around(char *program, char **args, const struct limits *l)
-{
-	pid_t parent = getppid(), child, pid;
-	sigset_t all, old, chld;
-	int status, child_status = 0, child_done = 0;
-	struct timespec left;
-	long waited_ms = 0;
-
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
-		fatal("--reap: cannot become a subreaper: %s", strerror(errno));
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
-		fatal("--reap: cannot tie the launcher to its parent");
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	child = fork();
-	if (child < 0)
-		fatal("--reap: cannot start %s: %s", args[0], strerror(errno));
-	if (child == 0) {
-		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
-		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		apply_rlimits(l);
-		execv(program, args);
-		exec_failed(args[0], errno);
-	}
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	for (;;) {
-		pid = waitpid(-1, &status, child_done ? WNOHANG : 0);
-		if (pid == child) {
-			child_status = status;
-			child_done = 1;
-			continue;
-		}
-		if (pid > 0)
-			continue;	/* an orphan of ARGV's, reaped */
-		if (pid < 0 && errno == EINTR)
-			continue;
-		if (pid < 0 || waited_ms >= REAP_GRACE_MS)
-			break;	/* ECHILD: nobody left */
-		left.tv_sec = 0;
-		left.tv_nsec = 10 * 1000000L;
-		sigtimedwait(&chld, NULL, &left);
-		waited_ms += 10;
-	}
-	if (WIFSIGNALED(child_status))
-		die_by(WTERMSIG(child_status));
-	_exit(WEXITSTATUS(child_status));
-}
-
-/*
- * --limits-only [--reap] [--cgroup-*]... [--rlimit NAME=VALUE]... -- ARGV: for a
- * command its caller runs unconfined, or for bwrap: the limits alone, then ARGV (no
- * Landlock, no filters, no namespace); with --reap, ARGV as our child (reap_around).
+ * --limits-only [--cgroup-*]... [--rlimit NAME=VALUE]... -- ARGV: for a command
+ * its caller runs unconfined: the limits alone, then ARGV (no Landlock, no filters,
+ * no namespace).
  */
 static _Noreturn void limits_only(int argc, char **argv)
 {
 	struct limits limits = { 0 };
 	char *program;
-	int i = 2, reap = 0;
+	int i = 2;
 
-	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-		if (strcmp(argv[i], "--reap") == 0) {
-			reap = 1;
-			continue;
-		}
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (!limits_option(argc, argv, &i, &limits))
-			fatal("--limits-only takes only --reap, --cgroup-make, --cgroup-set, "
-			      "--cgroup-fd, --cgroup-procs and --rlimit, not %s", argv[i]);
-	}
+			fatal("--limits-only takes only --cgroup-make, --cgroup-set, --cgroup-fd, "
+			      "--cgroup-procs and --rlimit, not %s", argv[i]);
 	if (i == argc)
 		fatal("missing -- before the command");
 	if (i + 1 == argc)
 		fatal("no command given after --");
 	join_cgroups(&limits);
 	program = resolve_program(argv[i + 1]);
-	if (reap)
-		reap_around(program, argv + i + 1, &limits);
 	apply_rlimits(&limits);
 	execv(program, argv + i + 1);
 	exec_failed(argv[i + 1], errno);

@@ -399,7 +399,7 @@ def test_limits_only_takes_nothing_else(launcher, tmp_path):
     result = run(argv(launcher, "limits-only", ["--ro", "/"], ["touch", marker]))
     assert_launcher_failure(
         result,
-        "--limits-only takes only --reap, --cgroup-make, --cgroup-set, --cgroup-fd, --cgroup-procs and --rlimit, not --ro",
+        "--limits-only takes only --cgroup-make, --cgroup-set, --cgroup-fd, --cgroup-procs and --rlimit, not --ro",
     )
     assert not marker.exists()
 
@@ -508,43 +508,3 @@ def test_a_setting_the_kernel_refuses_is_a_launcher_failure(launcher, cgroup, tm
     finally:
         with contextlib.suppress(FileNotFoundError):
             remove_cgroup(made)
-
-
-# ---- --limits-only --reap ----
-
-
-def test_reap_stays_as_the_commands_parent_and_reaps_what_it_leaves(launcher, tmp_path):
-    """What the executor puts before bwrap: bwrap exits once its namespace's init has
-    reported, leaving that init to whoever inherits it. With --reap the launcher is the
-    subreaper and reaps it; without (the control) the orphan outlives the launcher."""
-    script = "(sleep 0.5) & echo $!; exit 4"
-    for reap, left in (([], True), (["--reap"], False)):
-        result = run([str(launcher), "--limits-only", *reap, "--", "sh", "-c", script])
-        assert result.returncode == 4, result
-        orphan = int(result.stdout)
-        assert os.path.exists(f"/proc/{orphan}") is left, (reap, orphan)
-
-
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
-def test_reap_ends_as_the_command_did(launcher, signum):
-    result = run([str(launcher), "--limits-only", "--reap", "--", "sh", "-c", f"kill -{signum} $$"])
-    assert result.returncode == -signum, result
-
-
-def test_reap_leaves_a_command_that_never_ends_its_orphans_after_a_grace(launcher, tmp_path):
-    """An orphan that lives on is not waited for beyond the grace (2 s): the launcher
-    ends as the command did, and the orphan is left to whoever inherits it."""
-    said = tmp_path / "pid"
-    began = time.monotonic()
-    with open(said, "w") as out:  # not a pipe: the orphan would hold it open
-        launched = subprocess.run(
-            [str(launcher), "--limits-only", "--reap", "--", "sh", "-c", "(sleep 8) & echo $!"],
-            stdout=out,
-            timeout=TIMEOUT,
-        )
-    took = time.monotonic() - began
-    orphan = int(said.read_text())
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(orphan, signal.SIGKILL)
-    assert launched.returncode == 0, launched
-    assert 1.5 < took < 6, took

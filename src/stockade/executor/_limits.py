@@ -47,9 +47,9 @@ from ..messages import LimitClaim, LimitHit, ResourceUse, ShellResult
 from ._pool import GroupPool, PoolKey
 
 # A confined call's runner shares the command's cgroup (the Landlock launcher's monitor
-# and init; before bwrap, `--limits-only --reap`, then bwrap and its namespace's init):
-# counted against the processes limit, so the group allows that many more.
-LAUNCHER_PROCESSES = {"landlock": 2, "bwrap": 3}
+# and init; bwrap and its namespace's init): counted against the processes limit, so
+# the group allows that many more.
+LAUNCHER_PROCESSES = 2
 KILLED = 128 + 9  # the shell's status for a SIGKILL
 _OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 
@@ -106,10 +106,7 @@ class CallLimits:
         now starts in it: in the Landlock launcher's own argv; before bwrap and before
         an unconfined command, `landlock-run --limits-only OPTIONS --` (bwrap's filter
         stage runs under a read-only cgroup file system, so the group is joined before
-        bwrap starts: bwrap and its init are in the group too). Before bwrap also
-        `--reap`: the launcher stays as bwrap's parent and reaps its namespace init,
-        which bwrap leaves to the host's pid 1, so the group is empty once the call
-        has ended and may serve the session's next call."""
+        bwrap starts: bwrap and its init are in the group too)."""
         options = self.launcher_options()
         if not options:
             return argv, 0
@@ -118,8 +115,7 @@ class CallLimits:
         if launcher is None:
             raise CgroupError("the launcher that sets a command's limits is missing")
         if backend in ("none", "bwrap"):
-            reap = ("--reap",) if backend == "bwrap" else ()
-            prefix = (launcher, "--limits-only", *reap, *options, "--")
+            prefix = (launcher, "--limits-only", *options, "--")
             # An unconfined command's argv is no runner's (argv[0] is bash).
             return (*prefix, *argv), len(prefix) if backend == "bwrap" else 0
         raise CgroupError(f"the {backend} runner has no place for the launcher's limits")

@@ -31,11 +31,11 @@ def charge_allowed(memory_limit: int | None) -> int:
 class GroupPool:
     """Each session's empty command groups, by the limits they were made with.
 
-    Reused only when exact: a group the caller offers (a confined call's: the Landlock
-    launcher's init, and before bwrap `--limits-only --reap`, reap everything the call
-    started, so the group is empty once it has ended; a root command unconfined could
-    move a process of its own elsewhere), empty (pids.current 0: not even a zombie
-    holds a process of the next command's limit), with at most
+    Reused only when exact: a group the caller offers (a Landlock call's: its launcher
+    reaps everything it started, so the group is empty once the call has ended; bwrap's
+    namespace init is reaped by whoever inherits it, at that process's pace, and a root
+    command unconfined could move a process of its own elsewhere), empty (pids.current
+    0: not even a zombie holds a process of the next command's limit), with at most
     `charge_allowed` still charged, its memory peak reset. The next call's usage is
     counted from the reading it was kept with (GroupUsage.since)."""
 

@@ -307,10 +307,8 @@ class ExecutorActor:
                 f"call-{next(self._call_numbers)}",
                 placeable=placeable,
                 confined=facts.confined,
-                launcher_processes=LAUNCHER_PROCESSES.get(facts.backend, 0)
-                if facts.confined
-                else 0,
-                reusable=facts.backend in LAUNCHER_PROCESSES,
+                launcher_processes=LAUNCHER_PROCESSES if facts.confined else 0,
+                reusable=facts.backend == "landlock",
             )
         except CgroupError as error:
             raise CommandStartError(
