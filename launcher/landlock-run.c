@@ -1370,8 +1370,7 @@ static void join_cgroups(const struct limits *l)
 		if (fd < 0)
 			fatal("cannot join the command's cgroup (%s): %s", l->cgroup_procs[k],
 			      strerror(errno));
-		if (fstatfs(fd, &fs) != 0 || ((unsigned long)fs.f_type != CGROUP_SUPER_MAGIC &&
-					       (unsigned long)fs.f_type != CGROUP2_SUPER_MAGIC))
+		if (fstatfs(fd, &fs) != 0 || !on_cgroup_fs(&fs))
 			fatal("cannot join the command's cgroup (%s): not a cgroup file",
 			      l->cgroup_procs[k]);
 		errno = 0;
@@ -1385,8 +1384,7 @@ static void join_cgroups(const struct limits *l)
 
 		if (fstatfs(fd, &fs) != 0)
 			fatal("cannot join the command's cgroup (fd %d): %s", fd, strerror(errno));
-		if ((unsigned long)fs.f_type != CGROUP_SUPER_MAGIC &&
-		    (unsigned long)fs.f_type != CGROUP2_SUPER_MAGIC)
+		if (!on_cgroup_fs(&fs))
 			fatal("cannot join the command's cgroup (fd %d): not a cgroup file", fd);
 		errno = 0;
 		if (write(fd, "0", 1) != 1)

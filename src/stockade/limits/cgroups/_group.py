@@ -139,9 +139,7 @@ class Group:
         self, call_id: str, *, processes: int | None = None, memory: int | None = None
     ) -> Group:
         """A command group below this session group, limited as asked."""
-        if self.kind != "session":
-            raise CgroupError(f"command groups go below a session group, not a {self.kind}")
-        return self._child("c-" + safe_name(call_id), "command", processes, memory)
+        return self._child(self._command_name(call_id), "command", processes, memory)
 
     def command_for_launcher(
         self,
@@ -158,9 +156,7 @@ class Group:
         launcher that failed before making it leaves nothing to remove. `without`: the
         controllers whose hierarchies it is not made in (the command stays in the
         harness's own cgroup there)."""
-        if self.kind != "session":
-            raise CgroupError(f"command groups go below a session group, not a {self.kind}")
-        name = "c-" + safe_name(call_id)
+        name = self._command_name(call_id)
         kept = [
             (hierarchy, directory)
             for hierarchy, directory in zip(self.hierarchies, self.directories, strict=True)
@@ -180,6 +176,11 @@ class Group:
             setting = "--cgroup-set-if-present" if if_present else "--cgroup-set"
             options += [setting, f"{path}={value}"]
         return group, (*options, *group.join_options())
+
+    def _command_name(self, call_id: str) -> str:
+        if self.kind != "session":
+            raise CgroupError(f"command groups go below a session group, not a {self.kind}")
+        return "c-" + safe_name(call_id)
 
     def procs_files(self) -> list[str]:
         """The cgroup.procs files a process must join, one per hierarchy (write "0", or
