@@ -61,8 +61,8 @@ def start_in(
     group: Group, argv: list[str], output: int = subprocess.PIPE
 ) -> subprocess.Popen[bytes]:
     """Start `argv` already in `group`: the child writes "0" (itself) into each of the
-    group's cgroup.procs before exec, as the launcher does with the fds it is passed."""
-    fds = group.open_procs()
+    group's cgroup.procs before exec, as the launcher does."""
+    fds = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in group.procs_files()]
     try:
         return subprocess.Popen(
             argv,
@@ -272,7 +272,6 @@ def test_a_memory_limit_oom_kills_an_allocation_past_it(tree):
     assert child.returncode == -9 and out == b""
     used = command.usage()
     assert used.oom_kills >= 1
-    assert used.memory_limit_hits >= 1
     assert used.memory_peak is not None and used.memory_peak <= 32 * MiB
 
 

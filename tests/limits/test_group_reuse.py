@@ -33,7 +33,6 @@ def _reading(**changes) -> GroupUsage:
         processes_peak=7,
         processes_refused=2,
         oom_kills=1,
-        memory_limit_hits=3,
         memory_now=64 << 10,
     )
     return attrs.evolve(base, **changes)
@@ -47,14 +46,13 @@ def test_usage_since_a_reading_counts_only_what_came_after():
         processes_peak=7,
         processes_refused=2,
         oom_kills=1,
-        memory_limit_hits=3,
     )
     used = after.since(before)
     assert used.cpu_seconds == pytest.approx(0.25)
     assert used.memory_peak == 5 * MIB  # above what was charged at the reset
     # pids.peak cannot be reset: not above the earlier peak, so not known.
     assert used.processes_peak is None
-    assert (used.processes_refused, used.oom_kills, used.memory_limit_hits) == (0, 0, 0)
+    assert (used.processes_refused, used.oom_kills) == (0, 0)
     higher = _reading(processes_peak=9, processes_refused=5).since(before)
     assert higher.processes_peak == 9 and higher.processes_refused == 3
 

@@ -124,7 +124,7 @@ class CallLimits:
         if self.group is None:
             return Usage()
         try:
-            self.last = self.group.usage()
+            self.last = self.group.usage(reuse=self.pool is not None)
         except (OSError, CgroupError):
             return Usage()
         used = self.last if self.baseline is None else self.last.since(self.baseline)
@@ -140,7 +140,7 @@ class CallLimits:
         """The group's CPU time since this call was given it."""
         if self.group is None:
             return None
-        used = self.group.usage()
+        used = self.group.usage(reuse=False)
         if self.baseline is not None:
             used = used.since(self.baseline)
         return used.cpu_seconds

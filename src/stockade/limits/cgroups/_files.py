@@ -1,5 +1,6 @@
 """Reading and writing a cgroup's files: the usage a group's files give (GroupUsage),
-with os.open/os.read (a call reads seven of them), and what changed since a reading.
+with os.open/os.read (a call reads five to seven of them), and what changed since a
+reading.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ class GroupUsage:
 
     cpu_seconds: float | None
     memory_peak: int | None
-    processes_now: int | None
     processes_peak: int | None  # pids.peak, where the kernel has it
     processes_refused: int  # pids.events "max"
     oom_kills: int  # v2 memory.events oom_kill; v1 memory.oom_control oom_kill
-    memory_limit_hits: int  # v2 memory.events max; v1 memory.failcnt
-    memory_now: int | None = None  # charged now: v2 memory.current; v1 memory.usage_in_bytes
+    processes_now: int | None = None
+    # Charged now (v2 memory.current; v1 memory.usage_in_bytes) and processes now: read
+    # only for a group that may serve another call (GroupPool), else None.
+    memory_now: int | None = None
 
     def since(self, before: GroupUsage) -> GroupUsage:
         """What was used after `before`, a reading of the same group taken when its peaks
@@ -54,7 +56,6 @@ class GroupUsage:
             processes_peak=processes_peak,
             processes_refused=minus(self.processes_refused, before.processes_refused),
             oom_kills=minus(self.oom_kills, before.oom_kills),
-            memory_limit_hits=minus(self.memory_limit_hits, before.memory_limit_hits),
             memory_now=self.memory_now,
         )
 
@@ -105,7 +106,6 @@ _USAGE_FILES: dict[str, dict[str, tuple[tuple[str, str, str | None], ...]]] = {
             ("memory_peak", "memory.peak", None),
             ("memory_now", "memory.current", None),
             ("oom_kills", "memory.events", "oom_kill"),
-            ("memory_limit_hits", "memory.events", "max"),
         ),
         PIDS: (
             ("processes_now", "pids.current", None),
@@ -119,7 +119,6 @@ _USAGE_FILES: dict[str, dict[str, tuple[tuple[str, str, str | None], ...]]] = {
             ("memory_peak", "memory.max_usage_in_bytes", None),
             ("memory_now", "memory.usage_in_bytes", None),
             ("oom_kills", "memory.oom_control", "oom_kill"),
-            ("memory_limit_hits", "memory.failcnt", None),
         ),
         PIDS: (
             ("processes_now", "pids.current", None),

@@ -42,6 +42,10 @@ def safe_name(identifier: str) -> str:
     return cleaned
 
 
+# Usage fields read only to decide whether a group may serve another call.
+_REUSE_ONLY = frozenset({"memory_now", "processes_now"})
+
+
 @attrs.define(eq=False)
 class Group:
     """One group of ours, the same named directory in every hierarchy the host uses.
@@ -59,8 +63,10 @@ class Group:
     hierarchies: tuple[Hierarchy, ...] = attrs.field(
         default=attrs.Factory(lambda self: self.host.hierarchies, takes_self=True)
     )
-    # (field, path, key) of each usage file, worked out once per group.
+    # (field, path, key) of each usage file, worked out once per group: all of them, and
+    # those a group that serves no other call needs.
     _usage_files: tuple[tuple[str, str, str | None], ...] = attrs.field(init=False, repr=False)
+    _usage_files_once: tuple[tuple[str, str, str | None], ...] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         files = _USAGE_FILES.get(self.host.version or "", {})
@@ -69,6 +75,9 @@ class Group:
             for hierarchy, directory in zip(self.hierarchies, self.directories, strict=True)
             for controller in sorted(hierarchy.controllers)
             for field, name, key in files.get(controller, ())
+        )
+        self._usage_files_once = tuple(
+            entry for entry in self._usage_files if entry[0] not in _REUSE_ONLY
         )
 
     def _fresh_limits(
@@ -187,30 +196,16 @@ class Group:
         its pid, to each; on v1 a process joins each hierarchy separately)."""
         return [os.path.join(d, "cgroup.procs") for d in self.directories]
 
-    def open_procs(self) -> list[int]:
-        """procs_files() opened O_WRONLY|O_CLOEXEC, for a launcher; the caller closes them."""
-        fds: list[int] = []
-        try:
-            for path in self.procs_files():
-                fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
-        except OSError as error:
-            for fd in fds:
-                os.close(fd)
-            raise CgroupError(f"cannot open {error.filename}: {error.strerror}") from None
-        return fds
-
-    def usage(self) -> GroupUsage:
-        """What the group and everything below it used so far (read before remove())."""
+    def usage(self, *, reuse: bool = True) -> GroupUsage:
+        """What the group and everything below it used so far (read before remove()).
+        `reuse` False: not what only deciding its reuse needs (memory_now, processes_now
+        are None), two reads fewer for a group that serves one call."""
         found: dict[str, int | None] = {}
-        texts: dict[str, bytes | None] = {}  # v2's memory.events serves two fields
-        for field, path, key in self._usage_files:
-            if path not in texts:
-                try:
-                    texts[path] = _read_bytes(path)
-                except OSError:  # no such file here, or the group is gone
-                    texts[path] = None
-            text = texts[path]
-            found[field] = None if text is None else _parse(text, key)
+        for field, path, key in self._usage_files if reuse else self._usage_files_once:
+            try:
+                found[field] = _parse(_read_bytes(path), key)
+            except OSError:  # no such file here, or the group is gone
+                found[field] = None
         usec, nsec = found.get("cpu_usec"), found.get("cpu_nsec")
         cpu_seconds = usec / 1e6 if usec is not None else None if nsec is None else nsec / 1e9
         return GroupUsage(
@@ -220,7 +215,6 @@ class Group:
             processes_peak=found.get("processes_peak"),
             processes_refused=found.get("processes_refused") or 0,
             oom_kills=found.get("oom_kills") or 0,
-            memory_limit_hits=found.get("memory_limit_hits") or 0,
             memory_now=found.get("memory_now"),
         )
 
