@@ -20,10 +20,12 @@ import gc
 import os
 import random
 import resource
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import limits_floor
 from ._common import (
     Check,
     Context,
@@ -387,7 +389,15 @@ def measure(ctx: Context, backends: list[str], result: FamilyResult) -> None:
             progress.label = f"limits {backend} {setting} K={jobs} round {round_ + 1}"
             runs += trio.run(_run, ctx, backend, setting, jobs, round_, progress)
     load_after = os.getloadavg()
+    floor: list[limits_floor.FloorRun] = []
+    launcher = ctx.runner("landlock") if "landlock" in backends else None
+    floor_sizes = [TARGET_K] if TARGET_K in sizes else [max(sizes)] if ctx.quick else []
+    if launcher is not None and floor_sizes:
+        sys.stderr.write(f"[stress] limits floor, bare launchers, K={floor_sizes[0]}\n")
+        floor = limits_floor.measure(ctx, launcher, floor_sizes)
     _report(ctx, runs, backends, sizes, result, load_before, load_after)
+    if floor:
+        _report_floor(runs, floor, result)
 
 
 def _report(
@@ -633,6 +643,34 @@ def _report(
             f"{sum(r.unexplained_count for r in big)} unexplained; causes "
             + ", ".join(f"{cause} {count}" for cause, count in sorted(_total_causes(big).items()))
         )
+
+
+def _report_floor(
+    runs: list[Run], floor: list[limits_floor.FloorRun], result: FamilyResult
+) -> None:
+    harness: dict[tuple[int, str], tuple[float, float, float, float]] = {}
+    for jobs, burst in {(r.jobs, r.burst) for r in floor}:
+        on = [
+            r
+            for r in runs
+            if (r.backend, r.jobs, r.burst, r.setting) == ("landlock", jobs, burst, ON)
+        ]
+        off = [
+            r
+            for r in runs
+            if (r.backend, r.jobs, r.burst, r.setting) == ("landlock", jobs, burst, OFF)
+        ]
+        if on and off:
+            harness[(jobs, burst)] = (
+                summarize([r.wall_per_job for r in on])["median"],
+                summarize([r.wall_per_job for r in off])["median"],
+                summarize([r.cpu_per_job for r in on])["median"],
+                summarize([r.cpu_per_job for r in off])["median"],
+            )
+    table, checks, figures = limits_floor.report(floor, harness)
+    result.tables.append(table)
+    result.checks += checks
+    result.figures.update(figures)
 
 
 def _settings(ctx: Context, jobs: int) -> tuple[str, ...]:
