@@ -88,6 +88,9 @@ class Run:
     seconds: float = 0.0
     cpu_self: float = 0.0
     cpu_children: float = 0.0
+    # Of those, the kernel's (system time): where the kernel's accounting shows.
+    sys_self: float = 0.0
+    sys_children: float = 0.0
     fds_before: int = 0
     fds_peak: int = 0
     fds_after: int = 0
@@ -134,10 +137,16 @@ def _composition(backend: str, state_dir: str, setting: str) -> list[dict[str, A
     ]
 
 
-def _cpu() -> tuple[float, float]:
+def _cpu() -> tuple[float, float, float, float]:
+    """CPU seconds of this process and of its reaped children, then their system parts."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+    return (
+        own.ru_utime + own.ru_stime,
+        children.ru_utime + children.ru_stime,
+        own.ru_stime,
+        children.ru_stime,
+    )
 
 
 def _children() -> int:
@@ -303,7 +312,7 @@ async def _burst(
         run.fds_peak = max(run.fds_peak, open_fds())
         os.write(gate_fd, b"go\n" * jobs)
 
-    cpu_self, cpu_children = _cpu()
+    before = _cpu()
     began = time.perf_counter()
     with trio.move_on_after(PHASE_TIMEOUT) as deadline:
         async with trio.open_nursery() as nursery:
@@ -314,9 +323,10 @@ async def _burst(
                     jobs_nursery.start_soon(one, job)
             sampler.cancel()
     run.seconds = time.perf_counter() - began
-    now_self, now_children = _cpu()
-    run.cpu_self = now_self - cpu_self
-    run.cpu_children = now_children - cpu_children
+    after = _cpu()
+    run.cpu_self, run.cpu_children, run.sys_self, run.sys_children = (
+        now - then for now, then in zip(after, before, strict=True)
+    )
     if deadline.cancelled_caught:
         run.errors.append(f"the phase did not finish within {PHASE_TIMEOUT:g} s")
 
@@ -422,6 +432,8 @@ def _report(
             "cpu_ms_per_job": r.cpu_per_job * 1e3,
             "cpu_self_s": r.cpu_self,
             "cpu_children_s": r.cpu_children,
+            "sys_self_s": r.sys_self,
+            "sys_children_s": r.sys_children,
             "fds": {"before": r.fds_before, "peak": r.fds_peak, "after": r.fds_after},
             "rss_mib": {"before": r.rss_before, "peak": r.rss_peak},
             "alive_peak": r.alive_peak,
