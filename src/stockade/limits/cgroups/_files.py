@@ -70,7 +70,7 @@ def _write(path: str, text: str) -> None:
 
 def _read_bytes(path: str) -> bytes:
     # A cgroup file is one small read; os.open/os.read cost a fifth of open() here,
-    # and a call reads seven of them (issue 26's per-job cost).
+    # and a call reads up to seven of them (issue 26's per-job cost).
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         return os.read(fd, 65536)
