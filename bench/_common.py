@@ -13,7 +13,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # --- statistics --------------------------------------------------------------------------
 
@@ -48,6 +48,29 @@ def summarize(samples: Sequence[float], scale: float = 1.0) -> dict[str, float]:
         "max": max(values),
         "mean": sum(values) / len(values),
     }
+
+
+class PerJob(Protocol):
+    """A run with its wall and CPU seconds per job."""
+
+    @property
+    def wall_per_job(self) -> float: ...
+
+    @property
+    def cpu_per_job(self) -> float: ...
+
+
+def on_off_medians(
+    on: Sequence[PerJob], off: Sequence[PerJob]
+) -> tuple[float, float, float, float]:
+    """Median wall and CPU seconds per job of `on` runs and `off` runs: (on wall, off wall,
+    on CPU, off CPU)."""
+    return (
+        summarize([r.wall_per_job for r in on])["median"],
+        summarize([r.wall_per_job for r in off])["median"],
+        summarize([r.cpu_per_job for r in on])["median"],
+        summarize([r.cpu_per_job for r in off])["median"],
+    )
 
 
 def ratio(numerator: float, denominator: float) -> float:

@@ -18,9 +18,9 @@ import os
 import random
 import resource
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-from ._common import Check, Context, Table, fmt, ratio, spread, summarize
+from ._common import Check, Context, Table, fmt, on_off_medians, ratio, spread, summarize
 
 ROUNDS = 5
 QUICK_ROUNDS = 2
@@ -82,38 +82,25 @@ def _run(ctx: Context, launcher: str, setting: str, jobs: int, round_: int) -> l
     os.mkfifo(gate)
     # What a workspace-write Landlock call's launcher gets (stockade adds its temp
     # directory and a few denied paths; the same for on and off).
-    confinement = [
-        "--die-with-parent",
-        "--ro",
-        "/",
-        "--rw",
-        os.devnull,
-        "--rw",
-        root,
-        "--private-ipc",
-        "--no-network",
-        "--",
-        "bash",
-        "-c",
-        f"read -r _ < {gate}; echo x",
-    ]
+    confinement = ["--die-with-parent", "--ro", "/", "--rw", os.devnull, "--rw", root]
+    confinement += ["--private-ipc", "--no-network", "--", "bash", "-c"]
+    confinement.append(f"read -r _ < {gate}; echo x")
     gate_fd = os.open(gate, os.O_RDWR | os.O_NONBLOCK)
     host = detect()
     tree = CgroupTree.open(host, "stockade-bench") if setting == "on" else None
     runs = []
     try:
-        limits = Limits()
+        limits, session_limits = Limits(), SessionLimits()
         processes = (limits.processes or 0) + LAUNCHER_PROCESSES
         pairs: list[str] = []
         if tree is not None:
             # As the harness plans them: values above this process's hard limits lowered.
             held = HostLimits(cgroup=host.version, controllers=host.controllers, uid=os.geteuid())
-            effective, planned = LimitsHost(held, host, None, SessionLimits()).plan_for(limits)
+            effective, planned = LimitsHost(held, host, None, session_limits).plan_for(limits)
             for name, value in rlimits(effective, planned):
                 pairs += ["--rlimit", f"{name}={value}"]
-        own = SessionLimits()
         session = (
-            tree.session("bench", processes=own.processes, memory=own.memory)
+            tree.session("bench", processes=session_limits.processes, memory=session_limits.memory)
             if tree is not None
             else None
         )
@@ -143,6 +130,11 @@ def _run(ctx: Context, launcher: str, setting: str, jobs: int, round_: int) -> l
 
 
 def measure(ctx: Context, launcher: str, sizes: list[int]) -> list[FloorRun]:
+    """The floor's runs at each of `sizes`; none where this host offers no cgroups."""
+    from stockade.limits.cgroups import detect
+
+    if detect().version is None:
+        return []
     rng = random.Random(ctx.seed)
     runs: list[FloorRun] = []
     for jobs in sizes:
@@ -167,10 +159,7 @@ def report(
         off = [r for r in runs if (r.jobs, r.burst, r.setting) == (jobs, burst, "off")]
         if not on or not off:
             continue
-        on_wall = summarize([r.wall_per_job for r in on])["median"]
-        off_wall = summarize([r.wall_per_job for r in off])["median"]
-        on_cpu = summarize([r.cpu_per_job for r in on])["median"]
-        off_cpu = summarize([r.cpu_per_job for r in off])["median"]
+        on_wall, off_wall, on_cpu, off_cpu = on_off_medians(on, off)
         off_by_round = {r.round: r for r in off}
         paired = summarize([r.wall_per_job - off_by_round[r.round].wall_per_job for r in on], 1e3)
         kernel_wall, kernel_cpu = on_wall - off_wall, on_cpu - off_cpu
@@ -230,13 +219,9 @@ def report(
     figures = {
         "limits_floor_runs": [
             {
-                "limits": r.setting,
-                "jobs": r.jobs,
-                "round": r.round,
-                "burst": r.burst,
+                **asdict(r),
                 "wall_ms_per_job": r.wall_per_job * 1e3,
                 "cpu_ms_per_job": r.cpu_per_job * 1e3,
-                "failed": r.failed,
             }
             for r in runs
         ]

@@ -34,6 +34,7 @@ from ._common import (
     Table,
     Target,
     fmt,
+    on_off_medians,
     open_fds,
     peak_rss_mib,
     ratio,
@@ -529,10 +530,7 @@ def _report(
         off_runs = groups.get((backend, jobs, burst, OFF), [])
         if not on_runs or not off_runs:
             continue
-        on_wall = summarize([r.wall_per_job for r in on_runs])["median"]
-        off_wall = summarize([r.wall_per_job for r in off_runs])["median"]
-        on_cpu = summarize([r.cpu_per_job for r in on_runs])["median"]
-        off_cpu = summarize([r.cpu_per_job for r in off_runs])["median"]
+        on_wall, off_wall, on_cpu, off_cpu = on_off_medians(on_runs, off_runs)
         off_by_round = {r.round: r for r in off_runs}
         paired = summarize(
             [
@@ -673,12 +671,7 @@ def _report_floor(
             if (r.backend, r.jobs, r.burst, r.setting) == ("landlock", jobs, burst, OFF)
         ]
         if on and off:
-            harness[(jobs, burst)] = (
-                summarize([r.wall_per_job for r in on])["median"],
-                summarize([r.wall_per_job for r in off])["median"],
-                summarize([r.cpu_per_job for r in on])["median"],
-                summarize([r.cpu_per_job for r in off])["median"],
-            )
+            harness[(jobs, burst)] = on_off_medians(on, off)
     table, checks, figures = limits_floor.report(floor, harness)
     result.tables.append(table)
     result.checks += checks
