@@ -229,6 +229,23 @@ def test_a_process_in_a_command_group_is_counted_killed_and_removed(tree):
     command.remove()  # idempotent
 
 
+def test_a_group_that_serves_one_call_reads_only_what_its_result_reports(tree):
+    command = tree.session("s").command("once", processes=8, memory=64 * MiB)
+    child = start_in(command, ["sleep", "30"])
+    try:
+        full, once = command.usage(), command.usage(reuse=False)
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    # What only the pool's reuse decision needs is not read...
+    assert (full.processes_now, once.processes_now) == (1, None)
+    assert full.memory_now is not None and once.memory_now is None
+    # ...and every fact a result reports still is.
+    assert once.processes_peak == full.processes_peak == 1
+    assert once.memory_peak is not None and once.cpu_seconds is not None
+    assert (once.processes_refused, once.oom_kills) == (0, 0)
+
+
 def test_remove_kills_what_is_left(tree):
     command = tree.session("s").command("left")
     child = start_in(command, ["sleep", "30"])
