@@ -313,3 +313,40 @@ async def test_pip_download_with_network_on(sandbox, secret_home, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert (Path(sandbox.terrain.root) / "dl" / wheel).exists()
     assert not result.denied
+
+
+FORGE_RENAME = """
+import os, sys
+root, name, moved = sys.argv[1:4]
+times = {p: (os.stat(p).st_atime_ns, os.stat(p).st_mtime_ns) for p in (root, f"{root}/{name}")}
+os.rename(f"{root}/{name}", f"{root}/{moved}")
+os.mkdir(f"{root}/{name}")
+os.utime(root, ns=times[root])
+os.utime(f"{root}/{moved}", ns=times[f"{root}/{name}"])
+os.utime(f"{root}/{name}", ns=times[f"{root}/{name}"])
+print("forged", os.stat(root).st_mtime_ns == times[root][1])
+"""
+
+
+async def test_a_env_renamed_with_its_times_set_back_is_still_hidden(sandbox, secret_home):
+    """Issue 35, hole 3: call 1 reads `svc/.env` (refused); call 2 renames `svc` to
+    `svc2`, makes an empty `svc` and sets every directory's times back; call 3 reads
+    `svc2/.env`. The search of call 1 may not be reused for call 3: a command can set
+    a directory's mtime back, never its ctime (nor keep its inode)."""
+    root = Path(sandbox.terrain.root)
+    (root / "svc").mkdir(mode=0o777)
+    secret = f"SECRET-{sandbox.terrain.tag}-renamed-env"
+    (root / "svc" / ".env").write_text(secret + "\n")
+    control = await trio.run_process(
+        ["cat", str(root / "svc" / ".env")], capture_stdout=True, check=False
+    )
+    assert secret in control.stdout.decode(), "the control read nothing: the attack is not real"
+    await trio.sleep(0.05)  # older than a clock tick: call 1's search may be kept
+    with sandbox.battery.attempt("deny_read: a .env renamed, its directories' times set back"):
+        first = await sandbox.run("cat svc/.env", WW)
+        assert secret not in first.stdout and first.read_denied, first
+        forged = await sandbox.run(f"{SYSTEM_PYTHON} -I -S -c '{FORGE_RENAME}' {root} svc svc2", WW)
+        assert forged.stdout.strip() == "forged True", forged
+        third = await sandbox.run("cat svc2/.env", WW)
+        assert secret not in third.stdout + third.stderr
+        assert third.read_denied, third

@@ -133,3 +133,76 @@ def test_the_search_memo_sees_a_new_file_and_skips_tools_stores(tmp_path):
     assert deny.expand((str(root),), environ=environ).paths == (str(root / "a" / "b" / ".env"),)
     (root / "a" / "b" / ".env").unlink()
     assert deny.expand((str(root),), environ=environ).paths == ()
+
+
+def _age(*paths):
+    """Make `paths`' ctimes old enough for a search over them to be kept: a search
+    only trusts directories that did not change within a clock tick of it."""
+    import time
+
+    time.sleep(0.05)
+    return paths
+
+
+def _forge_rename(root, name: str, moved: str) -> None:
+    """What a confined command can do between two calls: rename `name` to `moved`, make
+    an empty `name`, and set every directory's times back (os.utime)."""
+    times = {
+        path: (os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns) for path in (root, root / name)
+    }
+    os.rename(root / name, root / moved)
+    os.mkdir(root / name)
+    os.utime(root, ns=times[root])
+    os.utime(root / moved, ns=times[root / name])
+    os.utime(root / name, ns=times[root / name])
+
+
+def test_a_search_is_reused_only_while_its_directories_are_unchanged(tmp_path, monkeypatch):
+    import stockade.trust.secrets as secrets
+
+    root = tmp_path / "root"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / ".env").write_text("x")
+    _age(root)
+    searches = []
+    real = secrets.root_matches
+
+    def counted(*args, **kwargs):
+        searches.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(secrets, "root_matches", counted)
+    deny = DenyRead((".env",))
+    environ = {"HOME": str(tmp_path)}
+    first = deny.expand((str(root),), environ=environ)
+    assert first.paths == (str(root / "app" / ".env"),)
+    assert deny.expand((str(root),), environ=environ).paths == first.paths
+    assert len(searches) == 1, "an unchanged root is not searched again"
+
+    # The forgery restores every mtime (the control: with only mtimes compared, the
+    # search above would be reused and app2/.env stay readable).
+    before = {p: os.stat(p).st_mtime_ns for p in (root, root / "app")}
+    _forge_rename(root, "app", "app2")
+    assert os.stat(root).st_mtime_ns == before[root]
+    assert os.stat(root / "app2").st_mtime_ns == before[root / "app"]
+    assert os.stat(root / "app").st_mtime_ns == before[root / "app"]
+    after = deny.expand((str(root),), environ=environ)
+    assert after.paths == (str(root / "app2" / ".env"),)
+    assert len(searches) == 2
+
+
+def test_a_search_over_a_directory_changed_just_now_is_not_kept(tmp_path, monkeypatch):
+    import stockade.trust.secrets as secrets
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / ".env").write_text("x")  # the root changed a moment ago
+    searches = []
+    real = secrets.root_matches
+    monkeypatch.setattr(
+        secrets, "root_matches", lambda *a, **k: searches.append(a[0]) or real(*a, **k)
+    )
+    deny = DenyRead((".env",))
+    deny.expand((str(root),), environ={"HOME": str(tmp_path)})
+    deny.expand((str(root),), environ={"HOME": str(tmp_path)})
+    assert len(searches) == 2

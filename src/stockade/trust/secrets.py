@@ -11,6 +11,7 @@ by an unreadable empty file or directory in the command's own mount namespace
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 # Each default item: its name (what `!NAME` removes) is its pattern. `~` is the
@@ -170,20 +171,23 @@ class DenyRead:
     ) -> None:
         self.patterns = tuple(patterns)
         self.state, self.composition, self.tokens = tuple(state), tuple(composition), tuple(tokens)
-        # Each root's last search: the directories it listed (with their mtimes), what
-        # it found, whether it stopped. Reused while no listed directory changed (a
-        # file made, removed or renamed in one changes its mtime).
-        self._scans: dict[str, tuple[list[tuple[str, int]], list[str], bool]] = {}
+        # Each root's last search: the directories it listed (with their identities,
+        # `_identity`), what it found, whether it stopped. Reused while no listed
+        # directory changed; kept only when it can be trusted (`_trustworthy`).
+        self._scans: dict[str, tuple[list[tuple[str, Identity]], list[str], bool]] = {}
 
     def _root_matches(self, root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
         cached = self._scans.get(root)
-        if cached is not None and all(_mtime(path) == mtime for path, mtime in cached[0]):
+        if cached is not None and all(_identity(path) == known for path, known in cached[0]):
             return cached[1], cached[2]
-        seen: list[tuple[str, int]] = []
+        self._scans.pop(root, None)
+        started = time.time_ns()
+        seen: list[tuple[str, Identity]] = []
         found, stopped = root_matches(root, patterns, seen)
-        if len(self._scans) >= SCAN_MEMO_ROOTS:
-            self._scans.pop(next(iter(self._scans)))
-        self._scans[root] = (seen, found, stopped)
+        if _trustworthy(seen, started):
+            if len(self._scans) >= SCAN_MEMO_ROOTS:
+                self._scans.pop(next(iter(self._scans)))
+            self._scans[root] = (seen, found, stopped)
         return found, stopped
 
     def literal_paths(self, environ: Mapping[str, str] = os.environ) -> list[str]:
@@ -304,14 +308,14 @@ VENV_MARKER = "pyvenv.cfg"
 
 
 def root_matches(
-    root: str, patterns: Sequence[str], seen: list[tuple[str, int]] | None = None
+    root: str, patterns: Sequence[str], seen: list[tuple[str, Identity]] | None = None
 ) -> tuple[list[str], bool]:
     """Files under `root` matching `patterns` (a bare name at any depth up to
     ENV_FILE_DEPTH, a pattern with a slash by its path relative to the root), and
     whether the search stopped at ENV_FILE_BUDGET directories. Symlinked directories
     are not entered (their targets are another root's business, or outside), nor
     SKIPPED_DIRECTORIES and virtualenvs. `seen` collects each directory listed with
-    its mtime: what a later call checks before it trusts this answer (`DenyRead`)."""
+    its identity: what a later call checks before it trusts this answer (`DenyRead`)."""
     found: list[str] = []
     pending: list[tuple[str, str, int]] = [(root, "", 0)]
     searched = 0
@@ -322,7 +326,7 @@ def root_matches(
             return found, True
         try:
             if seen is not None:
-                seen.append((directory, os.stat(directory).st_mtime_ns))
+                seen.append((directory, _identity_of(os.stat(directory))))
             with os.scandir(directory) as entries:
                 listed = list(entries)
         except OSError:
@@ -346,13 +350,35 @@ def root_matches(
 
 
 SCAN_MEMO_ROOTS = 64
+# A directory changed this recently when a search listed it may change again within
+# the same tick of a coarse file-system clock and keep its ctime (kernels without
+# multigrain timestamps tick every 1 to 10 ms): such a search is not kept.
+CTIME_TICK_MARGIN_NS = 20_000_000
+
+# (device, inode, ctime): what a confined command cannot set back. A command may
+# restore a directory's mtime (`os.utime`), but every change it makes, that one
+# included, moves the ctime forward on the kernel's clock, which it cannot set; a
+# directory renamed away and replaced by a new one has another inode.
+Identity = tuple[int, int, int]
 
 
-def _mtime(path: str) -> int | None:
+def _identity_of(info: os.stat_result) -> Identity:
+    return (info.st_dev, info.st_ino, info.st_ctime_ns)
+
+
+def _identity(path: str) -> Identity | None:
     try:
-        return os.stat(path).st_mtime_ns
+        return _identity_of(os.stat(path))
     except OSError:
         return None
+
+
+def _trustworthy(seen: Sequence[tuple[str, Identity]], started_ns: int) -> bool:
+    """Whether a search that began at `started_ns` (wall clock) may be reused while its
+    directories keep their identities: none of them changed within a clock tick of
+    it, so any later change gives a newer ctime."""
+    newest = started_ns - CTIME_TICK_MARGIN_NS
+    return all(identity[2] < newest for _, identity in seen)
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:
