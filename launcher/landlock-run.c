@@ -1065,6 +1065,31 @@ static void hide_unreadable(const char **paths, int count)
 	close(source);
 }
 
+/*
+ * The launcher was started in its working directory before the covers above were
+ * mounted, so it still stands on the directory beneath any cover over it (or over
+ * one of its parents), where relative names would reach what the cover hides.  Its
+ * caller refuses such a directory before anything runs; should one become covered
+ * in between (renamed beneath a covered path), entering it again by its path, now
+ * through every cover, finds another directory or none, and the call fails.
+ */
+static void reenter_workdir(void)
+{
+	char path[4096];
+	struct stat before, after;
+
+	if (getcwd(path, sizeof(path)) == NULL)
+		fatal("cannot read the working directory: %s", strerror(errno));
+	if (path[0] != '/')
+		fatal("the working directory is out of the command's reach");
+	if (stat(".", &before) != 0)
+		fatal("cannot read the working directory %s: %s", path, strerror(errno));
+	if (chdir(path) != 0 || stat(".", &after) != 0 || before.st_dev != after.st_dev ||
+	    before.st_ino != after.st_ino)
+		fatal("the working directory %s is hidden from the command: run it elsewhere",
+		      path);
+}
+
 /* ---- Program lookup ---- */
 
 static int check_executable(const char *path)
@@ -2496,6 +2521,8 @@ static _Noreturn void run(int argc, char **argv)
 		hide_sockets(call.opt.empty, call.opt.hidden, call.opt.nhidden);
 	if (call.opt.nunreadable > 0)
 		hide_unreadable(call.opt.unreadable, call.opt.nunreadable);
+	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0)
+		reenter_workdir();
 
 	/* ENOSYS before Linux 5.3: the death signal alone then. */
 	call.launcher_fd = (int)syscall(__NR_pidfd_open, getpid(), 0U);
@@ -2599,6 +2626,7 @@ static _Noreturn void filters_only(int argc, char **argv)
 			hide_sockets(opt.empty, opt.hidden, opt.nhidden);
 		if (opt.nunreadable > 0)
 			hide_unreadable(opt.unreadable, opt.nunreadable);
+		reenter_workdir();
 		drop_capabilities();
 	}
 	install_filters(opt.seal_metadata, 0, opt.network, opt.unix_pairs_only);

@@ -51,6 +51,9 @@ class Confine(msgspec.Struct, frozen=True, tag="confine"):
     policy: SandboxPolicy
     # network allowlist: the Unix socket of this call's proxy endpoint (the executor's).
     proxy: str | None = None
+    # The real path of the directory the command starts in, judged through a
+    # descriptor (trust.judge_workdir); None: the workspace root.
+    workdir: str | None = None
 
 
 class Describe(msgspec.Struct, frozen=True, tag="describe"):

@@ -47,7 +47,9 @@ class RecordingProvider:
         task_status.started()
         await trio.sleep_forever()
 
-    async def confine(self, argv: Any, policy: SandboxPolicy) -> Wrapped:
+    async def confine(
+        self, argv: Any, policy: SandboxPolicy, *, workdir: str | None = None
+    ) -> Wrapped:
         self.seen.append(policy)
         return Wrapped(
             argv=tuple(argv),

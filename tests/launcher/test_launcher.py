@@ -1189,6 +1189,32 @@ def test_deny_read_covers_files_and_directories_for_root_too(launcher, area):
     assert (inside / ".env").read_text() == "SECRET-env\n"
 
 
+@pytest.mark.parametrize("form", ["landlock", "filters-only"])
+def test_a_working_directory_beneath_a_cover_fails_the_call(launcher, area, form):
+    """Started in a directory that a cover then hides (issue 35, hole 1: the caller
+    judged it before a rename, or did not judge it at all), the launcher would stand
+    beneath the cover, where relative names read what it hides. It enters its
+    directory again through the covers: a covered one is a launcher failure, and
+    nothing runs; a directory that is merely beside a cover runs as before."""
+    inside, sibling, _ = area
+    keys = sibling / "keys"
+    (keys / "sub").mkdir(parents=True)
+    (keys / "id").write_text("SECRET-key\n")
+    options = granted(inside) if form == "landlock" else ["--filters-only"]
+    command = ["--deny-read", keys, "--", "sh", "-c", "cat id ../id; echo ran > /dev/null"]
+    control = subprocess.run(["cat", "id"], cwd=keys, capture_output=True, text=True)
+    assert "SECRET-key" in control.stdout, "the control read nothing: the attack is not real"
+    for workdir in (keys, keys / "sub"):
+        result = run(launcher, *options, *command, cwd=workdir)
+        assert "SECRET" not in result.stdout + result.stderr
+        assert_launcher_failure(result, "working directory", "hidden")
+    beside = run(
+        launcher, *options, "--deny-read", keys, "--", "sh", "-c", "cat keys/id; pwd", cwd=sibling
+    )
+    assert "SECRET" not in beside.stdout + beside.stderr
+    assert beside.stdout.strip() == str(sibling), beside
+
+
 @pytest.mark.nobody
 def test_deny_read_holds_for_an_unprivileged_caller(launcher):
     """Without CAP_SYS_ADMIN the cover's mount namespace is made in a user namespace

@@ -147,8 +147,12 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         from ..network.bridge import proxy_environment
 
         environ.update(proxy_environment())
+    from ..trust import judge_workdir
+
+    # The command starts where this process is: refused when that lies beneath a cover.
+    workdir = judge_workdir(".").real
     confined = confine(
-        Call(tuple(argv), mode, root, temp_roots, network, proxy),
+        Call(tuple(argv), mode, root, temp_roots, network, proxy, workdir),
         runner,
         guard_rules(provider, installation_paths()),
         # This process holds the placeholders bwrap mounts over, for as long as it runs.

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import attrs
 
 from ..messages import NetworkConnection, RunnerFailureRule, ShellResult, Wrapped
+from ..trust import JudgedDirectory
 from ..vocab import Enforcement, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import Evidence, Verdict, classify, command_exec_status, runner_failure_line
@@ -50,6 +51,9 @@ class WrapFacts:
     env_dropped: tuple[str, ...] = ()
     # network allowlist: the key of this call's proxy endpoint (its connections).
     proxy_call: str | None = None
+    # The working directory as judged for a confined call (trust.judge_workdir): the
+    # spawn enters that very directory, or nothing runs.
+    judged: JudgedDirectory | None = attrs.field(default=None, eq=False)
 
     @classmethod
     def from_wrapped(

@@ -50,6 +50,7 @@ from ..messages import (
 )
 from ..network.bridge import proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts
+from ..trust import enter_judged, judge_workdir, spawn_cwd
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
 from ._endpoints import ProxyEndpoints
@@ -191,6 +192,9 @@ class ExecutorActor:
         # in the runner's own environment, LD_PRELOAD and the like would run code in
         # a dynamically linked runner (bwrap) before any confinement exists.
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
+        # Where the command starts is chosen by the model: judged where it really leads
+        # (the provider refuses one beneath a cover), and entered as that directory.
+        judged = judge_workdir(spec.workdir or spec.policy.workspace_root)
         # The provider guards the call, this executor holds its placeholders: on a disk
         # that changed in between, both again (the confine sequence's one retry).
         assert self._nursery is not None
@@ -201,7 +205,7 @@ class ExecutorActor:
                     # (A provider without network allowlist is asked as before.)
                     extra = {"proxy": proxy} if proxy is not None else {}
                     wrapped = await self.provider.confine(
-                        argv, spec.policy.sandbox_policy(), **extra
+                        argv, spec.policy.sandbox_policy(), workdir=judged.real, **extra
                     )
                     await self._placeholders.hold(wrapped.blockers, wrapped.directory_blockers)
         except BaseException:
@@ -210,12 +214,12 @@ class ExecutorActor:
         facts = WrapFacts.from_wrapped(
             spec.policy.mode,
             wrapped,
-            workdir=spec.workdir or spec.policy.workspace_root,
+            workdir=judged.real,
             command=spec.command,
             network=spec.policy.network,
             program=argv[0],
         )
-        facts = attrs.evolve(facts, proxy_call=proxy_call)
+        facts = attrs.evolve(facts, proxy_call=proxy_call, judged=judged)
         return wrapped.argv, self._with_environment(facts)
 
     def _with_environment(self, facts: WrapFacts) -> WrapFacts:
@@ -258,7 +262,12 @@ class ExecutorActor:
         env = {**facts.environment, **proxied, **caller}
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         terminal = streams.terminal if streams is not None else None
+        entered = None
         try:
+            cwd = workdir
+            if facts.judged is not None:
+                entered = enter_judged(facts.judged)
+                cwd = spawn_cwd(entered, facts.judged)
             runner_at = 0
             if limited is not None:
                 argv, runner_at = limited.wrap(argv, self._launcher, facts.backend)
@@ -270,7 +279,7 @@ class ExecutorActor:
                 )
             return await spawn(
                 argv,
-                cwd=workdir,
+                cwd=cwd,
                 env=env,
                 with_stdin=with_stdin,
                 bwrap=facts.backend == "bwrap",
@@ -289,6 +298,9 @@ class ExecutorActor:
             raise CommandStartError(
                 f"could not start the command in {brief(workdir)}: {error.strerror or error}"
             ) from None
+        finally:
+            if entered is not None:
+                os.close(entered)
 
     def _limit(self, spec: ShellSpec, argv: tuple[str, ...], facts: WrapFacts) -> CallLimits | None:
         """The call's limits in force: its cgroup made, the launcher's descriptors open

@@ -238,6 +238,7 @@ def assemble(
         network=executor_config.default_network if confining else Network.ON,
     )
     approval_client = approval_actor.client if approval_actor is not None else None
+    deny_read = deny_read_for(provider_config) if provider_config is not None else None
     fs_tool = None
     if composition.fs is not None:
         protected: tuple[str, ...] = ()
@@ -247,7 +248,7 @@ def assemble(
             protected = (composition.path,)
         fs_tool = FsTool(
             protected=protected,
-            deny_read=deny_read_for(provider_config) if provider_config is not None else None,
+            deny_read=deny_read,
             fenced=composition.fs.plugin.confines,
             read_cap=composition.fs.config.read_cap,
             approval=approval_client,
@@ -267,6 +268,7 @@ def assemble(
         log_files=store_files(store),
         fallback_root_explicit=bool(executor_config.fallback_root or cwd),
         host_temp=host_temp(provider_config is not None and provider_config.allow_host_temp),
+        deny_read=deny_read if confining else None,
     )
     harness._check_log_is_out_of_reach(None)
     return actors, harness

@@ -23,6 +23,7 @@ from ..sessionlog import SessionLogClient, check_session_id, check_store_files
 from ..tools.bash import BashTool
 from ..tools.fs_tool import FsTool, PinnedRoots, fs_schemas
 from ..trust import broad_root_refusal, check_trusted, host_temp_roots
+from ..trust.secrets import DenyRead
 from ..vocab import ExecutionPolicy
 from .agent import AgentSession
 from .session import Session, SessionNotFound, check_workspace_root
@@ -51,6 +52,9 @@ class Harness:
     # The host temp roots every session's calls may write beside its private temp
     # directory: only where the composition restores them (`allow_host_temp`).
     host_temp: tuple[str, ...] = ()
+    # What no confined command may read (the provider's deny_read), when commands are
+    # confined.
+    deny_read: DenyRead | None = None
     # Sessions open now: a private temp directory one leaves is removed when the
     # harness stops (after every command is gone).
     _open: set[Session] = attrs.field(factory=set, init=False)
@@ -70,6 +74,16 @@ class Harness:
         if self.fs is not None:
             mounted += fs_schemas(escalation=self.fs.escalation)
         return mounted
+
+    def out_of_confined_reach(self, path: str) -> bool:
+        """Whether no confined command of this harness can read `path`, whatever its
+        mode, workdir or network: deny_read names it, by its real path (vacuously true
+        when nothing is confined: no command then has a boundary to cross)."""
+        if not self.confines:
+            return True
+        if self.deny_read is None:
+            return False
+        return self.deny_read.denies(os.path.realpath(path), ())
 
     def _check_log_is_out_of_reach(self, cwd: str | os.PathLike[str] | None) -> None:
         """The log is the only store of a session's mode: no command may write it.

@@ -14,6 +14,7 @@ stops.
 from __future__ import annotations
 
 import ipaddress
+import os
 import signal
 from functools import partial
 from typing import TYPE_CHECKING
@@ -97,6 +98,7 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
     token, directory = None, ""
     if settings.tokens:
         tokens, where = settings.tokens, f"bearer tokens from {settings.token_file}"
+        kept = str(settings.token_file)
     else:
         # Made now, written once the port is known; the directory is checked first.
         token = made_token or _token.new_token()
@@ -106,6 +108,15 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
             _token.prepare_directory(directory, (settings.root, *host_temp_roots()))
         except _token.TokenProblem as error:
             raise ConfigError(str(error)) from None
+        kept = os.path.join(directory, _token.token_path("", host, port))
+    # Whoever holds the token can answer its own escalations: no confined command may
+    # read it, by the same rule that hides every other secret from them.
+    if not face.harness.out_of_confined_reach(kept):
+        raise ConfigError(
+            f"the MCP token would lie in {os.path.dirname(kept)}, which confined commands "
+            "may read (deny_read leaves it out); keep deny_read's `state` and `mcp-token` "
+            "items, or name a --token-file in a directory they hide"
+        )
     server = face.build_server(http=True)
     # The SDK protects a loopback server from DNS rebinding (Host and Origin checks);
     # its bearer middleware answers 401 before any session is looked at or made.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import SandboxUnavailable
+from ..errors import CommandStartError, InvalidPolicy, SandboxUnavailable
 from ..modes import Network, SandboxMode
 from ..trust import check_temp_roots, resolve_workspace_root
 from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, confined_argv, hides_sockets, writable_roots
@@ -72,9 +72,11 @@ class Call:
     """One command to confine: argv (tuple[str, ...]), mode (SandboxMode), root (str:
     the workspace root, checked again here), temp_roots (tuple[str, ...]: the call's
     private temp directory, and the host's where granted), network (Network), proxy
-    (str | None: the Unix socket of this call's proxy endpoint, network allowlist)."""
+    (str | None: the Unix socket of this call's proxy endpoint, network allowlist),
+    workdir (str | None: the real path of the directory the command starts in, as
+    judged through a descriptor by `trust.judge_workdir`; None: the root)."""
 
-    __slots__ = ("argv", "mode", "network", "proxy", "root", "temp_roots")
+    __slots__ = ("argv", "mode", "network", "proxy", "root", "temp_roots", "workdir")
 
     def __init__(
         self,
@@ -84,9 +86,11 @@ class Call:
         temp_roots: tuple[str, ...],
         network: Network,
         proxy: str | None = None,
+        workdir: str | None = None,
     ) -> None:
         self.argv, self.mode, self.root = argv, mode, root
         self.temp_roots, self.network, self.proxy = temp_roots, network, proxy
+        self.workdir = workdir
 
 
 class GuardRules:
@@ -366,6 +370,26 @@ def refuse_allowlist(backend: str, proxy: str | None) -> None:
         )
 
 
+def refuse_hidden_places(root: str, workdir: str | None, unreadable: Hidden) -> None:
+    """Refuse a call whose root or working directory (real paths) lies at or beneath a
+    path it hides: the command would start below the cover, where relative names
+    reach what the cover hides (the launcher enters its directory again through the
+    covers, and fails the call, should one appear in between)."""
+    for place, what, error in (
+        (root, "workspace root", InvalidPolicy),
+        (workdir, "working directory", CommandStartError),
+    ):
+        if place is None:
+            continue
+        cover = unreadable.cover_of(place)
+        if cover is not None:
+            where = "is" if cover == place else f"lies in {cover}, which is"
+            raise error(
+                f"the {what} {place} {where} hidden from every sandboxed command "
+                f"(deny_read); choose a {what} outside it"
+            )
+
+
 def _host_sockets() -> tuple[str, ...]:
     from ._sockets import host_unix_sockets
 
@@ -419,7 +443,8 @@ def confine(
             )
     unreadable = None
     if rules.deny_read is not None and mode is not SandboxMode.DANGER_FULL_ACCESS:
-        unreadable = rules.deny_read.expand((root, *temp_roots), keep=(root, *temp_roots))
+        unreadable = rules.deny_read.expand((root, *temp_roots), keep=temp_roots)
+        refuse_hidden_places(root, call.workdir, unreadable)
     hidden: tuple[str, ...] = ()
     if hides_sockets(
         runner.backend,

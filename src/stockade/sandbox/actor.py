@@ -143,6 +143,7 @@ class ProviderActor:
                 temp_roots,
                 policy.network,
                 message.proxy,
+                message.workdir,
             ),
             backend.as_runner() if backend is not None else None,
             guard_rules(self.config, self.installation, self.startup, self._deny_read),
@@ -183,12 +184,18 @@ class ProviderClient:
     inbox: Inbox[ProviderRequest]
 
     async def confine(
-        self, argv: Sequence[str], policy: SandboxPolicy, *, proxy: str | None = None
+        self,
+        argv: Sequence[str],
+        policy: SandboxPolicy,
+        *,
+        proxy: str | None = None,
+        workdir: str | None = None,
     ) -> Wrapped:
         """The confined argv for `argv` under `policy`; `proxy`: the call's proxy
-        endpoint (a Unix socket), for network allowlist."""
+        endpoint (a Unix socket), for network allowlist; `workdir`: the real path of
+        the directory it starts in (`trust.judge_workdir`), refused when hidden."""
         result: Wrapped = await request(
-            self.inbox, Confine(argv=tuple(argv), policy=policy, proxy=proxy)
+            self.inbox, Confine(argv=tuple(argv), policy=policy, proxy=proxy, workdir=workdir)
         )
         return result
 

@@ -40,3 +40,7 @@ from .protect import protected_set as protected_set
 from .protect import protections as protections
 from .protect import relinkable as relinkable
 from .protect import startup_files as startup_files
+from .workdir import JudgedDirectory as JudgedDirectory
+from .workdir import enter_judged as enter_judged
+from .workdir import judge_workdir as judge_workdir
+from .workdir import spawn_cwd as spawn_cwd

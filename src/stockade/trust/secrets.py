@@ -142,7 +142,11 @@ class Hidden:
 
     def covers(self, real_path: str) -> bool:
         """Whether `real_path` (resolved) lies at or beneath a hidden path."""
-        return any(_under(real_path, hidden) for hidden in self.paths)
+        return self.cover_of(real_path) is not None
+
+    def cover_of(self, real_path: str) -> str | None:
+        """The hidden path `real_path` (resolved) lies at or beneath, or None."""
+        return next((hidden for hidden in self.paths if _under(real_path, hidden)), None)
 
 
 def _under(path: str, root: str) -> bool:
@@ -414,8 +418,10 @@ def describe(
     deny: DenyRead, root: str, environ: Mapping[str, str] = os.environ
 ) -> dict[str, object]:
     """What `stockade probe --json` shows: the list, the bound, and what a call on
-    `root` would hide now (paths, and what it could not)."""
-    hidden = deny.expand((root,), keep=(root,), environ=environ)
+    `root` would hide now (paths, and what it could not), or why a call there is
+    refused (a root beneath a hidden path)."""
+    hidden = deny.expand((root,), environ=environ)
+    cover = hidden.cover_of(os.path.realpath(root))
     return {
         "patterns": list(deny.patterns),
         "root_patterns": list(deny.root_patterns()),
@@ -423,6 +429,9 @@ def describe(
         "budget": ENV_FILE_BUDGET,
         "hidden_here": list(hidden.paths),
         "gaps_here": list(hidden.gaps),
+        "refused_here": None
+        if cover is None
+        else f"the root lies in {cover}, which is hidden from every sandboxed command",
     }
 
 
@@ -440,4 +449,6 @@ def render(deny: DenyRead, root: str, environ: Mapping[str, str] = os.environ) -
         *(f"    {path}" for path in hidden),
         *(f"  not hidden: {gap}" for gap in facts["gaps_here"]),  # type: ignore[attr-defined]
     ]
+    if facts["refused_here"] is not None:
+        lines.append(f"  every call on {root} is refused: {facts['refused_here']}")
     return "\n".join(lines) + "\n"
