@@ -172,6 +172,8 @@ class ShellSpec(msgspec.Struct, frozen=True):
     # session's network was off, so the call reaches these and nothing else.
     network_allow: tuple[str, ...] = ()
     network_allow_alone: bool = False
+    # The tool call this command serves (its network decisions are logged under it).
+    call_id: str | None = None
 
 
 class Run(msgspec.Struct, frozen=True, tag="run"):

@@ -11,6 +11,7 @@ from ..lazy import lazy_exports
 
 TYPE_CHECKING = False  # as in the other rooms: importing typing is not free
 if TYPE_CHECKING:
+    from ._endpoints import AuditConnection as AuditConnection
     from ._limits import planned_here as planned_here
     from ._spawn import READ_SIZE as READ_SIZE
     from ._spawn import Sink as Sink
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 # name -> the module of this room that defines it.
 _LAZY = {
+    "AuditConnection": "_endpoints",
     "planned_here": "_limits",
     "READ_SIZE": "_spawn",
     "Sink": "_spawn",
@@ -53,6 +55,7 @@ __getattr__ = lazy_exports(__name__, _LAZY, globals())
 __all__ = [
     "MIB",
     "READ_SIZE",
+    "AuditConnection",
     "ExecutorActor",
     "ExecutorClient",
     "ExecutorConfig",

@@ -1,9 +1,16 @@
 """network allowlist, the executor's side: the harness's proxy, one endpoint per call
-it serves (open while the call's process lives), and the connections it decided."""
+it serves (open while the call's process lives), and the connections it decided.
+
+The audit is complete: a connection's decision is kept with its call (its result)
+and, for a session's call, appended to the session's log, before the proxy relays a
+byte of it; a call ends only once its endpoint is closed and every connection on it
+decided, so none is decided after its result is made.
+"""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import attrs
@@ -19,21 +26,47 @@ if TYPE_CHECKING:
     from ..network.proxy import NetworkProxy
     from ..network.rules import Decision
 
+# (session id, the tool call's id, the connection): appends it to that session's log.
+AuditConnection = Callable[[str, str, NetworkConnection], Awaitable[None]]
+# How long a decision may wait for the log before the connection is refused instead.
+AUDIT_TIMEOUT = 10.0
+
+
+class CallEnded(Exception):
+    """A connection decided after its call's end began: refused, never relayed."""
+
+
+@attrs.define(eq=False)
+class _Endpoint:
+    """One call's endpoint: whose it is, what it decided, and its two ends (`done`:
+    asked to close; `closed`: closed, every connection on it settled)."""
+
+    owner: str | None
+    call_id: str
+    connections: list[NetworkConnection] = attrs.field(factory=list)
+    done: trio.Event = attrs.field(factory=trio.Event)
+    closed: trio.Event = attrs.field(factory=trio.Event)
+
 
 @attrs.define(eq=False)
 class ProxyEndpoints:
     """Per call it serves: the connections the proxy decided (until its result carries
-    them) and the event that ends its endpoint."""
+    them) and the events that end its endpoint. `audit` logs each decision in its
+    session's log (None: results only)."""
 
     config: ExecutorConfig
     numbers: itertools.count[int]
     proxy: NetworkProxy | None = None
-    connections: dict[str, list[NetworkConnection]] = attrs.field(factory=dict)
-    _endpoints: dict[str, trio.Event] = attrs.field(factory=dict)
+    audit: AuditConnection | None = None
+    _endpoints: dict[str, _Endpoint] = attrs.field(factory=dict)
+
+    def connections(self, key: str) -> list[NetworkConnection]:
+        """The live list of the connections decided for call `key` so far."""
+        return self._endpoints[key].connections
 
     async def open(self, spec: ShellSpec, nursery: trio.Nursery) -> tuple[str | None, str | None]:
         """This call's proxy endpoint, held open in `nursery` until the call's process
-        is gone (`close`): (its call key, its socket), else (None, None)."""
+        is gone (`finish`): (its call key, its socket), else (None, None)."""
         if spec.policy.sandbox_policy().network is not Network.ALLOWLIST:
             return None, None
         if self.proxy is None:
@@ -51,42 +84,69 @@ class ProxyEndpoints:
         )
         rules = Rules(allow, self.config.network_deny)
         key = f"call-{next(self.numbers)}"
-        done = trio.Event()
-        self._endpoints[key] = done
-        self.connections[key] = []
+        endpoint = _Endpoint(owner=spec.owner, call_id=spec.call_id or key)
+        self._endpoints[key] = endpoint
         proxy = self.proxy
 
         async def hold(*, task_status: trio.TaskStatus[str]) -> None:
-            async with proxy.open_call(key, rules) as endpoint:
-                task_status.started(endpoint.path)
-                await done.wait()
+            try:
+                async with proxy.open_call(key, rules) as opened:
+                    task_status.started(opened.path)
+                    await endpoint.done.wait()
+            finally:
+                endpoint.closed.set()
 
-        path: str = await nursery.start(hold)
+        try:
+            path: str = await nursery.start(hold)
+        except BaseException:
+            del self._endpoints[key]
+            raise
         return key, path
 
     def close(self, key: str | None) -> None:
-        if key is not None and (done := self._endpoints.pop(key, None)) is not None:
-            done.set()
+        """The call of `key` is over and no result will carry its connections (or one
+        took them): its endpoint closes (its connections are cut) and is forgotten."""
+        endpoint = self._endpoints.pop(key, None) if key is not None else None
+        if endpoint is not None:
+            endpoint.done.set()
 
-    def decided(self, decision: Decision) -> None:
-        """The proxy decided a connection: kept with its call, for its result."""
-        kept = self.connections.get(decision.call_id)
-        if kept is not None:
-            kept.append(
-                NetworkConnection(
-                    host=decision.host,
-                    port=decision.port,
-                    address=decision.address,
-                    allowed=decision.allowed,
-                    rule=decision.rule,
-                    reason=decision.reason,
-                    protocol=decision.protocol,
-                )
-            )
+    async def finish(self, key: str | None) -> None:
+        """Close the endpoint of `key` and wait until it is closed: nothing more is
+        accepted, every connection on it is decided (kept and logged) or cut."""
+        endpoint = self._endpoints.get(key) if key is not None else None
+        if endpoint is None:
+            return
+        endpoint.done.set()
+        with trio.CancelScope(shield=True):
+            await endpoint.closed.wait()
+
+    async def decided(self, decision: Decision) -> None:
+        """The proxy decided a connection: kept with its call and logged in its
+        session, before any byte of it is relayed. CallEnded (the proxy then refuses
+        it) once the call's end has begun; the log's own failure refuses it too."""
+        endpoint = self._endpoints.get(decision.call_id)
+        if endpoint is None or endpoint.done.is_set():
+            raise CallEnded(f"{decision.call_id} has ended")
+        connection = NetworkConnection(
+            host=decision.host,
+            port=decision.port,
+            address=decision.address,
+            allowed=decision.allowed,
+            rule=decision.rule,
+            reason=decision.reason,
+            protocol=decision.protocol,
+        )
+        if self.audit is not None and endpoint.owner is not None:
+            # Shielded: once the log is asked, the result keeps it too (the call's end
+            # waits for this), so the two never disagree.
+            with trio.CancelScope(shield=True), trio.fail_after(AUDIT_TIMEOUT):
+                await self.audit(endpoint.owner, endpoint.call_id, connection)
+        endpoint.connections.append(connection)
 
     def take(self, facts: WrapFacts) -> tuple[NetworkConnection, ...]:
-        """The connections decided for the call of `facts`, forgotten here: its result
-        carries them."""
+        """The connections decided for the call of `facts` (its endpoint finished),
+        forgotten here: its result carries them."""
         if facts.proxy_call is None:
             return ()
-        return tuple(self.connections.pop(facts.proxy_call, ()))
+        endpoint = self._endpoints.pop(facts.proxy_call, None)
+        return () if endpoint is None else tuple(endpoint.connections)

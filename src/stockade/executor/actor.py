@@ -53,7 +53,7 @@ from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts
 from ..trust import enter_judged, judge_workdir, spawn_cwd
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
-from ._endpoints import ProxyEndpoints
+from ._endpoints import AuditConnection, ProxyEndpoints
 from ._facts import UNCONFINED, WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
@@ -78,6 +78,9 @@ class ExecutorActor:
 
     config: ExecutorConfig = attrs.field(factory=ExecutorConfig)
     provider: ProviderClient | None = None
+    # network allowlist: appends each connection the proxy decides for a session's
+    # call to that session's log, before a byte of it is relayed (None: results only).
+    audit_connection: AuditConnection | None = None
     jobs: JobTable = attrs.field(factory=JobTable, init=False)
     _slots: Slots = attrs.field(init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
@@ -101,7 +104,7 @@ class ExecutorActor:
 
     def __attrs_post_init__(self) -> None:
         self._inbox, self._mailbox = open_inbox()
-        self._network = ProxyEndpoints(self.config, self._call_numbers)
+        self._network = ProxyEndpoints(self.config, self._call_numbers, audit=self.audit_connection)
         self._command_limits = self.config.command_limits
         self._slots = Slots(
             bound=self.config.running_bound(),
@@ -386,6 +389,9 @@ class ExecutorActor:
         finally:
             self._slots.give_back(slot, spec.owner, job=False)
             await self._unlimit(limited)
+        # Every connection of the call decided (kept and logged) or cut before its
+        # result is made: none can be relayed and left out.
+        await self._network.finish(facts.proxy_call)
         result = settled_result(
             facts,
             exit_code=exit_status(process),
@@ -418,7 +424,7 @@ class ExecutorActor:
             stderr=OutputBuffer.with_cap(self.config.output_cap),
         )
         if facts.proxy_call is not None:
-            job.live_connections = self._network.connections[facts.proxy_call]
+            job.live_connections = self._network.connections(facts.proxy_call)
         slot = job.slot
         if not self._slots.try_take(slot, spec.owner, job=True):
             self.jobs.add(job)
@@ -509,7 +515,7 @@ class ExecutorActor:
                 )
         finally:
             self._slots.give_back(slot, job.spec.owner, job=True)
-            self._release(job.facts)
+            await self._network.finish(job.facts.proxy_call)
             usage = limited.usage() if limited is not None else Usage()
             await self._unlimit(limited)
             # Stamped before `done`, also when the harness is leaving (cancelled).
@@ -523,6 +529,7 @@ class ExecutorActor:
                 duration=time.monotonic() - job.started_clock,
                 connections=self._network.take(job.facts),
             )
+            self._release(job.facts)
             job.finish(
                 ended(
                     result,

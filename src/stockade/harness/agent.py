@@ -20,7 +20,7 @@ from .. import tools
 from ..events import SessionEvent, UnencodableEvent
 from ..messages import JobHandle, JobReport, ShellResult
 from ..policy.context import PolicyContext
-from ..tools.events import NetworkConnected, ToolCalled, ToolResulted
+from ..tools.events import ToolCalled, ToolResulted
 from ..tools.fs_tool import FS_TOOLS, PinnedRoots
 from ..tools.result import ToolResult
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
@@ -84,14 +84,9 @@ class AgentSession:
             await self.session.append(
                 ToolCalled(call_id=call_id, name=name, arguments={"_raw": ascii(arguments)})
             )
+        # Every connection the proxy decides for it is in the log already, appended
+        # by the executor before a byte of it went through (`audit_connection`).
         result = await self._dispatch(call_id, name, arguments)
-        # Every connection the proxy decided for it, before its result: the audit trail.
-        connected = [
-            NetworkConnected(call_id=call_id, **connection)
-            for connection in result.facts.get("connections", ())
-        ]
-        if connected:
-            await self.session.append(*connected)
         if not _encodable(result.text):
             result = msgspec.structs.replace(result, text=ascii(result.text)[1:-1])
         await self.session.append(

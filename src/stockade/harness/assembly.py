@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import msgspec
 
 from ..actors.lifetime import running
 from ..approval.actor import ApprovalActor
@@ -27,9 +28,11 @@ from ..approval.events import APPROVAL_EVENTS
 from ..config import ApprovalConfig, Composition, load_composition
 from ..errors import ConfigError
 from ..events import EventRegistry, SessionEvent
+from ..executor import AuditConnection
 from ..executor.actor import ExecutorActor
 from ..executor.config import ExecutorConfig
 from ..executor.environment import Withheld
+from ..messages import NetworkConnection
 from ..policy.knobs import PolicyDefaults, unconfined_reason
 from ..policy.presets import DEFAULT_PRESETS, PresetTable
 from ..sandbox.actor import ProviderActor
@@ -40,12 +43,13 @@ from ..sessionlog import (
     JsonlStore,
     MemoryStore,
     SessionLogActor,
+    SessionLogClient,
     build_store,
     store_files,
     store_secrets,
 )
 from ..tools.bash import BashTool
-from ..tools.events import TOOL_EVENTS
+from ..tools.events import TOOL_EVENTS, NetworkConnected
 from ..tools.fs_tool import FsTool
 from ..trust import host_temp_roots
 from ..trust.secrets import deny_read_for
@@ -218,6 +222,7 @@ def assemble(
     executor_actor = ExecutorActor(
         config=executor_config,
         provider=provider_actor.client if confining and provider_actor is not None else None,
+        audit_connection=_connection_audit(log_actor.client),
     )
     actors.append(executor_actor)
 
@@ -280,6 +285,18 @@ def composition_secrets(composition: Composition, values: Sequence[str] = ()) ->
     log_entry = composition.session_log
     names, store_values = store_secrets(log_entry.config if log_entry is not None else None)
     return Withheld(names, (*store_values, *values))
+
+
+def _connection_audit(log: SessionLogClient) -> AuditConnection:
+    """What the executor calls for each connection the proxy decides for a session's
+    call: one `network/connect` event in that session's log."""
+
+    async def audit(session_id: str, call_id: str, connection: NetworkConnection) -> None:
+        await log.append(
+            session_id, NetworkConnected(call_id=call_id, **msgspec.structs.asdict(connection))
+        )
+
+    return audit
 
 
 def _plugin_actor(entry: Any) -> Any:

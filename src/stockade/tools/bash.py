@@ -149,6 +149,7 @@ class BashTool:
             owner=None if session is None else session.id,
             network_allow=destinations if grant is not None else (),
             network_allow_alone=alone,
+            call_id=call_id,
         )
         if args.background:
             handle = await self.executor.start(spec)
