@@ -309,6 +309,15 @@ class NetworkConnection(msgspec.Struct, frozen=True, kw_only=True):
         return f"{host}:{self.port}"
 
 
+class ConnectionsRefused(msgspec.Struct, frozen=True, kw_only=True):
+    """network allowlist: connections the proxy refused as it accepted them, before
+    reading anything, because the call, its session or the harness held its bound of
+    open connections (docs/limits.md, "Proxy connections"); why, the last time."""
+
+    count: int
+    reason: str
+
+
 class LimitHit(msgspec.Struct, frozen=True, kw_only=True):
     """A limit the command reached (stockade.limits): its name, its value, and what the
     command used when known (bytes, seconds or processes, as the limit counts)."""
@@ -376,8 +385,10 @@ class ShellResult(msgspec.Struct, frozen=True):
     # The refusal was of a path no mode may read (deny_read): no wider sandbox mode
     # lifts it, only danger-full-access.
     read_denied: bool = False
-    # network allowlist: every connection the proxy decided for this call, in order.
+    # network allowlist: every connection the proxy decided for this call, in order,
+    # and those it refused unread over a bound of open connections.
     connections: tuple[NetworkConnection, ...] = ()
+    connections_refused: ConnectionsRefused | None = None
     # How it ended, exactly one of stockade.limits.Cause's values ("exited", "signal",
     # "limit", "timeout", "killed", "session-closed", "host-oom", "runner-failed",
     # "not-started"); the limit it reached, if any; its one-line note for the model.
@@ -428,8 +439,9 @@ class JobReport(msgspec.Struct, frozen=True):
     network: Network = Network.ON
     # As ShellResult.env_dropped: the variables' names this job's command did not get.
     env_dropped: tuple[str, ...] = ()
-    # As ShellResult.connections: those decided so far.
+    # As ShellResult.connections: those decided so far; those refused unread so far.
     connections: tuple[NetworkConnection, ...] = ()
+    connections_refused: ConnectionsRefused | None = None
     # As ShellResult's, once the job has ended (cause None while it runs or waits).
     cause: str | None = None
     limit: LimitHit | None = None

@@ -78,7 +78,7 @@ async def test_a_connection_decided_as_its_call_ends_is_cut_never_relayed_unreco
         await resolver.entered.wait()
         # The command is gone: the call ends while its connection is being decided.
         await endpoints.finish(key)
-        taken = endpoints.take(_facts(key))
+        taken, _ = endpoints.take(_facts(key))
         resolver.release.set()
         await trio.sleep(0.2)
         await client.aclose()
@@ -149,7 +149,7 @@ async def test_a_connection_is_logged_before_a_byte_of_it_is_relayed(
             while not origin.requests:
                 await trio.sleep(0.01)
         await endpoints.finish(key)
-        taken = endpoints.take(_facts(key))
+        taken, _ = endpoints.take(_facts(key))
         await client.aclose()
     assert seen_at_log == [0]
     assert [(c.host, c.allowed) for c in taken] == [("slow.test", True)]
@@ -173,7 +173,7 @@ async def test_a_log_that_fails_refuses_the_connection(servers, nursery):  # noq
         with trio.fail_after(5):
             answer = await client.receive_some(100)
         await endpoints.finish(key)
-        taken = endpoints.take(_facts(key))
+        taken, _ = endpoints.take(_facts(key))
         await client.aclose()
     assert answer == b""
     assert taken == () and origin.requests == []

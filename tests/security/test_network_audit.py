@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from stockade import open_harness
 
+from ._descriptor_flood import EACH, JOBS
+from .support import IS_ROOT, NOBODY
 from .test_allowlist import backend  # noqa: F401
+
+pytestmark = pytest.mark.nobody  # runs a harness as uid 65534 (tests/README.md)
 
 CALLS = 8
 CLIENTS = 40
@@ -136,3 +144,71 @@ async def test_every_connection_the_origin_saw_is_in_the_result_and_the_log(
     # reached the origin is held too, so the origin may have seen fewer).
     assert seen <= allowed_in_results, (seen, allowed_in_results)
     assert sum(1 for e in logged if e["allowed"]) == allowed_in_results
+
+
+FLOOD = Path(__file__).with_name("_descriptor_flood.py")
+
+
+@pytest.mark.parametrize("as_nobody", (False, True), ids=("root", "nobody"))
+def test_one_sessions_flood_of_connections_leaves_the_others_working(
+    backend,  # noqa: F811
+    scratch,
+    nobody_public,
+    as_nobody,
+):
+    """Hole 6: the proxy's connections were the harness's descriptors, outside every
+    limit; at a soft RLIMIT_NOFILE of 1024, session A's jobs holding idle connections
+    made session B's `echo` fail and an allowlist call raise out of run_tool. Now a
+    call and a session hold at most their share: A's excess is refused unread (its
+    results say so), B works, nothing raises."""
+    if as_nobody and not IS_ROOT:
+        pytest.skip("running as uid 65534 needs a root caller")
+    name, _ = backend
+    base = Path(scratch)
+    root, state_dir = base / "project", base / "state"
+    for path in (root, state_dir):
+        path.mkdir()
+    os.chmod(base, 0o755)
+    if as_nobody:
+        for path in (root, state_dir):
+            os.chown(path, NOBODY, NOBODY)
+    origin = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Auditor)
+    origin.lock, origin.seen, origin.early = threading.Lock(), 0, 0  # type: ignore[attr-defined]
+    origin.state_dir = state_dir  # type: ignore[attr-defined]
+    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if as_nobody else {}
+    python = nobody_public.python if as_nobody else sys.executable
+    try:
+        done = subprocess.run(
+            [
+                python,
+                nobody_public.path(FLOOD),
+                name,
+                str(root),
+                str(state_dir),
+                str(origin.server_address[1]),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+            env={**os.environ, "PYTHONPATH": nobody_public.pythonpath, "HOME": str(base)},
+            **user,
+        )
+    finally:
+        origin.shutdown()
+        origin.server_close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["rlimit"] == [1024, 1024]
+    # The control: this process could never hold all of A's connections.
+    assert out["control"] < JOBS * EACH
+    assert out["echo"] == {"text": "ok\n[exit code: 0]", "error": False}, out["echo"]
+    assert not out["fetch"]["error"] and "[exit code: 0]" in out["fetch"]["text"], out["fetch"]
+    assert origin.seen >= 1  # type: ignore[attr-defined]
+    refused = [job["refused"] for job in out["jobs"]]
+    assert all(r is not None and r["count"] > 0 for r in refused), out["jobs"]
+    assert all("open connections, its limit" in r["reason"] for r in refused)
+    assert all("refused before anything" in job["text"] for job in out["jobs"])
+    # What A's jobs held: each call's share, never more than its session's together.
+    assert sum(out["held"]) <= JOBS * EACH

@@ -16,20 +16,26 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from ..errors import SandboxUnavailable
-from ..messages import NetworkConnection, ShellSpec
+from ..errors import CommandStartError, SandboxUnavailable
+from ..messages import ConnectionsRefused, NetworkConnection, ShellSpec
 from ..vocab import Network
 from ._facts import WrapFacts
 from .config import ExecutorConfig
 
 if TYPE_CHECKING:
-    from ..network.proxy import NetworkProxy
+    from ..network.proxy import ConnectionBudget, NetworkProxy
     from ..network.rules import Decision
 
 # (session id, the tool call's id, the connection): appends it to that session's log.
 AuditConnection = Callable[[str, str, NetworkConnection], Awaitable[None]]
+Decided = tuple[NetworkConnection, ...]
 # How long a decision may wait for the log before the connection is refused instead.
 AUDIT_TIMEOUT = 10.0
+# How many proxy connections one call, and one session's calls together, may hold open
+# at once (issue 35, hole 6); a session never takes more than half of the harness's
+# own bound (ExecutorConfig.proxy_connections), so another always has room.
+CALL_CONNECTIONS = 256
+SESSION_CONNECTIONS = 1024
 
 
 class CallEnded(Exception):
@@ -38,11 +44,13 @@ class CallEnded(Exception):
 
 @attrs.define(eq=False)
 class _Endpoint:
-    """One call's endpoint: whose it is, what it decided, and its two ends (`done`:
-    asked to close; `closed`: closed, every connection on it settled)."""
+    """One call's endpoint: whose it is, what it decided, how many connections it may
+    hold open, and its two ends (`done`: asked to close; `closed`: closed, every
+    connection on it settled)."""
 
     owner: str | None
     call_id: str
+    budget: ConnectionBudget
     connections: list[NetworkConnection] = attrs.field(factory=list)
     done: trio.Event = attrs.field(factory=trio.Event)
     closed: trio.Event = attrs.field(factory=trio.Event)
@@ -59,6 +67,36 @@ class ProxyEndpoints:
     proxy: NetworkProxy | None = None
     audit: AuditConnection | None = None
     _endpoints: dict[str, _Endpoint] = attrs.field(factory=dict)
+    # The harness's bound over all calls, and each session's (with its open calls).
+    _harness: ConnectionBudget | None = None
+    _sessions: dict[str, tuple[ConnectionBudget, int]] = attrs.field(factory=dict)
+
+    def _budget(self, owner: str | None) -> ConnectionBudget:
+        """A new call's budget, under its session's, under the harness's."""
+        from ..network.proxy import ConnectionBudget
+
+        if self._harness is None:
+            self._harness = ConnectionBudget(self.config.proxy_connections(), "the harness")
+        per_session = max(1, min(SESSION_CONNECTIONS, self._harness.limit // 2))
+        if owner is None:
+            session = ConnectionBudget(per_session, "this call", self._harness)
+        else:
+            held = self._sessions.get(owner)
+            if held is None:
+                held = (ConnectionBudget(per_session, "this session", self._harness), 0)
+            session = held[0]
+            self._sessions[owner] = (session, held[1] + 1)
+        return ConnectionBudget(min(CALL_CONNECTIONS, session.limit), "this call", session)
+
+    def _let_go(self, endpoint: _Endpoint) -> None:
+        """The call of `endpoint` no longer counts in its session's budget."""
+        if endpoint.owner is None or endpoint.owner not in self._sessions:
+            return
+        session, calls = self._sessions[endpoint.owner]
+        if calls <= 1:
+            del self._sessions[endpoint.owner]
+        else:
+            self._sessions[endpoint.owner] = (session, calls - 1)
 
     def connections(self, key: str) -> list[NetworkConnection]:
         """The live list of the connections decided for call `key` so far."""
@@ -84,22 +122,31 @@ class ProxyEndpoints:
         )
         rules = Rules(allow, self.config.network_deny)
         key = f"call-{next(self.numbers)}"
-        endpoint = _Endpoint(owner=spec.owner, call_id=spec.call_id or key)
+        endpoint = _Endpoint(
+            owner=spec.owner, call_id=spec.call_id or key, budget=self._budget(spec.owner)
+        )
         self._endpoints[key] = endpoint
         proxy = self.proxy
 
         async def hold(*, task_status: trio.TaskStatus[str]) -> None:
             try:
-                async with proxy.open_call(key, rules) as opened:
+                async with proxy.open_call(key, rules, endpoint.budget) as opened:
                     task_status.started(opened.path)
                     await endpoint.done.wait()
             finally:
                 endpoint.closed.set()
+                self._let_go(endpoint)
 
         try:
             path: str = await nursery.start(hold)
+        except OSError as error:
+            self._endpoints.pop(key, None)
+            raise CommandStartError(
+                f"the call's network proxy endpoint cannot be opened: "
+                f"{error.strerror or error}; nothing ran"
+            ) from None
         except BaseException:
-            del self._endpoints[key]
+            self._endpoints.pop(key, None)
             raise
         return key, path
 
@@ -143,10 +190,20 @@ class ProxyEndpoints:
                 await self.audit(endpoint.owner, endpoint.call_id, connection)
         endpoint.connections.append(connection)
 
-    def take(self, facts: WrapFacts) -> tuple[NetworkConnection, ...]:
+    def take(
+        self, facts: WrapFacts
+    ) -> tuple[tuple[NetworkConnection, ...], ConnectionsRefused | None]:
         """The connections decided for the call of `facts` (its endpoint finished),
-        forgotten here: its result carries them."""
+        and those refused unread over a bound, forgotten here: its result carries them."""
         if facts.proxy_call is None:
-            return ()
+            return (), None
         endpoint = self._endpoints.pop(facts.proxy_call, None)
-        return () if endpoint is None else tuple(endpoint.connections)
+        if endpoint is None:
+            return (), None
+        return tuple(endpoint.connections), refused_over_budget(endpoint.budget)
+
+
+def refused_over_budget(budget: ConnectionBudget) -> ConnectionsRefused | None:
+    if not budget.refused:
+        return None
+    return ConnectionsRefused(count=budget.refused, reason=budget.refused_by or "")

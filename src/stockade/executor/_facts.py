@@ -7,7 +7,13 @@ from collections.abc import Mapping
 
 import attrs
 
-from ..messages import NetworkConnection, RunnerFailureRule, ShellResult, Wrapped
+from ..messages import (
+    ConnectionsRefused,
+    NetworkConnection,
+    RunnerFailureRule,
+    ShellResult,
+    Wrapped,
+)
 from ..trust import JudgedDirectory
 from ..vocab import Enforcement, Network, SandboxMode
 from ._buffer import OutputBuffer
@@ -148,9 +154,10 @@ def settled_result(
     cancelled: bool,
     duration: float,
     connections: tuple[NetworkConnection, ...] = (),
+    connections_refused: ConnectionsRefused | None = None,
 ) -> ShellResult:
     """The ShellResult of a settled process, classified by its own wrap facts, with
-    the connections its proxy decided (network allowlist)."""
+    the connections its proxy decided and refused unread (network allowlist)."""
     stderr_text, stdout_text = stderr.text(), stdout.text()
     shell_status = command_exec_status(facts.program, exit_code, stderr_text)
     if shell_status is not None:
@@ -179,6 +186,7 @@ def settled_result(
         network_gaps=facts.network_gaps,
         env_dropped=facts.env_dropped,
         connections=connections,
+        connections_refused=connections_refused,
     )
 
 

@@ -131,6 +131,7 @@ class Job:
             network_enforcement=self.facts.network_enforcement,
             network_gaps=self.facts.network_gaps,
             connections=connections,
+            connections_refused=result.connections_refused if result else None,
             network=self.facts.network,
             env_dropped=self.facts.env_dropped,
             cause=result.cause if result else None,

@@ -392,6 +392,7 @@ class ExecutorActor:
         # Every connection of the call decided (kept and logged) or cut before its
         # result is made: none can be relayed and left out.
         await self._network.finish(facts.proxy_call)
+        connections, refused = self._network.take(facts)
         result = settled_result(
             facts,
             exit_code=exit_status(process),
@@ -400,7 +401,8 @@ class ExecutorActor:
             timed_out=timed_out,
             cancelled=False,
             duration=time.monotonic() - started,
-            connections=self._network.take(facts),
+            connections=connections,
+            connections_refused=refused,
         )
         result = ended(result, limited, usage)
         if result.runner_failed:
@@ -518,6 +520,7 @@ class ExecutorActor:
             await self._network.finish(job.facts.proxy_call)
             usage = limited.usage() if limited is not None else Usage()
             await self._unlimit(limited)
+            connections, refused = self._network.take(job.facts)
             # Stamped before `done`, also when the harness is leaving (cancelled).
             result = settled_result(
                 job.facts,
@@ -527,7 +530,8 @@ class ExecutorActor:
                 timed_out=timed_out,
                 cancelled=job.scope.cancelled_caught or process.returncode is None,
                 duration=time.monotonic() - job.started_clock,
-                connections=self._network.take(job.facts),
+                connections=connections,
+                connections_refused=refused,
             )
             self._release(job.facts)
             job.finish(

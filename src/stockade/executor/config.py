@@ -21,6 +21,12 @@ DESCRIPTORS_PER_PROCESS = 7
 # locks a call holds while its sandbox may run (one per protected path it blocks: up
 # to about 16 for a workspace root and its private temp directory).
 DESCRIPTOR_HEADROOM = 32
+# network allowlist: a quarter of the free descriptors is kept for the proxy's
+# connections, two each (the command's side, the destination's).
+PROXY_SHARE = 4
+DESCRIPTORS_PER_CONNECTION = 2
+MIN_PROXY_CONNECTIONS = 16
+MAX_PROXY_CONNECTIONS = 16384
 
 
 def _entries(value: object) -> tuple[str, ...]:
@@ -93,15 +99,49 @@ class ExecutorConfig:
         )
 
     def running_bound(self) -> int:
-        """max_running, else what the descriptors still free allow (at least one)."""
+        """max_running, else what the descriptors still free allow (at least one),
+        beside the share kept for the proxy's connections (`proxy_connections`)."""
         if self.max_running is not None:
             return max(1, self.max_running)
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft == resource.RLIM_INFINITY:
+        free = _free_descriptors()
+        if free is None:
             return MAX_DERIVED_BOUND
-        try:
-            open_now = len(os.listdir("/proc/self/fd"))
-        except OSError:
-            open_now = 64
-        free = soft - open_now - DESCRIPTOR_HEADROOM
+        free -= free // PROXY_SHARE
         return max(1, min(MAX_DERIVED_BOUND, free // DESCRIPTORS_PER_PROCESS))
+
+    def proxy_connections(self) -> int:
+        """How many connections the harness's proxy may hold open at once, all calls
+        together: its share of the descriptors still free (two a connection), so that
+        a flood of them leaves running commands theirs, and no fewer than
+        MIN_PROXY_CONNECTIONS."""
+        free = _free_descriptors()
+        if free is None:
+            return MAX_PROXY_CONNECTIONS
+        share = free // PROXY_SHARE // DESCRIPTORS_PER_CONNECTION
+        return max(MIN_PROXY_CONNECTIONS, min(MAX_PROXY_CONNECTIONS, share))
+
+
+def _free_descriptors() -> int | None:
+    """The descriptors this process may still open beside its headroom (None: no limit)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        open_now = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        open_now = 64
+    return max(0, soft - open_now - DESCRIPTOR_HEADROOM)
+
+
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (a service manager's
+    default soft limit, 1024, is what the harness's proxy and commands would share
+    otherwise); its (soft, hard) after. Children get their own limits (docs/limits.md)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (OSError, ValueError):
+            pass
+    return soft, hard

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..messages import JobReport, NetworkConnection, ShellResult
+from ..messages import ConnectionsRefused, JobReport, NetworkConnection, ShellResult
 from ..vocab import DENIAL_INSTRUCTION, READ_DENIED_HINT, denial_marker, network_denial_marker
 
 
@@ -11,8 +11,18 @@ def refused_destinations(connections: tuple[NetworkConnection, ...]) -> tuple[st
     return tuple(dict.fromkeys(c.destination for c in connections if not c.allowed))
 
 
-def _network_markers(connections: tuple[NetworkConnection, ...]) -> list[str]:
-    return [network_denial_marker(where) for where in refused_destinations(connections)]
+def _network_markers(
+    connections: tuple[NetworkConnection, ...], refused: ConnectionsRefused | None = None
+) -> list[str]:
+    markers = [network_denial_marker(where) for where in refused_destinations(connections)]
+    if refused is not None:
+        many = "connection was" if refused.count == 1 else "connections were"
+        markers.append(
+            f"[sandbox: {refused.count} network {many} refused before anything of "
+            f"{'it' if refused.count == 1 else 'them'} was read: {refused.reason}; close "
+            "connections you no longer use]"
+        )
+    return markers
 
 
 def _streams(stdout: str, stderr: str, stdout_dropped: int, stderr_dropped: int) -> list[str]:
@@ -37,7 +47,7 @@ def render_result(result: ShellResult) -> str:
     parts.append(f"[exit code: {result.exit_code}]")
     if result.note:
         parts.append(result.note)
-    parts += _network_markers(result.connections)
+    parts += _network_markers(result.connections, result.connections_refused)
     if result.denied:
         parts.append(denial_marker(result.mode))
         parts.append(DENIAL_INSTRUCTION)
@@ -69,7 +79,7 @@ def render_job(report: JobReport) -> str:
         parts.append(f"[exit code: {report.exit_code}]")
     if report.note:
         parts.append(report.note)
-    parts += _network_markers(report.connections)
+    parts += _network_markers(report.connections, report.connections_refused)
     if report.denied:
         parts.append(denial_marker(report.mode))
         parts.append(DENIAL_INSTRUCTION)

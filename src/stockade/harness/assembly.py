@@ -30,7 +30,7 @@ from ..errors import ConfigError
 from ..events import EventRegistry, SessionEvent
 from ..executor import AuditConnection
 from ..executor.actor import ExecutorActor
-from ..executor.config import ExecutorConfig
+from ..executor.config import ExecutorConfig, raise_open_files_limit
 from ..executor.environment import Withheld
 from ..messages import NetworkConnection
 from ..policy.knobs import PolicyDefaults, unconfined_reason
@@ -128,6 +128,9 @@ async def open_harness(
     confined command may read (deny_read's `mcp-token` item).
     """
     composition = config if isinstance(config, Composition) else load_composition(config, cwd=cwd)
+    # The proxy's connections and the commands' pipes share this process's descriptors:
+    # all the hard limit allows, before the executor works out its bounds from them.
+    raise_open_files_limit()
     actors, harness = assemble(
         composition,
         answerers=answerers,

@@ -11,6 +11,7 @@ from ..lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .proxy import ConnectionBudget as ConnectionBudget
     from .proxy import Endpoint as Endpoint
     from .proxy import NetworkProxy as NetworkProxy
     from .proxy import open_proxy as open_proxy
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .rules import parse_entry as parse_entry
 
 _LAZY = {
+    "ConnectionBudget": "proxy",
     "Endpoint": "proxy",
     "NetworkProxy": "proxy",
     "open_proxy": "proxy",
@@ -40,6 +42,7 @@ _LAZY = {
 __getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
+    "ConnectionBudget",
     "Decision",
     "Endpoint",
     "Entry",

@@ -31,6 +31,47 @@ SOCKET_NAME = "proxy.sock"
 _ACCEPT_RETRY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
+@attrs.define(eq=False)
+class ConnectionBudget:
+    """How many connections one holder (a call, a session, the harness) may have open
+    through the proxy at once; a call's budget has its session's as `parent`, and that
+    one the harness's. A connection over any of them is refused as it is accepted,
+    before anything of it is read: it costs the harness no descriptor for longer.
+    `refused` and `refused_by` count those of a call, for its result."""
+
+    limit: int
+    what: str
+    parent: ConnectionBudget | None = None
+    open: int = 0
+    refused: int = 0
+    refused_by: str | None = None
+
+    def _chain(self) -> list[ConnectionBudget]:
+        chain: list[ConnectionBudget] = []
+        budget: ConnectionBudget | None = self
+        while budget is not None:
+            chain.append(budget)
+            budget = budget.parent
+        return chain
+
+    def take(self) -> bool:
+        """One more open connection for this holder and each one above it: False (and
+        the refusal counted) when one of them holds its limit already."""
+        chain = self._chain()
+        full = next((budget for budget in chain if budget.open >= budget.limit), None)
+        if full is not None:
+            self.refused += 1
+            self.refused_by = f"{full.what} holds {full.limit} open connections, its limit"
+            return False
+        for budget in chain:
+            budget.open += 1
+        return True
+
+    def give_back(self) -> None:
+        for budget in self._chain():
+            budget.open -= 1
+
+
 @attrs.frozen
 class Endpoint:
     """Where one call's proxy listens: a Unix socket at `path` (mode 0666, in a private
@@ -62,9 +103,12 @@ class NetworkProxy:
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False, repr=False)
 
     @contextlib.asynccontextmanager
-    async def open_call(self, call_id: str, rules: Rules) -> AsyncIterator[Endpoint]:
-        """Serve one call on a fresh Unix socket with these rules; on exit the socket
-        and its directory are removed and the call's open connections closed."""
+    async def open_call(
+        self, call_id: str, rules: Rules, budget: ConnectionBudget | None = None
+    ) -> AsyncIterator[Endpoint]:
+        """Serve one call on a fresh Unix socket with these rules, at most `budget`'s
+        connections at once (None: unbounded); on exit the socket and its directory
+        are removed and the call's open connections closed."""
         if self._nursery is None:
             raise RuntimeError("the proxy is not running: use `async with open_proxy(...)`")
         directory = tempfile.mkdtemp(prefix="stockade-proxy-", dir=self.directory)
@@ -90,7 +134,7 @@ class NetworkProxy:
                 )
                 scope = trio.CancelScope()
                 finished = trio.Event()
-                self._nursery.start_soon(self._serve, listener, call, scope, finished)
+                self._nursery.start_soon(self._serve, listener, call, budget, scope, finished)
                 try:
                     yield Endpoint(call_id=call_id, path=path)
                 finally:
@@ -104,6 +148,7 @@ class NetworkProxy:
         self,
         listener: trio.SocketListener,
         call: Call,
+        budget: ConnectionBudget | None,
         scope: trio.CancelScope,
         finished: trio.Event,
     ) -> None:
@@ -120,13 +165,26 @@ class NetworkProxy:
                                 break
                             await trio.sleep(0.1)
                             continue
-                        connections.start_soon(self._handle, stream, call)
+                        if budget is not None and not budget.take():
+                            # Over its share: closed unread (the call's result says so).
+                            await trio.aclose_forcefully(stream)
+                            continue
+                        connections.start_soon(self._handle, stream, call, budget)
         finally:
             finished.set()
 
-    async def _handle(self, stream: trio.SocketStream, call: Call) -> None:
+    async def _handle(
+        self, stream: trio.SocketStream, call: Call, budget: ConnectionBudget | None
+    ) -> None:
         # One connection's failure (a broken client, a reporter that raised) ends that
         # connection only: the call and the proxy go on serving.
+        try:
+            await self._serve_one(stream, call)
+        finally:
+            if budget is not None:
+                budget.give_back()
+
+    async def _serve_one(self, stream: trio.SocketStream, call: Call) -> None:
         async with stream:
             try:
                 first = b""
