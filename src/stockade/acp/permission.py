@@ -80,9 +80,13 @@ def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
         "why", request.justification, limit=render.JUSTIFICATION_LIMIT
     )
     rows = [*command_rows, *why_rows]
+    fields = [("command", command), ("justification", why)]
     label = f"  {{:<{render.LABEL_WIDTH}}}"
     if cwd is not None:
-        rows += render.render_field("cwd", cwd)[0]
+        # The model's `workdir` joined to the root: its text, escaped like the command's.
+        cwd_rows, cwd_shown = render.render_field("cwd", cwd)
+        rows += cwd_rows
+        fields.append(("cwd", cwd_shown))
     if request.with_network:
         rows += render.network_rows(request)
     else:
@@ -90,13 +94,7 @@ def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
         rows.append(label.format("requested:") + request.requested_mode.value)
         if not request.requested_mode.confines:
             rows.append(label.format("network:") + "on (danger-full-access allows everything)")
-    for field, shown in (("command", command), ("justification", why)):
-        if shown.escaped:
-            many = "character" if shown.escaped == 1 else "characters"
-            rows.append(
-                f"  warning:   the {field} holds {shown.escaped} control or invisible {many}, "
-                "shown above as escapes (\\r, \\xNN, \\uNNNN); read it carefully"
-            )
+    rows += [w for field, shown in fields if (w := render.escape_warning(field, shown))]
     block = "\n".join(rows)
     fence = _fence(block)
     if request.with_network:

@@ -16,8 +16,8 @@ from typing import Any
 import trio
 
 from ..approval.answerers import ScriptedAnswerer, TerminalAnswerer
-from ..approval.render import one_line, visible
 from ..harness import AgentSession, harness_registry, open_harness
+from ..shown import one_line, visible
 from .session_show import run_show
 from .sessions import session_store
 
@@ -35,7 +35,7 @@ class Transcript:
     def step(self, title: str) -> None:
         self.out.write("\n" + self._paint("1;36", f"== {title}") + "\n")
 
-    # What the agent sent and what came back is shown through approval.render: a
+    # What the agent sent and what came back is shown through stockade.shown: a
     # person answering an escalation (--interactive) reads these lines first.
 
     def agent(self, tool: str, arguments: dict[str, Any]) -> None:

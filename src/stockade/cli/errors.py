@@ -3,7 +3,10 @@ with --json, one object on stdout: `{"error": {"code": CODE, "detail": TEXT}}`.
 
 The codes are stable (scripts branch on them); the details are for people and may
 change. `stockade run` adds its own (docs/executor.md); docs/cli.md lists them all.
-Standard library only: an error must not cost the imports the verb avoided.
+A detail may quote a path found on disk or what a log holds: it is shown escaped by
+`stockade.shown` (its line breaks kept), and `--json` writes the same characters as
+JSON escapes. Standard library only: an error must not cost the imports the verb
+avoided.
 """
 
 from __future__ import annotations
@@ -83,12 +86,15 @@ def emit_error(
 ) -> None:
     """Tell one error: JSON on stdout with --json, else `stockade: DETAIL` on stderr
     (`stockade: SANDBOX_UNAVAILABLE: DETAIL` for that code, as scripts grep for it)."""
+    from ..shown import escaped_lines, json_escaped
+
     if as_json:
         import json
 
         reply = json.dumps({"error": {"code": code, "detail": detail}}, ensure_ascii=False)
-        say(sys.stdout if stdout is None else stdout, reply + "\n")
+        say(sys.stdout if stdout is None else stdout, json_escaped(reply) + "\n")
         return
+    detail = escaped_lines(detail)
     shown = f"{code}: {detail}" if code == "SANDBOX_UNAVAILABLE" else detail
     say(sys.stderr if stderr is None else stderr, f"stockade: {shown}\n")
 

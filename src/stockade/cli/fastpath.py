@@ -28,7 +28,11 @@ BACKENDS = ("auto", "bwrap", "landlock")
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
-    say(sys.stderr, f"stockade: {message}\n")
+    # A message may name the directory exec was started in, or a path found on disk:
+    # escaped (stockade.shown; imported here, on the way out, not on the fast path).
+    from ..shown import escaped_lines
+
+    say(sys.stderr, f"stockade: {escaped_lines(message)}\n")
     raise SystemExit(status)
 
 

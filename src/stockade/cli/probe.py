@@ -1,5 +1,10 @@
 """`stockade probe`: which sandbox backends work here and why not, what each enforces in
 each mode, which one a command gets, and the trust-base checks (text, or one JSON object).
+
+What it finds on disk is named in it (the deny_read paths hidden under the root, a
+`.env` a command made included; protected paths; the runner), so the whole text is
+shown through `stockade.shown` (escaped, its line breaks kept) and the JSON with
+the same characters as JSON escapes: a file name cannot act on the terminal.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ..sandbox import (
     trust_checks,
 )
 from ..sessionlog import resolve_state_dir
+from ..shown import escaped_lines, json_escaped
 from ..trust import host_temp_roots, installation_paths
 from ..trust import secrets as deny_read
 from .errors import EXIT_UNAVAILABLE
@@ -95,15 +101,16 @@ def run_probe(args: argparse.Namespace) -> int:
                 "session": msgspec.to_builtins(attrs.asdict(settings.executor.session_limits)),
             },
         }
-        sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
+        sys.stdout.write(json_escaped(msgspec.json.encode(reply).decode()) + "\n")
     else:
-        sys.stdout.write(
+        text = (
             render_selection(selection, refused_here=refused)
             + render_trust(trust)
             + render_policy(settings.executor.env, settings.executor.withheld)
             + deny_read.render(deny_read.deny_read_for(provider), settings.root)
             + _render_limits(limits_host, limits, settings.executor.session_limits)
         )
+        sys.stdout.write(escaped_lines(text))
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
 
 

@@ -35,6 +35,7 @@ from ..errors import (
 from ..executor import ExecutorConfig, Streams, open_executor, refused_destinations
 from ..messages import ShellResult
 from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
+from ..shown import TERMINAL_STATE_RESET, escaped_lines, json_escaped, one_line
 from ..vocab import (
     DENIAL_INSTRUCTION,
     READ_DENIED_HINT,
@@ -278,7 +279,8 @@ class _Invocation:
         if result.timed_out and result.exit_code is not None:
             after = "" if self.limit is None else f" after {self.limit:g}s"
             lines.append(f"stockade: timed out{after}; the command was killed")
-        for note in (result.note or "").splitlines():
+        # Split at newlines only: a `\r` a note may quote is escaped below, not a row.
+        for note in result.note.split("\n") if result.note else ():
             if "output_bytes" not in note:  # the capture's own line below says it
                 lines.append(note.replace("[sandbox: ", "stockade: ").rstrip("]"))
         if result.stderr_dropped:
@@ -288,7 +290,15 @@ class _Invocation:
                 f"{self.settings.executor.output_cap})"
             )
         if lines:
-            sys.stderr.write(self.screen.line_start() + "".join(f"{line}\n" for line in lines))
+            # A refused destination is the command's own text (a SOCKS5 name is any
+            # bytes), and so may be what a note or a never-started command's stderr
+            # quotes: every line escaped, one row each (stockade.shown), so none can
+            # move the cursor, erase a line or pose as another line of stockade's.
+            shown = "".join(f"{one_line(line)}\n" for line in lines)
+            # On a terminal, the command's output came first and may have left it
+            # hiding what follows (concealed, black on black, a scroll region): undone.
+            reset = TERMINAL_STATE_RESET if os.isatty(2) else ""
+            sys.stderr.write(reset + self.screen.line_start() + shown)
             sys.stderr.flush()
             self.screen.fresh_line()
 
@@ -300,7 +310,9 @@ class _Invocation:
         )
         if result.read_denied:
             reply["denial"] += f"\n{READ_DENIED_HINT}"
-        sys.stdout.write(msgspec.json.encode(reply).decode() + "\n")
+        # The command's output and the names it asked for, with what a terminal would act
+        # on written as JSON escapes: the same data, harmless on a terminal.
+        sys.stdout.write(json_escaped(msgspec.json.encode(reply).decode()) + "\n")
         if result.stdout_dropped or result.stderr_dropped:
             sys.stderr.write(
                 f"stockade: the capture keeps the head and tail of each stream (output_cap "
@@ -356,7 +368,7 @@ async def _run_asking(
         )
     granted = asked.granted
     if granted is None:
-        say(sys.stderr, f"stockade: not retried: {asked.why_not}\n")
+        say(sys.stderr, f"stockade: not retried: {one_line(asked.why_not)}\n")
         return result, not call.args.json
     sys.stderr.write(f"stockade: retrying once under {granted.value}\n")
     wider = ExecutionPolicy(
@@ -412,11 +424,15 @@ def _report_error(args: argparse.Namespace, error: RunError) -> int:
     # quietly, still with the error's status.
     if args.json:
         reply = {"error": {"code": error.code, "detail": error.detail}}
-        say(sys.stdout, msgspec.json.encode(reply).decode() + "\n")
-    elif error.code == SandboxUnavailable.code:
-        say(sys.stderr, f"stockade: {error.code}: {error.detail}\n")
+        say(sys.stdout, json_escaped(msgspec.json.encode(reply).decode()) + "\n")
+        return error.status
+    # A detail may quote a path found on disk or a command's words: escaped, its own
+    # line breaks kept (a composition's errors are one per line).
+    detail = escaped_lines(error.detail)
+    if error.code == SandboxUnavailable.code:
+        say(sys.stderr, f"stockade: {error.code}: {detail}\n")
     elif error.code != "INTERRUPTED":  # Ctrl-C is quiet, as in a shell
-        say(sys.stderr, f"stockade: {error.detail}\n")
+        say(sys.stderr, f"stockade: {detail}\n")
     return error.status
 
 

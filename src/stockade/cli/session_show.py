@@ -4,6 +4,12 @@ Read-only: it takes no lock and never cuts a torn tail (a live writer may be
 mid-append); it reports one instead. The effective values are folded exactly as a
 session folds them, over the composition defaults given (the embedded ones when
 run from the command line).
+
+A log holds what commands and the model chose (commands, their output, the names a
+command asked the proxy for, justifications, paths): every text of it is shown
+through `stockade.shown` (escaped, a multi-line one a row per line), and `--json`
+writes the same characters as JSON escapes, so nothing in a log can act on the
+terminal that shows it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from ..policy.knobs import (
 )
 from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset
 from ..sessionlog import BUILTIN_EVENTS, Scan, check_session_id, resolve_state_dir, scan_log
+from ..shown import json_escaped, one_line, visible
 from ..vocab import SandboxMode
 from .errors import CliError, report
 
@@ -113,7 +120,7 @@ def run_show(
         location=location,
     )
     if as_json:
-        out.write(msgspec.json.encode(summary).decode() + "\n")
+        out.write(json_escaped(msgspec.json.encode(summary).decode()) + "\n")
     else:
         out.write(render_text(scan, summary))
     return 0
@@ -255,7 +262,41 @@ def _time(ts: float) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _fields(event: SessionEvent) -> tuple[list[str], list[str]]:
+class _Shown:
+    """Values as a person reads them (every string escaped by `stockade.shown`), and
+    how many characters were escaped in all, for the note under the table."""
+
+    def __init__(self) -> None:
+        self.escaped = 0
+
+    def text(self, value: str) -> str:
+        shown = visible(value)
+        self.escaped += shown.escaped
+        return "\\n".join(shown.lines)
+
+    def lines(self, value: str) -> tuple[str, ...]:
+        shown = visible(value)
+        self.escaped += shown.escaped
+        return shown.lines
+
+    def value(self, value: Any) -> str:
+        """One inline value: a plain word as it is, other strings quoted, lists and
+        mappings spelled as Python would, each string in them escaped too."""
+        if isinstance(value, str):
+            text = self.text(value)
+            return text if value and " " not in value else f"'{text}'"
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(self._quoted(item) for item in value) + "]"
+        if isinstance(value, dict):
+            pairs = (f"{self._quoted(key)}: {self._quoted(item)}" for key, item in value.items())
+            return "{" + ", ".join(pairs) + "}"
+        return self.text(repr(value))
+
+    def _quoted(self, value: Any) -> str:
+        return f"'{self.text(value)}'" if isinstance(value, str) else self.value(value)
+
+
+def _fields(event: SessionEvent, shown: _Shown) -> tuple[list[str], list[str]]:
     """`name=value` pairs, and the lines of any long or multi-line text field."""
     inline: list[str] = []
     block: list[str] = []
@@ -265,30 +306,33 @@ def _fields(event: SessionEvent) -> tuple[list[str], list[str]]:
             continue
         value = raw[name]
         if isinstance(value, str) and ("\n" in value or len(value) > 60):
-            block += [f"{name}:"] + [f"| {line}" for line in value.splitlines()]
+            block += [f"{name}:"] + [f"| {line}" for line in shown.lines(value)]
         else:
-            text = value if isinstance(value, str) and value and " " not in value else repr(value)
-            inline.append(f"{name}={text}")
+            inline.append(f"{name}={shown.value(value)}")
     return inline, block
 
 
 def render_text(scan: Scan, summary: dict[str, Any]) -> str:
-    lines = [f"session  {summary['session']}", f"log      {summary['location']}"]
+    shown = _Shown()
+    lines = [
+        f"session  {shown.text(summary['session'])}",
+        f"log      {shown.text(summary['location'])}",
+    ]
     if summary["parent"]:
-        lines.append(f"parent   {summary['parent']}")
+        lines.append(f"parent   {shown.text(summary['parent'])}")
     lines.append("")
     lines.append(f"{'seq':>5}  {'time (UTC)':<24} {'type':<18} {'source':<22} fields")
     for event in scan.events:
-        inline, block = _fields(event)
+        inline, block = _fields(event, shown)
         lines.append(
-            f"{event.seq:>5}  {_time(event.ts):<24} {event.tag:<18} "
-            f"{event.source or '-':<22} {' '.join(inline)}".rstrip()
+            f"{event.seq:>5}  {_time(event.ts):<24} {shown.text(event.tag):<18} "
+            f"{shown.text(event.source or '-'):<22} {' '.join(inline)}".rstrip()
         )
         lines += [f"{'':7}{line}" for line in block]
     if scan.torn is not None:
         lines.append(
             f"    ~  line {scan.torn.line}: torn tail of {scan.torn.length} bytes "
-            f"({scan.torn.reason}); cut when the session is next opened"
+            f"({shown.text(scan.torn.reason)}); cut when the session is next opened"
         )
     effective = summary["effective"]
     lines += [
@@ -298,8 +342,18 @@ def render_text(scan: Scan, summary: dict[str, Any]) -> str:
         f"  approval policy  {effective['approval_policy']:<20} "
         f"{effective['approval_policy_from']}",
         f"  network          {effective['network']:<20} {effective['network_from']}",
-        f"  workspace root   {effective['workspace_root']:<20} {effective['workspace_root_from']}",
-        f"  preset           {effective['preset']}",
+        f"  workspace root   {shown.text(effective['workspace_root']):<20} "
+        f"{effective['workspace_root_from']}",
+        f"  preset           {shown.text(effective['preset'])}",
         f"  policy message   {effective['policy_message']}",
     ]
-    return "\n".join(lines) + "\n"
+    if shown.escaped:
+        many = "character" if shown.escaped == 1 else "characters"
+        lines += [
+            "",
+            f"note: {shown.escaped} control or invisible {many} of this log shown as escapes "
+            "(\\r, \\xNN, \\uNNNN); with no such note, every backslash is the log's own",
+        ]
+    # Every row once more through the same escaping: a field added later and not
+    # shown above still cannot reach the terminal raw (escaping is idempotent).
+    return "\n".join(one_line(line) for line in lines) + "\n"

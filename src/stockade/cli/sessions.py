@@ -4,6 +4,8 @@ The verbs of the session log's catalog (`stockade.sessionlog.catalog`) for a per
 or a script: a table or `--json`, durations (`--older-than 7d`) and sizes rendered,
 the catalog's errors told as the command line's codes. `session_store` picks the
 store the `session` verbs read from the composition named on the command line.
+What a log or a file name holds (a session's cwd, an error's path) is shown escaped
+by `stockade.shown`, and `--json` writes the same characters as JSON escapes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..sessionlog import (
     check_store_files,
     store_files,
 )
+from ..shown import json_escaped, one_line
 from .errors import CliError, report
 
 
@@ -128,16 +131,20 @@ def _table(entries: Sequence[SessionEntry]) -> str:
         "OPEN",
         "CWD",
     )
+    # Each cell escaped before the widths are taken: a column is as wide as it shows.
     rows = [
-        (
-            entry.session,
-            _when(entry.last_activity),
-            _size(entry.size),
-            entry.sandbox_mode or "-",
-            entry.approval_policy or "-",
-            entry.network or "-",
-            "yes" if entry.open else "no",
-            (entry.cwd or "-") if entry.error is None else f"({entry.error['code']})",
+        tuple(
+            one_line(cell)
+            for cell in (
+                entry.session,
+                _when(entry.last_activity),
+                _size(entry.size),
+                entry.sandbox_mode or "-",
+                entry.approval_policy or "-",
+                entry.network or "-",
+                "yes" if entry.open else "no",
+                (entry.cwd or "-") if entry.error is None else f"({entry.error['code']})",
+            )
         )
         for entry in entries
     ]
@@ -171,15 +178,15 @@ def run_list(
         return report(error, as_json=as_json, stdout=out, stderr=stderr)
     if as_json:
         reply = {"location": where, "sessions": [_json_entry(entry) for entry in entries]}
-        out.write(msgspec.json.encode(reply).decode() + "\n")
+        out.write(json_escaped(msgspec.json.encode(reply).decode()) + "\n")
         return 0
     if not entries:
-        out.write(f"no sessions in {where}\n")
+        out.write(f"no sessions in {one_line(where)}\n")
         return 0
     out.write(_table(entries))
     for entry in entries:
         if entry.error is not None:
-            out.write(f"{entry.session}: {entry.error['detail']}\n")
+            out.write(one_line(f"{entry.session}: {entry.error['detail']}") + "\n")
     return 0
 
 
@@ -221,28 +228,32 @@ def run_prune(
             "failed": [_json_entry(entry) for entry in result.failed],
             "skipped": [_json_entry(entry) for entry in result.skipped],
         }
-        out.write(msgspec.json.encode(reply).decode() + "\n")
+        out.write(json_escaped(msgspec.json.encode(reply).decode()) + "\n")
         return status
     verb = "would remove" if dry_run else "removed"
     for entry in result.removed:
         out.write(
-            f"{verb} {entry.session} (last activity {_when(entry.last_activity)} UTC, "
-            f"{_size(entry.size)})\n"
+            f"{verb} {one_line(entry.session)} (last activity {_when(entry.last_activity)} "
+            f"UTC, {_size(entry.size)})\n"
         )
     for entry in result.kept_open:
-        out.write(f"kept {entry.session}: open (a session holds it now)\n")
+        out.write(f"kept {one_line(entry.session)}: open (a session holds it now)\n")
     for entry in result.skipped:
-        out.write(f"skipped {entry.location}: not a stockade session log (no header)\n")
+        out.write(f"skipped {one_line(entry.location)}: not a stockade session log (no header)\n")
     for entry in result.failed:
         detail = entry.error["detail"] if entry.error else "unknown error"
-        print(f"stockade: {detail}", file=sys.stderr if stderr is None else stderr)
+        print(f"stockade: {one_line(detail)}", file=sys.stderr if stderr is None else stderr)
     freed = sum(entry.size or 0 for entry in result.removed)
     if not (result.removed or result.kept_open or result.failed or result.skipped):
-        out.write(f"nothing to prune: no session in {where} idle for {older_than} or more\n")
+        out.write(
+            f"nothing to prune: no session in {one_line(where)} idle for "
+            f"{one_line(older_than)} or more\n"
+        )
     else:
         count = len(result.removed)
         out.write(
-            f"{verb} {count} session{'s' if count != 1 else ''} ({_size(freed)}) from {where}"
+            f"{verb} {count} session{'s' if count != 1 else ''} ({_size(freed)}) from "
+            f"{one_line(where)}"
             + (f"; kept {len(result.kept_open)} open" if result.kept_open else "")
             + (f"; {len(result.failed)} could not be removed" if result.failed else "")
             + (f"; skipped {len(result.skipped)} not a session log" if result.skipped else "")

@@ -3,7 +3,8 @@ becomes (or waits on) its command and so runs no event loop of its own.
 
 It serves one endpoint with the rules given (`--allow`, `--deny`), prints the
 endpoint's socket path on stdout once it listens, writes the marker of each refused
-destination on stderr, and ends when its stdin closes (its caller is gone).
+destination on stderr (escaped: the name is the command's), and ends when its stdin
+closes (its caller is gone).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import trio
 
 from ..modes import network_denial_marker
+from ..shown import one_line
 from .proxy import open_proxy
 from .rules import Decision, RuleError, Rules
 
@@ -21,7 +23,10 @@ from .rules import Decision, RuleError, Rules
 def _refused(decision: Decision) -> None:
     if not decision.allowed:
         host = f"[{decision.host}]" if ":" in decision.host else decision.host
-        sys.stderr.write(network_denial_marker(f"{host}:{decision.port}") + "\n")
+        # The name is the command's (a SOCKS5 domain is any bytes), and this stderr is
+        # the person's terminal: escaped, it cannot rewrite the line (stockade.shown).
+        shown = one_line(f"{host}:{decision.port}")
+        sys.stderr.write(network_denial_marker(shown) + "\n")
         sys.stderr.flush()
 
 
