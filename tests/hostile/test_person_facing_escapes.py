@@ -30,8 +30,8 @@ import pytest
 from stockade.acp import permission
 from stockade.approval._chain import ApprovalRequest
 from stockade.approval.render import render_prompt, terminal_prompt
+from stockade.cli import entry, fastpath
 from stockade.cli import errors as cli_errors
-from stockade.cli import fastpath
 from stockade.cli import run as cli_run
 from stockade.cli.demo import Transcript
 from stockade.cli.probe import run_probe
@@ -280,6 +280,18 @@ def test_exec_proxy_marker(hostile, capsys):
         host=hostile, port=443, address=None, allowed=False, rule=None, reason="", protocol=""
     ).destination
     assert err == f"[sandbox: network access to {one_line(destination)} denied]\n"
+
+
+@pytest.mark.parametrize("hostile", HOSTILE, ids=IDS)
+def test_a_message_given_to_exit(hostile, capsys, monkeypatch):
+    def leave(_argv):
+        raise SystemExit(f"stockade: cannot use {hostile}")
+
+    monkeypatch.setattr(entry, "_main", leave)
+    assert entry.main([]) == 1
+    err = capsys.readouterr().err
+    assert_shown_as_written(err)
+    assert err == f"stockade: cannot use {escaped_lines(hostile)}\n"
 
 
 @pytest.mark.parametrize("hostile", HOSTILE, ids=IDS)

@@ -58,7 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if leaving.code is None or isinstance(leaving.code, int):
             status = leaving.code or 0
         else:
-            say(sys.stderr, f"{leaving.code}\n")
+            # A message given to exit may quote a path or a word: escaped (stockade.shown).
+            from ..shown import escaped_lines
+
+            say(sys.stderr, f"{escaped_lines(str(leaving.code))}\n")
             status = 1
     except BrokenPipeError:
         status = EXIT_BROKEN_PIPE

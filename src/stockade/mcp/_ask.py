@@ -2,8 +2,10 @@
 
 A flat form with one required field, `decision`: "approve once" or "reject"
 (default "reject", so a client that submits defaults never grants). The message
-shows every character of what would run, escaped by `approval.render`, with the
-working directory and the mode change. The answer maps onto the approval outcomes:
+shows every character of what would run, escaped by `approval.render` (that is,
+`stockade.shown`, the one escaping of all a person is shown), with the working
+directory (the model's `workdir`, escaped too) and the mode change. The answer maps
+onto the approval outcomes:
 
 | client answer                          | Decision       |
 |----------------------------------------|----------------|
