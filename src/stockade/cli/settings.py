@@ -105,6 +105,28 @@ def _withholding_store_secrets(
     return executor.withholding(Withheld(names, values))
 
 
+def _hiding_store_files(provider: ProviderConfig, composition: Composition) -> ProviderConfig:
+    """`provider` with the session store's own files in deny_read, as the harness has
+    them: a configured JSON-lines directory (the `state` item), and every file libpq
+    would read for a postgres store's DSN (`credential_files`: its password, service
+    and TLS files). A verb opens no log, but its commands run beside the harness's."""
+    log = composition.session_log
+    if log is None:
+        return provider
+    import attrs
+
+    if getattr(log.config, "store", "jsonl") != "postgres":
+        configured = getattr(log.config, "state_dir", None)
+        if not configured:
+            return provider
+        directory = os.path.abspath(os.path.expanduser(configured))
+        return attrs.evolve(provider, secret_state=(*provider.secret_state, directory))
+    from ..sessionlog.stores import config_credential_files
+
+    files = config_credential_files(log.config)
+    return attrs.evolve(provider, secret_tokens=(*provider.secret_tokens, *files))
+
+
 def cli_settings(
     composition: Composition | None,
     *,
@@ -152,6 +174,7 @@ def cli_settings(
     workspace = os.path.realpath(root or executor.fallback_root or os.getcwd())
     if provider is not None and composition is not None:
         provider = trusted_provider(provider, composition.path, (workspace, *host_temp_roots()))
+        provider = _hiding_store_files(provider, composition)
     return CliSettings(
         provider=provider,
         executor=executor,

@@ -195,10 +195,14 @@ def assemble(
                 provider_config,
                 secret_state=(*provider_config.secret_state, str(store.directory)),
             )
-        if unreadable:
+        # The host's own credential files (an MCP --token-file) and the store's (every
+        # file libpq would read for its DSN: password, service and TLS files): deny_read's
+        # `mcp-token` item, the harness's credentials kept outside the state directory.
+        credentials = (*map(os.path.abspath, unreadable), *store.credential_files())
+        if credentials:
             provider_config = attrs.evolve(
                 provider_config,
-                secret_tokens=(*provider_config.secret_tokens, *map(os.path.abspath, unreadable)),
+                secret_tokens=(*provider_config.secret_tokens, *credentials),
             )
         provider_actor = _plugin_actor(composition.provider) or ProviderActor(
             config=provider_config

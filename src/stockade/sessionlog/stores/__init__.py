@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ...lazy import lazy_exports
 from ._select import build_store as build_store
 from ._select import check_store_files as check_store_files
+from ._select import config_credential_files as config_credential_files
 from ._select import store_files as store_files
 from ._select import store_secrets as store_secrets
 from .interface import InvalidSessionId as InvalidSessionId
@@ -63,6 +64,7 @@ __all__ = [
     "build_store",
     "check_session_id",
     "check_store_files",
+    "config_credential_files",
     "default_state_dir",
     "resolve_state_dir",
     "store_files",

@@ -11,7 +11,8 @@ environment (`dsn: !env VAR`) or a password file, never from the composition tex
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import ConfigError
@@ -58,6 +59,29 @@ def store_secrets(config: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     except ConfigError:  # build_store says so; the whole DSN is still withheld
         password = ""
     return LIBPQ_CREDENTIALS, (dsn, password)
+
+
+# Words a DSN holds when it names a file parameter or a service (`%`: a URI may spell a
+# keyword percent-encoded). Without any, libpq takes its files from the environment
+# and its defaults alone, and the DSN need not be parsed (`stockade exec` loads no
+# psycopg for it).
+_FILE_WORDS = ("passfile", "ssl", "service", "%")
+
+
+def config_credential_files(
+    config: Any, environ: Mapping[str, str] = os.environ
+) -> tuple[str, ...]:
+    """`credential_files()` of the store `config` (a SessionLogConfig, or None) names,
+    without making the store: for the CLI verbs, which open no log but confine
+    commands beside the harness's store all the same."""
+    if config is None or getattr(config, "store", "jsonl") != "postgres" or not config.dsn:
+        return ()
+    from .postgres.connections import credential_paths, dsn_parts
+
+    dsn: str = config.dsn
+    lowered = dsn.lower()
+    parts = dsn_parts(dsn) if any(word in lowered for word in _FILE_WORDS) else {}
+    return credential_paths(parts, environ)
 
 
 def _written_in(path: str, secret: str) -> bool:

@@ -83,6 +83,12 @@ class SessionStore(Protocol):
         """
         ...
 
+    def credential_files(self) -> tuple[str, ...]:
+        """The files holding this store's own login (a database's password, service
+        and TLS files), existing or not; () for a store with none. No confined command
+        may read them: the harness and the CLI verbs add them to deny_read."""
+        ...
+
 
 def report_torn(location: str, torn: TornTail) -> None:
     """The one warning a store logs when it cuts a torn tail."""

@@ -75,6 +75,11 @@ class JsonlStore:
     torn_tails_cut: int = attrs.field(default=0, init=False)
     _count_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
+    def credential_files(self) -> tuple[str, ...]:
+        """None: it needs no login; its directory is hidden as deny_read's `state`
+        item instead."""
+        return ()
+
     def path_for(self, session_id: str) -> Path:
         return self.directory / f"{check_session_id(session_id)}.jsonl"
 

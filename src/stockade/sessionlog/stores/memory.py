@@ -32,6 +32,10 @@ class MemoryStore:
     _open: set[str] = attrs.field(factory=set, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
+    def credential_files(self) -> tuple[str, ...]:
+        """None: its logs live in this process's memory, behind no login."""
+        return ()
+
     def open(self, session_id: str) -> OpenedLog:
         check_session_id(session_id)
         location = f"memory:{session_id}"

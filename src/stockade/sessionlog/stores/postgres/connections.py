@@ -69,40 +69,150 @@ def describe_dsn(dsn: str) -> str:
     return f"postgres {user}@{host}:{port}/{dbname}{service}"
 
 
-# libpq reads these files; whoever can write one can redirect or impersonate the log.
+# libpq reads these files; whoever can write one can redirect or impersonate the log,
+# and whoever can read one holds the log's login. Each is a connection parameter, and
+# `PG` + its name in capitals is its environment variable (`PGPASSFILE`, `PGSSLKEY`).
 _FILE_PARAMETERS: Final = {
     "passfile": "the session log database's password file",
     "sslrootcert": "the session log database's CA certificate",
     "sslcert": "the session log database's client certificate",
     "sslkey": "the session log database's client key",
     "sslcrl": "the session log database's certificate revocation list",
+    "sslcrldir": "the session log database's certificate revocation directory",
 }
+_SERVICE_FILE = "the session log database's service file"
+# What libpq reads when a TLS parameter is not set: ~/.postgresql/<name>.
+_DEFAULT_TLS_FILES: Final = {
+    "sslcert": "postgresql.crt",
+    "sslkey": "postgresql.key",
+    "sslrootcert": "root.crt",
+    "sslcrl": "root.crl",
+}
+# Values that name no file: libpq's keywords for the system's CA store.
+_NOT_A_FILE: Final = frozenset({"system"})
 
 
 def dsn_files(dsn: str, environ: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
     """(path, what) for every file libpq would read for this DSN and that exists or is named.
 
-    The password file (`passfile`, else `$PGPASSFILE`, else `~/.pgpass` when present),
-    the service file when the DSN names a `service` (`$PGSERVICEFILE`, else
-    `~/.pg_service.conf`), and any TLS file. Each must pass the trust base's check 1:
-    a confined command that could write one could point the log elsewhere, or log in
-    as someone else.
+    The service files when a `service` is named (the DSN's `servicefile`, else
+    `$PGSERVICEFILE`, else `~/.pg_service.conf` when present; the system's,
+    `$PGSYSCONFDIR/pg_service.conf`, when present); the password file and each TLS
+    file, each from the DSN, else the service's section, else its `PG*` variable
+    (`~/.pgpass` when no password file is named and it is present). Each must pass
+    the trust base's check 1: a confined command that could write one could point the
+    log elsewhere, or log in as someone else.
     """
-    env = os.environ if environ is None else environ
-    parts = dsn_parts(dsn)
+    return libpq_files(dsn_parts(dsn), os.environ if environ is None else environ)
+
+
+def libpq_files(
+    parts: Mapping[str, str], environ: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """`dsn_files` for a DSN already parsed into `parts` (`dsn_parts`)."""
     found: list[tuple[str, str]] = []
+    service = parts.get("service") or environ.get("PGSERVICE")
+    # libpq's order: the DSN's own parameter, else the service's section, else PG*.
+    section: dict[str, str] = {}
+    if service:
+        for path, named in _service_files(parts, environ):
+            if named or os.path.exists(path):
+                found.append((path, _SERVICE_FILE))
+            for key, setting in _service_section(path, service).items():
+                section.setdefault(key, setting)
     for name, what in _FILE_PARAMETERS.items():
-        value = parts.get(name) or env.get(f"PG{name.upper()}")
-        if value and value not in ("system",):
-            found.append((os.path.abspath(os.path.expanduser(value)), what))
-    if "passfile" not in parts and not env.get("PGPASSFILE"):
-        default = os.path.expanduser("~/.pgpass")
-        if os.path.exists(default):
-            found.append((default, _FILE_PARAMETERS["passfile"]))
-    if "service" in parts or env.get("PGSERVICE"):
-        servicefile = env.get("PGSERVICEFILE") or os.path.expanduser("~/.pg_service.conf")
-        found.append((os.path.abspath(servicefile), "the session log database's service file"))
+        value = parts.get(name) or section.get(name) or environ.get(f"PG{name.upper()}")
+        if value and value not in _NOT_A_FILE:
+            found.append((_absolute(value), what))
+    if not _names_a_passfile(parts, environ, section):
+        for home in _homes(environ):
+            default = os.path.join(home, ".pgpass")
+            if os.path.exists(default):
+                found.append((default, _FILE_PARAMETERS["passfile"]))
     return tuple(dict.fromkeys(found))
+
+
+def credential_paths(parts: Mapping[str, str], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Every path libpq would read for a DSN parsed into `parts`, under `environ`,
+    whether it exists now or not: `libpq_files`, and the defaults it falls back on
+    (`~/.pgpass`, `~/.pg_service.conf` when a service is named, the client
+    certificate, key, CA and revocation list in `~/.postgresql/`). What no confined
+    command may read (deny_read): each holds, or leads to, the log's login."""
+    paths = [path for path, _ in libpq_files(parts, environ)]
+    service = parts.get("service") or environ.get("PGSERVICE")
+    if service:
+        paths += [path for path, _ in _service_files(parts, environ)]
+    for home in _homes(environ):
+        if not _names_a_passfile(parts, environ, {}):
+            paths.append(os.path.join(home, ".pgpass"))
+        for name, default in _DEFAULT_TLS_FILES.items():
+            if not (parts.get(name) or environ.get(f"PG{name.upper()}")):
+                paths.append(os.path.join(home, ".postgresql", default))
+    return tuple(dict.fromkeys(paths))
+
+
+def _names_a_passfile(
+    parts: Mapping[str, str], environ: Mapping[str, str], section: Mapping[str, str]
+) -> bool:
+    return bool(parts.get("passfile") or environ.get("PGPASSFILE") or section.get("passfile"))
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _homes(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Where libpq looks for `~`: $HOME (libpq 18), else, and in older libpq always,
+    the account's home directory. Both, when they differ: either may be the one."""
+    homes = []
+    if environ.get("HOME"):
+        homes.append(environ["HOME"])
+    try:
+        import pwd
+
+        homes.append(pwd.getpwuid(os.geteuid()).pw_dir)
+    except (ImportError, KeyError):
+        pass
+    return tuple(dict.fromkeys(os.path.abspath(home) for home in homes if home))
+
+
+def _service_files(parts: Mapping[str, str], environ: Mapping[str, str]) -> list[tuple[str, bool]]:
+    """(path, named) of the service files libpq reads for a named service: the user's
+    (`servicefile`, else `$PGSERVICEFILE`, else `~/.pg_service.conf`) and the
+    system's (`$PGSYSCONFDIR/pg_service.conf`; libpq's compiled-in directory when
+    that is unset is not known here)."""
+    files: list[tuple[str, bool]] = []
+    named = parts.get("servicefile") or environ.get("PGSERVICEFILE")
+    if named:
+        files.append((_absolute(named), True))
+    else:
+        files += [(os.path.join(home, ".pg_service.conf"), False) for home in _homes(environ)]
+    if environ.get("PGSYSCONFDIR"):
+        files.append((os.path.join(_absolute(environ["PGSYSCONFDIR"]), "pg_service.conf"), False))
+    return files
+
+
+def _service_section(path: str, service: str) -> dict[str, str]:
+    """The parameters `path`'s `[service]` section sets, as libpq reads that file
+    (`#` comments, `key=value` lines); empty when the file cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    inside = False
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            inside = line.rstrip("]").removeprefix("[") == service
+            continue
+        if inside and "=" in line:
+            key, _, value = line.partition("=")
+            found.setdefault(key.strip(), value.strip())
+    return found
 
 
 def clear_error(error: BaseException, where: str, doing: str) -> StoreUnavailable:

@@ -28,7 +28,14 @@ from ..._scan import Scan
 from ..interface import OpenedLog, SessionLocked, check_session_id
 from . import catalog
 from .commit import Combiner, Pending, commit_batch
-from .connections import Connections, clear_error, describe_dsn, dsn_files
+from .connections import (
+    Connections,
+    clear_error,
+    credential_paths,
+    describe_dsn,
+    dsn_files,
+    dsn_parts,
+)
 from .locks import SessionHeldElsewhere, claim, holder_of, lock_key, try_lock, unlock
 from .read import read_scan
 from .schema import schema_version
@@ -80,6 +87,12 @@ class PostgresStore:
     def trusted_files(self) -> tuple[tuple[str, str], ...]:
         """Files whose writer could steer this store: they must pass the trust base."""
         return dsn_files(self.dsn)
+
+    def credential_files(self) -> tuple[str, ...]:
+        """Every file libpq would read for this store's connection (its password,
+        service and TLS files, named or libpq's defaults), existing or not: what no
+        confined command may read."""
+        return credential_paths(dsn_parts(self.dsn), os.environ)
 
     def schema_version(self) -> int:
         """The version the database holds (after migrating it, on first use)."""
