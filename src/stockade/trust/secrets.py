@@ -30,8 +30,10 @@ HOME_SECRETS: tuple[str, ...] = (
     "~/.pypirc",
     "~/.npmrc",
     "~/.cargo/credentials*",
-    # Beyond the list: libpq's password file (the store's, often).
+    # Beyond the list: libpq's password file (the store's, often), and its
+    # default client key, certificate, CA and revocation list (~/.postgresql/).
     "~/.pgpass",
+    "~/.postgresql",
 )
 SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow")
 # Named items whose paths the caller knows: stockade's state directory (session logs,
