@@ -320,11 +320,15 @@ class ConnectionsRefused(msgspec.Struct, frozen=True, kw_only=True):
 
 class LimitHit(msgspec.Struct, frozen=True, kw_only=True):
     """A limit the command reached (stockade.limits): its name, its value, and what the
-    command used when known (bytes, seconds or processes, as the limit counts)."""
+    command used when known (bytes, seconds or processes, as the limit counts).
+    `scope`: whose limit it was, "command" (its own), "session" (all its session's
+    commands together: `value` and `used` are the session's) or "host" (one above
+    stockade's, a container's or a service manager's: neither is known)."""
 
     name: str
     value: float | None
     used: float | None = None
+    scope: str = "command"
 
 
 class LimitClaim(msgspec.Struct, frozen=True, kw_only=True):

@@ -21,9 +21,11 @@ import trio
 
 from ..limits import (
     CPU_CHECK_INTERVAL,
+    AtLimit,
     Cause,
     Claim,
     Enforcement,
+    Evidence,
     HostLimits,
     Limits,
     Mechanism,
@@ -31,6 +33,7 @@ from ..limits import (
     Usage,
     classify_end,
     plan,
+    reached_at,
     rlimits,
 )
 from ..limits.cgroups import (
@@ -40,6 +43,7 @@ from ..limits.cgroups import (
     CgroupTree,
     Group,
     GroupUsage,
+    OwnLimits,
     detect,
     sweep,
 )
@@ -92,6 +96,15 @@ class CallLimits:
     pool_key: PoolKey = ("", None, None)
     # The group's last reading (by usage()), which decides whether it can be reused.
     last: GroupUsage | None = None
+    # The session's group above it and the session's limits: whose limit refused is
+    # judged from both groups' counters (`scoped`). The group's pids.max as written
+    # (the runner's processes included). On v2, the session group's own-limit counts
+    # when the call started: they are its only sign of a refusal by the session's
+    # limit, and the session's calls share them.
+    session: Group | None = None
+    session_limits: SessionLimits | None = None
+    held_processes: int | None = None
+    session_before: OwnLimits | None = None
 
     def launcher_options(self) -> tuple[str, ...]:
         options = list(self.group_options)
@@ -128,13 +141,85 @@ class CallLimits:
         except (OSError, CgroupError):
             return Usage()
         used = self.last if self.baseline is None else self.last.since(self.baseline)
-        return Usage(
+        usage = Usage(
             cpu_seconds=used.cpu_seconds,
             memory_peak=used.memory_peak,
             processes_peak=used.processes_peak,
             processes_refused=used.processes_refused,
             oom_kills=used.oom_kills,
         )
+        try:
+            return self.scoped(usage)
+        except (OSError, CgroupError):
+            return usage
+
+    def scoped(self, usage: Usage) -> Usage:
+        """`usage` with both groups' evidence of whose limit refused, for a limit that
+        refused (a fork refused, a process OOM-killed; on v2 also the session's limit
+        counting a refusal while the call ran): the command group's and its session
+        group's own-limit counters, read only then."""
+        if self.group is None or self.session is None or self.session_limits is None:
+            return usage
+        session: OwnLimits | None = None
+        if self.session_before is not None:  # v2: the session's count is the only sign
+            session = self.session.own_limits().since(self.session_before)
+        forks = usage.processes_refused > 0 or bool(session and session.processes_refused)
+        if not forks and usage.oom_kills == 0:
+            return usage
+        command = self.group.own_limits()
+        if session is None:
+            # v1 counts no refusal per group (or v2's count at the start was not read):
+            # the session's group tells only whether it has been at its limits.
+            session = attrs.evolve(
+                self.session.own_limits(), processes_refused=None, memory_refused=None
+            )
+        if forks:
+            usage = attrs.evolve(
+                usage,
+                processes_evidence=Evidence(
+                    command=AtLimit(
+                        value=self.limits.processes,
+                        refused=command.processes_refused,
+                        reached=self._processes_reached(),
+                        used=usage.processes_peak,
+                    ),
+                    session=AtLimit(
+                        value=self.session_limits.processes,
+                        refused=session.processes_refused,
+                        reached=reached_at(session.processes_peak, self.session_limits.processes),
+                        used=session.processes_peak,
+                    ),
+                ),
+            )
+        if usage.oom_kills > 0:
+            usage = attrs.evolve(
+                usage,
+                memory_evidence=Evidence(
+                    command=AtLimit(
+                        value=self.limits.memory,
+                        refused=command.memory_refused,
+                        reached=_failed(command.memory_failures),
+                        used=usage.memory_peak,
+                    ),
+                    session=AtLimit(
+                        value=self.session_limits.memory,
+                        refused=session.memory_refused,
+                        reached=_failed(session.memory_failures),
+                        used=session.memory_peak,
+                    ),
+                ),
+            )
+        return usage
+
+    def _processes_reached(self) -> bool | None:
+        """Whether this call's group was full during the call: its pids.peak at its
+        pids.max. A reused group's peak is its life's and cannot be reset: one that an
+        earlier call took to the limit cannot tell (None)."""
+        assert self.last is not None
+        before = self.baseline.processes_peak if self.baseline is not None else None
+        if before is not None and reached_at(before, self.held_processes):
+            return None
+        return reached_at(self.last.processes_peak, self.held_processes)
 
     def cpu_used(self) -> float | None:
         """The group's CPU time since this call was given it."""
@@ -171,6 +256,11 @@ class CallLimits:
             group, self.group = self.group, None
             with contextlib.suppress(OSError, CgroupError):
                 group.remove()
+
+
+def _failed(failures: int | None) -> bool | None:
+    """Whether charges failed at a group's limit (v1 memory.failcnt): it was reached."""
+    return None if failures is None else failures > 0
 
 
 def _claims(planned: dict[str, Enforcement]) -> tuple[LimitClaim, ...]:
@@ -328,7 +418,20 @@ class LimitsHost:
             baseline=baseline,
             pool=self.pool if reusable else None,
             pool_key=key,
+            session=session,
+            session_limits=self.session_limits,
+            held_processes=processes,
+            session_before=self._session_reading(session),
         )
+
+    def _session_reading(self, session: Group) -> OwnLimits | None:
+        """On v2, the session group's own-limit counts as a call starts (None on v1:
+        there the command's own group counts every refusal of its forks)."""
+        if self.limits_host.cgroup != "v2":
+            return None
+        with contextlib.suppress(OSError, CgroupError):
+            return session.own_limits()
+        return None
 
     def _oom_kills(self) -> int:
         now = time.monotonic()
@@ -446,7 +549,9 @@ def ended(
     return msgspec.structs.replace(
         result,
         cause=str(outcome.cause),
-        limit=None if hit is None else LimitHit(name=hit.name, value=hit.value, used=hit.used),
+        limit=None
+        if hit is None
+        else LimitHit(name=hit.name, value=hit.value, used=hit.used, scope=str(hit.scope)),
         note=outcome.note,
         usage=resource_use(outcome.usage),
         limits=limited.claims() if limited is not None else (),

@@ -1,6 +1,7 @@
 """Resource limits, pure: what a command and a session may use (`Limits`,
 `SessionLimits`), how each is held on a host (`plan`), why a command ended
-(`classify_end`). Standard library and attrs only; no I/O but /proc/meminfo's MemTotal.
+(`classify_end`) and whose limit refused it (`whose`). Standard library and attrs only;
+no I/O but /proc/meminfo's MemTotal.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
     from ._plan import Mechanism as Mechanism
     from ._plan import plan as plan
     from ._plan import rlimits as rlimits
+    from ._scope import AtLimit as AtLimit
+    from ._scope import Evidence as Evidence
+    from ._scope import Scope as Scope
+    from ._scope import reached_at as reached_at
+    from ._scope import whose as whose
     from ._spec import LIMIT_NAMES as LIMIT_NAMES
     from ._spec import SESSION_LIMIT_NAMES as SESSION_LIMIT_NAMES
     from ._spec import Limits as Limits
@@ -48,6 +54,11 @@ _LAZY = {
     "Mechanism": "_plan",
     "plan": "_plan",
     "rlimits": "_plan",
+    "AtLimit": "_scope",
+    "Evidence": "_scope",
+    "Scope": "_scope",
+    "reached_at": "_scope",
+    "whose": "_scope",
     "LIMIT_NAMES": "_spec",
     "SESSION_LIMIT_NAMES": "_spec",
     "Limits": "_spec",
@@ -67,14 +78,17 @@ __all__ = [
     "HOST_OOM_NOTE",
     "LIMIT_NAMES",
     "SESSION_LIMIT_NAMES",
+    "AtLimit",
     "Cause",
     "Claim",
     "Enforcement",
+    "Evidence",
     "HostLimits",
     "LimitHit",
     "Limits",
     "Mechanism",
     "Outcome",
+    "Scope",
     "SessionLimits",
     "Usage",
     "cgroups",
@@ -85,6 +99,8 @@ __all__ = [
     "parse_assignment",
     "parse_value",
     "plan",
+    "reached_at",
     "rlimits",
     "stopped_note",
+    "whose",
 ]

@@ -9,6 +9,7 @@ import signal
 
 import attrs
 
+from ._scope import Evidence, Scope, whose
 from ._spec import Limits
 from ._values import format_value
 
@@ -21,6 +22,12 @@ XCPU_STATUS = SIGNALLED + signal.SIGXCPU  # 152
 XFSZ_STATUS = SIGNALLED + signal.SIGXFSZ  # 153
 
 HOST_OOM_NOTE = "[sandbox: killed by the host's out-of-memory killer, not by a stockade limit]"
+# A process of the command killed so, the command going on without it.
+HOST_OOM_KILL_NOTE = (
+    "[sandbox: a process was killed by the host's out-of-memory killer, not by a stockade limit]"
+)
+# Said after a session's limit: the model learns why its command alone did not explain it.
+_TOGETHER = " (all its commands together)"
 
 
 class Cause(enum.StrEnum):
@@ -42,7 +49,10 @@ class Usage:
     """What the command used, as far as the host could tell (None: unknown).
     `processes_refused` is the pids.events max count, `oom_kills` the command cgroup's
     OOM kills, `output_dropped` the bytes beyond output_bytes; `file_size_hit` is not
-    knowable in general, and `classify_end` sets it from SIGXFSZ."""
+    knowable in general, and `classify_end` sets it from SIGXFSZ. `processes_evidence`
+    and `memory_evidence`: the command's and its session's groups' counters of that
+    limit, which say whose limit refused (None: not read, and a refusal is the
+    command's own, as where no session group holds one)."""
 
     cpu_seconds: float | None = None
     memory_peak: int | None = None
@@ -51,15 +61,20 @@ class Usage:
     oom_kills: int = 0
     output_dropped: int = 0
     file_size_hit: bool = False
+    processes_evidence: Evidence | None = None
+    memory_evidence: Evidence | None = None
 
 
 @attrs.frozen
 class LimitHit:
-    """A limit the command reached: its value, and what was used (None: unknown)."""
+    """A limit the command reached: its value, and what was used (None: unknown), at
+    its `scope`: the command's own limit, its session's (`value` and `used` are the
+    session's), or one above stockade's groups ("host": neither is known)."""
 
     name: str
     value: int | float | None
     used: int | float | None = None
+    scope: Scope = Scope.COMMAND
 
 
 @attrs.frozen(kw_only=True)
@@ -80,22 +95,64 @@ def stopped_note(hit: LimitHit) -> str:
     """The model's line for a limit that stopped the command."""
     if hit.name == "processes":
         return _processes_note(hit)
-    return f"[sandbox: stopped at the {hit.name} limit of {format_value(hit.name, hit.value)}]"
+    if hit.scope is Scope.HOST:  # memory: an OOM kill no stockade limit made
+        return HOST_OOM_NOTE
+    return f"[sandbox: stopped at {_whose_limit(hit)}{_together(hit)}]"
+
+
+def _whose_limit(hit: LimitHit) -> str:
+    """ "the session's memory limit of 3 GiB", "the cpu_seconds limit of 30 s"."""
+    value = format_value(hit.name, hit.value)
+    whose_ = "the session's" if hit.scope is Scope.SESSION else "the"
+    return f"{whose_} {hit.name} limit of {value}"
+
+
+def _together(hit: LimitHit) -> str:
+    return _TOGETHER if hit.scope is Scope.SESSION else ""
 
 
 def _processes_note(hit: LimitHit) -> str:
-    value = format_value(hit.name, hit.value)
-    return f"[sandbox: the processes limit of {value} refused new processes]"
+    if hit.scope is Scope.HOST:
+        return (
+            "[sandbox: a processes limit above stockade's (the host's or a container's) "
+            "refused new processes]"
+        )
+    return f"[sandbox: {_whose_limit(hit)} refused new processes{_together(hit)}]"
 
 
 def _memory_kill_note(hit: LimitHit) -> str:
-    value = format_value(hit.name, hit.value)
-    return f"[sandbox: a process was killed at the memory limit of {value}]"
+    if hit.scope is Scope.HOST:
+        return HOST_OOM_KILL_NOTE
+    return f"[sandbox: a process was killed at {_whose_limit(hit)}{_together(hit)}]"
 
 
 def _output_note(hit: LimitHit) -> str:
     value = format_value(hit.name, hit.value)
     return f"[sandbox: output beyond the output_bytes limit of {value} was dropped]"
+
+
+def _scopes(evidence: Evidence | None, value: int | float | None) -> tuple[Scope, ...]:
+    """Whose limit refused: judged from both groups' counters where they were read;
+    else the command's, if it has one."""
+    if evidence is not None:
+        return whose(evidence)
+    return (Scope.COMMAND,) if value is not None else ()
+
+
+def _scoped_hit(
+    name: str,
+    scope: Scope,
+    value: int | float | None,
+    used: int | float | None,
+    at: Evidence | None,
+) -> LimitHit:
+    """The hit of limit `name` at `scope`: the command's `value` and `used`, or the
+    session's own, or (host) neither."""
+    if scope is Scope.SESSION and at is not None and at.session is not None:
+        return LimitHit(name, at.session.value, at.session.used, Scope.SESSION)
+    if scope is Scope.HOST:
+        return LimitHit(name, None, None, Scope.HOST)
+    return LimitHit(name, value, used)
 
 
 def classify_end(
@@ -127,6 +184,12 @@ def classify_end(
     Every limit reached is in `hits`, whatever the cause: an OOM kill inside the
     command it survived, a refused fork, output cut at output_bytes (which never
     changes the cause: the command ran on).
+
+    A refused fork or an OOM kill is the limit of whichever scope refused it
+    (`stockade.limits.whose`, from `usage`'s evidence of both groups): the command's
+    own, its session's (the hit has the session's value and use, and its note says
+    so), or one above stockade's groups (host: an OOM kill so is host-oom evidence, a
+    refused fork a processes hit of no known value).
     """
     if not started:
         return Outcome(cause=Cause.NOT_STARTED, usage=usage)
@@ -137,12 +200,18 @@ def classify_end(
     cause: Cause | None = None
     stopped: LimitHit | None = None
 
-    if limits.memory is not None and usage.oom_kills > 0:
-        hit = LimitHit("memory", limits.memory, usage.memory_peak)
-        if status == KILLED_STATUS:
-            cause, stopped = Cause.LIMIT, hit
-        else:
-            hits.append((hit, _memory_kill_note(hit)))
+    # An OOM kill outside every stockade limit (a container's): host-oom evidence.
+    outside_oom = False
+    if usage.oom_kills > 0:
+        at = usage.memory_evidence
+        for scope in _scopes(at, limits.memory):
+            hit = _scoped_hit("memory", scope, limits.memory, usage.memory_peak, at)
+            if scope is Scope.HOST and status == KILLED_STATUS and cause is None:
+                outside_oom = True  # host-oom, unless a timeout, kill or close outranks it
+            elif status == KILLED_STATUS and cause is None:
+                cause, stopped = Cause.LIMIT, hit
+            else:
+                hits.append((hit, _memory_kill_note(hit)))
     cpu = limits.cpu_seconds
     if cause is None and cpu is not None:
         over = usage.cpu_seconds is not None and usage.cpu_seconds >= cpu
@@ -151,13 +220,15 @@ def classify_end(
     if cause is None and limits.file_size is not None and status == XFSZ_STATUS:
         cause, stopped = Cause.LIMIT, LimitHit("file_size", limits.file_size)
         usage = attrs.evolve(usage, file_size_hit=True)
-    if limits.processes is not None and usage.processes_refused > 0:
-        hit = LimitHit("processes", limits.processes, usage.processes_peak)
+    at = usage.processes_evidence
+    if usage.processes_refused > 0 or (at is not None and at.refused_here()):
         by_itself = status is not None and not _signalled(status) and status > 0
-        if cause is None and by_itself and not (timed_out or killed or session_closed):
-            cause, stopped = Cause.LIMIT, hit
-        else:
-            hits.append((hit, _processes_note(hit)))
+        for scope in _scopes(at, limits.processes):
+            hit = _scoped_hit("processes", scope, limits.processes, usage.processes_peak, at)
+            if cause is None and by_itself and not (timed_out or killed or session_closed):
+                cause, stopped = Cause.LIMIT, hit
+            else:
+                hits.append((hit, _processes_note(hit)))
     if limits.output_bytes is not None and usage.output_dropped > 0:
         produced = limits.output_bytes + usage.output_dropped
         hit = LimitHit("output_bytes", limits.output_bytes, produced)
@@ -165,11 +236,14 @@ def classify_end(
 
     lines = [stopped_note(stopped)] if stopped is not None else []
     if cause is None:
-        cause = _other_cause(status, timed_out, killed, session_closed, host_oom_kills)
+        host_oom = host_oom_kills > 0 or outside_oom
+        cause = _other_cause(status, timed_out, killed, session_closed, host_oom)
         if cause is Cause.TIMEOUT and limits.wall_seconds is not None:
             stopped = LimitHit("wall_seconds", limits.wall_seconds)
         if cause is Cause.HOST_OOM:
             lines.append(HOST_OOM_NOTE)
+        elif outside_oom:
+            hits.insert(0, (LimitHit("memory", None, None, Scope.HOST), HOST_OOM_KILL_NOTE))
     lines += [note for _, note in hits]
     found = tuple(hit for hit in (stopped, *(hit for hit, _ in hits)) if hit is not None)
     return Outcome(
@@ -182,7 +256,7 @@ def classify_end(
 
 
 def _other_cause(
-    status: int | None, timed_out: bool, killed: bool, session_closed: bool, host_oom_kills: int
+    status: int | None, timed_out: bool, killed: bool, session_closed: bool, host_oom: bool
 ) -> Cause:
     if timed_out:
         return Cause.TIMEOUT
@@ -190,7 +264,7 @@ def _other_cause(
         return Cause.KILLED
     if session_closed:
         return Cause.SESSION_CLOSED
-    if status == KILLED_STATUS and host_oom_kills > 0:
+    if status == KILLED_STATUS and host_oom:
         return Cause.HOST_OOM
     if status is not None and _signalled(status):
         return Cause.SIGNAL

@@ -12,7 +12,7 @@ groups only. Moving ourselves into a leaf would change a cgroup someone else man
 that is for whoever starts stockade. v1 has no such rule.
 """
 
-from ._files import GroupUsage
+from ._files import GroupUsage, OwnLimits
 from ._group import Group, safe_name
 from ._host import (
     CONTROLLERS,
@@ -41,6 +41,7 @@ __all__ = [
     "Group",
     "GroupUsage",
     "Hierarchy",
+    "OwnLimits",
     "detect",
     "safe_name",
     "sweep",

@@ -60,6 +60,41 @@ class GroupUsage:
         )
 
 
+@attrs.frozen
+class OwnLimits:
+    """A group's counters of its OWN limits, which say whether that group's limit (not
+    one above or below it) refused (docs/limits.md, "Whose limit it was"); None where
+    this host has no such counter.
+
+    `processes_refused`: v2 since Linux 6.11, `pids.events.local` max (None on v1, on
+    older v2, and with `pids_localevents`, where it counts the group's own forks
+    refused by any limit). `memory_refused`: v2 `memory.events.local` oom, the OOMs at
+    this group's own limit. `memory_failures`: v1 `memory.failcnt` (and
+    `memory.memsw.failcnt`), the charges that failed at this group's own limit, those
+    that reclaim then satisfied too. The peaks are the group's high-water marks."""
+
+    processes_peak: int | None = None
+    processes_refused: int | None = None
+    memory_peak: int | None = None
+    memory_refused: int | None = None
+    memory_failures: int | None = None
+
+    def since(self, before: OwnLimits | None) -> OwnLimits:
+        """The counts since `before` (the same group read earlier); the peaks as now."""
+        if before is None:
+            return self
+
+        def minus(now: int | None, then: int | None) -> int | None:
+            return None if now is None or then is None else max(0, now - then)
+
+        return attrs.evolve(
+            self,
+            processes_refused=minus(self.processes_refused, before.processes_refused),
+            memory_refused=minus(self.memory_refused, before.memory_refused),
+            memory_failures=minus(self.memory_failures, before.memory_failures),
+        )
+
+
 def _write(path: str, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     try:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from ._files import _USAGE_FILES, GroupUsage, _parse, _read_bytes, _write
+from ._files import _USAGE_FILES, GroupUsage, OwnLimits, _number, _parse, _read_bytes, _write
 from ._host import (
     CPU,
     KILL_TIMEOUT,
@@ -218,6 +218,29 @@ class Group:
             memory_now=found.get("memory_now"),
         )
 
+    def own_limits(self) -> OwnLimits:
+        """This group's counters of its own limits (read only when a call's end needs
+        to know whose limit refused: a few reads more)."""
+        found: dict[str, int | None] = {}
+        v2 = self.host.version == "v2"
+        for hierarchy, directory in zip(self.hierarchies, self.directories, strict=True):
+            if PIDS in hierarchy.controllers:
+                found["processes_peak"] = _number(f"{directory}/pids.peak")
+                if v2 and not self.host.pids_local_events:
+                    found["processes_refused"] = _number(f"{directory}/pids.events.local", "max")
+            if MEMORY not in hierarchy.controllers:
+                continue
+            if v2:
+                found["memory_peak"] = _number(f"{directory}/memory.peak")
+                found["memory_refused"] = _number(f"{directory}/memory.events.local", "oom")
+                continue
+            found["memory_peak"] = _number(f"{directory}/memory.max_usage_in_bytes")
+            failures = _number(f"{directory}/memory.failcnt")
+            if failures is not None and self.host.swap and self.host.memsw:
+                failures += _number(f"{directory}/memory.memsw.failcnt") or 0
+            found["memory_failures"] = failures
+        return OwnLimits(**found)
+
     @property
     def reusable(self) -> bool:
         """Whether this group can serve one command after another: its peaks can be
@@ -229,10 +252,15 @@ class Group:
 
     def reset_peaks(self) -> None:
         """Start the memory peak again from what is charged now (v1: written "0",
-        memory.max_usage_in_bytes becomes memory.usage_in_bytes)."""
+        memory.max_usage_in_bytes becomes memory.usage_in_bytes), and the count of
+        charges that failed at its limit from 0 (whose limit refused the next call's
+        OOM kill is judged by it)."""
         for hierarchy, directory in zip(self.hierarchies, self.directories, strict=True):
             if MEMORY in hierarchy.controllers and self.host.version == "v1":
                 _write(f"{directory}/memory.max_usage_in_bytes", "0")
+                _write(f"{directory}/memory.failcnt", "0")
+                if self.host.swap and self.host.memsw:
+                    _write(f"{directory}/memory.memsw.failcnt", "0")
 
     def join_options(self) -> tuple[str, ...]:
         """The launcher's options that put its process in this (existing) group."""

@@ -56,6 +56,9 @@ class CgroupHost:
     memsw: bool  # v1 memory.memsw.limit_in_bytes exists (memory+swap can be capped)
     reason: str
     proc_root: str = "/proc"
+    # cgroup2 mounted with pids_localevents: pids.events and pids.events.local count
+    # a group's own forks refused by any limit, as v1 does (not its own limit's).
+    pids_local_events: bool = False
 
     @property
     def bases(self) -> dict[str, str]:
@@ -207,7 +210,12 @@ def detect(proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> Cgr
     memsw = version == "v1" and memsw_file
     placed = ", ".join(f"{c} at {d}" for c, d in sorted(bases.items()))
     reason = f"cgroup {version}: {placed}" + (f" ({'; '.join(passed)})" if passed else "")
-    return CgroupHost(version, _served(chosen), tuple(chosen), swap, memsw, reason, proc_root)
+    local_events = version == "v2" and any(
+        m.fstype == "cgroup2" and "pids_localevents" in m.options for m in mounts
+    )
+    return CgroupHost(
+        version, _served(chosen), tuple(chosen), swap, memsw, reason, proc_root, local_events
+    )
 
 
 def _served(hierarchies: list[Hierarchy]) -> frozenset[str]:
