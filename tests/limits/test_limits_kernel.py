@@ -95,6 +95,7 @@ async def test_a_fork_loop_cannot_pass_processes(tmp_path, backend):
     assert 0 < max(seen) < 20, max(seen)
     assert result.cause == "limit" and result.limit is not None, result
     assert result.limit.name == "processes" and result.limit.value == 20
+    assert result.limit.scope == "command"  # its own limit, not its session's
     assert result.note == "[sandbox: the processes limit of 20 refused new processes]"
     assert (_claim(result, "processes").mechanism, _claim(result, "processes").claim) == (
         "cgroup-v1",
@@ -123,6 +124,7 @@ async def test_an_allocation_past_memory_is_stopped(tmp_path, backend):
         nursery.cancel_scope.cancel()
     assert result.exit_code == 137 and result.stdout == "", result
     assert result.cause == "limit" and result.limit.name == "memory", result
+    assert result.limit.scope == "command"
     assert result.note == "[sandbox: stopped at the memory limit of 64 MiB]"
     assert result.usage.memory_peak <= 64 * MIB
     # The host's free memory went no lower than the limit (and other processes' noise).
