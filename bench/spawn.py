@@ -131,6 +131,7 @@ def direct_argv(
     *,
     new_session: bool = False,
     network: str = "off",
+    tier: str | None = None,
 ) -> list[str]:
     """The argv the provider builds for `bash -c true` under workspace-write at `root`
     (network off, the default, unless said).
@@ -152,10 +153,22 @@ def direct_argv(
     policy = SandboxPolicy(
         mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root, network=Network.parse(network)
     )
-    selected = Backend(name=backend, runner=report["runner"], abi=report.get("abi"))
+    if backend == "landlock":
+        tier = tier or report.get("tier") or "namespaced"
+    selected = Backend(
+        name=backend,
+        runner=report["runner"],
+        abi=report.get("abi"),
+        tier=tier,
+        private_ipc=tier != "plain",
+    )
     hidden: tuple[str, ...] = ()
     if hides_sockets(
-        backend, policy.mode, policy.network, launcher=selected.launcher, private_ipc=True
+        backend,
+        policy.mode,
+        policy.network,
+        launcher=selected.launcher,
+        private_ipc=selected.private_ipc,
     ):
         hidden = host_unix_sockets()
     host = host_paths()
@@ -166,6 +179,7 @@ def direct_argv(
         host.temp_roots,
         runner=report["runner"],
         installation=installation_paths(),
+        mounts=selected.mounts,
     )
     if guard.refusal is not None:
         raise RuntimeError(guard.refusal)
@@ -213,7 +227,12 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
         without_deny_read = tuple(f"!{item}" for item in DEFAULT_DENY_READ)
 
         async def serve(
-            name: str, backend: str | None, *, task_status: Any, deny_read: bool = True
+            name: str,
+            backend: str | None,
+            *,
+            task_status: Any,
+            deny_read: bool = True,
+            tier: str = "auto",
         ) -> None:
             if backend is None:
                 async with open_executor() as client:
@@ -224,7 +243,9 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
             async with (
                 open_provider(
                     ProviderConfig(
-                        backend=backend, deny_read=() if deny_read else without_deny_read
+                        backend=backend,
+                        deny_read=() if deny_read else without_deny_read,
+                        landlock_tier=tier,
                     )
                 ) as provider,
                 open_executor(provider=provider) as client,
@@ -241,6 +262,9 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
             )
         if backends:
             await nursery.start(serve, "auto", "auto")
+        if "landlock" in backends:
+            # The Landlock launcher's plain tier (no namespace), as on a host with none.
+            await nursery.start(partial(serve, tier="plain"), "landlock (plain tier)", "landlock")
 
         expected: dict[str, tuple[str, SandboxMode]] = {}
 
@@ -271,6 +295,10 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
             label = f"executor: {backend} (network on)"
             variants.append(Variant(label, "stockade", through(backend, networked)))
             expected[label] = (backend, SandboxMode.WORKSPACE_WRITE)
+        if "landlock" in backends:
+            label = "executor: landlock (plain tier)"
+            variants.append(Variant(label, "stockade", through("landlock (plain tier)", workspace)))
+            expected[label] = ("landlock", SandboxMode.WORKSPACE_WRITE)
         if backends:
             variants.append(
                 Variant("executor: danger-full-access", "stockade", through("auto", unconfined))
@@ -280,6 +308,9 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
             argv = direct_argv(ctx, backend, root)
             variants.append(Variant(f"{backend} direct (trio)", "direct", _trio(argv, root)))
             variants.append(Variant(f"{backend} direct (subprocess)", "direct", _sync(argv, root)))
+        if "landlock" in backends:
+            argv = direct_argv(ctx, "landlock", root, tier="plain")
+            variants.append(Variant("landlock plain direct (trio)", "direct", _trio(argv, root)))
 
         # Slow peers run in fewer rounds (spread over the whole run, not bunched).
         codex_reps = 10 if ctx.quick else 100
@@ -531,6 +562,18 @@ def run(ctx: Context) -> FamilyResult:
                 value <= 1.1,
                 "judged against the direct call through the same spawn machinery "
                 "(trio.run_process); the subprocess.run ratio is shown beside it",
+            )
+        )
+    if "landlock plain direct (trio)" in med and "landlock direct (trio)" in med:
+        value = ratio(med["landlock plain direct (trio)"], med["landlock direct (trio)"])
+        result.targets.append(
+            Target(
+                "Landlock's plain tier spawn vs its namespaced tier, both direct",
+                "<= 1.2x",
+                f"{value:.2f}x ({fmt(med['landlock plain direct (trio)'])} vs "
+                f"{fmt(med['landlock direct (trio)'])} ms)",
+                value <= 1.2,
+                "the same launcher and command, no namespace vs namespaces of the call's own",
             )
         )
     overhead = figures["overheads_ms"].get(pairs[0][0])

@@ -159,6 +159,8 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <dirent.h>
+#include <termios.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -211,6 +213,12 @@ struct landlock_path_beneath_attr {
 
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #define LANDLOCK_RULE_PATH_BENEATH 1
+#define LANDLOCK_RULE_NET_PORT 2
+
+struct landlock_net_port_attr {
+	uint64_t allowed_access;
+	uint64_t port;
+} __attribute__((packed));
 
 #define ACCESS_EXECUTE (1ULL << 0)
 #define ACCESS_WRITE_FILE (1ULL << 1)
@@ -577,7 +585,13 @@ static const struct sock_filter tty_filter[] = {
 #define NET_FILTER_MAX 40
 #define SOCK_TYPE_MASK 0xfU
 
-enum network { NETWORK_ON, NETWORK_OFF, NETWORK_NETNS };
+/*
+ * NETWORK_PROXY (--plain with --proxy-bridge): no namespace of the call's own, so the
+ * host's network is the command's: only TCP over IPv4 or IPv6 (SOCK_STREAM, protocol 0
+ * or IPPROTO_TCP: not SCTP or MPTCP, which Landlock's TCP rules do not govern) besides
+ * AF_UNIX, and Landlock allows one TCP connect port, the bridge's.
+ */
+enum network { NETWORK_ON, NETWORK_OFF, NETWORK_NETNS, NETWORK_PROXY };
 
 struct filter_buffer {
 	struct sock_filter insn[NET_FILTER_MAX];
@@ -611,6 +625,28 @@ static size_t build_net_filter(struct filter_buffer *buf, enum network network,
 	buf->len = 0;
 	for (size_t i = 0; i < guard_len; i++)
 		emit(buf, guard[i].code, guard[i].jt, guard[i].jf, guard[i].k);
+	if (network == NETWORK_PROXY) {
+		/*
+		 * socket(family, type, protocol): [nr][load family][unix?][inet?][inet6?]
+		 * [refuse][load type][stream?][refuse][load protocol][0?][tcp?][refuse][allow]
+		 */
+		emit(buf, BPF_JEQ_K, 0, 14, __NR_socket);
+		emit(buf, BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(0));
+		emit(buf, BPF_JEQ_K, unix_pairs_only ? 0 : 11, 0, AF_UNIX);
+		emit(buf, BPF_JEQ_K, 2, 0, AF_INET);
+		emit(buf, BPF_JEQ_K, 1, 0, AF_INET6);
+		emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | NET_REFUSAL);
+		emit(buf, BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(1));
+		emit(buf, BPF_AND_K, 0, 0, SOCK_TYPE_MASK);
+		emit(buf, BPF_JEQ_K, 1, 0, SOCK_STREAM);
+		emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | NET_REFUSAL);
+		emit(buf, BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(2));
+		emit(buf, BPF_JEQ_K, 2, 0, 0);
+		emit(buf, BPF_JEQ_K, 1, 0, IPPROTO_TCP);
+		emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | NET_REFUSAL);
+		emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW);
+		goto pairs;
+	}
 	/* socket(family, ...): [nr check][load][one test per family][refuse][allow] */
 	emit(buf, BPF_JEQ_K, 0, (uint8_t)(count + 3), __NR_socket);
 	emit(buf, BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(0));
@@ -618,6 +654,7 @@ static size_t build_net_filter(struct filter_buffer *buf, enum network network,
 		emit(buf, BPF_JEQ_K, (uint8_t)(count - i), 0, families[i]);
 	emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | NET_REFUSAL);
 	emit(buf, BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW);
+pairs:
 	/* socketpair(family, type, ...): AF_UNIX only; datagram pairs too unless pairs-only. */
 	emit(buf, BPF_JEQ_K, 0, unix_pairs_only ? 7 : 4, __NR_socketpair);
 	emit(buf, BPF_LD_W_ABS, 0, 0, ARG_LOW_WORD(0));
@@ -756,12 +793,31 @@ static int open_grant(const char *path)
 	return fd;
 }
 
-static void add_path_rule(int ruleset_fd, const char *path, uint64_t access)
+/* Allow TCP connect to `port` (on any address: Landlock's TCP rules know ports only). */
+static void add_connect_rule(int ruleset_fd, uint16_t port)
+{
+	struct landlock_net_port_attr rule = {
+		.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
+		.port = port,
+	};
+
+	if (syscall(__NR_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_NET_PORT, &rule, 0U) != 0)
+		fatal("cannot allow connecting to port %u: %s", (unsigned)port, strerror(errno));
+}
+
+/*
+ * `optional` (--ro-try, the plain tier's complement grants, listed by the caller a
+ * moment ago): a path gone since, or out of this caller's reach (another user's 0700
+ * directory: the command could not read it either), is skipped rather than fatal.
+ */
+static void add_path_rule(int ruleset_fd, const char *path, uint64_t access, int optional)
 {
 	struct landlock_path_beneath_attr rule;
 	struct stat st;
 	int fd = open_grant(path);
 
+	if (fd < 0 && optional && (errno == ENOENT || errno == EACCES || errno == ELOOP))
+		return;
 	if (fd < 0)
 		fatal("cannot open %s without following a symlink: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0)
@@ -892,6 +948,27 @@ static int private_namespaces(int flags)
 	return 0;
 }
 
+/*
+ * What a protected path becomes in the call's mount namespace (the namespaced tier,
+ * as bwrap's binds): --bind-ro PATH, PATH bound read-only onto itself; --bind-pin
+ * PATH, bound onto itself (a mount point: it cannot be renamed or removed);
+ * --bind-file SOURCE PATH, SOURCE bound read-only onto PATH (a placeholder file);
+ * --empty-dir PATH, an empty read-only directory onto PATH (a placeholder directory).
+ */
+enum mount_kind { MOUNT_READ_ONLY, MOUNT_PIN, MOUNT_FILE, MOUNT_EMPTY_DIR };
+
+struct mount_spec {
+	enum mount_kind kind;
+	const char *source;	/* MOUNT_FILE only */
+	const char *path;
+};
+
+/*
+ * A grant's access: --ro, --rw, --list (list a directory, nothing beneath it read),
+ * or --ro-try (--ro, skipped when the path is gone or out of the caller's reach).
+ */
+enum grant { GRANT_READ, GRANT_WRITE, GRANT_LIST, GRANT_READ_TRY };
+
 /* ---- Hiding named Unix sockets ---- */
 
 #ifndef __NR_open_tree
@@ -990,7 +1067,12 @@ static void hide_sockets(const char *empty, const char **paths, int count)
 #define __NR_fsmount 432
 #endif
 #define FS_CLOEXEC 1U			/* FSOPEN_CLOEXEC, FSMOUNT_CLOEXEC */
+#define CONFIG_SET_STRING 1U		/* FSCONFIG_SET_STRING */
 #define CONFIG_CMD_CREATE 6U		/* FSCONFIG_CMD_CREATE */
+#define TREE_RECURSIVE 0x8000U		/* AT_RECURSIVE, for open_tree and mount_setattr */
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
 
 static void set_read_only(int mount_fd, const char *what)
 {
@@ -1088,6 +1170,156 @@ static void reenter_workdir(void)
 	    before.st_ino != after.st_ino)
 		fatal("the working directory %s is hidden from the command: run it elsewhere",
 		      path);
+}
+
+/*
+ * --read-only-host (the namespaced tier): in the call's mount namespace every mount is
+ * made read-only but the writable grants, which are bound back writable, as bwrap's
+ * --ro-bind / / with its --bind grants.  Landlock refuses writing outside the grants
+ * but not changing metadata there (chmod, chown, utimes, xattrs: FACTS.md); a
+ * read-only mount refuses those too (EROFS), so the namespaced tier governs them as
+ * bwrap does.  The grants are cloned before the tree goes read-only (their clones
+ * stay writable) and attached over themselves after; covers and protected binds come
+ * after, on top of both.  Devices (/dev/null, a terminal) are written through a
+ * read-only mount as before.  Only this namespace's copies change: the host's
+ * mounts are untouched.
+ */
+static void read_only_host(const char **paths, const int *grants, int count)
+{
+	struct mount_attributes attr = { .attr_set = ATTR_RDONLY };
+	int *clones = calloc((size_t)count + 1, sizeof(int)), root;
+
+	if (clones == NULL)
+		fatal("out of memory");
+	for (int i = 0; i < count; i++) {
+		int at;
+
+		clones[i] = -1;
+		if (grants[i] != GRANT_WRITE || strcmp(paths[i], "/dev/null") == 0)
+			continue;
+		if ((at = open_grant(paths[i])) < 0)
+			fatal("cannot keep %s writable: %s", paths[i], strerror(errno));
+		clones[i] = (int)syscall(__NR_open_tree, at, "",
+					 TREE_CLONE | TREE_RECURSIVE | O_CLOEXEC | AT_EMPTY_PATH);
+		if (clones[i] < 0)
+			fatal("cannot keep %s writable: %s", paths[i], strerror(errno));
+		close(at);
+	}
+	if ((root = open_grant("/")) < 0 ||
+	    syscall(__NR_mount_setattr, root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+		    sizeof(attr)) != 0)
+		fatal("cannot make the host read-only for the command: %s", strerror(errno));
+	close(root);
+	for (int i = 0; i < count; i++) {
+		int at;
+
+		if (clones[i] < 0)
+			continue;
+		if ((at = open_grant(paths[i])) < 0 ||
+		    syscall(__NR_move_mount, clones[i], "", at, "",
+			    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+			fatal("cannot keep %s writable: %s", paths[i], strerror(errno));
+		close(at);
+		close(clones[i]);
+	}
+	free(clones);
+}
+
+/*
+ * The empty file or directory a missing protected path is bound over, made here when
+ * its caller did not (as bwrap makes its mount points): beside the path's parent,
+ * opened without following a symlink, never replacing anything (O_EXCL, mkdirat).
+ * Returns it opened as open_grant does, or -1 with errno.
+ */
+static int make_placeholder(const char *path, int directory)
+{
+	char parent[4096];
+	const char *name = strrchr(path, '/');
+	int at, made;
+
+	if (name == NULL || name == path || (size_t)(name - path) >= sizeof(parent)) {
+		errno = ENOENT;
+		return -1;
+	}
+	memcpy(parent, path, (size_t)(name - path));
+	parent[name - path] = '\0';
+	if ((at = open_grant(parent)) < 0)
+		return -1;
+	if (directory)
+		made = mkdirat(at, name + 1, 0755);
+	else {
+		made = openat(at, name + 1, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (made >= 0)
+			made = close(made);
+	}
+	close(at);
+	if (made != 0 && errno != EEXIST)
+		return -1;
+	return open_grant(path);
+}
+
+/* An empty directory, mode 0755, on a read-only tmpfs of the launcher's own. */
+static int empty_directory_mount(void)
+{
+	int fs = (int)syscall(__NR_fsopen, "tmpfs", FS_CLOEXEC), mnt;
+
+	if (fs < 0 ||
+	    syscall(__NR_fsconfig, fs, CONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
+	    syscall(__NR_fsconfig, fs, CONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+		fatal("cannot protect paths: cannot make a tmpfs: %s", strerror(errno));
+	mnt = (int)syscall(__NR_fsmount, fs, FS_CLOEXEC, 0U);
+	if (mnt < 0)
+		fatal("cannot protect paths: cannot mount a tmpfs: %s", strerror(errno));
+	close(fs);
+	set_read_only(mnt, "an empty directory");
+	return mnt;
+}
+
+/*
+ * The trust base's protected paths (the namespaced tier; bwrap binds the same): each
+ * one bound in the call's mount namespace as its kind says, attached to the very
+ * dentry opened without following a symlink (a link swapped in since the caller
+ * resolved it fails the call).  A read-only bind cannot be undone by the command: it
+ * holds no capability, and a mount namespace it makes locks these with the rest.
+ */
+static void bind_protected(const struct mount_spec *mounts, int count)
+{
+	struct mount_attributes attr = { .attr_set = ATTR_RDONLY };
+	int empty = -1;
+
+	for (int i = 0; i < count; i++) {
+		const struct mount_spec *m = &mounts[i];
+		int target = open_grant(m->path), from = target, clone;
+
+		if (target < 0 && errno == ENOENT &&
+		    (m->kind == MOUNT_EMPTY_DIR || m->kind == MOUNT_FILE))
+			target = make_placeholder(m->path, m->kind == MOUNT_EMPTY_DIR);
+		if (target < 0)
+			fatal("cannot protect %s: %s", m->path, strerror(errno));
+		if (m->kind == MOUNT_FILE && (from = open_grant(m->source)) < 0)
+			fatal("cannot protect %s: cannot open %s: %s", m->path, m->source,
+			      strerror(errno));
+		if (m->kind == MOUNT_EMPTY_DIR)
+			from = empty >= 0 ? empty : (empty = empty_directory_mount());
+		clone = (int)syscall(__NR_open_tree, from, "",
+				     TREE_CLONE | TREE_RECURSIVE | O_CLOEXEC | AT_EMPTY_PATH);
+		if (clone < 0)
+			fatal("cannot protect %s: %s", m->path, strerror(errno));
+		if (m->kind != MOUNT_PIN &&
+		    syscall(__NR_mount_setattr, clone, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+			    sizeof(attr)) != 0)
+			fatal("cannot protect %s: cannot make it read-only: %s", m->path,
+			      strerror(errno));
+		if (syscall(__NR_move_mount, clone, "", target, "",
+			    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+			fatal("cannot protect %s: %s", m->path, strerror(errno));
+		close(clone);
+		if (from != target && from != empty)
+			close(from);
+		close(target);
+	}
+	if (empty >= 0)
+		close(empty);
 }
 
 /* ---- Program lookup ---- */
@@ -1444,10 +1676,15 @@ struct bridge_spec {
 	const char *path;		/* the Unix socket each connection is relayed to */
 };
 
+
 struct options {
 	const char **paths;	/* in command-line order */
-	int *writable;
+	int *writable;		/* each path's enum grant */
 	int npaths;
+	int plain;		/* --plain: no namespace at all */
+	int read_only_host;	/* --read-only-host: every mount read-only but the --rw grants */
+	struct mount_spec *mounts;
+	int nmounts;
 	int seal_metadata;
 	int private_ipc;
 	int die_with_parent;
@@ -1525,9 +1762,9 @@ static int bridge_option(int argc, char **argv, int *i, struct options *opt)
 	value = argv[++*i];
 	errno = 0;
 	port = strtoul(value, &end, 10);
-	if (end == value || *end != ':' || errno != 0 || port == 0 || port > 65535 ||
+	if (end == value || *end != ':' || errno != 0 || port > 65535 ||
 	    value[0] < '0' || value[0] > '9')
-		fatal("--proxy-bridge needs PORT:PATH (a port from 1 to 65535), not %s", value);
+		fatal("--proxy-bridge needs PORT:PATH (a port from 0 to 65535), not %s", value);
 	path = end + 1;
 	if (*path == '\0')
 		fatal("--proxy-bridge needs PORT:PATH (a socket path), not %s", value);
@@ -1576,6 +1813,58 @@ static void check_bridge_paths(const struct options *opt)
 	}
 }
 
+/* --bind-ro, --bind-pin, --bind-file SOURCE, --empty-dir; 1 when argv[*i] was one. */
+static int mount_option(int argc, char **argv, int *i, struct options *opt)
+{
+	const char *arg = argv[*i];
+	struct mount_spec spec = { 0 };
+	int values;
+
+	if (strcmp(arg, "--bind-ro") == 0)
+		spec.kind = MOUNT_READ_ONLY;
+	else if (strcmp(arg, "--bind-pin") == 0)
+		spec.kind = MOUNT_PIN;
+	else if (strcmp(arg, "--bind-file") == 0)
+		spec.kind = MOUNT_FILE;
+	else if (strcmp(arg, "--empty-dir") == 0)
+		spec.kind = MOUNT_EMPTY_DIR;
+	else
+		return 0;
+	values = spec.kind == MOUNT_FILE ? 2 : 1;
+	if (*i + values >= argc)
+		fatal("%s needs %s", arg, values == 2 ? "SOURCE PATH" : "a path");
+	if (spec.kind == MOUNT_FILE)
+		spec.source = argv[++*i];
+	spec.path = argv[++*i];
+	if (spec.path[0] != '/' || (spec.source != NULL && spec.source[0] != '/'))
+		fatal("%s needs absolute paths", arg);
+	if (opt->mounts == NULL && (opt->mounts = calloc((size_t)argc, sizeof(*opt->mounts))) == NULL)
+		fatal("out of memory");
+	opt->mounts[opt->nmounts++] = spec;
+	return 1;
+}
+
+/*
+ * --plain makes no namespace: nothing can be covered or bound, IPC stays the host's
+ * (filtered), and a bridge listens on the host's loopback, on any free port.
+ */
+static void check_plain_options(struct options *opt)
+{
+	if (opt->private_ipc || opt->private_network || opt->network == NETWORK_NETNS)
+		fatal("--plain makes no namespace: not with --private-ipc, --private-network "
+		      "or --netns-only");
+	if (opt->nhidden > 0 || opt->nunreadable > 0 || opt->nmounts > 0 || opt->read_only_host)
+		fatal("--plain makes no mount namespace: nothing can be hidden or bound "
+		      "(--hide-socket, --deny-read, --bind-*, --empty-dir, --read-only-host)");
+	if (opt->nbridges > 1)
+		fatal("--plain takes one --proxy-bridge at most");
+	if (opt->nbridges == 1) {
+		if (opt->network == NETWORK_OFF)
+			fatal("--no-network and --proxy-bridge exclude each other");
+		opt->network = NETWORK_PROXY;
+	}
+}
+
 static void check_network_options(const struct options *opt)
 {
 	if (opt->unix_pairs_only && opt->network == NETWORK_ON)
@@ -1596,6 +1885,12 @@ static void parse_options(int argc, char **argv, struct options *opt)
 		if (strcmp(arg, "--") == 0) {
 			if (i + 1 == argc)
 				fatal("no command given after --");
+			if (opt->plain)
+				check_plain_options(opt);
+			else
+				for (int k = 0; k < opt->nbridges; k++)
+					if (opt->bridges[k].port == 0)
+						fatal("--proxy-bridge: port 0 (any) only with --plain");
 			if (opt->private_network) {
 				if (opt->network == NETWORK_OFF)
 					fatal("--no-network and --private-network exclude each other");
@@ -1605,7 +1900,7 @@ static void parse_options(int argc, char **argv, struct options *opt)
 			/* Only --private-network makes one here; else only --filters-only may say there is one. */
 			if (opt->network == NETWORK_NETNS && !opt->private_network)
 				fatal("--netns-only needs --filters-only inside a private network namespace");
-			if (opt->nbridges > 0 && !opt->private_network)
+			if (opt->nbridges > 0 && !opt->private_network && !opt->plain)
 				fatal("--proxy-bridge needs --private-network (a network namespace of the call's own)");
 			check_network_options(opt);
 			check_bridge_paths(opt);
@@ -1624,11 +1919,20 @@ static void parse_options(int argc, char **argv, struct options *opt)
 			opt->private_ipc = 1;
 		} else if (strcmp(arg, "--die-with-parent") == 0) {
 			opt->die_with_parent = 1;
-		} else if (strcmp(arg, "--ro") == 0 || strcmp(arg, "--rw") == 0) {
+		} else if (strcmp(arg, "--plain") == 0) {
+			opt->plain = 1;
+		} else if (strcmp(arg, "--read-only-host") == 0) {
+			opt->read_only_host = 1;
+		} else if (strcmp(arg, "--ro") == 0 || strcmp(arg, "--rw") == 0 ||
+			   strcmp(arg, "--list") == 0 || strcmp(arg, "--ro-try") == 0) {
 			if (i + 1 == argc)
 				fatal("%s needs a path", arg);
-			opt->writable[opt->npaths] = strcmp(arg, "--rw") == 0;
+			opt->writable[opt->npaths] = strcmp(arg, "--rw") == 0 ? GRANT_WRITE
+				: strcmp(arg, "--list") == 0 ? GRANT_LIST
+				: strcmp(arg, "--ro-try") == 0 ? GRANT_READ_TRY : GRANT_READ;
 			opt->paths[opt->npaths++] = argv[++i];
+		} else if (mount_option(argc, argv, &i, opt)) {
+			continue;
 		} else {
 			fatal("unknown option: %s", arg);
 		}
@@ -2467,6 +2771,250 @@ static int init(void *unused)
 	}
 }
 
+/* ---- The plain tier (--plain): no namespace at all ---- */
+
+/*
+ * Where no namespace can be made (no user namespaces for this caller: a container
+ * under Docker's default seccomp profile, Ubuntu 24.04's AppArmor restriction, or
+ * user.max_user_namespaces=0; and no CAP_SYS_ADMIN), the call still ends with its
+ * command: the launcher's second process, the guardian, is a child subreaper and the
+ * command's parent, so every process the command leaves (a setsid, a double fork, a
+ * daemon) is adopted by it; when the command exits, or the launcher is killed, it
+ * kills every child it has, reaps them, and again with what they leave, until none
+ * is left.  It stands in a process group of its own (a kill of the launcher's group
+ * does not take it before it has done so: the launcher's death is its signal,
+ * PR_SET_PDEATHSIG), and outside the command's Landlock domain, so from ABI 6 the
+ * command cannot signal it (the scope); it holds no capability.
+ *
+ * The rest is what needs no namespace: the Landlock ruleset (a deny_read outside the
+ * writable roots is the caller's complement grants, --list and --ro), seccomp (no
+ * socket family but AF_UNIX, or TCP alone with the bridge), no_new_privs, every
+ * capability dropped, host IPC objects not created, removed or changed.  With
+ * --proxy-bridge 0:PATH the bridge listens on the host's loopback, on a free port,
+ * the only TCP port Landlock lets the command connect to, and the command's proxy
+ * variables are set to it.
+ */
+#define LAUNCHER_GONE SIGRTMAX
+
+/* The bridge's listening sockets on the host's loopback, on one free port for both. */
+static int open_plain_listener(struct options *opt, struct listener *out)
+{
+	struct sockaddr_in bound;
+	socklen_t size = sizeof(bound);
+	int n = 0, fd = listen_on(AF_INET, opt->bridges[0].port);
+
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&bound, &size) != 0)
+		fatal("--proxy-bridge: cannot listen on the host's loopback: %s", strerror(errno));
+	opt->bridges[0].port = ntohs(bound.sin_port);
+	out[n++] = (struct listener){ fd, 0 };
+	/* [::1] on the same port where it is free; IPv4 alone otherwise. */
+	fd = listen_on(AF_INET6, opt->bridges[0].port);
+	if (fd >= 0)
+		out[n++] = (struct listener){ fd, 0 };
+	return n;
+}
+
+/* The variables that point the command's clients at the bridge (network/bridge.py's). */
+static void set_proxy_environment(uint16_t port)
+{
+	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+					     "https_proxy" };
+	static const char *const socks[] = { "ALL_PROXY", "all_proxy" };
+	char http[64], socks5[64];
+
+	snprintf(http, sizeof(http), "http://127.0.0.1:%u", (unsigned)port);
+	snprintf(socks5, sizeof(socks5), "socks5h://127.0.0.1:%u", (unsigned)port);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (setenv(names[i], http, 1) != 0)
+			fatal("cannot set %s: %s", names[i], strerror(errno));
+	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++)
+		if (setenv(socks[i], socks5, 1) != 0)
+			fatal("cannot set %s: %s", socks[i], strerror(errno));
+	if (setenv("NO_PROXY", "", 1) != 0 || setenv("no_proxy", "", 1) != 0)
+		fatal("cannot set NO_PROXY: %s", strerror(errno));
+}
+
+/* This process's children's pids (at most `max`), or -1 when they cannot be listed. */
+static int children_of_self(pid_t *out, int max)
+{
+	char path[64], buffer[4096];
+	FILE *file;
+	int n = 0;
+	long pid;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/children", (long)getpid());
+	file = fopen(path, "re");
+	if (file == NULL)
+		return -1;
+	setvbuf(file, buffer, _IOFBF, sizeof(buffer));
+	while (n < max && fscanf(file, "%ld", &pid) == 1)
+		out[n++] = (pid_t)pid;
+	fclose(file);
+	return n;
+}
+
+/* Without /proc/PID/task/TID/children: every process whose parent is this one. */
+static int children_by_scan(pid_t *out, int max)
+{
+	char path[64], line[512];
+	pid_t self = getpid();
+	DIR *proc = opendir("/proc");
+	struct dirent *entry;
+	int n = 0;
+
+	if (proc == NULL)
+		fatal("cannot list the call's processes: %s", strerror(errno));
+	while (n < max && (entry = readdir(proc)) != NULL) {
+		FILE *stat_file;
+		char *end;
+		long parent;
+
+		long number;
+
+		if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+			continue;
+		number = strtol(entry->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "/proc/%ld/stat", number);
+		if ((stat_file = fopen(path, "re")) == NULL)
+			continue;
+		end = fgets(line, sizeof(line), stat_file) ? strrchr(line, ')') : NULL;
+		fclose(stat_file);
+		if (end != NULL && sscanf(end + 1, " %*c %ld", &parent) == 1 && parent == self)
+			out[n++] = (pid_t)number;
+	}
+	closedir(proc);
+	return n;
+}
+
+/*
+ * Kill every child, reap it, and do the same with what it leaves (orphans come to
+ * this subreaper), until none is left.  A child is never signalled after it was
+ * reaped (its pid could be another's then): only listed children are signalled, and
+ * they are reaped only here.
+ */
+static void end_every_process(void)
+{
+	static pid_t children[1024];
+
+	for (;;) {
+		int n = children_of_self(children, 1024);
+
+		if (n < 0)
+			n = children_by_scan(children, 1024);
+		for (int i = 0; i < n; i++)
+			kill(children[i], SIGKILL);
+		if (waitpid(-1, NULL, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECHILD && n == 0)
+				return;
+			continue;
+		}
+		while (waitpid(-1, NULL, __WALL | WNOHANG) > 0)
+			;
+	}
+}
+
+/*
+ * Out of the launcher's process group, and, when that group held the terminal's
+ * foreground, with it: ^C and ^Z reach the command as in a shell.
+ */
+static void take_terminal(void)
+{
+	int foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+	sigset_t ttou, before;
+
+	if (setpgid(0, 0) != 0)
+		fatal("cannot give the call a process group of its own: %s", strerror(errno));
+	if (!foreground)
+		return;
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, &before);
+	tcsetpgrp(STDIN_FILENO, getpid());
+	sigprocmask(SIG_SETMASK, &before, NULL);
+}
+
+/* The guardian: start the command, pass signals on, end every process it leaves. */
+static int plain_init(void *unused)
+{
+	struct pollfd gone = { .fd = call.launcher_fd, .events = POLLIN };
+	siginfo_t info;
+	pid_t child, pid;
+	int status, ended = -1;
+
+	(void)unused;
+	if (prctl(PR_SET_PDEATHSIG, LAUNCHER_GONE, 0, 0, 0) != 0)
+		fatal("cannot tie the call to the launcher: %s", strerror(errno));
+	if (call.launcher_fd >= 0) {
+		if (poll(&gone, 1, 0) != 0)
+			_exit(LAUNCHER_FAILURE);	/* the launcher is gone already */
+		close(call.launcher_fd);
+	}
+	take_terminal();
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+		fatal("cannot adopt the call's processes: %s", strerror(errno));
+	drop_capabilities();
+	if (call.nlisteners > 0)
+		start_bridge_in_sandbox();
+	child = (pid_t)clone(command, call.command_stack + STACK_SIZE,
+			     CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+	if (child < 0)
+		fatal("cannot start the command: %s", strerror(errno));
+	close(call.ruleset_fd);
+	while (ended < 0) {
+		if (sigwaitinfo(&call.waited, &info) < 0)
+			continue;
+		if (info.si_signo == LAUNCHER_GONE) {
+			end_every_process();
+			_exit(LAUNCHER_FAILURE);
+		}
+		if (info.si_signo != SIGCHLD) {
+			pass_on(&info, child);
+			continue;
+		}
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+			if (pid == child) {
+				ended = status;
+				break;
+			}
+	}
+	end_every_process();
+	if (WIFSIGNALED(ended)) {
+		call.ending_signal = WTERMSIG(ended);
+		_exit(128 + WTERMSIG(ended));
+	}
+	_exit(WEXITSTATUS(ended));
+}
+
+static _Noreturn void run_plain(void)
+{
+	pid_t pid;
+
+	if (call.opt.nbridges > 0) {
+		call.nlisteners = open_plain_listener(&call.opt, call.listeners);
+		add_connect_rule(call.ruleset_fd, call.opt.bridges[0].port);
+		set_proxy_environment(call.opt.bridges[0].port);
+	}
+	/* ENOSYS before Linux 5.3: the death signal alone then. */
+	call.launcher_fd = (int)syscall(__NR_pidfd_open, getpid(), 0U);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&call.waited);
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		sigaddset(&call.waited, passed_on[i]);
+	sigaddset(&call.waited, SIGCHLD);
+	sigaddset(&call.waited, LAUNCHER_GONE);
+	if (sigprocmask(SIG_BLOCK, &call.waited, &call.caller_mask) != 0)
+		fatal("cannot block signals: %s", strerror(errno));
+	pid = (pid_t)clone(plain_init, call.init_stack + STACK_SIZE, CLONE_VM | SIGCHLD, NULL);
+	if (pid < 0)
+		fatal("cannot start the call's guardian: %s", strerror(errno));
+	for (int k = 0; k < call.nlisteners; k++)
+		close(call.listeners[k].fd);
+	monitor(pid);
+}
+
 static _Noreturn void run(int argc, char **argv)
 {
 	uint64_t handled;
@@ -2491,13 +3039,22 @@ static _Noreturn void run(int argc, char **argv)
 	}
 	call.abi = require_landlock_abi("");
 	handled = handled_access_for_abi(call.abi);
-	call.ruleset_fd = create_ruleset(call.abi, call.opt.network == NETWORK_OFF);
+	if (call.opt.network == NETWORK_PROXY && call.abi < NET_ABI)
+		fatal("the proxy bridge without a network namespace needs Landlock's TCP rules "
+		      "(ABI %d, this kernel has %d)", NET_ABI, call.abi);
+	call.ruleset_fd = create_ruleset(call.abi, call.opt.network == NETWORK_OFF ||
+					 call.opt.network == NETWORK_PROXY);
 	if (call.ruleset_fd < 0)
 		fatal("cannot create a Landlock ruleset: %s", strerror(errno));
 	/* Paths are opened while we still hold the caller's privileges. */
 	for (int i = 0; i < call.opt.npaths; i++)
 		add_path_rule(call.ruleset_fd, call.opt.paths[i],
-			      call.opt.writable[i] ? handled : ACCESS_READ_ONLY);
+			      call.opt.writable[i] == GRANT_WRITE ? handled
+			      : call.opt.writable[i] == GRANT_LIST ? ACCESS_READ_DIR
+			      : ACCESS_READ_ONLY,
+			      call.opt.writable[i] == GRANT_READ_TRY || call.opt.writable[i] == GRANT_LIST);
+	if (call.opt.plain)
+		run_plain();
 	/*
 	 * Before the capabilities go: unsharing needs CAP_SYS_ADMIN (or a user
 	 * namespace).  Always a PID namespace, and a mount namespace for its /proc;
@@ -2517,11 +3074,16 @@ static _Noreturn void run(int argc, char **argv)
 		loopback_up();
 	if (call.opt.nbridges > 0)
 		call.nlisteners = open_listeners(&call.opt, call.listeners);
+	if (call.opt.read_only_host)
+		read_only_host(call.opt.paths, call.opt.writable, call.opt.npaths);
 	if (call.opt.nhidden > 0)
 		hide_sockets(call.opt.empty, call.opt.hidden, call.opt.nhidden);
 	if (call.opt.nunreadable > 0)
 		hide_unreadable(call.opt.unreadable, call.opt.nunreadable);
-	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0)
+	if (call.opt.nmounts > 0)
+		bind_protected(call.opt.mounts, call.opt.nmounts);
+	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0 || call.opt.nmounts > 0 ||
+	    call.opt.read_only_host)
 		reenter_workdir();
 
 	/* ENOSYS before Linux 5.3: the death signal alone then. */
@@ -2568,7 +3130,7 @@ static void seal_outside_processes(void)
 			       offsetof(struct landlock_ruleset_attr, handled_access_net), 0U);
 	if (ruleset < 0)
 		fatal("cannot create a Landlock ruleset: %s", strerror(errno));
-	add_path_rule(ruleset, "/", attr.handled_access_fs);
+	add_path_rule(ruleset, "/", attr.handled_access_fs, 0);
 	if (restrict_self(ruleset) != 0)
 		fatal("cannot keep the runner's processes out of reach: %s", strerror(errno));
 	close(ruleset);
@@ -2775,14 +3337,18 @@ static int probe(void)
 	if (child == 0)
 		_exit(probe_child(abi));
 	wait_for_probe(child);
-	/* Every call runs in a PID namespace of its own: no namespace, no backend. */
-	if ((err = namespaces_error(CLONE_NEWPID | CLONE_NEWNS)) != 0)
-		fatal("probe failed: cannot make a PID namespace (every command runs in one): %s",
-		      strerror(err));
-	if (printf("landlock-run: probe ok: abi=%d enforcement=%s ipc=%s\n", abi,
+	/*
+	 * The strongest tier this caller can have: namespaced (PID, mount and network
+	 * namespaces of the call's own, IPC too where possible), else plain (none; the
+	 * guardian ends the call's processes), with why not the stronger.
+	 */
+	err = namespaces_error(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET);
+	if (printf("landlock-run: probe ok: abi=%d enforcement=%s tier=%s ipc=%s%s%s\n", abi,
 		   abi >= FULL_ENFORCEMENT_ABI ? "full" : "partial",
-		   namespaces_error(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC) == 0
-		   ? "private" : "filtered") < 0 ||
+		   err == 0 ? "namespaced" : "plain",
+		   err == 0 && namespaces_error(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+						CLONE_NEWIPC) == 0 ? "private" : "filtered",
+		   err == 0 ? "" : " why=", err == 0 ? "" : strerror(err)) < 0 ||
 	    fflush(stdout) != 0)
 		fatal("probe failed: cannot write the report: %s", strerror(errno));
 	return 0;

@@ -22,14 +22,34 @@ from stockade.sandbox.config import ProviderConfig
 
 IN_CI = os.environ.get("CI") == "true"
 REAL_BACKENDS = ("bwrap", "landlock")
+# What the real-kernel suites judge: each backend, and the Landlock launcher's plain
+# tier forced on this host (`landlock_tier: plain`), as a host with no namespaces has
+# it (tests/security/test_plain_hosts.py simulates such hosts themselves).
+PLAIN = "landlock-plain"
+BACKEND_VARIANTS = (*REAL_BACKENDS, PLAIN)
 NOBODY = 65534
 IS_ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parents[1]
 
 
+def variant_backend(variant: str) -> str:
+    """The backend a result names for `variant` ("landlock" for its plain tier)."""
+    return "landlock" if variant == PLAIN else variant
+
+
+def variant_tier(variant: str) -> str | None:
+    """The Landlock launcher's tier `variant` runs in (None: another backend)."""
+    if variant == PLAIN:
+        return "plain"
+    return "namespaced" if variant == "landlock" else None
+
+
 def require_backend(name: str) -> ProviderConfig:
-    """A config forcing backend `name`; skip locally, FAIL in CI, when it is unusable."""
-    config = ProviderConfig(backend=name)
+    """A config forcing backend `name` (a BACKEND_VARIANTS name); skip locally, FAIL in
+    CI, when it is unusable."""
+    config = ProviderConfig(
+        backend=variant_backend(name), landlock_tier="plain" if name == PLAIN else "auto"
+    )
     selection = select_backend(config)
     if selection.backend is None:
         message = f"backend {name} unusable here: {selection.detail}"

@@ -90,6 +90,8 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     # The deny_read paths this call covers (real paths): a refused read there is a
     # denial that only danger-full-access lifts.
     unreadable: tuple[str, ...] = ()
+    # The Landlock launcher's tier ("namespaced" or "plain"); None for other backends.
+    tier: str | None = None
 
 
 class NetworkClaim(msgspec.Struct, frozen=True):
@@ -100,6 +102,20 @@ class NetworkClaim(msgspec.Struct, frozen=True):
     enforcement: Enforcement
     ungoverned: tuple[str, ...] = ()
     effects: dict[str, str] = {}
+
+
+class TierReport(msgspec.Struct, frozen=True):
+    """One tier of the Landlock launcher: whether this caller can have it (and why
+    not), and what it would claim per confining mode, network off (file claim, then
+    the network's)."""
+
+    tier: str
+    usable: bool
+    why_not: str | None = None
+    selected: bool = False
+    enforcement: dict[str, Enforcement] = {}
+    ungoverned: dict[str, tuple[str, ...]] = {}
+    network_off: dict[str, NetworkClaim] = {}
 
 
 class CandidateReport(msgspec.Struct, frozen=True):
@@ -121,6 +137,8 @@ class CandidateReport(msgspec.Struct, frozen=True):
     # Per confining mode: the same for network allowlist (only where the launcher's
     # bridge carries it: bwrap, the Landlock launcher).
     network_allowlist: dict[str, NetworkClaim] = {}
+    # The Landlock launcher: each tier, strongest first, as this host allows it.
+    tiers: tuple[TierReport, ...] = ()
 
 
 class TrustCheck(msgspec.Struct, frozen=True):
@@ -371,6 +389,8 @@ class ShellResult(msgspec.Struct, frozen=True):
     enforcement: Enforcement | None
     duration: float
     stdout_dropped: int = 0
+    # The Landlock launcher's tier ("namespaced" or "plain"), beside `backend`.
+    tier: str | None = None
     stderr_dropped: int = 0
     runner_failure: str | None = None
     # Why `enforcement` (the FILE sandbox's claim) is partial: the effects this call
@@ -431,6 +451,8 @@ class JobReport(msgspec.Struct, frozen=True):
     backend: str
     enforcement: Enforcement | None
     exit_code: int | None = None
+    # As ShellResult.tier.
+    tier: str | None = None
     denied: bool = False
     read_denied: bool = False
     runner_failed: bool = False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -530,16 +531,33 @@ def test_probe_says_when_a_trust_check_refuses_what_it_would_select():
 
     require_backend("landlock")
     holder = os.path.dirname(os.path.dirname(os.path.abspath(package.__file__)))
-    text = stockade("probe", "--backend", "landlock", cwd=holder)
-    assert text.returncode == 0, text.stderr
-    assert "  landlock: usable, but refused here (" in text.stdout
-    selected = next(line for line in text.stdout.splitlines() if line.startswith("selected:"))
-    assert selected.startswith("selected: landlock, but refused here: stockade's installation")
-    report = json.loads(stockade("probe", "--json", "--backend", "landlock", cwd=holder).stdout)
-    assert report["selected"] == "landlock" and "installation" in report["refused_here"]
-    ran = stockade("run", "--backend", "landlock", "true", cwd=holder)
-    assert ran.returncode == 125 and "SANDBOX_UNAVAILABLE" in ran.stderr
-    elsewhere = json.loads(
-        stockade("probe", "--json", "--backend", "landlock", cwd="/var/tmp").stdout
-    )
-    assert elsewhere["refused_here"] is None
+    # The namespaced tier binds the installation read-only: usable here, and run works.
+    namespaced = json.loads(stockade("probe", "--json", "--backend", "landlock", cwd=holder).stdout)
+    assert namespaced["selected"] == "landlock" and namespaced["refused_here"] is None
+    assert stockade("run", "--backend", "landlock", "true", cwd=holder).returncode == 0
+    # The plain tier cannot: probe says so, and run refuses.
+    conf = tempfile.mkdtemp(prefix="stockade-plain-conf-", dir="/var/tmp")
+    try:
+        config = os.path.join(conf, "stockade.yml")
+        with open(config, "w", encoding="utf-8") as handle:
+            handle.write(
+                "- id: sandbox\n  name: stockade.sandbox.local\n"
+                "  config: {backend: landlock, landlock_tier: plain}\n"
+                "- id: bash\n  name: stockade.bash.sandbox\n"
+            )
+        os.chmod(config, 0o600)
+        text = stockade("probe", "--config", config, cwd=holder)
+        assert text.returncode == 0, text.stderr
+        assert "  landlock: usable, but refused here (" in text.stdout
+        selected = next(line for line in text.stdout.splitlines() if line.startswith("selected:"))
+        assert selected.startswith("selected: landlock, but refused here: stockade's installation")
+        report = json.loads(stockade("probe", "--json", "--config", config, cwd=holder).stdout)
+        assert report["selected"] == "landlock" and "installation" in report["refused_here"]
+        ran = stockade("run", "--config", config, "true", cwd=holder)
+        assert ran.returncode == 125 and "SANDBOX_UNAVAILABLE" in ran.stderr
+        away = tempfile.mkdtemp(prefix="stockade-plain-away-", dir="/var/tmp")
+        elsewhere = json.loads(stockade("probe", "--json", "--config", config, cwd=away).stdout)
+        shutil.rmtree(away)
+        assert elsewhere["refused_here"] is None, elsewhere
+    finally:
+        shutil.rmtree(conf, ignore_errors=True)

@@ -119,9 +119,11 @@ def test_probe_reports_the_running_abi(launcher):
     result = run(launcher, "--probe")
     assert_clean_success(result)
     level = "full" if abi >= 6 else "partial"
-    # With CAP_SYS_ADMIN the launcher can always give the command its own IPC namespace.
+    # With CAP_SYS_ADMIN the launcher can always give the command its own namespaces.
     ipc = "private" if has_cap_sys_admin() else result.stdout.rsplit("=", 1)[1].strip()
-    assert result.stdout == f"landlock-run: probe ok: abi={abi} enforcement={level} ipc={ipc}\n"
+    assert result.stdout == (
+        f"landlock-run: probe ok: abi={abi} enforcement={level} tier=namespaced ipc={ipc}\n"
+    )
 
 
 def test_probe_rejects_other_arguments(launcher):

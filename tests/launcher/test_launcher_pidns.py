@@ -245,14 +245,18 @@ def test_the_launcher_hands_on_no_descriptor_of_its_own(launcher):
     assert done.stdout.split() == ["0", "1", "2", "3"], done
 
 
-def test_no_pid_namespace_no_run(launcher, tmp_path):
-    """Fail closed: where no PID namespace can be made (here: a user namespace whose
-    limit of PID namespaces is 0), nothing runs and the probe fails."""
+def test_no_pid_namespace_the_plain_tier(launcher, tmp_path):
+    """Where no PID namespace can be made (here: a user namespace whose limit of PID
+    namespaces is 0), the namespaced tier fails closed (nothing runs), the probe
+    reports the plain tier and why, and --plain runs the command."""
     if shutil.which("unshare") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true and unshare (util-linux) is missing")
         pytest.skip("needs unshare (util-linux)")
     script = (
         'echo 0 > /proc/sys/user/max_pid_namespaces || exit 99; "$0" --ro / --rw /dev/null '
-        '--rw "$1" -- touch "$1/witness"; echo "run=$?"; "$0" --probe; echo "probe=$?"'
+        '--rw "$1" -- touch "$1/witness"; echo "run=$?"; "$0" --probe; echo "probe=$?"; '
+        '"$0" --plain --ro / --rw /dev/null --rw "$1" -- touch "$1/plain"; echo "plain=$?"'
     )
     witness = tmp_path / "witness"
     done = subprocess.run(
@@ -262,14 +266,20 @@ def test_no_pid_namespace_no_run(launcher, tmp_path):
         timeout=20,
     )
     if done.returncode == 99 or "unshare failed" in done.stderr:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and PID namespaces cannot be limited: {done.stderr}")
         pytest.skip(f"cannot limit PID namespaces here: {done.stderr.strip()}")
-    assert done.stdout.split() == ["run=125", "probe=125"], done
-    run_line, probe_line = done.stderr.splitlines()
+    lines = done.stdout.split("\n")
+    assert lines[0] == "run=125", done
+    assert lines[1].startswith("landlock-run: probe ok: ") and " tier=plain " in lines[1], done
+    assert lines[1].endswith("why=No space left on device"), done
+    assert lines[2:4] == ["probe=0", "plain=0"], done
+    (run_line,) = done.stderr.splitlines()
     assert run_line == (
         "landlock-run: cannot make the command's PID namespace: No space left on device"
     )
-    assert probe_line.startswith("landlock-run: probe failed: cannot make a PID namespace")
     assert not witness.exists()
+    assert (tmp_path / "plain").exists()
     assert_launcher_failure(
         subprocess.CompletedProcess([], 125, "", run_line + "\n"), "PID namespace"
     )

@@ -23,8 +23,12 @@ from stockade.vocab import ExecutionPolicy, SandboxMode
 async def run_calls(backend: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each call: command, mode, root, workdir, job (run as a background job)."""
     results = []
+    plain = backend == "landlock-plain"
+    config = ProviderConfig(
+        backend="landlock" if plain else backend, landlock_tier="plain" if plain else "auto"
+    )
     async with (
-        open_provider(ProviderConfig(backend=backend)) as provider,
+        open_provider(config) as provider,
         open_executor(ExecutorConfig(kill_grace=0.5, default_timeout=60), provider) as executor,
     ):
         for call in calls:

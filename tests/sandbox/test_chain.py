@@ -11,7 +11,6 @@ from stockade.sandbox._probe import Verdict, chain_for, judge_bwrap_probe, judge
 from stockade.sandbox._select import select_backend
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
-from stockade.trust import NEW_REPOSITORY_GAP
 from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
 
 CMD = ("bash", "-c", "true")
@@ -122,13 +121,27 @@ def test_probe_judges():
     )
     assert not privileged.usable and "privileges" in privileged.why_not
 
-    line = "landlock-run: probe ok: abi=7 enforcement=full ipc=private\n"
+    line = "landlock-run: probe ok: abi=7 enforcement=full tier=namespaced ipc=private\n"
     landlock = judge_landlock_probe("/l", 0, line, "")
     assert landlock.usable and landlock.abi == 7 and landlock.ipc == "private"
+    assert landlock.tier == "namespaced" and landlock.tier_why is None
     assert candidate_report(landlock).enforcement == {
         "read-only": Enforcement.FULL,
-        "workspace-write": Enforcement.PARTIAL,
+        "workspace-write": Enforcement.FULL,
     }
+    # Where no namespace can be made: the plain tier, why, and what it leaves open.
+    plain_line = (
+        "landlock-run: probe ok: abi=7 enforcement=full tier=plain ipc=filtered "
+        "why=No space left on device\n"
+    )
+    plain = judge_landlock_probe("/l", 0, plain_line, "")
+    assert plain.usable and plain.tier == "plain" and plain.ipc == "filtered"
+    assert "No space left on device" in plain.tier_why
+    report = candidate_report(plain)
+    assert report.enforcement["workspace-write"] is Enforcement.PARTIAL
+    tiers = {tier.tier: tier for tier in report.tiers}
+    assert not tiers["namespaced"].usable and tiers["namespaced"].why_not == plain.tier_why
+    assert tiers["plain"].usable and tiers["plain"].selected
     # No private IPC namespace possible (or not reported): existing host IPC objects
     # stay usable, and the claim says so in both modes.
     for line in (
@@ -144,7 +157,8 @@ def test_probe_judges():
             "/l", 0, "landlock-run: probe ok: abi=5 enforcement=partial ipc=private\n", ""
         )
     )
-    assert old.ungoverned["read-only"] == ("signals to host processes", "abstract unix sockets")
+    # Its PID namespace holds the host's processes; network on, abstract sockets stay.
+    assert old.ungoverned["read-only"] == ("abstract unix sockets",)
     failed = judge_landlock_probe("/l", 125, "", "landlock-run: probe failed: ABI 0\n")
     assert not failed.usable and "ABI 0" in failed.why_not
 
@@ -243,10 +257,11 @@ def test_the_report_claims_each_mode_with_network_off_too():
     from stockade.sandbox._report import render_selection
 
     bwrap = candidate_report(Verdict("bwrap", True, "/b"))
-    # Only what no bind can reach: a repository a command makes (trust.NEW_REPOSITORY_GAP).
+    # Every file effect held; a repository a command makes is a standing limit, said
+    # once by the report (trust.NEW_REPOSITORY_GAP), not a claim of each mode.
     assert bwrap.enforcement["read-only"] is Enforcement.FULL
-    assert bwrap.enforcement["workspace-write"] is Enforcement.PARTIAL
-    assert bwrap.ungoverned["workspace-write"] == (NEW_REPOSITORY_GAP,)
+    assert bwrap.enforcement["workspace-write"] is Enforcement.FULL
+    assert "workspace-write" not in bwrap.ungoverned
     off = bwrap.network_off
     assert off["read-only"].enforcement is Enforcement.FULL and off["read-only"].ungoverned == ()
     assert off["workspace-write"].enforcement is Enforcement.PARTIAL

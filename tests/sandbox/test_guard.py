@@ -70,7 +70,7 @@ def test_bwrap_workspace_write_blocks_missing_repository_metadata(roots):
     ws, temp, _ = roots
     guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
     # No bind can stop a repository being made in a subdirectory: always said.
-    assert guard.refusal is None and guard.gaps == (NEW_REPOSITORY_GAP,)
+    assert guard.refusal is None and guard.gaps == ()
     found = kinds(guard)
     assert found[str(ws / ".git")] == PIN
     for name in ("hooks", "config", "config.worktree", "commondir"):
@@ -116,7 +116,7 @@ def test_bwrap_protects_an_installation_inside_a_root_and_ignores_one_outside(ro
     found = kinds(guard)
     assert found[str(ws / "venv")] == READ_ONLY
     assert str(outside / "venv") not in found
-    assert guard.refusal is None and guard.gaps == (NEW_REPOSITORY_GAP,)
+    assert guard.refusal is None and guard.gaps == ()
 
 
 def test_bwrap_protects_a_trusted_file_inside_a_root(roots):
@@ -162,7 +162,6 @@ def test_bwrap_reports_a_dotgit_symlink_as_a_gap(roots):
     assert guard.refusal is None
     assert guard.gaps == (
         f"{ws / '.git'} is a symlink inside a writable root: what it protects can be re-pointed",
-        NEW_REPOSITORY_GAP,
     )
     # What it leads to lies outside every root: read-only already, nothing to bind.
     assert not any(path.startswith(str(outside)) for path in kinds(guard))
@@ -180,12 +179,9 @@ def test_landlock_workspace_write_cannot_protect_and_says_so(roots):
     guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)])
     assert guard.protections == ()
     assert guard.refusal is None
-    assert guard.gaps == (LANDLOCK_GAP, NEW_REPOSITORY_GAP)
+    assert guard.gaps == (LANDLOCK_GAP,)
     extra = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
-    assert extra.gaps == (
-        LANDLOCK_GAP.replace(", .vscode", ", .vscode, Makefile"),
-        NEW_REPOSITORY_GAP,
-    )
+    assert extra.gaps == (LANDLOCK_GAP.replace(", .vscode", ", .vscode, Makefile"),)
 
 
 def test_landlock_refuses_an_installation_inside_a_root(roots):
@@ -222,7 +218,6 @@ def test_landlock_may_accept_an_unprotected_installation_as_a_partial_claim(root
     assert guard.gaps == (
         f"stockade's installation under {ws} is not protected",
         LANDLOCK_GAP,
-        NEW_REPOSITORY_GAP,
     )
 
 
@@ -230,7 +225,7 @@ def test_landlock_ignores_an_installation_outside_every_root(roots):
     ws, temp, outside = roots
     guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], installation=[str(outside)])
     assert guard.refusal is None
-    assert guard.gaps == (LANDLOCK_GAP, NEW_REPOSITORY_GAP)
+    assert guard.gaps == (LANDLOCK_GAP,)
 
 
 def test_landlock_refuses_a_trusted_file_inside_a_root(roots):
@@ -258,7 +253,7 @@ def test_landlock_lists_names_relative_to_the_innermost_root(tmp_path):
     guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)])
     # Neither has a `.git`: each is blocked whole, and named once.
     names = ".claude, .codex, .git, .idea, .mcp.json, .vscode, stockade.yml"
-    assert guard.gaps == (f"protected paths not enforced: {names}", NEW_REPOSITORY_GAP)
+    assert guard.gaps == (f"protected paths not enforced: {names}",)
 
 
 # --- the argv builders ------------------------------------------------------------------
@@ -332,7 +327,9 @@ def test_protection_args_per_kind():
     ]
 
 
-def test_confined_argv_passes_protections_to_bwrap_dialects_only():
+def test_confined_argv_passes_protections_to_every_mounting_runner():
+    """bwrap's dialects bind them, and so does the Landlock launcher's namespaced tier
+    (`--bind-*`, `--empty-dir`); its plain tier has no mount namespace to bind in."""
     for backend in (a.BWRAP, a.RUNNER_COMMAND):
         argv = a.confined_argv(
             backend, "/b", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS
@@ -341,7 +338,14 @@ def test_confined_argv_passes_protections_to_bwrap_dialects_only():
     landlock = a.confined_argv(
         a.LANDLOCK, "/l", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS
     )
-    assert landlock == a.landlock_argv("/l", WW, "/work/project", TEMP, CMD)
+    for protection in PROTECTIONS:
+        assert a.launcher_protection_args(protection)[-1] == protection.path
+        assert protection.path in landlock
+    plain = a.confined_argv(
+        a.LANDLOCK, "/l", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS, tier=a.PLAIN
+    )
+    assert plain == a.landlock_argv("/l", WW, "/work/project", TEMP, CMD, tier=a.PLAIN)
+    assert not any(path in plain for path in (x.path for x in PROTECTIONS))
 
 
 def test_seatbelt_denies_writes_to_non_pin_protections_last():
@@ -378,10 +382,13 @@ def test_wrap_with_gaps_claims_partial():
     bwrap = p.wrap(p.Backend("bwrap", "/usr/bin/bwrap"), POLICY, HOST, CMD, gaps=(gap,))
     assert bwrap.enforcement is Enforcement.PARTIAL
     assert bwrap.gaps == (gap,)
-    landlock = p.wrap(p.Backend("landlock", "/l", abi=7), POLICY, HOST, CMD, gaps=(gap,))
+    plain = p.Backend("landlock", "/l", abi=7, tier=a.PLAIN, private_ipc=False)
+    landlock = p.wrap(plain, POLICY, HOST, CMD, gaps=(gap,))
     assert landlock.enforcement is Enforcement.PARTIAL
     assert landlock.gaps[-1] == gap
     assert "chmod outside the writable roots" in landlock.gaps
+    namespaced = p.wrap(p.Backend("landlock", "/l", abi=7, tier=a.NAMESPACED), POLICY, HOST, CMD)
+    assert namespaced.enforcement is Enforcement.FULL and namespaced.gaps == ()
     clean = p.wrap(p.Backend("bwrap", "/usr/bin/bwrap"), POLICY, HOST, CMD)
     assert clean.enforcement is Enforcement.FULL and clean.gaps == ()
 
@@ -431,9 +438,11 @@ def test_guard_output_feeds_wrap(roots):
     assert set(with_blockers.blockers) == {x.path for x in guard.protections if x.kind == BLOCK}
     assert str(ws / ".git" / "hooks") in with_blockers.blockers
     assert os.path.join(str(ws), ".git", "config") in wrapped.argv
-    # Network on: only what no bind can reach keeps the claim partial.
-    assert wrapped.enforcement is Enforcement.PARTIAL
-    assert wrapped.gaps == (NEW_REPOSITORY_GAP,)
+    # Network on: every bind in place, the claim is full (a repository made during the
+    # call is a standing limit `probe` states, not this call's gap).
+    assert wrapped.enforcement is Enforcement.FULL
+    assert wrapped.gaps == ()
+    assert NEW_REPOSITORY_GAP not in wrapped.gaps
 
 
 def test_an_empty_placeholder_is_blocked_again_not_nested_into(roots):

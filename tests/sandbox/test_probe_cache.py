@@ -117,7 +117,7 @@ def test_a_cache_line_naming_a_runner_never_chooses_what_runs(runner, tmp_path):
     # Rewritten in the current format, without any path:
     with open(cache_path(runner), encoding="utf-8") as cache:
         text = cache.read()
-    assert text == f"{key}\tbwrap\t\t\n"
+    assert text == f"{key}\tbwrap\t\t\t\t\n"
     assert str(elsewhere) not in text
     # A current line is a hit, and the runner is still the one located.
     verdict = _probe.remembered("bwrap", probe, 1.0)
@@ -200,4 +200,4 @@ def test_stockade_exec_never_runs_a_runner_a_cache_line_names(scratch):
         assert (work / "x").exists()
         (work / "x").unlink()
     assert not planted_ran.exists()
-    assert cache.read_text() == f"{key}\tbwrap\t\t\n"
+    assert cache.read_text() == f"{key}\tbwrap\t\t\t\t\n"

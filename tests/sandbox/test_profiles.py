@@ -113,6 +113,7 @@ def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
         "--rw",
         "/dev/null",
         "--seal-metadata",
+        "--read-only-host",
         "--private-ipc",
         "--",
         *CMD,
@@ -139,7 +140,29 @@ def test_landlock_workspace_write_adds_root_and_temp_roots():
         "/tmp",
         "--rw",
         "/var/tmp/agent",
+        "--read-only-host",
         "--private-ipc",
+        "--",
+        *CMD,
+    )
+    # The plain tier: no namespace, no read-only host, IPC filtered.
+    plain = a.landlock_argv(
+        "/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD, network=ON, tier=a.PLAIN
+    )
+    assert plain == (
+        "/x/landlock-run",
+        "--die-with-parent",
+        "--plain",
+        "--ro",
+        "/",
+        "--rw",
+        "/dev/null",
+        "--rw",
+        "/work/project",
+        "--rw",
+        "/tmp",
+        "--rw",
+        "/var/tmp/agent",
         "--",
         *CMD,
     )
@@ -175,7 +198,14 @@ def test_wrap_carries_each_backends_dialect():
     assert bwrap.runner_failure_rules[0].fatal_signatures == ("bwrap:",)
 
     landlock = p.wrap(p.Backend("landlock", "/l", abi=7), RO, HOST, CMD)
-    assert landlock.denial_signatures == ("Permission denied",)
+    # The namespaced tier refuses through its mounts too (read-only host, binds).
+    assert landlock.denial_signatures == (
+        "Read-only file system",
+        "Device or resource busy",
+        "Permission denied",
+    )
+    plain = p.wrap(p.Backend("landlock", "/l", abi=7, tier=a.PLAIN), RO, HOST, CMD)
+    assert plain.denial_signatures == ("Permission denied",)
     (rule,) = landlock.runner_failure_rules
     assert rule.exit_codes == frozenset({125})
     assert rule.fatal_signatures == ("landlock-run:",)
@@ -190,16 +220,23 @@ def test_wrap_carries_each_backends_dialect():
 def test_landlock_enforcement_is_a_truthful_claim():
     full, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 7, network=ON)
     assert (full, none) == (Enforcement.FULL, ())
-    partial, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 7, network=ON)
+    # The namespaced tier makes the host read-only in its mount namespace: metadata
+    # changes outside the roots are refused (EROFS), as under bwrap.
+    held, none = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 7, network=ON)
+    assert (held, none) == (Enforcement.FULL, ())
+    partial, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 7, network=ON, tier=a.PLAIN)
     assert partial is Enforcement.PARTIAL
     assert "chmod outside the writable roots" in gaps
     old, old_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 2, network=ON)
     assert old is Enforcement.PARTIAL
-    assert old_gaps == (
+    assert old_gaps == ("truncate", "device ioctl", "abstract unix sockets")
+    _, plain_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 2, network=ON, tier=a.PLAIN)
+    assert plain_gaps == (
         "truncate",
         "device ioctl",
-        "signals to host processes",
         "abstract unix sockets",
+        "signals to host processes",
+        p.PLAIN_UNSCOPED_GAP,
     )
     scoped, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 6, network=ON)
     assert (scoped, none) == (Enforcement.FULL, ())
@@ -207,9 +244,9 @@ def test_landlock_enforcement_is_a_truthful_claim():
         SandboxMode.READ_ONLY, 7, private_ipc=False, network=ON
     )
     assert shared is Enforcement.PARTIAL and ipc_gaps == (p.LANDLOCK_SHARED_IPC_GAP,)
-    assert (
-        p.wrap(p.Backend("landlock", "/l", abi=7), WW, HOST, CMD).enforcement is Enforcement.PARTIAL
-    )
+    assert p.wrap(p.Backend("landlock", "/l", abi=7), WW, HOST, CMD).enforcement is Enforcement.FULL
+    plain = p.Backend("landlock", "/l", abi=7, tier=a.PLAIN, private_ipc=False)
+    assert p.wrap(plain, WW, HOST, CMD).enforcement is Enforcement.PARTIAL
 
 
 def test_wrapped_is_plain_data_that_round_trips():
@@ -229,7 +266,9 @@ def test_network_is_off_unless_said():
     assert RO_OFF.network is OFF and WW_OFF.network is OFF
     argv = a.bwrap_argv("/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD)
     assert "--unshare-net" in argv
-    assert "--no-network" in a.landlock_argv("/l", WW.mode, WW.workspace_root, TEMP, CMD)
+    assert "--private-network" in a.landlock_argv("/l", WW.mode, WW.workspace_root, TEMP, CMD)
+    plain = a.landlock_argv("/l", WW.mode, WW.workspace_root, TEMP, CMD, tier=a.PLAIN)
+    assert "--no-network" in plain
 
 
 def test_bwrap_network_off_unshares_the_network_and_filters_families():
@@ -290,9 +329,19 @@ def test_bwrap_workspace_write_hides_sockets_through_its_filter_stage():
 
 
 def test_landlock_network_off():
+    """The namespaced tier: a network namespace of the call's own (its loopback: a
+    command's own servers work). The plain tier: no socket family but AF_UNIX."""
     ro = a.landlock_argv("/l", RO.mode, "/w", TEMP, CMD, network=OFF)
     assert ro[ro.index("--private-ipc") :] == (
         "--private-ipc",
+        "--private-network",
+        "--unix-pairs-only",
+        "--",
+        *CMD,
+    )
+    plain = a.landlock_argv("/l", RO.mode, "/w", TEMP, CMD, network=OFF, tier=a.PLAIN)
+    assert plain[plain.index("--seal-metadata") :] == (
+        "--seal-metadata",
         "--no-network",
         "--unix-pairs-only",
         "--",
@@ -301,7 +350,7 @@ def test_landlock_network_off():
     ww = a.landlock_argv("/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS)
     assert ww[ww.index("--private-ipc") :] == (
         "--private-ipc",
-        "--no-network",
+        "--private-network",
         "--empty",
         a.EMPTY_FILE,
         "--hide-socket",
@@ -371,9 +420,14 @@ def test_network_off_claims_never_full_for_what_is_not_governed():
 
 
 def test_network_claim_names_every_effect():
-    for backend, launcher in (("bwrap", "/l"), ("bwrap", None), ("landlock", None)):
+    for backend, launcher, tier in (
+        ("bwrap", "/l", a.NAMESPACED),
+        ("bwrap", None, a.NAMESPACED),
+        ("landlock", None, a.NAMESPACED),
+        ("landlock", None, a.PLAIN),
+    ):
         for mode in (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE):
-            effects, gaps = p.network_claim(backend, mode, OFF, abi=7, launcher=launcher)
+            effects, gaps = p.network_claim(backend, mode, OFF, abi=7, launcher=launcher, tier=tier)
             assert tuple(effects) == p.NETWORK_EFFECTS
             open_ = [how for how in effects.values() if how.startswith(p.NOT_GOVERNED)]
             assert [how.split(": ", 1)[1] for how in open_] == [
@@ -382,12 +436,17 @@ def test_network_claim_names_every_effect():
     assert p.network_claim("bwrap", SandboxMode.READ_ONLY, ON, launcher="/l") == ({}, ())
     # Below ABI 6 abstract sockets are open in workspace-write (listed with the
     # launcher's other older-ABI gaps), refused with the Unix sockets in read-only.
-    effects, gaps = p.network_claim("landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5)
+    # (The plain tier's: the namespaced tier's network namespace holds them.)
+    effects, gaps = p.network_claim(
+        "landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5, tier=a.PLAIN
+    )
     assert effects[p.NET_ABSTRACT].startswith(p.NOT_GOVERNED)
     # ...and the network claim names it (it no longer lives only in the file claim).
     assert "abstract unix sockets (ABI < 6)" in gaps
-    _, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 5, network=OFF)
+    _, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 5, network=OFF, tier=a.PLAIN)
     assert gaps.count("abstract unix sockets") == 1
+    namespaced, gaps = p.network_claim("landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5)
+    assert namespaced[p.NET_ABSTRACT] == namespaced[p.NET_TCP] and "abstract" not in str(gaps)
 
 
 def test_sockets_under_dev_are_hidden_by_landlock_only():

@@ -22,7 +22,13 @@ from stockade.sandbox.config import ProviderConfig
 from stockade.sandbox.private_tmp import make_private_tmp, remove_private_tmp
 from stockade.vocab import ExecutionPolicy, Network, SandboxMode, network_under
 
-from ..support import REAL_BACKENDS, require_backend
+from ..support import (
+    BACKEND_VARIANTS,
+    REAL_BACKENDS,
+    require_backend,
+    variant_backend,
+    variant_tier,
+)
 from .support import ATTACKS, SYSTEM_PYTHON, Terrain, expected_enforcement, new_terrain
 
 Record = tuple[str, str, str]  # (backend, attempt, outcome: stopped | NOT STOPPED | disclosed)
@@ -37,7 +43,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     records = config.stash.get(RECORDS, [])
     if not records:
         return
-    for backend in REAL_BACKENDS:
+    for backend in BACKEND_VARIANTS:
         mine = [record for record in records if record[0] == backend]
         attempts = [r for r in mine if r[2] != "disclosed"]
         stopped = [r for r in attempts if r[2] == "stopped"]
@@ -86,9 +92,16 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, ProviderConfig]:
     return request.param, require_backend(request.param)
 
 
+@pytest.fixture(scope="session", params=BACKEND_VARIANTS)
+def variant(request: pytest.FixtureRequest) -> tuple[str, ProviderConfig]:
+    """What the battery runs on: each backend, and the Landlock launcher's plain tier
+    (as on a host with no namespaces); skipped locally and FAILED in CI when unusable."""
+    return request.param, require_backend(request.param)
+
+
 @pytest.fixture
-def battery(request: pytest.FixtureRequest, backend) -> Battery:
-    return Battery(backend=backend[0], records=request.config.stash[RECORDS])
+def battery(request: pytest.FixtureRequest, variant) -> Battery:
+    return Battery(backend=variant[0], records=request.config.stash[RECORDS])
 
 
 @pytest.fixture(scope="session")
@@ -119,6 +132,8 @@ class Sandbox:
 
     # The test's "session": its private temp directory, the commands' TMPDIR.
     temp_dir: str | None = None
+    # The Landlock launcher's tier (None: bwrap).
+    tier: str | None = None
 
     def spec(
         self,
@@ -161,20 +176,31 @@ class Sandbox:
         assert result.backend == self.backend
         assert result.mode is mode
         assert result.network is network_under(mode, network), result
-        expected = expected_enforcement(self.backend, mode, network, host_temp=host_temp)
+        expected = expected_enforcement(
+            self.backend, mode, network, host_temp=host_temp, tier=self.tier or "namespaced"
+        )
         assert result.enforcement is expected, result
+        assert result.tier == self.tier, result
         return result
 
 
 @pytest.fixture
-async def sandbox(backend, terrain, battery) -> AsyncIterator[Sandbox]:
-    name, config = backend
+async def sandbox(variant, terrain, battery) -> AsyncIterator[Sandbox]:
+    name, config = variant
     tmp = make_private_tmp()
     try:
         async with (
             open_provider(config) as provider,
             open_executor(ExecutorConfig(kill_grace=0.5), provider) as executor,
         ):
-            yield Sandbox(name, provider, executor, terrain, battery, temp_dir=tmp.path)
+            yield Sandbox(
+                variant_backend(name),
+                provider,
+                executor,
+                terrain,
+                battery,
+                temp_dir=tmp.path,
+                tier=variant_tier(name),
+            )
     finally:
         assert remove_private_tmp(tmp), f"{tmp.path} was left behind"

@@ -60,14 +60,18 @@ def expected_enforcement(
     network: Network = Network.OFF,
     *,
     host_temp: tuple[str, ...] = (),
+    tier: str = "namespaced",
 ) -> Enforcement:
-    """The claim each result must carry (docs/security.md, "Enforcement"): Landlock
-    workspace-write leaves metadata outside the roots open; with network off,
-    workspace-write on either backend leaves the named Unix sockets it could not find
-    when the call started; the host's shared temp roots granted (`host_temp`) are
-    named too; and no backend keeps a repository made in a subdirectory from git
-    (trust.NEW_REPOSITORY_GAP): workspace-write is always partial."""
-    if mode is WW:
+    """The FILE claim each result must carry (docs/security.md, "Enforcement"): bwrap
+    and the Landlock launcher's namespaced tier hold every file effect they govern
+    (`full`; a repository made during a call is a standing limit said by `probe`, not
+    by each call); the host's shared temp roots granted (`host_temp`) are named; the
+    plain tier leaves the host's IPC objects, and in workspace-write metadata outside
+    the roots and the protected paths, open (`partial`). What network off leaves open
+    is the network claim's, apart."""
+    if host_temp and mode is WW:
+        return Enforcement.PARTIAL
+    if backend == "landlock" and tier == "plain":
         return Enforcement.PARTIAL
     return Enforcement.FULL
 

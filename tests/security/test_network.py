@@ -240,14 +240,15 @@ async def test_raw_and_packet_sockets_reach_nothing(sandbox, mode):
 
 @by_mode
 async def test_netlink_shows_no_host_interface(sandbox, mode):
-    """bwrap: netlink reaches only the command's own namespace (its `lo`); Landlock
-    refuses the family. Judged against the host's own interfaces."""
+    """bwrap and the Landlock launcher's namespaced tier: netlink reaches only the
+    command's own namespace (its `lo`); the plain tier refuses the family. Judged
+    against the host's own interfaces."""
     host_links = set(os.listdir("/sys/class/net")) - {"lo"}
     with sandbox.battery.attempt(f"network off: netlink sees host interfaces ({mode.value})"):
         result = await sandbox.run("ip -o link show", mode)
         listed = {line.split(":")[1].strip().split("@")[0] for line in result.stdout.splitlines()}
         assert listed & host_links == set(), result.stdout
-        if sandbox.backend == "landlock":
+        if sandbox.tier == "plain":
             assert "Address family not supported" in result.stderr, result.stderr
 
 
@@ -288,12 +289,23 @@ async def test_io_uring_stays_refused_with_network_off(sandbox):
 # --- named Unix sockets -----------------------------------------------------------------
 
 
+async def plain_pathname_gap(sandbox, mode, what: str, **run) -> None:
+    """The plain tier in workspace-write: no mount namespace to cover the host's named
+    sockets, so the claim names them (`partial`); disclosed, not an attempt."""
+    result = await sandbox.run("true", mode, **run)
+    assert _profiles.LANDLOCK_PATHNAME_GAP in result.network_gaps, result.network_gaps
+    sandbox.battery.disclosed(f"{what} (plain tier, {mode.value})")
+
+
 @by_mode
 @by_via
 async def test_a_named_socket_outside_the_roots_is_not_reached(sandbox, mode, via):
     """The host's named sockets (docker.sock grants root): read-only refuses every Unix
     socket but connected pairs; workspace-write covers each one found when the call
     starts with an empty read-only file (ECONNREFUSED), on both backends."""
+    if sandbox.tier == "plain" and mode is WW:
+        await plain_pathname_gap(sandbox, mode, "a named socket outside the roots")
+        return
     path = sandbox.terrain.outside / "service.sock"
     dgram = sandbox.terrain.outside / "journal.sock"
     with unix_server(path) as inbox, unix_server(dgram, socket.SOCK_DGRAM) as datagrams:
@@ -315,6 +327,9 @@ async def test_a_named_socket_outside_the_roots_is_not_reached(sandbox, mode, vi
 async def test_a_named_socket_in_a_temp_root_is_not_reached(sandbox, mode):
     """A host service's socket inside a writable root (tmux, ssh-agent and X11 keep
     theirs in /tmp) is covered too: a command can neither reach nor remove it."""
+    if sandbox.tier == "plain" and mode is WW:
+        await plain_pathname_gap(sandbox, mode, "a named socket in a temp root")
+        return
     directory = Path("/tmp") / sandbox.terrain.host_name("tmux")
     directory.mkdir(mode=0o700)
     path = directory / "default"
@@ -335,6 +350,9 @@ async def test_a_named_socket_in_a_temp_root_is_not_reached(sandbox, mode):
 async def test_a_socket_listed_through_a_symlink_is_covered_at_its_real_path(sandbox, mode):
     """A service that bound `/var/run/x.sock` is listed by that name; /var/run is a
     symlink to /run. The socket is covered where it really is, under both names."""
+    if sandbox.tier == "plain" and mode is WW:
+        await plain_pathname_gap(sandbox, mode, "a socket listed through a symlink")
+        return
     real = sandbox.terrain.outside / "real-run"
     real.mkdir()
     alias = sandbox.terrain.base / "var-run"
@@ -365,10 +383,11 @@ async def test_own_unix_sockets_work_in_workspace_write_only(sandbox, mode):
 
 @by_mode
 async def test_a_commands_own_loopback(sandbox, mode):
-    """bwrap gives the command a loopback of its own: a server it starts there and
-    connects to works. The Landlock launcher refuses the family (no socket to bind)."""
+    """bwrap and the Landlock launcher's namespaced tier give the command a loopback of
+    its own: a server it starts there and connects to works. The plain tier (no
+    namespace) refuses the family (no socket to bind)."""
     result = await sandbox.run(f"{ATTACK} loopback-self hello", mode)
-    if sandbox.backend == "bwrap":
+    if sandbox.tier != "plain":
         assert "loopback-self: DONE hello" in result.stdout, stopped(result)
     else:
         assert "loopback-self: refused EAFNOSUPPORT" in result.stdout, stopped(result)
@@ -379,6 +398,9 @@ async def test_the_named_gap_a_socket_bound_after_the_call_starts(sandbox, mode)
     """What the claim names and no backend covers in workspace-write: a named socket
     the host binds after the call started (so it was not found). Read-only refuses
     Unix sockets altogether. Pinned, not counted."""
+    if sandbox.tier == "plain" and mode is WW:
+        await plain_pathname_gap(sandbox, mode, "a socket bound after the call starts")
+        return
     path = sandbox.terrain.outside / "late.sock"
     command = (
         f"for i in $(seq 100); do [ -S {path} ] && break; sleep 0.05; done; "
@@ -440,6 +462,9 @@ async def test_a_socket_from_another_network_namespace(sandbox, mode):
     /proc/net/unix. Mounted in as a file (how docker.sock reaches a container) it is
     found among the mount points and covered; at its own path it is the named gap in
     workspace-write (pinned), refused in read-only."""
+    if sandbox.tier == "plain" and mode is WW:
+        await plain_pathname_gap(sandbox, mode, "a socket from another network namespace")
+        return
     terrain = sandbox.terrain
     original, mounted = terrain.outside / "elsewhere.sock", terrain.outside / "mounted.sock"
     got = terrain.base / "elsewhere.got"
@@ -581,8 +606,12 @@ async def test_nobody_reaches_no_host_server(sandbox, runner, nobody_terrain, mo
             out = done.stdout.decode() + done.stderr.decode()
             assert tcp.settled() == [], out
             assert udp.settled(0) == [], out
-            assert unix.settled(0) == [], out
+            if not (sandbox.tier == "plain" and mode is WW):
+                assert unix.settled(0) == [], out
             assert "tcp-send: refused" in out, out
+        if sandbox.tier == "plain" and mode is WW:
+            # The host's named sockets: the plain tier's named gap.
+            await plain_pathname_gap(sandbox, mode, "as nobody: a named socket")
 
 
 @as_root_only
@@ -670,7 +699,7 @@ def test_concurrent_runs_report_the_network_the_host_saw(terrain):
         assert reported["network"] == network, reported
         assert (tag in seen) == (network == "on"), (tag, reported)
         if network == "off" and mode is WW:
-            assert reported["enforcement"] == "partial", reported
+            assert reported["network_enforcement"] == "partial", reported
 
 
 def _usable(name: str) -> bool:

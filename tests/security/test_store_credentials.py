@@ -34,7 +34,7 @@ from stockade.vocab import SandboxMode, SandboxPolicy
 
 from ..postgres._cluster import PASSWORD, PASSWORD_ROLE
 from ..postgres.fixtures import fresh_database, pg_dsn, with_params  # noqa: F401
-from ..support import stockade
+from ..support import stockade, variant_backend, variant_tier
 from .support import IS_ROOT, NOBODY, SYSTEM_PYTHON
 from .test_unprivileged import runner  # noqa: F401
 
@@ -129,10 +129,11 @@ SCENARIOS = ("passfile", "PGPASSFILE", "sslkey", "service", "default-tls")
 NOBODY_SCENARIOS = ("sslkey", "service", "default-tls")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def databases(pg_dsn) -> tuple[str, str]:  # noqa: F811
     """A database the password role owns: its DSN as that role (no password), and as
-    the trusted superuser."""
+    the trusted superuser. One per test: a scenario logging in as the superuser makes
+    the log's tables the superuser's, which the password role may then not use."""
     database = fresh_database(pg_dsn, owner=PASSWORD_ROLE)
     return with_params(database, user=PASSWORD_ROLE), database
 
@@ -164,8 +165,12 @@ def credentials(request, databases, monkeypatch) -> Iterator[Credentials]:
 
 
 def composition(backend: str, dsn: str) -> list[dict]:
+    """`backend` a BACKEND_VARIANTS name (the plain tier: landlock_tier plain)."""
+    sandbox = {"backend": variant_backend(backend)}
+    if variant_tier(backend) == "plain":
+        sandbox["landlock_tier"] = "plain"
     return [
-        {"id": "sandbox", "name": "stockade.sandbox.local", "config": {"backend": backend}},
+        {"id": "sandbox", "name": "stockade.sandbox.local", "config": sandbox},
         {"id": "bash", "name": "stockade.bash.sandbox"},
         {"id": "fs", "name": "stockade.fs.sandbox"},
         {"id": "approval", "name": "stockade.approval.user", "config": {"policy": "never"}},
@@ -276,10 +281,10 @@ async def _confined_as_nobody(harness, runner, mode, command, root):  # noqa: F8
 @pytest.mark.skipif(not IS_ROOT, reason="spawning as uid 65534 needs a root caller")
 @pytest.mark.parametrize("credentials", NOBODY_SCENARIOS, indirect=True)
 @by_mode
-async def test_nobody_reads_no_credential_of_the_store(backend, runner, credentials, mode):  # noqa: F811
+async def test_nobody_reads_no_credential_of_the_store(variant, runner, credentials, mode):  # noqa: F811
     """The harness's own confinement, with its command run as uid 65534: the files
     nobody can read unconfined (the service file, the TLS keys) stay hidden."""
-    name, _ = backend
+    name, _ = variant
     # nobody's own root, as a session's would be (the launcher makes its placeholders
     # for protected paths there as the command's user).
     os.chown(credentials.root, NOBODY, NOBODY)

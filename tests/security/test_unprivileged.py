@@ -18,6 +18,7 @@ import trio
 from stockade.sandbox._select import select_backend
 from stockade.vocab import SandboxPolicy
 
+from ..support import variant_backend
 from .support import (
     IS_ROOT,
     MODES,
@@ -57,9 +58,10 @@ ATTACKS = {
 
 
 @pytest.fixture
-def runner(backend, terrain) -> str:
+def runner(variant, terrain) -> str:
     """The selected runner, or a copy nobody can execute (the static launcher only)."""
-    name, config = backend
+    name, config = variant
+    name = variant_backend(name)
     path = select_backend(config).backend.runner
     try:
         subprocess.run(
@@ -96,7 +98,9 @@ async def confined_as_nobody(sandbox, runner, mode, command):
     wrapped = await sandbox.provider.confine(
         ("bash", "-c", command), SandboxPolicy(mode, str(sandbox.terrain.root))
     )
-    assert wrapped.enforcement is expected_enforcement(sandbox.backend, mode)
+    assert wrapped.enforcement is expected_enforcement(
+        sandbox.backend, mode, tier=sandbox.tier or "namespaced"
+    )
     argv = (runner, *wrapped.argv[1:])
     return await trio.run_process(
         argv,
@@ -140,7 +144,7 @@ async def test_nobody_metadata_of_an_owned_outside_file(sandbox, runner, nobody_
     owned = terrain.public / "nobody.txt"
     command = f"chmod 600 {owned}; touch -d 2001-01-01 {owned}; chmod 777 {terrain.root}/.."
     before = terrain.state(with_root=mode is RO)
-    if sandbox.backend == "landlock" and mode is WW:
+    if sandbox.tier == "plain" and mode is WW:
         await confined_as_nobody(sandbox, runner, mode, command)  # asserts `partial`
         sandbox.battery.disclosed(
             "as nobody: chmod/utimes of an owned outside file (workspace-write)"

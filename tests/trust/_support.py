@@ -36,7 +36,8 @@ NOBODY = 65534
 DENIED_WW = "[sandbox: file access denied under workspace-write mode]"
 DENIED_RO = "[sandbox: file access denied under read-only mode]"
 # What each backend's kernel path prints on a refused write (FACTS.md).
-DENIAL_TEXT = {"bwrap": "Read-only file system", "landlock": "Permission denied"}
+# The namespaced tier refuses a write outside the roots on its read-only host first.
+DENIAL_TEXT = {"bwrap": "Read-only file system", "landlock": "Read-only file system"}
 # A repository at the root; the temp root (/tmp) has no `.git`: named whole.
 PROTECTED_GAP = (
     "protected paths not enforced: .claude, .codex, .git, .git/commondir, .git/config, "

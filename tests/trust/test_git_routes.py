@@ -2,7 +2,8 @@
 a real workspace-write call, then the person runs `git status` UNCONFINED on the host;
 the fsmonitor would touch a file outside every root. Under bwrap that file never
 appears; unconfined (the control) it does, so each route is real; the Landlock
-launcher cannot keep any of it read-only and says so (`partial`, the path named).
+launcher's namespaced tier holds every route as bwrap does; its plain tier cannot
+keep any of it read-only and says so (`partial`, the path named).
 
 Routes: a `.git/commondir` (git then reads config and hooks where it points); the
 commondir of the gitdir a `.git` file names; `.git/config.worktree` (read with
@@ -205,13 +206,18 @@ def assert_not_run(area: Area, route: Route, how: str) -> None:
 
 @by_route
 @pytest.mark.parametrize("entry", ["executor", "stockade-run"])
-async def test_bwrap_keeps_each_git_route_closed(area: Area, state_dir, route: Route, entry):
-    require_backend("bwrap")
+@pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
+async def test_each_git_route_stays_closed_where_the_runner_binds(
+    area: Area, state_dir, route: Route, entry, backend_name
+):
+    """bwrap, and the Landlock launcher's namespaced tier, as bwrap: the planted
+    fsmonitor never runs, neither during the call nor in the person's git later."""
+    require_backend(backend_name)
     route.setup(area, area.root)
     before = snapshot(area.root)
     command = route.plant(area.target())
     if entry == "executor":
-        async with open_harness(composition(state_dir, backend="bwrap")) as harness:
+        async with open_harness(composition(state_dir, backend=backend_name)) as harness:
             session = await harness.open_session(cwd=area.root)
             result = await session.run_tool("bash", {"command": command})
         assert result.facts["exit_code"] != 0, result.text
@@ -219,10 +225,12 @@ async def test_bwrap_keeps_each_git_route_closed(area: Area, state_dir, route: R
         if route.reported:
             assert result.facts["denied"] is True, result.text
             assert DENIED_WW in result.text, result.text
-        assert result.facts["enforcement"] == "partial"
-        assert NEW_REPOSITORY_GAP in result.facts["gaps"], result.facts["gaps"]
+        assert result.facts["enforcement"] == "full", result.facts
+        assert NEW_REPOSITORY_GAP not in result.facts["gaps"], result.facts["gaps"]
     else:
-        done = cli("run", "--mode", "workspace-write", "--backend", "bwrap", command, cwd=area.root)
+        done = cli(
+            "run", "--mode", "workspace-write", "--backend", backend_name, command, cwd=area.root
+        )
         assert done.returncode != 0, done.stderr
         assert any(text in done.stderr for text in BWRAP_DENIALS), done.stderr
     assert_not_run(area, route, "during the call")
@@ -245,17 +253,20 @@ def test_control_each_git_route_is_real_unconfined(area: Area, route: Route):
 
 
 @by_route
-async def test_landlock_claims_partial_naming_each_git_route(area: Area, state_dir, route: Route):
+async def test_the_plain_tier_claims_partial_naming_each_git_route(
+    area: Area, state_dir, route: Route
+):
     require_backend("landlock")
     route.setup(area, area.root)
-    async with open_harness(composition(state_dir, backend="landlock")) as harness:
+    config = {"backend": "landlock", "landlock_tier": "plain"}
+    async with open_harness(composition(state_dir, **config)) as harness:
         session = await harness.open_session(cwd=area.root)
         result = await session.run_tool("bash", {"command": "true"})
     assert result.facts["backend"] == "landlock" and result.facts["enforcement"] == "partial"
+    assert result.facts["tier"] == "plain"
     (named,) = [g for g in result.facts["gaps"] if g.startswith("protected paths not enforced: ")]
     names = named.removeprefix("protected paths not enforced: ").split(", ")
     assert route.named in names, names
-    assert NEW_REPOSITORY_GAP in result.facts["gaps"]
 
 
 # --- ordinary git use ---------------------------------------------------------------------

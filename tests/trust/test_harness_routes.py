@@ -22,7 +22,7 @@ from stockade.executor.config import ExecutorConfig
 from stockade.sandbox._profiles import UNFOUND_SOCKETS_GAP
 from stockade.sandbox.actor import open_provider
 from stockade.sandbox.config import ProviderConfig
-from stockade.trust import INSTALL_FIX, NEW_REPOSITORY_GAP
+from stockade.trust import INSTALL_FIX
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
 from ..support import require_backend
@@ -161,8 +161,13 @@ def assert_installation_intact(venv_before) -> None:
     assert file_state(PYVENV) == venv_before, "the venv's pyvenv.cfg changed"
 
 
-def test_the_installation_in_the_root_is_read_only_under_bwrap(repo_root: Path):
-    require_backend("bwrap")
+@pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
+def test_the_installation_in_the_root_is_read_only_where_the_runner_binds(
+    repo_root: Path, backend_name: str
+):
+    """bwrap and the Landlock launcher's namespaced tier bind stockade's installation
+    read-only in a call rooted over it: the writes are refused (EROFS, a denial)."""
+    require_backend(backend_name)
     venv_before = file_state(PYVENV)
     done = cli(
         "run",
@@ -170,7 +175,7 @@ def test_the_installation_in_the_root_is_read_only_under_bwrap(repo_root: Path):
         "--mode",
         "workspace-write",
         "--backend",
-        "bwrap",
+        backend_name,
         "--root",
         str(repo_root),
         PLANT,
@@ -178,10 +183,10 @@ def test_the_installation_in_the_root_is_read_only_under_bwrap(repo_root: Path):
     )
     assert_installation_intact(venv_before)
     facts = json.loads(done.stdout)
-    # Partial for network off (the default): the named sockets it could not find; and
-    # for what no bind reaches (a repository made in a subdirectory).
-    assert facts["backend"] == "bwrap" and facts["enforcement"] == "partial", facts
-    assert facts["gaps"] == [NEW_REPOSITORY_GAP], facts
+    # Every bind held; network off (the default) names the named sockets it could not
+    # find, in the network claim.
+    assert facts["backend"] == backend_name and facts["enforcement"] == "full", facts
+    assert facts["gaps"] == [], facts
     assert facts["network_gaps"] == [UNFOUND_SOCKETS_GAP], facts
     assert facts["network"] == "off", facts
     assert facts["denied"] is True, facts
@@ -189,17 +194,31 @@ def test_the_installation_in_the_root_is_read_only_under_bwrap(repo_root: Path):
     assert not (repo_root / "stockade.yml").exists(), "a placeholder was left in the checkout"
 
 
-def test_the_installation_in_the_root_is_refused_under_landlock(repo_root: Path):
+def _plain_config(area: Area, **extra: object) -> Path:
+    """A trusted composition (outside every root, private) asking for the plain tier."""
+    config = area.tools / "stockade-plain.yml"
+    keys = "".join(f"    {key}: {str(value).lower()}\n" for key, value in extra.items())
+    config.write_text(
+        "- id: sandbox\n  name: stockade.sandbox.local\n  config:\n"
+        f"    backend: landlock\n    landlock_tier: plain\n{keys}"
+        "- id: bash\n  name: stockade.bash.sandbox\n"
+    )
+    config.chmod(0o600)
+    return config
+
+
+def test_the_installation_in_the_root_is_refused_by_the_plain_tier(repo_root: Path, area: Area):
     require_backend("landlock")
     venv_before = file_state(PYVENV)
+    config = _plain_config(area)
     for json_flag in (("--json",), ()):
         done = cli(
             "run",
             *json_flag,
+            "--config",
+            str(config),
             "--mode",
             "workspace-write",
-            "--backend",
-            "landlock",
             "--root",
             str(repo_root),
             PLANT,
@@ -220,17 +239,23 @@ def test_the_installation_in_the_root_is_refused_under_landlock(repo_root: Path)
         assert "allow_unprotected_installation" in detail, detail
 
 
-async def test_the_installation_in_a_harness_root(backend, repo_root: Path, state_dir):
-    """The same through a harness session rooted at the checkout: bwrap refuses the
-    writes (EROFS, a denial); the launcher refuses the call (nothing runs)."""
+@pytest.mark.parametrize(
+    ("backend", "tier"), [("bwrap", "auto"), ("landlock", "auto"), ("landlock", "plain")]
+)
+async def test_the_installation_in_a_harness_root(backend, repo_root: Path, state_dir, tier):
+    """The same through a harness session rooted at the checkout: bwrap and the
+    Landlock launcher's namespaced tier refuse the writes (EROFS, a denial); the plain
+    tier refuses the call (nothing runs)."""
+    require_backend(backend)
     venv_before = file_state(PYVENV)
-    async with open_harness(composition(state_dir, backend=backend)) as harness:
+    config = {"backend": backend, **({"landlock_tier": tier} if tier == "plain" else {})}
+    async with open_harness(composition(state_dir, **config)) as harness:
         session = await harness.open_session(cwd=repo_root)
         result = await session.run_tool("bash", {"command": PLANT})
     assert_installation_intact(venv_before)
-    if backend == "bwrap":
+    if tier == "auto":
         assert result.facts["denied"] is True and DENIED_WW in result.text, result.text
-        assert result.facts["gaps"] == (NEW_REPOSITORY_GAP,), result.facts
+        assert result.facts["gaps"] == (), result.facts
         assert result.facts["network_gaps"] == (UNFOUND_SOCKETS_GAP,), result.facts
     else:
         assert result.is_error and "SANDBOX_UNAVAILABLE" in result.text, result.text
@@ -241,8 +266,13 @@ async def test_the_installation_in_a_harness_root(backend, repo_root: Path, stat
 
 
 async def test_allow_unprotected_installation_runs_it_and_claims_partial(repo_root, state_dir):
+    """The plain tier's way out (the namespaced tier binds the installation anyway)."""
     require_backend("landlock")
-    config = {"backend": "landlock", "allow_unprotected_installation": True}
+    config = {
+        "backend": "landlock",
+        "landlock_tier": "plain",
+        "allow_unprotected_installation": True,
+    }
     async with open_harness(composition(state_dir, **config)) as harness:
         session = await harness.open_session(cwd=repo_root)
         result = await session.run_tool("bash", {"command": "echo ran"})
@@ -252,8 +282,8 @@ async def test_allow_unprotected_installation_runs_it_and_claims_partial(repo_ro
     assert result.facts["enforcement"] == "partial", result.facts
     gap = f"stockade's installation under {repo_root} is not protected"
     assert gap in result.facts["gaps"], result.facts["gaps"]
-    # Read-only writes nothing anywhere: no gap to disclose there.
-    assert read_only.facts["enforcement"] == "full", read_only.facts
+    # Read-only writes nothing anywhere: no installation gap to disclose there.
+    assert not any("installation" in gap for gap in read_only.facts["gaps"]), read_only.facts
 
 
 def test_allow_unprotected_installation_from_a_trusted_cli_config(repo_root, area: Area):
@@ -261,7 +291,8 @@ def test_allow_unprotected_installation_from_a_trusted_cli_config(repo_root, are
     config = area.tools / "stockade.yml"
     config.write_text(
         "- id: sandbox\n  name: stockade.sandbox.local\n  config:\n"
-        "    backend: landlock\n    allow_unprotected_installation: true\n"
+        "    backend: landlock\n    landlock_tier: plain\n"
+        "    allow_unprotected_installation: true\n"
         "- id: bash\n  name: stockade.bash.sandbox\n"
     )
     config.chmod(0o600)

@@ -19,7 +19,7 @@ import trio
 
 from stockade import open_harness
 from stockade.sandbox import placeholders
-from stockade.sandbox._profiles import UNFOUND_SOCKETS_GAP
+from stockade.sandbox._profiles import LANDLOCK_SHARED_IPC_GAP, UNFOUND_SOCKETS_GAP
 from stockade.sandbox.actor import open_provider
 from stockade.trust import NEW_REPOSITORY_GAP
 from stockade.vocab import SandboxMode, SandboxPolicy
@@ -199,12 +199,17 @@ def undo_ordinary_writes(root: Path) -> None:
 
 
 @by_case
-async def test_protected_paths_stay_read_only_under_bwrap(area: Area, state_dir, case: Case):
-    require_backend("bwrap")
+@pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
+async def test_protected_paths_stay_read_only_where_the_runner_binds_them(
+    area: Area, state_dir, case: Case, backend_name: str
+):
+    """bwrap and the Landlock launcher's namespaced tier bind each protected path
+    read-only in the call's mount namespace (existing or not)."""
+    require_backend(backend_name)
     root = area.root
     case.setup(root)
     before = snapshot(root)
-    config = {"backend": "bwrap", "protected_paths": list(case.extra)}
+    config = {"backend": backend_name, "protected_paths": list(case.extra)}
     async with open_harness(composition(state_dir, **config)) as harness:
         session = await harness.open_session(cwd=root)
         result = await session.run_tool("bash", {"command": case.command})
@@ -228,24 +233,33 @@ async def test_protected_paths_stay_read_only_under_bwrap(area: Area, state_dir,
     # Then the report: a write to a protected path is a denial like any other (the
     # command ran: not SANDBOX_UNAVAILABLE).
     assert not result.is_error, result.text
-    # Every protected path held; network off (the session's default) names only the
-    # named sockets it could not find.
-    assert result.facts["backend"] == "bwrap" and result.facts["enforcement"] == "partial"
-    assert result.facts["gaps"] == (NEW_REPOSITORY_GAP,), result.facts
+    # Every protected path held (a repository made during the call is a standing
+    # limit `probe` states); network off (the session's default) names only the named
+    # sockets it could not find.
+    assert result.facts["backend"] == backend_name, result.facts
+    assert result.facts["enforcement"] == "full", result.facts
+    assert result.facts["gaps"] == (), result.facts
+    assert NEW_REPOSITORY_GAP not in result.facts["gaps"]
     assert result.facts["network_gaps"] == (UNFOUND_SOCKETS_GAP,), result.facts
     assert result.facts["denied"] is True, f"not reported as a denial:\n{result.text}"
     assert DENIED_WW in result.text, result.text
 
 
 @by_case
-async def test_landlock_claims_partial_naming_the_protected_paths(
+async def test_the_plain_tier_claims_partial_naming_the_protected_paths(
     area: Area, state_dir, case: Case
 ):
+    """Without a mount namespace (the Landlock launcher's plain tier) nothing can be
+    kept read-only inside a writable grant: each protected path is named."""
     require_backend("landlock")
     root = area.root
     case.setup(root)
     repository = (root / ".git").is_dir()
-    config = {"backend": "landlock", "protected_paths": list(case.extra)}
+    config = {
+        "backend": "landlock",
+        "landlock_tier": "plain",
+        "protected_paths": list(case.extra),
+    }
     async with open_harness(composition(state_dir, **config)) as harness:
         session = await harness.open_session(cwd=root)
         result = await session.run_tool("bash", {"command": case.command})
@@ -265,9 +279,9 @@ async def test_landlock_claims_partial_naming_the_protected_paths(
     assert expected <= set(names), (expected - set(names), names)
     if repository and not case.also_named:
         assert gap == PROTECTED_GAP
-    assert NEW_REPOSITORY_GAP in result.facts["gaps"]
-    # Read-only writes nothing: the claim is full, with nothing to disclose.
-    assert read_only.facts["enforcement"] == "full" and read_only.facts["gaps"] == ()
+    assert result.facts["tier"] == "plain"
+    # Read-only writes nothing: what it leaves open is the plain tier's own (host IPC).
+    assert read_only.facts["gaps"] == (LANDLOCK_SHARED_IPC_GAP,), read_only.facts
 
 
 async def test_a_symlinked_git_is_protected_or_disclosed(area: Area, state_dir):

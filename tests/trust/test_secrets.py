@@ -206,3 +206,52 @@ def test_a_search_over_a_directory_changed_just_now_is_not_kept(tmp_path, monkey
     deny.expand((str(root),), environ={"HOME": str(tmp_path)})
     deny.expand((str(root),), environ={"HOME": str(tmp_path)})
     assert len(searches) == 2
+
+
+def test_complement_grants_reach_everything_but_the_hidden_paths(tmp_path):
+    """The plain tier's deny_read: every entry beside the way to a hidden path is read,
+    each directory on the way listed only, the hidden path nothing; a symlink gets no
+    grant of its own; a hidden path inside a writable root is a gap, said per path."""
+    from stockade.trust.secrets import complement_grants
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / "notes.txt").write_text("x")
+    (home / "project").mkdir()
+    (home / "link").symlink_to(home / ".ssh")
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / ".env").write_text("x")
+    hidden = (str(home / ".ssh"), str(root / ".env"))
+    reads, lists, gaps = complement_grants(hidden, (str(root),))
+    assert str(home / ".ssh") not in reads and str(home / ".ssh") not in lists
+    assert {str(home / "notes.txt"), str(home / "project")} <= set(reads)
+    assert str(home / "link") not in reads
+    assert {"/", str(tmp_path), str(home)} <= set(lists)
+    assert not any(path.startswith(str(home / ".ssh")) for path in reads)
+    assert gaps == (
+        f"deny_read: {root / '.env'} lies inside a writable root, which the plain tier "
+        "grants whole",
+    )
+    assert complement_grants((), ("/w",)) == (("/",), (), ())
+
+
+def test_a_complement_is_reused_only_while_its_directories_are_unchanged(tmp_path, monkeypatch):
+    import stockade.trust.secrets as secrets
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    _age(home)
+    import time
+
+    time.sleep(0.05)
+    made = []
+    real = secrets.complement_grants
+    monkeypatch.setattr(secrets, "complement_grants", lambda *a: made.append(a) or real(*a))
+    deny = DenyRead(())
+    first = deny.complement((str(home / ".ssh"),), ())
+    assert deny.complement((str(home / ".ssh"),), ()) == first and len(made) == 1
+    # A command renames its way around the list: the directory changed, grants again.
+    (home / "new").write_text("x")
+    again = deny.complement((str(home / ".ssh"),), ())
+    assert len(made) == 2 and str(home / "new") in again[0]

@@ -113,12 +113,16 @@ async def run_each(state_dir: str, root: Path, commands: list[str], **config: ob
         return [await session.run_tool("bash", {"command": c}) for c in commands]
 
 
-async def test_bwrap_keeps_every_startup_file_and_setting_read_only(area: Area, home, state_dir):
-    require_backend("bwrap")
+@pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
+async def test_every_startup_file_and_setting_stays_read_only_where_the_runner_binds(
+    area: Area, home, state_dir, backend_name
+):
+    """bwrap, and the Landlock launcher's namespaced tier as bwrap."""
+    require_backend(backend_name)
     root = area.root
     before = {item.name: item_state(root, item) for item in ITEMS}
     whole = snapshot(root)
-    results = await run_each(state_dir, root, [i.command for i in ITEMS], backend="bwrap")
+    results = await run_each(state_dir, root, [i.command for i in ITEMS], backend=backend_name)
     failures = []
     for item, result in zip(ITEMS, results, strict=True):
         if item_state(root, item) != before[item.name]:
@@ -131,7 +135,7 @@ async def test_bwrap_keeps_every_startup_file_and_setting_read_only(area: Area, 
     assert after == whole, describe_change(whole, after)
     # Ordinary writes in the home directory and the root still work.
     (ordinary,) = await run_each(
-        state_dir, root, ["echo ok > home/notes.txt && echo ok > file.txt"], backend="bwrap"
+        state_dir, root, ["echo ok > home/notes.txt && echo ok > file.txt"], backend=backend_name
     )
     assert ordinary.facts["exit_code"] == 0 and not ordinary.facts["denied"], ordinary.text
 
@@ -145,9 +149,11 @@ def test_control_every_write_is_real_unconfined(area: Area):
         assert item_state(root, item) != before, f"{item.name}: not a real write"
 
 
-async def test_landlock_claims_partial_naming_every_item(area: Area, home, state_dir):
+async def test_the_plain_tier_claims_partial_naming_every_item(area: Area, home, state_dir):
     require_backend("landlock")
-    (result,) = await run_each(state_dir, area.root, ["true"], backend="landlock")
+    (result,) = await run_each(
+        state_dir, area.root, ["true"], backend="landlock", landlock_tier="plain"
+    )
     assert result.facts["enforcement"] == "partial"
     (gap,) = [g for g in result.facts["gaps"] if g.startswith("protected paths not enforced: ")]
     names = gap.removeprefix("protected paths not enforced: ").split(", ")
@@ -191,14 +197,15 @@ async def test_unprotect_leaves_named_items_writable(area: Area, home, state_dir
         assert result.facts["exit_code"] == 0 and not result.facts["denied"], result.text
     assert (home / ".bashrc").read_text().endswith("evil\n")
     assert (root / ".vscode" / "t").read_text() == "evil\n"
-    if backend_name == "bwrap":
+    if backend_name in ("bwrap", "landlock"):
         before = {item.name: item_state(root, item) for item in kept}
         results = await run_each(state_dir, root, [i.command for i in kept], **config)
         assert all(result.facts["denied"] for result in results)
         for item in kept:
             assert item_state(root, item) == before[item.name], item.name
-    else:
-        (result,) = await run_each(state_dir, root, ["true"], **config)
+    if backend_name == "landlock":
+        plain = {**config, "landlock_tier": "plain"}
+        (result,) = await run_each(state_dir, root, ["true"], **plain)
         (gap,) = [g for g in result.facts["gaps"] if g.startswith("protected paths not")]
         names = gap.split(": ", 1)[1].split(", ")
         assert "home/.bashrc" not in names and ".vscode" not in names, names

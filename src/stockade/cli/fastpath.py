@@ -124,6 +124,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # The trust base counts the host's temp roots writable whatever this call gets.
         writable_roots=(root, *host_temp_roots()),
         bwrap_path=provider.bwrap_path if provider else None,
+        tier=provider.landlock_tier if provider else "auto",
     )
     # One exec is one session: a private temp directory instead of /tmp, its TMPDIR,
     # removed when the command is done (read-only could not write it anyway).
@@ -164,6 +165,14 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # The command may inherit this terminal: it must not type into it (TIOCSTI).
         new_session=True,
     )
+    if runner.tier == "plain":
+        # Weaker than a namespaced call, once, where a person sees it (docs/backends.md).
+        say(
+            sys.stderr,
+            "stockade: Landlock's plain tier (not namespaced: "
+            f"{runner.tier_why or 'no namespace can be made'}): partial enforcement, "
+            "see `stockade probe`\n",
+        )
     held = confined.held
     blockers = [p.path for p in confined.guard.protections if p.kind == "block"] if held else []
     from ..limits.exec_rlimits import exec_rlimits, with_rlimits

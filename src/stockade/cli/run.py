@@ -82,14 +82,18 @@ JSON_KEYS = (
     "mode",
     "network",
     "backend",
+    # The Landlock launcher's tier (namespaced or plain); null for other backends.
+    "tier",
     "enforcement",
     # What the file claim leaves unenforced: every `partial` says why.
     "gaps",
     # The network claim apart (null when the call had the network), and its gaps.
     "network_enforcement",
     "network_gaps",
-    # network allowlist: every connection the proxy decided (destination, verdict, rule).
+    # network allowlist: every connection the proxy decided (destination, verdict, rule),
+    # and those refused unread over a bound of open connections.
     "connections",
+    "connections_refused",
     # The harness's variables the environment policy kept from the command (names).
     "env_dropped",
     # How it ended (one cause), the limit it reached, the note; what it used, and how

@@ -35,6 +35,7 @@ from .types import (
 Inherit = Literal["all", "core", "none"]
 # Spelled out for the type checker; tests/config keep it equal to the provider's BACKEND_CHOICES.
 Backend = Literal["auto", "bwrap", "landlock", "seatbelt"]
+LandlockTier = Literal["auto", "plain"]
 # The default protected items `unprotect` may drop; tests/unit/test_trust.py keeps it
 # equal to trust.UNPROTECTABLE.
 Unprotectable = Literal[
@@ -108,6 +109,9 @@ class SandboxLocalConfig:
     # What no confined command may read beside the defaults; "!NAME" leaves a default
     # item out (docs/security.md, "Secrets: files").
     deny_read: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_deny_read)
+    # The Landlock launcher's tier: the strongest the host allows (auto), or plain
+    # (no namespace) even where namespaces exist, as on a host without them.
+    landlock_tier: LandlockTier = "auto"
 
     def provider_config(self) -> ProviderConfig:
         return ProviderConfig(
@@ -120,6 +124,7 @@ class SandboxLocalConfig:
             allow_unprotected_installation=self.allow_unprotected_installation,
             allow_host_temp=self.allow_host_temp,
             deny_read=self.deny_read,
+            landlock_tier=self.landlock_tier,
         )
 
 

@@ -31,6 +31,8 @@ class WrapFacts:
     mode: SandboxMode
     backend: str
     enforcement: Enforcement | None
+    # The Landlock launcher's tier, beside `backend` (None for other backends).
+    tier: str | None = None
     denial_signatures: tuple[str, ...] = ()
     runner_failure_rules: tuple[RunnerFailureRule, ...] = ()
     gaps: tuple[str, ...] = ()
@@ -76,6 +78,7 @@ class WrapFacts:
             mode=mode,
             backend=wrapped.backend,
             enforcement=wrapped.enforcement,
+            tier=wrapped.tier,
             denial_signatures=wrapped.denial_signatures,
             runner_failure_rules=wrapped.runner_failure_rules,
             gaps=wrapped.gaps,
@@ -176,6 +179,7 @@ def settled_result(
         cancelled=cancelled,
         mode=facts.mode,
         backend=facts.backend,
+        tier=facts.tier,
         enforcement=facts.enforcement,
         network=facts.network,
         duration=duration,
@@ -207,6 +211,7 @@ def unstarted_result(
         cancelled=cancelled,
         mode=facts.mode,
         backend=facts.backend,
+        tier=facts.tier,
         enforcement=facts.enforcement,
         network=facts.network,
         duration=0.0,
@@ -238,6 +243,7 @@ def waited_out_result(
         cancelled=False,
         mode=facts.mode,
         backend=facts.backend,
+        tier=facts.tier,
         enforcement=facts.enforcement,
         network=facts.network,
         duration=waited,

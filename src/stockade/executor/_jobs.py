@@ -120,6 +120,7 @@ class Job:
             stderr_dropped=err.dropped,
             mode=self.facts.mode,
             backend=self.facts.backend,
+            tier=self.facts.tier,
             enforcement=self.facts.enforcement,
             exit_code=result.exit_code if result else None,
             denied=result.denied if result else False,

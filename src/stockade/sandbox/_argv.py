@@ -23,6 +23,14 @@ RUNNER_COMMAND = "runner-command"
 
 SEATBELT_EXEC = "/usr/bin/sandbox-exec"
 
+# The Landlock launcher's tiers, strongest first (docs/backends.md, "Tiers"): the
+# call's own PID, mount and network namespaces (IPC where it can), or none at all.
+NAMESPACED = "namespaced"
+PLAIN = "plain"
+TIERS = (NAMESPACED, PLAIN)
+# Why a call runs in the plain tier where namespaces exist (`landlock_tier: plain`).
+FORCED_PLAIN = "the composition asks for it (landlock_tier: plain)"
+
 # /proc entries whose writes change host state even from a fresh procfs; bound
 # read-only over bwrap's own /proc (the "-try" form tolerates their absence).
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
@@ -229,48 +237,105 @@ def landlock_argv(
     temp_roots: Sequence[str],
     argv: Sequence[str],
     *,
+    tier: str = NAMESPACED,
     private_ipc: bool = True,
     network: Network = Network.OFF,
     hidden_sockets: Sequence[str] = (),
     unreadable: Sequence[str] = (),
     proxy: str | None = None,
+    protections: Sequence[Protection] = (),
+    grants: Grants | None = None,
 ) -> tuple[str, ...]:
-    """The shipped launcher: read and execute everywhere but `unreadable` (covered in
-    the mount namespace every call gets), write only the grants.
+    """The shipped launcher, in `tier`: write only the grants.
 
-    `private_ipc` (the probe found it possible): the command gets an IPC namespace of
-    its own, or the launcher fails; without it the launcher refuses creating, removing
-    and changing host IPC objects, and the claim names what stays open.
+    NAMESPACED: read and execute everywhere but `unreadable` (covered in the call's own
+    mount namespace); `protections` (the trust base's) bound there as bwrap binds them;
+    network off or allowlist, a network namespace of the call's own (its loopback up:
+    a command's own servers work, the host's are out of reach), allowlist's one way out
+    the bridge to `proxy`. `private_ipc` (the probe found it possible): an IPC
+    namespace of its own, or the launcher fails; without it host IPC objects are not
+    created, removed or changed (seccomp), and the claim names what stays open.
+    `hidden_sockets` are covered in the mount namespace.
 
-    `network` off: no socket family but AF_UNIX (seccomp) and no TCP port (Landlock,
-    ABI >= 4); in read-only no Unix socket but connected pairs either.
-    `hidden_sockets` are covered in a mount namespace of the command's own (made as
-    the private IPC namespace is: only where that is possible).
+    PLAIN (no namespace can be made): read and execute everywhere but `grants` leaves
+    out (deny_read's complement, `trust.secrets.complement_grants`); network off, no
+    socket family but AF_UNIX and no TCP port; allowlist, TCP to the bridge's port on
+    the host's loopback alone (the launcher picks the port and sets the proxy
+    variables).
+
+    Either way: network off in read-only, no Unix socket but connected pairs.
     """
     # Every caller waits for the launcher (the executor, `stockade exec`): killed, it
     # takes the call with it, as bwrap's --die-with-parent does.
-    args: list[str] = [launcher, "--die-with-parent", "--ro", "/", "--rw", "/dev/null"]
+    args: list[str] = [launcher, "--die-with-parent"]
+    if tier == PLAIN:
+        args.append("--plain")
+        if grants is None:
+            args += ["--ro", "/"]
+        else:
+            for path in grants.lists:
+                args += ["--list", path]
+            for path in grants.reads:
+                args += ["--ro-try", path]
+    else:
+        args += ["--ro", "/"]
+    args += ["--rw", "/dev/null"]
     if mode is SandboxMode.READ_ONLY:
         args.append("--seal-metadata")
     for writable in writable_roots(mode, root, temp_roots):
         args += ["--rw", writable]
-    if private_ipc:
-        args.append("--private-ipc")
-    if network is Network.ALLOWLIST:
-        # Its own network namespace (loopback only), whose one way out is the bridge
-        # to this call's proxy endpoint (`proxy`, checked by the confine sequence).
-        args.append("--private-network")
-        if proxy is not None:
-            args += ["--proxy-bridge", f"{PROXY_PORT}:{proxy}"]
-    elif network is Network.OFF:
-        args.append("--no-network")
+    if tier == PLAIN:
+        if network is Network.ALLOWLIST and proxy is not None:
+            args += ["--proxy-bridge", f"0:{proxy}"]
+        elif network.confined:
+            args.append("--no-network")
+    else:
+        # Every mount but the grants read-only in the call's mount namespace (metadata
+        # changes outside the roots refused, as under bwrap; the same refusal text).
+        args.append("--read-only-host")
+        if private_ipc:
+            args.append("--private-ipc")
+        if network.confined:
+            # Its own network namespace (loopback only); with allowlist, its one way
+            # out is the bridge to this call's proxy endpoint (`proxy`, checked by the
+            # confine sequence).
+            args.append("--private-network")
+            if network is Network.ALLOWLIST and proxy is not None:
+                args += ["--proxy-bridge", f"{PROXY_PORT}:{proxy}"]
     if pairs_only(mode, network):
         # (The bridge stands outside the command's filters: it still reaches the proxy.)
         args.append("--unix-pairs-only")
-    if network.confined and hidden_sockets and private_ipc:
-        args += hiding_args(hidden_sockets)
-    args += unreadable_args(unreadable)
+    if tier == NAMESPACED:
+        if network.confined and hidden_sockets and private_ipc:
+            args += hiding_args(hidden_sockets)
+        args += unreadable_args(unreadable)
+        for protection in protections:
+            args += launcher_protection_args(protection)
     return (*args, "--", *argv)
+
+
+class Grants:
+    """Read access in the plain tier, where nothing can be covered: reads (tuple[str,
+    ...]: read and execute beneath each), lists (tuple[str, ...]: list each directory
+    and every one beneath it, read no file there)."""
+
+    __slots__ = ("lists", "reads")
+
+    def __init__(self, reads: tuple[str, ...], lists: tuple[str, ...]) -> None:
+        self.reads, self.lists = reads, lists
+
+
+def launcher_protection_args(protection: Protection) -> list[str]:
+    """The launcher's options for one protected path (the namespaced tier), as
+    `protection_args` gives bwrap's."""
+    path = protection.path
+    if protection.kind == "pin":
+        return ["--bind-pin", path]
+    if protection.kind == "read-only":
+        return ["--bind-ro", path]
+    if protection.directory:
+        return ["--empty-dir", path]
+    return ["--bind-file", placeholder_source(path), path]
 
 
 def seatbelt_profile(
@@ -340,11 +405,13 @@ def confined_argv(
     hidden_sockets: Sequence[str] = (),
     unreadable: Sequence[str] = (),
     proxy: str | None = None,
+    tier: str = NAMESPACED,
+    grants: Grants | None = None,
 ) -> tuple[str, ...]:
     """The argv to spawn instead of `argv`, for the selected backend and runner.
 
-    The Landlock launcher cannot carve read-only holes out of a writable grant:
-    the caller refuses or claims `partial` for the protections it would need.
+    The Landlock launcher binds the protections in its namespaced tier; in its plain
+    tier it cannot, and the caller claims `partial` for them (`_guard`).
     `launcher` is bwrap's filter stage (not an operator's runner_command: what it can
     see inside is its own business); `private_ipc` is the Landlock launcher's.
     `network` is the call's effective value; `hidden_sockets` the host's named Unix
@@ -373,11 +440,14 @@ def confined_argv(
             root,
             temp_roots,
             argv,
+            tier=tier,
             private_ipc=private_ipc,
             network=network,
             hidden_sockets=hidden_sockets,
             unreadable=unreadable,
             proxy=proxy,
+            protections=protections,
+            grants=grants,
         )
     if backend == SEATBELT:
         return seatbelt_argv(mode, root, temp_roots, argv, protections, network, unreadable)

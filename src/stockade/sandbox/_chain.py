@@ -8,9 +8,10 @@ from typing import Final
 
 import attrs
 
-from ..messages import CandidateReport, NetworkClaim
+from ..messages import CandidateReport, NetworkClaim, TierReport
 from ..trust import DEFAULT_PROTECTED, NEW_REPOSITORY_GAP
 from ..vocab import Enforcement, Network, SandboxMode
+from ._argv import NAMESPACED, PLAIN, TIERS
 from ._probe import Chosen, Verdict, filter_launcher
 from ._profiles import (
     BWRAP,
@@ -25,27 +26,80 @@ from ._profiles import (
 CONFINING_MODES: Final = (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE)
 
 
+# What the plain tier leaves open in workspace-write, besides its kernel's gaps: it
+# has no mount namespace to bind the protected paths in.
+PLAIN_PROTECTED_GAP: Final = "protected paths (" + ", ".join(DEFAULT_PROTECTED) + ")"
+# A standing limit of every backend, said once by `probe` (not by every call).
+STANDING_LIMITS: Final = (NEW_REPOSITORY_GAP,)
+
+
 def _claim(
-    verdict: Verdict, mode: SandboxMode, network: Network
+    verdict: Verdict, mode: SandboxMode, network: Network, tier: str | None = None
 ) -> tuple[Enforcement, tuple[str, ...]]:
     if verdict.backend == LANDLOCK:
+        tier = tier or verdict.tier or NAMESPACED
         claim, gaps = landlock_enforcement(
-            mode, verdict.abi or 0, private_ipc=verdict.ipc == "private", network=network
+            mode,
+            verdict.abi or 0,
+            private_ipc=verdict.ipc == "private" and tier == NAMESPACED,
+            network=network,
+            tier=tier,
         )
-        if mode is SandboxMode.WORKSPACE_WRITE:
-            # It cannot keep a path read-only inside a writable grant.
-            claim = Enforcement.PARTIAL
-            gaps = (*gaps, "protected paths (" + ", ".join(DEFAULT_PROTECTED) + ")")
-            gaps = (*gaps, NEW_REPOSITORY_GAP)
+        if mode is SandboxMode.WORKSPACE_WRITE and tier == PLAIN:
+            claim, gaps = Enforcement.PARTIAL, (*gaps, PLAIN_PROTECTED_GAP)
         return claim, gaps
     if verdict.backend == BWRAP:
         gaps = bwrap_gaps(mode, filter_launcher(), network=network)
     else:
         _, gaps = network_claim(verdict.backend, mode, network)
-    if mode is SandboxMode.WORKSPACE_WRITE:
-        # No bind reaches a repository a command makes (trust.NEW_REPOSITORY_GAP).
-        gaps = (*gaps, NEW_REPOSITORY_GAP)
     return (Enforcement.PARTIAL if gaps else Enforcement.FULL), gaps
+
+
+def tier_reports(verdict: Verdict) -> tuple[TierReport, ...]:
+    """The Landlock launcher's tiers, strongest first: which this host allows, and
+    what each would claim per confining mode (network off)."""
+    reports = []
+    for tier in TIERS:
+        usable = verdict.usable and (tier == PLAIN or verdict.tier == NAMESPACED)
+        why_not = None
+        if not verdict.usable:
+            why_not = verdict.why_not
+        elif not usable:
+            why_not = verdict.tier_why
+        enforcement: dict[str, Enforcement] = {}
+        ungoverned: dict[str, tuple[str, ...]] = {}
+        network_off: dict[str, NetworkClaim] = {}
+        if verdict.usable:
+            for mode in CONFINING_MODES:
+                claim, gaps = _claim(verdict, mode, Network.ON, tier)
+                enforcement[mode.value] = claim
+                if gaps:
+                    ungoverned[mode.value] = gaps
+                effects, net_gaps = network_claim(
+                    LANDLOCK,
+                    mode,
+                    Network.OFF,
+                    abi=verdict.abi or 0,
+                    private_ipc=verdict.ipc == "private" and tier == NAMESPACED,
+                    tier=tier,
+                )
+                network_off[mode.value] = NetworkClaim(
+                    enforcement=Enforcement.PARTIAL if net_gaps else Enforcement.FULL,
+                    ungoverned=net_gaps,
+                    effects=effects,
+                )
+        reports.append(
+            TierReport(
+                tier=tier,
+                usable=usable,
+                why_not=why_not,
+                selected=usable and (verdict.tier or NAMESPACED) == tier,
+                enforcement=enforcement,
+                ungoverned=ungoverned,
+                network_off=network_off,
+            )
+        )
+    return tuple(reports)
 
 
 def candidate_report(verdict: Verdict) -> CandidateReport:
@@ -74,6 +128,7 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
                     abi=verdict.abi or 0,
                     launcher=filter_launcher() if verdict.backend == BWRAP else None,
                     private_ipc=verdict.ipc == "private",
+                    tier=verdict.tier or NAMESPACED,
                 )
                 claims[mode.value] = NetworkClaim(
                     enforcement=Enforcement.PARTIAL if gaps else Enforcement.FULL,
@@ -91,6 +146,7 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
         probed=verdict.probed,
         network_off=network_off,
         network_allowlist=allowlist,
+        tiers=tier_reports(verdict) if verdict.backend == LANDLOCK else (),
     )
 
 

@@ -16,8 +16,19 @@ import os
 
 from ..errors import CommandStartError, InvalidPolicy, SandboxUnavailable
 from ..modes import Network, SandboxMode
-from ..trust import check_temp_roots, resolve_workspace_root
-from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, confined_argv, hides_sockets, writable_roots
+from ..trust import check_temp_roots, is_under, resolve_workspace_root
+from ._argv import (
+    BWRAP,
+    FORCED_PLAIN,
+    LANDLOCK,
+    NAMESPACED,
+    PLAIN,
+    RUNNER_COMMAND,
+    Grants,
+    confined_argv,
+    hides_sockets,
+    writable_roots,
+)
 from ._guard import guard_call
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
@@ -32,8 +43,9 @@ if TYPE_CHECKING:
 
 # Confine again when the disk changed between the guard and holding its placeholders.
 ATTEMPTS = 3
-# Only the bwrap dialects mount over placeholders (Seatbelt denies by rule, Landlock
-# cannot protect a path inside a writable grant at all).
+# The bwrap dialects mount over placeholders, and so does the Landlock launcher in its
+# namespaced tier (Seatbelt denies by rule; the plain tier cannot protect a path inside
+# a writable grant at all).
 MOUNTING = (BWRAP, RUNNER_COMMAND)
 
 # Plain classes with slots, not namedtuples (each namedtuple costs ~0.1 ms to define:
@@ -46,9 +58,20 @@ class Runner:
     is run), source (str | None: the file on disk when `runner` is a sealed in-memory
     copy of it), identity (tuple | None: `runner_identity` of the file probed, checked
     again before each call), launcher (str | None: bwrap's filter stage), private_ipc
-    (bool: the Landlock launcher can give a command an IPC namespace of its own)."""
+    (bool: the Landlock launcher can give a command an IPC namespace of its own),
+    tier (str | None: the Landlock launcher's, NAMESPACED or PLAIN), tier_why (str |
+    None: why not the stronger)."""
 
-    __slots__ = ("backend", "identity", "launcher", "private_ipc", "runner", "source")
+    __slots__ = (
+        "backend",
+        "identity",
+        "launcher",
+        "private_ipc",
+        "runner",
+        "source",
+        "tier",
+        "tier_why",
+    )
 
     def __init__(
         self,
@@ -58,9 +81,20 @@ class Runner:
         identity: tuple[int, ...] | None = None,
         launcher: str | None = None,
         private_ipc: bool = False,
+        tier: str | None = None,
+        tier_why: str | None = None,
     ) -> None:
         self.backend, self.runner, self.source = backend, runner, source
         self.identity, self.launcher, self.private_ipc = identity, launcher, private_ipc
+        self.tier, self.tier_why = tier, tier_why
+
+    @property
+    def mounts(self) -> bool:
+        """Whether it binds the protected paths itself (bwrap's dialects, and the
+        Landlock launcher's namespaced tier)."""
+        if self.backend == LANDLOCK:
+            return (self.tier or NAMESPACED) == NAMESPACED
+        return self.backend in MOUNTING
 
     @property
     def on_disk(self) -> str:
@@ -200,10 +234,12 @@ def remembered_runner(
     timeout: float,
     writable_roots: Sequence[str],
     bwrap_path: str | None,
+    tier: str = "auto",
 ) -> Runner:
     """The runner of a one-shot caller (`stockade exec`): the first candidate of the
     platform chain that enforces, its usable verdict remembered per user
-    (`_probe.choose(remember=True)`), or the operator's `runner_command`.
+    (`_probe.choose(remember=True)`), or the operator's `runner_command`; `tier`
+    "plain" forces the Landlock launcher's plain tier (`landlock_tier`).
     SandboxUnavailable, naming each candidate's reason, when none is usable."""
     from ._probe import choose, filter_launcher
 
@@ -219,12 +255,17 @@ def remembered_runner(
     selected = chosen.selected
     if selected is None or selected.runner is None:
         raise SandboxUnavailable(chosen.detail)
-    return Runner(
+    runner = Runner(
         selected.backend,
         selected.runner,
         launcher=filter_launcher() if selected.backend == BWRAP else None,
         private_ipc=selected.ipc == "private",
+        tier=selected.tier,
+        tier_why=selected.tier_why,
     )
+    if selected.backend == LANDLOCK and tier == PLAIN and runner.tier != PLAIN:
+        runner.tier, runner.tier_why, runner.private_ipc = PLAIN, FORCED_PLAIN, False
+    return runner
 
 
 def checked_runner(runner: Runner | None, unavailable: str) -> Runner:
@@ -258,6 +299,7 @@ def judge(
             mode,
             root,
             temp_roots,
+            mounts=runner.mounts,
             runner=runner.on_disk,
             extra_protected=rules.protected,
             trusted_files=rules.trusted_files,
@@ -269,13 +311,13 @@ def judge(
 
     if memo is None:
         return compute(None)
-    key = (runner.backend, runner.on_disk, mode, root, temp_roots)
+    key = (runner.backend, runner.tier, runner.on_disk, mode, root, temp_roots)
     return memo.answer(key, writable_roots(mode, root, temp_roots), compute)
 
 
-def placeholders_of(backend: str, protections: Sequence[Protection]) -> list[tuple[str, bool]]:
-    """The placeholders `backend` mounts over for these protections: (path, directory)."""
-    if backend not in MOUNTING:
+def placeholders_of(runner: Runner, protections: Sequence[Protection]) -> list[tuple[str, bool]]:
+    """The placeholders `runner` mounts over for these protections: (path, directory)."""
+    if not runner.mounts:
         return []
     return [(p.path, p.directory) for p in protections if p.kind == "block"]
 
@@ -436,15 +478,16 @@ def confine(
             guard = judge(runner, mode, root, temp_roots, rules, memo)
             if guard.refusal is not None:
                 raise SandboxUnavailable(guard.refusal)
-            held = (
-                hold_placeholders(placeholders_of(runner.backend, guard.protections))
-                if hold
-                else []
-            )
+            held = hold_placeholders(placeholders_of(runner, guard.protections)) if hold else []
     unreadable = None
+    grants = None
     if rules.deny_read is not None and mode is not SandboxMode.DANGER_FULL_ACCESS:
         unreadable = rules.deny_read.expand((root, *temp_roots), keep=temp_roots)
         refuse_hidden_places(root, call.workdir, unreadable)
+        if runner.backend == LANDLOCK and runner.tier == PLAIN:
+            unreadable, grants = _complement(
+                rules.deny_read, unreadable, writable_roots(mode, root, temp_roots)
+            )
     hidden: tuple[str, ...] = ()
     if hides_sockets(
         runner.backend,
@@ -473,5 +516,19 @@ def confine(
         hidden_sockets=hidden,
         unreadable=unreadable.paths if unreadable is not None else (),
         proxy=call.proxy if call.network is Network.ALLOWLIST else None,
+        tier=runner.tier or NAMESPACED,
+        grants=grants,
     )
     return Confined(argv, root, guard, hidden, held, unreadable)
+
+
+def _complement(
+    deny: DenyRead, unreadable: Hidden, writable: Sequence[str]
+) -> tuple[Hidden, Grants]:
+    """The plain tier's way to hide: read grants around each hidden path (none can be
+    covered without a mount namespace); one inside a writable root stays readable, a gap."""
+    from ..trust.secrets import Hidden
+
+    reads, lists, gaps = deny.complement(unreadable.paths, writable)
+    kept = tuple(path for path in unreadable.paths if not any(is_under(path, w) for w in writable))
+    return Hidden(kept, (*unreadable.gaps, *gaps)), Grants(reads, lists)

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from ..modes import SandboxMode
 from ..trust import (
     INSTALL_FIX,
-    NEW_REPOSITORY_GAP,
     PathFacts,
     host_temp_roots,
     is_under,
@@ -93,6 +92,7 @@ def guard_call(
     root: str,
     temp_roots: Sequence[str],
     *,
+    mounts: bool = False,
     runner: str | None = None,
     extra_protected: Sequence[str] = (),
     trusted_files: Sequence[str] = (),
@@ -102,6 +102,9 @@ def guard_call(
     facts: PathFacts | None = None,
 ) -> Guard:
     """What `backend` must do so that nothing trusted later is writable in this call.
+
+    `mounts`: it binds protected paths in a mount namespace of the call's own (bwrap's
+    dialects do anyway; the Landlock launcher in its namespaced tier).
 
     `extra_protected`: the composition's `protected_paths` (`!NAME` drops a default).
     `startup`: the caller's startup files (trust.startup_files(), read now when None).
@@ -143,9 +146,10 @@ def guard_call(
         )
         metadata += found.paths
         unknown += found.unknown
-    # What no backend here can hold: repositories made during the call, nested too
-    # deep, or past the scan's budget (trust._GitWalk).
-    repository_gaps = [NEW_REPOSITORY_GAP]
+    # What this call knows it cannot hold: repositories nested too deep or past the
+    # scan's budget (trust._GitWalk). A repository made during the call is a standing
+    # limit of every backend (trust.NEW_REPOSITORY_GAP): `probe` and the docs say it.
+    repository_gaps = []
     if unknown:
         repository_gaps.append("git metadata not looked for: " + "; ".join(unknown))
     # Real paths already (trust.installation_paths), resolved when the process began:
@@ -153,7 +157,7 @@ def guard_call(
     own = [path for path in installation if any(is_under(path, r) for r in real_roots)]
     files = [path for path in trusted_files if inside(path)]
 
-    if backend in PROTECTING_BACKENDS:
+    if backend in PROTECTING_BACKENDS or mounts:
         # A path whose real path is itself has no link on its way (the common case).
         maybe_linked = [p for p in metadata if facts.realpath(os.path.normpath(p)) != p.rstrip("/")]
         links = sorted(

@@ -17,7 +17,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from ..modes import Network, SandboxMode
 from ..trust import host_temp_roots
-from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, SEATBELT_EXEC, bwrap_argv
+from ._argv import (
+    BWRAP,
+    LANDLOCK,
+    NAMESPACED,
+    RUNNER_COMMAND,
+    SEATBELT,
+    SEATBELT_EXEC,
+    TIERS,
+    bwrap_argv,
+)
 
 PLATFORM_CHAINS: dict[str, tuple[str, ...]] = {
     "linux": (BWRAP, LANDLOCK),
@@ -41,7 +50,8 @@ BWRAP_PROBE_SCRIPT = (
 )
 _LANDLOCK_PROBE_LINE = re.compile(
     r"^landlock-run: probe ok: abi=(?P<abi>\d+) enforcement=(?P<enforcement>full|partial)"
-    r"(?: ipc=(?P<ipc>private|filtered))?$",
+    r"(?: tier=(?P<tier>namespaced|plain))?(?: ipc=(?P<ipc>private|filtered))?"
+    r"(?: why=(?P<why>.*))?$",
     re.MULTILINE,
 )
 
@@ -53,16 +63,18 @@ _LANDLOCK_PROBE_LINE = re.compile(
 class Verdict(
     namedtuple(
         "Verdict",
-        "backend usable runner why_not abi probed transient ipc",
-        defaults=(None, None, None, True, False, None),
+        "backend usable runner why_not abi probed transient ipc tier tier_why",
+        defaults=(None, None, None, True, False, None, None, None),
     )
 ):
     """One candidate as its probe found it: backend (str), usable (bool), runner
     (str | None), why_not (str | None), abi (int | None), probed (bool),
     transient (bool): the probe could not run for a passing reason (out of
     descriptors, memory or processes), so the failure is worth probing again later,
-    and ipc (str | None, Landlock): "private" when the launcher can give commands an
-    IPC namespace of their own, "filtered" (or None: not known) when it cannot.
+    ipc (str | None, Landlock): "private" when the launcher can give commands an
+    IPC namespace of their own, "filtered" (or None: not known) when it cannot,
+    tier (str | None, Landlock): NAMESPACED or PLAIN, the strongest this caller can
+    have, and tier_why (str | None): why not the stronger, for PLAIN.
     """
 
     __slots__ = ()
@@ -272,7 +284,24 @@ def judge_landlock_probe(launcher: str, returncode: int, stdout: str, stderr: st
     if returncode != 0 or match is None:
         why = f"landlock-run --probe failed (exit {returncode}): {_tail(stderr or stdout)}"
         return Verdict(LANDLOCK, False, launcher, why)
-    return Verdict(LANDLOCK, True, launcher, abi=int(match["abi"]), ipc=match["ipc"])
+    tier = match["tier"] or NAMESPACED
+    return Verdict(
+        LANDLOCK,
+        True,
+        launcher,
+        abi=int(match["abi"]),
+        ipc=match["ipc"] if tier == NAMESPACED else "filtered",
+        tier=tier,
+        tier_why=None if tier == NAMESPACED else no_namespace_reason(match["why"]),
+    )
+
+
+def no_namespace_reason(error: str | None) -> str:
+    """Why the launcher confines without namespaces, in words a person can act on."""
+    return (
+        f"no namespace can be made for this user ({error or 'refused'}: user namespaces "
+        "are disabled or refused here, and there is no CAP_SYS_ADMIN)"
+    )
 
 
 def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str] = ()) -> Verdict:
@@ -414,8 +443,9 @@ def choose(
 
 CACHE_ENV_OFF = "STOCKADE_NO_PROBE_CACHE"
 # What the probes check; a verdict remembered from other probes is not reused (2: bwrap
-# is probed with network off, a named socket hidden by its filter stage).
-PROBE_VERSION = 2
+# is probed with network off, a named socket hidden by its filter stage; 3: the
+# launcher reports its tier).
+PROBE_VERSION = 3
 
 
 def cache_file() -> str | None:
@@ -462,8 +492,8 @@ def _read_cached(path: str, key: str, runner: str) -> Verdict | None:
             return None
         for line in cache:
             fields = line.rstrip("\n").split("\t")
-            if len(fields) == 4 and fields[0] == key:
-                backend, abi, ipc = fields[1], fields[2], fields[3]
+            if len(fields) == 6 and fields[0] == key:
+                backend, abi, ipc, tier, why = fields[1:]
                 if backend != key.split("|", 1)[0]:
                     return None
                 if not abi.isdigit() and abi:
@@ -474,6 +504,8 @@ def _read_cached(path: str, key: str, runner: str) -> Verdict | None:
                     runner,
                     abi=int(abi) if abi else None,
                     ipc=ipc if ipc in ("private", "filtered") else None,
+                    tier=tier if tier in TIERS else None,
+                    tier_why=why or None,
                 )
     return None
 
@@ -488,7 +520,10 @@ def _write_cached(path: str, key: str, verdict: Verdict) -> None:
             with open(path, encoding="utf-8", errors="replace") as old:
                 kept = [line for line in old if not line.startswith(verdict.backend + "|")]
         abi = "" if verdict.abi is None else str(verdict.abi)
-        kept.append(f"{key}\t{verdict.backend}\t{abi}\t{verdict.ipc or ''}\n")
+        why = (verdict.tier_why or "").replace("\t", " ").replace("\n", " ")
+        kept.append(
+            f"{key}\t{verdict.backend}\t{abi}\t{verdict.ipc or ''}\t{verdict.tier or ''}\t{why}\n"
+        )
         partial = f"{path}.{os.getpid()}"
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as new:

@@ -14,9 +14,9 @@ from ..trust import is_under
 from ..vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 from ._argv import BWRAP as BWRAP
 from ._argv import LANDLOCK as LANDLOCK
+from ._argv import NAMESPACED, PLAIN, confined_argv, hides_sockets, pairs_only, writable_roots
 from ._argv import RUNNER_COMMAND as RUNNER_COMMAND
 from ._argv import SEATBELT as SEATBELT
-from ._argv import confined_argv, hides_sockets, pairs_only, writable_roots
 from ._confine import Runner
 from ._probe import launcher_path
 
@@ -31,6 +31,9 @@ LANDLOCK_PARTIAL_NOTICE: Final = "landlock-run: partial enforcement (older Landl
 # keeps as a mount point (the trust base's binds).
 BWRAP_DENIAL: Final = ("Read-only file system", "Device or resource busy")
 LANDLOCK_DENIAL: Final = ("Permission denied",)
+# The namespaced tier also refuses through its mounts, as bwrap does: a write or a
+# metadata change on the read-only host or a protected bind, a rename of a mount point.
+LANDLOCK_NAMESPACED_DENIAL: Final = (*BWRAP_DENIAL, *LANDLOCK_DENIAL)
 SEATBELT_DENIAL: Final = ("Operation not permitted",)
 
 # The launcher reserves 125 for its own failures and always prints one fatal line;
@@ -119,6 +122,20 @@ _ALLOWLIST_TCP = (
     "loopback to the proxy, which connects only to the listed destinations"
 )
 _FAMILY_FILTER = "refused: no socket family but AF_UNIX (seccomp, EAFNOSUPPORT)"
+_TCP_ONLY_FILTER = (
+    "refused: no socket but AF_UNIX and TCP over IPv4 or IPv6 (seccomp, EAFNOSUPPORT)"
+)
+# The plain tier's allowlist: no network namespace, so the bridge listens on the host's
+# loopback and Landlock's TCP rule lets the command connect to its port, on any
+# address (the rules know ports, not addresses).
+PLAIN_BRIDGE_PORT_GAP: Final = (
+    "tcp to the bridge's port on any other address, or to another service listening "
+    "on that port (no network namespace: Landlock's TCP rules know ports only)"
+)
+_PLAIN_ALLOWLIST_TCP = (
+    "the one TCP port Landlock allows is the bridge's, on the host's loopback, to the "
+    "proxy, which connects only to the listed destinations"
+)
 _PAIRS_ONLY = "refused: no Unix socket but connected stream or seqpacket pairs"
 _HIDDEN = "each one found when the call starts is covered by an empty read-only file"
 
@@ -131,12 +148,13 @@ def network_claim(
     abi: int = 0,
     launcher: str | None = None,
     private_ipc: bool = True,
+    tier: str = NAMESPACED,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """How `backend` governs each network effect under `mode` with `network` off, and
     the gaps it leaves (an effect it does not govern reads "not governed: GAP").
 
-    `launcher`: bwrap's filter stage; `abi`, `private_ipc`: the Landlock launcher's.
-    Network `on` governs nothing by design: no effects, no gaps.
+    `launcher`: bwrap's filter stage; `abi`, `private_ipc`, `tier`: the Landlock
+    launcher's. Network `on` governs nothing by design: no effects, no gaps.
     """
     if network is Network.ON:
         return {}, ()
@@ -162,22 +180,29 @@ def network_claim(
 
     if backend == SEATBELT:
         return dict.fromkeys(NETWORK_EFFECTS, "refused: (deny network*) (not exercised here)"), ()
-    if backend == LANDLOCK and network is Network.ALLOWLIST:
+    if backend == LANDLOCK and tier == NAMESPACED:
         # --private-network: the call's own network namespace (its loopback up), the
-        # family filter of --netns-only, and the bridge to its proxy endpoint.
-        effects[NET_TCP] = _ALLOWLIST_TCP
+        # family filter of --netns-only, and with allowlist the bridge to its proxy.
+        effects[NET_TCP] = _ALLOWLIST_TCP if network is Network.ALLOWLIST else _NETNS
         effects[NET_UDP] = effects[NET_NETLINK] = effects[NET_ABSTRACT] = _NETNS
         effects[NET_RAW] = "refused: no capability, and the filter refuses AF_PACKET"
         effects[NET_OTHER] = "refused by the launcher's filter (EAFNOSUPPORT)"
         pathname_effect(LANDLOCK_PATHNAME_GAP)
         return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
-    if backend == LANDLOCK:
+    if backend == LANDLOCK and network is Network.ALLOWLIST:
+        # The plain tier: the host's network, TCP alone, to the bridge's port alone.
+        effects[NET_TCP] = _PLAIN_ALLOWLIST_TCP
+        gaps.append(PLAIN_BRIDGE_PORT_GAP)
+        for effect in (NET_UDP, NET_RAW, NET_NETLINK, NET_OTHER):
+            effects[effect] = _TCP_ONLY_FILTER
+    elif backend == LANDLOCK:
         tcp = _FAMILY_FILTER
         if abi >= 4:
             tcp += "; Landlock handles TCP bind and connect with no port allowed"
         effects[NET_TCP] = tcp
         for effect in (NET_UDP, NET_RAW, NET_NETLINK, NET_OTHER):
             effects[effect] = _FAMILY_FILTER
+    if backend == LANDLOCK:
         if pairs:
             effects[NET_ABSTRACT] = _PAIRS_ONLY
         elif abi >= 6:
@@ -224,15 +249,31 @@ def host_temp_gap(host_temp: tuple[str, ...]) -> str:
 
 
 # Pure, from a handful of values, and asked on every confined call: computed once each.
+# The plain tier on an ABI without signal scoping: the guardian that ends the call's
+# processes is a process of the same user the command may signal.
+PLAIN_UNSCOPED_GAP: Final = (
+    "the call's processes may outlive it (no Landlock signal scope before ABI 6: a "
+    "command can kill the process that ends them)"
+)
+
+
 @functools.cache
 def landlock_enforcement(
-    mode: SandboxMode, abi: int, *, private_ipc: bool = True, network: Network
+    mode: SandboxMode,
+    abi: int,
+    *,
+    private_ipc: bool = True,
+    network: Network,
+    tier: str = NAMESPACED,
 ) -> tuple[Enforcement, tuple[str, ...]]:
-    """What the launcher governs under `mode` on `abi` with `network`, and the effects
-    it leaves open (file effects, then network effects when it is off).
+    """What the launcher governs under `mode` on `abi` with `network` in `tier`, and
+    the effects it leaves open (file effects, then network effects when it is off).
 
     `private_ipc`: the probe found the launcher can give commands an IPC namespace of
     their own (CAP_SYS_ADMIN, or a user namespace), so `--private-ipc` is passed.
+    NAMESPACED makes every mount but the writable grants read-only in the call's own
+    mount namespace (`--read-only-host`), so metadata changes outside the roots are
+    refused as under bwrap; PLAIN cannot, and says so.
     """
     ungoverned: list[str] = []
     if abi < 3:
@@ -240,14 +281,21 @@ def landlock_enforcement(
     if abi < 5:
         ungoverned.append("device ioctl")
     if abi < LANDLOCK_FULL_ABI:
-        ungoverned += ["signals to host processes", "abstract unix sockets"]
+        # A network namespace of the call's own (namespaced, network off or allowlist)
+        # holds the host's abstract sockets, its PID namespace the host's processes.
+        if tier == PLAIN or network is Network.ON:
+            ungoverned.append("abstract unix sockets")
+        if tier == PLAIN:
+            ungoverned += ["signals to host processes", PLAIN_UNSCOPED_GAP]
     if not private_ipc:
         ungoverned.append(LANDLOCK_SHARED_IPC_GAP)
-    if mode is not SandboxMode.READ_ONLY:
+    if mode is not SandboxMode.READ_ONLY and tier == PLAIN:
         ungoverned += [
             f"{effect} outside the writable roots" for effect in LANDLOCK_METADATA_EFFECTS
         ]
-    _, network_gaps = network_claim(LANDLOCK, mode, network, abi=abi, private_ipc=private_ipc)
+    _, network_gaps = network_claim(
+        LANDLOCK, mode, network, abi=abi, private_ipc=private_ipc, tier=tier
+    )
     ungoverned += network_gaps
     return (Enforcement.PARTIAL if ungoverned else Enforcement.FULL), tuple(ungoverned)
 
@@ -294,12 +342,26 @@ class Backend:
     )
     # Landlock: the probe found a private IPC namespace possible (`--private-ipc`).
     private_ipc: bool = True
+    # Landlock: the tier it confines in (NAMESPACED or PLAIN), and why not the stronger.
+    tier: str | None = None
+    tier_why: str | None = None
 
     def as_runner(self) -> Runner:
         """What the confine sequence (`_confine`) needs of it."""
         return Runner(
-            self.name, self.runner, self.source, self.identity, self.launcher, self.private_ipc
+            self.name,
+            self.runner,
+            self.source,
+            self.identity,
+            self.launcher,
+            self.private_ipc,
+            self.tier,
         )
+
+    @property
+    def mounts(self) -> bool:
+        """Whether it binds the protected paths (and so mounts over placeholders)."""
+        return self.as_runner().mounts
 
 
 def wrap(
@@ -355,6 +417,7 @@ def wrap(
             network=policy.network,
             hidden_sockets=hidden_sockets,
             unreadable=covered,
+            tier=backend.tier or NAMESPACED,
         )
     denial: tuple[str, ...]
     rules: tuple[RunnerFailureRule, ...]
@@ -376,8 +439,10 @@ def wrap(
                 backend.abi or 0,
                 private_ipc=backend.private_ipc,
                 network=policy.network,
+                tier=backend.tier or NAMESPACED,
             )
-            denial, rules = LANDLOCK_DENIAL, LANDLOCK_RULES
+            denial = LANDLOCK_DENIAL if backend.tier == PLAIN else LANDLOCK_NAMESPACED_DENIAL
+            rules = LANDLOCK_RULES
         case _:
             enforcement, denial, rules = Enforcement.FULL, SEATBELT_DENIAL, SEATBELT_RULES
     shared: tuple[str, ...] = ()
@@ -394,6 +459,7 @@ def wrap(
             abi=backend.abi or 0,
             launcher=backend.launcher,
             private_ipc=backend.private_ipc,
+            tier=backend.tier or NAMESPACED,
         )[1]
         network_enforcement = Enforcement.PARTIAL if network_gaps else Enforcement.FULL
         ungoverned = tuple(gap for gap in ungoverned if gap not in network_gaps)
@@ -415,15 +481,14 @@ def wrap(
         gaps=all_gaps,
         network_enforcement=network_enforcement,
         network_gaps=network_gaps,
-        blockers=blockers if backend.name in ("bwrap", "runner-command") else (),
+        blockers=blockers if backend.mounts else (),
         directory_blockers=tuple(
-            p.path
-            for p in protections
-            if p.directory and p.path in blockers and backend.name in ("bwrap", "runner-command")
+            p.path for p in protections if p.directory and p.path in blockers and backend.mounts
         ),
         writable=roots,
         protected=(*(p.path for p in protections if p.kind != "pin"), *kept),
         unreadable=covered,
+        tier=backend.tier if backend.name == LANDLOCK else None,
     )
 
 

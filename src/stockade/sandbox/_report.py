@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..messages import NetworkClaim, TrustCheck
-from ._chain import Selection
+from ..messages import NetworkClaim, TierReport, TrustCheck
+from ._chain import STANDING_LIMITS, Selection
 
 
 def render_selection(selection: Selection, *, refused_here: str | None = None) -> str:
@@ -50,13 +50,45 @@ def render_selection(selection: Selection, *, refused_here: str | None = None) -
                     line += f" (ungoverned: {', '.join(claim.ungoverned)})"
                 lines.append(line)
         lines += _network_effects(candidate.network_off)
+        lines += _tiers(candidate.tiers)
     if selection.backend is None:
         lines.append(f"selected: none: {selection.detail}")
     elif refused_here is not None:
         lines.append(f"selected: {selection.backend.name}, but refused here: {refused_here}")
     else:
-        lines.append(f"selected: {selection.backend.name}")
+        chosen = selection.backend.name
+        if selection.backend.tier is not None:
+            chosen += f", tier {selection.backend.tier}"
+            if selection.backend.tier_why:
+                chosen += f" (not namespaced: {selection.backend.tier_why})"
+        lines.append(f"selected: {chosen}")
+    lines.append(f"standing limits of every backend: {'; '.join(STANDING_LIMITS)}")
     return "\n".join(lines) + "\n"
+
+
+def _tiers(tiers: Sequence[TierReport]) -> list[str]:
+    """One line per tier of the Landlock launcher (strongest first): usable or not and
+    why, what it would claim per mode, and which one this host's calls get."""
+    lines = []
+    for report in tiers:
+        state = "usable" if report.usable else f"unusable: {report.why_not}"
+        if report.selected:
+            state += " (selected: every call here runs in it)"
+        lines.append(f"    tier {report.tier}: {state}")
+        if not report.usable:
+            continue
+        for mode, enforcement in report.enforcement.items():
+            claim = report.network_off.get(mode)
+            line = f"      {mode}: {enforcement.value} file enforcement"
+            gaps = report.ungoverned.get(mode)
+            if gaps:
+                line += f" (ungoverned: {', '.join(gaps)})"
+            if claim is not None:
+                line += f"; network off: {claim.enforcement.value}"
+                if claim.ungoverned:
+                    line += f" (ungoverned: {', '.join(claim.ungoverned)})"
+            lines.append(line)
+    return lines
 
 
 def _network_effects(claims: Mapping[str, NetworkClaim]) -> list[str]:

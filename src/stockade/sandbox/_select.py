@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 
 from ..trust import host_temp_roots
-from ._argv import BWRAP, LANDLOCK
+from ._argv import BWRAP, FORCED_PLAIN, LANDLOCK, PLAIN
 from ._chain import Selection
 from ._confine import runner_identity
 from ._probe import (
@@ -49,6 +49,12 @@ def select_backend(
     )
     winner = chosen.selected
     backend = None
+    if winner is not None and winner.backend == LANDLOCK and config.landlock_tier == PLAIN:
+        winner = winner._replace(ipc="filtered", tier=PLAIN, tier_why=FORCED_PLAIN)
+        chosen = chosen._replace(
+            selected=winner,
+            verdicts=tuple(winner if v.backend == LANDLOCK else v for v in chosen.verdicts),
+        )
     if winner is not None:
         assert winner.runner is not None
         runner, source, sealed_fd = winner.runner, None, None
@@ -66,6 +72,8 @@ def select_backend(
             sealed_fd=sealed_fd,
             launcher=filter_launcher() if winner.backend == BWRAP else None,
             private_ipc=winner.ipc == "private",
+            tier=winner.tier,
+            tier_why=winner.tier_why,
         )
     return Selection.of(chosen, backend)
 

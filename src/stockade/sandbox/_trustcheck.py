@@ -66,9 +66,9 @@ def trust_checks(
                     "installation",
                     path,
                     False,
-                    f"inside the writable root {where}: bwrap keeps it read-only; the "
-                    "Landlock launcher refuses to run (allow_unprotected_installation: "
-                    "partial)",
+                    f"inside the writable root {where}: bwrap and the Landlock launcher's "
+                    "namespaced tier keep it read-only; its plain tier refuses to run "
+                    "(allow_unprotected_installation: partial)",
                     status="protected",
                 )
             )
@@ -93,8 +93,9 @@ def trust_checks(
             how = "outside every root"
         elif problem.root is not None:
             how = (
-                f"inside the writable root {problem.root}: bwrap keeps it read-only, the "
-                "Landlock launcher refuses to run; loosening keys are not honoured"
+                f"inside the writable root {problem.root}: bwrap and the Landlock "
+                "launcher's namespaced tier keep it read-only, its plain tier refuses to "
+                "run; loosening keys are not honoured"
             )
         else:
             how = problem.message("fix it")
@@ -106,9 +107,9 @@ def trust_checks(
             "protected paths",
             None,
             True,
-            f"{shown} in every writable root: read-only under bwrap (existing or not); "
-            "not enforced by the Landlock launcher (workspace-write claims partial); "
-            "refused by the fs tools",
+            f"{shown} in every writable root: read-only under bwrap and the Landlock "
+            "launcher's namespaced tier (existing or not); not enforced by its plain tier "
+            "(workspace-write claims partial); refused by the fs tools",
             status="protected",
         )
     )

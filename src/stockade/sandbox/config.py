@@ -10,6 +10,14 @@ import attrs
 from ..errors import ConfigError
 
 BACKEND_CHOICES = ("auto", "bwrap", "landlock", "seatbelt")
+LANDLOCK_TIER_CHOICES = ("auto", "plain")
+
+
+def _check_tier(_instance: object, _attribute: object, value: str) -> None:
+    if value not in LANDLOCK_TIER_CHOICES:
+        raise ConfigError(
+            f"unknown landlock_tier {value!r} (allowed: {', '.join(LANDLOCK_TIER_CHOICES)})"
+        )
 
 
 def _check_backend(_instance: object, _attribute: object, value: str) -> None:
@@ -86,6 +94,9 @@ class ProviderConfig:
     # Workspace roots known when the probe runs (the first call's): a runner found
     # inside one is never probed, since probing runs it unconfined.
     probe_roots: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    # The Landlock launcher's tier: "auto" (the strongest the host allows) or "plain"
+    # (no namespace, as on a host that allows none: weaker, so a loosening key).
+    landlock_tier: str = attrs.field(default="auto", validator=_check_tier)
 
 
 # Keys that loosen confinement: honoured only from a composition file that passes the
@@ -95,6 +106,7 @@ LOOSENING_KEYS = (
     "bwrap_path",
     "allow_unprotected_installation",
     "allow_host_temp",
+    "landlock_tier",
 )
 
 
@@ -114,7 +126,9 @@ def trusted_provider(
 
     problem = check_trusted(source, writable_roots, what="the composition file")
     if problem is not None:
-        loosening = [key for key in LOOSENING_KEYS if getattr(config, key) not in (None, False)]
+        loosening = [
+            key for key in LOOSENING_KEYS if getattr(config, key) not in (None, False, "auto")
+        ]
         if loosening:
             raise ConfigError(
                 problem.message(

@@ -165,7 +165,7 @@ class DenyRead:
     one), composition (tuple[str, ...]: the composition files in use), tokens
     (tuple[str, ...]: MCP token files kept elsewhere)."""
 
-    __slots__ = ("_scans", "composition", "patterns", "state", "tokens")
+    __slots__ = ("_complements", "_scans", "composition", "patterns", "state", "tokens")
 
     def __init__(
         self,
@@ -181,6 +181,29 @@ class DenyRead:
         # `_identity`), what it found, whether it stopped. Reused while no listed
         # directory changed; kept only when it can be trusted (`_trustworthy`).
         self._scans: dict[str, tuple[list[tuple[str, Identity]], list[str], bool]] = {}
+        # The plain tier's complement grants, by (hidden paths, writable roots): kept
+        # while each directory listed for them keeps its identity (as a search is).
+        self._complements: dict[
+            tuple[tuple[str, ...], tuple[str, ...]], tuple[list[tuple[str, Identity]], Complement]
+        ] = {}
+
+    def complement(self, hidden: Sequence[str], writable: Sequence[str]) -> Complement:
+        """`complement_grants(hidden, writable)`, reused while no directory it listed
+        changed (by what a confined command cannot forge: `Identity`)."""
+        key = (tuple(hidden), tuple(writable))
+        cached = self._complements.get(key)
+        if cached is not None and all(_identity(path) == known for path, known in cached[0]):
+            return cached[1]
+        started = time.time_ns()
+        answer = complement_grants(hidden, writable)
+        listed = [(path, _identity(path)) for path in answer[1]]
+        seen = [(path, known) for path, known in listed if known is not None]
+        self._complements.pop(key, None)
+        if len(seen) == len(listed) and _trustworthy(seen, started):
+            if len(self._complements) >= SCAN_MEMO_ROOTS:
+                self._complements.pop(next(iter(self._complements)))
+            self._complements[key] = (seen, answer)
+        return answer
 
     def _root_matches(self, root: str, patterns: Sequence[str]) -> tuple[list[str], bool]:
         cached = self._scans.get(root)
@@ -454,3 +477,56 @@ def render(deny: DenyRead, root: str, environ: Mapping[str, str] = os.environ) -
     if facts["refused_here"] is not None:
         lines.append(f"  every call on {root} is refused: {facts['refused_here']}")
     return "\n".join(lines) + "\n"
+
+
+Complement = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+def complement_grants(hidden: Sequence[str], writable: Sequence[str]) -> Complement:
+    """Read access that reaches everything but `hidden` (real paths), for a sandbox
+    that cannot cover them (the Landlock launcher's plain tier): (reads, lists, gaps).
+
+    Landlock grants hierarchies, so the complement is built along each hidden path's
+    parents: every entry beside the way to a hidden path is granted whole (`reads`),
+    each directory on the way may be listed only (`lists`: its names, no file read
+    beneath it unless granted), and the hidden path itself gets nothing. A symlink is
+    granted nothing (it is read through its target's grant). A hidden path inside a
+    `writable` root cannot be left out of that root's grant: a gap, said per path."""
+    inside = [p for p in hidden if any(_under(p, root) for root in writable)]
+    outside = [p for p in hidden if p not in inside]
+    gaps = tuple(
+        f"deny_read: {path} lies inside a writable root, which the plain tier grants whole"
+        for path in inside
+    )
+    if not outside:
+        return ("/",), (), gaps
+    denied = set(outside)
+    reads: list[str] = []
+    lists: list[str] = []
+    pending = ["/"]
+    while pending:
+        directory = pending.pop()
+        lists.append(directory)
+        try:
+            with os.scandir(directory) as entries:
+                listed = sorted(entries, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in listed:
+            path = os.path.join(directory, entry.name)
+            if path in denied:
+                continue
+            if any(_under(hidden_path, path) for hidden_path in outside):
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(path)
+                except OSError:
+                    pass
+                continue
+            try:
+                if entry.is_symlink():
+                    continue
+            except OSError:
+                continue
+            reads.append(path)
+    return tuple(reads), tuple(lists), gaps

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import CommandStartError
+from ..errors import CommandStartError, brief
 
 # Opening a directory to judge or enter it: no read access, no following of a final
 # symlink when entering (the judged real path has none), closed across every exec.
@@ -43,7 +43,9 @@ def _real_path(fd: int, spelled: str) -> str:
 
 
 def _unusable(spelled: str, error: OSError) -> CommandStartError:
-    return CommandStartError(f"could not start the command in {spelled}: {error.strerror or error}")
+    return CommandStartError(
+        f"could not start the command in {brief(spelled)}: {error.strerror or error}"
+    )
 
 
 def judge_workdir(path: str) -> JudgedDirectory:
