@@ -1148,31 +1148,6 @@ static void hide_unreadable(const char **paths, int count)
 }
 
 /*
- * The launcher was started in its working directory before the covers above were
- * mounted, so it still stands on the directory beneath any cover over it (or over
- * one of its parents), where relative names would reach what the cover hides.  Its
- * caller refuses such a directory before anything runs; should one become covered
- * in between (renamed beneath a covered path), entering it again by its path, now
- * through every cover, finds another directory or none, and the call fails.
- */
-static void reenter_workdir(void)
-{
-	char path[4096];
-	struct stat before, after;
-
-	if (getcwd(path, sizeof(path)) == NULL)
-		fatal("cannot read the working directory: %s", strerror(errno));
-	if (path[0] != '/')
-		fatal("the working directory is out of the command's reach");
-	if (stat(".", &before) != 0)
-		fatal("cannot read the working directory %s: %s", path, strerror(errno));
-	if (chdir(path) != 0 || stat(".", &after) != 0 || before.st_dev != after.st_dev ||
-	    before.st_ino != after.st_ino)
-		fatal("the working directory %s is hidden from the command: run it elsewhere",
-		      path);
-}
-
-/*
  * --read-only-host (the namespaced tier): in the call's mount namespace every mount is
  * made read-only but the writable grants, which are bound back writable, as bwrap's
  * --ro-bind / / with its --bind grants.  Landlock refuses writing outside the grants
@@ -2935,6 +2910,82 @@ static void take_terminal(void)
 	sigprocmask(SIG_SETMASK, &before, NULL);
 }
 
+/* 1 when `path` is `cover` or lies beneath it, component-wise (both canonical). */
+static int at_or_beneath(const char *path, const char *cover)
+{
+	size_t n = strlen(cover);
+
+	while (n > 1 && cover[n - 1] == '/')
+		n--;
+	if (n == 1 && cover[0] == '/')
+		return 1;
+	return strncmp(path, cover, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* 0 when the canonical `cwd` is at or beneath `cover`, or its real place cannot be told. */
+static int clear_of(const char *cwd, const char *cover)
+{
+	char real[4096];
+
+	if (realpath(cover, real) != NULL)
+		return !at_or_beneath(cwd, real);
+	/* A cover made where nothing was yet is above cwd only if named so. */
+	return errno == ENOENT && cover[0] == '/' && !at_or_beneath(cwd, cover);
+}
+
+/* 1 when the canonical `cwd` is clear of every cover the options mount. */
+static int clear_of_covers(const char *cwd, const struct options *opt)
+{
+	for (int i = 0; i < opt->nhidden; i++)
+		if (!clear_of(cwd, opt->hidden[i]))
+			return 0;
+	for (int i = 0; i < opt->nunreadable; i++)
+		if (!clear_of(cwd, opt->unreadable[i]))
+			return 0;
+	for (int i = 0; i < opt->nmounts; i++)
+		if (!clear_of(cwd, opt->mounts[i].path))
+			return 0;
+	return 1;
+}
+
+/*
+ * The launcher was started in its working directory before the covers above were
+ * mounted, so it still stands on the directory beneath any cover over it (or over
+ * one of its parents), where relative names would reach what the cover hides.  Its
+ * caller refuses such a directory before anything runs; should one become covered
+ * in between (renamed beneath a covered path), entering it again by its path, now
+ * through every cover, finds another directory or none, and the call fails.  A
+ * caller without the right to walk to its own directory by name (an unprivileged
+ * caller started inside a mode-700 tree) cannot enter it again; it keeps the one it
+ * stands on when no cover is at or above it.  The path is read before the covers go
+ * up (after, getcwd could name it through them).
+ */
+static void read_workdir(char *path, size_t size)
+{
+	if (getcwd(path, size) == NULL)
+		fatal("cannot read the working directory: %s", strerror(errno));
+	if (path[0] != '/')
+		fatal("the working directory is out of the command's reach");
+}
+
+static void reenter_workdir(const char *path, const struct options *opt)
+{
+	struct stat before, after;
+
+	if (stat(".", &before) != 0)
+		fatal("cannot read the working directory %s: %s", path, strerror(errno));
+	if (chdir(path) != 0) {
+		if (errno == EACCES && clear_of_covers(path, opt))
+			return;	/* still on `before`: no cover is over it */
+		fatal("the working directory %s is hidden from the command: run it elsewhere",
+		      path);
+	}
+	if (stat(".", &after) != 0 || before.st_dev != after.st_dev ||
+	    before.st_ino != after.st_ino)
+		fatal("the working directory %s is hidden from the command: run it elsewhere",
+		      path);
+}
+
 /* The guardian: start the command, pass signals on, end every process it leaves. */
 static int plain_init(void *unused)
 {
@@ -3018,6 +3069,7 @@ static _Noreturn void run_plain(void)
 static _Noreturn void run(int argc, char **argv)
 {
 	uint64_t handled;
+	char workdir[4096];
 	pid_t pid;
 	int err;
 
@@ -3074,6 +3126,9 @@ static _Noreturn void run(int argc, char **argv)
 		loopback_up();
 	if (call.opt.nbridges > 0)
 		call.nlisteners = open_listeners(&call.opt, call.listeners);
+	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0 || call.opt.nmounts > 0 ||
+	    call.opt.read_only_host)
+		read_workdir(workdir, sizeof(workdir));
 	if (call.opt.read_only_host)
 		read_only_host(call.opt.paths, call.opt.writable, call.opt.npaths);
 	if (call.opt.nhidden > 0)
@@ -3084,7 +3139,7 @@ static _Noreturn void run(int argc, char **argv)
 		bind_protected(call.opt.mounts, call.opt.nmounts);
 	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0 || call.opt.nmounts > 0 ||
 	    call.opt.read_only_host)
-		reenter_workdir();
+		reenter_workdir(workdir, &call.opt);
 
 	/* ENOSYS before Linux 5.3: the death signal alone then. */
 	call.launcher_fd = (int)syscall(__NR_pidfd_open, getpid(), 0U);
@@ -3184,11 +3239,14 @@ static _Noreturn void filters_only(int argc, char **argv)
 
 		if (err != 0)
 			fatal("cannot make a mount namespace to hide paths in: %s", strerror(err));
+		char workdir[4096];
+
+		read_workdir(workdir, sizeof(workdir));
 		if (opt.nhidden > 0)
 			hide_sockets(opt.empty, opt.hidden, opt.nhidden);
 		if (opt.nunreadable > 0)
 			hide_unreadable(opt.unreadable, opt.nunreadable);
-		reenter_workdir();
+		reenter_workdir(workdir, &opt);
 		drop_capabilities();
 	}
 	install_filters(opt.seal_metadata, 0, opt.network, opt.unix_pairs_only);

@@ -1252,3 +1252,77 @@ def test_deny_read_holds_for_an_unprivileged_caller(launcher):
         assert secret.read_text() == "SECRET\n"
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.nobody
+def test_an_unprivileged_caller_keeps_a_workdir_it_cannot_walk_to(launcher):
+    """A caller standing in a directory it may not reach by name (a clone inside a
+    mode-700 home) cannot enter it again through the covers: it keeps it when no cover
+    is at or above it, and is refused (nothing runs) when one is, in both forms."""
+    import tempfile
+
+    public = Path(tempfile.mkdtemp(prefix="stockade-public-", dir="/var/tmp"))
+    private = Path(tempfile.mkdtemp(prefix="stockade-700-", dir="/var/tmp"))
+    try:
+        public.chmod(0o755)
+        private.chmod(0o700)
+        workdir = private / "clone"
+        workdir.mkdir()
+        workdir.chmod(0o777)
+        launcher = Path(shutil.copy2(launcher, public / "landlock-run"))
+        launcher.chmod(0o755)
+        secret = public / "s"
+        secret.write_text("SECRET\n")
+        secret.chmod(0o644)
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        # The control: nobody indeed cannot walk to it by name.
+        control = subprocess.run(
+            [*nobody, "sh", "-c", f"cd {workdir}"], capture_output=True, text=True
+        )
+        assert control.returncode != 0, control
+        for form in (["--ro", "/"], ["--filters-only"]):
+            script = f"pwd; cat {secret}; echo made > here"
+            kept = subprocess.run(
+                [
+                    *nobody,
+                    str(launcher),
+                    *form,
+                    "--deny-read",
+                    str(secret),
+                    "--",
+                    "sh",
+                    "-c",
+                    script,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                cwd=workdir,
+            )
+            assert kept.stdout.splitlines()[0] == str(workdir), (form, kept)
+            assert "SECRET" not in kept.stdout + kept.stderr
+            if form == ["--filters-only"]:
+                assert (workdir / "here").read_text() == "made\n"
+            (workdir / "here").unlink(missing_ok=True)
+            covered = subprocess.run(
+                [
+                    *nobody,
+                    str(launcher),
+                    *form,
+                    "--deny-read",
+                    str(private),
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo ran > here; ls -a",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                cwd=workdir,
+            )
+            assert_launcher_failure(covered, "is hidden from the command")
+            assert not (workdir / "here").exists()
+    finally:
+        shutil.rmtree(public, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
