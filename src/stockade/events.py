@@ -93,6 +93,10 @@ class SessionHeader(SessionEvent, kw_only=True, frozen=True, tag="session/header
     cwd: str | None = None
     parent: str | None = None
     format: int = 1
+    # Directories this session's calls may write beside its root (workspace-write),
+    # given when it was opened (`open_session(writable_roots=...)`): real paths, each
+    # trust-checked then; a resumed session keeps them, a fork inherits them.
+    writable_roots: tuple[str, ...] = ()
 
 
 def event_tag(event_type: type[SessionEvent]) -> str:

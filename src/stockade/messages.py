@@ -392,6 +392,9 @@ class ShellResult(msgspec.Struct, frozen=True):
     # The Landlock launcher's tier ("namespaced" or "plain"), beside `backend`.
     tier: str | None = None
     stderr_dropped: int = 0
+    # The directories this call could write (its root, temp directory, extra writable
+    # roots and tool caches), real paths; () when it wrote nowhere or ran unconfined.
+    writable: tuple[str, ...] = ()
     runner_failure: str | None = None
     # Why `enforcement` (the FILE sandbox's claim) is partial: the effects this call
     # left ungoverned.

@@ -38,6 +38,12 @@ def _check_temp(temp_dir: str | None, host_temp: tuple[str, ...]) -> None:
             raise InvalidPolicy(f"a temp directory must be an absolute path, got {path!r}")
 
 
+def _check_extra(extra_roots: tuple[str, ...]) -> None:
+    for path in extra_roots:
+        if not os.path.isabs(path):
+            raise InvalidPolicy(f"a writable root must be an absolute path, got {path!r}")
+
+
 class ExecutionPolicy(msgspec.Struct, frozen=True):
     """The complete policy stamped on one call: a mode, an absolute workspace root, and
     whether the call may use the network.
@@ -57,6 +63,13 @@ class ExecutionPolicy(msgspec.Struct, frozen=True):
     # The host's shared temp roots (/tmp, $TMPDIR) granted as well: only where the
     # composition restores them (`allow_host_temp`); the claim names them as a gap.
     host_temp: tuple[str, ...] = ()
+    # Directories writable beside the root under workspace-write (read-only otherwise):
+    # the operator's writable_roots, then the sandbox's tool caches. Real paths, each
+    # trust-checked when the harness or the session took it.
+    extra_roots: tuple[str, ...] = ()
+    # The sandbox-private tool caches' directory (sandbox/tool_caches.py): the tools'
+    # cache variables point into it; writable like the extra roots. None: off.
+    tool_cache: str | None = None
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.workspace_root):
@@ -64,6 +77,7 @@ class ExecutionPolicy(msgspec.Struct, frozen=True):
                 f"workspace root must be an absolute path, got {self.workspace_root!r}"
             )
         _check_temp(self.temp_dir, self.host_temp)
+        _check_extra((*self.extra_roots, *filter(None, (self.tool_cache,))))
         effective = network_under(self.mode, self.network)
         if effective is not self.network:
             msgspec.structs.force_setattr(self, "network", effective)
@@ -73,6 +87,12 @@ class ExecutionPolicy(msgspec.Struct, frozen=True):
         """The temp directories workspace-write may write: the private one, then the host's."""
         return _temp_roots(self.temp_dir, self.host_temp)
 
+    @property
+    def granted_roots(self) -> tuple[str, ...]:
+        """Every directory beside the root workspace-write may write: temp, then extra."""
+        extra = (*self.extra_roots, *filter(None, (self.tool_cache,)))
+        return tuple(dict.fromkeys((*self.temp_roots, *extra)))
+
     def sandbox_policy(self) -> SandboxPolicy:
         """The subset a backend receives; only for modes that confine."""
         return SandboxPolicy(
@@ -81,6 +101,8 @@ class ExecutionPolicy(msgspec.Struct, frozen=True):
             network=self.network,
             temp_dir=self.temp_dir,
             host_temp=self.host_temp,
+            extra_roots=self.extra_roots,
+            tool_cache=self.tool_cache,
         )
 
 
@@ -92,13 +114,22 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     mode: SandboxMode
     workspace_root: str
     network: Network = Network.OFF
-    # As ExecutionPolicy's: the private temp directory, and the host temp roots granted.
+    # As ExecutionPolicy's: the private temp directory, the host temp roots granted,
+    # the extra writable roots (writable_roots, tool caches).
     temp_dir: str | None = None
     host_temp: tuple[str, ...] = ()
+    extra_roots: tuple[str, ...] = ()
+    tool_cache: str | None = None
 
     @property
     def temp_roots(self) -> tuple[str, ...]:
         return _temp_roots(self.temp_dir, self.host_temp)
+
+    @property
+    def granted_roots(self) -> tuple[str, ...]:
+        """Every directory beside the root workspace-write may write: temp, then extra."""
+        extra = (*self.extra_roots, *filter(None, (self.tool_cache,)))
+        return tuple(dict.fromkeys((*self.temp_roots, *extra)))
 
     def __post_init__(self) -> None:
         if not self.mode.confines:
@@ -110,3 +141,4 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
                 f"workspace root must be an absolute path, got {self.workspace_root!r}"
             )
         _check_temp(self.temp_dir, self.host_temp)
+        _check_extra((*self.extra_roots, *filter(None, (self.tool_cache,))))

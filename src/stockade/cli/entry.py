@@ -100,6 +100,10 @@ def _main(argv: Sequence[str] | None) -> int:
                 run_exec(args)
             case "session":
                 return _session(args)
+            case "cache":
+                from .cache import run_cache
+
+                return run_cache(args)
             case "demo":
                 from .demo import run_demo
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
-    from ..sandbox import PrivateTmp
+    from ..sandbox import PrivateTmp, ProviderConfig
 
 BACKENDS = ("auto", "bwrap", "landlock")
 
@@ -146,6 +146,18 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # `_execute` removes it itself before ending by the runner's signal.
         atexit.register(remove_private_tmp, tmp)
         temp_roots = (tmp.path, *host_temp(bool(provider and provider.allow_host_temp)))
+    # The extra writable roots (the composition's, --writable) and the tool caches:
+    # written in workspace-write, the caches' variables set in every confining mode.
+    installation = installation_paths()
+    extra, cache, tools = _extra_roots(
+        provider, getattr(args, "writable", None) or (), root, installation
+    )
+    if mode is SandboxMode.WORKSPACE_WRITE:
+        temp_roots = tuple(dict.fromkeys((*temp_roots, *extra, *filter(None, (cache,)))))
+    if cache is not None:
+        from ..sandbox import tool_caches
+
+        environ.update(tool_caches.variables(cache, tools, environ))
     proxy = None
     if network is Network.ALLOWLIST:
         proxy = _start_proxy(allowed, denied)
@@ -159,7 +171,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     confined = confine(
         Call(tuple(argv), mode, root, temp_roots, network, proxy, workdir),
         runner,
-        guard_rules(provider, installation_paths()),
+        guard_rules(provider, installation),
         # This process holds the placeholders bwrap mounts over, for as long as it runs.
         hold=True,
         # The command may inherit this terminal: it must not type into it (TIOCSTI).
@@ -192,6 +204,40 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         tmp=tmp,
         environ=environ,
     )
+
+
+def _extra_roots(
+    provider: ProviderConfig | None,
+    writable: Sequence[str],
+    root: str,
+    installation: Sequence[str],
+) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+    """(the extra writable roots, the tool caches' directory or None, its tools), each
+    checked as the harness checks them; a refused one ends exec with its reason."""
+    from ..errors import ConfigError
+    from ..sandbox import tool_caches
+    from ..trust import check_extra_roots
+    from ..trust.secrets import deny_read_for
+
+    hidden = deny_read_for(provider).literal_paths()
+    tools = provider.tool_cache_tools if provider is not None else tool_caches.TOOLS
+    try:
+        extra = check_extra_roots(
+            (*(provider.writable_roots if provider is not None else ()), *writable),
+            hidden,
+            installation=installation,
+        )
+        cache = tool_caches.directory_for(
+            provider.tool_caches if provider is not None else True,
+            provider.tool_cache_directory if provider is not None else None,
+            tools,
+            hidden,
+            (root,),
+            installation,
+        )
+    except ConfigError as error:
+        _fail(str(error), EXIT_USAGE)
+    return extra, cache, tools
 
 
 def _passed_descriptors(numbers: Sequence[int]) -> tuple[int, ...]:
@@ -328,6 +374,7 @@ _SHARED_OPTIONS: dict[str, Any] = {
     "--config": "config",
     "--root": "root",
     "--backend": "backend",
+    "--writable": "writable",
 }
 _EXEC_OPTIONS: dict[str, Any] = {**_SHARED_OPTIONS, "--pass-fd": "pass_fd", "--allow": "allow"}
 _RUN_OPTIONS: dict[str, Any] = {
@@ -358,9 +405,9 @@ def fast_args(words: Sequence[str]) -> Any | None:
         "backend": "auto",
     }
     if verb == "run":
-        values.update(timeout=None, json=False, ask=False, allow=None, limit=None)
+        values.update(timeout=None, json=False, ask=False, allow=None, limit=None, writable=None)
     else:
-        values.update(pass_fd=None, allow=None)
+        values.update(pass_fd=None, allow=None, writable=None)
     index = 1
     while index < len(words):
         word = words[index]
@@ -393,7 +440,7 @@ def fast_args(words: Sequence[str]) -> Any | None:
             except ValueError:
                 return None
             continue
-        if dest in ("allow", "limit"):
+        if dest in ("allow", "limit", "writable"):
             values[dest] = [*(values[dest] or ()), value]
             continue
         if dest == "pass_fd":

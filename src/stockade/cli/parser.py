@@ -161,6 +161,37 @@ docs/mcp.md
   stockade mcp --http 8765 --token-file ~/.config/stockade/mcp.token
 """,
 )
+CACHE_HELP = _help(
+    """
+Confined commands keep their tools' caches (pip, uv, npm, yarn, pnpm, go, cargo,
+maven, gradle, ccache, sccache, and $XDG_CACHE_HOME) in a directory of stockade's own,
+per user ($XDG_CACHE_HOME/stockade/tools, or the composition's tool_caches
+directory), which the host's own tools never read: what a confined command leaves
+there reaches only other confined commands. The sessions of a user share it.
+""",
+    """
+  0     done
+  1     the cache directory cannot be read or emptied
+  2     usage or configuration error
+"""
+    + JSON_ERRORS,
+    """
+  stockade cache show
+  stockade cache prune npm cargo
+""",
+)
+CACHE_SHOW_HELP = _help(
+    "\nPrint the tool caches' directory and the size of each tool's cache in it.\n",
+    "\n  0     done\n  2     usage or configuration error\n" + JSON_ERRORS,
+    "\n  stockade cache show --json\n",
+)
+CACHE_PRUNE_HELP = _help(
+    "\nEmpty the named tools' caches (every tool's by default); links a command left\n"
+    "there are removed as links, never followed.\n",
+    "\n  0     done\n  1     a cache cannot be emptied\n  2     usage or configuration error\n"
+    + JSON_ERRORS,
+    "\n  stockade cache prune pip\n  stockade cache prune --dry-run\n",
+)
 SESSION_HELP = _help(
     """
 Read and tidy the session logs: show one, list them, prune the idle ones. Logs are
@@ -331,6 +362,14 @@ Landlock on Linux). Each verb has its own --help.
     )
     run_exec.add_argument("--backend", default="auto", choices=BACKENDS)
     run_exec.add_argument(
+        "--writable",
+        action="append",
+        metavar="DIR",
+        help="a directory the command may also write in workspace-write, beside the root "
+        "(repeatable; trust-checked: never /, a home directory itself, stockade's own "
+        "files or a deny_read path)",
+    )
+    run_exec.add_argument(
         "--allow",
         action="append",
         metavar="HOST[:PORT]",
@@ -378,6 +417,14 @@ Landlock on Linux). Each verb has its own --help.
         "take K/M/G, times s/m/h, null is unlimited (docs/limits.md)",
     )
     run.add_argument("--backend", default="auto", choices=BACKENDS)
+    run.add_argument(
+        "--writable",
+        action="append",
+        metavar="DIR",
+        help="a directory the command may also write in workspace-write, beside the root "
+        "(repeatable; trust-checked: never /, a home directory itself, stockade's own "
+        "files or a deny_read path)",
+    )
     run.add_argument("--json", action="store_true", help="one JSON object on stdout")
     run.add_argument(
         "--ask",
@@ -483,6 +530,24 @@ Landlock on Linux). Each verb has its own --help.
     )
     prune.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     store_options(prune)
+
+    cache = verb(verbs, "cache", "show or empty the sandbox's private tool caches", CACHE_HELP)
+    cache_verbs = cache.add_subparsers(dest="cache_verb", metavar="VERB", required=True)
+    cache_show = verb(
+        cache_verbs, "show", "where the tool caches are, and each one's size", CACHE_SHOW_HELP
+    )
+    cache_show.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    cache_show.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
+    cache_prune = verb(cache_verbs, "prune", "empty the tool caches", CACHE_PRUNE_HELP)
+    cache_prune.add_argument(
+        "tools",
+        nargs="*",
+        metavar="TOOL",
+        help="only these tools' caches (pip, npm, cargo, go, ...; default: every one)",
+    )
+    cache_prune.add_argument("--dry-run", action="store_true", help="only say what would go")
+    cache_prune.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    cache_prune.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     return parser
 
 

@@ -16,7 +16,7 @@ import shlex
 import signal
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from ..errors import (
 )
 from ..executor import ExecutorConfig, Streams, open_executor, refused_destinations
 from ..messages import ShellResult
-from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
+from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp, tool_caches
 from ..shown import TERMINAL_STATE_RESET, escaped_lines, json_escaped, one_line
 from ..vocab import (
     DENIAL_INSTRUCTION,
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     import argparse
 
     from ..config import Composition
+    from ..sandbox import ProviderConfig
 
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
@@ -381,6 +382,8 @@ async def _run_asking(
         network=policy.network,
         temp_dir=policy.temp_dir,
         host_temp=policy.host_temp,
+        extra_roots=policy.extra_roots,
+        tool_cache=policy.tool_cache,
     )
     return await call.run(wider), False
 
@@ -482,8 +485,6 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
             composition, mode=args.mode, root=args.root, backend=args.backend, network=network
         )
         if allowed:
-            import attrs
-
             executor = settings.executor
             settings = settings._replace(
                 executor=attrs.evolve(executor, network_allow=(*executor.network_allow, *allowed))
@@ -519,9 +520,22 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
             # its command (and a retry), removed when it is done.
             tmp = make_private_tmp()
             allowed = settings.provider is not None and settings.provider.allow_host_temp
-            policy = msgspec.structs.replace(
-                policy, temp_dir=tmp.path, host_temp=host_temp(allowed)
+            extra, cache = _extra_roots(
+                settings.provider, getattr(args, "writable", None) or (), settings.root
             )
+            policy = msgspec.structs.replace(
+                policy,
+                temp_dir=tmp.path,
+                host_temp=host_temp(allowed),
+                extra_roots=extra,
+                tool_cache=cache,
+            )
+            if cache is not None and settings.provider is not None:
+                call.settings = settings = settings._replace(
+                    executor=attrs.evolve(
+                        settings.executor, tool_cache_tools=settings.provider.tool_cache_tools
+                    )
+                )
         if args.ask:
             from ..approval.answerers import TerminalAnswerer  # --ask only: lazily
 
@@ -551,6 +565,28 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
     if call.interrupted and status == 128 + signal.SIGINT:
         _die_of_sigint()
     return status
+
+
+def _extra_roots(
+    provider: ProviderConfig | None, writable: Sequence[str], root: str
+) -> tuple[tuple[str, ...], str | None]:
+    """The extra writable roots (the composition's, --writable) and the tool caches'
+    directory, checked as the harness checks them (ConfigError: refused)."""
+    from ..trust import check_extra_roots
+    from ..trust.secrets import deny_read_for
+
+    if provider is None:
+        return (), None
+    hidden = deny_read_for(provider).literal_paths()
+    extra = check_extra_roots((*provider.writable_roots, *writable), hidden)
+    cache = tool_caches.directory_for(
+        provider.tool_caches,
+        provider.tool_cache_directory,
+        provider.tool_cache_tools,
+        hidden,
+        (root,),
+    )
+    return extra, cache
 
 
 def _die_of_sigint() -> None:

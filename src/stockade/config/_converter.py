@@ -156,8 +156,13 @@ def _mapping_factory(converter: cattrs.Converter) -> Callable[[Any], Hook]:
     def factory(type_: Any) -> Hook:
         inner = mapping_structure_factory(type_, converter)
 
+        # A class that also reads from one scalar (`tool_caches: off`) says how.
+        scalar = getattr(type_, "from_scalar", None)
+
         def structure(value: object, _type: Any) -> object:
             if not isinstance(value, Mapping):
+                if scalar is not None:
+                    return scalar(value)
                 raise WrongType("a mapping", value)
             return inner(value, _type)
 
@@ -170,8 +175,13 @@ def _attrs_factory(converter: cattrs.Converter) -> Callable[[Any], Hook]:
     def factory(type_: Any) -> Hook:
         inner = make_dict_structure_fn(type_, converter)
 
+        # A class that also reads from one scalar (`tool_caches: off`) says how.
+        scalar = getattr(type_, "from_scalar", None)
+
         def structure(value: object, _type: Any) -> object:
             if not isinstance(value, Mapping):
+                if scalar is not None:
+                    return scalar(value)
                 raise WrongType("a mapping", value)
             return inner(value, _type)
 

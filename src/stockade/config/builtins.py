@@ -29,6 +29,7 @@ from .types import (
     PresetName,
     Regex,
     SingleLine,
+    WrongType,
 )
 
 # `env: inherit:`; tests/executor keeps it equal to environment.INHERIT_CHOICES.
@@ -36,6 +37,43 @@ Inherit = Literal["all", "core", "none"]
 # Spelled out for the type checker; tests/config keep it equal to the provider's BACKEND_CHOICES.
 Backend = Literal["auto", "bwrap", "landlock", "seatbelt"]
 LandlockTier = Literal["auto", "plain"]
+# tests/config keep it equal to sandbox.tool_caches.TOOLS.
+ToolName = Literal[
+    "xdg", "pip", "uv", "npm", "yarn", "pnpm", "go", "cargo", "maven", "gradle", "ccache", "sccache"
+]
+
+
+@attrs.frozen(kw_only=True)
+class ToolCachesConfig:
+    """`tool_caches:` on (the default), off, or a mapping: where the sandbox-private
+    caches live (default $XDG_CACHE_HOME/stockade/tools) and which tools use them."""
+
+    enabled: bool = True
+    directory: AbsolutePath | None = None
+    tools: tuple[ToolName, ...] = (
+        "xdg",
+        "pip",
+        "uv",
+        "npm",
+        "yarn",
+        "pnpm",
+        "go",
+        "cargo",
+        "maven",
+        "gradle",
+        "ccache",
+        "sccache",
+    )
+
+    @classmethod
+    def from_scalar(cls, value: object) -> ToolCachesConfig:
+        if value in ("on", True):
+            return cls()
+        if value in ("off", False):
+            return cls(enabled=False)
+        raise WrongType("on, off or a mapping (directory, tools)", value)
+
+
 # The default protected items `unprotect` may drop; tests/unit/test_trust.py keeps it
 # equal to trust.UNPROTECTABLE.
 Unprotectable = Literal[
@@ -112,6 +150,11 @@ class SandboxLocalConfig:
     # The Landlock launcher's tier: the strongest the host allows (auto), or plain
     # (no namespace) even where namespaces exist, as on a host without them.
     landlock_tier: LandlockTier = "auto"
+    # Directories writable beside the workspace root in workspace-write (Codex's
+    # writable_roots), each trust-checked when the harness opens.
+    writable_roots: tuple[AbsolutePath, ...] = ()
+    # Sandbox-private tool caches (sandbox/tool_caches.py): on, off, or a mapping.
+    tool_caches: ToolCachesConfig = ToolCachesConfig()
 
     def provider_config(self) -> ProviderConfig:
         return ProviderConfig(
@@ -125,6 +168,10 @@ class SandboxLocalConfig:
             allow_host_temp=self.allow_host_temp,
             deny_read=self.deny_read,
             landlock_tier=self.landlock_tier,
+            writable_roots=self.writable_roots,
+            tool_caches=self.tool_caches.enabled,
+            tool_cache_directory=self.tool_caches.directory,
+            tool_cache_tools=self.tool_caches.tools,
         )
 
 

@@ -189,6 +189,7 @@ def settled_result(
         network_enforcement=facts.network_enforcement,
         network_gaps=facts.network_gaps,
         env_dropped=facts.env_dropped,
+        writable=facts.writable if facts.confined else (),
         connections=connections,
         connections_refused=connections_refused,
     )
@@ -219,6 +220,7 @@ def unstarted_result(
         network_enforcement=facts.network_enforcement,
         network_gaps=facts.network_gaps,
         env_dropped=facts.env_dropped,
+        writable=facts.writable if facts.confined else (),
     )
 
 
@@ -251,4 +253,5 @@ def waited_out_result(
         network_enforcement=facts.network_enforcement,
         network_gaps=facts.network_gaps,
         env_dropped=facts.env_dropped,
+        writable=facts.writable if facts.confined else (),
     )

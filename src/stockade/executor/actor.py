@@ -49,7 +49,7 @@ from ..messages import (
     WaitJob,
 )
 from ..network.bridge import proxy_environment
-from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts
+from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
 from ..trust import enter_judged, judge_workdir, spawn_cwd
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
@@ -263,6 +263,12 @@ class ExecutorActor:
         # network allowlist: every client is pointed at the bridge to the proxy.
         proxied = proxy_environment() if facts.proxy_call is not None else {}
         env = {**facts.environment, **proxied, **caller}
+        if facts.confined and spec.policy.tool_cache is not None:
+            # After the caller's own: a confined tool caches where the host's own
+            # unconfined tools never look (an unconfined call keeps the host's caches).
+            env.update(
+                tool_caches.variables(spec.policy.tool_cache, self.config.tool_cache_tools, env)
+            )
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         terminal = streams.terminal if streams is not None else None
         entered = None

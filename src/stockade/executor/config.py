@@ -80,6 +80,10 @@ class ExecutorConfig:
     # The harness's own secrets (store credentials, MCP tokens): dropped from every
     # command's environment whatever `env` says (`withholding` adds them).
     withheld: Withheld = attrs.field(factory=Withheld)
+    # The tools whose cache variables a confined call's environment points into its
+    # policy's `tool_cache` (sandbox/tool_caches.py; the harness sets it from the
+    # composition's tool_caches).
+    tool_cache_tools: tuple[str, ...] = ()
 
     def withholding(self, withheld: Withheld) -> ExecutorConfig:
         """This config with `withheld` added; ConfigError when `env.set` would give a

@@ -35,6 +35,7 @@ from ..executor.environment import Withheld
 from ..messages import NetworkConnection
 from ..policy.knobs import PolicyDefaults, unconfined_reason
 from ..policy.presets import DEFAULT_PRESETS, PresetTable
+from ..sandbox import tool_caches
 from ..sandbox.actor import ProviderActor
 from ..sandbox.config import trusted_provider
 from ..sandbox.private_tmp import host_temp
@@ -51,7 +52,7 @@ from ..sessionlog import (
 from ..tools.bash import BashTool
 from ..tools.events import TOOL_EVENTS, NetworkConnected
 from ..tools.fs_tool import FsTool
-from ..trust import host_temp_roots
+from ..trust import check_extra_roots, host_temp_roots
 from ..trust.secrets import deny_read_for
 from ..vocab import ApprovalPolicy, Network, SandboxMode
 from .harness import Harness
@@ -226,6 +227,24 @@ def assemble(
     confining = (
         executor_entry is not None and executor_entry.plugin.confines and provider_actor is not None
     )
+    deny_read = deny_read_for(provider_config) if provider_config is not None else None
+    # What every session's calls may write beside its root, and where their tools cache.
+    writable_roots: tuple[str, ...] = ()
+    cache_setting = None
+    if confining and provider_config is not None:
+        hidden = deny_read.literal_paths() if deny_read is not None else []
+        writable_roots = check_extra_roots(provider_config.writable_roots, hidden)
+        if provider_config.tool_caches:
+            # Made per session, for its root: never inside a workspace (sessions differ).
+            cache_setting = tool_caches.CacheSetting(
+                True, provider_config.tool_cache_directory, provider_config.tool_cache_tools
+            )
+            # A named directory that cannot be used is the composition's error, now.
+            if cache_setting.directory is not None:
+                cache_setting.directory_for(hidden, (fallback_root,))
+            executor_config = attrs.evolve(
+                executor_config, tool_cache_tools=provider_config.tool_cache_tools
+            )
     executor_actor = ExecutorActor(
         config=executor_config,
         provider=provider_actor.client if confining and provider_actor is not None else None,
@@ -250,7 +269,6 @@ def assemble(
         network=executor_config.default_network if confining else Network.ON,
     )
     approval_client = approval_actor.client if approval_actor is not None else None
-    deny_read = deny_read_for(provider_config) if provider_config is not None else None
     fs_tool = None
     if composition.fs is not None:
         protected: tuple[str, ...] = ()
@@ -281,6 +299,8 @@ def assemble(
         fallback_root_explicit=bool(executor_config.fallback_root or cwd),
         host_temp=host_temp(provider_config is not None and provider_config.allow_host_temp),
         deny_read=deny_read if confining else None,
+        writable_roots=writable_roots,
+        tool_caches=cache_setting,
     )
     harness._check_log_is_out_of_reach(None)
     return actors, harness

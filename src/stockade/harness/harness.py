@@ -7,6 +7,7 @@ lists the mounted tools' schemas; it holds the actors' clients, never their stat
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -19,10 +20,11 @@ from ..executor.actor import ExecutorClient
 from ..policy.knobs import PolicyDefaults
 from ..policy.presets import PresetTable
 from ..sandbox.actor import ProviderClient
+from ..sandbox.tool_caches import CacheSetting
 from ..sessionlog import SessionLogClient, check_session_id, check_store_files
 from ..tools.bash import BashTool
 from ..tools.fs_tool import FsTool, PinnedRoots, fs_schemas
-from ..trust import broad_root_refusal, check_trusted, host_temp_roots
+from ..trust import broad_root_refusal, check_extra_roots, check_trusted, host_temp_roots
 from ..trust.secrets import DenyRead
 from ..vocab import ExecutionPolicy
 from .agent import AgentSession
@@ -55,6 +57,12 @@ class Harness:
     # What no confined command may read (the provider's deny_read), when commands are
     # confined.
     deny_read: DenyRead | None = None
+    # Directories every session's calls may write beside its root in workspace-write
+    # (the composition's writable_roots, trust-checked when the harness opened), and
+    # the sandbox-private tool caches' setting (None: off, or commands unconfined):
+    # their directory is made as each session opens, never inside its root.
+    writable_roots: tuple[str, ...] = ()
+    tool_caches: CacheSetting | None = None
     # Sessions open now: a private temp directory one leaves is removed when the
     # harness stops (after every command is gone).
     _open: set[Session] = attrs.field(factory=set, init=False)
@@ -131,7 +139,11 @@ class Harness:
             return None
         # The session's own temp roots: its private directory (and the host's where the
         # composition restores them), as its commands have them.
-        temp_roots = (*filter(None, (session.temp_dir,)), *session.host_temp)
+        temp_roots = (
+            *filter(None, (session.temp_dir,)),
+            *session.host_temp,
+            *session.writable_roots,
+        )
         return PinnedRoots.pin(session.cwd or self.defaults.fallback_root, temp_roots)
 
     async def open_session(
@@ -140,9 +152,14 @@ class Harness:
         *,
         cwd: str | os.PathLike[str] | None = None,
         resume: bool = False,
+        writable_roots: Sequence[str | os.PathLike[str]] = (),
     ) -> AgentSession:
         """Create a new session (its cwd, an existing directory, is its workspace root),
         or with `resume=True` resume session `session_id` from its log.
+
+        `writable_roots`: directories this session's calls may write beside its root in
+        workspace-write, each trust-checked (ConfigError naming why one is refused);
+        kept in its log, so a resumed session has them without naming them again.
 
         Creating under an id that already names a session raises SessionExists; resuming
         an id no log holds raises SessionNotFound (and writes nothing). `resume_session`
@@ -163,6 +180,7 @@ class Harness:
             if broad is not None:
                 raise ConfigError(broad)
         self._check_log_is_out_of_reach(cwd)
+        own_roots = self.check_writable_roots(writable_roots) if writable_roots else ()
         if resume:
             self._check_log_exists(session_id)
         session = await Session.open(
@@ -175,6 +193,9 @@ class Harness:
             # Only where commands are confined: there /tmp is not theirs to write.
             private_tmp=self.confines,
             host_temp=self.host_temp,
+            writable_roots=self.writable_roots,
+            own_writable_roots=own_roots,
+            tool_cache_for=self._tool_cache_for if self.tool_caches is not None else None,
         )
         self._open.add(session)
         agent = AgentSession(harness=self, session=session, fs_roots=self._pin_fs_roots(session))
@@ -186,6 +207,25 @@ class Harness:
                 await agent.close()
                 raise
         return agent
+
+    def _tool_cache_for(self, root: str) -> str | None:
+        """The tool caches' directory for a session rooted at `root`, made now; None
+        when off or when it would lie in or over the root."""
+        if self.tool_caches is None:
+            return None
+        hidden = self.deny_read.literal_paths() if self.deny_read is not None else ()
+        return self.tool_caches.directory_for(hidden, (root,))
+
+    def check_writable_roots(self, paths: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
+        """`paths` as extra writable roots (real paths), or ConfigError naming the first
+        refused and why (trust.extra_root_refusal)."""
+        if not self.confines:
+            raise ConfigError(
+                "writable_roots need a sandbox: this composition runs commands unconfined, "
+                "where every directory is writable already"
+            )
+        hidden = self.deny_read.literal_paths() if self.deny_read is not None else ()
+        return check_extra_roots(paths, hidden)
 
     async def resume_session(
         self, session_id: str, *, cwd: str | os.PathLike[str] | None = None

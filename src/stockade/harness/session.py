@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 
 import attrs
@@ -101,6 +101,13 @@ class Session:
     # and the host temp roots its calls may write beside it (`allow_host_temp`).
     private_tmp: PrivateTmp | None = None
     host_temp: tuple[str, ...] = ()
+    # Directories writable beside the root in workspace-write: the composition's
+    # writable_roots, then the session's own (its header's); and the sandbox-private
+    # tool caches' directory (None: off).
+    writable_roots: tuple[str, ...] = ()
+    own_writable_roots: tuple[str, ...] = ()
+    tool_cache: str | None = None
+    tool_cache_for: Callable[[str], str | None] | None = None
     _closed: bool = attrs.field(default=False, init=False)
 
     @property
@@ -122,6 +129,9 @@ class Session:
         resume: bool | None = None,
         private_tmp: bool = False,
         host_temp: tuple[str, ...] = (),
+        writable_roots: tuple[str, ...] = (),
+        own_writable_roots: tuple[str, ...] = (),
+        tool_cache_for: Callable[[str], str | None] | None = None,
     ) -> Session:
         """Open session `session_id`: create it, or resume it from its log.
 
@@ -134,7 +144,10 @@ class Session:
         resumed session takes its cwd from its header; a different `cwd` is refused.
         `private_tmp`: make the session a private temp directory (sandbox/private_tmp.py),
         its calls' TMPDIR, removed by `close`; `host_temp`: the host temp roots its calls
-        may write beside it.
+        may write beside it. `writable_roots`: the composition's extra writable roots;
+        `own_writable_roots`: a new session's own (checked by the caller, kept in its
+        header; a resumed session takes its header's). `tool_cache_for`: the tool
+        caches' directory made for a workspace root, or None (none for that root).
         """
         defaults = PolicyDefaults() if defaults is None else defaults
         if session_id is None and resume:
@@ -146,7 +159,9 @@ class Session:
         check_events_available(seed, defaults, _seeded_what(seed, parent))
         opened = await log.open(session_id)
         try:
-            header = SessionHeader(cwd=root, parent=parent)
+            header = SessionHeader(
+                cwd=root, parent=parent, writable_roots=tuple(own_writable_roots)
+            )
             # The log is held exclusively from here: no one else creates it meanwhile.
             if resume and not await log.read(session_id):
                 raise SessionNotFound(session_id, opened.location)
@@ -164,6 +179,12 @@ class Session:
                 )
             if seed and not created:
                 raise SessionMismatch(f"session {session_id!r} already exists; cannot seed it")
+            if own_writable_roots and tuple(own_writable_roots) != first.writable_roots:
+                raise SessionMismatch(
+                    f"session {session_id!r} has writable roots "
+                    f"{list(first.writable_roots)!r}, not {list(own_writable_roots)!r}; "
+                    "resume it without writable_roots"
+                )
             if root is not None and first.cwd != root:
                 raise SessionMismatch(
                     f"session {session_id!r} has workspace root {first.cwd!r}, not {root!r}; "
@@ -187,6 +208,14 @@ class Session:
             torn_lines_cut=opened.torn_lines_cut,
             private_tmp=tmp,
             host_temp=tuple(host_temp),
+            writable_roots=tuple(dict.fromkeys((*writable_roots, *first.writable_roots))),
+            own_writable_roots=first.writable_roots,
+            # Made for its root: None for one that lies in or over the caches (a root
+            # at HOME holds ~/.cache): nothing of stockade's own in a workspace.
+            tool_cache=tool_cache_for(first.cwd or defaults.fallback_root)
+            if tool_cache_for is not None
+            else None,
+            tool_cache_for=tool_cache_for,
         )
 
     async def close(self) -> None:
@@ -262,9 +291,20 @@ class Session:
             explicit_mode=explicit_mode,
             explicit_network=explicit_network,
         )
-        if self.private_tmp is None and not self.host_temp:
+        if (
+            self.private_tmp is None
+            and not self.host_temp
+            and not self.writable_roots
+            and self.tool_cache is None
+        ):
             return policy
-        return msgspec.structs.replace(policy, temp_dir=self.temp_dir, host_temp=self.host_temp)
+        return msgspec.structs.replace(
+            policy,
+            temp_dir=self.temp_dir,
+            host_temp=self.host_temp,
+            extra_roots=self.writable_roots,
+            tool_cache=self.tool_cache,
+        )
 
     async def current_preset(self) -> str:
         return current_preset(await self.events(), self.presets, self.defaults)
@@ -298,6 +338,8 @@ class Session:
                 source=source,
                 temp_dir=self.temp_dir,
                 host_temp=self.host_temp,
+                writable_roots=self.writable_roots,
+                tool_cache=self.tool_cache,
             )
             return [] if update is None else [update]
 
@@ -330,6 +372,11 @@ class Session:
             # Its own private temp directory: a child's lifetime is its own.
             private_tmp=self.private_tmp is not None,
             host_temp=self.host_temp,
+            # Its parent's writable roots: the composition's as they are, its own kept
+            # in the child's header (a resumed child keeps them too).
+            writable_roots=self.writable_roots,
+            own_writable_roots=self.own_writable_roots,
+            tool_cache_for=self.tool_cache_for,
         )
 
 

@@ -46,6 +46,10 @@ class PolicyContext(SessionEvent, kw_only=True, frozen=True, tag="context/policy
     # roots granted beside it, as the message states them; None / () when it has none.
     temp_dir: str | None = None
     host_temp: tuple[str, ...] = ()
+    # The extra writable roots and the sandbox-private tool caches' directory, as the
+    # message states them; () / None when there are none.
+    writable_roots: tuple[str, ...] = ()
+    tool_cache: str | None = None
 
 
 _MODE_TEXT = {
@@ -143,6 +147,30 @@ def _temp_text(mode: SandboxMode, temp_dir: str | None, host_temp: Sequence[str]
     )
 
 
+def _roots_text(mode: SandboxMode, writable_roots: Sequence[str]) -> str:
+    where = ", ".join(writable_roots)
+    if mode is SandboxMode.READ_ONLY:
+        return f"Extra writable directories ({where}): writable in workspace-write only."
+    return (
+        f"Extra writable directories: {where}. Commands may create, change and delete "
+        "files there as under the workspace root (repository metadata and tool settings "
+        "inside them stay read-only)."
+    )
+
+
+def _cache_text(mode: SandboxMode, tool_cache: str) -> str:
+    text = (
+        f"Tool caches: package managers and build tools keep their caches in {tool_cache} "
+        "(the cache variables set in every command's environment, such as $PIP_CACHE_DIR, "
+        "$npm_config_cache, $CARGO_HOME, $GOCACHE and $XDG_CACHE_HOME, point there), "
+        "private to the sandbox and shared by the user's sessions; do not point tools at "
+        "~/.cache, ~/.npm or ~/.cargo"
+    )
+    if mode is SandboxMode.READ_ONLY:
+        return text + "; they are readable here and writable in workspace-write only."
+    return text + "."
+
+
 UNCONFINED_TEXT = (
     "This deployment runs shell commands WITHOUT a sandbox: nothing confines them, "
     "they may read, create, change and delete every file the user can, and no file "
@@ -159,6 +187,8 @@ def render_policy_context(
     network: Network = Network.OFF,
     temp_dir: str | None = None,
     host_temp: Sequence[str] = (),
+    writable_roots: Sequence[str] = (),
+    tool_cache: str | None = None,
 ) -> str:
     """The message text for a model, stating every value explicitly.
 
@@ -166,7 +196,8 @@ def render_policy_context(
     danger-full-access), and the message says that commands run without a sandbox.
     `network` is the knob's value; under danger-full-access the message says `on`.
     `temp_dir`: the session's private temp directory (its commands' TMPDIR), and
-    `host_temp` the host's shared temp roots the composition grants beside it.
+    `host_temp` the host's shared temp roots the composition grants beside it;
+    `writable_roots` the extra writable roots, `tool_cache` the tool caches' directory.
     """
     if not sandboxed:
         return "\n".join(
@@ -187,6 +218,10 @@ def render_policy_context(
     ]
     if mode.confines:
         lines.append(f"  {_temp_text(mode, temp_dir, host_temp)}")
+        if writable_roots:
+            lines.append(f"  {_roots_text(mode, writable_roots)}")
+        if tool_cache is not None:
+            lines.append(f"  {_cache_text(mode, tool_cache)}")
     lines += [
         f"- {_network_text(mode, network, approval)}",
         f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
@@ -213,6 +248,8 @@ def desired_policy_context(
     source: str = POLICY_SOURCE,
     temp_dir: str | None = None,
     host_temp: tuple[str, ...] = (),
+    writable_roots: tuple[str, ...] = (),
+    tool_cache: str | None = None,
 ) -> PolicyContext:
     """The message the model should currently hold, as an (unstamped) event.
 
@@ -231,6 +268,8 @@ def desired_policy_context(
             network=state.network,
             temp_dir=temp_dir,
             host_temp=host_temp,
+            writable_roots=writable_roots,
+            tool_cache=tool_cache,
         ),
         sandbox_mode=state.sandbox_mode,
         workspace_root=root,
@@ -239,6 +278,8 @@ def desired_policy_context(
         source=source,
         temp_dir=temp_dir,
         host_temp=host_temp,
+        writable_roots=writable_roots if defaults.confines else (),
+        tool_cache=tool_cache if defaults.confines else None,
     )
 
 
@@ -264,6 +305,8 @@ def policy_context_update(
     source: str = POLICY_SOURCE,
     temp_dir: str | None = None,
     host_temp: tuple[str, ...] = (),
+    writable_roots: tuple[str, ...] = (),
+    tool_cache: str | None = None,
 ) -> PolicyContext | None:
     """The message to append before the next step, or None when the last one still holds."""
     desired = desired_policy_context(
@@ -273,6 +316,8 @@ def policy_context_update(
         source=source,
         temp_dir=temp_dir,
         host_temp=host_temp,
+        writable_roots=writable_roots,
+        tool_cache=tool_cache,
     )
     told = last_policy_context(events, source)
     if told is not None and told.text == desired.text:

@@ -14,6 +14,7 @@ from ..lazy import lazy_exports
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from . import placeholders as placeholders
+    from . import tool_caches as tool_caches
     from ._chain import Selection as Selection
     from ._confine import Call as Call
     from ._confine import Confined as Confined
@@ -75,6 +76,7 @@ _LAZY = {
     "remove_private_tmp": "private_tmp",
     # A public module of its own (standard library only: exec holds placeholders too).
     "placeholders": "",
+    "tool_caches": "",
 }
 
 
@@ -109,6 +111,7 @@ __all__ = [
     "render_trust",
     "runner_identity",
     "select_backend",
+    "tool_caches",
     "trust_checks",
     "trusted_provider",
 ]

@@ -132,9 +132,11 @@ class ProviderActor:
         guard memo and socket scan; then the facts its argv carries (`wrap`)."""
         policy = message.policy
         backend = selection.backend
-        # The call's own temp roots: its session's private directory, and the host's
-        # where the composition restores them.
-        temp_roots = policy.temp_roots
+        # The call's own roots beside its root: its session's private directory, the
+        # host's temp roots where the composition restores them, then the extra
+        # writable roots (writable_roots, the tool caches): granted, guarded and
+        # searched for deny_read matches alike.
+        temp_roots = policy.granted_roots
         confined = confine(
             Call(
                 message.argv,

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import attrs
 
 from ..errors import ConfigError
+from .tool_caches import TOOLS, check_tools
 
 BACKEND_CHOICES = ("auto", "bwrap", "landlock", "seatbelt")
 LANDLOCK_TIER_CHOICES = ("auto", "plain")
@@ -41,6 +42,13 @@ def _check_deny_read(_instance: object, _attribute: object, value: tuple[str, ..
         problem = check_pattern(entry) if isinstance(entry, str) else "not a string"
         if problem is not None:
             raise ConfigError(f"deny_read entry {entry!r}: {problem}")
+
+
+def _check_tools(_instance: object, _attribute: object, value: tuple[str, ...]) -> None:
+    try:
+        check_tools(value)
+    except ValueError as error:
+        raise ConfigError(f"tool_caches: {error}") from None
 
 
 def _strings(value: Iterable[str]) -> tuple[str, ...]:
@@ -97,6 +105,16 @@ class ProviderConfig:
     # The Landlock launcher's tier: "auto" (the strongest the host allows) or "plain"
     # (no namespace, as on a host that allows none: weaker, so a loosening key).
     landlock_tier: str = attrs.field(default="auto", validator=_check_tier)
+    # Directories writable beside every session's root in workspace-write (absolute;
+    # trust-checked by the harness: trust.extra_root_refusal).
+    writable_roots: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    # Sandbox-private tool caches (tool_caches.py): on, where (None: the default
+    # directory), and for which tools.
+    tool_caches: bool = True
+    tool_cache_directory: str | None = None
+    tool_cache_tools: tuple[str, ...] = attrs.field(
+        default=TOOLS, converter=_strings, validator=_check_tools
+    )
 
 
 # Keys that loosen confinement: honoured only from a composition file that passes the
@@ -107,6 +125,8 @@ LOOSENING_KEYS = (
     "allow_unprotected_installation",
     "allow_host_temp",
     "landlock_tier",
+    "writable_roots",
+    "tool_cache_directory",
 )
 
 
@@ -127,7 +147,7 @@ def trusted_provider(
     problem = check_trusted(source, writable_roots, what="the composition file")
     if problem is not None:
         loosening = [
-            key for key in LOOSENING_KEYS if getattr(config, key) not in (None, False, "auto")
+            key for key in LOOSENING_KEYS if getattr(config, key) not in (None, False, "auto", ())
         ]
         if loosening:
             raise ConfigError(

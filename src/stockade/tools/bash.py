@@ -140,6 +140,8 @@ class BashTool:
                 network=network,
                 temp_dir=policy.temp_dir,
                 host_temp=policy.host_temp,
+                extra_roots=policy.extra_roots,
+                tool_cache=policy.tool_cache,
             )
         spec = ShellSpec(
             command=args.command,
@@ -290,6 +292,8 @@ def _job_facts(report: JobReport) -> dict[str, Any]:
         "mode": report.policy.mode.value,
         "workspace_root": report.policy.workspace_root,
         "network": report.policy.network.value,
+        "extra_roots": list(report.policy.extra_roots),
+        "tool_cache": report.policy.tool_cache,
     }
     return facts
 

@@ -216,6 +216,7 @@ class FsTool:
                 policy.workspace_root,
                 temp_dir=policy.temp_dir,
                 host_temp=policy.host_temp,
+                extra_roots=policy.extra_roots,
             )
         result = await trio.to_thread.run_sync(self._operation(args, policy, cwd, roots))
         text = result.text

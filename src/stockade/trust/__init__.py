@@ -12,7 +12,9 @@ from .check import is_under as is_under
 from .check import path_prefixes as path_prefixes
 from .check import paths_inside as paths_inside
 from .host import broad_root_refusal as broad_root_refusal
+from .host import check_extra_roots as check_extra_roots
 from .host import check_temp_roots as check_temp_roots
+from .host import extra_root_refusal as extra_root_refusal
 from .host import host_temp_roots as host_temp_roots
 from .host import installation_paths as installation_paths
 from .host import resolve_workspace_root as resolve_workspace_root

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from ..errors import InvalidPolicy
+from ..errors import ConfigError, InvalidPolicy
 
 
 def host_temp_roots(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
@@ -159,3 +159,107 @@ def broad_root_refusal(
         "workspace-write command could then write throughout; run from a project "
         f"directory, or pass {naming.format(root=real)} to mean it"
     )
+
+
+def _is_a_home(real: str, home: str | None) -> bool:
+    """Whether the real path `real` is `home` or an account's home directory (the
+    passwd database); only the entries that could name it are resolved."""
+    homes = [home] if home and os.path.isabs(home) else []
+    try:
+        import pwd
+
+        homes += [entry.pw_dir for entry in pwd.getpwall() if os.path.isabs(entry.pw_dir)]
+    except (ImportError, KeyError, OSError):
+        pass
+    name = os.path.basename(real)
+    for candidate in homes:
+        # A home reached through a link is resolved; one named otherwise cannot be it.
+        named = os.path.basename(candidate.rstrip("/")) == name
+        if (named or os.path.islink(candidate)) and os.path.realpath(candidate) == real:
+            return True
+    return False
+
+
+def extra_root_refusal(
+    path: str,
+    *,
+    home: str | None,
+    hidden: Sequence[str] = (),
+    installation: Sequence[str] = (),
+    what: str = "writable root",
+) -> tuple[str | None, str]:
+    """Judge an extra writable root (`writable_roots`, `--writable`, a session's own):
+    (why it is refused or None, its real path).
+
+    Refused: a relative or missing path, not a directory, `/`, a home directory itself
+    (it holds every startup file the person's tools run later), a directory holding
+    or inside one of `hidden` (deny_read's paths: keys, the state directory, tokens),
+    or holding or inside stockade's own `installation`. The workspace's protected
+    metadata is kept read-only inside it by the guard, as in every writable root.
+    """
+    if not os.path.isabs(path):
+        return f"{what} {path!r} must be an absolute path", path
+    if not os.path.isdir(path):
+        return f"{what} {path!r} does not exist or is not a directory", path
+    real = "/" + os.path.normpath(os.path.realpath(path)).lstrip("/")
+    if real == "/":
+        return f"{what} {path!r} is /, the whole disk: name a project directory", real
+    if _is_a_home(real, home):
+        return (
+            f"{what} {path!r} is a home directory ({real}), where every startup file "
+            "the person's tools run later lives: name a directory inside it",
+            real,
+        )
+
+    def related(other: str) -> bool:
+        other = os.path.realpath(other)
+        return _inside(real, other) or _inside(other, real)
+
+    for secret in hidden:
+        if os.path.lexists(secret) and related(secret):
+            return (
+                f"{what} {path!r} would expose {secret}, which no confined command may "
+                "read or write (deny_read): name a directory that neither holds it nor "
+                "lies inside it",
+                real,
+            )
+    for own in installation:
+        if related(own):
+            return (
+                f"{what} {path!r} would let a command rewrite stockade's own files "
+                f"({own}): name a directory outside the installation",
+                real,
+            )
+    return None, real
+
+
+def _inside(path: str, parent: str) -> bool:
+    parent = parent.rstrip("/")
+    return path == parent or path.startswith(parent + "/") or parent == ""
+
+
+def check_extra_roots(
+    paths: Sequence[str | os.PathLike[str]],
+    hidden: Sequence[str],
+    *,
+    what: str = "writable root",
+    installation: Sequence[str] | None = None,
+) -> tuple[str, ...]:
+    """Each of `paths` judged as an extra writable root (`extra_root_refusal`, with
+    deny_read's `hidden` paths and stockade's `installation`, read now when None):
+    their real paths, in order, without repeats; ConfigError naming the first refused
+    and why."""
+    if not paths:
+        return ()
+    if installation is None:
+        installation = installation_paths()
+    home = os.environ.get("HOME")
+    real: list[str] = []
+    for path in paths:
+        refusal, resolved = extra_root_refusal(
+            os.fspath(path), home=home, hidden=hidden, installation=installation, what=what
+        )
+        if refusal is not None:
+            raise ConfigError(refusal)
+        real.append(resolved)
+    return tuple(dict.fromkeys(real))
