@@ -36,6 +36,9 @@ from .settings import NO_PROVIDER, cli_settings, load_cli_composition
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
+
+    from ..sandbox import ProviderConfig
 
 
 def run_probe(args: argparse.Namespace) -> int:
@@ -65,6 +68,7 @@ def run_probe(args: argparse.Namespace) -> int:
             guard_rules(provider, installation_paths()),
         ).refusal
     limits_host, limits = planned_here(settings.executor.command_limits)
+    beside = _beside_root(provider, settings.root)
     if args.json:
         import msgspec
 
@@ -100,6 +104,7 @@ def run_probe(args: argparse.Namespace) -> int:
                 ],
                 "session": msgspec.to_builtins(attrs.asdict(settings.executor.session_limits)),
             },
+            "beside_root": beside,
         }
         sys.stdout.write(json_escaped(msgspec.json.encode(reply).decode()) + "\n")
     else:
@@ -109,9 +114,68 @@ def run_probe(args: argparse.Namespace) -> int:
             + render_policy(settings.executor.env, settings.executor.withheld)
             + deny_read.render(deny_read.deny_read_for(provider), settings.root)
             + _render_limits(limits_host, limits, settings.executor.session_limits)
+            + _render_beside(beside)
         )
         sys.stdout.write(escaped_lines(text))
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
+
+
+def _beside_root(provider: ProviderConfig, root: str) -> dict[str, object]:
+    """What a workspace-write call may write beside its root here: the extra writable
+    roots (each judged as a session would), and the tool caches (where, for which
+    tools, or why none). Nothing is made."""
+    from ..errors import ConfigError
+    from ..sandbox import tool_caches
+    from ..trust import check_extra_roots
+
+    hidden = deny_read.deny_read_for(provider).literal_paths()
+    roots: list[dict[str, object]] = []
+    for path in provider.writable_roots:
+        try:
+            (real,) = check_extra_roots((path,), hidden)
+            roots.append({"path": real, "refused": None})
+        except ConfigError as error:
+            roots.append({"path": path, "refused": str(error)})
+    directory = None
+    why = None
+    if not provider.tool_caches:
+        why = "off in the composition (tool_caches: off)"
+    else:
+        directory = provider.tool_cache_directory or tool_caches.default_directory()
+        if directory is None:
+            why = "no home directory to keep them in (set HOME or XDG_CACHE_HOME)"
+        elif not tool_caches.clear_of(directory, (root,)):
+            why = f"{directory} lies in or over the workspace root {root}: none for calls there"
+            directory = None
+    return {
+        "writable_roots": roots,
+        "tool_caches": {
+            "directory": directory,
+            "tools": list(provider.tool_cache_tools) if directory else [],
+            "why_none": why,
+        },
+    }
+
+
+def _render_beside(beside: dict[str, Any]) -> str:
+    lines = ["", "Beside the root (workspace-write):"]
+    roots = beside["writable_roots"]
+    if not roots:
+        lines.append("  extra writable roots: none (writable_roots, --writable DIR)")
+    for entry in roots:
+        if entry["refused"]:
+            lines.append(f"  extra writable root {entry['path']}: REFUSED: {entry['refused']}")
+        else:
+            lines.append(f"  extra writable root: {entry['path']}")
+    caches = beside["tool_caches"]
+    if caches["directory"]:
+        lines.append(
+            f"  tool caches: {caches['directory']} ({', '.join(caches['tools'])}); "
+            "read-only in read-only, never used by danger-full-access (stockade cache show)"
+        )
+    else:
+        lines.append(f"  tool caches: none ({caches['why_none']})")
+    return "\n".join(lines) + "\n"
 
 
 def _render_limits(host: HostLimits, limits: dict[str, Enforcement], session: SessionLimits) -> str:
