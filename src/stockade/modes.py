@@ -166,6 +166,50 @@ READ_DENIED_HINT = (
 )
 
 
+# What a result says, in one line after its output, when the sandbox's setting is
+# what an error message blames on something else (executor/_classify.py decides).
+def network_off_cause(what: str) -> str:
+    """Network `off`: `what` ("a name lookup", "a connection", or both) failed
+    because nothing leaves the sandbox, not because of the name or the remote."""
+    return (
+        f"[sandbox: network is off for this command, so {what} failed: no name resolves "
+        "and no connection leaves the sandbox (the host's own servers included; a server "
+        "the command starts itself is reachable on its own loopback). If the command "
+        f'needs the network, retry it once with sandbox_permissions "{WITH_NETWORK}" and a '
+        "justification]"
+    )
+
+
+def network_allowlist_cause(what: str) -> str:
+    """Network `allowlist`: `what` failed outside the proxy (no destination of it was
+    decided by the proxy), so the client did not use it."""
+    return (
+        f"[sandbox: network is allowlist for this command, so {what} outside stockade's "
+        "proxy failed: only clients using $HTTPS_PROXY, $HTTP_PROXY or $ALL_PROXY reach "
+        "the allowed destinations, and the proxy resolves their names. Make the tool use "
+        f'the proxy, or retry once with sandbox_permissions "{WITH_NETWORK}", '
+        "network_destinations and a justification]"
+    )
+
+
+def tool_directory_cause(directory: str, tool: str, variable: str, *, read_only: bool) -> str:
+    """A refused write under `tool`'s own directory in the home (`~/.npm`, ...):
+    outside the writable roots; the sandbox's tool cache is `$variable`."""
+    if read_only:
+        return (
+            f"[sandbox: a write under {directory} ({tool}'s directory) was refused: "
+            f"read-only mode writes no directory; under workspace-write {tool} keeps its "
+            f"cache in the sandbox's tool cache (${variable})]"
+        )
+    return (
+        f"[sandbox: a write under {directory} ({tool}'s directory) was refused: it is "
+        f"outside this command's writable directories. Leave {tool} on the sandbox's tool "
+        f"cache (${variable}, set when the policy message names tool caches) instead of "
+        f"pointing it at {directory}; if {directory} itself is needed, ask the user to add "
+        "it as a writable root]"
+    )
+
+
 def rejection_text(mode: SandboxMode) -> str:
     return f'the user rejected escalating this command to "{mode.value}"'
 

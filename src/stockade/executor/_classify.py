@@ -8,12 +8,20 @@ a denial signature means the sandbox refused is `_denials`' question.
 from __future__ import annotations
 
 import errno
+import re
 from collections.abc import Iterable, Mapping
 
 import attrs
 
-from ..messages import RunnerFailureRule
-from ._denials import PathFacts, attribute, refusals
+from ..messages import NetworkConnection, RunnerFailureRule
+from ..modes import (
+    Network,
+    SandboxMode,
+    network_allowlist_cause,
+    network_off_cause,
+    tool_directory_cause,
+)
+from ._denials import PathFacts, attribute, refusals, refused_tool_directories
 
 RUNNER_SPAWN_ERRNOS = frozenset({errno.ENOENT, errno.EACCES})
 # bwrap's one line when it set the sandbox up but could not execute the command in it
@@ -139,3 +147,112 @@ def classify(
         merged=evidence.merged,
     )
     return Verdict(runner_failure=None, denied=denied)
+
+
+# --- what a failure that names something else was (one line for the model) ---------------
+
+# A failed name lookup, in the wording of the resolvers and clients that print one:
+# glibc (EAI_AGAIN, EAI_NONAME, EAI_NODATA), curl and git, ssh, wget, Node, urllib3
+# (pip, requests), Go, Rust (cargo), apt, macOS. Group `host`: the name, when said.
+_LOOKUP = re.compile(
+    r"Could not resolve host(?:name)?:? (?P<host>[^\s:'\"]+)"
+    r"|getaddrinfo (?:EAI_AGAIN|ENOTFOUND|EAI_NONAME|EAI_FAIL) (?P<host2>[^\s:'\"]+)"
+    r"|Failed to resolve '(?P<host3>[^'\s]+)'"
+    r"|lookup (?P<host4>[^\s:]+)(?: on \S+)?: (?:.*no such host|.*server misbehaving"
+    r"|.*network is unreachable|.*i/o timeout)"
+    r"|Temporary failure in name resolution|Name or service not known"
+    r"|No address associated with hostname|nodename nor servname provided"
+    r"|unable to resolve host address|Temporary failure resolving"
+    r"|failed to lookup address information|NameResolutionError|\bEAI_AGAIN\b"
+)
+# A connection the network refused or never routed: no route (a namespace's lone
+# loopback), no socket family (the Landlock launcher's plain tier), nothing
+# listening (the command's own loopback, where the host's servers are not).
+_CONNECT = re.compile(
+    r"Network is unreachable|network is unreachable|\bENETUNREACH\b"
+    r"|No route to host|\bEHOSTUNREACH\b"
+    r"|Address family not supported by protocol|\bEAFNOSUPPORT\b"
+    r"|Connection refused|connection refused|\bECONNREFUSED\b"
+    r"|Couldn't connect to server|Failed to establish a new connection"
+)
+
+
+@attrs.frozen
+class NetworkFailures:
+    """What a command's error output says failed on the network: name lookups (with
+    the names said, when said) and connections."""
+
+    lookups: bool = False
+    hosts: tuple[str, ...] = ()
+    connections: bool = False
+
+    @property
+    def any(self) -> bool:
+        return self.lookups or self.connections
+
+    @property
+    def what(self) -> str:
+        if self.lookups and self.connections:
+            return "a name lookup and a connection"
+        return "a name lookup" if self.lookups else "a connection"
+
+
+def network_failures(stderr: str) -> NetworkFailures:
+    """The network failures `stderr` reports (stdout is data: never read for them)."""
+    if not stderr:
+        return NetworkFailures()
+    lookups, hosts = False, dict[str, None]()
+    for match in _LOOKUP.finditer(stderr):
+        lookups = True
+        host = match["host"] or match["host2"] or match["host3"] or match["host4"]
+        if host:
+            hosts[host.lower().rstrip(".")] = None
+    connections = _CONNECT.search(stderr) is not None
+    return NetworkFailures(lookups=lookups, hosts=tuple(hosts), connections=connections)
+
+
+def network_cause(
+    network: Network, stderr: str, connections: tuple[NetworkConnection, ...] = ()
+) -> str | None:
+    """The one line that says a network failure in `stderr` was the sandbox's setting,
+    or None. Network `off`: every lookup and connection out fails, so any reported is
+    named. `allowlist`: only when the proxy decided nothing for it (a client that
+    bypassed the proxy); a destination the proxy refused has its own marker, and one
+    it allowed failed on its own. `on`: never (the failure is the network's)."""
+    if network is Network.ON:
+        return None
+    failed = network_failures(stderr)
+    if not failed.any:
+        return None
+    if network is Network.OFF:
+        return network_off_cause(failed.what)
+    decided = {c.host.lower().rstrip(".") for c in connections}
+    if failed.hosts:
+        if all(host in decided for host in failed.hosts):
+            return None
+    elif connections:
+        return None  # nothing says which client failed: the proxy's decisions stand
+    return network_allowlist_cause(failed.what)
+
+
+# Lines per kind of explanation: enough for the directories of one build's tools.
+MAX_TOOL_LINES = 3
+
+
+def tool_directory_causes(
+    mode: SandboxMode, stderr: str, stdout: str, writable: tuple[str, ...]
+) -> tuple[str, ...]:
+    """For a result judged denied: one line per toolchain directory (`~/.npm`,
+    `~/.cache/pip`, `~/.cargo`, ...) a refused write was under, outside `writable`."""
+    found = refused_tool_directories(
+        stderr, stdout, () if mode is SandboxMode.READ_ONLY else writable
+    )
+    return tuple(
+        tool_directory_cause(
+            where.directory,
+            where.tool,
+            where.variable,
+            read_only=mode is SandboxMode.READ_ONLY,
+        )
+        for where in found[:MAX_TOOL_LINES]
+    )

@@ -172,17 +172,114 @@ def parse_line(line: str, signature: str, *, on_stdout: bool = False) -> Refusal
     return unknown
 
 
+# Node's (libuv's) own wording of the same refusals, lower-cased after its errno's
+# name: `EROFS: read-only file system, mkdtemp '/root/.npm/_cacache/tmp/x'` (npm,
+# yarn, pnpm and every Node program). Each code stands for the signature it spells.
+NODE_CODES = {
+    "EROFS": "Read-only file system",
+    "EACCES": "Permission denied",
+    "EBUSY": "Device or resource busy",
+}
+_NODE = re.compile(
+    r"\b(?P<code>EROFS|EACCES|EBUSY): [a-z][a-z -]*, (?P<call>[a-z]+) (?P<rest>'.*)$"
+)
+_NODE_ENTRY_CALLS = frozenset({"rename", "unlink", "rmdir"})
+_NODE_METADATA_CALLS = frozenset(
+    {"chmod", "fchmod", "lchmod", "chown", "fchown", "lchown", "utime", "futime", "lutime"}
+)
+
+
+def _node_signature(line: str, signatures: tuple[str, ...]) -> tuple[str, re.Match[str]] | None:
+    match = _NODE.search(line)
+    if match is None:
+        return None
+    signature = NODE_CODES[match["code"]]
+    return (signature, match) if signature in signatures else None
+
+
+def _parse_node(line: str, signature: str, match: re.Match[str], on_stdout: bool) -> Refusal:
+    unknown = Refusal(line=line, signature=signature, on_stdout=on_stdout)
+    names = _quoted(match["rest"])
+    if not names or len(names) > 2:
+        return unknown
+    call = match["call"]
+    effect = (
+        Effect.ENTRY
+        if call in _NODE_ENTRY_CALLS or signature in ENTRY_SIGNATURES
+        else Effect.METADATA
+        if call in _NODE_METADATA_CALLS
+        else Effect.WRITE
+    )
+    return attrs.evolve(
+        unknown, effect=effect, paths=names[:1] if effect is Effect.WRITE else names
+    )
+
+
+# npm's own block for the same refusal (its EACCES has no libuv line):
+# `npm error code EACCES` / `npm error syscall open` / `npm error path /root/.npm/...`.
+_NPM_BLOCK = re.compile(
+    r"^npm (?:error|ERR!) code (?P<code>EROFS|EACCES|EBUSY)\n"
+    r"npm (?:error|ERR!) syscall (?P<call>[a-z]+)\n"
+    r"npm (?:error|ERR!) path (?P<path>/\S*)$",
+    re.MULTILINE,
+)
+
+
+def _npm_blocks(text: str, signatures: tuple[str, ...], on_stdout: bool) -> list[Refusal]:
+    found: list[Refusal] = []
+    for match in _NPM_BLOCK.finditer(text):
+        signature = NODE_CODES[match["code"]]
+        if signature not in signatures:
+            continue
+        call = match["call"]
+        effect = (
+            Effect.ENTRY
+            if call in _NODE_ENTRY_CALLS or signature in ENTRY_SIGNATURES
+            else Effect.METADATA
+            if call in _NODE_METADATA_CALLS
+            else Effect.WRITE
+        )
+        found.append(
+            Refusal(
+                line=match[0],
+                signature=signature,
+                on_stdout=on_stdout,
+                effect=effect,
+                paths=(match["path"],),
+            )
+        )
+    return found
+
+
+def mentions(signatures: Iterable[str], text: str) -> bool:
+    """Whether `text` may hold a refusal line: a signature, or Node's form of one."""
+    signatures = tuple(s for s in signatures if s)
+    if any(signature in text for signature in signatures):
+        return True
+    return any(
+        (code + ": " in text or " code " + code in text) and NODE_CODES[code] in signatures
+        for code in NODE_CODES
+    )
+
+
 def refusals(signatures: Iterable[str], stderr: str, stdout: str = "") -> tuple[Refusal, ...]:
-    """Every line of either stream that carries one of `signatures`, parsed."""
+    """Every line of either stream that carries one of `signatures` (or Node's
+    wording of one), parsed."""
     signatures = tuple(s for s in signatures if s)
     found: list[Refusal] = []
     for text, on_stdout in ((stderr, False), (stdout, True)):
-        if not any(signature in text for signature in signatures):
+        if not mentions(signatures, text):
             continue  # the common case: nothing to parse at all
         for line in text.splitlines():
             signature = next((s for s in signatures if s in line), None)
             if signature is not None:
                 found.append(parse_line(line, signature, on_stdout=on_stdout))
+                continue
+            node = _node_signature(line, signatures)
+            if node is not None:
+                found.append(_parse_node(line, node[0], node[1], on_stdout))
+        if "npm " in text:
+            found += _npm_blocks(text, signatures, on_stdout)
     return tuple(found)
 
 
@@ -317,3 +414,70 @@ def named_paths(stderr: str, stdout: str = "") -> tuple[str, ...]:
                 if word and not word.startswith("-"):
                     found[word] = None
     return tuple(found)
+
+
+# --- whose directory a refused write was in ---------------------------------------------
+
+# Toolchains' own directories in a home, as path components, each with the variable
+# that points the tool at the sandbox's tool cache instead (sandbox/tool_caches.py;
+# a test keeps them equal). More specific first: `.cache/pip` before `.cache`.
+TOOL_DIRECTORIES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    ((".cache", "pip"), "pip", "PIP_CACHE_DIR"),
+    ((".cache", "uv"), "uv", "UV_CACHE_DIR"),
+    ((".npm",), "npm", "npm_config_cache"),
+    ((".cache", "yarn"), "yarn", "YARN_CACHE_FOLDER"),
+    ((".local", "share", "pnpm"), "pnpm", "npm_config_store_dir"),
+    ((".pnpm-store",), "pnpm", "npm_config_store_dir"),
+    ((".cache", "go-build"), "go", "GOCACHE"),
+    (("go", "pkg", "mod"), "go", "GOMODCACHE"),
+    ((".cargo",), "cargo", "CARGO_HOME"),
+    ((".m2",), "maven", "MAVEN_OPTS"),
+    ((".gradle",), "gradle", "GRADLE_USER_HOME"),
+    ((".ccache",), "ccache", "CCACHE_DIR"),
+    ((".cache", "ccache"), "ccache", "CCACHE_DIR"),
+    ((".cache", "sccache"), "sccache", "SCCACHE_DIR"),
+    ((".cache",), "the XDG cache", "XDG_CACHE_HOME"),
+)
+
+
+@attrs.frozen
+class ToolDirectory:
+    """A toolchain's own directory a path lies under, and the tool-cache variable."""
+
+    directory: str
+    tool: str
+    variable: str
+
+
+def tool_directory(path: str) -> ToolDirectory | None:
+    """The toolchain directory an absolute `path` lies at or under, or None. The
+    earliest match in the path wins; at one place, the more specific entry."""
+    if not path.startswith("/"):
+        return None
+    parts = [part for part in os.path.normpath(path).split("/") if part]
+    for start in range(len(parts)):
+        for components, tool, variable in TOOL_DIRECTORIES:
+            end = start + len(components)
+            if tuple(parts[start:end]) == components:
+                return ToolDirectory("/" + "/".join(parts[:end]), tool, variable)
+    return None
+
+
+def refused_tool_directories(
+    stderr: str, stdout: str, writable: Iterable[str]
+) -> tuple[ToolDirectory, ...]:
+    """The toolchain directories that refusal lines (any backend's wording) name a
+    path under, outside every `writable` directory, once each in order. Only asked
+    of a result already judged denied: the judgement is the evidence that the sandbox
+    refused; this says where."""
+    roots = tuple(writable)
+    found: dict[str, ToolDirectory] = {}
+    for refusal in refusals(READ_SIGNATURES, stderr, stdout):
+        for path in refusal.paths or ():
+            where = tool_directory(path)
+            if where is None or where.directory in found:
+                continue
+            if any(is_under(os.path.normpath(path), root) for root in roots):
+                continue
+            found[where.directory] = where
+    return tuple(found.values())

@@ -18,7 +18,7 @@ from ..trust import JudgedDirectory
 from ..vocab import Enforcement, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import Evidence, Verdict, classify, command_exec_status, runner_failure_line
-from ._denials import changes_directory, merges_stderr, named_paths, refusals
+from ._denials import changes_directory, mentions, merges_stderr, named_paths, refusals
 from ._evidence import gather, read_denied
 
 UNCONFINED = "none"
@@ -129,7 +129,7 @@ class WrapFacts:
 
     def _mentions_signature(self, stderr: str, stdout: str) -> bool:
         seen = (stderr, stdout) if merges_stderr(self.command) else (stderr,)
-        return any(signature in text for signature in self.denial_signatures for text in seen)
+        return any(mentions(self.denial_signatures, text) for text in seen)
 
     def evidence(self, stderr: str, stdout: str) -> Evidence:
         """The impure part of attribution: facts about the paths signature lines name."""

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from ..messages import ConnectionsRefused, JobReport, NetworkConnection, ShellResult
-from ..vocab import DENIAL_INSTRUCTION, READ_DENIED_HINT, denial_marker, network_denial_marker
+from ..vocab import (
+    DENIAL_INSTRUCTION,
+    READ_DENIED_HINT,
+    Network,
+    SandboxMode,
+    denial_marker,
+    network_denial_marker,
+)
+from ._classify import network_cause, tool_directory_causes
 
 
 def refused_destinations(connections: tuple[NetworkConnection, ...]) -> tuple[str, ...]:
@@ -37,6 +45,19 @@ def _streams(stdout: str, stderr: str, stdout_dropped: int, stderr_dropped: int)
     return parts
 
 
+def _causes(
+    mode: SandboxMode,
+    network: Network,
+    stderr: str,
+    connections: tuple[NetworkConnection, ...],
+) -> list[str]:
+    """The line naming the sandbox's network setting as a failure's cause, if any."""
+    if not mode.confines:
+        return []
+    line = network_cause(network, stderr, connections)
+    return [] if line is None else [line]
+
+
 def render_result(result: ShellResult) -> str:
     """What the model sees; a denied result ends with the marker and the instruction."""
     parts = _streams(result.stdout, result.stderr, result.stdout_dropped, result.stderr_dropped)
@@ -48,11 +69,16 @@ def render_result(result: ShellResult) -> str:
     if result.note:
         parts.append(result.note)
     parts += _network_markers(result.connections, result.connections_refused)
+    parts += _causes(result.mode, result.network, result.stderr, result.connections)
     if result.denied:
         parts.append(denial_marker(result.mode))
         parts.append(DENIAL_INSTRUCTION)
         if result.read_denied:
             parts.append(READ_DENIED_HINT)
+        else:
+            parts += tool_directory_causes(
+                result.mode, result.stderr, result.stdout, result.writable
+            )
     return "\n".join(parts)
 
 
@@ -80,9 +106,21 @@ def render_job(report: JobReport) -> str:
     if report.note:
         parts.append(report.note)
     parts += _network_markers(report.connections, report.connections_refused)
+    parts += _causes(report.mode, report.network, report.stderr, report.connections)
     if report.denied:
         parts.append(denial_marker(report.mode))
         parts.append(DENIAL_INSTRUCTION)
         if report.read_denied:
             parts.append(READ_DENIED_HINT)
+        else:
+            parts += tool_directory_causes(
+                report.mode, report.stderr, report.stdout, _policy_writable(report)
+            )
     return "\n".join(parts)
+
+
+def _policy_writable(report: JobReport) -> tuple[str, ...]:
+    """The directories a job's policy lets it write (its report has no `writable`)."""
+    policy = report.policy
+    roots = (policy.workspace_root, policy.temp_dir, *policy.extra_roots, policy.tool_cache)
+    return tuple(root for root in roots if root)
