@@ -158,9 +158,16 @@ async def test_a_name_that_resolves_to_loopback_is_refused(backend, scratch, ser
 
 async def test_an_empty_allowlist_allows_nothing(backend, scratch, servers):
     allowed, _ = servers
-    result = await run(backend, scratch, f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/")
+    # The loopback is the call's own (NO_PROXY names it: no allow entry names the
+    # host's), where nothing listens; a name goes to the proxy, which refuses it.
+    result = await run(
+        backend,
+        scratch,
+        f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/; "
+        "curl -sS --max-time 5 http://example.com/",
+    )
     assert "hello from" not in result.stdout
-    assert [c.allowed for c in result.connections] == [False]
+    assert [(c.host, c.allowed) for c in result.connections] == [("example.com", False)]
 
 
 async def test_a_session_logs_every_connection(backend, scratch, servers, tmp_path_factory):

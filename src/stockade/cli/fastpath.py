@@ -161,9 +161,9 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     proxy = None
     if network is Network.ALLOWLIST:
         proxy = _start_proxy(allowed, denied)
-        from ..network.bridge import proxy_environment
+        from ..network.bridge import names_loopback, proxy_environment
 
-        environ.update(proxy_environment())
+        environ.update(proxy_environment(loopback_direct=not names_loopback(allowed)))
     from ..trust import judge_workdir
 
     # The command starts where this process is: refused when that lies beneath a cover.

@@ -48,7 +48,7 @@ from ..messages import (
     Start,
     WaitJob,
 )
-from ..network.bridge import proxy_environment
+from ..network.bridge import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
 from ..trust import enter_judged, judge_workdir, spawn_cwd
 from ._buffer import OutputBuffer
@@ -261,7 +261,13 @@ class ExecutorActor:
         temp = {"TMPDIR": spec.policy.temp_dir} if spec.policy.temp_dir else {}
         caller = {**temp, **(spec.env or {})} if not facts.confined else temp
         # network allowlist: every client is pointed at the bridge to the proxy.
-        proxied = proxy_environment() if facts.proxy_call is not None else {}
+        proxied = {}
+        if facts.proxy_call is not None:
+            allowed = (
+                *(() if spec.network_allow_alone else self.config.network_allow),
+                *spec.network_allow,
+            )
+            proxied = proxy_environment(loopback_direct=not names_loopback(allowed))
         env = {**facts.environment, **proxied, **caller}
         if facts.confined and spec.policy.tool_cache is not None:
             # After the caller's own: a confined tool caches where the host's own

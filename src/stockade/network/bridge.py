@@ -4,6 +4,10 @@ loopback, and the variables that point its clients there. Standard library only.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 # network allowlist: where the command finds the proxy, on its own loopback (the
 # bridge's port; nothing else listens in a fresh network namespace).
 PROXY_PORT = 3128
@@ -20,18 +24,46 @@ PROXY_VARIABLES = (
 LOOPBACK_NAMES = "localhost,127.0.0.1,::1"
 
 
-def proxy_environment() -> dict[str, str]:
+def names_loopback(entries: Iterable[str]) -> bool:
+    """Whether any allow entry (`network.rules` syntax, checked already) names a
+    loopback destination: `localhost`, an address or network in 127/8, or ::1. The
+    host's loopback is then the operator's to reach, through the proxy alone."""
+    import ipaddress
+
+    for entry in entries:
+        host = entry
+        if host.startswith("["):
+            host = host[1:].partition("]")[0]
+        elif host.count(":") == 1:
+            host = host.partition(":")[0]
+        if host.lower().rstrip(".") == "localhost":
+            return True
+        try:
+            network = ipaddress.ip_network(host, strict=False)
+        except ValueError:
+            continue
+        loop = ipaddress.ip_network("127.0.0.0/8" if network.version == 4 else "::1/128")
+        if network.overlaps(loop):
+            return True
+    return False
+
+
+def proxy_environment(loopback_direct: bool = True) -> dict[str, str]:
     """The variables that point a command's clients at the bridge: HTTP(S) through the
-    proxy's HTTP face, ALL_PROXY through its SOCKS5 face (names resolved by the proxy);
-    NO_PROXY the loopback names alone: the call's own loopback (its network
-    namespace's) is where its own test server listens, and a client sending that
-    through the proxy would be refused (the plain tier's launcher sets its own)."""
+    proxy's HTTP face, ALL_PROXY through its SOCKS5 face (names resolved by the proxy).
+    NO_PROXY names the loopback (`loopback_direct`): the call's own loopback (its
+    network namespace's) is where its own test server listens, and a client sending
+    that through the proxy would be refused. Emptied when the allow list names a
+    loopback destination (`rules.names_loopback`): the host's loopback is then what
+    the operator allowed, reached only through the proxy. (The plain tier's launcher
+    sets its own.)"""
     http = f"http://127.0.0.1:{PROXY_PORT}"
     socks = f"socks5h://127.0.0.1:{PROXY_PORT}"
     values = {"HTTP_PROXY": http, "HTTPS_PROXY": http, "ALL_PROXY": socks}
+    bypass = LOOPBACK_NAMES if loopback_direct else ""
     return {
         **values,
         **{name.lower(): value for name, value in values.items()},
-        "NO_PROXY": LOOPBACK_NAMES,
-        "no_proxy": LOOPBACK_NAMES,
+        "NO_PROXY": bypass,
+        "no_proxy": bypass,
     }
