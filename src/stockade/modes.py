@@ -173,8 +173,8 @@ def network_off_cause(what: str) -> str:
     because nothing leaves the sandbox, not because of the name or the remote."""
     return (
         f"[sandbox: network is off for this command, so {what} failed: no name resolves "
-        "and no connection leaves the sandbox (the host's own servers included; a server "
-        "the command starts itself is reachable on its own loopback). If the command "
+        "and no connection leaves the sandbox (the host's own servers included). If the "
+        "command "
         f'needs the network, retry it once with sandbox_permissions "{WITH_NETWORK}" and a '
         "justification]"
     )
