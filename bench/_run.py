@@ -21,7 +21,7 @@ from typing import Any
 
 from ._common import Context, FamilyResult, Scratch, Table, note
 
-FAMILIES = ("spawn", "cli", "stress", "actors", "log", "soak", "mcp", "network")
+FAMILIES = ("spawn", "cli", "stress", "actors", "log", "soak", "mcp", "network", "workflows")
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
