@@ -686,6 +686,11 @@ class Runner:
         self.port = port
         self.env = _base_env(_toolchain_path())
         self.count = 0
+        # srt points TMPDIR at /tmp/claude without making it; a workflow that makes it
+        # (the go row's `mkdir -p "$TMPDIR"`) makes it on the host's /tmp. Absent when
+        # the family starts, it is removed after each run, so every run finds the host
+        # as this one did, and the host is left as found.
+        self.leftovers = [p for p in ("/tmp/claude",) if not os.path.lexists(p)]
 
     def fresh(self, workflow: Workflow, label: str, grants: Grants) -> Run:
         self.count += 1
@@ -759,6 +764,9 @@ class Runner:
             marker = os.path.join(self.assets["dir"], "late-bound")
             if os.path.exists(marker):
                 os.unlink(marker)
+            for path in self.leftovers:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
         seconds = time.monotonic() - started
         ok = child.returncode == 0 and out.strip().endswith(OK)
         detail = "" if ok else f"exit {child.returncode}: {_tail(err or out)}"
@@ -923,6 +931,9 @@ def run(ctx: Context) -> FamilyResult:
             continue
         usable.append(workflow)
 
+    if any(isinstance(s, Srt) for s in sandboxes):
+        state = "present" if os.path.lexists("/tmp/claude") else "absent (kept so)"
+        result.notes.append(f"srt's TMPDIR /tmp/claude when the family started: {state}")
     cells: dict[str, dict[str, Cell]] = {}
     controls: dict[str, Outcome] = {}
     control = Unconfined()
