@@ -7,22 +7,25 @@ caches are never read or written), offline, against servers this family starts o
 127.0.0.1. Each sandbox runs it in its workspace-write-like mode with no network:
 
 - stockade: `python -m stockade exec --backend B --mode workspace-write --root WS`
-  (the default composition: network off, tool caches on);
+  (the default composition: network off, tool caches on), and Landlock's plain tier
+  (no namespace, as on a host without them) through a composition asking for it;
 - Codex CLI: `codex sandbox -c sandbox_mode="workspace-write"` in WS;
 - srt: `srt --settings S` with `allowWrite: [WS, /tmp]` and no allowed domain.
 
 A workflow that fails untouched is retried, each time in a fresh workspace and HOME,
 with the narrowest grant each sandbox documents for what it might lack (a writable
-directory, a host port, local binding), alone and then together; then escalated
+directory, a host port, local binding, a line of shell such as a flag), one at a
+time, then two together, and so on; then escalated
 (stockade's danger-full-access, Codex's danger-full-access, srt: run outside srt).
-The cell names the first grant that made it pass. Every workflow also runs once
+The cell names the fewest grants that made it pass. Every workflow also runs once
 unconfined (same fresh HOME) as the control: a row whose control fails is broken on
 this machine, not refused by a sandbox. One row is not a workflow but a containment
 fact: sockets the host binds after the command started, reached or refused.
 
 A missing tool (go, cargo, npm, gcc) leaves its row out; a missing peer leaves its
-column out; both are notes, never failures. The only check: the host's own caches
-under the real home are untouched by the whole family.
+column out; both are notes, never failures. No check can fail the family: whether the
+host's own caches under the real home changed during it is a note (on a shared
+machine another process may write them too).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ._common import Check, Context, FamilyResult, Progress, Table
+from ._common import Context, FamilyResult, Progress, Table
 from ._env import Peer, find_codex, find_srt
 
 TIMEOUT = 180.0  # seconds per run; a hung run is a failure with its cause, never a hang
@@ -116,9 +119,12 @@ class Sandbox:
 
 
 class Stockade(Sandbox):
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, config: str | None = None) -> None:
         self.backend = backend
+        self.config = config  # a composition outside every root (the plain tier's)
         self.name = f"stockade {'Landlock' if backend == 'landlock' else backend}"
+        if config is not None:
+            self.name += " (plain tier)"
         from importlib import metadata
 
         try:
@@ -128,6 +134,8 @@ class Stockade(Sandbox):
 
     def argv(self, run: Run, grants: Grants) -> list[str]:
         argv = [sys.executable, "-m", "stockade", "exec", "--backend", self.backend]
+        if self.config is not None:
+            argv += ["--config", self.config]
         argv += ["--root", run.workspace]
         if grants.escalate:
             argv += ["--mode", "danger-full-access"]
@@ -869,6 +877,19 @@ def _sandboxes(ctx: Context, result: FamilyResult) -> list[Sandbox]:
             found.append(Stockade(backend))
         else:
             result.skip(f"stockade's {backend} backend is not usable here; its column is left out")
+    if ctx.usable("landlock"):
+        # The Landlock launcher's plain tier (no namespace), as on a host without user
+        # namespaces: forced by a trusted composition outside every root.
+        config = os.path.join(ctx.scratch.dir("workflows-config"), "stockade.yml")
+        with open(config, "w", encoding="utf-8") as out:
+            # The executor entry too: without one a composition runs commands unconfined.
+            out.write(
+                "- id: sandbox\n  name: stockade.sandbox.local\n"
+                "  config: {backend: landlock, landlock_tier: plain}\n"
+                "- id: bash\n  name: stockade.bash.sandbox\n"
+            )
+        os.chmod(config, 0o600)
+        found.append(Stockade("landlock", config))
     codex = find_codex(ctx.peers_dir)
     if codex:
         found.append(Codex(codex[0]))
@@ -1008,11 +1029,14 @@ def run(ctx: Context) -> FamilyResult:
     result.figures["controls"] = {key: vars(outcome) for key, outcome in controls.items()}
     after = _host_caches()
     changed = [p for p in before if before[p] != after[p]]
-    result.checks.append(
-        Check(
-            "workflows: the host's own caches and git config are untouched",
-            not changed,
-            ", ".join(changed) if changed else f"{len(before)} paths unchanged",
+    result.figures["host_caches_changed"] = changed
+    # A note, not a check: every run has a HOME of its own, and on a shared machine
+    # another process may write these too, which no check here could tell apart.
+    if changed:
+        result.skip(
+            f"the host's own {', '.join(changed)} changed during the family (every run "
+            "here had a HOME of its own: another process, or a tool that ignores HOME)"
         )
-    )
+    else:
+        result.notes.append(f"the host's own caches and git config untouched ({len(before)} paths)")
     return result
