@@ -68,3 +68,23 @@ def test_git_init_commit_branch_stash_rebase_worktree_submodule_push(wf: Workflo
     assert (place.root / "app").stat().st_uid == place.uid  # ran as root, or as nobody
     assert (place.root / "app-hotfix" / "fix.txt").is_file()
     place.assert_home_untouched()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "issue 37: git in a new repository not built yet: a root without a repository "
+        "has its .git blocked by a placeholder, so `git init` there is refused"
+    ),
+)
+def test_git_init_in_the_root_itself(wf: Workflows, place):
+    """A new project: the session's root becomes the repository."""
+    need("git")
+    place.hand_over()
+    outcome = wf.run(
+        place,
+        ["git init -q && echo one > a.txt && git add a.txt && git commit -qm one && git log"],
+    )
+    outcome.assert_clean()
+    assert (place.root / ".git" / "HEAD").is_file()
+    place.assert_home_untouched()
