@@ -1010,8 +1010,8 @@ def run(ctx: Context) -> FamilyResult:
             "Ordinary workflows in workspace-write, network off, fresh HOME",
             headers,
             rows,
-            caption=f"{versions}. Each cell: the first grant that made it pass "
-            "(untouched first, each grant, the grants together, escalation).",
+            caption=f"{versions}. Each cell: passes untouched, or the fewest grants that "
+            "made it pass (each alone, then two together, ...), or the escalation.",
         )
     )
     if why:
