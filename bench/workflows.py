@@ -955,6 +955,14 @@ def run(ctx: Context) -> FamilyResult:
     if any(isinstance(s, Srt) for s in sandboxes):
         state = "present" if os.path.lexists("/tmp/claude") else "absent (kept so)"
         result.notes.append(f"srt's TMPDIR /tmp/claude when the family started: {state}")
+    # A sandbox that cannot run `true` here (no namespaces, a broken install) would
+    # make every cell "needs escalation": its column is left out, with a note.
+    trivial = Workflow("true", "true", "true")
+    for sandbox in list(sandboxes):
+        outcome = runner.attempt(trivial, sandbox, Grants())
+        if not outcome.ok:
+            result.skip(f"{sandbox.name} does not run `true` here ({outcome.detail}); left out")
+            sandboxes.remove(sandbox)
     cells: dict[str, dict[str, Cell]] = {}
     controls: dict[str, Outcome] = {}
     control = Unconfined()
