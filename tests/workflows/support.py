@@ -42,9 +42,11 @@ HOST_CACHES = (".cache", ".npm", ".cargo", "go", ".m2", ".gradle", ".rustup")
 GIT_CONFIG = "[user]\n\tname = Work Flow\n\temail = workflow@example.invalid\n"
 
 
-def need(*tools: str) -> None:
-    """Each tool on the host, or skip locally and FAIL in CI (.ci/run installs them)."""
-    missing = [tool for tool in tools if shutil.which(tool, path=_search_path()) is None]
+def need(*tools: str, path: str | None = None) -> None:
+    """Each tool on `path` (default: the host's), or skip locally and FAIL in CI (.ci/run
+    installs them)."""
+    search = os.pathsep.join([path or os.environ.get("PATH", ""), "/usr/sbin"])
+    missing = [tool for tool in tools if shutil.which(tool, path=search) is None]
     if missing:
         message = f"not installed: {', '.join(missing)}"
         if IN_CI:
@@ -52,10 +54,6 @@ def need(*tools: str) -> None:
                 f"CI=true and a workflow's tool is missing ({message}): .ci/run installs it"
             )
         pytest.skip(message)
-
-
-def _search_path() -> str:
-    return os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/bin"])
 
 
 @dataclass
@@ -219,6 +217,10 @@ class Workflows:
             return "/usr/local/bin:/usr/bin:/bin"
         kept = [p for p in os.environ.get("PATH", "").split(":") if p and "pyenv" not in p]
         return ":".join(dict.fromkeys([*kept, "/usr/local/bin", "/usr/bin", "/bin"]))
+
+    def need(self, *tools: str) -> None:
+        """Each tool on this user's PATH (nobody's is the system's alone)."""
+        need(*tools, path=self.path())
 
     def environment(self, place: Place, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {

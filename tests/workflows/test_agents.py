@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import IS_ROOT, NOBODY, Place, Workflows, need, snapshot
+from .support import IS_ROOT, NOBODY, Place, Workflows, snapshot
 
 pytestmark = pytest.mark.nobody  # runs the harness and the agents as uid 65534
 
@@ -74,7 +74,7 @@ def unconfined(place: Place, script: str, env: dict[str, str]) -> subprocess.Com
 def gpg_key(wf: Workflows, place: Place) -> Iterator[str]:
     """A throwaway signing key in ~/.gnupg (no passphrase), named in ~/.gitconfig; its
     gpg-agent killed at the end. The key's fingerprint."""
-    need("gpg", "gpg-agent", "gpgconf")
+    wf.need("gpg", "gpg-agent", "gpgconf")
     gnupg = place.home / ".gnupg"
     gnupg.mkdir(mode=0o700)
     place.hand_over()  # the home is the user's before gpg writes in it
@@ -119,7 +119,7 @@ if cat ~/.gnupg/private-keys-v1.d/* >/dev/null 2>&1; then echo KEY-READ; fi
 
 
 def test_the_control_signs_a_commit_unconfined(wf: Workflows, place, gpg_key):
-    need("git")
+    wf.need("git")
     done = unconfined(place, SIGN, {})
     assert "SIGNED-OK" in done.stdout, done.stdout + done.stderr
     # Unconfined, the key files are the person's to read: the sandbox must not.
@@ -128,7 +128,7 @@ def test_the_control_signs_a_commit_unconfined(wf: Workflows, place, gpg_key):
 
 @pytest.mark.xfail(strict=True, reason=NOT_BUILT.format("gpg"))
 def test_a_signed_commit_with_allow_gpg_agent(wf: Workflows, place, gpg_key):
-    need("git")
+    wf.need("git")
     place.before = snapshot(place.home, place.root)  # with the key the fixture made
     outcome = wf.run(place, [SIGN], sandbox={"allow_gpg_agent": True})
     outcome.assert_clean()
@@ -167,7 +167,7 @@ def _listening(port: int, timeout: float = 10) -> None:
 def ssh(wf: Workflows, place: Place) -> Iterator[Ssh]:
     """sshd (root, 127.0.0.1, its own host key and authorized_keys), a bare repository
     it serves, and the user's ssh-agent holding the user's key from ~/.ssh."""
-    need("ssh", "ssh-agent", "ssh-add", "ssh-keygen", "sshd")
+    wf.need("ssh", "ssh-agent", "ssh-add", "ssh-keygen", "sshd")
     if not IS_ROOT:
         pytest.skip("sshd runs as root")
     server = place.fixtures / "sshd"
@@ -263,7 +263,7 @@ def pushed(ssh: Ssh) -> str:
 
 
 def test_the_control_pushes_over_ssh_unconfined(wf: Workflows, place, ssh):
-    need("git")
+    wf.need("git")
     done = unconfined(place, PUSH, push_env(ssh))
     assert "PUSHED-OK" in done.stdout, done.stdout + done.stderr
     assert "KEY-READ" in done.stdout
@@ -272,7 +272,7 @@ def test_the_control_pushes_over_ssh_unconfined(wf: Workflows, place, ssh):
 
 @pytest.mark.xfail(strict=True, reason=NOT_BUILT.format("ssh"))
 def test_a_push_over_ssh_with_allow_ssh_agent(wf: Workflows, place, ssh):
-    need("git")
+    wf.need("git")
     place.before = snapshot(place.home, place.root)  # with the keys the fixture made
     outcome = wf.run(
         place,

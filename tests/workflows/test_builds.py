@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from .support import Place, Workflows, need
+from .support import Place, Workflows
 
 pytestmark = pytest.mark.nobody  # runs the harness as uid 65534 (tests/README.md)
 
@@ -48,7 +48,7 @@ def write(place: Place, files: dict[str, str]) -> None:
 
 
 def go_workflow(wf: Workflows, place: Place, *, repository: bool) -> None:
-    need("go", "git")
+    wf.need("go", "git")
     write(place, GO_FILES)
     if repository:
         # A module in a git repository, as a clone is: go stamps the build with its commit.
@@ -116,7 +116,7 @@ echo "cargo-home=$CARGO_HOME"
 
 
 def test_cargo_build_offline_with_a_vendored_crate(wf: Workflows, place):
-    need("cargo")
+    wf.need("cargo")
     write(place, CARGO_FILES)
     write(place, {f"vendor/tiny/{k}": v for k, v in vendored(TINY_FILES).items()})
     place.hand_over()
@@ -135,7 +135,7 @@ MAKE_FILES = {
 
 
 def test_make_with_gcc(wf: Workflows, place):
-    need("make", "gcc")
+    wf.need("make", "gcc")
     write(place, MAKE_FILES)
     place.hand_over()
     outcome = wf.run(place, ["make CC=gcc && ./hello"])

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from .support import Place, Workflows, need
+from .support import Place, Workflows
 
 pytestmark = pytest.mark.nobody  # runs the harness as uid 65534 (tests/README.md)
 
@@ -58,7 +58,7 @@ def bare_remote(place: Place) -> str:
 
 
 def test_git_init_commit_branch_stash_rebase_worktree_submodule_push(wf: Workflows, place):
-    need("git")
+    wf.need("git")
     remote = bare_remote(place)
     place.hand_over()
     outcome = wf.run(place, [f"export REMOTE={remote}\n{WORKFLOW}"])
@@ -79,7 +79,7 @@ def test_git_init_commit_branch_stash_rebase_worktree_submodule_push(wf: Workflo
 )
 def test_git_init_in_the_root_itself(wf: Workflows, place):
     """A new project: the session's root becomes the repository."""
-    need("git")
+    wf.need("git")
     place.hand_over()
     outcome = wf.run(
         place,

@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from .support import Place, Workflows, need
+from .support import Place, Workflows
 
 pytestmark = pytest.mark.nobody  # runs the harness as uid 65534 (tests/README.md)
 
@@ -40,7 +40,7 @@ def pack(place: Place) -> str:
 
 
 def test_npm_install_from_a_tarball_and_npm_test(wf: Workflows, place):
-    need("node", "npm")
+    wf.need("node", "npm")
     tarball = pack(place)
     manifest = {
         "name": "app",
@@ -79,7 +79,7 @@ curl -sS --fail --max-time 10 "http://127.0.0.1:$(cat port)/"
 
 
 def test_a_dev_server_and_curl_in_one_command(wf: Workflows, place):
-    need("node", "curl")
+    wf.need("node", "curl")
     place.hand_over()
     outcome = wf.run(place, [DEV_SERVER])
     outcome.assert_clean()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import SYSTEM_PYTHON, Place, Workflows, need
+from .support import SYSTEM_PYTHON, Place, Workflows
 
 pytestmark = pytest.mark.nobody  # runs the harness as uid 65534 (tests/README.md)
 
@@ -93,7 +93,7 @@ def local_index(place: Place) -> tuple[Path, Path]:
 
 
 def test_venv_and_pip_install_twice_the_second_from_the_cache(wf: Workflows, place):
-    need(SYSTEM_PYTHON)
+    wf.need(SYSTEM_PYTHON)
     index, serve = local_index(place)
     place.hand_over()
     pip = "venv/bin/pip --disable-pip-version-check"

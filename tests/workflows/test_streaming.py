@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..cli.test_cli_run_shell import on_a_pty
-from .support import Workflows, need
+from .support import Workflows
 
 pytestmark = pytest.mark.nobody  # runs stockade as uid 65534 (tests/README.md)
 
@@ -51,7 +51,7 @@ def argv_for(wf: Workflows) -> list[str]:
 
 
 def test_a_long_builds_output_streams_live_on_a_terminal(wf: Workflows, place):
-    need("make")
+    wf.need("make")
     (place.root / "Makefile").write_text(MAKEFILE)
     place.hand_over()
     # No composition from the environment: the embedded default, as on a fresh machine.
