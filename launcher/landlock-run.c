@@ -5,6 +5,9 @@
  *                [--no-network | --private-network [--proxy-bridge PORT:PATH]...]
  *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
+ *                [--read-only-host] [--bind-ro P | --bind-pin P | --bind-file SRC P |
+ *                 --empty-dir P]... [--fresh-dir DIR]... [--keep PATH]...
+ *                [--bind-socket SOCKET VIEW]...
  *                [--cgroup-make DIR]... [--cgroup-set[-if-present] PATH=VALUE]...
  *                [--cgroup-fd N | --cgroup-procs PATH]... [--rlimit NAME=VALUE]... -- ARGV...
  *   landlock-run --filters-only [--seal-metadata]
@@ -70,6 +73,12 @@
  * made as for --private-ipc; inside a runner (--filters-only) that takes
  * CAP_SYS_ADMIN, which the runner leaves the launcher for this (bwrap
  * --cap-add) and the launcher drops before exec like every other capability.
+ *
+ * --fresh-dir DIR, --keep PATH, --bind-socket SOCKET VIEW (not --plain): DIR, a
+ * runtime directory where daemons bind sockets (/run, /tmp), becomes an empty
+ * read-only tmpfs in the call's mount namespace, after every other mount, so a
+ * socket bound there after the call started is out of reach too; each --keep PATH
+ * beneath it is bound back as it was, and each SOCKET at VIEW (see fresh_views).
  *
  * --deny-read PATH: each PATH (a real path; one that is gone is skipped) is covered,
  * in the same mount namespace, by an empty file or directory of mode 000 on a
@@ -1297,6 +1306,192 @@ static void bind_protected(const struct mount_spec *mounts, int count)
 		close(empty);
 }
 
+/*
+ * --fresh-dir DIR (the namespaced tier): a runtime directory where host daemons put
+ * their sockets (/run, /tmp, $XDG_RUNTIME_DIR) becomes an empty read-only tmpfs in the
+ * call's mount namespace, so a socket bound there after the call started is out of
+ * the command's sight (the per-socket covers only reach the ones that existed).  Done
+ * last, over every other mount: each --keep PATH beneath DIR (the call's roots, temp
+ * directory, working directory, proxy socket) is cloned first, with every mount
+ * beneath it (its grants' writability, covers and protected binds as they are), and
+ * attached back at PATH inside the fresh view; each --bind-socket SOCKET VIEW (VIEW
+ * beneath DIR, beneath no --keep) binds the host's SOCKET, read-only, at VIEW.  Their
+ * mount points are made in the new tmpfs before it goes read-only; nothing is made
+ * on the host.  A DIR that is gone is skipped; a kept path that is gone fails the call.
+ */
+static int covered_by(const char *cover, const char *path);
+
+struct fresh_spec {
+	const char **dirs;
+	int ndirs;
+	const char **keeps;
+	int nkeeps;
+	const char **sockets;	/* --bind-socket SOCKET VIEW: sockets[2k], sockets[2k+1] */
+	int nsockets;
+};
+
+/* The mount point for `relative` (beneath the tmpfs `root`): its directories, then a
+ * directory or an empty file; opened as open_grant does. */
+static int fresh_mount_point(int root, const char *relative, int directory, const char *path)
+{
+	char part[4096];
+	int at = root, next;
+	const char *start = relative;
+
+	if (strlen(relative) >= sizeof(part))
+		fatal("cannot keep %s in sight: the path is too long", path);
+	for (;;) {
+		const char *slash = strchr(start, '/');
+		size_t len = slash ? (size_t)(slash - start) : strlen(start);
+
+		memcpy(part, start, len);
+		part[len] = '\0';
+		if (len == 0 || strcmp(part, ".") == 0 || strcmp(part, "..") == 0)
+			fatal("cannot keep %s in sight: not a plain absolute path", path);
+		if (slash == NULL && !directory) {
+			next = openat(at, part, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (next < 0 && errno != EEXIST)
+				fatal("cannot keep %s in sight: %s", path, strerror(errno));
+			if (next >= 0)
+				close(next);
+		} else if (mkdirat(at, part, 0755) != 0 && errno != EEXIST) {
+			fatal("cannot keep %s in sight: %s", path, strerror(errno));
+		}
+		next = openat(at, part, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			fatal("cannot keep %s in sight: %s", path, strerror(errno));
+		if (at != root)
+			close(at);
+		at = next;
+		if (slash == NULL)
+			return at;
+		start = slash + 1;
+	}
+}
+
+/* The fresh directory `path` lies beneath (-1: none). */
+static int fresh_dir_of(const struct fresh_spec *fresh, const char *path)
+{
+	for (int d = 0; d < fresh->ndirs; d++)
+		if (covered_by(fresh->dirs[d], path) && strcmp(fresh->dirs[d], path) != 0)
+			return d;
+	return -1;
+}
+
+/* A detached clone of `path` (its mounts beneath it too); *directory says what it is. */
+static int clone_kept(const char *path, int recursive, int *directory)
+{
+	struct stat st;
+	int at = open_grant(path), clone;
+
+	if (at < 0 || fstat(at, &st) != 0)
+		fatal("cannot keep %s in sight: %s", path, strerror(errno));
+	*directory = S_ISDIR(st.st_mode);
+	clone = (int)syscall(__NR_open_tree, at, "", TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH |
+			     (recursive ? TREE_RECURSIVE : 0U));
+	if (clone < 0)
+		fatal("cannot keep %s in sight: %s", path, strerror(errno));
+	close(at);
+	return clone;
+}
+
+static void fresh_views(const struct fresh_spec *fresh)
+{
+	int *keeps = calloc((size_t)fresh->nkeeps + 1, sizeof(int));
+	int *keep_dir = calloc((size_t)fresh->nkeeps + 1, sizeof(int));
+	int *sockets = calloc((size_t)fresh->nsockets + 1, sizeof(int));
+	int unused;
+
+	if (keeps == NULL || keep_dir == NULL || sockets == NULL)
+		fatal("out of memory");
+	/* Clones first: once a fresh view is up, what it covers is out of reach. */
+	for (int k = 0; k < fresh->nkeeps; k++) {
+		keeps[k] = -1;
+		if (fresh_dir_of(fresh, fresh->keeps[k]) < 0)
+			continue;
+		for (int j = 0; j < fresh->nkeeps; j++)
+			if (j != k && covered_by(fresh->keeps[j], fresh->keeps[k]) &&
+			    (strcmp(fresh->keeps[j], fresh->keeps[k]) != 0 || j < k))
+				goto beneath_another;
+		keeps[k] = clone_kept(fresh->keeps[k], 1, &keep_dir[k]);
+beneath_another:;
+	}
+	for (int s = 0; s < fresh->nsockets; s++) {
+		const char *source = fresh->sockets[2 * s];
+		struct stat st;
+
+		if (stat(source, &st) != 0 || !S_ISSOCK(st.st_mode))
+			fatal("--bind-socket: %s is no socket", source);
+		sockets[s] = clone_kept(source, 0, &unused);
+		set_read_only(sockets[s], source);
+	}
+	for (int d = 0; d < fresh->ndirs; d++) {
+		struct stat st;
+		int target = open_grant(fresh->dirs[d]), fs, root;
+
+		if (target < 0) {
+			if (errno == ENOENT)
+				continue;
+			fatal("cannot make %s fresh: %s", fresh->dirs[d], strerror(errno));
+		}
+		if (fstat(target, &st) != 0 || !S_ISDIR(st.st_mode))
+			fatal("cannot make %s fresh: not a directory", fresh->dirs[d]);
+		fs = (int)syscall(__NR_fsopen, "tmpfs", FS_CLOEXEC);
+		if (fs < 0 ||
+		    syscall(__NR_fsconfig, fs, CONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
+		    syscall(__NR_fsconfig, fs, CONFIG_CMD_CREATE, NULL, NULL, 0) != 0 ||
+		    (root = (int)syscall(__NR_fsmount, fs, FS_CLOEXEC, 0U)) < 0)
+			fatal("cannot make %s fresh: %s", fresh->dirs[d], strerror(errno));
+		close(fs);
+		if (syscall(__NR_move_mount, root, "", target, "", FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+			fatal("cannot make %s fresh: %s", fresh->dirs[d], strerror(errno));
+		close(target);
+		for (int k = 0; k < fresh->nkeeps; k++) {
+			const char *path = fresh->keeps[k];
+			int at;
+
+			if (keeps[k] < 0 || fresh_dir_of(fresh, path) != d)
+				continue;
+			at = fresh_mount_point(root, path + strlen(fresh->dirs[d]) +
+					       (strcmp(fresh->dirs[d], "/") != 0), keep_dir[k], path);
+			if (syscall(__NR_move_mount, keeps[k], "", at, "",
+				    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+				fatal("cannot keep %s in sight: %s", path, strerror(errno));
+			close(at);
+			close(keeps[k]);
+			keeps[k] = -1;
+		}
+		for (int s = 0; s < fresh->nsockets; s++) {
+			const char *view = fresh->sockets[2 * s + 1];
+			int at;
+
+			if (sockets[s] < 0 || fresh_dir_of(fresh, view) != d)
+				continue;
+			at = fresh_mount_point(root, view + strlen(fresh->dirs[d]) +
+					       (strcmp(fresh->dirs[d], "/") != 0), 0, view);
+			if (syscall(__NR_move_mount, sockets[s], "", at, "",
+				    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+				fatal("--bind-socket: cannot bind %s: %s", view, strerror(errno));
+			close(at);
+			close(sockets[s]);
+			sockets[s] = -1;
+		}
+		/* Only the tmpfs itself: what was attached on it keeps its own flags. */
+		set_read_only(root, fresh->dirs[d]);
+		close(root);
+	}
+	for (int k = 0; k < fresh->nkeeps; k++)
+		if (keeps[k] >= 0)
+			close(keeps[k]);
+	for (int s = 0; s < fresh->nsockets; s++)
+		if (sockets[s] >= 0)
+			fatal("--bind-socket: %s was not bound (its --fresh-dir is gone)",
+			      fresh->sockets[2 * s + 1]);
+	free(keeps);
+	free(keep_dir);
+	free(sockets);
+}
+
 /* ---- Program lookup ---- */
 
 static int check_executable(const char *path)
@@ -1660,6 +1855,7 @@ struct options {
 	int read_only_host;	/* --read-only-host: every mount read-only but the --rw grants */
 	struct mount_spec *mounts;
 	int nmounts;
+	struct fresh_spec fresh;	/* --fresh-dir, --keep, --bind-socket */
 	int seal_metadata;
 	int private_ipc;
 	int die_with_parent;
@@ -1819,6 +2015,62 @@ static int mount_option(int argc, char **argv, int *i, struct options *opt)
 	return 1;
 }
 
+/* --fresh-dir DIR, --keep PATH, --bind-socket SOCKET VIEW; 1 when argv[*i] was one. */
+static int fresh_option(int argc, char **argv, int *i, struct options *opt)
+{
+	struct fresh_spec *fresh = &opt->fresh;
+	const char *arg = argv[*i];
+	int values = strcmp(arg, "--bind-socket") == 0 ? 2 : 1;
+
+	if (strcmp(arg, "--fresh-dir") != 0 && strcmp(arg, "--keep") != 0 && values != 2)
+		return 0;
+	if (*i + values >= argc)
+		fatal("%s needs %s", arg, values == 2 ? "SOCKET VIEW" : "a path");
+	for (int k = 1; k <= values; k++)
+		if (argv[*i + k][0] != '/')
+			fatal("%s needs absolute paths", arg);
+	if (fresh->dirs == NULL &&
+	    ((fresh->dirs = calloc((size_t)argc, sizeof(char *))) == NULL ||
+	     (fresh->keeps = calloc((size_t)argc, sizeof(char *))) == NULL ||
+	     (fresh->sockets = calloc((size_t)argc, sizeof(char *))) == NULL))
+		fatal("out of memory");
+	if (strcmp(arg, "--fresh-dir") == 0) {
+		fresh->dirs[fresh->ndirs++] = argv[++*i];
+	} else if (strcmp(arg, "--keep") == 0) {
+		fresh->keeps[fresh->nkeeps++] = argv[++*i];
+	} else {
+		fresh->sockets[2 * fresh->nsockets] = argv[++*i];
+		fresh->sockets[2 * fresh->nsockets++ + 1] = argv[++*i];
+	}
+	return 1;
+}
+
+/* Fresh directories neither nest nor lie at or beneath a kept path (which they would hide). */
+static void check_fresh_options(const struct fresh_spec *fresh)
+{
+	for (int d = 0; d < fresh->ndirs; d++) {
+		for (int e = 0; e < fresh->ndirs; e++)
+			if (e != d && covered_by(fresh->dirs[e], fresh->dirs[d]))
+				fatal("--fresh-dir: %s lies beneath --fresh-dir %s", fresh->dirs[d],
+				      fresh->dirs[e]);
+		for (int k = 0; k < fresh->nkeeps; k++)
+			if (covered_by(fresh->keeps[k], fresh->dirs[d]))
+				fatal("--fresh-dir: %s lies at or beneath --keep %s", fresh->dirs[d],
+				      fresh->keeps[k]);
+	}
+	if (fresh->nsockets > 0 && fresh->ndirs == 0)
+		fatal("--bind-socket needs a --fresh-dir to bind it in");
+	for (int s = 0; s < fresh->nsockets; s++) {
+		const char *view = fresh->sockets[2 * s + 1];
+
+		if (fresh_dir_of(fresh, view) < 0)
+			fatal("--bind-socket: %s lies beneath no --fresh-dir", view);
+		for (int k = 0; k < fresh->nkeeps; k++)
+			if (covered_by(fresh->keeps[k], view))
+				fatal("--bind-socket: %s lies beneath --keep %s", view, fresh->keeps[k]);
+	}
+}
+
 /*
  * --plain makes no namespace: nothing can be covered or bound, IPC stays the host's
  * (filtered), and a bridge listens on the host's loopback, on any free port.
@@ -1828,9 +2080,11 @@ static void check_plain_options(struct options *opt)
 	if (opt->private_ipc || opt->private_network || opt->network == NETWORK_NETNS)
 		fatal("--plain makes no namespace: not with --private-ipc, --private-network "
 		      "or --netns-only");
-	if (opt->nhidden > 0 || opt->nunreadable > 0 || opt->nmounts > 0 || opt->read_only_host)
+	if (opt->nhidden > 0 || opt->nunreadable > 0 || opt->nmounts > 0 || opt->read_only_host ||
+	    opt->fresh.ndirs > 0 || opt->fresh.nkeeps > 0 || opt->fresh.nsockets > 0)
 		fatal("--plain makes no mount namespace: nothing can be hidden or bound "
-		      "(--hide-socket, --deny-read, --bind-*, --empty-dir, --read-only-host)");
+		      "(--hide-socket, --deny-read, --bind-*, --empty-dir, --read-only-host, "
+		      "--fresh-dir, --keep, --bind-socket)");
 	if (opt->nbridges > 1)
 		fatal("--plain takes one --proxy-bridge at most");
 	if (opt->nbridges == 1) {
@@ -1879,6 +2133,7 @@ static void parse_options(int argc, char **argv, struct options *opt)
 				fatal("--proxy-bridge needs --private-network (a network namespace of the call's own)");
 			check_network_options(opt);
 			check_bridge_paths(opt);
+			check_fresh_options(&opt->fresh);
 			opt->argv = argv + i + 1;
 			return;
 		}
@@ -1906,7 +2161,7 @@ static void parse_options(int argc, char **argv, struct options *opt)
 				: strcmp(arg, "--list") == 0 ? GRANT_LIST
 				: strcmp(arg, "--ro-try") == 0 ? GRANT_READ_TRY : GRANT_READ;
 			opt->paths[opt->npaths++] = argv[++i];
-		} else if (mount_option(argc, argv, &i, opt)) {
+		} else if (mount_option(argc, argv, &i, opt) || fresh_option(argc, argv, &i, opt)) {
 			continue;
 		} else {
 			fatal("unknown option: %s", arg);
@@ -2945,6 +3200,9 @@ static int clear_of_covers(const char *cwd, const struct options *opt)
 	for (int i = 0; i < opt->nmounts; i++)
 		if (!clear_of(cwd, opt->mounts[i].path))
 			return 0;
+	for (int i = 0; i < opt->fresh.ndirs; i++)
+		if (!clear_of(cwd, opt->fresh.dirs[i]))
+			return 0;
 	return 1;
 }
 
@@ -3127,7 +3385,7 @@ static _Noreturn void run(int argc, char **argv)
 	if (call.opt.nbridges > 0)
 		call.nlisteners = open_listeners(&call.opt, call.listeners);
 	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0 || call.opt.nmounts > 0 ||
-	    call.opt.read_only_host)
+	    call.opt.read_only_host || call.opt.fresh.ndirs > 0)
 		read_workdir(workdir, sizeof(workdir));
 	if (call.opt.read_only_host)
 		read_only_host(call.opt.paths, call.opt.writable, call.opt.npaths);
@@ -3137,8 +3395,11 @@ static _Noreturn void run(int argc, char **argv)
 		hide_unreadable(call.opt.unreadable, call.opt.nunreadable);
 	if (call.opt.nmounts > 0)
 		bind_protected(call.opt.mounts, call.opt.nmounts);
+	/* Last: the fresh views go over everything above, and keep what the call needs. */
+	if (call.opt.fresh.ndirs > 0)
+		fresh_views(&call.opt.fresh);
 	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0 || call.opt.nmounts > 0 ||
-	    call.opt.read_only_host)
+	    call.opt.read_only_host || call.opt.fresh.ndirs > 0)
 		reenter_workdir(workdir, &call.opt);
 
 	/* ENOSYS before Linux 5.3: the death signal alone then. */
