@@ -43,13 +43,18 @@ def writable_roots(mode: SandboxMode, root: str, temp_roots: Sequence[str]) -> t
     return tuple(dict.fromkeys((root, *temp_roots)))
 
 
-def pairs_only(mode: SandboxMode, network: Network) -> bool:
+def pairs_only(mode: SandboxMode, network: Network, agents: bool = False) -> bool:
     """Network off in read-only: no Unix socket but connected stream or seqpacket pairs
     (the launcher's --unix-pairs-only), so no named socket can be reached at all. A
     read-only command cannot bind a named socket of its own anyway. In
     workspace-write a command's own Unix sockets (a test's server, a forkserver)
-    must keep working: there the host's are hidden instead (`hides_sockets`)."""
-    return network.confined and mode is SandboxMode.READ_ONLY
+    must keep working: there the host's are hidden instead (`hides_sockets`).
+
+    `agents` (the call is granted agent sockets, `agent_sockets`): not even in
+    read-only, or the agent could not be reached either. The trade: such a call relies
+    on the fresh runtime directories and the per-socket covers, as workspace-write
+    does, and the claim names what those leave (a socket bound later elsewhere)."""
+    return network.confined and mode is SandboxMode.READ_ONLY and not agents
 
 
 def hides_sockets(
@@ -59,18 +64,121 @@ def hides_sockets(
     *,
     launcher: str | None = None,
     private_ipc: bool = True,
+    agents: bool = False,
 ) -> bool:
     """Whether a call covers the host's named Unix sockets (sandbox/_sockets.py): with
-    network off where Unix sockets stay allowed, on bwrap through its filter stage
-    (`launcher`), on the Landlock launcher where it can make a mount namespace (the
-    same mechanism as a private IPC namespace)."""
-    if network is Network.ON or pairs_only(mode, network):
+    network off where Unix sockets stay allowed (`pairs_only`; `agents`: the call is
+    granted agent sockets), on bwrap through its filter stage (`launcher`), on the
+    Landlock launcher where it can make a mount namespace (the same mechanism as a
+    private IPC namespace)."""
+    if network is Network.ON or pairs_only(mode, network, agents):
         return False
     if backend == BWRAP:
         return launcher is not None
     if backend == LANDLOCK:
         return private_ipc
     return False
+
+
+def freshens(
+    backend: str, network: Network, *, tier: str = NAMESPACED, private_ipc: bool = True
+) -> bool:
+    """Whether a call sees the runtime directories (`_sockets.runtime_dirs`: /run,
+    /var/run, $XDG_RUNTIME_DIR, /tmp) fresh, empty and read-only: with network off or
+    allowlist, on bwrap (`--tmpfs`, `--remount-ro`) and in the Landlock launcher's
+    namespaced tier where it hides sockets (`--fresh-dir`). Not the plain tier (no
+    mount namespace), an operator's runner_command, nor Seatbelt."""
+    if not network.confined:
+        return False
+    if backend == BWRAP:
+        return True
+    return backend == LANDLOCK and tier == NAMESPACED and private_ipc
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+class FreshPlan:
+    """What a call's fresh views are (`fresh_plan`): dirs (tuple[str, ...]: the runtime
+    directories made fresh), keeps (tuple[str, ...]: the paths beneath them bound back,
+    none beneath another), agents (tuple[tuple[str, str], ...]: (host socket, path in
+    the command's view) bound inside them)."""
+
+    __slots__ = ("agents", "dirs", "keeps")
+
+    def __init__(
+        self,
+        dirs: tuple[str, ...] = (),
+        keeps: tuple[str, ...] = (),
+        agents: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.dirs, self.keeps, self.agents = dirs, keeps, agents
+
+    def fresh_of(self, path: str) -> str | None:
+        """The fresh directory `path` lies strictly beneath, if any."""
+        for top in self.dirs:
+            if path != top and _under(path, top):
+                return top
+        return None
+
+    def hides(self, path: str) -> bool:
+        """Whether `path` is out of the command's sight: beneath a fresh directory and
+        beneath nothing kept."""
+        return self.fresh_of(path) is not None and not any(_under(path, k) for k in self.keeps)
+
+
+NO_FRESH = FreshPlan()
+
+
+def fresh_plan(
+    dirs: Sequence[str], keep: Sequence[str], agent_sockets: Sequence[tuple[str, str]] = ()
+) -> FreshPlan:
+    """The fresh views of one call, from the runtime directories found (`dirs`, real
+    paths), what it must keep in sight (`keep`: its roots, temp roots, working
+    directory, proxy socket; real paths) and its agent sockets.
+
+    A directory at or beneath a kept path stays the host's (it is part of a root: a
+    socket bound there later is the claim's gap). An agent socket is bound at its view
+    path where that lies beneath a fresh directory and beneath nothing kept; any other
+    is left where it is on the host (the caller tells the command that path)."""
+    fresh = tuple(d for d in dirs if not any(_under(d, k) for k in keep))
+    plan = FreshPlan(fresh)
+    kept = [k for k in dict.fromkeys(keep) if plan.fresh_of(k) is not None]
+    plan.keeps = tuple(k for k in kept if not any(o != k and _under(k, o) for o in kept))
+    plan.agents = tuple(
+        (source, view)
+        for source, view in agent_sockets
+        if plan.fresh_of(view) is not None and not any(_under(view, k) for k in keep)
+    )
+    return plan
+
+
+def call_fresh_plan(
+    backend: str,
+    network: Network,
+    root: str,
+    temp_roots: Sequence[str],
+    *,
+    fresh_dirs: Sequence[str],
+    keep: Sequence[str] = (),
+    agent_sockets: Sequence[tuple[str, str]] = (),
+    proxy: str | None = None,
+    launcher: str | None = None,
+    tier: str = NAMESPACED,
+    private_ipc: bool = True,
+) -> FreshPlan:
+    """One call's fresh views (`fresh_plan`) where its backend makes them (`freshens`),
+    keeping its root, temp roots, `keep` (the working directory), its proxy socket
+    (allowlist) and, under bwrap, the filter stage's files in sight; else none."""
+    if not fresh_dirs or not freshens(backend, network, tier=tier, private_ipc=private_ipc):
+        return NO_FRESH
+    kept = [root, *temp_roots, *keep]
+    if proxy is not None and network is Network.ALLOWLIST:
+        kept.append(proxy)
+    if backend == BWRAP and launcher is not None:
+        kept += [launcher, DATA_DIR]  # the filter stage and its empty file, run inside
+    return fresh_plan(fresh_dirs, kept, agent_sockets)
 
 
 def bwrap_argv(
@@ -87,6 +195,8 @@ def bwrap_argv(
     hidden_sockets: Sequence[str] = (),
     unreadable: Sequence[str] = (),
     proxy: str | None = None,
+    fresh: FreshPlan = NO_FRESH,
+    agents: bool = False,
 ) -> tuple[str, ...]:
     """bwrap: the host read-only, a private /dev, /proc and IPC namespace, no capabilities.
 
@@ -124,8 +234,18 @@ def bwrap_argv(
     stage bridges to from PROXY_PORT on the command's own loopback (`--proxy-bridge`);
     the socket is visible through the read-only `/` (connecting to a socket needs no
     writable mount).
+
+    `fresh` (network off or allowlist, `fresh_plan`): each of its runtime directories
+    an empty tmpfs, read-only once what it keeps (the read-only ones bound first, then
+    the writable roots as ever, then the protections) and its agent sockets are bound
+    inside it; sockets, deny_read paths and protections it hides need nothing else.
+    `agents`: the call is granted agent sockets (no `--unix-pairs-only`, `pairs_only`).
     """
-    hidden_sockets = [path for path in hidden_sockets if not in_private_dev(path)]
+    hidden_sockets = [
+        path for path in hidden_sockets if not in_private_dev(path) and not fresh.hides(path)
+    ]
+    unreadable = [path for path in unreadable if not fresh.hides(path)]
+    protections = [p for p in protections if not fresh.hides(p.path)]
     hide = bool(hidden_sockets) and launcher is not None and network.confined
     cover = bool(unreadable) and launcher is not None
     args: list[str] = [
@@ -159,17 +279,29 @@ def bwrap_argv(
         # bwrap's /dev is a private tmpfs; read-only keeps /dev/shm refused, as on
         # Landlock, so the model sees a denial rather than a write that vanishes.
         args += ["--remount-ro", "/dev"]
-    for writable in writable_roots(mode, root, temp_roots):
+    writable_list = writable_roots(mode, root, temp_roots)
+    for top in fresh.dirs:
+        args += ["--tmpfs", top]
+    # Bound back before the writable roots, which may lie beneath one of them.
+    for kept in fresh.keeps:
+        if not any(_under(kept, w) for w in writable_list):
+            args += ["--ro-bind", kept, kept]
+    for source, view in fresh.agents:
+        args += ["--ro-bind", source, view]
+    for writable in writable_list:
         args += ["--bind", writable, writable]
     for protection in protections:
         args += protection_args(protection)
+    for top in fresh.dirs:
+        # Only the tmpfs itself (bwrap's --remount-ro is not recursive).
+        args += ["--remount-ro", top]
     if launcher is not None:
         # The mount table already refuses every metadata change and inode ioctl in
         # read-only (EROFS, bwrap's own denial text), so no --seal-metadata here.
         args += ["--", launcher, "--filters-only"]
         if network.confined:
             args.append("--netns-only")
-            if pairs_only(mode, network):
+            if pairs_only(mode, network, agents):
                 args.append("--unix-pairs-only")
         if hide:
             args += hiding_args(hidden_sockets)
@@ -245,6 +377,8 @@ def landlock_argv(
     proxy: str | None = None,
     protections: Sequence[Protection] = (),
     grants: Grants | None = None,
+    fresh: FreshPlan = NO_FRESH,
+    agents: bool = False,
 ) -> tuple[str, ...]:
     """The shipped launcher, in `tier`: write only the grants.
 
@@ -255,7 +389,11 @@ def landlock_argv(
     the bridge to `proxy`. `private_ipc` (the probe found it possible): an IPC
     namespace of its own, or the launcher fails; without it host IPC objects are not
     created, removed or changed (seccomp), and the claim names what stays open.
-    `hidden_sockets` are covered in the mount namespace.
+    `hidden_sockets` are covered in the mount namespace. `fresh` (`fresh_plan`):
+    runtime directories made fresh and read-only there, last, over every other mount,
+    with what they keep and the agent sockets bound back inside (`--fresh-dir`,
+    `--keep`, `--bind-socket`). `agents`: the call is granted agent sockets (no
+    `--unix-pairs-only`, `pairs_only`).
 
     PLAIN (no namespace can be made): read and execute everywhere but `grants` leaves
     out (deny_read's complement, `trust.secrets.complement_grants`); network off, no
@@ -302,15 +440,22 @@ def landlock_argv(
             args.append("--private-network")
             if network is Network.ALLOWLIST and proxy is not None:
                 args += ["--proxy-bridge", f"{PROXY_PORT}:{proxy}"]
-    if pairs_only(mode, network):
+    if pairs_only(mode, network, agents):
         # (The bridge stands outside the command's filters: it still reaches the proxy.)
         args.append("--unix-pairs-only")
     if tier == NAMESPACED:
+        hidden_sockets = [path for path in hidden_sockets if not fresh.hides(path)]
         if network.confined and hidden_sockets and private_ipc:
             args += hiding_args(hidden_sockets)
         args += unreadable_args(unreadable)
         for protection in protections:
             args += launcher_protection_args(protection)
+        for top in fresh.dirs:
+            args += ["--fresh-dir", top]
+        for kept in fresh.keeps:
+            args += ["--keep", kept]
+        for source, view in fresh.agents:
+            args += ["--bind-socket", source, view]
     return (*args, "--", *argv)
 
 
@@ -407,6 +552,9 @@ def confined_argv(
     proxy: str | None = None,
     tier: str = NAMESPACED,
     grants: Grants | None = None,
+    fresh_dirs: Sequence[str] = (),
+    keep: Sequence[str] = (),
+    agent_sockets: Sequence[tuple[str, str]] = (),
 ) -> tuple[str, ...]:
     """The argv to spawn instead of `argv`, for the selected backend and runner.
 
@@ -417,7 +565,28 @@ def confined_argv(
     `network` is the call's effective value; `hidden_sockets` the host's named Unix
     sockets found for it (`_sockets.host_unix_sockets`, where `hides_sockets`);
     `unreadable` the deny_read paths that exist (`trust.secrets.DenyRead.expand`).
+
+    `fresh_dirs`: the runtime directories found (`_sockets.runtime_dirs`), made fresh
+    where the backend can (`freshens`), keeping the root, the temp roots, the proxy
+    and `keep` (the working directory) in sight. `agent_sockets`: (host socket, path
+    in the command's view), each bound at its view path inside a fresh directory
+    (`fresh_plan` says which were; the others stay at their host path, never hidden),
+    and with any, read-only keeps named sockets (`pairs_only`).
     """
+    plan = call_fresh_plan(
+        backend,
+        network,
+        root,
+        temp_roots,
+        fresh_dirs=fresh_dirs,
+        keep=keep,
+        agent_sockets=agent_sockets,
+        proxy=proxy,
+        launcher=launcher,
+        tier=tier,
+        private_ipc=private_ipc,
+    )
+    agents = bool(agent_sockets)
     if backend in (BWRAP, RUNNER_COMMAND):
         return bwrap_argv(
             runner,
@@ -432,6 +601,8 @@ def confined_argv(
             hidden_sockets=hidden_sockets,
             unreadable=unreadable if backend == BWRAP else (),
             proxy=proxy if backend == BWRAP else None,
+            fresh=plan if backend == BWRAP else NO_FRESH,
+            agents=agents,
         )
     if backend == LANDLOCK:
         return landlock_argv(
@@ -448,6 +619,8 @@ def confined_argv(
             proxy=proxy,
             protections=protections,
             grants=grants,
+            fresh=plan,
+            agents=agents,
         )
     if backend == SEATBELT:
         return seatbelt_argv(mode, root, temp_roots, argv, protections, network, unreadable)

@@ -22,10 +22,13 @@ from ._argv import (
     FORCED_PLAIN,
     LANDLOCK,
     NAMESPACED,
+    NO_FRESH,
     PLAIN,
     RUNNER_COMMAND,
     Grants,
+    call_fresh_plan,
     confined_argv,
+    freshens,
     hides_sockets,
     writable_roots,
 )
@@ -108,9 +111,23 @@ class Call:
     private temp directory, and the host's where granted), network (Network), proxy
     (str | None: the Unix socket of this call's proxy endpoint, network allowlist),
     workdir (str | None: the real path of the directory the command starts in, as
-    judged through a descriptor by `trust.judge_workdir`; None: the root)."""
+    judged through a descriptor by `trust.judge_workdir`; None: the root),
+    agent_sockets (tuple[tuple[str, str], ...]: granted agent sockets, each (the
+    host's socket, the path the command should reach it at, inside a runtime
+    directory such as /run/stockade-agent/ssh.sock); never hidden, and bound at that
+    path where the call sees the runtime directories fresh (`Confined.agents` says
+    where each one is reachable))."""
 
-    __slots__ = ("argv", "mode", "network", "proxy", "root", "temp_roots", "workdir")
+    __slots__ = (
+        "agent_sockets",
+        "argv",
+        "mode",
+        "network",
+        "proxy",
+        "root",
+        "temp_roots",
+        "workdir",
+    )
 
     def __init__(
         self,
@@ -121,10 +138,11 @@ class Call:
         network: Network,
         proxy: str | None = None,
         workdir: str | None = None,
+        agent_sockets: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.argv, self.mode, self.root = argv, mode, root
         self.temp_roots, self.network, self.proxy = temp_roots, network, proxy
-        self.workdir = workdir
+        self.workdir, self.agent_sockets = workdir, agent_sockets
 
 
 class GuardRules:
@@ -167,9 +185,12 @@ class Confined:
     the placeholders it mounts over), hidden (tuple[str, ...]: the host sockets
     covered), held (list[int]: the fds holding those placeholders; empty unless the
     caller asked to hold them), unreadable (Hidden | None: the deny_read paths
-    covered, and what could not be)."""
+    covered, and what could not be), fresh (tuple[str, ...]: the runtime directories
+    the command sees fresh and empty), agents (tuple[tuple[str, str], ...]: each
+    granted agent socket, (its host path, where the command reaches it: the view path
+    where it was bound there, else the host path))."""
 
-    __slots__ = ("argv", "guard", "held", "hidden", "root", "unreadable")
+    __slots__ = ("agents", "argv", "fresh", "guard", "held", "hidden", "root", "unreadable")
 
     def __init__(
         self,
@@ -179,9 +200,11 @@ class Confined:
         hidden: tuple[str, ...],
         held: list[int],
         unreadable: Hidden | None = None,
+        fresh: tuple[str, ...] = (),
+        agents: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.argv, self.root, self.guard, self.hidden, self.held = argv, root, guard, hidden, held
-        self.unreadable = unreadable
+        self.unreadable, self.fresh, self.agents = unreadable, fresh, agents
 
 
 def guard_rules(
@@ -438,6 +461,12 @@ def _host_sockets() -> tuple[str, ...]:
     return host_unix_sockets()
 
 
+def _runtime_dirs() -> tuple[str, ...]:
+    from ._sockets import runtime_dirs
+
+    return runtime_dirs()
+
+
 def confine(
     call: Call,
     runner: Runner | None,
@@ -446,6 +475,7 @@ def confine(
     unavailable: str = "no sandbox runner was selected",
     memo: GuardMemo | None = None,
     sockets: Callable[[], tuple[str, ...]] | None = None,
+    runtime: Callable[[], tuple[str, ...]] | None = None,
     hold: bool = False,
     new_session: bool = False,
 ) -> Confined:
@@ -453,7 +483,9 @@ def confine(
 
     `unavailable`: why nothing was selected, when `runner` is None. `memo`: the
     provider's guard memo. `sockets`: where the host's named sockets are found (the
-    provider's `SocketScan.sockets`; default a fresh scan). `hold`: make and hold the
+    provider's `SocketScan.sockets`; default a fresh scan). `runtime`: where the
+    runtime directories are found (default `_sockets.runtime_dirs`, with the caller's
+    $XDG_RUNTIME_DIR). `hold`: make and hold the
     placeholders here, retrying when they meet a changed disk (`stockade exec`);
     without it the caller holds `guard.creates` itself. `new_session`: detach the
     command from a terminal the caller keeps (bwrap dialects).
@@ -488,6 +520,12 @@ def confine(
             unreadable, grants = _complement(
                 rules.deny_read, unreadable, writable_roots(mode, root, temp_roots)
             )
+    # Granted agent sockets at their real paths (the launcher binds without following a
+    # link); confined calls only (danger-full-access reaches them where they are).
+    agent_sockets: tuple[tuple[str, str], ...] = ()
+    if mode is not SandboxMode.DANGER_FULL_ACCESS:
+        agent_sockets = tuple((os.path.realpath(host), view) for host, view in call.agent_sockets)
+    tier = runner.tier or NAMESPACED
     hidden: tuple[str, ...] = ()
     if hides_sockets(
         runner.backend,
@@ -495,12 +533,37 @@ def confine(
         call.network,
         launcher=runner.launcher,
         private_ipc=runner.private_ipc,
+        agents=bool(agent_sockets),
     ):
         hidden = (sockets or _host_sockets)()
+        # The call's own way out, and the agents it is granted, are never hidden.
+        own = {source for source, _ in agent_sockets}
         if call.proxy is not None:
-            # The call's own way out is the one host socket it must reach.
-            own = os.path.realpath(call.proxy)
-            hidden = tuple(path for path in hidden if os.path.realpath(path) != own)
+            own.add(os.path.realpath(call.proxy))
+        if own:
+            hidden = tuple(path for path in hidden if os.path.realpath(path) not in own)
+    fresh = NO_FRESH
+    proxy = call.proxy if call.network is Network.ALLOWLIST else None
+    keep = (call.workdir,) if call.workdir is not None else ()
+    if mode is not SandboxMode.DANGER_FULL_ACCESS and freshens(
+        runner.backend, call.network, tier=tier, private_ipc=runner.private_ipc
+    ):
+        fresh = call_fresh_plan(
+            runner.backend,
+            call.network,
+            root,
+            temp_roots,
+            fresh_dirs=(runtime or _runtime_dirs)(),
+            keep=keep,
+            agent_sockets=agent_sockets,
+            proxy=proxy,
+            launcher=runner.launcher,
+            tier=tier,
+            private_ipc=runner.private_ipc,
+        )
+    agents = tuple(
+        (host, view if (host, view) in fresh.agents else host) for host, view in agent_sockets
+    )
     argv = confined_argv(
         runner.backend,
         runner.runner,
@@ -515,11 +578,14 @@ def confine(
         network=call.network,
         hidden_sockets=hidden,
         unreadable=unreadable.paths if unreadable is not None else (),
-        proxy=call.proxy if call.network is Network.ALLOWLIST else None,
-        tier=runner.tier or NAMESPACED,
+        proxy=proxy,
+        tier=tier,
         grants=grants,
+        fresh_dirs=fresh.dirs,
+        keep=keep,
+        agent_sockets=agent_sockets,
     )
-    return Confined(argv, root, guard, hidden, held, unreadable)
+    return Confined(argv, root, guard, hidden, held, unreadable, fresh.dirs, agents)
 
 
 def _complement(

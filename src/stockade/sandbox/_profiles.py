@@ -91,13 +91,21 @@ NOT_GOVERNED: Final = "not governed"
 
 # What hiding the host's named sockets when a call starts cannot reach
 # (sandbox/_sockets.py): a network namespace does not cover them, and neither
-# Landlock (ABI <= 7) nor a seccomp filter can see the path a connect() names.
+# Landlock (ABI <= 7) nor a seccomp filter can see the path a connect() names. The
+# runtime directories the command sees fresh (`_argv.freshens`) hold none at all,
+# whenever bound; what the call keeps of them (a root, its temp directory, its
+# working directory lying there) is the host's, and so is one that lies in a root.
 UNFOUND_SOCKETS_GAP: Final = (
     "pathname unix sockets not found when the call starts (bound later, in another "
-    "network or mount namespace, by a relative path, or under another name)"
+    "network or mount namespace, by a relative path, or under another name), outside "
+    "the runtime directories the command sees fresh and empty (/run, /var/run, "
+    "$XDG_RUNTIME_DIR, /tmp) or in the call's own roots and working directory there"
 )
+# No fresh runtime directories either: the plain tier has no mount namespace, and with
+# filtered IPC the launcher makes none to cover in.
 LANDLOCK_PATHNAME_GAP: Final = (
-    "pathname unix sockets of host processes (Landlock does not govern connect)"
+    "pathname unix sockets of host processes, in /run, /tmp and the other runtime "
+    "directories too, whenever bound (Landlock does not govern connect)"
 )
 UNHIDDEN_PATHNAME_GAP: Final = (
     "pathname unix sockets of host processes (no filter stage to hide them)"
@@ -137,7 +145,12 @@ _PLAIN_ALLOWLIST_TCP = (
     "proxy, which connects only to the listed destinations"
 )
 _PAIRS_ONLY = "refused: no Unix socket but connected stream or seqpacket pairs"
-_HIDDEN = "each one found when the call starts is covered by an empty read-only file"
+_HIDDEN = (
+    "the runtime directories (/run, /var/run, $XDG_RUNTIME_DIR, /tmp) are fresh, empty "
+    "and read-only in the command's view (its roots, temp directory, working directory, "
+    "proxy and granted agent sockets bound back); elsewhere each one found when the call "
+    "starts is covered by an empty read-only file"
+)
 
 
 def network_claim(
@@ -149,17 +162,22 @@ def network_claim(
     launcher: str | None = None,
     private_ipc: bool = True,
     tier: str = NAMESPACED,
+    agents: bool = False,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """How `backend` governs each network effect under `mode` with `network` off, and
     the gaps it leaves (an effect it does not govern reads "not governed: GAP").
 
     `launcher`: bwrap's filter stage; `abi`, `private_ipc`, `tier`: the Landlock
-    launcher's. Network `on` governs nothing by design: no effects, no gaps.
+    launcher's. `agents`: the call is granted agent sockets, so read-only too keeps
+    named sockets (`_argv.pairs_only`) and names what the covers leave. Network `on`
+    governs nothing by design: no effects, no gaps.
     """
     if network is Network.ON:
         return {}, ()
-    pairs = pairs_only(mode, network)
-    hidden = hides_sockets(backend, mode, network, launcher=launcher, private_ipc=private_ipc)
+    pairs = pairs_only(mode, network, agents)
+    hidden = hides_sockets(
+        backend, mode, network, launcher=launcher, private_ipc=private_ipc, agents=agents
+    )
     effects: dict[str, str] = {}
     gaps: list[str] = []
 
@@ -265,9 +283,11 @@ def landlock_enforcement(
     private_ipc: bool = True,
     network: Network,
     tier: str = NAMESPACED,
+    agents: bool = False,
 ) -> tuple[Enforcement, tuple[str, ...]]:
     """What the launcher governs under `mode` on `abi` with `network` in `tier`, and
-    the effects it leaves open (file effects, then network effects when it is off).
+    the effects it leaves open (file effects, then network effects when it is off;
+    `agents`: the call is granted agent sockets, `network_claim`).
 
     `private_ipc`: the probe found the launcher can give commands an IPC namespace of
     their own (CAP_SYS_ADMIN, or a user namespace), so `--private-ipc` is passed.
@@ -294,7 +314,7 @@ def landlock_enforcement(
             f"{effect} outside the writable roots" for effect in LANDLOCK_METADATA_EFFECTS
         ]
     _, network_gaps = network_claim(
-        LANDLOCK, mode, network, abi=abi, private_ipc=private_ipc, tier=tier
+        LANDLOCK, mode, network, abi=abi, private_ipc=private_ipc, tier=tier, agents=agents
     )
     ungoverned += network_gaps
     return (Enforcement.PARTIAL if ungoverned else Enforcement.FULL), tuple(ungoverned)
@@ -302,7 +322,12 @@ def landlock_enforcement(
 
 @functools.cache
 def bwrap_gaps(
-    mode: SandboxMode, launcher: str | None, *, network: Network, backend: str = BWRAP
+    mode: SandboxMode,
+    launcher: str | None,
+    *,
+    network: Network,
+    backend: str = BWRAP,
+    agents: bool = False,
 ) -> tuple[str, ...]:
     """What bwrap leaves open under `mode`: with its filter stage, only what network
     off cannot reach (named sockets not found when the call starts); without it,
@@ -311,7 +336,7 @@ def bwrap_gaps(
     gaps: list[str] = []
     if not launcher and mode is not SandboxMode.READ_ONLY:
         gaps.append(BWRAP_UNFILTERED_GAP)
-    gaps += network_claim(backend, mode, network, launcher=launcher)[1]
+    gaps += network_claim(backend, mode, network, launcher=launcher, agents=agents)[1]
     return tuple(gaps)
 
 
@@ -377,6 +402,7 @@ def wrap(
     hidden_sockets: tuple[str, ...] = (),
     confined: tuple[str, ...] | None = None,
     unreadable: Hidden | None = None,
+    agents: bool = False,
 ) -> Wrapped:
     """The Wrapped reply for `argv` under `policy` on the selected `backend`.
 
@@ -389,6 +415,9 @@ def wrap(
     what that cannot cover whether or not any were found. `confined`: the argv the
     confine sequence built for exactly these (`_confine.confine`), else built here.
     `unreadable`: the deny_read paths this call covers, and what it could not.
+    `agents`: the call is granted agent sockets (`_confine.Call.agent_sockets`): with
+    network off in read-only, named sockets are then not refused outright, and the
+    claim says what the covers leave (`network_claim`).
     """
     covered = unreadable.paths if unreadable is not None else ()
     read_gaps = unreadable_gaps(backend, unreadable)
@@ -400,6 +429,7 @@ def wrap(
         policy.network,
         launcher=backend.launcher,
         private_ipc=backend.private_ipc,
+        agents=agents,
     ):
         hidden_sockets = ()
     if confined is None:
@@ -426,13 +456,17 @@ def wrap(
         case "bwrap":
             enforcement, denial = Enforcement.FULL, BWRAP_DENIAL
             rules = BWRAP_FILTERED_RULES if backend.launcher else BWRAP_RULES
-            ungoverned = bwrap_gaps(policy.mode, backend.launcher, network=policy.network)
+            ungoverned = bwrap_gaps(
+                policy.mode, backend.launcher, network=policy.network, agents=agents
+            )
         case "runner-command":
             # The operator asserts a bwrap-compatible runner; its own signatures
             # are the only runner-failure evidence. It gets no filter stage, so
             # network off leaves what that stage would refuse.
             enforcement, denial, rules = Enforcement.FULL, BWRAP_DENIAL, backend.extra_rules
-            ungoverned = network_claim(RUNNER_COMMAND, policy.mode, policy.network)[1]
+            ungoverned = network_claim(RUNNER_COMMAND, policy.mode, policy.network, agents=agents)[
+                1
+            ]
         case "landlock":
             enforcement, ungoverned = landlock_enforcement(
                 policy.mode,
@@ -440,6 +474,7 @@ def wrap(
                 private_ipc=backend.private_ipc,
                 network=policy.network,
                 tier=backend.tier or NAMESPACED,
+                agents=agents,
             )
             denial = LANDLOCK_DENIAL if backend.tier == PLAIN else LANDLOCK_NAMESPACED_DENIAL
             rules = LANDLOCK_RULES
@@ -460,6 +495,7 @@ def wrap(
             launcher=backend.launcher,
             private_ipc=backend.private_ipc,
             tier=backend.tier or NAMESPACED,
+            agents=agents,
         )[1]
         network_enforcement = Enforcement.PARTIAL if network_gaps else Enforcement.FULL
         ungoverned = tuple(gap for gap in ungoverned if gap not in network_gaps)

@@ -17,9 +17,10 @@ Sockets under `/dev` are found too (`/dev/shm` is a tmpfs anyone may bind in, an
 Landlock launcher shows the command the host's `/dev`); bwrap's `/dev` is private, so
 its argv leaves them out (`_argv.bwrap_argv`). What this cannot find is named in the
 claim (`UNFOUND_SOCKETS_GAP`, sandbox/_profiles.py): sockets bound after the call
-starts, in another network or mount namespace (their listed path is not theirs
-here), by a relative path, or reached by another name (a hard link, a bind
-mount of their directory).
+starts outside the runtime directories (`runtime_dirs`: those the command sees fresh
+and empty, so nothing bound there later reaches it), in another network or mount
+namespace (their listed path is not theirs here), by a relative path, or reached by
+another name (a hard link, a bind mount of their directory).
 """
 
 from __future__ import annotations
@@ -141,6 +142,35 @@ def host_unix_sockets() -> tuple[str, ...]:
     found = dict.fromkeys(mounted_sockets())
     found.update(dict.fromkeys(_resolve((*listed(), *WELL_KNOWN))))
     return tuple(found)
+
+
+# Where host daemons put their sockets: with network off these are fresh, empty views
+# in the command's mount namespace (`runtime_dirs`, `_argv.fresh_plan`), so a socket
+# bound there after the call started is out of reach too. $XDG_RUNTIME_DIR is added,
+# the caller's, when set.
+RUNTIME_DIRS = ("/run", "/var/run", "/tmp")
+
+
+def runtime_dirs(xdg_runtime_dir: str | None = None) -> tuple[str, ...]:
+    """The real paths of the runtime directories that exist as directories here (the
+    fixed ones and `xdg_runtime_dir`, default the caller's `$XDG_RUNTIME_DIR`), each
+    once, none beneath another (`/var/run` is usually `/run`; `$XDG_RUNTIME_DIR`
+    usually lies in it)."""
+    if xdg_runtime_dir is None:
+        xdg_runtime_dir = os.environ.get("XDG_RUNTIME_DIR")
+    candidates = list(RUNTIME_DIRS)
+    if xdg_runtime_dir and xdg_runtime_dir.startswith("/"):
+        candidates.append(xdg_runtime_dir)
+    found: list[str] = []
+    for path in candidates:
+        real = os.path.realpath(path)
+        if real not in found and os.path.isdir(real) and not _skipped(real) and real != "/":
+            found.append(real)
+    return tuple(
+        path
+        for path in found
+        if not any(other != path and path.startswith(other.rstrip("/") + "/") for other in found)
+    )
 
 
 class SocketScan:
