@@ -369,6 +369,27 @@ def test_a_cache_in_a_trusted_place_works_and_holds_no_path(backend, area: Area)
         env=env,
         unset=CACHE_ENV,
     )
+    # With network off the caller's $XDG_RUNTIME_DIR is a fresh, empty view for the
+    # command (issue 37): the cache is not even in sight there.
+    assert done.returncode != 0 and "Directory nonexistent" in done.stderr, done.stderr
+    assert cache.read_bytes() == before
+    # With network on it is in sight, and read-only.
+    done = cli(
+        "exec",
+        "--mode",
+        "workspace-write",
+        "--backend",
+        backend,
+        "--network",
+        "on",
+        "--",
+        "sh",
+        "-c",
+        f"echo forged >> {cache}",
+        cwd=area.root,
+        env=env,
+        unset=CACHE_ENV,
+    )
     assert done.returncode != 0 and DENIAL_TEXT[backend] in done.stderr, done.stderr
     assert cache.read_bytes() == before
 

@@ -237,15 +237,15 @@ def bwrap_argv(
 
     `fresh` (network off or allowlist, `fresh_plan`): each of its runtime directories
     an empty tmpfs, read-only once what it keeps (the read-only ones bound first, then
-    the writable roots as ever, then the protections) and its agent sockets are bound
-    inside it; sockets, deny_read paths and protections it hides need nothing else.
+    the writable roots as ever, then the protections, which stay in sight and
+    read-only there as anywhere: a write is still bwrap's denial) and its agent
+    sockets are bound inside it; sockets and deny_read paths it hides need nothing else.
     `agents`: the call is granted agent sockets (no `--unix-pairs-only`, `pairs_only`).
     """
     hidden_sockets = [
         path for path in hidden_sockets if not in_private_dev(path) and not fresh.hides(path)
     ]
     unreadable = [path for path in unreadable if not fresh.hides(path)]
-    protections = [p for p in protections if not fresh.hides(p.path)]
     hide = bool(hidden_sockets) and launcher is not None and network.confined
     cover = bool(unreadable) and launcher is not None
     args: list[str] = [
@@ -452,7 +452,9 @@ def landlock_argv(
             args += launcher_protection_args(protection)
         for top in fresh.dirs:
             args += ["--fresh-dir", top]
-        for kept in fresh.keeps:
+        # The protected paths in a fresh directory stay in sight as bound above (a
+        # write there is still a denial, not a missing directory).
+        for kept in (*fresh.keeps, *(p.path for p in protections if fresh.fresh_of(p.path))):
             args += ["--keep", kept]
         for source, view in fresh.agents:
             args += ["--bind-socket", source, view]
