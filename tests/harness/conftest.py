@@ -26,6 +26,20 @@ def composition(state_dir: str, *, approval: bool = True, executor: str = "sandb
     return entries
 
 
+def on_backend(backend: str, **sandbox: object) -> list[dict]:
+    """A composition forcing `backend`, the provider's `sandbox` keys laid over it, the
+    sandboxed bash tool and the user's approval (the default log)."""
+    return [
+        {
+            "id": "sandbox",
+            "name": "stockade.sandbox.local",
+            "config": {"backend": backend, **sandbox},
+        },
+        {"id": "bash", "name": "stockade.bash.sandbox"},
+        {"id": "approval", "name": "stockade.approval.user"},
+    ]
+
+
 @pytest.fixture
 def state_dir():
     """Session logs outside every writable root (/tmp is one): the harness refuses

@@ -23,6 +23,7 @@ from stockade.errors import ConfigError
 from stockade.sandbox import tool_caches
 
 from ..support import require_backend
+from .conftest import on_backend as composition
 
 BACKENDS = ("bwrap", "landlock")
 
@@ -47,18 +48,6 @@ def place(monkeypatch) -> Iterator[Place]:
         yield Place(home, root, home / ".cache" / "stockade" / "tools")
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-def composition(backend: str, **sandbox: object) -> list[dict]:
-    return [
-        {
-            "id": "sandbox",
-            "name": "stockade.sandbox.local",
-            "config": {"backend": backend, **sandbox},
-        },
-        {"id": "bash", "name": "stockade.bash.sandbox"},
-        {"id": "approval", "name": "stockade.approval.user"},
-    ]
 
 
 def host_caches(home: Path) -> list[str]:

@@ -22,6 +22,7 @@ from stockade import open_harness
 from stockade.errors import ConfigError
 
 from ..support import require_backend, stockade
+from .conftest import on_backend as composition
 
 BACKENDS = ("bwrap", "landlock")
 
@@ -50,18 +51,6 @@ def place(monkeypatch) -> Iterator[Place]:
         yield Place(home, root, extra, sibling)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-def composition(backend: str, **sandbox: object) -> list[dict]:
-    return [
-        {
-            "id": "sandbox",
-            "name": "stockade.sandbox.local",
-            "config": {"backend": backend, **sandbox},
-        },
-        {"id": "bash", "name": "stockade.bash.sandbox"},
-        {"id": "approval", "name": "stockade.approval.user"},
-    ]
 
 
 WRITES = "echo a > {extra}/made; echo b > {sibling}/made; echo c > {extra}/.git/hooks/pre-commit"

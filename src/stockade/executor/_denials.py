@@ -197,19 +197,20 @@ def _node_signature(line: str, signatures: tuple[str, ...]) -> tuple[str, re.Mat
     return (signature, match) if signature in signatures else None
 
 
+def _node_effect(call: str, signature: str) -> Effect:
+    """What a refused Node/npm system call did: made or removed an entry, changed
+    metadata, or wrote."""
+    if call in _NODE_ENTRY_CALLS or signature in ENTRY_SIGNATURES:
+        return Effect.ENTRY
+    return Effect.METADATA if call in _NODE_METADATA_CALLS else Effect.WRITE
+
+
 def _parse_node(line: str, signature: str, match: re.Match[str], on_stdout: bool) -> Refusal:
     unknown = Refusal(line=line, signature=signature, on_stdout=on_stdout)
     names = _quoted(match["rest"])
     if not names or len(names) > 2:
         return unknown
-    call = match["call"]
-    effect = (
-        Effect.ENTRY
-        if call in _NODE_ENTRY_CALLS or signature in ENTRY_SIGNATURES
-        else Effect.METADATA
-        if call in _NODE_METADATA_CALLS
-        else Effect.WRITE
-    )
+    effect = _node_effect(match["call"], signature)
     return attrs.evolve(
         unknown, effect=effect, paths=names[:1] if effect is Effect.WRITE else names
     )
@@ -231,14 +232,7 @@ def _npm_blocks(text: str, signatures: tuple[str, ...], on_stdout: bool) -> list
         signature = NODE_CODES[match["code"]]
         if signature not in signatures:
             continue
-        call = match["call"]
-        effect = (
-            Effect.ENTRY
-            if call in _NODE_ENTRY_CALLS or signature in ENTRY_SIGNATURES
-            else Effect.METADATA
-            if call in _NODE_METADATA_CALLS
-            else Effect.WRITE
-        )
+        effect = _node_effect(match["call"], signature)
         found.append(
             Refusal(
                 line=match[0],
