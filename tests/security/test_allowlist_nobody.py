@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from stockade.network import Rules, open_proxy
-from stockade.network.bridge import proxy_environment
+from stockade.network.bridge import names_loopback, proxy_environment
 from stockade.vocab import Network, SandboxMode, SandboxPolicy
 
 from .support import NOBODY, SYSTEM_PYTHON
@@ -45,7 +45,8 @@ async def test_nobody_reaches_only_the_listed_destination(
         f'{python} -I -S -c "$FETCH" http://127.0.0.1:{allowed}/ http://127.0.0.1:{other}/; '
         f"curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:{allowed}/ || echo direct-failed"
     )
-    rules = Rules(allow=[f"127.0.0.1:{allowed}"])
+    rules_text = [f"127.0.0.1:{allowed}"]
+    rules = Rules(allow=rules_text)
     async with (
         open_proxy(on_decision=decided.append) as proxy,
         proxy.open_call("nobody-call", rules) as endpoint,
@@ -64,7 +65,13 @@ async def test_nobody_reaches_only_the_listed_destination(
             check=False,
             stdin=b"",
             cwd=str(nobody_terrain.root),
-            env={**os.environ, **proxy_environment(), "FETCH": fetch},
+            # As the executor does: the allow list names a loopback destination, so
+            # loopback requests go through the proxy (network.bridge.names_loopback).
+            env={
+                **os.environ,
+                **proxy_environment(loopback_direct=not names_loopback(rules_text)),
+                "FETCH": fetch,
+            },
             user=NOBODY,
             group=NOBODY,
             extra_groups=[],
