@@ -92,6 +92,12 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     unreadable: tuple[str, ...] = ()
     # The Landlock launcher's tier ("namespaced" or "plain"); None for other backends.
     tier: str | None = None
+    # The runtime directories the command sees fresh and empty (network off or
+    # allowlist): a path below one names the host's only outside this call.
+    fresh: tuple[str, ...] = ()
+    # Each granted agent socket: (which agent, "ssh" or "gpg"; the path the command
+    # reaches it at). The ssh one is the command's SSH_AUTH_SOCK.
+    agents: tuple[tuple[str, str], ...] = ()
 
 
 class NetworkClaim(msgspec.Struct, frozen=True):

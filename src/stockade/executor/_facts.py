@@ -43,6 +43,10 @@ class WrapFacts:
     protected: tuple[str, ...] = ()
     # deny_read's paths this call covered (real paths).
     unreadable: tuple[str, ...] = ()
+    # The runtime directories the command saw fresh, and its granted agent sockets
+    # (Wrapped.fresh, Wrapped.agents).
+    fresh: tuple[str, ...] = ()
+    agents: tuple[tuple[str, str], ...] = ()
     # Where the command ran and what it was: a relative path in a denial line is
     # resolved against `workdir`, unless `command` may have changed directory.
     # None: no attribution (the signature alone decides).
@@ -88,6 +92,8 @@ class WrapFacts:
             writable=wrapped.writable,
             protected=wrapped.protected,
             unreadable=wrapped.unreadable,
+            fresh=wrapped.fresh,
+            agents=wrapped.agents,
             workdir=workdir,
             command=command,
             network=network,

@@ -403,6 +403,8 @@ def wrap(
     confined: tuple[str, ...] | None = None,
     unreadable: Hidden | None = None,
     agents: bool = False,
+    fresh: tuple[str, ...] = (),
+    reachable_agents: tuple[tuple[str, str], ...] = (),
 ) -> Wrapped:
     """The Wrapped reply for `argv` under `policy` on the selected `backend`.
 
@@ -417,7 +419,9 @@ def wrap(
     `unreadable`: the deny_read paths this call covers, and what it could not.
     `agents`: the call is granted agent sockets (`_confine.Call.agent_sockets`): with
     network off in read-only, named sockets are then not refused outright, and the
-    claim says what the covers leave (`network_claim`).
+    claim says what the covers leave (`network_claim`). `fresh`: the runtime
+    directories the command sees fresh; `reachable_agents`: (agent, path) for each
+    granted agent socket (`Wrapped.agents`).
     """
     covered = unreadable.paths if unreadable is not None else ()
     read_gaps = unreadable_gaps(backend, unreadable)
@@ -525,6 +529,8 @@ def wrap(
         protected=(*(p.path for p in protections if p.kind != "pin"), *kept),
         unreadable=covered,
         tier=backend.tier if backend.name == LANDLOCK else None,
+        fresh=fresh,
+        agents=reachable_agents,
     )
 
 

@@ -166,6 +166,8 @@ class ProviderActor:
             hidden_sockets=confined.hidden,
             confined=confined.argv,
             unreadable=confined.unreadable,
+            agents=bool(confined.agents),
+            fresh=confined.fresh,
         )
 
     async def _describe(self) -> ProviderReport:
