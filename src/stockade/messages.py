@@ -418,6 +418,10 @@ class ShellResult(msgspec.Struct, frozen=True):
     # The refusal was of a path no mode may read (deny_read): no wider sandbox mode
     # lifts it, only danger-full-access.
     read_denied: bool = False
+    # (host path, fresh runtime directory) for each "No such file or directory" the
+    # call's fresh views caused (network off or allowlist: Wrapped.fresh): the host has
+    # the path, the command saw that directory empty. A denial (`denied` is set).
+    unseen: tuple[tuple[str, str], ...] = ()
     # network allowlist: every connection the proxy decided for this call, in order,
     # and those it refused unread over a bound of open connections.
     connections: tuple[NetworkConnection, ...] = ()
@@ -464,6 +468,8 @@ class JobReport(msgspec.Struct, frozen=True):
     tier: str | None = None
     denied: bool = False
     read_denied: bool = False
+    # As ShellResult.unseen, once the job has ended.
+    unseen: tuple[tuple[str, str], ...] = ()
     runner_failed: bool = False
     runner_failure: str | None = None
     timed_out: bool = False
