@@ -1315,7 +1315,8 @@ static void bind_protected(const struct mount_spec *mounts, int count)
  * directory, working directory, proxy socket) is cloned first, with every mount
  * beneath it (its grants' writability, covers and protected binds as they are), and
  * attached back at PATH inside the fresh view; each --bind-socket SOCKET VIEW (VIEW
- * beneath DIR, beneath no --keep) binds the host's SOCKET, read-only, at VIEW.  Their
+ * beneath DIR, beneath no --keep) binds the host's SOCKET, read-only, at VIEW (a VIEW
+ * beneath no DIR must be a socket already, and SOCKET is bound over it).  Their
  * mount points are made in the new tmpfs before it goes read-only; nothing is made
  * on the host.  A DIR that is gone is skipped; a kept path that is gone fails the call.
  */
@@ -1424,6 +1425,26 @@ beneath_another:;
 			fatal("--bind-socket: %s is no socket", source);
 		sockets[s] = clone_kept(source, 0, &unused);
 		set_read_only(sockets[s], source);
+	}
+	/* A VIEW beneath no fresh view is a socket in sight already (a granted agent's
+	 * restricted socket put where its clients look for the full one): bound over it,
+	 * never over anything else, and nothing is made on the host. */
+	for (int s = 0; s < fresh->nsockets; s++) {
+		const char *view = fresh->sockets[2 * s + 1];
+		struct stat st;
+		int at;
+
+		if (fresh_dir_of(fresh, view) >= 0)
+			continue;
+		at = open_grant(view);
+		if (at < 0 || fstat(at, &st) != 0 || !S_ISSOCK(st.st_mode))
+			fatal("--bind-socket: %s is no socket to bind over", view);
+		if (syscall(__NR_move_mount, sockets[s], "", at, "",
+			    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+			fatal("--bind-socket: cannot bind %s: %s", view, strerror(errno));
+		close(at);
+		close(sockets[s]);
+		sockets[s] = -1;
 	}
 	for (int d = 0; d < fresh->ndirs; d++) {
 		struct stat st;
@@ -2058,13 +2079,12 @@ static void check_fresh_options(const struct fresh_spec *fresh)
 				fatal("--fresh-dir: %s lies at or beneath --keep %s", fresh->dirs[d],
 				      fresh->keeps[k]);
 	}
-	if (fresh->nsockets > 0 && fresh->ndirs == 0)
-		fatal("--bind-socket needs a --fresh-dir to bind it in");
 	for (int s = 0; s < fresh->nsockets; s++) {
 		const char *view = fresh->sockets[2 * s + 1];
 
+		/* Beneath no fresh view: bound over the socket already at VIEW (fresh_views). */
 		if (fresh_dir_of(fresh, view) < 0)
-			fatal("--bind-socket: %s lies beneath no --fresh-dir", view);
+			continue;
 		for (int k = 0; k < fresh->nkeeps; k++)
 			if (covered_by(fresh->keeps[k], view))
 				fatal("--bind-socket: %s lies beneath --keep %s", view, fresh->keeps[k]);
@@ -3385,7 +3405,7 @@ static _Noreturn void run(int argc, char **argv)
 	if (call.opt.nbridges > 0)
 		call.nlisteners = open_listeners(&call.opt, call.listeners);
 	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0 || call.opt.nmounts > 0 ||
-	    call.opt.read_only_host || call.opt.fresh.ndirs > 0)
+	    call.opt.read_only_host || call.opt.fresh.ndirs > 0 || call.opt.fresh.nsockets > 0)
 		read_workdir(workdir, sizeof(workdir));
 	if (call.opt.read_only_host)
 		read_only_host(call.opt.paths, call.opt.writable, call.opt.npaths);
@@ -3396,10 +3416,10 @@ static _Noreturn void run(int argc, char **argv)
 	if (call.opt.nmounts > 0)
 		bind_protected(call.opt.mounts, call.opt.nmounts);
 	/* Last: the fresh views go over everything above, and keep what the call needs. */
-	if (call.opt.fresh.ndirs > 0)
+	if (call.opt.fresh.ndirs > 0 || call.opt.fresh.nsockets > 0)
 		fresh_views(&call.opt.fresh);
 	if (call.opt.nhidden > 0 || call.opt.nunreadable > 0 || call.opt.nmounts > 0 ||
-	    call.opt.read_only_host || call.opt.fresh.ndirs > 0)
+	    call.opt.read_only_host || call.opt.fresh.ndirs > 0 || call.opt.fresh.nsockets > 0)
 		reenter_workdir(workdir, &call.opt);
 
 	/* ENOSYS before Linux 5.3: the death signal alone then. */

@@ -97,6 +97,9 @@ class SessionHeader(SessionEvent, kw_only=True, frozen=True, tag="session/header
     # given when it was opened (`open_session(writable_roots=...)`): real paths, each
     # trust-checked then; a resumed session keeps them, a fork inherits them.
     writable_roots: tuple[str, ...] = ()
+    # The agents whose sockets its confined calls reach beside the composition's
+    # (`open_session(allow_ssh_agent=..., allow_gpg_agent=...)`): "ssh", "gpg".
+    agents: tuple[str, ...] = ()
 
 
 def event_tag(event_type: type[SessionEvent]) -> str:

@@ -70,6 +70,9 @@ class ExecutionPolicy(msgspec.Struct, frozen=True):
     # The sandbox-private tool caches' directory (sandbox/tool_caches.py): the tools'
     # cache variables point into it; writable like the extra roots. None: off.
     tool_cache: str | None = None
+    # The agents whose sockets a confined call reaches ("ssh", "gpg": the
+    # composition's or the session's allow_ssh_agent and allow_gpg_agent).
+    agents: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.workspace_root):
@@ -103,6 +106,7 @@ class ExecutionPolicy(msgspec.Struct, frozen=True):
             host_temp=self.host_temp,
             extra_roots=self.extra_roots,
             tool_cache=self.tool_cache,
+            agents=self.agents,
         )
 
 
@@ -120,6 +124,7 @@ class SandboxPolicy(msgspec.Struct, frozen=True):
     host_temp: tuple[str, ...] = ()
     extra_roots: tuple[str, ...] = ()
     tool_cache: str | None = None
+    agents: tuple[str, ...] = ()
 
     @property
     def temp_roots(self) -> tuple[str, ...]:

@@ -153,6 +153,36 @@ def test_an_agent_socket_is_bound_at_its_view_path(launcher, kept):
     assert not os.path.exists(os.path.dirname(view))
 
 
+def test_a_socket_outside_every_fresh_view_is_bound_over_the_one_in_sight(launcher, kept):
+    """A gpg-agent's restricted socket put where gpg looks for the full one: with no
+    fresh view at all, the command reaching the view path reaches the bound socket;
+    the control, without the bind, reaches the socket that is there."""
+    restricted, full = kept / "S.agent.extra", kept / "S.agent"
+    with listening(restricted) as to_restricted, listening(full) as to_full:
+        control = run(launcher, *NAMESPACED, "--", *PYTHON, "-c", CLIENT, "/", full)
+        assert control.returncode == 0, control
+        assert to_full == [b"x"] and to_restricted == []
+        to_full.clear()
+        result = run(
+            launcher, *NAMESPACED, "--bind-socket", restricted, full,
+            "--", *PYTHON, "-c", CLIENT, "/", full,
+        )  # fmt: skip
+        assert result.returncode == 0, result
+        assert json.loads(result.stdout) == {str(full): "connected"}
+        assert to_restricted == [b"x"] and to_full == []
+    assert not full.exists() and not restricted.exists()
+
+
+def test_a_socket_is_bound_over_nothing_but_a_socket(launcher, kept):
+    """Beneath no fresh view, the view must be a socket in sight: never a file."""
+    target = kept / "file"
+    target.write_text("kept\n")
+    with listening(kept / "agent") as _:
+        result = run(launcher, *NAMESPACED, "--bind-socket", kept / "agent", target, "--", "true")
+    assert_launcher_failure(result, "is no socket to bind over")
+    assert target.read_text() == "kept\n"
+
+
 def test_the_proxy_socket_kept_in_a_fresh_directory_still_carries_the_bridge(launcher, kept):
     """Network allowlist: the bridge reaches the proxy's socket through the fresh /tmp
     where the call keeps it."""
@@ -199,7 +229,7 @@ def test_an_unprivileged_caller_gets_fresh_views_through_a_user_namespace(launch
         (["--plain", "--ro", "/", "--fresh-dir", "/tmp"], "--plain makes no mount namespace"),
         ([*NAMESPACED, "--fresh-dir", "/run", "--fresh-dir", "/run/user"], "lies beneath"),
         ([*NAMESPACED, "--fresh-dir", "/tmp", "--keep", "/"], "lies at or beneath --keep"),
-        ([*NAMESPACED, "--bind-socket", "/dev/null", "/run/x"], "needs a --fresh-dir"),
+        ([*NAMESPACED, "--bind-socket", "/dev/null", "/run/x"], "is no socket"),
         ([*NAMESPACED, "--fresh-dir", "/run", "--bind-socket", "/dev/null", "/run/x"],
          "is no socket"),
         ([*NAMESPACED, "--fresh-dir", "/run", "--fresh-dir", "/tmp", "--keep", "/tmp/k",

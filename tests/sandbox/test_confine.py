@@ -198,3 +198,30 @@ async def test_the_provider_and_exec_build_the_same_argv(tmp_path, backend, mode
     assert wrapped.argv == alone.argv
     # bwrap and the Landlock launcher's namespaced tier mount over placeholders.
     assert wrapped.blockers == alone.guard.creates
+
+
+def test_the_tool_caches_are_not_searched_for_env_files(tmp_path):
+    """A root the call names `unsearched` (the tool caches: stockade's own, written by
+    confined commands) is granted but not searched for `.env`; the others are."""
+    from stockade.trust.secrets import DenyRead
+
+    root, cache = tmp_path / "ws", tmp_path / "cache"
+    for directory in (root, cache):
+        directory.mkdir()
+        (directory / ".env").write_text("X=1\n")
+    rules = GuardRules(deny_read=DenyRead((".env",)))
+    roots = (str(cache),)
+    searched = confine(
+        Call(CMD, SandboxMode.WORKSPACE_WRITE, str(root), roots, Network.ON),
+        Runner("bwrap", "/usr/bin/bwrap"),
+        rules,
+    )
+    assert searched.unreadable is not None
+    assert set(searched.unreadable.paths) == {str(root / ".env"), str(cache / ".env")}
+    skipped = confine(
+        Call(CMD, SandboxMode.WORKSPACE_WRITE, str(root), roots, Network.ON, unsearched=roots),
+        Runner("bwrap", "/usr/bin/bwrap"),
+        rules,
+    )
+    assert skipped.unreadable is not None
+    assert skipped.unreadable.paths == (str(root / ".env"),)

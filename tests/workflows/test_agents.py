@@ -32,8 +32,6 @@ from .support import IS_ROOT, NOBODY, Place, Workflows, snapshot
 
 pytestmark = pytest.mark.nobody  # runs the harness and the agents as uid 65534
 
-NOT_BUILT = "issue 37: opt-in agent sockets (allow_{}_agent) not built yet"
-
 
 def as_user(place: Place, argv: list[str], env: dict[str, str] | None = None, **options):
     """`argv` as the workflow's user with its HOME, checked."""
@@ -115,6 +113,11 @@ git commit -q -S -m signed
 git verify-commit HEAD 2>&1 | grep -q 'Good signature'
 echo SIGNED-OK
 if cat ~/.gnupg/private-keys-v1.d/* >/dev/null 2>&1; then echo KEY-READ; fi
+# The key has no passphrase: through the agent's full socket it is exported unasked.
+gpg --batch --pinentry-mode loopback --passphrase '' --export-secret-keys \
+    > "${TMPDIR:-/tmp}/exported" 2>/dev/null || true
+if [ -s "${TMPDIR:-/tmp}/exported" ]; then echo KEY-EXPORTED; fi
+rm -f "${TMPDIR:-/tmp}/exported"
 """
 
 
@@ -122,11 +125,12 @@ def test_the_control_signs_a_commit_unconfined(wf: Workflows, place, gpg_key):
     wf.need("git")
     done = unconfined(place, SIGN, {})
     assert "SIGNED-OK" in done.stdout, done.stdout + done.stderr
-    # Unconfined, the key files are the person's to read: the sandbox must not.
+    # Unconfined, the key files are the person's to read, and the agent exports the
+    # key: the sandbox must allow neither.
     assert "KEY-READ" in done.stdout
+    assert "KEY-EXPORTED" in done.stdout
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_BUILT.format("gpg"))
 def test_a_signed_commit_with_allow_gpg_agent(wf: Workflows, place, gpg_key):
     wf.need("git")
     place.before = snapshot(place.home, place.root)  # with the key the fixture made
@@ -134,6 +138,8 @@ def test_a_signed_commit_with_allow_gpg_agent(wf: Workflows, place, gpg_key):
     outcome.assert_clean()
     assert "SIGNED-OK" in outcome.text(), outcome.text()
     assert "KEY-READ" not in outcome.text()
+    # The agent's restricted socket, bound where gpg looks for the full one.
+    assert "KEY-EXPORTED" not in outcome.text(), outcome.text()
     assert outcome.policy is not None and "gpg" in outcome.policy.lower(), outcome.policy
     place.assert_home_untouched()
 
@@ -270,7 +276,6 @@ def test_the_control_pushes_over_ssh_unconfined(wf: Workflows, place, ssh):
     assert pushed(ssh) == "one"
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_BUILT.format("ssh"))
 def test_a_push_over_ssh_with_allow_ssh_agent(wf: Workflows, place, ssh):
     wf.need("git")
     place.before = snapshot(place.home, place.root)  # with the keys the fixture made

@@ -168,8 +168,26 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
 
     # The command starts where this process is: refused when that lies beneath a cover.
     workdir = judge_workdir(".").real
+    # The agents the composition grants (sandbox/agents.py): their sockets, and their
+    # key directories hidden all but the public files.
+    granted = None
+    if provider is not None and provider.agents:
+        from ..sandbox import agents
+
+        granted = agents.grant(provider.agents, os.environ)
     confined = confine(
-        Call(tuple(argv), mode, root, temp_roots, network, proxy, workdir),
+        Call(
+            tuple(argv),
+            mode,
+            root,
+            temp_roots,
+            network,
+            proxy,
+            workdir,
+            agent_sockets=tuple((h, v) for _, h, v in granted.sockets) if granted else (),
+            agent_files=granted.readable if granted else (),
+            unsearched=(cache,) if cache is not None else (),
+        ),
         runner,
         guard_rules(provider, installation),
         # This process holds the placeholders bwrap mounts over, for as long as it runs.
@@ -185,6 +203,10 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             f"{runner.tier_why or 'no namespace can be made'}): partial enforcement, "
             "see `stockade probe`\n",
         )
+    if granted is not None:
+        for agent, reached_at in granted.reachable(confined.agents):
+            if agent == "ssh":  # the environment policy dropped the host's
+                environ["SSH_AUTH_SOCK"] = reached_at
     held = confined.held
     blockers = [p.path for p in confined.guard.protections if p.kind == "block"] if held else []
     from ..limits.exec_rlimits import exec_rlimits, with_rlimits

@@ -147,8 +147,23 @@ def _beside_root(provider: ProviderConfig, root: str) -> dict[str, object]:
         elif not tool_caches.clear_of(directory, (root,)):
             why = f"{directory} lies in or over the workspace root {root}: none for calls there"
             directory = None
+    # The agents granted: where each is reached, or why it is not (nothing is launched
+    # for a probe but what gpg would launch itself).
+    from ..sandbox import agents
+
+    granted = agents.grant(provider.agents) if provider.agents else agents.NO_GRANT
+    reached = {agent: (host, view) for agent, host, view in granted.sockets}
     return {
         "writable_roots": roots,
+        "agents": {
+            agent: {
+                "granted": agent in provider.agents,
+                "socket": reached[agent][0] if agent in reached else None,
+                "reached_at": reached[agent][1] if agent in reached else None,
+            }
+            for agent in agents.AGENTS
+        },
+        "agent_gaps": list(granted.gaps),
         "tool_caches": {
             "directory": directory,
             "tools": list(provider.tool_cache_tools) if directory else [],
@@ -175,6 +190,17 @@ def _render_beside(beside: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"  tool caches: none ({caches['why_none']})")
+    for agent, key in (("ssh", "allow_ssh_agent"), ("gpg", "allow_gpg_agent")):
+        found = beside["agents"][agent]
+        if not found["granted"]:
+            lines.append(f"  {agent} agent: out of reach ({key}: false)")
+        elif found["socket"] is not None:
+            restricted = "" if found["socket"] == found["reached_at"] else f" ({found['socket']})"
+            lines.append(
+                f"  {agent} agent: reachable at {found['reached_at']}{restricted}, its key "
+                f"files hidden ({key}: true; every call's claim is partial for it)"
+            )
+    lines += [f"  {gap}" for gap in beside["agent_gaps"]]
     return "\n".join(lines) + "\n"
 
 

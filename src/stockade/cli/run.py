@@ -384,6 +384,7 @@ async def _run_asking(
         host_temp=policy.host_temp,
         extra_roots=policy.extra_roots,
         tool_cache=policy.tool_cache,
+        agents=policy.agents,
     )
     return await call.run(wider), False
 
@@ -529,6 +530,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
                 host_temp=host_temp(allowed),
                 extra_roots=extra,
                 tool_cache=cache,
+                agents=settings.provider.agents if settings.provider is not None else (),
             )
             if cache is not None and settings.provider is not None:
                 call.settings = settings = settings._replace(

@@ -155,6 +155,10 @@ class SandboxLocalConfig:
     writable_roots: tuple[AbsolutePath, ...] = ()
     # Sandbox-private tool caches (sandbox/tool_caches.py): on, off, or a mapping.
     tool_caches: ToolCachesConfig = ToolCachesConfig()
+    # The person's ssh agent and gpg-agent reachable from confined calls, their key
+    # files still hidden (sandbox/agents.py): off by default.
+    allow_ssh_agent: bool = False
+    allow_gpg_agent: bool = False
 
     def provider_config(self) -> ProviderConfig:
         return ProviderConfig(
@@ -172,6 +176,8 @@ class SandboxLocalConfig:
             tool_caches=self.tool_caches.enabled,
             tool_cache_directory=self.tool_caches.directory,
             tool_cache_tools=self.tool_caches.tools,
+            allow_ssh_agent=self.allow_ssh_agent,
+            allow_gpg_agent=self.allow_gpg_agent,
         )
 
 

@@ -275,6 +275,11 @@ class ExecutorActor:
             env.update(
                 tool_caches.variables(spec.policy.tool_cache, self.config.tool_cache_tools, env)
             )
+        for agent, reached_at in facts.agents:
+            # A granted ssh agent, where the command reaches it (the environment policy
+            # drops the host's SSH_AUTH_SOCK from every other call).
+            if agent == "ssh":
+                env["SSH_AUTH_SOCK"] = reached_at
         with_stdin = spec.stdin is not None or (streams is not None and streams.stdin is not None)
         terminal = streams.terminal if streams is not None else None
         entered = None

@@ -231,7 +231,9 @@ def assemble(
     # What every session's calls may write beside its root, and where their tools cache.
     writable_roots: tuple[str, ...] = ()
     cache_setting = None
+    agents: tuple[str, ...] = ()
     if confining and provider_config is not None:
+        agents = provider_config.agents
         hidden = deny_read.literal_paths() if deny_read is not None else []
         writable_roots = check_extra_roots(provider_config.writable_roots, hidden)
         if provider_config.tool_caches:
@@ -301,6 +303,7 @@ def assemble(
         deny_read=deny_read if confining else None,
         writable_roots=writable_roots,
         tool_caches=cache_setting,
+        agents=agents,
     )
     harness._check_log_is_out_of_reach(None)
     return actors, harness

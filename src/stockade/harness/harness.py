@@ -63,6 +63,9 @@ class Harness:
     # their directory is made as each session opens, never inside its root.
     writable_roots: tuple[str, ...] = ()
     tool_caches: CacheSetting | None = None
+    # The agents whose sockets every session's confined calls reach (the
+    # composition's allow_ssh_agent and allow_gpg_agent): "ssh", "gpg".
+    agents: tuple[str, ...] = ()
     # Sessions open now: a private temp directory one leaves is removed when the
     # harness stops (after every command is gone).
     _open: set[Session] = attrs.field(factory=set, init=False)
@@ -153,6 +156,8 @@ class Harness:
         cwd: str | os.PathLike[str] | None = None,
         resume: bool = False,
         writable_roots: Sequence[str | os.PathLike[str]] = (),
+        allow_ssh_agent: bool = False,
+        allow_gpg_agent: bool = False,
     ) -> AgentSession:
         """Create a new session (its cwd, an existing directory, is its workspace root),
         or with `resume=True` resume session `session_id` from its log.
@@ -160,6 +165,9 @@ class Harness:
         `writable_roots`: directories this session's calls may write beside its root in
         workspace-write, each trust-checked (ConfigError naming why one is refused);
         kept in its log, so a resumed session has them without naming them again.
+        `allow_ssh_agent`, `allow_gpg_agent`: its confined calls reach the person's ssh
+        agent, gpg-agent (beside what the composition grants every session; the key
+        files stay hidden); kept in its log like its writable roots.
 
         Creating under an id that already names a session raises SessionExists; resuming
         an id no log holds raises SessionNotFound (and writes nothing). `resume_session`
@@ -181,6 +189,13 @@ class Harness:
                 raise ConfigError(broad)
         self._check_log_is_out_of_reach(cwd)
         own_roots = self.check_writable_roots(writable_roots) if writable_roots else ()
+        granted = {"ssh": allow_ssh_agent, "gpg": allow_gpg_agent}
+        own_agents = tuple(agent for agent, allowed in granted.items() if allowed)
+        if own_agents and not self.confines:
+            raise ConfigError(
+                "allow_ssh_agent and allow_gpg_agent need a sandbox: this composition runs "
+                "commands unconfined, where every socket is reachable already"
+            )
         if resume:
             self._check_log_exists(session_id)
         session = await Session.open(
@@ -195,6 +210,8 @@ class Harness:
             host_temp=self.host_temp,
             writable_roots=self.writable_roots,
             own_writable_roots=own_roots,
+            agents=self.agents,
+            own_agents=own_agents,
             tool_cache_for=self._tool_cache_for if self.tool_caches is not None else None,
         )
         self._open.add(session)

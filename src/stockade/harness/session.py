@@ -106,6 +106,10 @@ class Session:
     # tool caches' directory (None: off).
     writable_roots: tuple[str, ...] = ()
     own_writable_roots: tuple[str, ...] = ()
+    # The agents its confined calls reach: the composition's, then its own (its
+    # header's).
+    agents: tuple[str, ...] = ()
+    own_agents: tuple[str, ...] = ()
     tool_cache: str | None = None
     tool_cache_for: Callable[[str], str | None] | None = None
     _closed: bool = attrs.field(default=False, init=False)
@@ -131,6 +135,8 @@ class Session:
         host_temp: tuple[str, ...] = (),
         writable_roots: tuple[str, ...] = (),
         own_writable_roots: tuple[str, ...] = (),
+        agents: tuple[str, ...] = (),
+        own_agents: tuple[str, ...] = (),
         tool_cache_for: Callable[[str], str | None] | None = None,
     ) -> Session:
         """Open session `session_id`: create it, or resume it from its log.
@@ -146,7 +152,8 @@ class Session:
         its calls' TMPDIR, removed by `close`; `host_temp`: the host temp roots its calls
         may write beside it. `writable_roots`: the composition's extra writable roots;
         `own_writable_roots`: a new session's own (checked by the caller, kept in its
-        header; a resumed session takes its header's). `tool_cache_for`: the tool
+        header; a resumed session takes its header's). `agents`, `own_agents`: the same
+        for the agents granted. `tool_cache_for`: the tool
         caches' directory made for a workspace root, or None (none for that root).
         """
         defaults = PolicyDefaults() if defaults is None else defaults
@@ -160,7 +167,10 @@ class Session:
         opened = await log.open(session_id)
         try:
             header = SessionHeader(
-                cwd=root, parent=parent, writable_roots=tuple(own_writable_roots)
+                cwd=root,
+                parent=parent,
+                writable_roots=tuple(own_writable_roots),
+                agents=tuple(own_agents),
             )
             # The log is held exclusively from here: no one else creates it meanwhile.
             if resume and not await log.read(session_id):
@@ -184,6 +194,12 @@ class Session:
                     f"session {session_id!r} has writable roots "
                     f"{list(first.writable_roots)!r}, not {list(own_writable_roots)!r}; "
                     "resume it without writable_roots"
+                )
+            if own_agents and tuple(own_agents) != first.agents:
+                raise SessionMismatch(
+                    f"session {session_id!r} was opened with agents {list(first.agents)!r}, "
+                    f"not {list(own_agents)!r}; resume it without allow_ssh_agent and "
+                    "allow_gpg_agent"
                 )
             if root is not None and first.cwd != root:
                 raise SessionMismatch(
@@ -210,6 +226,8 @@ class Session:
             host_temp=tuple(host_temp),
             writable_roots=tuple(dict.fromkeys((*writable_roots, *first.writable_roots))),
             own_writable_roots=first.writable_roots,
+            agents=tuple(dict.fromkeys((*agents, *first.agents))),
+            own_agents=first.agents,
             # Made for its root: None for one that lies in or over the caches (a root
             # at HOME holds ~/.cache): nothing of stockade's own in a workspace.
             tool_cache=tool_cache_for(first.cwd or defaults.fallback_root)
@@ -296,6 +314,7 @@ class Session:
             and not self.host_temp
             and not self.writable_roots
             and self.tool_cache is None
+            and not self.agents
         ):
             return policy
         return msgspec.structs.replace(
@@ -304,6 +323,7 @@ class Session:
             host_temp=self.host_temp,
             extra_roots=self.writable_roots,
             tool_cache=self.tool_cache,
+            agents=self.agents if policy.mode.confines else (),
         )
 
     async def current_preset(self) -> str:
@@ -340,6 +360,7 @@ class Session:
                 host_temp=self.host_temp,
                 writable_roots=self.writable_roots,
                 tool_cache=self.tool_cache,
+                agents=self.agents,
             )
             return [] if update is None else [update]
 
@@ -376,6 +397,8 @@ class Session:
             # in the child's header (a resumed child keeps them too).
             writable_roots=self.writable_roots,
             own_writable_roots=self.own_writable_roots,
+            agents=self.agents,
+            own_agents=self.own_agents,
             tool_cache_for=self.tool_cache_for,
         )
 

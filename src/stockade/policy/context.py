@@ -50,6 +50,8 @@ class PolicyContext(SessionEvent, kw_only=True, frozen=True, tag="context/policy
     # message states them; () / None when there are none.
     writable_roots: tuple[str, ...] = ()
     tool_cache: str | None = None
+    # The agents whose sockets its commands reach ("ssh", "gpg"), as it states them.
+    agents: tuple[str, ...] = ()
 
 
 _MODE_TEXT = {
@@ -171,6 +173,20 @@ def _cache_text(mode: SandboxMode, tool_cache: str) -> str:
     return text + "."
 
 
+_AGENT_TEXT = {
+    "ssh": (
+        "SSH agent: $SSH_AUTH_SOCK reaches the user's ssh agent, so ssh, scp and git "
+        "over SSH authenticate with the user's keys; the key files in ~/.ssh stay "
+        "unreadable (its config, known_hosts and *.pub are readable)."
+    ),
+    "gpg": (
+        "GPG agent: gpg reaches the user's gpg-agent, so `git commit -S` and gpg "
+        "--sign work with the user's keys; the secret keys in ~/.gnupg stay "
+        "unreadable (its public keyring and settings are readable)."
+    ),
+}
+
+
 UNCONFINED_TEXT = (
     "This deployment runs shell commands WITHOUT a sandbox: nothing confines them, "
     "they may read, create, change and delete every file the user can, and no file "
@@ -189,6 +205,7 @@ def render_policy_context(
     host_temp: Sequence[str] = (),
     writable_roots: Sequence[str] = (),
     tool_cache: str | None = None,
+    agents: Sequence[str] = (),
 ) -> str:
     """The message text for a model, stating every value explicitly.
 
@@ -197,7 +214,8 @@ def render_policy_context(
     `network` is the knob's value; under danger-full-access the message says `on`.
     `temp_dir`: the session's private temp directory (its commands' TMPDIR), and
     `host_temp` the host's shared temp roots the composition grants beside it;
-    `writable_roots` the extra writable roots, `tool_cache` the tool caches' directory.
+    `writable_roots` the extra writable roots, `tool_cache` the tool caches' directory,
+    `agents` the agents whose sockets commands reach.
     """
     if not sandboxed:
         return "\n".join(
@@ -222,6 +240,7 @@ def render_policy_context(
             lines.append(f"  {_roots_text(mode, writable_roots)}")
         if tool_cache is not None:
             lines.append(f"  {_cache_text(mode, tool_cache)}")
+        lines += [f"  {_AGENT_TEXT[agent]}" for agent in agents if agent in _AGENT_TEXT]
     lines += [
         f"- {_network_text(mode, network, approval)}",
         f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
@@ -250,6 +269,7 @@ def desired_policy_context(
     host_temp: tuple[str, ...] = (),
     writable_roots: tuple[str, ...] = (),
     tool_cache: str | None = None,
+    agents: tuple[str, ...] = (),
 ) -> PolicyContext:
     """The message the model should currently hold, as an (unstamped) event.
 
@@ -270,6 +290,7 @@ def desired_policy_context(
             host_temp=host_temp,
             writable_roots=writable_roots,
             tool_cache=tool_cache,
+            agents=agents,
         ),
         sandbox_mode=state.sandbox_mode,
         workspace_root=root,
@@ -280,6 +301,7 @@ def desired_policy_context(
         host_temp=host_temp,
         writable_roots=writable_roots if defaults.confines else (),
         tool_cache=tool_cache if defaults.confines else None,
+        agents=agents if defaults.confines else (),
     )
 
 
@@ -307,6 +329,7 @@ def policy_context_update(
     host_temp: tuple[str, ...] = (),
     writable_roots: tuple[str, ...] = (),
     tool_cache: str | None = None,
+    agents: tuple[str, ...] = (),
 ) -> PolicyContext | None:
     """The message to append before the next step, or None when the last one still holds."""
     desired = desired_policy_context(
@@ -318,6 +341,7 @@ def policy_context_update(
         host_temp=host_temp,
         writable_roots=writable_roots,
         tool_cache=tool_cache,
+        agents=agents,
     )
     told = last_policy_context(events, source)
     if told is not None and told.text == desired.text:

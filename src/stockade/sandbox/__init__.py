@@ -13,6 +13,7 @@ from ..lazy import lazy_exports
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from . import agents as agents
     from . import placeholders as placeholders
     from . import tool_caches as tool_caches
     from ._chain import Selection as Selection
@@ -77,6 +78,7 @@ _LAZY = {
     # A public module of its own (standard library only: exec holds placeholders too).
     "placeholders": "",
     "tool_caches": "",
+    "agents": "",
 }
 
 
@@ -95,6 +97,7 @@ __all__ = [
     "Runner",
     "Selection",
     "Selector",
+    "agents",
     "confine",
     "default_parent",
     "filter_launcher",

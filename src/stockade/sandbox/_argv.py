@@ -154,6 +154,19 @@ def fresh_plan(
     return plan
 
 
+def agent_swaps(
+    agent_sockets: Sequence[tuple[str, str]], plan: FreshPlan
+) -> tuple[tuple[str, str], ...]:
+    """The agent sockets bound over another socket in sight (a gpg-agent's restricted
+    socket where gpg looks for the full one): each (host socket, view) whose view is
+    another path and lies beneath no fresh directory (`plan` binds those)."""
+    return tuple(
+        (source, view)
+        for source, view in agent_sockets
+        if source != view and plan.fresh_of(view) is None
+    )
+
+
 def call_fresh_plan(
     backend: str,
     network: Network,
@@ -197,6 +210,7 @@ def bwrap_argv(
     proxy: str | None = None,
     fresh: FreshPlan = NO_FRESH,
     agents: bool = False,
+    swaps: Sequence[tuple[str, str]] = (),
 ) -> tuple[str, ...]:
     """bwrap: the host read-only, a private /dev, /proc and IPC namespace, no capabilities.
 
@@ -240,7 +254,8 @@ def bwrap_argv(
     the writable roots as ever, then the protections, which stay in sight and
     read-only there as anywhere: a write is still bwrap's denial) and its agent
     sockets are bound inside it; sockets and deny_read paths it hides need nothing else.
-    `agents`: the call is granted agent sockets (no `--unix-pairs-only`, `pairs_only`).
+    `agents`: the call is granted agent sockets (no `--unix-pairs-only`, `pairs_only`);
+    `swaps` (`agent_swaps`): each bound over the socket in sight at its view.
     """
     hidden_sockets = [
         path for path in hidden_sockets if not in_private_dev(path) and not fresh.hides(path)
@@ -286,7 +301,7 @@ def bwrap_argv(
     for kept in fresh.keeps:
         if not any(_under(kept, w) for w in writable_list):
             args += ["--ro-bind", kept, kept]
-    for source, view in fresh.agents:
+    for source, view in (*fresh.agents, *swaps):
         args += ["--ro-bind", source, view]
     for writable in writable_list:
         args += ["--bind", writable, writable]
@@ -379,8 +394,10 @@ def landlock_argv(
     grants: Grants | None = None,
     fresh: FreshPlan = NO_FRESH,
     agents: bool = False,
+    swaps: Sequence[tuple[str, str]] = (),
 ) -> tuple[str, ...]:
-    """The shipped launcher, in `tier`: write only the grants.
+    """The shipped launcher, in `tier`: write only the grants (`swaps`: agent sockets
+    bound over the socket at their view, `agent_swaps`; NAMESPACED only).
 
     NAMESPACED: read and execute everywhere but `unreadable` (covered in the call's own
     mount namespace); `protections` (the trust base's) bound there as bwrap binds them;
@@ -456,7 +473,7 @@ def landlock_argv(
         # write there is still a denial, not a missing directory).
         for kept in (*fresh.keeps, *(p.path for p in protections if fresh.fresh_of(p.path))):
             args += ["--keep", kept]
-        for source, view in fresh.agents:
+        for source, view in (*fresh.agents, *swaps):
             args += ["--bind-socket", source, view]
     return (*args, "--", *argv)
 
@@ -589,6 +606,7 @@ def confined_argv(
         private_ipc=private_ipc,
     )
     agents = bool(agent_sockets)
+    swaps = agent_swaps(agent_sockets, plan)
     if backend in (BWRAP, RUNNER_COMMAND):
         return bwrap_argv(
             runner,
@@ -605,6 +623,7 @@ def confined_argv(
             proxy=proxy if backend == BWRAP else None,
             fresh=plan if backend == BWRAP else NO_FRESH,
             agents=agents,
+            swaps=swaps,
         )
     if backend == LANDLOCK:
         return landlock_argv(
@@ -623,6 +642,7 @@ def confined_argv(
             grants=grants,
             fresh=plan,
             agents=agents,
+            swaps=swaps if tier == NAMESPACED else (),
         )
     if backend == SEATBELT:
         return seatbelt_argv(mode, root, temp_roots, argv, protections, network, unreadable)

@@ -26,6 +26,7 @@ from ._argv import (
     PLAIN,
     RUNNER_COMMAND,
     Grants,
+    agent_swaps,
     call_fresh_plan,
     confined_argv,
     freshens,
@@ -116,9 +117,14 @@ class Call:
     host's socket, the path the command should reach it at, inside a runtime
     directory such as /run/stockade-agent/ssh.sock); never hidden, and bound at that
     path where the call sees the runtime directories fresh (`Confined.agents` says
-    where each one is reachable))."""
+    where each one is reachable)), agent_files (tuple[tuple[str, tuple[str, ...]],
+    ...]: the key directories of the granted agents, each with the names in it that
+    stay readable, `DenyRead.expand`'s `readable`), unsearched (tuple[str, ...]: roots
+    beside the root not searched for deny_read's in-root names: the tool caches,
+    stockade's own directory, where no secret of the person's is kept)."""
 
     __slots__ = (
+        "agent_files",
         "agent_sockets",
         "argv",
         "mode",
@@ -126,6 +132,7 @@ class Call:
         "proxy",
         "root",
         "temp_roots",
+        "unsearched",
         "workdir",
     )
 
@@ -139,10 +146,13 @@ class Call:
         proxy: str | None = None,
         workdir: str | None = None,
         agent_sockets: tuple[tuple[str, str], ...] = (),
+        agent_files: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        unsearched: tuple[str, ...] = (),
     ) -> None:
         self.argv, self.mode, self.root = argv, mode, root
         self.temp_roots, self.network, self.proxy = temp_roots, network, proxy
         self.workdir, self.agent_sockets = workdir, agent_sockets
+        self.agent_files, self.unsearched = agent_files, unsearched
 
 
 class GuardRules:
@@ -514,7 +524,12 @@ def confine(
     unreadable = None
     grants = None
     if rules.deny_read is not None and mode is not SandboxMode.DANGER_FULL_ACCESS:
-        unreadable = rules.deny_read.expand((root, *temp_roots), keep=temp_roots)
+        searched = tuple(r for r in (root, *temp_roots) if r not in call.unsearched)
+        unreadable = rules.deny_read.expand(
+            searched,
+            keep=temp_roots,
+            readable=call.agent_files,
+        )
         refuse_hidden_places(root, call.workdir, unreadable)
         if runner.backend == LANDLOCK and runner.tier == PLAIN:
             unreadable, grants = _complement(
@@ -525,6 +540,15 @@ def confine(
     agent_sockets: tuple[tuple[str, str], ...] = ()
     if mode is not SandboxMode.DANGER_FULL_ACCESS:
         agent_sockets = tuple((os.path.realpath(host), view) for host, view in call.agent_sockets)
+    if unreadable is not None and agent_sockets:
+        # A granted socket in a key directory hidden entry by entry stays in sight (the
+        # gpg-agent's restricted one: bound over the full one, it is reached by both).
+        from ..trust.secrets import Hidden
+
+        sources = {host for host, _ in agent_sockets}
+        unreadable = Hidden(
+            tuple(path for path in unreadable.paths if path not in sources), unreadable.gaps
+        )
     tier = runner.tier or NAMESPACED
     hidden: tuple[str, ...] = ()
     if hides_sockets(
@@ -536,8 +560,9 @@ def confine(
         agents=bool(agent_sockets),
     ):
         hidden = (sockets or _host_sockets)()
-        # The call's own way out, and the agents it is granted, are never hidden.
-        own = {source for source, _ in agent_sockets}
+        # The call's own way out, and the agents it is granted (and the sockets their
+        # restricted ones are bound over), are never hidden.
+        own = {path for pair in agent_sockets for path in pair}
         if call.proxy is not None:
             own.add(os.path.realpath(call.proxy))
         if own:
@@ -561,9 +586,9 @@ def confine(
             tier=tier,
             private_ipc=runner.private_ipc,
         )
-    agents = tuple(
-        (host, view if (host, view) in fresh.agents else host) for host, view in agent_sockets
-    )
+    swapped = agent_swaps(agent_sockets, fresh) if runner.mounts else ()
+    bound = {*fresh.agents, *swapped}
+    agents = tuple((host, view if (host, view) in bound else host) for host, view in agent_sockets)
     argv = confined_argv(
         runner.backend,
         runner.runner,

@@ -31,6 +31,7 @@ from ..messages import Confine, Describe, ProviderReport, ProviderRequest, Wrapp
 from ..trust import installation_paths, resolve_workspace_root, startup_files
 from ..trust.secrets import DenyRead, deny_read_for
 from ..vocab import SandboxPolicy
+from . import agents
 from ._chain import Selection
 from ._confine import Call, confine, guard_rules
 from ._guard_memo import GuardMemo
@@ -137,6 +138,9 @@ class ProviderActor:
         # writable roots (writable_roots, the tool caches): granted, guarded and
         # searched for deny_read matches alike.
         temp_roots = policy.granted_roots
+        # The agents granted (sandbox/agents.py): their sockets, and their key
+        # directories hidden all but the public files.
+        granted = agents.grant(policy.agents) if policy.agents else agents.NO_GRANT
         confined = confine(
             Call(
                 message.argv,
@@ -146,6 +150,9 @@ class ProviderActor:
                 policy.network,
                 message.proxy,
                 message.workdir,
+                agent_sockets=tuple((host, view) for _, host, view in granted.sockets),
+                agent_files=granted.readable,
+                unsearched=(policy.tool_cache,) if policy.tool_cache is not None else (),
             ),
             backend.as_runner() if backend is not None else None,
             guard_rules(self.config, self.installation, self.startup, self._deny_read),
@@ -155,19 +162,21 @@ class ProviderActor:
         )
         assert backend is not None  # `confine` refused the call otherwise
         guard = confined.guard
+        reachable = granted.reachable(confined.agents)
         return wrap(
             backend,
             msgspec.structs.replace(policy, workspace_root=confined.root),
             HostPaths(temp_roots=temp_roots),
             message.argv,
             protections=guard.protections,
-            gaps=guard.gaps,
+            gaps=(*guard.gaps, *agents.claim(granted, reachable)),
             blockers=guard.creates,
             hidden_sockets=confined.hidden,
             confined=confined.argv,
             unreadable=confined.unreadable,
             agents=bool(confined.agents),
             fresh=confined.fresh,
+            reachable_agents=reachable,
         )
 
     async def _describe(self) -> ProviderReport:

@@ -115,6 +115,15 @@ class ProviderConfig:
     tool_cache_tools: tuple[str, ...] = attrs.field(
         default=TOOLS, converter=_strings, validator=_check_tools
     )
+    # The agents' sockets every confined call reaches (agents.py): off by default.
+    allow_ssh_agent: bool = False
+    allow_gpg_agent: bool = False
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """The agents granted: "ssh", "gpg"."""
+        granted = {"ssh": self.allow_ssh_agent, "gpg": self.allow_gpg_agent}
+        return tuple(agent for agent, allowed in granted.items() if allowed)
 
 
 # Keys that loosen confinement: honoured only from a composition file that passes the
@@ -127,6 +136,8 @@ LOOSENING_KEYS = (
     "landlock_tier",
     "writable_roots",
     "tool_cache_directory",
+    "allow_ssh_agent",
+    "allow_gpg_agent",
 )
 
 

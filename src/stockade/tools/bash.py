@@ -142,6 +142,7 @@ class BashTool:
                 host_temp=policy.host_temp,
                 extra_roots=policy.extra_roots,
                 tool_cache=policy.tool_cache,
+                agents=policy.agents,
             )
         spec = ShellSpec(
             command=args.command,

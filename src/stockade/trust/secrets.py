@@ -251,11 +251,17 @@ class DenyRead:
         *,
         keep: Sequence[str] = (),
         environ: Mapping[str, str] = os.environ,
+        readable: Sequence[tuple[str, Sequence[str]]] = (),
     ) -> Hidden:
         """What to hide for a call on `roots` (real workspace and temp roots) when it
         starts: each match that exists, by real path. A match that holds one of `keep`
-        (a root, the working directory) is not hidden: that is a gap."""
+        (a root, the working directory) is not hidden: that is a gap. `readable`:
+        (a directory the list names, the names in it left readable): that directory
+        is hidden entry by entry instead, all but those (a granted agent's public
+        files, sandbox/agents.py)."""
         candidates = self.literal_paths(environ)
+        if readable:
+            candidates = _narrowed(candidates, readable)
         gaps: list[str] = []
         patterns = self.root_patterns()
         if patterns:
@@ -308,6 +314,29 @@ class DenyRead:
             ):
                 return True
         return False
+
+
+def _narrowed(candidates: list[str], readable: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """`candidates` with each directory of `readable` replaced by its entries but the
+    names it leaves readable (a file or link in their place is kept whole)."""
+    opened = {os.path.abspath(directory): names for directory, names in readable}
+    found: list[str] = []
+    for path in candidates:
+        names = opened.get(os.path.abspath(path))
+        if names is None or not os.path.isdir(path) or os.path.islink(path):
+            found.append(path)
+            continue
+        try:
+            entries = os.listdir(path)
+        except OSError:
+            found.append(path)  # not listed: hidden whole, as without the grant
+            continue
+        found += [
+            os.path.join(path, entry)
+            for entry in entries
+            if not any(glob_match(entry, name) for name in names)
+        ]
+    return found
 
 
 def _matches(pattern: str) -> list[str]:
