@@ -210,6 +210,19 @@ def tool_directory_cause(directory: str, tool: str, variable: str, *, read_only:
     )
 
 
+def fresh_view_cause(path: str, directory: str, network: str) -> str:
+    """A 'No such file or directory' the sandbox caused: `path` is the host's, beneath
+    `directory` (/tmp, /run, $XDG_RUNTIME_DIR), which the command saw fresh and empty
+    because its network was `network` (off or allowlist)."""
+    return (
+        f"[sandbox: {path} lies in {directory}, which this command sees fresh and empty "
+        f"(network {network}), so the host's {path} was out of its sight. Keep its files "
+        "under $TMPDIR or the workspace; if it needs the host's path, ask for a wider "
+        f'retry: with sandbox_permissions "{WITH_NETWORK}" it can read there, only '
+        '"danger-full-access" writes there]'
+    )
+
+
 def rejection_text(mode: SandboxMode) -> str:
     return f'the user rejected escalating this command to "{mode.value}"'
 

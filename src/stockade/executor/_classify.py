@@ -17,6 +17,7 @@ from ..messages import NetworkConnection, RunnerFailureRule
 from ..modes import (
     Network,
     SandboxMode,
+    fresh_view_cause,
     network_allowlist_cause,
     network_off_cause,
     tool_directory_cause,
@@ -110,6 +111,9 @@ class Verdict:
     denied: bool
     # The refusal was of a deny_read path: only danger-full-access lifts it.
     read_denied: bool = False
+    # (host path, fresh runtime directory) for each "No such file or directory" the
+    # call's fresh views caused (`_denials.unseen`): a denial too.
+    unseen: tuple[tuple[str, str], ...] = ()
 
     @property
     def runner_failed(self) -> bool:
@@ -255,4 +259,13 @@ def tool_directory_causes(
             read_only=mode is SandboxMode.READ_ONLY,
         )
         for where in found[:MAX_TOOL_LINES]
+    )
+
+
+def fresh_view_causes(unseen: tuple[tuple[str, str], ...], network: Network) -> tuple[str, ...]:
+    """For a result judged denied: one line per host path a fresh runtime directory
+    hid from the command (`Verdict.unseen`), at most MAX_TOOL_LINES."""
+    return tuple(
+        fresh_view_cause(path, directory, network.value)
+        for path, directory in unseen[:MAX_TOOL_LINES]
     )

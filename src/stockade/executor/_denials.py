@@ -475,3 +475,130 @@ def refused_tool_directories(
                 continue
             found[where.directory] = where
     return tuple(found.values())
+
+
+# --- what a fresh runtime directory hid ---------------------------------------------------
+
+# With network off or allowlist a confined command sees /run, /var/run, $XDG_RUNTIME_DIR
+# and /tmp fresh and empty (`Wrapped.fresh`): what the host has beneath them is not
+# there for it, and opening it fails with this text instead of a denial signature.
+MISSING = "No such file or directory"
+# Wording that says the failed operation CREATED the path (so its directory is what
+# was missing): coreutils' touch, mkdir, cp, ln, install, mktemp; an open "for writing".
+_CREATE_WORDS = re.compile(
+    r"\b(?:cannot|can't|could not|couldn't|unable to|failed to) "
+    r"(?:touch|create|make|write)\b|\bfor writing\b",
+    re.IGNORECASE,
+)
+# Programs whose one path is always one they write.
+_WRITERS = frozenset({"tee"})
+_NODE_MISSING = re.compile(
+    r"\bENOENT: no such file or directory, (?P<call>[a-z]+) (?P<rest>'[^']*')$"
+)
+_NODE_CREATE_CALLS = frozenset({"mkdir", "mkdtemp"})
+
+
+@attrs.frozen
+class Missing:
+    """One output line saying `MISSING` of one path, as far as its wording tells."""
+
+    line: str
+    path: str  # as printed
+    on_stdout: bool
+    # The wording says it created `path`: what had to exist is its directory. Else
+    # (a read, an exec, or wording that does not say) `path` itself had to.
+    create: bool = False
+
+
+@attrs.frozen
+class HostSight:
+    """What the host has at a path a `Missing` line names, beneath a fresh runtime
+    directory of the call (see `_evidence.sight`); a path beneath none has none."""
+
+    # Where the path leads on the host: its prefix up to the fresh directory resolved
+    # (/var/run -> /run), the rest as printed (normalised).
+    location: str
+    fresh: str  # the fresh directory `location` lies strictly beneath
+    exists: bool  # the host has `location` (links followed)
+    directory: bool  # the host has its parent, as a directory
+
+
+def _redirects_to(command: str, path: str) -> bool:
+    """Whether `command` redirects output (`>`, `>>`, `>|`, `&>`) to `path` as printed."""
+    pattern = r">[>|]?\s*(['\"]?)" + re.escape(path) + r"\1(?![^\s;&|)<>])"
+    return re.search(pattern, command) is not None
+
+
+def _missing(line: str, on_stdout: bool, command: str) -> Missing | None:
+    node = _NODE_MISSING.search(line)
+    if node is not None:
+        names = _quoted(node["rest"])
+        if not names or len(names) != 1:
+            return None
+        create = node["call"] in _NODE_CREATE_CALLS
+        return Missing(line=line, path=names[0], on_stdout=on_stdout, create=create)
+    parsed = parse_line(line, MISSING, on_stdout=on_stdout)
+    if parsed.paths is None or len(parsed.paths) != 1:
+        return None  # none, or two ('A' to 'B'): not which one was missing
+    (path,) = parsed.paths
+    if parsed.weak and "/" not in path:
+        return None  # a bare word: under the workdir, which the command sees as the host's
+    if parsed.shell:
+        # `bash: line N: PATH: ...`: a redirect or an exec; a redirect to it creates it.
+        create = parsed.effect is not Effect.READ and _redirects_to(command, path)
+    else:
+        head = line.strip()[: -len(": " + MISSING)]
+        program = head.split(": ", 1)[0]
+        create = _CREATE_WORDS.search(head) is not None or program in _WRITERS
+    return Missing(line=line, path=path, on_stdout=on_stdout, create=create)
+
+
+def missing_lines(stderr: str, stdout: str = "", command: str = "") -> tuple[Missing, ...]:
+    """Every line of either stream saying `MISSING` (or Node's `ENOENT: ...`) of one
+    recoverable path, parsed; `command` tells a shell redirect from an exec."""
+    found: list[Missing] = []
+    for text, on_stdout in ((stderr, False), (stdout, True)):
+        if MISSING not in text and "ENOENT" not in text:
+            continue  # the common case: nothing to parse at all
+        for line in text.splitlines():
+            if MISSING in line or "ENOENT: " in line:
+                missing = _missing(line, on_stdout, command)
+                if missing is not None:
+                    found.append(missing)
+    return tuple(found)
+
+
+def unseen(
+    found: Iterable[Missing],
+    facts: Mapping[str, HostSight],
+    writable: tuple[str, ...],
+    *,
+    moved: bool = False,
+    merged: bool = False,
+) -> tuple[tuple[str, str], ...]:
+    """(host path, fresh directory) for each `MISSING` line a fresh runtime directory
+    caused: the host has what the command needed there — the path (a read, an exec,
+    an unsaid effect) or its directory (a create) — strictly beneath the fresh
+    directory, outside every writable root (whatever a command finds missing in its
+    own roots is its own doing). A line the host would fail the same is not one.
+    stdout lines only when the command merged stderr into it; a relative path only
+    when the command did not change directory."""
+    hidden: dict[tuple[str, str], None] = {}
+    for line in found:
+        if line.on_stdout and not merged:
+            continue
+        if moved and not line.path.startswith("/"):
+            continue
+        sight = facts.get(line.path)
+        if sight is None or any(is_under(sight.location, root) for root in writable):
+            continue
+        if line.create:
+            needed = os.path.dirname(sight.location)
+            if not sight.directory or needed == sight.fresh:
+                continue  # a create right in the fresh directory is refused, not missing
+        else:
+            needed = sight.location
+            if not sight.exists:
+                continue
+        hidden[(needed, sight.fresh)] = None
+    return tuple(hidden)

@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Iterable
 
-from ._denials import PathFacts, Refusal
+from ._denials import HostSight, Missing, PathFacts, Refusal
 
 # Distinct paths examined per call; a line naming a path beyond it stays unknown
 # (for stderr: the signature alone decides, the rule for unrecoverable lines).
@@ -130,3 +130,46 @@ def read_denied(words: Iterable[str], cwd: str, unreadable: Iterable[str]) -> bo
             if under and _access(path, os.R_OK):
                 return True
     return False
+
+
+def _fresh_prefix(path: str, fresh: frozenset[str]) -> tuple[str, str] | None:
+    """(fresh directory, the rest below it) when a prefix of the absolute, normalised
+    `path` leads to one of `fresh` on the host (`/var/run` to `/run`): the prefixes
+    above a fresh directory are the host's in the command's view too."""
+    parts = [part for part in path.split("/") if part]
+    for end in range(1, len(parts)):
+        prefix = "/" + "/".join(parts[:end])
+        real = prefix if prefix in fresh else os.path.realpath(prefix)
+        if real in fresh:
+            return real, "/".join(parts[end:])
+    return None
+
+
+def sight(found: Iterable[Missing], cwd: str, fresh: Iterable[str]) -> dict[str, HostSight]:
+    """For every path the `Missing` lines name (at most MAX_PATHS) that lies strictly
+    beneath one of the call's `fresh` directories: what the host has there (stat, links
+    followed, as this process; nothing is opened). Paths beneath none are left out."""
+    dirs = frozenset(fresh)
+    facts: dict[str, HostSight] = {}
+    seen: set[str] = set()
+    for line in found:
+        if line.path in seen:
+            continue
+        if len(seen) >= MAX_PATHS:
+            break
+        seen.add(line.path)
+        try:
+            beneath = _fresh_prefix(os.path.normpath(os.path.join(cwd, line.path)), dirs)
+            if beneath is None:
+                continue
+            top, rest = beneath
+            location = os.path.join(top, rest)
+            facts[line.path] = HostSight(
+                location=location,
+                fresh=top,
+                exists=os.path.exists(location),
+                directory=os.path.isdir(os.path.dirname(location)),
+            )
+        except (OSError, ValueError):
+            continue
+    return facts

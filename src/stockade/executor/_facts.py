@@ -14,12 +14,21 @@ from ..messages import (
     ShellResult,
     Wrapped,
 )
-from ..trust import JudgedDirectory
+from ..trust import JudgedDirectory, is_under
 from ..vocab import Enforcement, Network, SandboxMode
 from ._buffer import OutputBuffer
 from ._classify import Evidence, Verdict, classify, command_exec_status, runner_failure_line
-from ._denials import changes_directory, mentions, merges_stderr, named_paths, refusals
-from ._evidence import gather, read_denied
+from ._denials import (
+    MISSING,
+    changes_directory,
+    mentions,
+    merges_stderr,
+    missing_lines,
+    named_paths,
+    refusals,
+    unseen,
+)
+from ._evidence import gather, read_denied, sight
 
 UNCONFINED = "none"
 
@@ -126,12 +135,48 @@ class WrapFacts:
             stdout=stdout,
             evidence=evidence,
         )
-        if verdict.runner_failed or not self.unreadable or self.workdir is None:
+        if verdict.runner_failed or self.workdir is None:
+            return verdict
+        hidden = self.unseen(stderr, stdout)
+        if hidden:
+            # A deny_read path the view hid is refused the same with network on: it
+            # reads as deny_read's (only danger-full-access lifts it), not as hidden.
+            covered = tuple(
+                entry
+                for entry in hidden
+                if any(is_under(entry[0], path) for path in self.unreadable)
+            )
+            verdict = attrs.evolve(
+                verdict,
+                denied=True,
+                read_denied=verdict.read_denied or bool(covered),
+                unseen=tuple(entry for entry in hidden if entry not in covered),
+            )
+        if not self.unreadable:
             return verdict
         words = named_paths(stderr, stdout if merges_stderr(self.command) else "")
         if words and read_denied(words, self.workdir, self.unreadable):
-            return Verdict(runner_failure=None, denied=True, read_denied=True)
+            return attrs.evolve(verdict, denied=True, read_denied=True)
         return verdict
+
+    def unseen(self, stderr: str, stdout: str = "") -> tuple[tuple[str, str], ...]:
+        """What the call's fresh runtime directories hid from it (`_denials.unseen`):
+        the host is asked only when a line says "No such file or directory"."""
+        if not self.fresh or self.workdir is None:
+            return ()
+        if not any(MISSING in text or "ENOENT" in text for text in (stderr, stdout)):
+            return ()
+        merged = merges_stderr(self.command)
+        found = missing_lines(stderr, stdout if merged else "", self.command)
+        if not found:
+            return ()
+        return unseen(
+            found,
+            sight(found, self.workdir, self.fresh),
+            tuple(os.path.realpath(root) for root in self.writable),
+            moved=changes_directory(self.command),
+            merged=merged,
+        )
 
     def _mentions_signature(self, stderr: str, stdout: str) -> bool:
         seen = (stderr, stdout) if merges_stderr(self.command) else (stderr,)
@@ -179,6 +224,7 @@ def settled_result(
         stderr=stderr_text,
         denied=verdict.denied,
         read_denied=verdict.read_denied,
+        unseen=verdict.unseen,
         runner_failed=verdict.runner_failed,
         runner_failure=verdict.runner_failure,
         timed_out=timed_out,

@@ -11,7 +11,7 @@ from ..vocab import (
     denial_marker,
     network_denial_marker,
 )
-from ._classify import network_cause, tool_directory_causes
+from ._classify import fresh_view_causes, network_cause, tool_directory_causes
 
 
 def refused_destinations(connections: tuple[NetworkConnection, ...]) -> tuple[str, ...]:
@@ -79,6 +79,7 @@ def render_result(result: ShellResult) -> str:
             parts += tool_directory_causes(
                 result.mode, result.stderr, result.stdout, result.writable
             )
+        parts += fresh_view_causes(result.unseen, result.network)
     return "\n".join(parts)
 
 
@@ -116,6 +117,7 @@ def render_job(report: JobReport) -> str:
             parts += tool_directory_causes(
                 report.mode, report.stderr, report.stdout, _policy_writable(report)
             )
+        parts += fresh_view_causes(report.unseen, report.network)
     return "\n".join(parts)
 
 
