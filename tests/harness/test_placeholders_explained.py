@@ -29,4 +29,5 @@ async def test_a_listing_shows_placeholders_and_the_model_is_told_what_they_are(
     assert "stockade.yml" in listing.text.split() and ".git" in listing.text.split()
     assert sorted(p.name for p in project.iterdir()) == []  # and gone after it
     assert "placeholders" in bash["description"] and "leave them alone" in bash["description"]
-    assert "Empty read-only placeholders you did not create" in context.text
+    assert "Read-only placeholders you did not create" in context.text
+    assert ".mcp.json naming no server" in context.text  # the one that is not empty

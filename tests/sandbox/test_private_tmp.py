@@ -62,6 +62,29 @@ def test_a_named_one_takes_the_name_only_when_it_is_free(parent):
     assert (parent / f"{PREFIX}s-2").is_symlink() and target.is_dir()
 
 
+def test_a_resumed_session_takes_back_only_what_its_user_left(parent):
+    """`reuse` (a resumed session whose killed process left its directory): the one
+    this user made, 0700, not a link, is taken back; anything else is not."""
+    left = make_private_tmp(str(parent), name="s-1")
+    (Path(left.path) / "work.txt").write_text("kept\n")
+    again = make_private_tmp(str(parent), name="s-1", reuse=True)
+    assert again == left and (Path(again.path) / "work.txt").read_text() == "kept\n"
+    loose = parent / f"{PREFIX}s-2"
+    loose.mkdir(mode=0o755)
+    os.chmod(loose, 0o755)  # not what make_private_tmp makes: someone else's doing
+    assert make_private_tmp(str(parent), name="s-2", reuse=True).path != str(loose)
+    target = parent / "elsewhere"
+    target.mkdir(mode=0o700)
+    (parent / f"{PREFIX}s-3").symlink_to(target)
+    assert make_private_tmp(str(parent), name="s-3", reuse=True).path != str(target)
+    if IS_ROOT:
+        theirs = parent / f"{PREFIX}s-4"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, NOBODY, NOBODY)
+        assert make_private_tmp(str(parent), name="s-4", reuse=True).path != str(theirs)
+    assert remove_private_tmp(again) and not os.path.lexists(left.path)
+
+
 def test_removal_follows_no_link(parent):
     outside = parent / "outside"
     (outside / "sub").mkdir(parents=True)

@@ -174,6 +174,51 @@ async def test_each_session_has_its_own_and_none_is_left(area: Area, state_dir):
     assert [path for path in seen if os.path.lexists(path)] == []
 
 
+KILLED = """
+import json, sys, trio
+from stockade import open_harness
+
+async def main():
+    async with open_harness(json.loads(sys.argv[1])) as harness:
+        session = await harness.open_session(cwd=sys.argv[2])
+        await session.run_tool("bash", {"command": 'echo kept > "$TMPDIR/work.txt"'})
+        print(json.dumps([session.id, session.temp_dir]), flush=True)
+        await trio.sleep_forever()
+
+trio.run(main)
+"""
+
+
+async def test_a_killed_sessions_temp_directory_is_taken_back_on_resume(area: Area, state_dir):
+    """A harness killed with SIGKILL cannot remove its session's directory: resuming
+    the session takes it back (what its commands left is still there), and closing
+    removes it."""
+    import json
+    import signal
+    import subprocess
+
+    entries = composition(state_dir)
+    process = subprocess.Popen(
+        [PY, "-c", KILLED, json.dumps(entries), str(area.root)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        session_id, temp_dir = json.loads(process.stdout.readline())
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert os.path.isfile(os.path.join(temp_dir, "work.txt"))  # left behind
+    async with open_harness(entries) as harness:
+        resumed = await harness.resume_session(session_id)
+        assert resumed.temp_dir == temp_dir
+        done = await resumed.run_tool("bash", {"command": 'cat "$TMPDIR/work.txt"'})
+        assert "kept" in done.text, done.text
+        await resumed.close()
+    assert not os.path.lexists(temp_dir)
+
+
 async def test_the_key_restores_the_host_temp_roots_and_says_so(
     backend, area: Area, state_dir, tag
 ):

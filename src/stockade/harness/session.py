@@ -209,7 +209,7 @@ class Session:
             # A resumed log whose mode confines cannot be honoured by a composition
             # that runs commands without a sandbox: refuse rather than pretend.
             check_events_available(events, defaults, f"session {session_id!r}'s sandbox mode")
-            tmp = _make_private_tmp(session_id) if private_tmp else None
+            tmp = _make_private_tmp(session_id, resumed=not created) if private_tmp else None
         except BaseException:
             await log.close(session_id)
             raise
@@ -403,9 +403,10 @@ class Session:
         )
 
 
-def _make_private_tmp(session_id: str) -> PrivateTmp:
+def _make_private_tmp(session_id: str, *, resumed: bool = False) -> PrivateTmp:
     try:
-        return make_private_tmp(name=session_id)
+        # A resumed session takes back the one its killed process left (kill -9).
+        return make_private_tmp(name=session_id, reuse=resumed)
     except OSError as error:
         raise ConfigError(
             f"cannot make the session's private temp directory in {default_parent()}: "

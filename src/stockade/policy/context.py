@@ -63,9 +63,9 @@ _MODE_TEXT = {
         "Shell commands may read files, and may create, change and delete files only "
         "under the workspace root (and the temporary directory below); the kernel "
         "refuses file writes anywhere else, and to repository metadata and tool settings "
-        "(.git/hooks, .git/config, .vscode, ...). Empty read-only placeholders you did "
-        "not create (a 0-byte stockade.yml, an empty .git) keep those from being created: "
-        "leave them alone."
+        "(.git/hooks, .git/config, .vscode, ...). Read-only placeholders you did not "
+        "create (a 0-byte stockade.yml, an empty .vscode, an .mcp.json naming no server) "
+        "keep those from being created: leave them alone."
     ),
     SandboxMode.DANGER_FULL_ACCESS: (
         "Shell commands run without file confinement: they may read and write every "

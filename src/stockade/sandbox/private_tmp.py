@@ -38,17 +38,26 @@ def default_parent() -> str:
     return host_temp_roots()[-1]
 
 
-def make_private_tmp(parent: str | None = None, *, name: str | None = None) -> PrivateTmp:
+def make_private_tmp(
+    parent: str | None = None, *, name: str | None = None, reuse: bool = False
+) -> PrivateTmp:
     """A new directory in `parent` (default: `default_parent()`), mode 0700 whatever
     the umask, owned by this process's user: `PREFIX + name` when that is free (a
     session's id, so a resumed session gets the same path back), else a random name.
-    An existing directory is never taken over, whoever made it.
+    An existing directory is never taken over, whoever made it, but with `reuse` (a
+    session resumed after its process was killed, which left it): then `PREFIX +
+    name` is taken back when it is a directory, not a link, of this user with mode
+    0700 (what only this user, or root, could have made: `_ours`).
 
     Raises OSError when it cannot be made (a read-only or full temp root)."""
     parent = os.path.realpath(parent or default_parent())
     parent_fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     wanted = [PREFIX + name] if name else []
     try:
+        if reuse and name:
+            left = _ours(parent_fd, PREFIX + name)
+            if left is not None:
+                return PrivateTmp(os.path.join(parent, PREFIX + name), *left)
         for attempt in range(100):
             name = wanted[attempt] if attempt < len(wanted) else PREFIX + os.urandom(6).hex()
             try:
@@ -65,6 +74,22 @@ def make_private_tmp(parent: str | None = None, *, name: str | None = None) -> P
         raise FileExistsError(errno.EEXIST, "no free name for a private temp directory", parent)
     finally:
         os.close(parent_fd)
+
+
+def _ours(parent_fd: int, name: str) -> tuple[int, int] | None:
+    """(device, inode) of the directory `name` in `parent_fd` when it is one this user
+    left: never through a link, owned by this user, mode 0700; else None."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o700:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def remove_private_tmp(tmp: PrivateTmp) -> bool:

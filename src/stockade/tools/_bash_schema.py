@@ -26,9 +26,10 @@ TEMP_DESCRIPTION: Final = (
 # A command's listing shows the empty mount points that block protected paths it
 # could otherwise create (issue 22): the model must not take them for its own.
 PLACEHOLDER_DESCRIPTION: Final = (
-    " Empty, read-only files or directories you did not create (such as stockade.yml, "
-    ".git, .vscode or .claude in the workspace) are the sandbox's placeholders: they keep "
-    "repository metadata and tool settings from being created; leave them alone."
+    " Read-only files or directories you did not create (such as an empty stockade.yml, "
+    ".vscode or .claude, or an .mcp.json naming no server, in the workspace) are the "
+    "sandbox's placeholders: they keep repository metadata and tool settings from being "
+    "created; leave them alone."
 )
 ESCALATION_DESCRIPTION: Final = (
     " If a command was denied and the effect is needed, retry the SAME command once "
