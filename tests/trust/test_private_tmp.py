@@ -189,19 +189,15 @@ trio.run(main)
 """
 
 
-async def test_a_killed_sessions_temp_directory_is_taken_back_on_resume(area: Area, state_dir):
-    """A harness killed with SIGKILL cannot remove its session's directory: resuming
-    the session takes it back (what its commands left is still there), and closing
-    removes it."""
+def killed_session(entries: list[dict], root: str) -> tuple[str, str]:
+    """A session opened in another process, which is then killed with SIGKILL: its
+    id and temp directory."""
     import json
     import signal
     import subprocess
 
-    entries = composition(state_dir)
     process = subprocess.Popen(
-        [PY, "-c", KILLED, json.dumps(entries), str(area.root)],
-        stdout=subprocess.PIPE,
-        text=True,
+        [PY, "-c", KILLED, json.dumps(entries), root], stdout=subprocess.PIPE, text=True
     )
     try:
         assert process.stdout is not None
@@ -209,6 +205,15 @@ async def test_a_killed_sessions_temp_directory_is_taken_back_on_resume(area: Ar
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
+    return session_id, temp_dir
+
+
+async def test_a_killed_sessions_temp_directory_is_taken_back_on_resume(area: Area, state_dir):
+    """A harness killed with SIGKILL cannot remove its session's directory: resuming
+    the session takes it back (what its commands left is still there), and closing
+    removes it."""
+    entries = composition(state_dir)
+    session_id, temp_dir = killed_session(entries, str(area.root))
     assert os.path.isfile(os.path.join(temp_dir, "work.txt"))  # left behind
     async with open_harness(entries) as harness:
         resumed = await harness.resume_session(session_id)
