@@ -142,3 +142,35 @@ async def test_an_acp_sessions_log_is_shown_by_the_command(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     shown = msgspec.json.decode(done.stdout)
     assert "acp/prompt" in done.stdout and "acp/reply" in done.stdout, shown
+
+
+async def test_a_result_shows_as_the_model_saw_it_with_its_facts_folded(tmp_path: Path) -> None:
+    """Its text as lines, first thing under its row; its facts one short group (the
+    ones a person looks for first, then how many more `--json` has)."""
+    from stockade.harness import harness_registry
+    from stockade.tools.events import ToolResulted
+
+    registry = harness_registry()
+    facts = {"exit_code": 1, "denied": True, "backend": "bwrap", "tier": None}
+    facts |= {f"extra_{i}": "x" * 40 for i in range(40)}
+    async with open_session_log(JsonlStore(tmp_path, registry=registry)) as log:
+        session = await Session.open(log, session_id="s", cwd="/work/demo", defaults=DEFAULTS)
+        await session.append(
+            ToolResulted(call_id="c1", name="bash", text="hello\n[exit code: 1]", facts=facts)
+        )
+        assert repr(session) == "Session(id='s', cwd='/work/demo', open)"
+        await session.close()
+    out_io, err_io = io.StringIO(), io.StringIO()
+    args = parse("s", "--state-dir", str(tmp_path))
+    status = run_show(args, stdout=out_io, stderr=err_io, defaults=DEFAULTS, registry=registry)
+    out = out_io.getvalue()
+    assert status == 0, err_io.getvalue()
+    row = next(line for line in out.splitlines() if "tool/result" in line)
+    assert "facts{exit_code=1 denied=True backend=bwrap +41 more (--json)}" in row
+    assert len(row) < 200 and "extra_" not in out
+    lines = out.splitlines()
+    at = lines.index(row)
+    assert lines[at + 1 : at + 4] == ["       text:", "       | hello", "       | [exit code: 1]"]
+    whole = io.StringIO()
+    run_show(parse("s", "--state-dir", str(tmp_path), "--json"), stdout=whole, registry=registry)
+    assert "extra_39" in whole.getvalue()  # --json keeps every fact

@@ -296,8 +296,35 @@ class _Shown:
         return f"'{self.text(value)}'" if isinstance(value, str) else self.value(value)
 
 
+# A result's facts as a person first wants them; the rest folded into a count
+# (`--json` has them all).
+_FOLDED_FACTS = (
+    "exit_code",
+    "state",
+    "denied",
+    "timed_out",
+    "backend",
+    "tier",
+    "enforcement",
+    "network",
+)
+
+
+def _folded(facts: dict[str, Any], shown: _Shown) -> str:
+    kept = [
+        f"{name}={shown.value(facts[name])}"
+        for name in _FOLDED_FACTS
+        if facts.get(name) is not None
+    ]
+    more = len(facts) - len(kept)
+    if more:
+        kept.append(f"+{more} more (--json)")
+    return "facts{" + " ".join(kept) + "}"
+
+
 def _fields(event: SessionEvent, shown: _Shown) -> tuple[list[str], list[str]]:
-    """`name=value` pairs, and the lines of any long or multi-line text field."""
+    """`name=value` pairs, and the lines of any long or multi-line text field (a
+    result's text as the model saw it; its facts folded, `_folded`)."""
     inline: list[str] = []
     block: list[str] = []
     raw = msgspec.to_builtins(event)
@@ -305,7 +332,9 @@ def _fields(event: SessionEvent, shown: _Shown) -> tuple[list[str], list[str]]:
         if name in _BASE_FIELDS or name not in raw:
             continue
         value = raw[name]
-        if isinstance(value, str) and ("\n" in value or len(value) > 60):
+        if name == "facts" and isinstance(value, dict):
+            inline.append(_folded(value, shown))
+        elif isinstance(value, str) and ("\n" in value or len(value) > 60):
             block += [f"{name}:"] + [f"| {line}" for line in shown.lines(value)]
         else:
             inline.append(f"{name}={shown.value(value)}")

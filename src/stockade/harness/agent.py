@@ -45,8 +45,14 @@ class AgentSession:
     # The fenced fs tools' roots, pinned when the session opened; closed with it.
     fs_roots: PinnedRoots | None = None
 
+    def __repr__(self) -> str:
+        # One line: the default would print the harness, its actors and the log.
+        return repr(self.session).replace("Session(", "AgentSession(", 1)
+
     @property
     def id(self) -> str:
+        """The session's id: what `Harness.resume_session` and `stockade session show`
+        take."""
         return self.session.id
 
     @property

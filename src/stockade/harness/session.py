@@ -114,6 +114,11 @@ class Session:
     tool_cache_for: Callable[[str], str | None] | None = None
     _closed: bool = attrs.field(default=False, init=False)
 
+    def __repr__(self) -> str:
+        # One line: the default would print the log client, the defaults and presets.
+        state = "closed" if self._closed else "open"
+        return f"Session(id={self.id!r}, cwd={self.cwd!r}, {state})"
+
     @property
     def temp_dir(self) -> str | None:
         """Its commands' TMPDIR: the private temp directory, or None without one."""
