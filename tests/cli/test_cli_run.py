@@ -38,6 +38,20 @@ def test_workspace_write_writes_the_file(backend, scratch):
     assert (Path(scratch) / "f").read_text() == "hi\n"
 
 
+def test_run_says_the_cause_the_model_would_be_told(backend, scratch, tmp_path):
+    """A name lookup with the network off, and a write into a host directory a fresh
+    /tmp hid: each gets its cause line on stderr, as the bash tool's result has it."""
+    lookup = "python3 -c \"import socket; socket.getaddrinfo('example.com', 80)\""
+    done = stockade("run", "--backend", backend, lookup, cwd=scratch)
+    assert done.returncode != 0
+    assert "stockade: network is off for this command, so a name lookup failed" in done.stderr
+    assert tmp_path.is_dir() and str(tmp_path).startswith("/tmp/")
+    done = stockade("run", "--backend", backend, f"echo x > {tmp_path}/f", cwd=scratch)
+    assert done.returncode != 0 and not (tmp_path / "f").exists()
+    assert "[sandbox: file access denied under workspace-write mode]" in done.stderr
+    assert f"stockade: {tmp_path} lies in /tmp, which this command sees fresh" in done.stderr
+
+
 def test_default_mode_is_workspace_write_and_output_passes_through(backend, scratch):
     done = stockade("run", "--backend", backend, "echo out; echo err >&2; exit 4", cwd=scratch)
     assert (done.returncode, done.stdout, done.stderr) == (4, "out\n", "err\n")

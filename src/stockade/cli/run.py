@@ -32,7 +32,13 @@ from ..errors import (
     SandboxUnavailable,
     StockadeError,
 )
-from ..executor import ExecutorConfig, Streams, open_executor, refused_destinations
+from ..executor import (
+    ExecutorConfig,
+    Streams,
+    open_executor,
+    refused_destinations,
+    result_causes,
+)
 from ..messages import ShellResult
 from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp, tool_caches
 from ..shown import TERMINAL_STATE_RESET, escaped_lines, json_escaped, one_line
@@ -281,6 +287,10 @@ class _Invocation:
                 lines.append(f"stockade: the proxy refused network access to {destination}")
             else:
                 lines.append(network_denial_marker(destination))
+        # What the model would be told of the cause (network off behind a DNS error, a
+        # toolchain's directory, a host path a fresh view hid), as a person reads it.
+        for cause in result_causes(result):
+            lines.append(cause.replace("[sandbox: ", "stockade: ").rstrip("]"))
         if result.timed_out and result.exit_code is not None:
             after = "" if self.limit is None else f" after {self.limit:g}s"
             lines.append(f"stockade: timed out{after}; the command was killed")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .render import refused_destinations as refused_destinations
     from .render import render_job as render_job
     from .render import render_result as render_result
+    from .render import result_causes as result_causes
 
 # name -> the module of this room that defines it.
 _LAZY = {
@@ -46,6 +47,7 @@ _LAZY = {
     "render_job": "render",
     "refused_destinations": "render",
     "render_result": "render",
+    "result_causes": "render",
 }
 
 
@@ -68,5 +70,6 @@ __all__ = [
     "refused_destinations",
     "render_job",
     "render_result",
+    "result_causes",
     "signal_group",
 ]

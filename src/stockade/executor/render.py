@@ -126,3 +126,17 @@ def _policy_writable(report: JobReport) -> tuple[str, ...]:
     policy = report.policy
     roots = (policy.workspace_root, policy.temp_dir, *policy.extra_roots, policy.tool_cache)
     return tuple(root for root in roots if root)
+
+
+def result_causes(result: ShellResult) -> list[str]:
+    """The cause lines `render_result` gives a result beside its output (the network
+    setting behind a failure; for a denial, a toolchain's directory or a host path a
+    fresh view hid): for a face that shows the output itself (`stockade run`)."""
+    lines = _causes(result.mode, result.network, result.stderr, result.connections)
+    if result.denied:
+        if not result.read_denied:
+            lines += tool_directory_causes(
+                result.mode, result.stderr, result.stdout, result.writable
+            )
+        lines += fresh_view_causes(result.unseen, result.network)
+    return lines
