@@ -109,3 +109,22 @@ def test_http_usage_errors(root, state_dir):
     assert resumed.returncode == 2 and "--session-id" in resumed.stderr
     bad = stockade("mcp", "--root", str(root), "--http", "nowhere", env=env)
     assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+
+
+def test_http_on_a_port_in_use_says_so_in_one_line(root, state_dir):
+    """Another server holds the port: one line naming it and what to do, exit 1
+    (ENVIRONMENT), no traceback, no token file left behind."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {"STOCKADE_STATE_DIR": str(state_dir)}
+        result = stockade("mcp", "--root", str(root), "--http", f"127.0.0.1:{port}", env=env)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (
+        f"stockade: --http 127.0.0.1:{port}: the port is already in use (another server "
+        "listens there); stop it, or pick another port (0 picks a free one)\n"
+    )
+    assert not list(state_dir.glob("mcp-token*")), list(state_dir.iterdir())

@@ -13,6 +13,7 @@ stops.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import signal
@@ -53,6 +54,25 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def listen_refusal(host: str, port: int, error: OSError) -> str:
+    """One line for a HOST:PORT the server cannot listen on, with what to do."""
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"--http {shown}: the port is already in use (another server listens there); "
+            "stop it, or pick another port (0 picks a free one)"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"--http {shown}: {host} is no address of this host; name one of its own"
+    if error.errno == errno.EACCES:
+        return (
+            f"--http {shown}: not permitted to listen there (a port below 1024 needs "
+            "privilege); pick a port of 1024 or more"
+        )
+    reason = error.strerror or str(error)
+    return f"--http {shown}: cannot listen there: {reason}"
+
+
 class BearerTokens:
     """The SDK's `TokenVerifier` over the server's tokens: each token is its own
     principal (`client_id` `token-N`), so the SDK binds a session to the token that
@@ -86,9 +106,10 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
     write and accept when no --token-file gives them (made by the caller before the
     harness opened, so that no command's environment can hold it); else one made here."""
     from hypercorn.config import Config
-    from hypercorn.trio import serve
+    from hypercorn.trio.run import worker_serve
+    from hypercorn.utils import wrap_app
 
-    from ..errors import ConfigError
+    from ..errors import ConfigError, StockadeError
     from ..sessionlog import resolve_state_dir
     from ..trust import host_temp_roots
     from . import _token
@@ -132,6 +153,15 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
     config.errorlog = "-"
     config.loglevel = "WARNING"
     config.graceful_timeout = DRAIN_SECONDS
+    # Bound here, not inside Hypercorn's nurseries: a port in use is one line, not a
+    # traceback through three exception groups.
+    try:
+        sockets = config.create_sockets()
+    except OSError as error:
+        raise StockadeError(listen_refusal(host, port, error)) from None
+    for sock in sockets.insecure_sockets:
+        sock.set_inheritable(False)  # Hypercorn marks them inheritable; no command needs one
+        sock.listen(config.backlog)
     stopping = trio.Event()
     token_file: str | None = None
 
@@ -155,9 +185,10 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
 
                 async def run_server(*, task_status: trio.TaskStatus[list[str]]) -> None:
                     # Starlette's and Hypercorn's ASGI types differ; the app is ASGI 3.
-                    await serve(
-                        app,  # type: ignore[arg-type]
+                    await worker_serve(
+                        wrap_app(app, config.wsgi_max_body_size, None),  # type: ignore[arg-type]
                         config,
+                        sockets=sockets,
                         shutdown_trigger=stopping.wait,
                         task_status=task_status,
                     )
