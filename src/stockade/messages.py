@@ -422,6 +422,9 @@ class ShellResult(msgspec.Struct, frozen=True):
     # call's fresh views caused (network off or allowlist: Wrapped.fresh): the host has
     # the path, the command saw that directory empty. A denial (`denied` is set).
     unseen: tuple[tuple[str, str], ...] = ()
+    # What git would run in a repository this call made in a root that had none (its
+    # config keys, hooks), held aside when it ended (trust/new_repository.py).
+    held: tuple[str, ...] = ()
     # network allowlist: every connection the proxy decided for this call, in order,
     # and those it refused unread over a bound of open connections.
     connections: tuple[NetworkConnection, ...] = ()
@@ -468,8 +471,9 @@ class JobReport(msgspec.Struct, frozen=True):
     tier: str | None = None
     denied: bool = False
     read_denied: bool = False
-    # As ShellResult.unseen, once the job has ended.
+    # As ShellResult.unseen and .held, once the job has ended.
     unseen: tuple[tuple[str, str], ...] = ()
+    held: tuple[str, ...] = ()
     runner_failed: bool = False
     runner_failure: str | None = None
     timed_out: bool = False

@@ -26,7 +26,8 @@ async def test_a_listing_shows_placeholders_and_the_model_is_told_what_they_are(
         bash = next(tool for tool in harness.tool_schemas() if tool["name"] == "bash")
         await session.close()
     # Inside the call the placeholders are there to see (none of them the model's).
-    assert "stockade.yml" in listing.text.split() and ".git" in listing.text.split()
+    assert "stockade.yml" in listing.text.split() and ".vscode" in listing.text.split()
+    assert ".git" not in listing.text.split()  # a new repository is held, not blocked
     assert sorted(p.name for p in project.iterdir()) == []  # and gone after it
     assert "placeholders" in bash["description"] and "leave them alone" in bash["description"]
     assert "Read-only placeholders you did not create" in context.text

@@ -446,20 +446,24 @@ def test_guard_output_feeds_wrap(roots):
 
 
 def test_an_empty_placeholder_is_blocked_again_not_nested_into(roots):
-    """`stockade exec` cannot remove bwrap's placeholders: an empty `.git` directory or
-    an empty `stockade.yml` left by an earlier run is blocked again as it is."""
+    """`stockade exec` cannot remove bwrap's placeholders: an empty `stockade.yml`
+    left by an earlier run is blocked again as it is, an empty `.git` directory in a
+    temp root too. In the workspace root an empty `.git` is no repository and blocks
+    nothing (a new one made there is held when the call ends), nor is it nested into."""
     ws, temp, _ = roots
     (ws / ".git" / "HEAD").unlink()  # now an empty directory: a placeholder
     (ws / "stockade.yml").write_text("")
+    (temp / ".git").mkdir()
     guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
     by_path = {x.path: x for x in guard.protections}
-    assert by_path[str(ws / ".git")].kind == BLOCK and by_path[str(ws / ".git")].directory
+    assert str(ws / ".git") not in by_path
+    assert by_path[str(temp / ".git")].kind == BLOCK and by_path[str(temp / ".git")].directory
     assert by_path[str(ws / "stockade.yml")].kind == BLOCK
     assert not by_path[str(ws / "stockade.yml")].directory
     assert not any(path.startswith(str(ws / ".git") + "/") for path in by_path)
     # Every placeholder a call mounts over is one it holds while it runs, whoever made
     # it (the user's own empty ones are kept: only marked ones are ever removed).
-    assert {str(ws / ".git"), str(ws / "stockade.yml")} <= set(guard.creates)
+    assert {str(temp / ".git"), str(ws / "stockade.yml")} <= set(guard.creates)
     assert set(guard.creates) == {x.path for x in guard.protections if x.kind == BLOCK}
 
 
@@ -472,7 +476,8 @@ def test_an_empty_workspace_inside_a_temp_root_is_no_placeholder(tmp_path):
     guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
     assert str(ws) not in {x.path for x in guard.protections}
     assert str(ws) not in guard.creates
-    assert str(ws / ".git") in guard.creates
+    # The temp root's own `.git` is blocked; the workspace root's is not (held instead).
+    assert str(temp / ".git") in guard.creates and str(ws / ".git") not in guard.creates
 
 
 def test_a_placeholder_removed_while_the_guard_looks_is_blocked_again(tmp_path, monkeypatch):

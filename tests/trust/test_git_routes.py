@@ -129,6 +129,9 @@ class Route:
     # git's own wording of a refused rename ("unable to move .git to evil: Device or
     # resource busy") names no path the classifier can judge: not reported as a denial.
     reported: bool = True
+    # A repository made in a root that had none: not refused (`git init` must work
+    # there) but held when the call ends (trust/new_repository.py).
+    held: bool = False
 
 
 ROUTES = [
@@ -181,6 +184,7 @@ ROUTES = [
         ),
         ".",
         ".git",
+        held=True,
     ),
     Route(
         "missing-git-file",
@@ -192,6 +196,7 @@ ROUTES = [
         ".",
         ".git",
         reported=False,
+        held=True,
     ),
 ]
 by_route = pytest.mark.parametrize("route", ROUTES, ids=lambda route: route.id)
@@ -216,6 +221,9 @@ async def test_each_git_route_stays_closed_where_the_runner_binds(
     route.setup(area, area.root)
     before = snapshot(area.root)
     command = route.plant(area.target())
+    if route.held:
+        await held_after_the_call(area, state_dir, route, entry, backend_name, command)
+        return
     if entry == "executor":
         async with open_harness(composition(state_dir, backend=backend_name)) as harness:
             session = await harness.open_session(cwd=area.root)
@@ -242,6 +250,28 @@ async def test_each_git_route_stays_closed_where_the_runner_binds(
     assert all(key == "evil" or key.startswith("evil/") for key in changed), describe_change(
         before, after
     )
+
+
+async def held_after_the_call(
+    area: Area, state_dir, route: Route, entry: str, backend_name: str, command: str
+) -> None:
+    """A new repository in the root: made, and what git would run of it held when the
+    call ends, so the person's git later runs none of it."""
+    held_line = "held what git would run"
+    if entry == "executor":
+        async with open_harness(composition(state_dir, backend=backend_name)) as harness:
+            session = await harness.open_session(cwd=area.root)
+            result = await session.run_tool("bash", {"command": command})
+        assert result.facts["exit_code"] == 0, result.text
+        assert result.facts["held"] and held_line in result.text, result.text
+    else:
+        done = cli(
+            "run", "--mode", "workspace-write", "--backend", backend_name, command, cwd=area.root
+        )
+        assert done.returncode == 0, done.stderr
+        assert held_line in done.stderr, done.stderr
+    assert_not_run(area, route, "after the call")
+    assert list(area.root.glob(".git*stockade-held")) or list(area.root.glob(".git/*stockade-held"))
 
 
 @by_route

@@ -1,9 +1,9 @@
 """Placeholders shared by several stockade processes on one root (bwrap).
 
-A missing protected path (`.git`, `stockade.yml`) is blocked by a mount over an empty
-placeholder on the host. Removing that placeholder on the host detaches the mount in
-every sandbox that uses it (the control shows it: the sandbox can then plant
-`.git/hooks`). So a stockade process must never remove a placeholder another
+A missing protected path (`.vscode`, `stockade.yml`) is blocked by a mount over an
+empty placeholder on the host. Removing that placeholder on the host detaches the
+mount in every sandbox that uses it (the control shows it: the sandbox can then plant
+`.vscode/settings.json`, which an editor runs tasks from). So a stockade process must never remove a placeholder another
 process's sandbox still uses: each holds it, the last one removes it
 (sandbox/placeholders.py). Judged on the host: no plant, no placeholder left.
 """
@@ -27,11 +27,12 @@ from stockade.vocab import SandboxMode, SandboxPolicy
 from ..support import require_backend
 from ._support import STOCKADE, Area, composition
 
-# Waits for GO (outside the root, visible read-only), then tries to plant a git hook
-# in the workspace, where `.git` is missing and therefore blocked.
+# Waits for GO (outside the root, visible read-only), then tries to plant editor
+# settings in the workspace, where `.vscode` is missing and therefore blocked. (The
+# root's `.git` is no placeholder: a new repository is held when the call ends.)
 PLANT = (
     "touch {ready}; while [ ! -e {go} ]; do sleep 0.02; done; "
-    "mkdir -p .git/hooks && echo 'echo pwned' > .git/hooks/pre-commit && echo PLANTED"
+    "mkdir -p .vscode && echo pwned > .vscode/settings.json && echo PLANTED"
 )
 
 
@@ -58,7 +59,7 @@ def _remove_while_running(argv: tuple[str, ...], area: Area) -> str:
     )
     try:
         _wait_for(area.root / "READY")
-        os.rmdir(area.root / ".git")  # bwrap made it; nobody held it
+        os.rmdir(area.root / ".vscode")  # bwrap made it; nobody held it
         (area.outside / "GO").touch()
         out, _ = process.communicate(timeout=30)
     finally:
@@ -67,7 +68,7 @@ def _remove_while_running(argv: tuple[str, ...], area: Area) -> str:
 
 
 def _hook(area: Area) -> Path:
-    return area.root / ".git" / "hooks" / "pre-commit"
+    return area.root / ".vscode" / "settings.json"
 
 
 async def test_control_removing_a_placeholder_on_the_host_unblocks_a_running_sandbox(
@@ -130,7 +131,7 @@ async def test_another_process_never_pulls_a_placeholder_out_from_under_a_job(
                 )
             )
             assert done.returncode == 0, done.stdout + done.stderr
-            assert (area.root / ".git").is_dir(), f"{verb} removed a placeholder in use"
+            assert (area.root / ".vscode").is_dir(), f"{verb} removed a placeholder in use"
         (area.outside / "GO").touch()
         report = await session.shell.wait(job_id)
         await session.close()
@@ -170,7 +171,7 @@ def test_stockade_exec_holds_its_placeholders_and_never_hands_them_to_the_comman
     )
     try:
         _wait_for(area.root / "READY")
-        for name in (".git", "stockade.yml"):
+        for name in (".vscode", "stockade.yml"):
             assert placeholders.sweep(str(area.root / name))
             assert os.path.lexists(area.root / name), f"{name} was removed while in use"
         (area.outside / "GO").touch()
@@ -179,8 +180,8 @@ def test_stockade_exec_holds_its_placeholders_and_never_hands_them_to_the_comman
         process.kill()
     assert not _hook(area).exists() and "Read-only file system" in out, out
     fds = (area.root / "fds").read_text()
-    assert str(area.root / ".git") not in fds and "stockade.yml" not in fds, fds
-    for name in (".git", "stockade.yml"):
+    assert str(area.root / ".vscode") not in fds and "stockade.yml" not in fds, fds
+    for name in (".vscode", "stockade.yml"):
         assert not os.path.lexists(area.root / name), f"exec left {name}"
 
 

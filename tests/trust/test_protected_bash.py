@@ -132,8 +132,10 @@ CASES = [
         "mv .git .git-away; mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
         stderr=("Device or resource busy",),
     ),
-    Case("no-git-hooks", no_git, "mkdir -p .git/hooks && echo evil > .git/hooks/x"),
-    Case("no-git-config", no_git, f"mkdir -p .git; {EVIL_CONFIG} > .git/config"),
+    # A root with no repository may get one (`git init`, go's VCS stamping): what git
+    # would run of it is held when the call ends instead of refused (issue 37):
+    # tests/harness/test_new_repository.py and tests/trust/test_git_routes.py
+    # ("missing-git-dir", "missing-git-file") judge that on the host.
     Case("stockade-yml-create", no_git, "echo '- id: bash' > stockade.yml"),
     Case("stockade-yml-change", with_stockade_yml, "echo '- id: evil' >> stockade.yml"),
     Case(
@@ -333,9 +335,7 @@ async def test_a_git_file_cannot_be_repointed_or_is_disclosed(area: Area, state_
 # --- as an unprivileged caller (bwrap through an unprivileged user namespace) --------
 
 NOBODY_CASES = [
-    case
-    for case in CASES
-    if case.id in ("hook-create", "config-append", "no-git-hooks", "missing-hooks-dir")
+    case for case in CASES if case.id in ("hook-create", "config-append", "missing-hooks-dir")
 ]
 
 

@@ -69,14 +69,6 @@ def test_go_build_and_go_test(wf: Workflows, place):
     go_workflow(wf, place, repository=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 37: git in a new repository not built yet: in a root that is no "
-        "repository the sandbox's placeholder .git makes `git status` fail, and go's VCS "
-        "stamping with it (`error obtaining VCS status: exit status 128`)"
-    ),
-)
 def test_go_build_and_go_test_outside_a_repository(wf: Workflows, place):
     """A scratch module, no repository: unconfined, go finds none and stamps nothing."""
     go_workflow(wf, place, repository=False)

@@ -70,13 +70,6 @@ def test_git_init_commit_branch_stash_rebase_worktree_submodule_push(wf: Workflo
     place.assert_home_untouched()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 37: git in a new repository not built yet: a root without a repository "
-        "has its .git blocked by a placeholder, so `git init` there is refused"
-    ),
-)
 def test_git_init_in_the_root_itself(wf: Workflows, place):
     """A new project: the session's root becomes the repository."""
     wf.need("git")

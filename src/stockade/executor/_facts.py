@@ -56,6 +56,9 @@ class WrapFacts:
     # (Wrapped.fresh, Wrapped.agents).
     fresh: tuple[str, ...] = ()
     agents: tuple[tuple[str, str], ...] = ()
+    # A workspace-write call's root (real) when it had no `.git` as the call started:
+    # what git would run in one the call makes there is held when it ends.
+    new_repository: str | None = None
     # Where the command ran and what it was: a relative path in a denial line is
     # resolved against `workdir`, unless `command` may have changed directory.
     # None: no attribution (the signature alone decides).

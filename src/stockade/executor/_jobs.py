@@ -126,6 +126,7 @@ class Job:
             denied=result.denied if result else False,
             read_denied=result.read_denied if result else False,
             unseen=result.unseen if result else (),
+            held=result.held if result else (),
             runner_failed=result.runner_failed if result else False,
             runner_failure=result.runner_failure if result else None,
             timed_out=result.timed_out if result else False,

@@ -48,9 +48,10 @@ from ..messages import (
     Start,
     WaitJob,
 )
+from ..modes import SandboxMode
 from ..network.bridge import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
-from ..trust import enter_judged, judge_workdir, spawn_cwd
+from ..trust import enter_judged, judge_workdir, new_repository, spawn_cwd
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
 from ._endpoints import AuditConnection, ProxyEndpoints
@@ -223,7 +224,24 @@ class ExecutorActor:
             program=argv[0],
         )
         facts = attrs.evolve(facts, proxy_call=proxy_call, judged=judged)
+        if spec.policy.mode is SandboxMode.WORKSPACE_WRITE:
+            root = new_repository.without_repository(spec.policy.workspace_root)
+            if root is not None:
+                facts = attrs.evolve(facts, new_repository=root)
         return wrapped.argv, self._with_environment(facts)
+
+    async def _held(self, result: ShellResult, facts: WrapFacts) -> ShellResult:
+        """`result`, with what git would run held aside in a repository the call made
+        in a root that had none (trust/new_repository.py), and a line saying so."""
+        root = facts.new_repository
+        if root is None or not new_repository.made(root):
+            return result
+        held = await trio.to_thread.run_sync(new_repository.hold, root)
+        if not held:
+            return result
+        line = new_repository.held_note(root, held)
+        note = line if not result.note else f"{result.note}\n{line}"
+        return msgspec.structs.replace(result, held=tuple(held), note=note)
 
     def _with_environment(self, facts: WrapFacts) -> WrapFacts:
         """`facts` with the environment the policy leaves of this process's, and the
@@ -421,7 +439,7 @@ class ExecutorActor:
             connections=connections,
             connections_refused=refused,
         )
-        result = ended(result, limited, usage)
+        result = await self._held(ended(result, limited, usage), facts)
         if result.runner_failed:
             raise SandboxUnavailable(
                 result.runner_failure or "the sandbox runner failed", runner_started=True
@@ -551,15 +569,12 @@ class ExecutorActor:
                 connections_refused=refused,
             )
             self._release(job.facts)
-            job.finish(
-                ended(
-                    result,
-                    limited,
-                    usage,
-                    killed=job.killed,
-                    session_closed=job.session_closed,
-                )
+            result = ended(
+                result, limited, usage, killed=job.killed, session_closed=job.session_closed
             )
+            with trio.CancelScope(shield=True):  # also when the harness is leaving
+                result = await self._held(result, job.facts)
+            job.finish(result)
 
     # A report that reads a finished job to its end is its last: the table forgets it.
     async def _job_output(self, job_id: str, owner: str | None) -> JobReport:

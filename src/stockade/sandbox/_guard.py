@@ -143,6 +143,9 @@ def guard_call(
             nested=nested,
             within=real_roots,
             facts=facts,
+            # The workspace root's new repository is held when the call ends (the
+            # executor: trust/new_repository.py), not blocked; other roots' are.
+            new_repository=nested,
         )
         metadata += found.paths
         unknown += found.unknown

@@ -3,6 +3,7 @@ confined command (`check`), what every confined command must find read-only (`pr
 and the host facts every room asks (`host`). Standard library only.
 """
 
+from . import new_repository as new_repository
 from .check import INSTALL_FIX as INSTALL_FIX
 from .check import PathFacts as PathFacts
 from .check import Untrusted as Untrusted

@@ -86,10 +86,13 @@ PLACEHOLDER_TEXT = {
 # The one gap every workspace-write call keeps: what no bind or Landlock rule can
 # reach. git finds a repository by looking in the directory it runs in and each parent.
 NEW_REPOSITORY_GAP = (
-    "git metadata of a repository made below a writable root during a call (a new .git "
-    "or a bare repository in a subdirectory), nested more than "
-    f"{NESTED_DEPTH} directories below the workspace root, or below a temp root, is "
-    "not protected: git run there later runs its hooks and config"
+    "git metadata of a repository made below a writable root during a call is not "
+    "protected while that call runs (a host tool running git there meanwhile, such as "
+    "an editor polling `git status`, runs its hooks and config); in the workspace root "
+    "itself, what git would run is held aside when the call ends, while a new .git or "
+    "bare repository in a subdirectory, nested more than "
+    f"{NESTED_DEPTH} directories below the workspace root, or below a temp root stays "
+    "unprotected after it too: git run there later runs its hooks and config"
 )
 
 
@@ -139,6 +142,7 @@ def protected_set(
     nested: bool = True,
     within: Sequence[str] | None = None,
     facts: PathFacts | None = None,
+    new_repository: bool = False,
 ) -> ProtectedSet:
     """What must stay unwritable in the writable root `root`.
 
@@ -149,6 +153,8 @@ def protected_set(
     `within`: every writable root (real paths), when known: a git directory that
     neither lies in one nor holds one needs nothing (only where its commondir leads
     is looked at). Every read goes through `facts`, so the guard memo sees it.
+    `new_repository`: a missing `.git` in `root` is not blocked (a confined call's
+    workspace root, whose new repository the executor holds when the call ends).
     """
     facts = facts or PathFacts()
     dropped = {entry[1:].rstrip("/") for entry in extra if entry.startswith("!")}
@@ -163,6 +169,7 @@ def protected_set(
         if name not in dropped and is_under(path, real_root):
             found.append(path)
     walk = _GitWalk(facts, within)
+    walk.new_repository = new_repository
     walk.dotgit(root, at_root=True)
     if nested:
         walk.nested(root)
@@ -205,6 +212,7 @@ class _GitWalk:
         self.found: list[str] = []
         self.unknown: list[str] = []
         self.dotgit_file: str | None = None
+        self.new_repository = False
         self._visited: set[str] = set()
         self._left = SCAN_BUDGET
         self._root = ""
@@ -225,8 +233,11 @@ class _GitWalk:
             self._root = directory
         if info is None or (at_root and _empty_directory(dotgit, info)):
             # No repository (or only the placeholder blocking one): `.git` is blocked
-            # whole, so that none can be made there.
-            if at_root:
+            # whole, so that none can be made there; but in the workspace root of a
+            # confined call (`new_repository`), where a placeholder broke `git init`
+            # and go's VCS stamping: what a repository made there during the call
+            # would run is held when it ends instead (trust/new_repository.py).
+            if at_root and not self.new_repository:
                 self.found.append(dotgit + "/")
             return
         if stat.S_ISDIR(info.st_mode):
