@@ -12,6 +12,8 @@ model that fails is an internal error, and the agent keeps serving either way.
 from __future__ import annotations
 
 import contextlib
+import signal
+import sys
 from collections.abc import Awaitable, Callable
 from importlib import metadata
 from typing import Any
@@ -171,8 +173,13 @@ async def serve(
     permission_timeout: float | None = 300.0,
     broad_roots: tuple[str, ...] = (),
     open_transport: Callable[[], Awaitable[Any]] = open_stdio_transport,
-) -> None:
-    """Run the agent on `composition` until the client closes its end (Trio)."""
+) -> int | None:
+    """Run the agent on `composition` until the client closes its end (Trio).
+
+    SIGINT or SIGTERM stops it as the end of input would (the turn ends, questions
+    are settled, every process the harness started is killed); the number of the
+    signal that stopped it is returned, None when the client ended it."""
+    stopped_by: int | None = None
     answerer = AcpAnswerer(
         directory=lambda _session_id: None,
         timeout=permission_timeout,
@@ -194,7 +201,22 @@ async def serve(
         answerer.directory = core.ask_context
         agent = AcpAgent(core, answerer)
         try:
-            await trio_asyncio.aio_as_trio(_serve_connection)(agent, open_transport)
+            async with trio.open_nursery() as nursery:
+
+                async def on_signals() -> None:
+                    nonlocal stopped_by
+                    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+                        async for signum in received:
+                            stopped_by = signum
+                            name = signal.Signals(signum).name
+                            print(f"stockade acp: {name}: stopping", file=sys.stderr, flush=True)
+                            nursery.cancel_scope.cancel()
+                            return
+
+                nursery.start_soon(on_signals)
+                await trio_asyncio.aio_as_trio(_serve_connection)(agent, open_transport)
+                nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
                 await core.close()
+    return stopped_by

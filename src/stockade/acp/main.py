@@ -179,8 +179,25 @@ def _show(args: argparse.Namespace) -> int:
     )
 
 
+def _failed(prog: str, error: BaseException) -> int:
+    """One line for an error that stopped the agent: 2 for the composition's (as
+    before serving), 1 for anything else (the operating system's refusal)."""
+    from ..errors import ConfigError, InvalidPolicy
+
+    print(f"{prog}: {error}", file=sys.stderr)
+    return 2 if isinstance(error, ConfigError | InvalidPolicy) else 1
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
-    """The agent over stdio; `prog` names it in its messages (`stockade acp`)."""
+    """The agent over stdio; `prog` names it in its messages (`stockade acp`). A
+    Ctrl-C at any moment, even while it imports, exits 130 without a traceback."""
+    try:
+        return _main(argv, prog)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: Sequence[str] | None, prog: str) -> int:
     args = parser(prog).parse_args(argv)
     if args.show is not None:
         from ..errors import StockadeError
@@ -213,7 +230,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     if model.description == "none configured":
         print(f"{prog}: {NO_MODEL}", file=sys.stderr)
     try:
-        trio.run(
+        stopped_by = trio.run(
             lambda: serve(
                 composition,
                 model,
@@ -224,10 +241,21 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
         )
     except KeyboardInterrupt:
         return 130
-    except StockadeError as error:
-        print(f"{prog}: {error}", file=sys.stderr)
-        return 1
-    return 0
+    except BaseExceptionGroup as group:
+        # A Ctrl-C before the signal handler listened, or one error raised inside a
+        # nursery (the harness's, trio-asyncio's loop): told as itself, in one line.
+        if group.subgroup(KeyboardInterrupt) is not None:
+            return 130
+        errors = group.exceptions
+        while len(errors) == 1 and isinstance(errors[0], BaseExceptionGroup):
+            errors = errors[0].exceptions
+        if len(errors) == 1 and isinstance(errors[0], StockadeError | OSError):
+            return _failed(prog, errors[0])
+        raise
+    except (StockadeError, OSError) as error:
+        return _failed(prog, error)
+    # Stopped by a signal, it exits as a shell reports one (130 for Ctrl-C).
+    return 0 if stopped_by is None else 128 + stopped_by
 
 
 if __name__ == "__main__":

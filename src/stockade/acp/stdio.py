@@ -8,6 +8,10 @@
   answered with a JSON-RPC error and reading goes on.
 - end of input ends the transport (`receive()` returns None), which ends the
   connection and then the agent.
+- a pipe, a socket or a terminal is watched by the event loop; anything it cannot
+  watch (a regular file, `/dev/null`) is still a stream: stdin is read in a worker
+  thread and its end is the end of input, as a pipe's would be; replies are written
+  straight to a stdout file (docs/acp.md, "Stdio").
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import asyncio
 import contextlib
 import json
 import os
+import selectors
+import stat
 from typing import Any, Final
 
 from .jsonrpc import INVALID_REQUEST, check_frame, error_response
@@ -125,9 +131,66 @@ class CheckedTransport:
         self._transport.close()
 
 
+class _FileWriteTransport(asyncio.WriteTransport):
+    """Writes to a descriptor the event loop cannot watch (a regular file, /dev/null):
+    each write goes straight to it, as a file takes it at once."""
+
+    def __init__(self, handle: Any, writer: _PipeWriter) -> None:
+        super().__init__()
+        self._handle = handle
+        self._writer = writer
+        self._closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[self._handle.write(view) :]
+        except OSError:
+            self._writer.connection_lost(None)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        if not self._closing:
+            self._closing = True
+            self._handle.close()
+
+
+def watchable(fd: int) -> bool:
+    """Whether the event loop can watch `fd`: a pipe or a socket, or a character
+    device its selector accepts (a terminal; not /dev/null)."""
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    if not stat.S_ISCHR(mode):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except OSError:
+            return False
+    return True
+
+
+async def _read_in_thread(handle: Any, reader: asyncio.StreamReader) -> None:
+    """Feed `reader` from a descriptor the loop cannot watch, to its end."""
+    loop = asyncio.get_running_loop()
+    try:
+        while chunk := await loop.run_in_executor(None, handle.read, 65536):
+            reader.feed_data(chunk)
+    except OSError:
+        pass
+    finally:
+        reader.feed_eof()
+        handle.close()
+
+
 async def open_stdio_transport(limit: int = LINE_LIMIT) -> CheckedTransport:
     """The process's stdio as a CheckedTransport (see the module docstring)."""
     loop = asyncio.get_running_loop()
+    read_watched, write_watched = watchable(0), watchable(1)
     protocol_in = os.fdopen(os.dup(0), "rb", buffering=0)
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -135,6 +198,19 @@ async def open_stdio_transport(limit: int = LINE_LIMIT) -> CheckedTransport:
     os.close(null)
     os.dup2(2, 1)
     reader = asyncio.StreamReader(limit=limit)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), protocol_in)
-    transport, writer = await loop.connect_write_pipe(_PipeWriter, protocol_out)
+    if read_watched:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), protocol_in)
+    else:
+        _READERS.add(task := loop.create_task(_read_in_thread(protocol_in, reader)))
+        task.add_done_callback(_READERS.discard)
+    transport: asyncio.WriteTransport
+    if write_watched:
+        transport, writer = await loop.connect_write_pipe(_PipeWriter, protocol_out)
+    else:
+        writer = _PipeWriter()
+        transport = _FileWriteTransport(protocol_out, writer)
     return CheckedTransport(reader, transport, writer)
+
+
+# The thread-fed readers' tasks, held so that none is collected while it runs.
+_READERS: set[asyncio.Task[None]] = set()

@@ -51,7 +51,8 @@ def _session(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `stockade` command; a reader of its output that went away (EPIPE) ends it
-    quietly, with the status it had, or 141 (128 + SIGPIPE) as a shell would say."""
+    quietly, with the status it had, or 141 (128 + SIGPIPE) as a shell would say; a
+    Ctrl-C that reached no verb's own handling exits 130."""
     try:
         status = _main(argv)
     except SystemExit as leaving:
@@ -65,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = 1
     except BrokenPipeError:
         status = EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        # A Ctrl-C no verb was listening for (while it imports, say): the shell's
+        # status for it, and no traceback.
+        status = 130
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
