@@ -166,9 +166,9 @@ def _open_terminal() -> Tty | None:
     return Tty(fd)
 
 
-def render_prompt(request: ApprovalRequest) -> str:
+def render_prompt(request: ApprovalRequest, *, typed: bool = False) -> str:
     """The question as text (every hidden character escaped): `render.render_prompt`."""
-    return render.render_prompt(request)
+    return render.render_prompt(request, typed=typed)
 
 
 @attrs.frozen
@@ -181,13 +181,18 @@ class TerminalAnswerer:
 
     name: str = "terminal"
     opener: Callable[[], Any | None] = _open_terminal
+    # The person typed the command (`stockade run --ask`): the prompt offers a retry
+    # of it instead of saying an agent asks.
+    typed: bool = False
 
     async def answer(self, request: ApprovalRequest) -> Answer | None:
         terminal = self.opener()
         if terminal is None:
             return Answer(Decision.UNAVAILABLE, self.name, "no terminal to ask on")
+        read = False
 
         def ask() -> str:
+            nonlocal read
             with terminal:
                 discard = getattr(terminal, "discard_typeahead", None)
                 if discard is not None:
@@ -195,15 +200,24 @@ class TerminalAnswerer:
                 # A real terminal also gets the reset that undoes hiding state earlier
                 # output may have left (render.TERMINAL_RESET).
                 shown = render.terminal_prompt if isinstance(terminal, Tty) else render_prompt
-                terminal.write(shown(request))
+                terminal.write(shown(request, typed=self.typed))
                 terminal.flush()
                 line: str = terminal.readline()
+                read = True
                 return line
 
         try:
             reply = await trio.to_thread.run_sync(ask, abandon_on_cancel=True)
         except EOFError:
             reply = ""
+        except trio.Cancelled:
+            # Stopped while the prompt waits (Ctrl-C, a cancelled ask): end its line, so
+            # what is printed next does not follow the `^C` the terminal echoed.
+            if not read:
+                with contextlib.suppress(OSError, ValueError):
+                    terminal.write("\n")
+                    terminal.flush()
+            raise
         if not reply:
             return Answer(Decision.CANCELLED, self.name, "the terminal closed")
         if reply.strip().lower() in ("y", "yes"):

@@ -94,14 +94,23 @@ def network_rows(request: ApprovalRequest) -> list[str]:
     return rows
 
 
-def render_prompt(request: ApprovalRequest) -> str:
-    """The whole question put to a person, ending with the y/N prompt."""
+def asking(request: ApprovalRequest, wider: str, *, typed: bool = False) -> str:
+    """The prompt's first row: the agent asks for `wider`, or (`typed`: the person
+    typed the command, as under `stockade run --ask`) stockade offers it once more."""
+    if typed:
+        return f"stockade: the sandbox denied your command; it can run again {wider}, once."
+    return f"stockade: the agent asks to run a command {wider}, once."
+
+
+def render_prompt(request: ApprovalRequest, *, typed: bool = False) -> str:
+    """The whole question put to a person, ending with the y/N prompt. `typed`: the
+    person typed the command (`stockade run --ask`), no agent asks for it."""
     command_rows, command = render_field("command", request.command)
     why_rows, why = render_field("why", request.justification, limit=JUSTIFICATION_LIMIT)
     if request.with_network:
         rows = [
             "",
-            f"stockade: the agent asks to run a command {network_phrase(request)}, once.",
+            asking(request, network_phrase(request), typed=typed),
             *command_rows,
             *why_rows,
             *network_rows(request),
@@ -110,7 +119,7 @@ def render_prompt(request: ApprovalRequest) -> str:
         mode = f"{request.current_mode.value} -> {request.requested_mode.value}"
         rows = [
             "",
-            "stockade: the agent asks to run a command with wider file access, once.",
+            asking(request, "with wider file access", typed=typed),
             *command_rows,
             *why_rows,
             f"  {'mode:':<{LABEL_WIDTH}}{mode}",
@@ -133,6 +142,6 @@ def render_prompt(request: ApprovalRequest) -> str:
 TERMINAL_RESET: Final = TERMINAL_STATE_RESET + "\r\n\x1b[J"
 
 
-def terminal_prompt(request: ApprovalRequest) -> str:
+def terminal_prompt(request: ApprovalRequest, *, typed: bool = False) -> str:
     """`render_prompt` for a real terminal: the reset first (it starts the fresh line)."""
-    return TERMINAL_RESET + render_prompt(request).removeprefix("\n")
+    return TERMINAL_RESET + render_prompt(request, typed=typed).removeprefix("\n")

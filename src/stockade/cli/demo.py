@@ -142,10 +142,21 @@ async def _demo(
 def run_demo(*, interactive: bool = False, config: str | None = None) -> int:
     """The scripted session; `config` names a composition to run it on (its log store,
     e.g. PostgreSQL, among the rest), else the embedded default."""
+    from .run import RunError, _interruptible
+
     show = Transcript()
     with tempfile.TemporaryDirectory(prefix="stockade-demo-", dir=_project_parent()) as project:
         show.note(f"project: {project} (temporary)")
-        location, session_id = trio.run(_demo, show, Path(project), interactive, config)
+        try:
+            # Ctrl-C (at the --interactive prompt too), SIGTERM or SIGHUP: the session
+            # closes, its processes are killed, and the demo ends quietly with 128+N,
+            # as `stockade run --ask` does.
+            location, session_id = trio.run(
+                _interruptible, _demo, show, Path(project), interactive, config
+            )
+        except RunError as error:
+            sys.stdout.flush()
+            return error.status
     show.step("The session log, replayed (stockade session show)")
     registry = harness_registry()
     args = argparse.Namespace(path_or_id=location, json=False, state_dir=None, config=config)

@@ -551,7 +551,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
         if args.ask:
             from ..approval.answerers import TerminalAnswerer  # --ask only: lazily
 
-            chosen: Answerer = answerer if answerer is not None else TerminalAnswerer()
+            chosen: Answerer = answerer if answerer is not None else TerminalAnswerer(typed=True)
             result, shown = trio.run(_interruptible, _run_asking, call, policy, chosen)
         else:
             result = trio.run(_interruptible, call.run, policy)
