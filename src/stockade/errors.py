@@ -43,6 +43,10 @@ class InvalidPolicy(StockadeError, ValueError):
     """An execution policy cannot be honoured as given (e.g. its root does not exist)."""
 
 
+class NotUnderTrio(StockadeError, RuntimeError):
+    """A Trio API of stockade's was awaited from another event loop (plain asyncio)."""
+
+
 class CommandStartError(StockadeError):
     """The command could not be started (bad workdir, no resources); nothing ran."""
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 import msgspec
+import trio
 
 from ..actors.lifetime import running
 from ..approval.actor import ApprovalActor
@@ -26,7 +27,7 @@ from ..approval.answerers import (
 )
 from ..approval.events import APPROVAL_EVENTS
 from ..config import ApprovalConfig, Composition, load_composition
-from ..errors import ConfigError
+from ..errors import ConfigError, NotUnderTrio
 from ..events import EventRegistry, SessionEvent
 from ..executor import AuditConnection
 from ..executor.actor import ExecutorActor
@@ -108,6 +109,19 @@ def _presets(composition: Composition) -> PresetTable:
     return PresetTable.from_config(table, base=PresetTable(()))
 
 
+def _require_trio(name: str) -> None:
+    """Refuse in one line to run outside Trio (a plain `asyncio.run`), where Trio's own
+    failure is an AttributeError from deep inside it."""
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        raise NotUnderTrio(
+            f"{name} runs under Trio, and this is not a Trio task (plain asyncio?): run "
+            "trio.run at the top and reach it from asyncio through trio-asyncio "
+            "(docs/embedding.md, 'asyncio hosts')"
+        ) from None
+
+
 @asynccontextmanager
 async def open_harness(
     config: ConfigSource = None,
@@ -128,6 +142,7 @@ async def open_harness(
     `unreadable`: secret files of the host's own (an MCP `--token-file`) that no
     confined command may read (deny_read's `mcp-token` item).
     """
+    _require_trio("open_harness")
     composition = config if isinstance(config, Composition) else load_composition(config, cwd=cwd)
     # The proxy's connections and the commands' pipes share this process's descriptors:
     # all the hard limit allows, before the executor works out its bounds from them.
