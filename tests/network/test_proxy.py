@@ -459,3 +459,26 @@ def test_socks5_requests_are_read_strictly():
     ):
         with pytest.raises(SocksError):
             read_request(bad)
+
+
+async def test_an_allowed_address_on_another_port_is_refused_for_its_port(servers):
+    """`--allow 127.0.0.1:P` and a request to P+1: the refusal names the port, not the
+    loopback rule (an entry does name the address; issue 38, item 5)."""
+    echo, _origin = servers
+    decisions: list[Decision] = []
+    rules = Rules(allow=[f"{LOOPBACK}:{echo}"])
+    async with (
+        open_proxy(on_decision=decisions.append, resolver=resolver_of(NAMES)) as proxy,
+        proxy.open_call("call-port", rules) as endpoint,
+    ):
+        other = await _ask(endpoint.path, "CONNECT", f"{LOOPBACK}:{echo + 1}")
+        same = await _ask(endpoint.path, "CONNECT", f"{LOOPBACK}:{echo}", tunnel=b"ping")
+    assert other.status == 403
+    body = other.body.decode()
+    assert (
+        f"{LOOPBACK}:{echo + 1}: port {echo + 1} is not allowed; the allow entry "
+        f"'{LOOPBACK}:{echo}' names this destination for another port only"
+    ) in body
+    assert "loopback" not in body
+    assert (same.status, same.body) == (200, b"ping")
+    assert [d.allowed for d in decisions] == [False, True]

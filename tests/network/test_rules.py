@@ -230,3 +230,18 @@ def test_the_rules_load_without_an_event_loop_and_the_surface_resolves():
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
     for name in stockade.network.__all__:
         assert getattr(stockade.network, name) is not None, name
+
+
+@pytest.mark.parametrize(
+    ("allow", "host", "port"),
+    [
+        (["example.com:443"], "example.com", 80),
+        (["*.example.com:443"], "api.example.com", 80),
+        (["127.0.0.1:18631"], "127.0.0.1", 18632),
+    ],
+)
+def test_an_entry_for_another_port_is_named_with_the_refused_port(allow, host, port):
+    verdict = Rules(allow=allow).check_name(host, port)
+    assert not verdict.allowed
+    assert f"port {port} is not allowed; the allow entry {allow[0]!r}" in verdict.reason
+    assert "loopback" not in verdict.reason

@@ -352,6 +352,13 @@ class Rules:
                 return Verdict(True, entry.text, f"{name}:{port} is allowed by {entry.text!r}")
         if any(entry.kind == "network" and entry.ports(port) for entry in self.allow):
             return Verdict(True, None, f"{name}:{port} goes to the address check")
+        other_port = [
+            entry
+            for entry in self.allow
+            if entry.port not in (None, port) and entry.matches_name(name, entry.port or 0)
+        ]
+        if other_port:
+            return _port_refused(f"{name}:{port}", port, other_port)
         return self._nothing(f"{name}:{port}")
 
     def check_address(self, host: str, port: int, address: str) -> Verdict:
@@ -385,6 +392,14 @@ class Rules:
             assert entry.network is not None
             if special is None or _inside(entry.network, special[0]):
                 return Verdict(True, entry.text, f"{where} is allowed by {entry.text!r}")
+        # An entry that names this destination for other ports: the port is the refusal.
+        other_port = [
+            entry
+            for entry in self.allow
+            if entry.port not in (None, port) and _names(entry, name, ip, special)
+        ]
+        if other_port:
+            return _port_refused(where, port, other_port)
         if special is not None:
             return Verdict(
                 False,
@@ -398,6 +413,29 @@ class Rules:
         if not self.allow:
             return Verdict(False, None, f"{where}: the allowlist is empty, so nothing is allowed")
         return Verdict(False, None, f"{where} matches no allow entry")
+
+
+def _names(
+    entry: Entry, name: str | None, ip: IPAddress, special: tuple[IPNetwork, str] | None
+) -> bool:
+    """Whether `entry` would allow this destination on its own port."""
+    port = entry.port or 0
+    if entry.network is not None and entry.matches_address(ip, port):
+        return special is None or _inside(entry.network, special[0])
+    return special is None and name is not None and entry.matches_name(name, port)
+
+
+def _port_refused(where: str, port: int, entries: list[Entry]) -> Verdict:
+    """The destination is allowed, but on other ports only: say that of the port."""
+    named = ", ".join(repr(entry.text) for entry in entries)
+    many = "entry" if len(entries) == 1 else "entries"
+    return Verdict(
+        False,
+        None,
+        f"{where}: port {port} is not allowed; the allow {many} {named} "
+        f"name{'s' if len(entries) == 1 else ''} this destination for another port only "
+        f"(an entry with port {port}, or none, would allow it)",
+    )
 
 
 def _inside(entry: IPNetwork, special: IPNetwork) -> bool:
