@@ -77,3 +77,25 @@ def test_without_a_model_each_prompt_is_answered_with_what_to_configure(
     assert client.replies(sid) == [NO_MODEL]
     assert not (workspace / "ran.txt").exists()  # the English prompt ran as nothing
     assert client.asked == []
+
+
+def test_the_shell_models_reply_says_the_prompt_ran_as_a_command(state_dir_outside, tmp_path):
+    """`--model shell` scripts nothing: its reply says the prompt ran as a bash
+    command, never "(scripted)" (issue 38, item 5)."""
+    require_backend("bwrap")
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    client = ScriptedClient()
+
+    async def scenario():
+        async with stockade_acp(
+            client, state_dir_outside, "--model", "shell", "--mode", "workspace-write"
+        ) as (conn, _):
+            session = await conn.new_session(cwd=str(workspace))
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("echo hi")])
+            return session.session_id
+
+    sid = run(scenario())
+    [reply] = client.replies(sid)
+    assert reply.startswith("(shell) the prompt ran as a bash command; its result:\nhi"), reply
+    assert "scripted" not in reply

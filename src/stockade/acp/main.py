@@ -148,7 +148,9 @@ def choose_model(args: argparse.Namespace, environ: Any = os.environ) -> Any:
         with open(args.script, encoding="utf-8") as handle:
             return ScriptedModel.from_json(json.load(handle))
     if args.model == SHELL_MODEL:
-        return ScriptedModel(description="shell (each prompt runs as one bash command)")
+        return ScriptedModel(
+            description="shell (each prompt runs as one bash command)", voice="shell"
+        )
     key = next((environ[name] for name in KEY_VARIABLES if environ.get(name)), None)
     if key is not None:
         name = args.model or DEFAULT_CHAT_MODEL

@@ -107,6 +107,9 @@ class ScriptedModel:
 
     turns: tuple[tuple[Mapping[str, Any], ...], ...] = ()
     description: str = "scripted"
+    # What its replies begin with: `(scripted)` for a script; `(shell)` for `--model
+    # shell`, which runs each prompt as one bash command and scripts nothing.
+    voice: str = "scripted"
 
     @classmethod
     def from_json(cls, data: Any) -> ScriptedModel:
@@ -123,7 +126,7 @@ class ScriptedModel:
     ) -> ModelStep:
         prompts = [index for index, message in enumerate(messages) if message["role"] == "user"]
         if not prompts:
-            return ModelStep(text="(scripted) nothing was asked")
+            return ModelStep(text=f"({self.voice}) nothing was asked")
         turn = len(prompts) - 1
         current = list(messages[prompts[-1] :])
         if turn < len(self.turns):
@@ -142,14 +145,14 @@ class ScriptedModel:
         for index in range(max(done, default=-1) + 1, len(steps)):
             step = steps[index]
             if "reply" in step:
-                return ModelStep(text=_reply(str(step["reply"]), messages, current))
+                return ModelStep(text=_reply(str(step["reply"]), messages, current, self.voice))
             if "escalate" in step:
                 retry = _escalation(step, current)
                 if retry is None:
                     continue
                 return ModelStep(tool_calls=(_call(turn, index, "bash", retry),))
             return ModelStep(tool_calls=(_call(turn, index, step["name"], step.get("arguments")),))
-        return ModelStep(text=_reply("last-result", messages, current))
+        return ModelStep(text=_reply("last-result", messages, current, self.voice))
 
 
 def _call(turn: int, index: int, name: str, arguments: Any) -> ToolCall:
@@ -162,16 +165,20 @@ def _last(messages: Sequence[Mapping[str, Any]], role: str) -> Mapping[str, Any]
     return next((message for message in reversed(messages) if message["role"] == role), None)
 
 
-def _reply(kind: str, messages: Sequence[Mapping[str, Any]], current: list[Any]) -> str:
+def _reply(
+    kind: str, messages: Sequence[Mapping[str, Any]], current: list[Any], voice: str = "scripted"
+) -> str:
     if kind == "policy":
         policy = [m for m in messages[1:] if m["role"] == "system"]
         text = policy[-1]["content"] if policy else "(none)"
-        return f"(scripted) the policy I was given:\n{text}"
+        return f"({voice}) the policy I was given:\n{text}"
     if kind == "last-result":
         result = _last(current, "tool")
         if result is None:
-            return "(scripted) done"
-        return f"(scripted) the last result I was given:\n{result['content']}"
+            return f"({voice}) done"
+        if voice == "shell":
+            return f"(shell) the prompt ran as a bash command; its result:\n{result['content']}"
+        return f"({voice}) the last result I was given:\n{result['content']}"
     return kind
 
 
