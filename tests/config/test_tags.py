@@ -105,3 +105,24 @@ def test_default_cwd_is_the_process_cwd(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     composition = loads_composition(LOG.format("!cwd"))
     assert composition.session_log.config.state_dir == os.getcwd()
+
+
+POSTGRES_LOG = "- id: log\n  name: stockade.session.log\n  config:\n    store: postgres\n{dsn}"
+
+
+def test_a_postgres_dsn_from_an_unset_variable_names_only_the_variable(tmp_path):
+    """Not "store postgres needs a dsn" first, though the file gives one: the variable
+    to set is the one line (issue 38, item 5)."""
+    text = POSTGRES_LOG.format(dsn="    dsn: !env STOCKADE_LOG_DSN\n")
+    assert errors(tmp_path, text, environ={}) == [
+        "stockade.yml:5:10: environment variable 'STOCKADE_LOG_DSN' is not set "
+        "(from !env STOCKADE_LOG_DSN)"
+    ]
+
+
+def test_a_postgres_store_without_a_dsn_says_which_key_and_variable(tmp_path):
+    [said] = errors(tmp_path, POSTGRES_LOG.format(dsn=""), environ={})
+    assert said.endswith(
+        "config.dsn: store postgres needs a dsn: add `dsn: !env STOCKADE_LOG_DSN` to this "
+        "entry's config and set STOCKADE_LOG_DSN to a libpq connection string"
+    )

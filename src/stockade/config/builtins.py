@@ -444,8 +444,12 @@ def _check_log_store(
 ) -> None:
     if config.store == "postgres":
         if attribute.name == "dsn" and value is None:
+            # Told at `dsn`: a `dsn: !env NAME` whose variable is unset has said so
+            # already (the loader drops a second problem under a failed tag).
             raise FieldProblem(
-                "store", "store postgres needs a dsn (e.g. `dsn: !env STOCKADE_LOG_DSN`)"
+                "dsn",
+                "store postgres needs a dsn: add `dsn: !env STOCKADE_LOG_DSN` to this "
+                "entry's config and set STOCKADE_LOG_DSN to a libpq connection string",
             )
         if attribute.name == "state_dir" and value is not None:
             raise FieldProblem("state_dir", "applies to store jsonl, not postgres")

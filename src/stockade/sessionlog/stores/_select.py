@@ -31,7 +31,10 @@ def build_store(
 
     dsn = config.dsn
     if dsn is None:  # the config model refuses this; a Composition built in code may not
-        raise ConfigError("stockade.session.log: store postgres needs a dsn")
+        raise ConfigError(
+            "stockade.session.log: store postgres needs a dsn: give the entry's config a "
+            "libpq connection string (in stockade.yml, `dsn: !env STOCKADE_LOG_DSN`)"
+        )
     password = dsn_parts(dsn).get("password")
     if password and composition_path is not None and _written_in(composition_path, password):
         raise ConfigError(
