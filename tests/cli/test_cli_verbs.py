@@ -433,6 +433,10 @@ def test_prune_removes_only_what_starts_with_a_header_the_store_wrote(state_dir,
         assert (state_dir / name).read_text() == text
     text = stockade("session", "prune", "--older-than", "7d", "--state-dir", str(state_dir))
     assert f"skipped {state_dir / 'notes.jsonl'}: not a stockade session log" in text.stdout
+    # Nothing left to remove: said so, not "removed 0 sessions (0 B)" (issue 38, item 5).
+    assert text.stdout.splitlines()[-1] == (
+        f"nothing was removed from {state_dir}: skipped 4 not a session log"
+    )
 
 
 def test_show_takes_a_unique_prefix_of_an_id(state_dir, tmp_path):

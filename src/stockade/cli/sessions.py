@@ -251,12 +251,21 @@ def run_prune(
         )
     else:
         count = len(result.removed)
-        out.write(
-            f"{verb} {count} session{'s' if count != 1 else ''} ({_size(freed)}) from "
-            f"{one_line(where)}"
-            + (f"; kept {len(result.kept_open)} open" if result.kept_open else "")
-            + (f"; {len(result.failed)} could not be removed" if result.failed else "")
-            + (f"; skipped {len(result.skipped)} not a session log" if result.skipped else "")
-            + "\n"
-        )
+        rest = [
+            *([f"kept {len(result.kept_open)} open"] if result.kept_open else []),
+            *([f"{len(result.failed)} could not be removed"] if result.failed else []),
+            *([f"skipped {len(result.skipped)} not a session log"] if result.skipped else []),
+        ]
+        if count == 0:
+            # Not "removed 0 sessions (0 B)": nothing was, and the line says why not.
+            nothing = "nothing would be removed" if dry_run else "nothing was removed"
+            out.write(f"{nothing} from {one_line(where)}: {'; '.join(rest)}\n")
+        else:
+            # A store that does not know its sessions' sizes (a database) shows none.
+            known = all(entry.size is not None for entry in result.removed)
+            size = f" ({_size(freed)})" if known else ""
+            out.write(
+                f"{verb} {count} session{'s' if count != 1 else ''}{size} from "
+                f"{one_line(where)}" + "".join(f"; {part}" for part in rest) + "\n"
+            )
     return status
