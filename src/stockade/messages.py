@@ -98,6 +98,10 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     # Each granted agent socket: (which agent, "ssh" or "gpg"; the path the command
     # reaches it at). The ssh one is the command's SSH_AUTH_SOCK.
     agents: tuple[tuple[str, str], ...] = ()
+    # The workspace root (real) when it had no repository as the call was guarded:
+    # its `.git` is not blocked, and what git would run of a repository the call makes
+    # there is held when it ends (trust/new_repository.py).
+    new_repository: str | None = None
 
 
 class NetworkClaim(msgspec.Struct, frozen=True):

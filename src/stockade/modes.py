@@ -231,3 +231,14 @@ NETWORK_REJECTION_TEXT = "the user rejected running this command with network ac
 
 # The bash tool's `sandbox_permissions` value that asks for one run with network on.
 WITH_NETWORK = "with_network"
+
+
+def held_repository_cause(root: str, held: tuple[str, ...], moved_to: tuple[str, ...]) -> str:
+    """What a result says when the repository a confined command made in the workspace
+    root `root` (which had none) would have run something in the person's own git:
+    `held` names it (config keys, hooks), `moved_to` where it went (trust/new_repository.py)."""
+    return (
+        f"[sandbox: the repository this command made in {root} held what git would run "
+        f"({'; '.join(held)}): moved to {' and '.join(moved_to)}, so no git run later on "
+        "the host runs it; review them before moving them back]"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,6 +113,76 @@ async def test_an_ordinary_new_repository_is_left_alone(backend, root):
     assert not list((root / ".git").glob("*.stockade-held"))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_git_link_made_by_the_command_is_held_whole_unfollowed(backend, root):
+    """A `.git` symlink the command made to a repository of its own elsewhere in the
+    root: held whole (renamed), what it leads to left as it is."""
+    require_backend(backend)
+    script = (
+        "git init -q real && git -C real config core.fsmonitor 'touch FSMONITOR-RAN' "
+        "&& ln -s real/.git .git"
+    )
+    async with open_harness(composition(backend)) as harness:
+        session = await harness.open_session(cwd=str(root))
+        await session.set_sandbox_mode("workspace-write")
+        result = await session.run_tool("bash", {"command": script})
+    assert result.facts["exit_code"] == 0, result.text
+    assert list(result.facts["held"]) == [".git"]
+    assert "moved to .git.stockade-held" in result.text
+    assert (root / ".git.stockade-held").is_symlink() and not os.path.lexists(root / ".git")
+    assert "fsmonitor" in (root / "real" / ".git" / "config").read_text()  # not followed
+    host_git(root)
+    assert not (root / "FSMONITOR-RAN").exists() and not (root / "real" / "FSMONITOR-RAN").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_an_empty_git_directory_left_in_the_root_is_a_new_repository(backend, root):
+    """An empty `.git` (a placeholder an older stockade left, or a person's mkdir) is
+    no repository: not blocked, and what a command fills it with is held."""
+    require_backend(backend)
+    (root / ".git").mkdir()
+    async with open_harness(composition(backend)) as harness:
+        session = await harness.open_session(cwd=str(root))
+        await session.set_sandbox_mode("workspace-write")
+        result = await session.run_tool("bash", {"command": attack(root)})
+    assert result.facts["exit_code"] == 0, result.text
+    assert ".git/hooks/pre-commit" in result.facts["held"]
+    host_git(root)
+    assert not (root / "FSMONITOR-RAN").exists() and not (root / "HOOK-RAN").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stockade_exec_holds_too(backend, root):
+    require_backend(backend)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stockade",
+            "exec",
+            "--backend",
+            backend,
+            "--mode",
+            "workspace-write",
+            "--",
+            "bash",
+            "-c",
+            attack(root),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "held what git would run (.git/hooks/pre-commit; .git/config: core.fsmonitor)" in (
+        done.stderr
+    )
+    host_git(root)
+    assert not (root / "FSMONITOR-RAN").exists() and not (root / "HOOK-RAN").exists()
+
+
 def test_a_git_pointer_is_held_whole_without_being_followed(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -119,9 +190,36 @@ def test_a_git_pointer_is_held_whole_without_being_followed(tmp_path):
     root = tmp_path / "ws"
     root.mkdir()
     (root / ".git").symlink_to(elsewhere)
-    assert new_repository.hold(str(root)) == [".git"]
-    assert (root / ".git.stockade-held").is_symlink() and not (root / ".git").exists()
+    (root / ".git.stockade-held").write_text("taken")  # a name taken: the next one
+    assert new_repository.hold(str(root)) == ([".git"], [".git.stockade-held.2"])
+    assert (root / ".git.stockade-held.2").is_symlink() and not (root / ".git").exists()
     assert (elsewhere / "config").read_text().startswith("[core]")  # untouched
+
+
+def test_a_taken_aside_name_holds_the_whole_git_directory(tmp_path):
+    """A command that makes `hooks.stockade-held` a link cannot make the hold give up:
+    the whole `.git` is held instead."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], env=GIT_ENV, check=True)
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntouch /x\n")
+    (tmp_path / ".git" / "hooks.stockade-held").symlink_to("/tmp")
+    assert new_repository.hold(str(tmp_path)) == ([".git"], [".git.stockade-held"])
+    assert not os.path.lexists(tmp_path / ".git")
+
+
+def test_a_submodule_git_directory_is_held_too(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], env=GIT_ENV, check=True)
+    module = tmp_path / ".git" / "modules" / "a" / "b"
+    subprocess.run(["git", "init", "-q", "--bare", str(module)], env=GIT_ENV, check=True)
+    subprocess.run(
+        ["git", "config", "--file", str(module / "config"), "core.fsmonitor", "touch /x"],
+        env=GIT_ENV,
+        check=True,
+    )
+    held, moved = new_repository.hold(str(tmp_path))
+    assert held == [".git/modules/a/b/config: core.fsmonitor"]
+    assert moved == [".git/modules/a/b/config.stockade-held"]
+    assert "fsmonitor" not in (module / "config").read_text()
 
 
 def test_the_judge_allows_what_runs_nothing():
@@ -129,19 +227,32 @@ def test_the_judge_allows_what_runs_nothing():
         ("core.repositoryformatversion", "0"),
         ("remote.origin.url", "/srv/r.git"),
         ("remote.evil.url", "ext::sh -c touch% /x"),
+        ("remote.scp.url", "git@example.com:a/b.git"),
+        ("remote.web.url", "https://example.com/a.git"),
+        ("remote.helper.pushurl", "evil::whatever"),
+        ("remote.scheme.url", "evil://host/x"),
         ("branch.main.merge", "refs/heads/main"),
+        ("submodule.a.update", "rebase"),
+        ("submodule.b.update", "!touch /x"),
+        ("submodule.c.url", "ext::sh"),
         ("core.hooksPath", "/x"),
         ("alias.st", "!touch /x"),
         ("include.path", "/x"),
         ("filter.lfs.smudge", "touch /x"),
+        ("commit.gpgsign", "true"),
         ("user.email", "a@b"),
     ]
     assert new_repository.offending_keys(pairs) == [
         "remote.evil.url",
+        "remote.helper.pushurl",
+        "remote.scheme.url",
+        "submodule.b.update",
+        "submodule.c.url",
         "core.hooksPath",
         "alias.st",
         "include.path",
         "filter.lfs.smudge",
+        "commit.gpgsign",
     ]
     entries = [("pre-commit.sample", True), ("pre-commit", True), ("post-merge", False)]
     assert new_repository.offending_hooks(entries) == ["pre-commit", "post-merge"]

@@ -480,6 +480,20 @@ def test_an_empty_workspace_inside_a_temp_root_is_no_placeholder(tmp_path):
     assert str(temp / ".git") in guard.creates and str(ws / ".git") not in guard.creates
 
 
+@pytest.mark.parametrize("backend", [a.BWRAP, a.LANDLOCK])
+def test_the_guard_says_when_the_workspace_root_has_no_repository(roots, backend):
+    """The start-of-call fact the executor and exec hold a new repository by
+    (Guard.new_repository): the root's real path when its `.git` is missing or an
+    empty directory, None when a repository is there; never for a read-only call."""
+    ws, temp, _ = roots
+    assert guard_call(backend, WW, str(ws), [str(temp)]).new_repository is None
+    (ws / ".git" / "HEAD").unlink()
+    assert guard_call(backend, WW, str(ws), [str(temp)]).new_repository == str(ws)
+    (ws / ".git").rmdir()
+    assert guard_call(backend, WW, str(ws), [str(temp)]).new_repository == str(ws)
+    assert guard_call(backend, SandboxMode.READ_ONLY, str(ws), [str(temp)]).new_repository is None
+
+
 def test_a_placeholder_removed_while_the_guard_looks_is_blocked_again(tmp_path, monkeypatch):
     """Another process removes its empty `.git` between the guard's lstat and its
     listdir: that is a missing `.git` (blocked at `.git`), never a `.git/config`

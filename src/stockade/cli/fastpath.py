@@ -225,6 +225,9 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         wait=runner.backend == "landlock",
         tmp=tmp,
         environ=environ,
+        # The root had no repository: what git would run of one made now is held
+        # when the command is done (trust/new_repository.py), as the executor does.
+        new_repository=confined.guard.new_repository,
     )
 
 
@@ -335,6 +338,7 @@ def _execute(
     tmp: PrivateTmp | None = None,
     wait: bool = False,
     environ: dict[str, str] | None = None,
+    new_repository: str | None = None,
 ) -> NoReturn:
     """Become `argv`; with `held` (placeholder locks), run it and wait instead, then
     remove the placeholders at `sweep` unless another process still holds them. A
@@ -346,7 +350,9 @@ def _execute(
     `passed` None: every descriptor goes with it (danger-full-access: a plain exec).
     Else only 0, 1, 2 and `passed` (--pass-fd) do, which stderr says first: the
     command may use those whatever the sandbox allows. `environ`: the environment
-    it gets (the environment policy's result; None: this process's)."""
+    it gets (the environment policy's result; None: this process's).
+    `new_repository`: a workspace root that had no repository (`Guard.new_repository`),
+    whose new one is held once the command is done (it is waited for then)."""
     if environ is None:
         environ = dict(os.environ)
     if passed is not None:
@@ -361,11 +367,15 @@ def _execute(
     sys.stdout.flush()
     sys.stderr.flush()
     done = None
-    if tmp is not None:
-        from ..sandbox import remove_private_tmp
+    if tmp is not None or new_repository is not None:
 
         def done() -> None:
-            remove_private_tmp(tmp)
+            if tmp is not None:
+                from ..sandbox import remove_private_tmp
+
+                remove_private_tmp(tmp)
+            if new_repository is not None:
+                _hold_new_repository(new_repository)
 
     try:
         if held or bwrap or wait or done is not None:
@@ -386,6 +396,19 @@ def _execute(
         if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
             _unavailable(f"cannot start the sandbox runner {argv[0]}: {error.strerror}")
         _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)
+
+
+def _hold_new_repository(root: str) -> None:
+    """Hold what git would run of the repository the command made in `root` (which
+    had none as it started), and say so on stderr; one lstat when it made none."""
+    from ..trust import new_repository
+
+    if not new_repository.made(root):
+        return
+    held, moved = new_repository.hold(root)
+    if held:
+        sys.stderr.write(new_repository.held_note(root, held, moved) + "\n")
+        sys.stderr.flush()
 
 
 # The options `exec` and `run` read on the fast path: option -> destination (True: a

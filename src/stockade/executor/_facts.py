@@ -106,6 +106,7 @@ class WrapFacts:
             unreadable=wrapped.unreadable,
             fresh=wrapped.fresh,
             agents=wrapped.agents,
+            new_repository=wrapped.new_repository,
             workdir=workdir,
             command=command,
             network=network,

@@ -48,7 +48,6 @@ from ..messages import (
     Start,
     WaitJob,
 )
-from ..modes import SandboxMode
 from ..network.bridge import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
 from ..trust import enter_judged, judge_workdir, new_repository, spawn_cwd
@@ -224,10 +223,6 @@ class ExecutorActor:
             program=argv[0],
         )
         facts = attrs.evolve(facts, proxy_call=proxy_call, judged=judged)
-        if spec.policy.mode is SandboxMode.WORKSPACE_WRITE:
-            root = new_repository.without_repository(spec.policy.workspace_root)
-            if root is not None:
-                facts = attrs.evolve(facts, new_repository=root)
         return wrapped.argv, self._with_environment(facts)
 
     async def _held(self, result: ShellResult, facts: WrapFacts) -> ShellResult:
@@ -236,10 +231,10 @@ class ExecutorActor:
         root = facts.new_repository
         if root is None or not new_repository.made(root):
             return result
-        held = await trio.to_thread.run_sync(new_repository.hold, root)
+        held, moved = await trio.to_thread.run_sync(new_repository.hold, root)
         if not held:
             return result
-        line = new_repository.held_note(root, held)
+        line = new_repository.held_note(root, held, moved)
         note = line if not result.note else f"{result.note}\n{line}"
         return msgspec.structs.replace(result, held=tuple(held), note=note)
 

@@ -27,11 +27,17 @@ from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
 PROTECTING_BACKENDS = (BWRAP, RUNNER_COMMAND, SEATBELT)
 
 
-class Guard(namedtuple("Guard", "protections gaps refusal creates", defaults=((),))):
+class Guard(
+    namedtuple("Guard", "protections gaps refusal creates new_repository", defaults=((), None))
+):
     """protections (tuple[Protection, ...]) for the argv builder; gaps (tuple[str, ...]):
     what stays unenforced, making the claim partial; refusal (str | None): why the call
     must not run at all; creates (tuple[str, ...]): the placeholders the runner mounts
-    over (made if missing), for the executor to hold while in use and remove after."""
+    over (made if missing), for the executor to hold while in use and remove after;
+    new_repository (str | None): the workspace root (its real path) when it had no
+    repository (`.git` missing or an empty directory) as the guard looked: its `.git`
+    is left unblocked, and what git would run of one made there is held when the
+    call ends (trust/new_repository.py: the executor, `stockade exec`)."""
 
     __slots__ = ()
 
@@ -132,6 +138,7 @@ def guard_call(
     startup = startup_files() if startup is None else startup
     metadata: list[str] = []
     unknown: list[str] = []
+    new_repository: str | None = None
     for writable in roots:
         # Nested repositories in the workspace root only: below a temp root they are
         # what other processes make and remove (a bind to one gone fails the call).
@@ -149,6 +156,8 @@ def guard_call(
         )
         metadata += found.paths
         unknown += found.unknown
+        if found.open_dotgit is not None:
+            new_repository = facts.realpath(writable)
     # What this call knows it cannot hold: repositories nested too deep or past the
     # scan's budget (trust._GitWalk). A repository made during the call is a standing
     # limit of every backend (trust.NEW_REPOSITORY_GAP): `probe` and the docs say it.
@@ -181,7 +190,7 @@ def guard_call(
         # uses it and removed by the last (sandbox/placeholders.py), so one process
         # never pulls a placeholder out from under another's sandbox.
         creates = tuple(p.path for p in binds if p.kind == "block")
-        return Guard(binds, protecting_gaps, None, creates)
+        return Guard(binds, protecting_gaps, None, creates, new_repository)
     if backend != LANDLOCK:
         return NO_GUARD
 
@@ -214,4 +223,4 @@ def guard_call(
     exposed = [path for path in metadata if inside(path) or inside(os.path.dirname(path))]
     shown = sorted({_relative(path, real_roots) for path in exposed})
     gaps.append("protected paths not enforced: " + ", ".join(shown))
-    return Guard((), (*gaps, *repository_gaps), None)
+    return Guard((), (*gaps, *repository_gaps), None, (), new_repository)

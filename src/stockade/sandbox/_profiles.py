@@ -405,6 +405,7 @@ def wrap(
     agents: bool = False,
     fresh: tuple[str, ...] = (),
     reachable_agents: tuple[tuple[str, str], ...] = (),
+    new_repository: str | None = None,
 ) -> Wrapped:
     """The Wrapped reply for `argv` under `policy` on the selected `backend`.
 
@@ -421,7 +422,8 @@ def wrap(
     network off in read-only, named sockets are then not refused outright, and the
     claim says what the covers leave (`network_claim`). `fresh`: the runtime
     directories the command sees fresh; `reachable_agents`: (agent, path) for each
-    granted agent socket (`Wrapped.agents`).
+    granted agent socket (`Wrapped.agents`). `new_repository`: the guard's
+    (`Guard.new_repository`, `Wrapped.new_repository`).
     """
     covered = unreadable.paths if unreadable is not None else ()
     read_gaps = unreadable_gaps(backend, unreadable)
@@ -531,6 +533,7 @@ def wrap(
         tier=backend.tier if backend.name == LANDLOCK else None,
         fresh=fresh,
         agents=reachable_agents,
+        new_repository=new_repository,
     )
 
 

@@ -177,6 +177,7 @@ class ProviderActor:
             agents=bool(confined.agents),
             fresh=confined.fresh,
             reachable_agents=reachable,
+            new_repository=guard.new_repository,
         )
 
     async def _describe(self) -> ProviderReport:

@@ -44,9 +44,16 @@ ALLOWED_KEYS: tuple[str, ...] = (
     "submodule.*.active",
     "submodule.*.update",
     "submodule.*.branch",
-    "commit.gpgsign",
-    "tag.gpgsign",
 )
+# What `submodule.<name>.update` may say: any other value ("!command") is run by
+# `git submodule update`.
+SUBMODULE_UPDATES = ("checkout", "rebase", "merge", "none")
+# URL schemes git serves itself; any other `scheme://` or a `helper::` prefix makes it
+# run `git-remote-<name>` found on the PATH (`ext::` runs the command it names).
+NATIVE_SCHEMES = ("file", "git", "ssh", "git+ssh", "ssh+git", "http", "https", "ftp", "ftps")
+# Submodules' git directories below `modules/` looked at, at most (their names may
+# hold "/": each level counts).
+MODULES_BUDGET = 200
 HELD = ".stockade-held"
 # What else in a git directory makes git run or read something of its own.
 HELD_FILES = ("config.worktree", "commondir")
@@ -60,14 +67,9 @@ GIT_ENV = {
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def without_repository(root: str) -> str | None:
-    """`root`'s real path when it has no `.git` (as a call starts), else None."""
-    real = os.path.realpath(root)
-    return None if os.path.lexists(os.path.join(real, ".git")) else real
-
-
 def made(root: str) -> bool:
-    """Whether `root` (one `without_repository` named) has a `.git` now."""
+    """Whether `root` (a workspace root that had no repository as the call started:
+    `Guard.new_repository`) has a `.git` now: one lstat."""
     return os.path.lexists(os.path.join(root, ".git"))
 
 
@@ -81,12 +83,33 @@ def allowed_key(key: str) -> bool:
     return spelled.lower() in ALLOWED_KEYS
 
 
+def url_runs_nothing(url: str) -> bool:
+    """Whether git reaching `url` runs no program of the URL's choosing: no
+    `helper::` prefix (transport.c: scheme characters, then "::") and a scheme git
+    serves itself, or none (a path, `host:path`)."""
+    scheme = ""
+    for char in url:
+        if not (char.isascii() and (char.isalnum() or char in "+.-")):
+            break
+        scheme += char
+    rest = url[len(scheme) :]
+    if scheme and rest.startswith("::"):
+        return False
+    if scheme and rest.startswith("://"):
+        return scheme.lower() in NATIVE_SCHEMES
+    return True
+
+
 def offending_keys(pairs: Sequence[tuple[str, str]]) -> list[str]:
-    """The keys of `pairs` (key, value) that are not allowed, in order, without repeats."""
+    """The keys of `pairs` (key, value) that are not allowed, in order, without repeats:
+    outside ALLOWED_KEYS, a URL that runs a program, a submodule update command."""
     found: list[str] = []
     for key, value in pairs:
-        bad = not allowed_key(key) or (
-            key.lower().endswith(("url", "pushurl")) and value.lower().startswith("ext::")
+        name = key.lower().rpartition(".")[2]
+        bad = (
+            not allowed_key(key)
+            or (name in ("url", "pushurl") and not url_runs_nothing(value))
+            or (name == "update" and value.strip().lower() not in SUBMODULE_UPDATES)
         )
         if bad and key not in found:
             found.append(key)
@@ -125,47 +148,117 @@ def read_config(fd: int) -> list[tuple[str, str]] | None:
     return pairs
 
 
-def hold(root: str) -> list[str]:
+class _Whole(Exception):
+    """What was made cannot be held piece by piece: the whole `.git` is held."""
+
+
+def hold(root: str) -> tuple[list[str], list[str]]:
     """Hold what git would run in the repository at `root`/.git (made by a confined
-    call): the paths held, relative to the root ([] when there was nothing). Moves
-    go through descriptors of the directories opened without following a link."""
+    call) and in its submodules' git directories below `.git/modules/` (git status
+    in the root runs git in each): (what was held, where it went), paths relative to
+    the root (both empty when there was nothing). Moves go through descriptors of
+    the directories opened without following a link. A `.git` that is no directory
+    (a link, a `gitdir:` file) is held whole, never followed; so is one whose parts
+    cannot be moved aside (a name taken, too many submodules to look at)."""
     try:
         root_fd = os.open(root, _DIR)
     except OSError:
-        return []
+        return [], []
     try:
         try:
             info = os.lstat(".git", dir_fd=root_fd)
         except OSError:
-            return []
-        if not stat.S_ISDIR(info.st_mode):
-            # A link or a `gitdir:` file leads elsewhere: the whole pointer is held.
-            os.rename(".git", ".git" + HELD, src_dir_fd=root_fd, dst_dir_fd=root_fd)
-            return [".git"]
-        gitdir = os.open(".git", _DIR, dir_fd=root_fd)
-        try:
-            return _hold_in(gitdir, root)
-        finally:
-            os.close(gitdir)
-    except OSError:
-        return []
+            return [], []
+        if stat.S_ISDIR(info.st_mode):
+            try:
+                gitdir = os.open(".git", _DIR, dir_fd=root_fd)
+                try:
+                    held = _hold_in(gitdir, ".git")
+                    _hold_modules(gitdir, ".git/modules", "modules", held, [MODULES_BUDGET])
+                finally:
+                    os.close(gitdir)
+                return held, _asides(held)
+            except (OSError, _Whole):
+                pass
+        # A link or a `gitdir:` file leads elsewhere: the whole pointer is held.
+        aside = _free_name(root_fd, ".git" + HELD)
+        os.rename(".git", aside, src_dir_fd=root_fd, dst_dir_fd=root_fd)
+        return [".git"], [aside]
+    except OSError as error:
+        return [f".git (not held: {error.strerror or error})"], []
     finally:
         os.close(root_fd)
 
 
-def _hold_in(gitdir: int, root: str) -> list[str]:
+def _free_name(directory: int, name: str) -> str:
+    """`name`, or `name.2`, `name.3`, ...: the first that does not exist in `directory`."""
+    candidate, number = name, 1
+    while _exists(directory, candidate):
+        number += 1
+        candidate = f"{name}.{number}"
+    return candidate
+
+
+def _asides(held: Sequence[str]) -> list[str]:
+    """Where each kind of what `_hold_in` held went (in order, without repeats)."""
+    moved: list[str] = []
+    for item in held:
+        path = item.partition(": ")[0]
+        if ": " not in item and "/hooks/" in path:
+            aside = path.rpartition("/hooks/")[0] + "/hooks" + HELD + "/"
+        else:
+            aside = path + HELD
+        if aside not in moved:
+            moved.append(aside)
+    return moved
+
+
+def _hold_modules(parent: int, where: str, name: str, held: list[str], budget: list[int]) -> None:
+    """Hold what git would run in each submodule git directory below `name` (a
+    directory of `parent`, shown as `where`), as trust/protect.py finds them."""
+    try:
+        directory = os.open(name, _DIR, dir_fd=parent)
+    except OSError:
+        return
+    try:
+        with os.scandir(directory) as listed:
+            children = [e.name for e in listed if e.is_dir(follow_symlinks=False)]
+        for child in children:
+            if budget[0] <= 0:
+                raise _Whole  # more than can be looked at: none of it is trusted
+            budget[0] -= 1
+            try:
+                fd = os.open(child, _DIR, dir_fd=directory)
+            except OSError:
+                continue
+            try:
+                shown = f"{where}/{child}"
+                if any(_exists(fd, m) for m in ("HEAD", "objects", "config", "hooks")):
+                    held += _hold_in(fd, shown)
+                    _hold_modules(fd, f"{shown}/modules", "modules", held, budget)
+                else:  # a part of a name with "/" in it
+                    _hold_modules(directory, shown, child, held, budget)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(directory)
+
+
+def _hold_in(gitdir: int, where: str) -> list[str]:
+    """Hold what git would run in the git directory open at `gitdir` (shown as
+    `where`, relative to the root)."""
     held: list[str] = []
     for name in HELD_FILES:
         if _exists(gitdir, name):
             os.rename(name, name + HELD, src_dir_fd=gitdir, dst_dir_fd=gitdir)
-            held.append(f".git/{name}")
+            held.append(f"{where}/{name}")
     try:
         hooks = os.open("hooks", _DIR, dir_fd=gitdir)
     except OSError:
         hooks = -1
         if _exists(gitdir, "hooks"):  # a link or a file where the hooks should be
             os.rename("hooks", "hooks" + HELD, src_dir_fd=gitdir, dst_dir_fd=gitdir)
-            held.append(".git/hooks")
+            held.append(f"{where}/hooks")
     if hooks >= 0:
         try:
             with os.scandir(hooks) as listed:
@@ -178,7 +271,7 @@ def _hold_in(gitdir: int, root: str) -> list[str]:
                 try:
                     for name in bad:
                         os.rename(name, name, src_dir_fd=hooks, dst_dir_fd=aside)
-                        held.append(f".git/hooks/{name}")
+                        held.append(f"{where}/hooks/{name}")
                 finally:
                     os.close(aside)
         finally:
@@ -186,7 +279,7 @@ def _hold_in(gitdir: int, root: str) -> list[str]:
     if _exists(gitdir, "config"):
         if not stat.S_ISREG(os.lstat("config", dir_fd=gitdir).st_mode):
             os.rename("config", "config" + HELD, src_dir_fd=gitdir, dst_dir_fd=gitdir)
-            held.append(".git/config")
+            held.append(f"{where}/config")
             return held
         # Read through this process's own descriptor of it: never a path re-walked.
         fd = os.open("config", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=gitdir)
@@ -194,12 +287,12 @@ def _hold_in(gitdir: int, root: str) -> list[str]:
             pairs = read_config(fd)
         finally:
             os.close(fd)
-        bad = offending_keys(pairs) if pairs is not None else ["(unreadable config)"]
+        bad = offending_keys(pairs) if pairs is not None else ["(unreadable by git)"]
         if bad:
             os.rename("config", "config" + HELD, src_dir_fd=gitdir, dst_dir_fd=gitdir)
             kept = [(k, v) for k, v in pairs or () if k not in bad]
             _write_config(gitdir, kept)
-            held += [f".git/config: {key}" for key in bad]
+            held += [f"{where}/config: {key}" for key in bad]
     return held
 
 
@@ -240,10 +333,8 @@ def _exists(directory: int, name: str) -> bool:
         return False
 
 
-def held_note(root: str, held: Sequence[str]) -> str:
-    """The one line a result carries when `hold` held something."""
-    return (
-        f"[sandbox: the repository this command made in {root} held what git would run "
-        f"({'; '.join(held)}): moved to .git/*{HELD} beside it, so no git run later on the "
-        "host runs it; review them before moving them back]"
-    )
+def held_note(root: str, held: Sequence[str], moved_to: Sequence[str]) -> str:
+    """The one line a result carries when `hold` held something (modes.py's text)."""
+    from ..modes import held_repository_cause
+
+    return held_repository_cause(root, tuple(held), tuple(moved_to))

@@ -123,15 +123,18 @@ def startup_files(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, 
     return tuple(dict.fromkeys(found))
 
 
-class ProtectedSet(namedtuple("ProtectedSet", "paths unknown")):
+class ProtectedSet(namedtuple("ProtectedSet", "paths unknown open_dotgit", defaults=(None,))):
     """paths (tuple[str, ...]): the absolute protected paths of a writable root,
     existing or not ("/" at the end: a directory); unknown (tuple[str, ...]): what
-    could not be looked at, each a phrase for the claim's gap."""
+    could not be looked at, each a phrase for the claim's gap; open_dotgit (str |
+    None): with `new_repository`, the root's `.git` left unblocked because it was
+    missing or an empty directory (no repository) as it was looked at."""
 
     __slots__ = ()
     if TYPE_CHECKING:  # a stdlib namedtuple's fields, typed for the checker
         paths: tuple[str, ...]
         unknown: tuple[str, ...]
+        open_dotgit: str | None
 
 
 def protected_set(
@@ -177,7 +180,9 @@ def protected_set(
         # The `.git` file says where the repository is; nothing can be made beneath
         # it, so `.git/...` extras mean the file itself.
         found = [path for path in found if not is_under(path, walk.dotgit_file)]
-    return ProtectedSet(tuple(dict.fromkeys((*found, *walk.found))), tuple(walk.unknown))
+    return ProtectedSet(
+        tuple(dict.fromkeys((*found, *walk.found))), tuple(walk.unknown), walk.open_dotgit
+    )
 
 
 def protected_paths(
@@ -213,6 +218,7 @@ class _GitWalk:
         self.unknown: list[str] = []
         self.dotgit_file: str | None = None
         self.new_repository = False
+        self.open_dotgit: str | None = None
         self._visited: set[str] = set()
         self._left = SCAN_BUDGET
         self._root = ""
@@ -239,6 +245,8 @@ class _GitWalk:
             # would run is held when it ends instead (trust/new_repository.py).
             if at_root and not self.new_repository:
                 self.found.append(dotgit + "/")
+            elif at_root:
+                self.open_dotgit = dotgit
             return
         if stat.S_ISDIR(info.st_mode):
             self.gitdir(dotgit)
