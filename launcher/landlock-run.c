@@ -105,6 +105,10 @@
  * --deny-read it also puts the command in a Landlock domain that allows every
  * file access, for its ptrace rule alone: the runner's own processes stay in the
  * mount namespace without the covers, and /proc/PID/root would lead there.
+ * It also unblocks SIGINT and SIGQUIT for the command: its caller holds them
+ * blocked in the runner, whose outer process shares the terminal's foreground
+ * group with the command and would die of the terminal's ^C or ^\ (and take
+ * the sandbox with it) where the command should get it, as in a shell.
  *
  * Resource limits, in every mode but --probe (--limits-only applies them alone, for a
  * command its caller runs unconfined, then execs ARGV):
@@ -3473,6 +3477,23 @@ static void seal_outside_processes(void)
 }
 
 /*
+ * The terminal's ^C and ^\ are the command's: the caller blocks SIGINT and SIGQUIT
+ * for the runner (bwrap) that shares the terminal's foreground group with the
+ * command, so that neither the runner nor its sandbox ends of them; the command
+ * gets them as a shell would give them (a disposition the caller left, such as
+ * nohup's ignore, is kept: only the mask changes).
+ */
+static void unblock_terminal_signals(void)
+{
+	sigset_t terminal;
+
+	sigemptyset(&terminal);
+	sigaddset(&terminal, SIGINT);
+	sigaddset(&terminal, SIGQUIT);
+	sigprocmask(SIG_UNBLOCK, &terminal, NULL);
+}
+
+/*
  * --filters-only [--seal-metadata] [--no-network | --netns-only] [--unix-pairs-only]
  * [--proxy-bridge PORT:PATH]... -- ARGV: inside a runner (bwrap) that already
  * confines files, holds no capability and gave the command an IPC namespace of its
@@ -3535,6 +3556,7 @@ static _Noreturn void filters_only(int argc, char **argv)
 		seal_outside_processes();
 	program = resolve_program(argv[i + 1]);
 	apply_rlimits(&opt.limits);
+	unblock_terminal_signals();
 	execv(program, argv + i + 1);
 	exec_failed(argv[i + 1], errno);
 }

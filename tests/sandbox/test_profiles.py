@@ -34,6 +34,19 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
         "/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD, new_session=True
     )
     assert "--new-session" in kept_terminal
+    # With the launcher as its filter stage, which refuses TIOCSTI itself, the command
+    # stays in the terminal's session: Ctrl-C and Ctrl-Z reach it as in a shell.
+    filtered = a.bwrap_argv(
+        "/usr/bin/bwrap",
+        RO.mode,
+        RO.workspace_root,
+        TEMP,
+        CMD,
+        new_session=True,
+        launcher="/opt/landlock-run",
+    )
+    assert "--new-session" not in filtered
+    assert a.has_filter_stage(filtered) and not a.has_filter_stage(kept_terminal)
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     assert ("/", "/") in pairs(argv, "--ro-bind")
     assert ("/proc/sys", "/proc/sys") in pairs(argv, "--ro-bind-try")

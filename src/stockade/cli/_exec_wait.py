@@ -42,6 +42,9 @@ def run_holding(
     As with an exec, the runner stays in this process group: the terminal's SIGINT and
     SIGQUIT reach it directly (ignored here meanwhile), SIGTERM and SIGHUP sent to this
     process are passed on, and its end becomes ours: the same code, or the same signal.
+    A bwrap runner with a filter stage holds SIGINT and SIGQUIT blocked, which the
+    filter stage unblocks for the command alone: bwrap would die of the terminal's
+    Ctrl-C (its sandbox with it) before the command could handle it.
     A signal ignored on entry (`nohup`) stays ignored for the runner too; SIGPIPE and
     SIGXFSZ, which Python ignores, are the defaults again, as after an exec from a shell.
     `done` runs once the runner is gone, before this process ends as it did (the
@@ -64,6 +67,12 @@ def run_holding(
     kept_ignored = {s for s in handled if _signal.getsignal(s) == _signal.SIG_IGN}
     defaults = [s for s in handled if s not in kept_ignored]
     defaults += [_signal.SIGPIPE, _signal.SIGXFSZ]
+    held_for_command: set[int] = set()
+    if bwrap:
+        from ..sandbox._argv import has_filter_stage  # loaded already: confine's
+
+        if has_filter_stage(argv):
+            held_for_command = {_signal.SIGINT, _signal.SIGQUIT}
     info = os.pipe() if bwrap else None  # both ends close-on-exec
     if info is not None:
         os.set_inheritable(info[1], True)
@@ -78,7 +87,8 @@ def run_holding(
     try:
         # An OSError (no such runner) is the caller's to report, as execvp's would be.
         environ = os.environ if env is None else env
-        child = os.posix_spawnp(argv[0], argv, environ, setsigdef=defaults, setsigmask=blocked)
+        mask = {*blocked, *held_for_command}
+        child = os.posix_spawnp(argv[0], argv, environ, setsigdef=defaults, setsigmask=mask)
         runner = os.pidfd_open(child)
     finally:
         _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)

@@ -32,6 +32,7 @@ from ..messages import Sink as Sink
 from ..messages import Source as Source
 from ..messages import Streams as Streams
 from ..messages import Terminal as Terminal
+from ..sandbox._argv import has_filter_stage
 from ._buffer import OutputBuffer
 
 READ_SIZE = 65536
@@ -145,7 +146,9 @@ async def spawn(
         "stderr": subprocess.PIPE,
     }
     if terminal is not None:
-        stdio = _on_terminal(stdio, terminal)
+        stdio = _on_terminal(
+            stdio, terminal, hold_signals=bwrap and has_filter_stage(argv[runner_at:])
+        )
     try:
         process = await trio.lowlevel.open_process(
             list(argv),
@@ -260,7 +263,14 @@ async def _namespace_gone(process: trio.Process) -> None:
         os.close(pidfd)
 
 
-def _on_terminal(stdio: dict[str, Any], terminal: Terminal) -> dict[str, Any]:
+# The terminal's signals that end a process by default, which a runner's own processes
+# must not take in the command's place (Ctrl-C, Ctrl-\).
+TERMINAL_SIGNALS = frozenset({signal.SIGINT, signal.SIGQUIT})
+
+
+def _on_terminal(
+    stdio: dict[str, Any], terminal: Terminal, *, hold_signals: bool
+) -> dict[str, Any]:
     import fcntl
     import termios
 
@@ -270,8 +280,23 @@ def _on_terminal(stdio: dict[str, Any], terminal: Terminal) -> dict[str, Any]:
     # In the child, after its setsid: fd 1 (the pty, nobody's terminal yet) becomes the
     # new session's controlling terminal, so Ctrl-C, SIGWINCH and /dev/tty work inside.
     # A C function with int arguments: nothing the forked child could deadlock on.
-    stdio["preexec_fn"] = partial(fcntl.ioctl, 1, termios.TIOCSCTTY, 0)
+    take = partial(fcntl.ioctl, 1, termios.TIOCSCTTY, 0)
+    stdio["preexec_fn"] = take
+    if hold_signals:
+        # bwrap, the session leader, shares the terminal's foreground group with the
+        # command and would die of Ctrl-C or Ctrl-\ (its sandbox with it) before the
+        # command could handle it: it holds them blocked, and its filter stage
+        # unblocks them for the command alone (docs/backends.md, "The terminal's
+        # signals"). A frame that calls two C functions, their arguments bound before
+        # the fork: no import, no lock taken in the child.
+        hold = partial(signal.pthread_sigmask, signal.SIG_BLOCK, TERMINAL_SIGNALS)
+        stdio["preexec_fn"] = partial(_both, take, hold)
     return stdio
+
+
+def _both(first: Callable[[], object], second: Callable[[], object]) -> None:
+    first()
+    second()
 
 
 def signal_group(pgid: int, signum: int) -> None:

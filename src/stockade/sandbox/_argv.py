@@ -286,7 +286,9 @@ def bwrap_argv(
         "--proc",
         "/proc",
     ]
-    if new_session:
+    if new_session and launcher is None:
+        # The filter stage refuses TIOCSTI itself, and keeps the command in the
+        # terminal's session, where Ctrl-C and Ctrl-Z reach it as in a shell.
         args.append("--new-session")
     for entry in PROC_READ_ONLY:
         args += ["--ro-bind-try", entry, entry]
@@ -325,6 +327,17 @@ def bwrap_argv(
         if proxy is not None and network is Network.ALLOWLIST:
             args += ["--proxy-bridge", f"{PROXY_PORT}:{proxy}"]
     return (*args, "--", *argv)
+
+
+def has_filter_stage(argv: Sequence[str]) -> bool:
+    """Whether bwrap's `argv` runs the launcher as its filter stage (`bwrap OPTIONS --
+    LAUNCHER --filters-only ...`), which refuses TIOCSTI and unblocks the terminal's
+    SIGINT and SIGQUIT for the command (the runner's caller holds them blocked)."""
+    try:
+        end = list(argv).index("--", 1)
+    except ValueError:
+        return False
+    return tuple(argv[end + 2 : end + 3]) == ("--filters-only",)
 
 
 def unreadable_args(paths: Sequence[str]) -> list[str]:
