@@ -128,3 +128,20 @@ def test_http_on_a_port_in_use_says_so_in_one_line(root, state_dir):
         "listens there); stop it, or pick another port (0 picks a free one)\n"
     )
     assert not list(state_dir.glob("mcp-token*")), list(state_dir.iterdir())
+
+
+async def test_a_refused_request_is_logged_in_one_line_without_the_token(root, state_dir):
+    """A 401 leaves one stderr line saying who asked and why it was refused; the token
+    it sent appears nowhere (issue 38, item 5)."""
+    wrong = "w" * 43
+    async with http_server(root, state_dir) as server:
+        token = server.token
+        with pytest.raises(BaseException):  # noqa: B017 - the SDK's own error, wrapped
+            async with server.client(token=wrong) as client:
+                await client.list_tools()
+    said = server.out[0]
+    refused = [line for line in said.splitlines() if "(401)" in line]
+    assert refused, said
+    assert refused[0].startswith("stockade mcp: refused POST /mcp from 127.0.0.1:")
+    assert refused[0].endswith("(401): a bearer token it does not hold")
+    assert wrong not in said and token not in said

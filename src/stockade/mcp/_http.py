@@ -18,9 +18,11 @@ import ipaddress
 import os
 import signal
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+from ..shown import one_line
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
@@ -71,6 +73,37 @@ def listen_refusal(host: str, port: int, error: OSError) -> str:
         )
     reason = error.strerror or str(error)
     return f"--http {shown}: cannot listen there: {reason}"
+
+
+class RefusalLog:
+    """The ASGI app, with one stderr line for each request it answers 401 (no bearer
+    token, or one the server does not hold): who asked and for what, never the token."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Any) -> None:
+            if message.get("type") == "http.response.start" and message.get("status") == 401:
+                from .server import say
+
+                headers = dict(scope.get("headers") or ())
+                why = (
+                    "a bearer token it does not hold"
+                    if b"authorization" in headers
+                    else ("no bearer token")
+                )
+                client = scope.get("client")
+                where = f"{client[0]}:{client[1]}" if client else "an unknown client"
+                method, path = scope.get("method", "?"), scope.get("path", "?")
+                say(f"refused {method} {one_line(path)} from {where} (401): {why}")
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 class BearerTokens:
@@ -147,6 +180,7 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
         token_verifier=BearerTokens(_token.Tokens(tokens)),
         max_sessions=settings.max_sessions,
     )
+    logged = RefusalLog(app)
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
@@ -186,7 +220,7 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
                 async def run_server(*, task_status: trio.TaskStatus[list[str]]) -> None:
                     # Starlette's and Hypercorn's ASGI types differ; the app is ASGI 3.
                     await worker_serve(
-                        wrap_app(app, config.wsgi_max_body_size, None),  # type: ignore[arg-type]
+                        wrap_app(logged, config.wsgi_max_body_size, None),
                         config,
                         sockets=sockets,
                         shutdown_trigger=stopping.wait,
