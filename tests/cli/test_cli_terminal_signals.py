@@ -144,3 +144,20 @@ def test_the_runner_holds_the_terminals_signals_the_command_does_not(backend, sc
         fields = dict(line.split(":\t") for line in written if ":\t" in line)
         assert int(fields["SigBlk"], 16) & mask == 0, (verb, fields)
         assert int(fields["SigIgn"], 16) & mask == 0, (verb, fields)
+
+
+@pytest.mark.parametrize("backend", ("bwrap", "landlock"))
+def test_ctrl_c_under_exec_stops_a_calling_scripts_loop(backend, scratch):
+    # As in a shell: the loop's shell goes on only past a command that handled the key;
+    # exec ends by the SIGINT that ended its command (bwrap would say exit 130).
+    require_backend(backend)
+    exec_words = f"{STOCKADE} exec --backend {backend} --"
+    script = f'for i in 1 2 3; do {exec_words} sh -c "echo run$i; sleep 100"; done; echo loop-done'
+    with on_a_pty(["/bin/bash", "-c", script], cwd=scratch, env=ENV) as child:
+        child.wait_for(lambda text: "run1" in text, timeout=30)
+        time.sleep(0.3)
+        child.send(b"\x03")
+        status = child.finish(timeout=30)
+        screen = child.text()
+    assert status == -signal.SIGINT, screen
+    assert "run2" not in screen and "loop-done" not in screen

@@ -79,8 +79,17 @@ def run_holding(
         argv = [argv[0], "--info-fd", str(info[1]), *argv[1:]]
     # Blocked until the child's pid is known, so none is lost in between.
     blocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, passed_on)
+    # The terminal's keys this process saw while the runner ran (bwrap with a filter
+    # stage): bwrap says a command Ctrl-C ended as exit 130, which a calling shell's
+    # loop would take for a command that handled the key and go on.
+    keys: set[int] = set()
+
+    def note(signum: int, _frame: object) -> None:
+        keys.add(signum)
+
     for signum in ignored_here:
-        _signal.signal(signum, _signal.SIG_IGN)
+        noted = held_for_command and signum not in kept_ignored
+        _signal.signal(signum, note if noted else _signal.SIG_IGN)
     for signum in passed_on:
         if signum not in kept_ignored:
             _signal.signal(signum, pass_on)
@@ -110,15 +119,18 @@ def run_holding(
             remove(path)
     if done is not None:
         done()
-    if os.WIFSIGNALED(status):
-        signum = os.WTERMSIG(status)
+    code = os.waitstatus_to_exitcode(status)
+    if os.WIFSIGNALED(status) or code - 128 in keys:
+        # Ended by the signal, or (bwrap) by the key this process saw too: as a shell
+        # tells it, this process ends by that signal.
+        signum = -code if code < 0 else code - 128
         # SIGKILL and SIGSTOP cannot be set, and keep their default anyway.
         with contextlib.suppress(OSError, ValueError):
             _signal.signal(signum, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (signum,))
         os.kill(os.getpid(), signum)
         raise SystemExit(128 + signum)
-    raise SystemExit(os.waitstatus_to_exitcode(status))
+    raise SystemExit(code)
 
 
 def _namespace_init(info: int) -> int | None:
