@@ -409,6 +409,19 @@ def test_a_denial_on_a_terminal_is_still_found(backend, command, scratch):
 
 
 @pytest.mark.parametrize("backend", CONFINING)
+def test_a_protected_path_is_named_as_one_not_a_mode_to_widen(backend, scratch):
+    """A write to `.vscode` in the workspace is refused by a protection no confining
+    mode lifts: the line says so and names `unprotect`, not a wider mode."""
+    argv = run_argv(backend, "--mode", "workspace-write", "mkdir -p .vscode && echo {} > .vscode/x")
+    with on_a_pty(argv, cwd=scratch, env=ENV) as child:
+        assert child.finish(timeout=30) != 0
+        text = child.text()
+    assert "refused a write to a protected path in the workspace" in text, text
+    assert "unprotect:" in text and "(try --mode" not in text
+    assert not (Path(scratch) / ".vscode" / "x").exists()
+
+
+@pytest.mark.parametrize("backend", CONFINING)
 def test_a_denial_with_stderr_to_a_file_keeps_the_models_wording(backend, scratch):
     run = shlex.join(run_argv(backend, "--mode", "read-only", "echo out; echo hi > f"))
     script = f"{run} 2>err.txt; echo status=$?"

@@ -36,6 +36,7 @@ from ..executor import (
     ExecutorConfig,
     Streams,
     open_executor,
+    protected_refusals,
     refused_destinations,
     result_causes,
 )
@@ -274,8 +275,14 @@ class _Invocation:
             lines.append(f"stockade: {result.stderr.strip().strip('[]')}")
         if result.denied:
             if os.isatty(2):
+                protected = protected_refusals(result, self.settings.root)
                 lines.append(
-                    _human_denial(result.mode, asking=self.args.ask, read=result.read_denied)
+                    _human_denial(
+                        result.mode,
+                        asking=self.args.ask,
+                        read=result.read_denied,
+                        protected=bool(protected),
+                    )
                 )
             else:
                 # Not a person's terminal: likely a model reading it, as the API words it.
@@ -336,9 +343,21 @@ class _Invocation:
             )
 
 
-def _human_denial(mode: SandboxMode, *, asking: bool, read: bool = False) -> str:
+def _human_denial(
+    mode: SandboxMode, *, asking: bool, read: bool = False, protected: bool = False
+) -> str:
     """The denial as a person at a terminal reads it (the model's wording stays in the
-    API and in --json)."""
+    API and in --json). `protected`: the refused path lies inside the workspace, where
+    only a protection refuses a write: no wider confining mode lifts it."""
+    if protected:
+        return (
+            "stockade: the sandbox refused a write to a protected path in the workspace "
+            "(repository metadata and tool settings such as .git/hooks, .git/config, "
+            ".vscode, stockade.yml stay read-only in every sandbox mode); editor and agent "
+            "settings (.vscode, .idea, .mcp.json, .claude, .codex) can be left writable "
+            "with `unprotect:` in your composition (docs/configuration.md); git's only "
+            "with --mode danger-full-access, which confines nothing"
+        )
     if read:
         return (
             "stockade: the sandbox refused a path no sandbox mode may read (deny_read in "

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .client import ExecutorClient as ExecutorClient
     from .config import MIB as MIB
     from .config import ExecutorConfig as ExecutorConfig
+    from .render import protected_refusals as protected_refusals
     from .render import refused_destinations as refused_destinations
     from .render import render_job as render_job
     from .render import render_result as render_result
@@ -45,6 +46,7 @@ _LAZY = {
     "MIB": "config",
     "ExecutorConfig": "config",
     "render_job": "render",
+    "protected_refusals": "render",
     "refused_destinations": "render",
     "render_result": "render",
     "result_causes": "render",
@@ -67,6 +69,7 @@ __all__ = [
     "Terminal",
     "open_executor",
     "planned_here",
+    "protected_refusals",
     "refused_destinations",
     "render_job",
     "render_result",

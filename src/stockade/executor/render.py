@@ -12,6 +12,7 @@ from ..vocab import (
     network_denial_marker,
 )
 from ._classify import fresh_view_causes, network_cause, tool_directory_causes
+from ._denials import named_paths
 
 
 def refused_destinations(connections: tuple[NetworkConnection, ...]) -> tuple[str, ...]:
@@ -140,3 +141,22 @@ def result_causes(result: ShellResult) -> list[str]:
             )
         lines += fresh_view_causes(result.unseen, result.network)
     return lines
+
+
+def protected_refusals(result: ShellResult, workdir: str) -> tuple[str, ...]:
+    """The paths a denied workspace-write result names inside a root it could write
+    (relative ones taken from `workdir`): what a protection refused (repository
+    metadata, tool settings), which no confining mode lifts."""
+    if not result.denied or result.read_denied or result.mode is not SandboxMode.WORKSPACE_WRITE:
+        return ()
+    import os
+
+    found: list[str] = []
+    for word in named_paths(result.stderr, result.stdout):
+        path = os.path.normpath(os.path.join(workdir, word))
+        inside = any(
+            path == root or path.startswith(root.rstrip("/") + "/") for root in result.writable
+        )
+        if inside and path not in found:
+            found.append(path)
+    return tuple(found)
