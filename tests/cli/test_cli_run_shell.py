@@ -36,11 +36,12 @@ CAP = ExecutorConfig().output_cap
 
 # What a person's shell gives a program: default dispositions, nothing blocked. This
 # test process may carry others from in-process tests (exec's wait path leaves SIGINT
-# and SIGQUIT ignored), which a child on the pty would inherit.
+# and SIGQUIT ignored) or from how the suite was started (SIGHUP under nohup), which
+# a child on the pty would inherit.
 AS_A_PERSON = """
 import os, signal, sys
 signal.pthread_sigmask(signal.SIG_SETMASK, ())
-for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTSTP):
+for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTSTP):
     signal.signal(signum, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])
 """

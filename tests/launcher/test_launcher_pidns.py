@@ -175,7 +175,8 @@ def test_the_hosts_proc_is_untouched(launcher):
     ],
 )
 def test_the_launcher_ends_as_the_command_did(launcher, script, status):
-    done = run(launcher, *READ_ONLY, "--", "bash", "-c", script)
+    # `kill -HUP $$` ends nothing with SIGHUP ignored on entry (the suite under nohup).
+    done = run(launcher, *READ_ONLY, "--", "bash", "-c", script, preexec_fn=_default_signals)
     assert done.returncode == status, done
 
 
@@ -201,7 +202,8 @@ def test_a_signal_sent_to_the_launcher_reaches_the_command_once(launcher, tmp_pa
         text=True,
         start_new_session=True,
         # A signal ignored on entry cannot be trapped (a test run as a shell's
-        # background job has SIGINT and SIGQUIT ignored): the defaults first.
+        # background job has SIGINT and SIGQUIT ignored, under nohup SIGHUP too):
+        # the defaults first.
         preexec_fn=_default_signals,
     )
     try:
@@ -217,9 +219,24 @@ def test_a_signal_sent_to_the_launcher_reaches_the_command_once(launcher, tmp_pa
     assert log.read_text() == f"{name}\n"
 
 
+# Every signal these tests send or expect the command to die of. The suite may run
+# with some ignored on entry, which a child inherits: SIGINT and SIGQUIT as a shell's
+# background job, SIGHUP under nohup (issue 38, item 8).
+SENT = (
+    signal.SIGHUP,
+    signal.SIGINT,
+    signal.SIGQUIT,
+    signal.SIGTERM,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+
+
 def _default_signals() -> None:
-    for signum in (signal.SIGINT, signal.SIGQUIT):
+    """In the child, before its exec: what a person's shell gives a program."""
+    for signum in SENT:
         signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SENT)
 
 
 def test_a_signal_the_command_ignores_is_ignored(launcher):
