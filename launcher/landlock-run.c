@@ -1400,6 +1400,16 @@ static int clone_kept(const char *path, int recursive, int *directory)
 	return clone;
 }
 
+/* The detached clone *socket attached at the mount point `at` (VIEW); both closed. */
+static void attach_socket(int *socket, int at, const char *view)
+{
+	if (syscall(__NR_move_mount, *socket, "", at, "", FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
+		fatal("--bind-socket: cannot bind %s: %s", view, strerror(errno));
+	close(at);
+	close(*socket);
+	*socket = -1;
+}
+
 static void fresh_views(const struct fresh_spec *fresh)
 {
 	int *keeps = calloc((size_t)fresh->nkeeps + 1, sizeof(int));
@@ -1443,12 +1453,7 @@ beneath_another:;
 		at = open_grant(view);
 		if (at < 0 || fstat(at, &st) != 0 || !S_ISSOCK(st.st_mode))
 			fatal("--bind-socket: %s is no socket to bind over", view);
-		if (syscall(__NR_move_mount, sockets[s], "", at, "",
-			    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
-			fatal("--bind-socket: cannot bind %s: %s", view, strerror(errno));
-		close(at);
-		close(sockets[s]);
-		sockets[s] = -1;
+		attach_socket(&sockets[s], at, view);
 	}
 	for (int d = 0; d < fresh->ndirs; d++) {
 		struct stat st;
@@ -1494,12 +1499,7 @@ beneath_another:;
 				continue;
 			at = fresh_mount_point(root, view + strlen(fresh->dirs[d]) +
 					       (strcmp(fresh->dirs[d], "/") != 0), 0, view);
-			if (syscall(__NR_move_mount, sockets[s], "", at, "",
-				    FROM_EMPTY_PATH | TO_EMPTY_PATH) != 0)
-				fatal("--bind-socket: cannot bind %s: %s", view, strerror(errno));
-			close(at);
-			close(sockets[s]);
-			sockets[s] = -1;
+			attach_socket(&sockets[s], at, view);
 		}
 		/* Only the tmpfs itself: what was attached on it keeps its own flags. */
 		set_read_only(root, fresh->dirs[d]);
