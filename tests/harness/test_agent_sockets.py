@@ -6,12 +6,9 @@ backends; the unconfined control reaches the agent and reads the key."""
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import socket
 import subprocess
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import pytest
 
 from stockade import open_harness
 
+from ..launcher.test_launcher_fresh import listening
 from ..support import require_backend
 from .conftest import on_backend as composition
 
@@ -46,38 +44,14 @@ def place(monkeypatch) -> Iterator[Place]:
     (home / ".ssh" / "id_ed25519.pub").write_text("ssh-ed25519 PUBLIC\n")
     (home / ".ssh" / "known_hosts").write_text("host KNOWN\n")
     agent = base / "agent.sock"
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(agent))
-    server.listen(8)
-    server.settimeout(0.05)
-    heard: list[bytes] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with connection:
-                connection.settimeout(2)
-                with contextlib.suppress(OSError):
-                    heard.append(connection.recv(64))
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("SSH_AUTH_SOCK", str(agent))
     for name in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "STOCKADE_STATE_DIR"):
         monkeypatch.delenv(name, raising=False)
     try:
-        yield Place(home, root, agent, heard)
+        with listening(agent) as heard:
+            yield Place(home, root, agent, heard)
     finally:
-        stop.set()
-        thread.join(5)
-        server.close()
         shutil.rmtree(base, ignore_errors=True)
 
 
