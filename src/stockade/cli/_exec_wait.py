@@ -69,7 +69,7 @@ def run_holding(
     defaults += [_signal.SIGPIPE, _signal.SIGXFSZ]
     held_for_command: set[int] = set()
     if bwrap:
-        from ..sandbox._argv import has_filter_stage  # loaded already: confine's
+        from ..sandbox import has_filter_stage  # loaded already: confine's
 
         if has_filter_stage(argv):
             held_for_command = {_signal.SIGINT, _signal.SIGQUIT}

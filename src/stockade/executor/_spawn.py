@@ -32,7 +32,7 @@ from ..messages import Sink as Sink
 from ..messages import Source as Source
 from ..messages import Streams as Streams
 from ..messages import Terminal as Terminal
-from ..sandbox._argv import has_filter_stage
+from ..sandbox import has_filter_stage
 from ._buffer import OutputBuffer
 
 READ_SIZE = 65536

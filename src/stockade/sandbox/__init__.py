@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from . import agents as agents
     from . import placeholders as placeholders
     from . import tool_caches as tool_caches
+    from ._argv import has_filter_stage as has_filter_stage
     from ._chain import Selection as Selection
     from ._confine import Call as Call
     from ._confine import Confined as Confined
@@ -59,6 +60,7 @@ _LAZY = {
     "runner_identity": "_confine",
     "Selection": "_chain",
     "filter_launcher": "_probe",
+    "has_filter_stage": "_argv",
     "render_selection": "_report",
     "render_trust": "_report",
     "select_backend": "_select",
@@ -102,6 +104,7 @@ __all__ = [
     "default_parent",
     "filter_launcher",
     "guard_rules",
+    "has_filter_stage",
     "host_temp",
     "judge",
     "make_private_tmp",
