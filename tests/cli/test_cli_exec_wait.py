@@ -56,7 +56,7 @@ def children_of(pid: int) -> list[int]:
 
 def test_the_commands_status_is_execs(root: Path):
     # The placeholder it held (and made) stands while the command runs, then goes.
-    script = f"[ \"$(stat -c %Y {root}/.git)\" != '' ] || exit 9; exit 7"
+    script = f"[ \"$(stat -c %Y {root}/.vscode)\" != '' ] || exit 9; exit 7"
     done = subprocess.run(exec_argv(root, "bash", "-c", script), capture_output=True, text=True)
     assert done.returncode == 7, done.stderr
     assert sorted(os.listdir(root)) == []
