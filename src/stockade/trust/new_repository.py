@@ -27,6 +27,8 @@ ALLOWED_KEYS: tuple[str, ...] = (
     "core.ignorecase",
     "core.precomposeunicode",
     "core.symlinks",
+    # A submodule's git directory names its worktree (`git submodule add` writes it).
+    "core.worktree",
     "extensions.objectformat",
     "extensions.refstorage",
     "init.defaultbranch",
@@ -54,6 +56,16 @@ NATIVE_SCHEMES = ("file", "git", "ssh", "git+ssh", "ssh+git", "http", "https", "
 # Submodules' git directories below `modules/` looked at, at most (their names may
 # hold "/": each level counts).
 MODULES_BUDGET = 200
+# Repositories looked at, at most, that the root's index (and theirs) records as
+# gitlinks: submodules and embedded repositories, which git status in the root runs
+# git in. Past it, or with an index this cannot read, the whole `.git` is held.
+GITLINKS_BUDGET = 200
+# An index read for its gitlinks, at most (a larger one: the whole `.git` is held).
+INDEX_LIMIT = 256 << 20
+# git's gitlink mode (a commit recorded in the index: a submodule or embedded repository).
+GITLINK = 0o160000
+# git reads a `.git` file of at most 1 MiB (trust.protect.POINTER_LIMIT).
+POINTER_LIMIT = 1 << 20
 HELD = ".stockade-held"
 # What else in a git directory makes git run or read something of its own.
 HELD_FILES = ("config.worktree", "commondir")
@@ -159,7 +171,13 @@ def hold(root: str) -> tuple[list[str], list[str]]:
     the root (both empty when there was nothing). Moves go through descriptors of
     the directories opened without following a link. A `.git` that is no directory
     (a link, a `gitdir:` file) is held whole, never followed; so is one whose parts
-    cannot be moved aside (a name taken, too many submodules to look at)."""
+    cannot be moved aside (a name taken, too many submodules to look at).
+
+    Also the repositories the index records as gitlinks (`git submodule add`, or an
+    embedded repository `git add`ed): git status in the root runs git in each, with
+    its own config. A gitlink's `.git` directory is held as the root's; a `gitdir:`
+    file leading into `.git/modules/` is followed there (those are held already),
+    any other (or a link) is held whole beside it."""
     try:
         root_fd = os.open(root, _DIR)
     except OSError:
@@ -173,11 +191,13 @@ def hold(root: str) -> tuple[list[str], list[str]]:
             try:
                 gitdir = os.open(".git", _DIR, dir_fd=root_fd)
                 try:
-                    held = _hold_in(gitdir, ".git")
-                    _hold_modules(gitdir, ".git/modules", "modules", held, [MODULES_BUDGET])
+                    held: list[str] = []
+                    walk = _Walk(root, root_fd)
+                    walk.repository(gitdir, ".git", root_fd, "", held)
                 finally:
                     os.close(gitdir)
-                return held, _asides(held)
+                pieces = [item for item in held if item not in walk.whole]
+                return held, [*_asides(pieces), *walk.moved]
             except (OSError, _Whole):
                 pass
         # A link or a `gitdir:` file leads elsewhere: the whole pointer is held.
@@ -213,35 +233,273 @@ def _asides(held: Sequence[str]) -> list[str]:
     return moved
 
 
-def _hold_modules(parent: int, where: str, name: str, held: list[str], budget: list[int]) -> None:
-    """Hold what git would run in each submodule git directory below `name` (a
-    directory of `parent`, shown as `where`), as trust/protect.py finds them."""
-    try:
+class _Walk:
+    """One hold's walk of a repository made in `root` (open at `root_fd`): its git
+    directories (the root's, `modules/**`, those of the gitlinks its indexes record),
+    each held once, at most GITLINKS_BUDGET of them; `whole`: what of them was held
+    whole (a link, a `gitdir:` file leading elsewhere), and `moved`: where it went."""
+
+    def __init__(self, root: str, root_fd: int) -> None:
+        self.root = root
+        self.root_fd = root_fd
+        self.left = GITLINKS_BUDGET
+        self.modules_left = MODULES_BUDGET
+        self.seen: set[tuple[int, int]] = set()
+        self.whole: list[str] = []
+        self.moved: list[str] = []
+
+    def repository(
+        self, gitdir: int, where: str, worktree: int, shown: str, held: list[str]
+    ) -> None:
+        """Hold what git would run of the git directory open at `gitdir` (shown as
+        `where`), of its submodules' below it, and of the gitlinks its index records
+        below `worktree` (shown as `shown`: "" for the root, else ending in "/")."""
+        info = os.fstat(gitdir)
+        if (info.st_dev, info.st_ino) in self.seen:
+            return
+        self.seen.add((info.st_dev, info.st_ino))
+        if self.left <= 0:
+            raise _Whole  # more than can be looked at: none of it is trusted
+        self.left -= 1
+        held += _hold_in(gitdir, where)
+        self.modules(gitdir, f"{where}/modules", "modules", held)
+        for path in _index_gitlinks(gitdir):
+            self.gitlink(worktree, shown, path, held)
+
+    def modules(self, parent: int, where: str, name: str, held: list[str]) -> None:
+        """Hold what git would run in each submodule git directory below `name` (a
+        directory of `parent`, shown as `where`), as trust/protect.py finds them;
+        anything there but a directory (a link git would follow to a git directory
+        elsewhere) is held whole."""
+        try:
+            info = os.lstat(name, dir_fd=parent)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(info.st_mode):
+            self.aside(parent, name, where, held)
+            return
         directory = os.open(name, _DIR, dir_fd=parent)
-    except OSError:
-        return
-    try:
-        with os.scandir(directory) as listed:
-            children = [e.name for e in listed if e.is_dir(follow_symlinks=False)]
-        for child in children:
-            if budget[0] <= 0:
-                raise _Whole  # more than can be looked at: none of it is trusted
-            budget[0] -= 1
-            try:
-                fd = os.open(child, _DIR, dir_fd=directory)
-            except OSError:
-                continue
-            try:
+        try:
+            with os.scandir(directory) as listed:
+                children = [(e.name, e.is_dir(follow_symlinks=False)) for e in listed]
+            for child, is_dir in children:
                 shown = f"{where}/{child}"
-                if any(_exists(fd, m) for m in ("HEAD", "objects", "config", "hooks")):
-                    held += _hold_in(fd, shown)
-                    _hold_modules(fd, f"{shown}/modules", "modules", held, budget)
-                else:  # a part of a name with "/" in it
-                    _hold_modules(directory, shown, child, held, budget)
+                if not is_dir:
+                    self.aside(directory, child, shown, held)
+                    continue
+                if self.modules_left <= 0:
+                    raise _Whole
+                self.modules_left -= 1
+                fd = os.open(child, _DIR, dir_fd=directory)
+                try:
+                    if any(_exists(fd, m) for m in ("HEAD", "objects", "config", "hooks")):
+                        # Its index is read when a gitlink leads here (its worktree).
+                        held += _hold_in(fd, shown)
+                        self.modules(fd, f"{shown}/modules", "modules", held)
+                    else:  # a part of a name with "/" in it
+                        self.modules(directory, shown, child, held)
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(directory)
+
+    def gitlink(self, worktree: int, shown: str, path: bytes, held: list[str]) -> None:
+        """The repository at `path` (a gitlink of the index of the worktree open at
+        `worktree`, shown as `shown`), when it is there: git status runs git in it."""
+        parts = path.split(b"/")
+        if any(part in (b"", b".", b"..", b".git") for part in parts):
+            return  # git records no such path
+        directory = os.dup(worktree)
+        try:
+            for part in parts:
+                try:
+                    below = os.open(part, _DIR, dir_fd=directory)
+                except OSError:
+                    return  # not a directory there (git goes beneath no link): not populated
+                os.close(directory)
+                directory = below
+            where = f"{shown}{os.fsdecode(path)}"
+            try:
+                info = os.lstat(".git", dir_fd=directory)
+            except FileNotFoundError:
+                return
+            if stat.S_ISDIR(info.st_mode):
+                gitdir = os.open(".git", _DIR, dir_fd=directory)
+                try:
+                    self.repository(gitdir, f"{where}/.git", directory, f"{where}/", held)
+                finally:
+                    os.close(gitdir)
+                return
+            target = _pointer(directory) if stat.S_ISREG(info.st_mode) else None
+            module = self.module_gitdir(where, target) if target is not None else None
+            if module is None:
+                self.aside(directory, ".git", f"{where}/.git", held)
+                return
+            gitdir, module_where = module
+            try:
+                self.repository(gitdir, module_where, directory, f"{where}/", held)
             finally:
-                os.close(fd)
+                os.close(gitdir)
+        finally:
+            os.close(directory)
+
+    def module_gitdir(self, where: str, target: str) -> tuple[int, str] | None:
+        """The git directory a gitlink's `gitdir:` file at `where` leads to: opened,
+        and its path from the root (None unless it lies in the root's
+        `.git/modules/`, every part of the way a directory)."""
+        if os.path.isabs(target):
+            target = os.path.relpath(os.path.normpath(target), self.root)
+        else:
+            target = os.path.normpath(os.path.join(where, target))
+        parts = target.split("/")
+        if parts[:2] != [".git", "modules"] or len(parts) < 3 or ".." in parts:
+            return None
+        directory = os.dup(self.root_fd)
+        for part in parts:
+            try:
+                below = os.open(part, _DIR, dir_fd=directory)
+            except OSError:
+                os.close(directory)
+                return None
+            os.close(directory)
+            directory = below
+        return directory, target
+
+    def aside(self, directory: int, name: str, shown: str, held: list[str]) -> None:
+        """Hold `name` in `directory` (shown as `shown`) whole, beside it."""
+        aside = _free_name(directory, name + HELD)
+        os.rename(name, aside, src_dir_fd=directory, dst_dir_fd=directory)
+        held.append(shown)
+        self.whole.append(shown)
+        self.moved.append(f"{shown.rpartition('/')[0]}/{aside}".lstrip("/"))
+
+
+def _pointer(directory: int) -> str | None:
+    """Where the `.git` file in `directory` says the git directory is, as git reads it
+    (`gitdir: `, CR and LF stripped at the end, a C string); None when it says none."""
+    try:
+        fd = os.open(
+            ".git", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory
+        )
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, POINTER_LIMIT + 1)
     finally:
-        os.close(directory)
+        os.close(fd)
+    if len(data) > POINTER_LIMIT or not data.startswith(b"gitdir: "):
+        return None
+    value = data[len(b"gitdir: ") :].rstrip(b"\r\n").split(b"\0", 1)[0]
+    return os.fsdecode(value) if value else None
+
+
+def _index_gitlinks(gitdir: int) -> list[bytes]:
+    """The paths the index of the git directory open at `gitdir` records as gitlinks
+    ([] without an index). _Whole when there is one this cannot read: git would
+    stop at a broken one, but a person may mend it."""
+    try:
+        fd = os.open(
+            "index", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=gitdir
+        )
+    except FileNotFoundError:
+        return []
+    except OSError:
+        raise _Whole from None  # a link, or what cannot be read
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > INDEX_LIMIT:
+            raise _Whole
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    found = gitlinks(b"".join(chunks), _hash_size(gitdir))
+    if found is None:
+        raise _Whole
+    return found
+
+
+def _hash_size(gitdir: int) -> int:
+    """The object names' size in the repository at `gitdir`: its (held) config's
+    `extensions.objectformat` (sha256: 32 bytes), else sha1's 20."""
+    try:
+        fd = os.open("config", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=gitdir)
+    except OSError:
+        return 20
+    try:
+        pairs = read_config(fd) or []
+    finally:
+        os.close(fd)
+    formats = [value.lower() for key, value in pairs if key.lower() == "extensions.objectformat"]
+    return 32 if formats[-1:] == ["sha256"] else 20
+
+
+def gitlinks(data: bytes, hash_size: int = 20) -> list[bytes] | None:
+    """The paths an index file (`data`) records as gitlinks, in order; None when it is
+    no index this reads. git's read-cache.c, versions 2 to 4: a header ("DIRC",
+    version, entries), then each entry's 40 bytes of stat data (the mode at 24), the
+    object name, 16 bits of flags (0x4000: 16 more, version 3 on), its path: NUL
+    ended and padded to 8 bytes (2, 3), or prefix-compressed (4: a varint of bytes to
+    drop from the previous path, then the rest, NUL ended, unpadded)."""
+    import struct
+
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return None
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3, 4):
+        return None
+    found: list[bytes] = []
+    offset, previous = 12, b""
+    for _ in range(count):
+        start = offset
+        fixed = 40 + hash_size + 2
+        if offset + fixed > len(data):
+            return None
+        (mode,) = struct.unpack(">I", data[offset + 24 : offset + 28])
+        (flags,) = struct.unpack(">H", data[offset + fixed - 2 : offset + fixed])
+        offset += fixed
+        if flags & 0x4000:
+            if version < 3:
+                return None
+            offset += 2
+        if version == 4:
+            drop, offset = _varint(data, offset)
+            end = data.find(b"\0", offset)
+            if drop < 0 or drop > len(previous) or end < 0:
+                return None
+            path = previous[: len(previous) - drop] + data[offset:end]
+            offset = end + 1
+        else:
+            end = data.find(b"\0", offset)
+            if end < 0:
+                return None
+            path = data[offset:end]
+            offset = start + ((end - start + 8) & ~7)
+        if offset > len(data):
+            return None
+        previous = path
+        if mode & 0o170000 == GITLINK:
+            found.append(path)
+    return found
+
+
+def _varint(data: bytes, offset: int) -> tuple[int, int]:
+    """git's varint.c decode_varint at `offset`: (value, offset after it); value -1
+    when it runs past the data."""
+    if offset >= len(data):
+        return -1, offset
+    byte = data[offset]
+    offset += 1
+    value = byte & 127
+    while byte & 128:
+        if offset >= len(data) or value > 1 << 40:
+            return -1, offset
+        value += 1
+        byte = data[offset]
+        offset += 1
+        value = (value << 7) + (byte & 127)
+    return value, offset
 
 
 def _hold_in(gitdir: int, where: str) -> list[str]:

@@ -92,7 +92,9 @@ NEW_REPOSITORY_GAP = (
     "itself, what git would run is held aside when the call ends, while a new .git or "
     "bare repository in a subdirectory, nested more than "
     f"{NESTED_DEPTH} directories below the workspace root, or below a temp root stays "
-    "unprotected after it too: git run there later runs its hooks and config"
+    "unprotected after it too: git run there later runs its hooks and config, and so "
+    "does git in the workspace root when the root's repository records it as a "
+    "submodule (one the call made in the root has those held with it)"
 )
 
 
