@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from .support import WW, known_escape
 
@@ -167,6 +168,39 @@ async def test_what_git_would_run_is_held_when_the_call_ends(sandbox, project, n
         assert [path for path in root.iterdir() if path.name.startswith(".git")]
         assert result.held, result
         assert result.note is not None and HELD_LINE in result.note, result.note
+        host_git(root)
+        assert markers(marks) == [], f"the host's git ran {markers(marks)}"
+
+
+def fsmonitor_set(root: Path) -> bool:
+    config = root / ".git" / "config"
+    return config.is_file() and "fsmonitor" in config.read_text()
+
+
+def anything_held(root: Path) -> bool:
+    return any(root.rglob("*stockade-held*"))
+
+
+async def eventually(check, seconds: float = 20.0) -> bool:
+    with trio.move_on_after(seconds):
+        while not check():
+            await trio.sleep(0.05)
+        return True
+    return False
+
+
+async def test_a_call_cancelled_midway_is_held_all_the_same(sandbox, project):
+    """No result comes back to carry the line (its caller went away, or the executor
+    is closing), yet what the command made is held once its processes are killed."""
+    root, marks = project
+    command = PRELUDE + "git init -q && " + attacks(marks)["config"] + " && sleep 60"
+    with sandbox.battery.attempt("new repository in the root: call cancelled"):
+        spec = sandbox.spec(command, WW, root=root)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sandbox.executor.run, spec)
+            assert await eventually(lambda: fsmonitor_set(root)), "the command made none"
+            nursery.cancel_scope.cancel()
+        assert await eventually(lambda: anything_held(root)), "nothing was held"
         host_git(root)
         assert markers(marks) == [], f"the host's git ran {markers(marks)}"
 

@@ -371,6 +371,15 @@ class ExecutorActor:
         argv, facts = await self._prepare(spec)
         try:
             return await self._run_prepared(spec, argv, facts, streams)
+        except BaseException:
+            # Ended with no result to say so (cancelled once its processes were killed:
+            # its caller or this executor gone; the runner failed): a repository the
+            # call made in the root is held all the same.
+            with trio.CancelScope(shield=True):
+                root = facts.new_repository
+                if root is not None and new_repository.made(root):
+                    await trio.to_thread.run_sync(new_repository.hold, root)
+            raise
         finally:
             self._release(facts)
 
