@@ -196,15 +196,22 @@ def test_a_git_pointer_is_held_whole_without_being_followed(tmp_path):
     assert (elsewhere / "config").read_text().startswith("[core]")  # untouched
 
 
-def test_a_taken_aside_name_holds_the_whole_git_directory(tmp_path):
-    """A command that makes `hooks.stockade-held` a link cannot make the hold give up:
-    the whole `.git` is held instead."""
+def test_a_taken_aside_name_is_passed_over(tmp_path):
+    """A command that makes `hooks.stockade-held` a link (or takes any held name)
+    cannot make the hold give up, nor lead it anywhere: the next free name is used."""
     subprocess.run(["git", "init", "-q", str(tmp_path)], env=GIT_ENV, check=True)
     hook = tmp_path / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\ntouch /x\n")
-    (tmp_path / ".git" / "hooks.stockade-held").symlink_to("/tmp")
-    assert new_repository.hold(str(tmp_path)) == ([".git"], [".git.stockade-held"])
-    assert not os.path.lexists(tmp_path / ".git")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / ".git" / "hooks.stockade-held").symlink_to(elsewhere)
+    assert new_repository.hold(str(tmp_path)) == (
+        [".git/hooks/pre-commit"],
+        [".git/hooks.stockade-held.2/"],
+    )
+    assert (tmp_path / ".git" / "hooks.stockade-held.2" / "pre-commit").is_file()
+    assert (tmp_path / ".git" / "hooks.stockade-held").is_symlink()  # left alone
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_a_submodule_git_directory_is_held_too(tmp_path):

@@ -152,3 +152,28 @@ def test_an_index_that_cannot_be_read_holds_the_whole_git_directory(tmp_path):
     repository(tmp_path)
     (tmp_path / ".git" / "index").write_bytes(b"DIRC" + (7).to_bytes(4, "big") + bytes(4))
     assert new_repository.hold(str(tmp_path)) == ([".git"], [".git.stockade-held"])
+
+
+def test_held_names_the_command_took_are_passed_over(tmp_path):
+    repository(tmp_path)
+    fsmonitor(tmp_path / ".git")
+    (tmp_path / ".git" / "config.stockade-held").mkdir()
+    (tmp_path / ".git" / "config.stockade-held.2").write_text("the command's")
+    held, moved = new_repository.hold(str(tmp_path))
+    assert held == [".git/config: core.fsmonitor"]
+    assert moved == [".git/config.stockade-held.3"]
+    assert (tmp_path / ".git" / "config.stockade-held.2").read_text() == "the command's"
+    assert "fsmonitor" in (tmp_path / ".git" / "config.stockade-held.3").read_text()
+
+
+def test_the_line_shows_the_commands_names_escaped(tmp_path):
+    """A hook's name is the command's: a newline or a terminal's escape in it would
+    make a line of its own, or move the person's cursor, where the line is shown."""
+    repository(tmp_path)
+    name = "pre-commit\x1b[2J\nstockade: nothing was held"
+    (tmp_path / ".git" / "hooks" / name).write_text("#!/bin/sh\n")
+    held, moved = new_repository.hold(str(tmp_path))
+    assert held == [f".git/hooks/{name}"]
+    line = new_repository.held_note(str(tmp_path), held, moved)
+    assert "\n" not in line and "\x1b" not in line
+    assert "pre-commit\\x1b[2J\\nstockade: nothing was held" in line

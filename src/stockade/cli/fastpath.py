@@ -407,7 +407,9 @@ def _hold_new_repository(root: str) -> None:
         return
     held, moved = new_repository.hold(root)
     if held:
-        sys.stderr.write(new_repository.held_note(root, held, moved) + "\n")
+        # As `stockade run` words a note for a person (its names escaped already).
+        line = new_repository.held_note(root, held, moved)
+        sys.stderr.write(line.replace("[sandbox: ", "stockade: ", 1).rstrip("]") + "\n")
         sys.stderr.flush()
 
 

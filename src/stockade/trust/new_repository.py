@@ -196,8 +196,7 @@ def hold(root: str) -> tuple[list[str], list[str]]:
                     walk.repository(gitdir, ".git", root_fd, "", held)
                 finally:
                     os.close(gitdir)
-                pieces = [item for item in held if item not in walk.whole]
-                return held, [*_asides(pieces), *walk.moved]
+                return held, list(dict.fromkeys(walk.moved))
             except (OSError, _Whole):
                 pass
         # A link or a `gitdir:` file leads elsewhere: the whole pointer is held.
@@ -219,25 +218,10 @@ def _free_name(directory: int, name: str) -> str:
     return candidate
 
 
-def _asides(held: Sequence[str]) -> list[str]:
-    """Where each kind of what `_hold_in` held went (in order, without repeats)."""
-    moved: list[str] = []
-    for item in held:
-        path = item.partition(": ")[0]
-        if ": " not in item and "/hooks/" in path:
-            aside = path.rpartition("/hooks/")[0] + "/hooks" + HELD + "/"
-        else:
-            aside = path + HELD
-        if aside not in moved:
-            moved.append(aside)
-    return moved
-
-
 class _Walk:
     """One hold's walk of a repository made in `root` (open at `root_fd`): its git
     directories (the root's, `modules/**`, those of the gitlinks its indexes record),
-    each held once, at most GITLINKS_BUDGET of them; `whole`: what of them was held
-    whole (a link, a `gitdir:` file leading elsewhere), and `moved`: where it went."""
+    each held once, at most GITLINKS_BUDGET of them; `moved`: where what it held went."""
 
     def __init__(self, root: str, root_fd: int) -> None:
         self.root = root
@@ -245,7 +229,6 @@ class _Walk:
         self.left = GITLINKS_BUDGET
         self.modules_left = MODULES_BUDGET
         self.seen: set[tuple[int, int]] = set()
-        self.whole: list[str] = []
         self.moved: list[str] = []
 
     def repository(
@@ -261,7 +244,7 @@ class _Walk:
         if self.left <= 0:
             raise _Whole  # more than can be looked at: none of it is trusted
         self.left -= 1
-        held += _hold_in(gitdir, where)
+        held += _hold_in(gitdir, where, self.moved)
         self.modules(gitdir, f"{where}/modules", "modules", held)
         for path in _index_gitlinks(gitdir):
             self.gitlink(worktree, shown, path, held)
@@ -294,7 +277,7 @@ class _Walk:
                 try:
                     if any(_exists(fd, m) for m in ("HEAD", "objects", "config", "hooks")):
                         # Its index is read when a gitlink leads here (its worktree).
-                        held += _hold_in(fd, shown)
+                        held += _hold_in(fd, shown, self.moved)
                         self.modules(fd, f"{shown}/modules", "modules", held)
                     else:  # a part of a name with "/" in it
                         self.modules(directory, shown, child, held)
@@ -370,7 +353,6 @@ class _Walk:
         aside = _free_name(directory, name + HELD)
         os.rename(name, aside, src_dir_fd=directory, dst_dir_fd=directory)
         held.append(shown)
-        self.whole.append(shown)
         self.moved.append(f"{shown.rpartition('/')[0]}/{aside}".lstrip("/"))
 
 
@@ -502,20 +484,27 @@ def _varint(data: bytes, offset: int) -> tuple[int, int]:
     return value, offset
 
 
-def _hold_in(gitdir: int, where: str) -> list[str]:
+def _hold_in(gitdir: int, where: str, moved: list[str]) -> list[str]:
     """Hold what git would run in the git directory open at `gitdir` (shown as
-    `where`, relative to the root)."""
+    `where`, relative to the root): what was held; where each went is added to
+    `moved` (a name free in the git directory: one the command took is left alone)."""
     held: list[str] = []
+
+    def aside(name: str) -> None:
+        free = _free_name(gitdir, name + HELD)
+        os.rename(name, free, src_dir_fd=gitdir, dst_dir_fd=gitdir)
+        moved.append(f"{where}/{free}")
+
     for name in HELD_FILES:
         if _exists(gitdir, name):
-            os.rename(name, name + HELD, src_dir_fd=gitdir, dst_dir_fd=gitdir)
+            aside(name)
             held.append(f"{where}/{name}")
     try:
         hooks = os.open("hooks", _DIR, dir_fd=gitdir)
     except OSError:
         hooks = -1
         if _exists(gitdir, "hooks"):  # a link or a file where the hooks should be
-            os.rename("hooks", "hooks" + HELD, src_dir_fd=gitdir, dst_dir_fd=gitdir)
+            aside("hooks")
             held.append(f"{where}/hooks")
     if hooks >= 0:
         try:
@@ -523,20 +512,21 @@ def _hold_in(gitdir: int, where: str) -> list[str]:
                 entries = [(e.name, e.is_file(follow_symlinks=False)) for e in listed]
             bad = offending_hooks(entries)
             if bad:
-                if not _exists(gitdir, "hooks" + HELD):
-                    os.mkdir("hooks" + HELD, 0o700, dir_fd=gitdir)
-                aside = os.open("hooks" + HELD, _DIR, dir_fd=gitdir)
+                directory = _free_name(gitdir, "hooks" + HELD)
+                os.mkdir(directory, 0o700, dir_fd=gitdir)
+                moved.append(f"{where}/{directory}/")
+                held_hooks = os.open(directory, _DIR, dir_fd=gitdir)
                 try:
                     for name in bad:
-                        os.rename(name, name, src_dir_fd=hooks, dst_dir_fd=aside)
+                        os.rename(name, name, src_dir_fd=hooks, dst_dir_fd=held_hooks)
                         held.append(f"{where}/hooks/{name}")
                 finally:
-                    os.close(aside)
+                    os.close(held_hooks)
         finally:
             os.close(hooks)
     if _exists(gitdir, "config"):
         if not stat.S_ISREG(os.lstat("config", dir_fd=gitdir).st_mode):
-            os.rename("config", "config" + HELD, src_dir_fd=gitdir, dst_dir_fd=gitdir)
+            aside("config")
             held.append(f"{where}/config")
             return held
         # Read through this process's own descriptor of it: never a path re-walked.
@@ -547,7 +537,7 @@ def _hold_in(gitdir: int, where: str) -> list[str]:
             os.close(fd)
         bad = offending_keys(pairs) if pairs is not None else ["(unreadable by git)"]
         if bad:
-            os.rename("config", "config" + HELD, src_dir_fd=gitdir, dst_dir_fd=gitdir)
+            aside("config")
             kept = [(k, v) for k, v in pairs or () if k not in bad]
             _write_config(gitdir, kept)
             held += [f"{where}/config: {key}" for key in bad]
@@ -592,7 +582,17 @@ def _exists(directory: int, name: str) -> bool:
 
 
 def held_note(root: str, held: Sequence[str], moved_to: Sequence[str]) -> str:
-    """The one line a result carries when `hold` held something (modes.py's text)."""
+    """The one line a result carries when `hold` held something (modes.py's text).
+    Names are the command's (a hook's may hold a newline or a terminal's escape): each
+    is shown escaped, so that the line stays one and moves no cursor."""
     from ..modes import held_repository_cause
 
-    return held_repository_cause(root, tuple(held), tuple(moved_to))
+    return held_repository_cause(
+        _shown(root), tuple(map(_shown, held)), tuple(map(_shown, moved_to))
+    )
+
+
+def _shown(text: str) -> str:
+    """`text`, each character that is not printable (or a backslash) escaped as
+    Python would write it."""
+    return "".join(c if c.isprintable() and c != "\\" else ascii(c)[1:-1] for c in text)
