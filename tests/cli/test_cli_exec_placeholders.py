@@ -1,5 +1,5 @@
 """`stockade exec --backend bwrap` leaves no placeholder behind (issue 21, door 9): the
-empty `.git/` and read-only `stockade.yml` it mounts over while the command runs are
+empty `.vscode/` and read-only `stockade.yml` it mounts over while the command runs are
 removed when bwrap is done, unless another process still holds them; a marked empty
 leftover of an earlier version is removed the same way; what is the user's own (not
 marked, or not empty) stays. Judged by what is on disk afterwards.
@@ -55,7 +55,11 @@ def leftover(path: Path, directory: bool) -> None:
 
 def test_no_placeholder_is_left_in_the_root(root):
     # While the command runs, the protected paths are blocked (bwrap mounts over them).
-    script = "test -d .git && test -f stockade.yml && ! touch stockade.yml 2>/dev/null"
+    # (The root's own `.git` is no placeholder: a new repository is held instead.)
+    script = (
+        "test -d .vscode && test -f stockade.yml && ! touch stockade.yml 2>/dev/null "
+        "&& test ! -e .git"
+    )
     done = run_exec(root, "bash", "-c", script)
     assert done.returncode == 0, done.stderr
     assert sorted(os.listdir(root)) == []
@@ -70,7 +74,7 @@ def test_a_placeholder_inside_the_users_git_is_removed_and_git_kept(root):
 
 
 def test_an_old_marked_leftover_is_removed(root):
-    leftover(root / ".git", directory=True)
+    leftover(root / ".vscode", directory=True)
     leftover(root / "stockade.yml", directory=False)
     done = run_exec(root, "true")
     assert done.returncode == 0, done.stderr
@@ -98,7 +102,7 @@ def test_a_placeholder_another_exec_holds_stays_until_its_end(root):
     other (removing a mount point would switch the other's protection off)."""
     gate = root.parent / f"{root.name}-gate"
     first = subprocess.Popen(
-        exec_argv(root, "bash", "-c", f"until [ -e {gate} ]; do sleep 0.02; done; touch .git/x"),
+        exec_argv(root, "bash", "-c", f"until [ -e {gate} ]; do sleep 0.02; done; touch .vscode/x"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -112,14 +116,14 @@ def test_a_placeholder_another_exec_holds_stays_until_its_end(root):
         time.sleep(0.3)  # its bwrap has mounted over them by now
         second = run_exec(root, "true")
         assert second.returncode == 0, second.stderr
-        # Held by the first: the repository's and the editor and agent settings' too.
-        assert {".git", "stockade.yml", ".vscode", ".mcp.json"} <= set(os.listdir(root))
+        # Held by the first: the composition's and the editor and agent settings'.
+        assert {"stockade.yml", ".vscode", ".mcp.json"} <= set(os.listdir(root))
         gate.touch()
         _, err = first.communicate(timeout=20)
     finally:
         first.kill()
         first.wait()
         gate.unlink(missing_ok=True)
-    # The first call's sandbox stayed protected to its end: .git refused its write.
+    # The first call's sandbox stayed protected to its end: .vscode refused its write.
     assert first.returncode != 0, err
     assert sorted(os.listdir(root)) == []
