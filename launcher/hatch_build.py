@@ -4,6 +4,10 @@ Static (musl-gcc when it can run, else cc or gcc), for both wheels and editable
 installs; the binary is never committed, and the wheel is tagged for this platform.
 A build that cannot compile stops with `LauncherBuildError`: its first line says what
 to install, and no traceback follows it.
+
+The launcher is Linux-only (Landlock, namespaces, seccomp): on any other platform
+(macOS, where Seatbelt confines) nothing is compiled, no compiler is needed, and the
+wheel is pure Python (`py3-none-any`) without the launcher.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -28,6 +33,9 @@ NO_COMPILER = (
     "stockade: no C compiler found to build the Landlock launcher (needed at install): "
     + INSTALL_HINT
 )
+# The launcher's path in the source tree, and the pattern that puts it in a wheel (the
+# wheel target excludes it in pyproject.toml; only a build that made it adds it back).
+LAUNCHER = "src/stockade/_bin/landlock-run"
 _REALGCC = re.compile(rb"\$\{REALGCC:-([^}\s]+)\}")
 
 
@@ -75,7 +83,7 @@ def pick_compiler() -> str:
 
 def build_launcher(root: Path) -> Path:
     source = root / "launcher" / "landlock-run.c"
-    target = root / "src" / "stockade" / "_bin" / "landlock-run"
+    target = root / LAUNCHER
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     compiler = pick_compiler()
@@ -97,13 +105,22 @@ def build_launcher(root: Path) -> Path:
     return target
 
 
+def builds_launcher() -> bool:
+    """Whether this platform gets the launcher: Linux only (read at build time, so a
+    test can force another platform)."""
+    return sys.platform.startswith("linux")
+
+
 class LauncherBuildHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict) -> None:
-        if self.target_name != "wheel":
+        if self.target_name != "wheel" or not builds_launcher():
+            # Elsewhere the wheel stays pure Python, without the launcher (a stale one
+            # in the tree is excluded by the wheel target's `exclude`).
             return
         build_launcher(Path(self.root))
+        build_data["artifacts"].append(f"/{LAUNCHER}")
         build_data["pure_python"] = False
         platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
         build_data["tag"] = f"py3-none-{platform}"
