@@ -10,7 +10,7 @@ from importlib import resources
 
 import pytest
 
-from stockade.acp.main import MISSING_SDK, NO_MODEL, choose_model, load, parser
+from stockade.acp.main import NO_MODEL, choose_model, load, parser
 from stockade.acp.model import ChatCompletionsModel, ScriptedModel, UnconfiguredModel
 from stockade.config import loads_composition
 from stockade.errors import ConfigError
@@ -96,7 +96,11 @@ def test_without_the_sdk_the_command_says_so_in_one_line():
         cwd=REPO,
     )
     assert done.returncode == 2
-    assert done.stderr == MISSING_SDK + "\n"
+    # The line names the install that works here (this venv holds the clone editable).
+    assert done.stderr == (
+        f"stockade-acp-agent: the ACP SDK is not installed; install the acp extra: "
+        f"{sys.prefix}/bin/pip install -e '{REPO}[acp]'\n"
+    )
     assert done.stdout == ""
 
 

@@ -8,7 +8,7 @@
   with trio-asyncio): the agent; main.py: the `stockade-acp-agent` command.
 
 Importing this package needs neither the SDK nor an event loop; `agent.py` needs
-the SDK (`pip install 'stockade[acp]'`). docs/acp.md describes the agent.
+the SDK (the `acp` extra: docs/acp.md, "Install and run"). docs/acp.md describes the agent.
 """
 
 from .answerer import AcpAnswerer as AcpAnswerer

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Final
 
-SDK_HINT: Final = "the ACP SDK is not installed; install the extra: pip install 'stockade[acp]'"
-MISSING_SDK: Final = f"stockade-acp-agent: {SDK_HINT}"
+SDK_MISSING: Final = "the ACP SDK is not installed"
 COMPOSITIONS: Final = ("editor", "automation")
 # The console script's name; `stockade acp` runs the same agent under its own name.
 PROG: Final = "stockade-acp-agent"
@@ -28,6 +27,13 @@ NO_MODEL: Final = (
     "chat-completions model (--model NAME, --base-url URL), or start the agent with "
     f"--model {SHELL_MODEL} to run each prompt as one bash command"
 )
+
+
+def sdk_hint() -> str:
+    """The missing-SDK line: the install line that works for this installation."""
+    from .._install import extra_hint
+
+    return f"{SDK_MISSING}; {extra_hint('acp')}"
 
 
 def parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -212,7 +218,7 @@ def _main(argv: Sequence[str] | None, prog: str) -> int:
     try:
         import acp  # noqa: F401
     except ImportError:
-        print(f"{prog}: {SDK_HINT}", file=sys.stderr)
+        print(f"{prog}: {sdk_hint()}", file=sys.stderr)
         return 2
     import trio
 

