@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .approval.answerers import TerminalAnswerer as TerminalAnswerer
     from .harness import AgentSession as AgentSession
     from .harness import Harness as Harness
+    from .harness import SessionMismatch as SessionMismatch
     from .harness import open_harness as open_harness
     from .messages import JobHandle as JobHandle
     from .messages import JobReport as JobReport
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from .messages import ShellSpec as ShellSpec
     from .messages import Wrapped as Wrapped
     from .sandbox.config import ProviderConfig as ProviderConfig
+    from .sessionlog.stores.interface import SessionLocked as SessionLocked
+    from .sessionlog.stores.postgres.locks import SessionHeldElsewhere as SessionHeldElsewhere
     from .tools.result import ToolResult as ToolResult
     from .vocab import ExecutionPolicy as ExecutionPolicy
     from .vocab import SandboxPolicy as SandboxPolicy
@@ -62,6 +65,9 @@ _LAZY = {
     "TerminalAnswerer": "approval.answerers",
     "AgentSession": "harness",
     "Harness": "harness",
+    "SessionMismatch": "harness",
+    "SessionLocked": "sessionlog.stores.interface",
+    "SessionHeldElsewhere": "sessionlog.stores.postgres.locks",
     "open_harness": "harness",
     "ToolResult": "tools.result",
 }
@@ -94,6 +100,9 @@ __all__ = [
     "SandboxUnavailable",
     "ScriptedAnswerer",
     "SessionExists",
+    "SessionHeldElsewhere",
+    "SessionLocked",
+    "SessionMismatch",
     "SessionNotFound",
     "ShellResult",
     "ShellSpec",
