@@ -150,7 +150,7 @@ docs/mcp.md
 """,
     """
   0     the client ended the session (stdio closed)
-  2     usage error: a bad flag, or the MCP SDK is missing (the mcp extra; the error names the install line)
+  2     usage error: a bad flag, or the MCP SDK is missing (the error names the install line)
   125   SANDBOX_UNAVAILABLE: no backend can confine commands here
   130   stopped by Ctrl-C (SIGINT), after draining the calls in flight
   143   stopped by SIGTERM, after draining the calls in flight
