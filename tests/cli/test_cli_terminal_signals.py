@@ -129,6 +129,18 @@ def test_exec_on_a_terminal_cannot_type_into_it(backend, scratch):
     assert lines[:3] == ["fd0-EPERM", "fd1-EPERM", "fd2-EPERM"], lines
 
 
+def test_unconfined_the_same_ioctl_types_into_the_terminal(scratch):
+    """The control: the refusal above is the launcher's filter, not this kernel's (one
+    that refuses TIOCSTI to everyone, dev.tty.legacy_tiocsti = 0, proves nothing)."""
+    argv = argv_for("exec", "danger-full-access", PYTHON, "-c", TIOCSTI)
+    with on_a_pty(argv, cwd=scratch, env=ENV) as child:
+        status = child.finish(timeout=30)
+        lines = child.text().splitlines()
+    if "fd0-injected" not in child.text():
+        pytest.skip(f"this kernel refuses TIOCSTI unconfined too: {lines[:3]}")
+    assert status == 0, lines
+
+
 @pytest.mark.parametrize("backend", ("bwrap", "landlock"))
 def test_the_runner_holds_the_terminals_signals_the_command_does_not(backend, scratch):
     """What the command gets: SIGINT and SIGQUIT neither blocked nor ignored (a person's
@@ -161,3 +173,35 @@ def test_ctrl_c_under_exec_stops_a_calling_scripts_loop(backend, scratch):
         screen = child.text()
     assert status == -signal.SIGINT, screen
     assert "run2" not in screen and "loop-done" not in screen
+
+
+PROMPT = "prompt$ "
+
+
+@pytest.mark.parametrize("backend", ("bwrap", "landlock"))
+def test_ctrl_z_stops_an_exec_and_fg_continues_it(backend, scratch):
+    """exec's command is in the shell's job now (bwrap no longer puts it in a session of
+    its own): Ctrl-Z stops it with exec, no output comes while stopped, `fg` goes on,
+    and Ctrl-C then ends the job as the shell's own command's would."""
+    require_backend(backend)
+    env = {**ENV, "PS1": PROMPT}
+    shell = ["/bin/bash", "--norc", "--noprofile", "-i"]
+    ticks = "for i in $(seq 1 300); do echo tick$i; sleep 0.1; done"
+    with on_a_pty(shell, cwd=scratch, env=env, history=2000) as child:
+        child.wait_for(lambda text: PROMPT.rstrip() in text, timeout=30)
+        child.send(f"{STOCKADE} exec --backend {backend} -- sh -c '{ticks}'\r".encode())
+        child.wait_for(lambda text: "tick3" in text, timeout=30)
+        child.send(b"\x1a")
+        child.wait_for(lambda text: "Stopped" in text, timeout=30)
+        stopped_at = child.text().count("\ntick")
+        time.sleep(1.0)  # ten ticks' time: none come while it is stopped
+        child.wait_for(lambda text: True)
+        assert child.text().count("\ntick") == stopped_at
+        child.send(b"fg\r")
+        child.wait_for(lambda text: text.count("\ntick") >= stopped_at + 3, timeout=30)
+        child.send(b"\x03")
+        child.wait_for(lambda text: text.rstrip().endswith(PROMPT.rstrip()), timeout=30)
+        child.send(b"echo status=$?; exit\r")
+        child.finish(timeout=30)
+        screen = child.text()
+    assert "status=130" in screen, screen
