@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stockade import _install
+from stockade import install_hint as _install
 
 REPO = Path(__file__).resolve().parent.parent
 MCP_REQUIREMENTS = "'hypercorn>=0.17' 'mcp<3,>=2.3'"
@@ -107,7 +107,7 @@ def test_a_fresh_venv_gets_a_line_that_works(tmp_path):
     )
     # What the missing-SDK messages print (standard library only, like their callers'
     # error paths); the dependencies are not installed (--no-deps): not needed here.
-    code = "from stockade._install import extra_hint; print(extra_hint('acp'))"
+    code = "from stockade.install_hint import extra_hint; print(extra_hint('acp'))"
     hint = subprocess.run(
         [str(python), "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     ).stdout.strip()

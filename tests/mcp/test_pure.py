@@ -145,7 +145,7 @@ def test_a_missing_sdk_gets_a_one_line_hint(monkeypatch, capsys):
     monkeypatch.setattr(command.importlib.util, "find_spec", lambda name: None)
     args = argparse.Namespace(http=None)
     assert command.run_mcp(args) == 2
-    from stockade._install import install_line
+    from stockade.install_hint import install_line
 
     assert capsys.readouterr().err.strip() == (
         "stockade: stockade mcp needs the MCP SDK: install the mcp extra: "

@@ -31,7 +31,7 @@ NO_MODEL: Final = (
 
 def sdk_hint() -> str:
     """The missing-SDK line: the install line that works for this installation."""
-    from .._install import extra_hint
+    from ..install_hint import extra_hint
 
     return f"{SDK_MISSING}; {extra_hint('acp')}"
 

@@ -24,7 +24,7 @@ INSTALL_HINT = "stockade mcp needs the MCP SDK"
 
 def install_hint() -> str:
     """The missing-SDK line, naming the install line that works for this installation."""
-    from .._install import extra_hint
+    from ..install_hint import extra_hint
 
     return f"{INSTALL_HINT}: {extra_hint('mcp')}"
 

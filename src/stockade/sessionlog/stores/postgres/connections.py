@@ -42,7 +42,7 @@ def import_psycopg() -> Any:
         import psycopg
         import psycopg_pool  # noqa: F401
     except ImportError as error:
-        from ...._install import extra_hint
+        from ....install_hint import extra_hint
 
         raise ConfigError(
             "the postgres session-log store needs psycopg 3 and psycopg-pool: "
