@@ -171,6 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=2000, help="iterations (events for replay)")
     parser.add_argument("--tool", choices=("cprofile", "pyinstrument"), default="cprofile")
     parser.add_argument("--top", type=int, default=25, help="rows of the cProfile table")
+    parser.add_argument(
+        "--sort", default="tottime", help="the cProfile table's order (tottime, cumtime, ...)"
+    )
+    parser.add_argument(
+        "--only", default=None, help="keep the cProfile rows whose file matches this regex"
+    )
     args = parser.parse_args(argv)
 
     scratch = tempfile.mkdtemp(prefix="stockade-profile-", dir="/var/tmp")
@@ -208,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(profiler.output_text(unicode=True, color=False, show_all=False))
     else:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
+        restrictions: tuple[str | int, ...] = (args.only, args.top) if args.only else (args.top,)
+        pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(*restrictions)
         sys.stdout.write(out.getvalue())
     return 0
 

@@ -212,3 +212,59 @@ def test_the_policy_is_immutable_and_its_repr_names_no_value():
         policy.inherit = "none"  # type: ignore[misc]
     assert "hidden-value" not in repr(policy) and "A" in repr(policy)
     assert policy != EnvPolicy() and policy == EnvPolicy(set={"A": "hidden-value"})
+
+
+def test_compiled_pattern_sets_agree_with_the_glob_walk_on_every_shape():
+    """The policy's patterns are sorted by shape once (exact, prefix, suffix, infix, the
+    rest); each shape must judge exactly as matching pattern by pattern would."""
+    import itertools
+    import random
+
+    shapes = [
+        "",
+        "*",
+        "**",
+        "?",
+        "A",
+        "AB",
+        "A*",
+        "*A",
+        "*A*",
+        "**A",
+        "A**",
+        "A*B",
+        "*A?*",
+        "?A*",
+        "A?",
+        "*_DSN",
+        "PG*",
+        "*KEY*",
+        "LC_*",
+        "PATH",
+        "a*",
+    ]
+    names = [
+        "",
+        "A",
+        "AB",
+        "BA",
+        "ABA",
+        "XAY",
+        "AXB",
+        "PGHOST",
+        "DB_DSN",
+        "MY_KEY_X",
+        "LC_ALL",
+        "PATH",
+        "PATHX",
+        "a",
+        "ab",
+        "_DSN",
+        "KEY",
+        "AAB",
+    ]
+    rng = random.Random(7)
+    sets = [tuple(rng.sample(shapes, k)) for k in (1, 2, 3, 5) for _ in range(30)]
+    for patterns, name in itertools.product(sets, names):
+        walked = any(glob_match(name.upper(), p.upper()) for p in patterns)
+        assert matches(name, patterns) == walked, (name, patterns)

@@ -96,8 +96,8 @@ class ExecutorActor:
     _launcher: str | None = attrs.field(default=None, init=False)
     _command_limits: Limits = attrs.field(init=False)
     # The environment policy's last answer: (the environment, what it left, dropped).
-    _environment: tuple[tuple[tuple[str, str], ...], dict[str, str], tuple[str, ...]] | None = (
-        attrs.field(default=None, init=False)
+    _environment: tuple[object, dict[str, str], tuple[str, ...]] | None = attrs.field(
+        default=None, init=False
     )
     _inbox: Inbox[ExecutorRequest] = attrs.field(init=False)
     _mailbox: Mailbox[ExecutorRequest] = attrs.field(init=False)
@@ -243,8 +243,13 @@ class ExecutorActor:
         names it dropped (decided once per call, when it is prepared; the policy's
         answer for an environment seen before is reused: matching every variable
         against every pattern was most of a call's cost in this process)."""
-        seen = tuple(os.environ.items())
-        if self._environment is None or self._environment[0] != seen:
+        # os.environ's own byte table, compared in C (a copy is kept): decoding every
+        # item each call cost more than the rest of preparing an unconfined call.
+        raw = getattr(os.environ, "_data", None)
+        if self._environment is None or self._environment[0] != (
+            raw if raw is not None else tuple(os.environ.items())
+        ):
+            seen = dict(raw) if raw is not None else tuple(os.environ.items())
             environment, dropped = apply_policy(
                 os.environ, self.config.env, withheld=self.config.withheld
             )

@@ -252,8 +252,69 @@ def render_policy(policy: EnvPolicy, withheld: Withheld | None = None) -> str:
 
 def matches(name: str, patterns: tuple[str, ...]) -> bool:
     """Whether `name` matches one of `patterns`, case-insensitively (as Codex does)."""
-    folded = name.upper()
-    return any(glob_match(folded, pattern.upper()) for pattern in patterns)
+    return _globs(patterns, True).match(name)
+
+
+class _Globs:
+    """`patterns` sorted by shape once, so a name is judged by a few string methods
+    rather than a glob walk per pattern: exact names, `P*` prefixes, `*S` suffixes,
+    `*M*` infixes (P, S, M without `*` or `?`), and the rest walked by `glob_match`.
+    With `fold`, names and patterns compare upper-cased."""
+
+    __slots__ = ("exact", "fold", "infixes", "other", "prefixes", "suffixes")
+
+    def __init__(self, patterns: tuple[str, ...], fold: bool) -> None:
+        exact, prefixes, suffixes, infixes, other = set(), [], [], [], []
+        for pattern in patterns:
+            if fold:
+                pattern = pattern.upper()
+            inner = pattern.strip("*")
+            if "*" in inner or "?" in inner:
+                other.append(pattern)
+            elif pattern == inner:
+                exact.add(pattern)
+            elif not inner:  # all stars: everything
+                prefixes.append("")
+            elif pattern == inner + "*":
+                prefixes.append(inner)
+            elif pattern == "*" + inner:
+                suffixes.append(inner)
+            elif pattern.startswith("*") and pattern.endswith("*"):
+                infixes.append(inner)
+            else:  # "**x", "x**": stars on one side only, more than one of them
+                other.append(pattern)
+        self.fold = fold
+        self.exact = frozenset(exact)
+        self.prefixes = tuple(prefixes)
+        self.suffixes = tuple(suffixes)
+        self.infixes = tuple(infixes)
+        self.other = tuple(other)
+
+    def match(self, name: str) -> bool:
+        if self.fold:
+            name = name.upper()
+        return (
+            name in self.exact
+            or (bool(self.prefixes) and name.startswith(self.prefixes))
+            or (bool(self.suffixes) and name.endswith(self.suffixes))
+            or any(infix in name for infix in self.infixes)
+            or any(glob_match(name, pattern) for pattern in self.other)
+        )
+
+
+# Compiled pattern sets by (patterns, fold): a policy's handful, reused for every call
+# (pure: the same patterns always give the same matcher).
+_COMPILED: dict[tuple[tuple[str, ...], bool], _Globs] = {}
+
+
+def _globs(patterns: tuple[str, ...], fold: bool) -> _Globs:
+    key = (patterns, fold)
+    found = _COMPILED.get(key)
+    if found is None:
+        if len(_COMPILED) >= 64:
+            _COMPILED.clear()
+        found = _COMPILED[key] = _Globs(patterns, fold)
+    return found
 
 
 def is_variable_name(name: str) -> bool:
@@ -287,7 +348,8 @@ def apply_policy(
         out = dict(environ)
     elif policy.inherit == "core":
         # Core names match exactly (case-sensitive): `path` is not PATH.
-        out = {k: v for k, v in environ.items() if any(glob_match(k, p) for p in CORE)}
+        core = _globs(CORE, False)
+        out = {k: v for k, v in environ.items() if core.match(k)}
     else:
         out = {}
     if policy.keep_default_excludes:

@@ -5,7 +5,6 @@ them, formatting them for people, and the host's MemTotal that `N%` is a share o
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 
 from ..errors import ConfigError, brief
@@ -51,7 +50,8 @@ _SIZE_UNITS = {
 _SECOND_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _FORMAT_UNITS = ((TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB"))
 # A sign is read so that "-1" is refused as too small, not as unreadable.
-_NUMBER = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*([a-z%]*)\s*", re.IGNORECASE)
+# Compiled where a value is read (`re` is not imported on `stockade exec`'s path).
+_NUMBER = r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*([a-z%]*)\s*"
 
 _HINTS = {
     SIZE: "a number of bytes or a size such as 512M or 2G (K, M, G, T are binary: 1K = 1024)",
@@ -136,7 +136,9 @@ def parse_value(name: str, raw: object, *, memtotal: int | None = None) -> int |
     text = raw.strip()
     if text.lower() in UNLIMITED_WORDS:
         return None
-    matched = _NUMBER.fullmatch(text)
+    import re
+
+    matched = re.fullmatch(_NUMBER, text, re.IGNORECASE)
     if matched is None:
         raise _unreadable(name, raw)
     number, unit = matched[1], matched[2].lower()

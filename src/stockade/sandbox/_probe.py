@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import signal
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,11 +47,10 @@ BWRAP_PROBE_SCRIPT = (
     'while read -r key value; do case $key in CapEff:|CapBnd:|NoNewPrivs:) echo "$key $value";; '
     'esac; done < /proc/self/status; : > "$1"'
 )
-_LANDLOCK_PROBE_LINE = re.compile(
+_LANDLOCK_PROBE_LINE = (
     r"^landlock-run: probe ok: abi=(?P<abi>\d+) enforcement=(?P<enforcement>full|partial)"
     r"(?: tier=(?P<tier>namespaced|plain))?(?: ipc=(?P<ipc>private|filtered))?"
-    r"(?: why=(?P<why>.*))?$",
-    re.MULTILINE,
+    r"(?: why=(?P<why>.*))?$"
 )
 
 
@@ -280,7 +278,10 @@ def judge_bwrap_probe(
 
 def judge_landlock_probe(launcher: str, returncode: int, stdout: str, stderr: str) -> Verdict:
     """Usable when `landlock-run --probe` exits 0 with its report line."""
-    match = _LANDLOCK_PROBE_LINE.search(stdout)
+    # `re` here, not at import: `stockade exec` with a remembered verdict never needs it.
+    import re
+
+    match = re.search(_LANDLOCK_PROBE_LINE, stdout, re.MULTILINE)
     if returncode != 0 or match is None:
         why = f"landlock-run --probe failed (exit {returncode}): {_tail(stderr or stdout)}"
         return Verdict(LANDLOCK, False, launcher, why)
