@@ -66,6 +66,9 @@ class ProxyEndpoints:
     numbers: itertools.count[int]
     proxy: NetworkProxy | None = None
     audit: AuditConnection | None = None
+    # Starts the proxy for the first call that needs it (None: no proxy here).
+    start: Callable[[], Awaitable[NetworkProxy]] | None = None
+    _starting: trio.Lock = attrs.field(factory=trio.Lock)
     _endpoints: dict[str, _Endpoint] = attrs.field(factory=dict)
     # The harness's bound over all calls, and each session's (with its open calls).
     _harness: ConnectionBudget | None = None
@@ -107,6 +110,10 @@ class ProxyEndpoints:
         is gone (`finish`): (its call key, its socket), else (None, None)."""
         if spec.policy.sandbox_policy().network is not Network.ALLOWLIST:
             return None, None
+        if self.proxy is None and self.start is not None:
+            async with self._starting:
+                if self.proxy is None:
+                    self.proxy = await self.start()
         if self.proxy is None:
             raise SandboxUnavailable(
                 "network allowlist needs the harness's proxy, which is not running"

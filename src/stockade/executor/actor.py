@@ -65,7 +65,7 @@ from .config import ExecutorConfig
 from .environment import apply_policy
 
 if TYPE_CHECKING:
-    pass
+    from ..network.proxy import NetworkProxy
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -128,11 +128,9 @@ class ExecutorActor:
                 self._limits = LimitsHost.open(self.config.session_limits)
                 stack.callback(self._limits.close)
                 if self.confines:
-                    from ..network.proxy import open_proxy
-
-                    self._network.proxy = await stack.enter_async_context(
-                        open_proxy(on_decision=self._network.decided)
-                    )
+                    # Started by the first call with network allowlist: a harness
+                    # whose calls never use it never imports the proxy (h11, socksio).
+                    self._network.start = self._start_proxy
                 await serve_forever(
                     self._mailbox,
                     self._serve,
@@ -154,6 +152,19 @@ class ExecutorActor:
             case _:
                 return False
         return True
+
+    async def _start_proxy(self) -> NetworkProxy:
+        """The network proxy, run in the request nursery until the executor ends."""
+        from ..network.proxy import open_proxy
+
+        async def hold(*, task_status: trio.TaskStatus[NetworkProxy]) -> None:
+            async with open_proxy(on_decision=self._network.decided) as proxy:
+                task_status.started(proxy)
+                await trio.sleep_forever()
+
+        assert self._nursery is not None
+        proxy: NetworkProxy = await self._nursery.start(hold)
+        return proxy
 
     def _adopt_nursery(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery

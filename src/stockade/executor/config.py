@@ -33,6 +33,8 @@ def _entries(value: object) -> tuple[str, ...]:
     """A list of network rule entries, each parsed once to refuse a bad one now."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise ConfigError("network_allow and network_deny take a list of entries")
+    if not value:
+        return ()
     from ..network.rules import RuleError, parse_entry
 
     for entry in value:
