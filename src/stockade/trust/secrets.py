@@ -165,7 +165,15 @@ class DenyRead:
     one), composition (tuple[str, ...]: the composition files in use), tokens
     (tuple[str, ...]: MCP token files kept elsewhere)."""
 
-    __slots__ = ("_complements", "_scans", "composition", "patterns", "state", "tokens")
+    __slots__ = (
+        "_complements",
+        "_existing",
+        "_scans",
+        "composition",
+        "patterns",
+        "state",
+        "tokens",
+    )
 
     def __init__(
         self,
@@ -186,6 +194,11 @@ class DenyRead:
         self._complements: dict[
             tuple[tuple[str, ...], tuple[str, ...]], tuple[list[tuple[str, Identity]], Complement]
         ] = {}
+        # The last call's candidates: which exist and their real paths, with the
+        # directories whose entries decided that (`existing`).
+        self._existing: (
+            tuple[tuple[str, ...], list[tuple[str, Identity]], list[tuple[str, str]]] | None
+        ) = None
 
     def complement(self, hidden: Sequence[str], writable: Sequence[str]) -> Complement:
         """`complement_grants(hidden, writable)`, reused while no directory it listed
@@ -274,18 +287,60 @@ class DenyRead:
                         f"beyond the first {ENV_FILE_BUDGET} directories searched"
                     )
         real: list[str] = []
-        for path in candidates:
-            if not os.path.lexists(path):
-                continue
-            resolved = os.path.realpath(path)
-            if not os.path.exists(resolved):
-                continue
+        for path, resolved in self.existing(candidates):
             holding = [k for k in keep if _under(os.path.realpath(k), resolved)]
             if holding:
                 gaps.append(f"deny_read: {path} holds {holding[0]}, so it stays readable")
                 continue
             real.append(resolved)
         return Hidden(outermost(real), tuple(dict.fromkeys(gaps)))
+
+    def existing(self, candidates: Sequence[str]) -> list[tuple[str, str]]:
+        """(path, its real path) for each of `candidates` that exists, in order.
+
+        The last answer is reused while every directory whose entries decided it keeps
+        its identity (`Identity`, which a confined command cannot forge: a created,
+        removed or swapped entry gives its directory a new ctime), and only when no
+        candidate is reached through a link: then those directories are each one's
+        ancestors, up to the deepest that exists. Resolving every candidate was most
+        of what confining a call cost the provider."""
+        key = tuple(candidates)
+        known = self._existing
+        if (
+            known is not None
+            and known[0] == key
+            and all(_identity(path) == identity for path, identity in known[1])
+        ):
+            return known[2]
+        self._existing = None
+        started = time.time_ns()
+        found: list[tuple[str, str]] = []
+        watched: dict[str, None] = {}
+        plain = True
+        for path in key:
+            if os.path.lexists(path):
+                resolved = os.path.realpath(path)
+                plain = plain and resolved == os.path.abspath(path)
+                if os.path.exists(resolved):
+                    found.append((path, resolved))
+                ancestor = os.path.dirname(os.path.abspath(path))
+            else:
+                ancestor = os.path.dirname(os.path.abspath(path))
+                while not os.path.isdir(ancestor) and os.path.dirname(ancestor) != ancestor:
+                    ancestor = os.path.dirname(ancestor)
+                plain = plain and os.path.realpath(ancestor) == ancestor
+            while True:
+                watched[ancestor] = None
+                parent = os.path.dirname(ancestor)
+                if parent == ancestor:  # "/", or POSIX's "//"
+                    break
+                ancestor = parent
+        if plain:
+            seen = [(path, _identity(path)) for path in watched]
+            trusted = [(path, identity) for path, identity in seen if identity is not None]
+            if len(trusted) == len(seen) and _trustworthy(trusted, started):
+                self._existing = (key, trusted, found)
+        return found
 
     def denies(
         self, real_path: str, roots: Iterable[str], environ: Mapping[str, str] = os.environ
