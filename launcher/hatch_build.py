@@ -1,4 +1,5 @@
-"""Hatch build hook: compile launcher/landlock-run.c into src/stockade/_bin/landlock-run.
+"""Hatch build hook: compile the Landlock launcher (launcher/*.c: one C file per
+mechanism, and landlock-run.h between them) into src/stockade/_bin/landlock-run.
 
 Static (musl-gcc when it can run, else cc or gcc), for both wheels and editable
 installs; the binary is never committed, and the wheel is tagged for this platform.
@@ -81,14 +82,24 @@ def pick_compiler() -> str:
     raise LauncherBuildError(NO_COMPILER)
 
 
+def launcher_sources(root: Path) -> list[Path]:
+    """The launcher's C files, in a stable order: every `launcher/*.c` (landlock-run.h
+    is included by each, found beside them)."""
+    return sorted((root / "launcher").glob("*.c"))
+
+
 def build_launcher(root: Path) -> Path:
-    source = root / "launcher" / "landlock-run.c"
+    sources = launcher_sources(root)
+    if not sources:
+        raise LauncherBuildError(
+            f"stockade: the Landlock launcher's sources are missing ({root / 'launcher'}/*.c)"
+        )
     target = root / LAUNCHER
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     compiler = pick_compiler()
     result = subprocess.run(
-        [compiler, *CFLAGS, "-o", str(partial), str(source)],
+        [compiler, *CFLAGS, "-o", str(partial), *map(str, sources)],
         capture_output=True,
         text=True,
         check=False,

@@ -26,9 +26,11 @@ def load_hook():
 
 @pytest.fixture
 def build_root(tmp_path) -> Path:
-    """A source tree of one file, so a build never touches the checkout's _bin."""
+    """A source tree of the launcher's C files and header, so a build never touches the
+    checkout's _bin."""
     (tmp_path / "launcher").mkdir()
-    shutil.copy(REPO / "launcher" / "landlock-run.c", tmp_path / "launcher")
+    for source in [*(REPO / "launcher").glob("*.c"), *(REPO / "launcher").glob("*.h")]:
+        shutil.copy(source, tmp_path / "launcher")
     return tmp_path
 
 

@@ -1,4 +1,4 @@
-"""Tests for launcher/landlock-run.c.
+"""Tests for the Landlock launcher (launcher/*.c, one file per mechanism).
 
 The launcher is compiled from source here (once with ``cc -static`` and once
 with ``musl-gcc -static``), so these tests do not depend on the package build.
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCE = REPO / "launcher" / "landlock-run.c"
+SOURCES = sorted((REPO / "launcher").glob("*.c"))
 CFLAGS = ["-static", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"]
 PYTHON = [sys.executable, "-I", "-B"]
 LAUNCHER_FAILURE = 125
@@ -53,7 +53,7 @@ def launcher(request, tmp_path_factory):
         pytest.skip(f"{compiler} is not installed")
     binary = tmp_path_factory.mktemp(f"launcher-{compiler}") / "landlock-run"
     build = subprocess.run(
-        [compiler, *CFLAGS, "-o", str(binary), str(SOURCE)], capture_output=True, text=True
+        [compiler, *CFLAGS, "-o", str(binary), *map(str, SOURCES)], capture_output=True, text=True
     )
     assert build.returncode == 0, build.stderr
     return binary
