@@ -418,4 +418,7 @@ async def test_a_running_job_reports_its_connections_once_each(backend, scratch,
             await trio.sleep(0.05)
     assert report.backend == name
     assert seen == [(allowed, True), (other, False)], seen
-    assert [c.port for c in while_running] == [allowed]
+    # The first is reported while the job runs (it sleeps a second after it); the
+    # second may be too, if a report lands between that curl and the job's exit (on
+    # a loaded machine it did): not what this judges.
+    assert [c.port for c in while_running][:1] == [allowed], while_running
