@@ -579,7 +579,14 @@ class CloseLog(msgspec.Struct, frozen=True, tag="close-log"):
     session_id: str
 
 
-SessionLogRequest = OpenLog | AppendEvents | ReadLog | CloseLog
+class FindLog(msgspec.Struct, frozen=True, tag="find-log"):
+    """Whether the store holds `session_id`'s log, and where: asked of the store
+    without opening (and so without creating) the log."""
+
+    session_id: str
+
+
+SessionLogRequest = OpenLog | AppendEvents | ReadLog | CloseLog | FindLog
 
 
 class LogOpened(msgspec.Struct, frozen=True, tag="log-opened"):
@@ -592,3 +599,12 @@ class LogOpened(msgspec.Struct, frozen=True, tag="log-opened"):
     location: str
     events: Sequence[SessionEvent]
     torn_lines_cut: int = 0
+
+
+class LogFound(msgspec.Struct, frozen=True, tag="log-found"):
+    """Reply to FindLog: whether the store holds the session's log, and where it is
+    (or would be)."""
+
+    session_id: str
+    exists: bool
+    location: str

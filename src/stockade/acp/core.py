@@ -115,9 +115,10 @@ class AgentCore:
         if state is None:
             try:
                 check_session_id(session_id)
+                exists = await self.harness.session_exists(session_id)
             except StockadeError as error:
                 raise ClientError(str(error)) from None
-            if not _log_exists(self.harness.log_directory, session_id):
+            if not exists:
                 raise ClientError(f"no session {session_id!r} to load")
             try:
                 agent = await self.harness.resume_session(session_id, cwd=root)
@@ -295,12 +296,6 @@ class AgentCore:
                     ),
                 )
         return "max_turn_requests"
-
-
-def _log_exists(directory: str | None, session_id: str) -> bool:
-    """Whether the store holds a log for `session_id` (an in-memory store never does
-    across processes: only sessions opened here can be loaded)."""
-    return directory is not None and os.path.isfile(os.path.join(directory, f"{session_id}.jsonl"))
 
 
 def _real(path: str) -> str:

@@ -162,7 +162,8 @@ def run_demo(*, interactive: bool = False, config: str | None = None) -> int:
     args = argparse.Namespace(path_or_id=location, json=False, state_dir=None, config=config)
     store = session_store(args, registry) if config else None
     replay = f"stockade session show {location}"
-    if store is not None:
+    if store is not None and not os.path.isfile(location):
+        # A log no file holds (a database's): shown by its id, from the composition's store.
         args.path_or_id = session_id
         replay = f"stockade session show {session_id} --config {config}"
     try:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,32 +34,23 @@ from ..policy.knobs import (
     resolve_workspace_root,
 )
 from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset
-from ..sessionlog import BUILTIN_EVENTS, Scan, check_session_id, resolve_state_dir, scan_log
+from ..sessionlog import (
+    BUILTIN_EVENTS,
+    CatalogUnreadable,
+    Scan,
+    SessionStore,
+    UnreadableLog,
+    check_session_id,
+    directory_store,
+    names_a_log_file,
+    read_log_file,
+    session_of_file,
+)
 from ..shown import json_escaped, one_line, visible
 from ..vocab import SandboxMode
 from .errors import CliError, report
 
 _BASE_FIELDS = ("seq", "ts", "source")
-
-
-def locate_log(path_or_id: str, state_dir: str | None = None) -> Path:
-    """A path when the argument names a file (or looks like one), else `<state dir>/<id>.jsonl`."""
-    candidate = Path(path_or_id)
-    if candidate.is_file() or os.sep in path_or_id or path_or_id.endswith(".jsonl"):
-        return candidate
-    directory = Path(state_dir) if state_dir else resolve_state_dir()
-    exact = directory / f"{check_session_id(path_or_id)}.jsonl"
-    if exact.exists():
-        return exact
-    try:
-        names = sorted(
-            name[: -len(".jsonl")]
-            for name in os.listdir(directory)
-            if name.startswith(path_or_id) and name.endswith(".jsonl")
-        )
-    except OSError:
-        return exact  # read_log says what is wrong with it
-    return directory / f"{unique_prefix(path_or_id, names, str(directory))}.jsonl"
 
 
 def unique_prefix(prefix: str, ids: list[str], where: str) -> str:
@@ -86,38 +75,36 @@ def run_show(
     registry: EventRegistry = BUILTIN_EVENTS,
     defaults: PolicyDefaults | None = None,
     presets: PresetTable = DEFAULT_PRESETS,
-    store: Any = None,
+    store: SessionStore | None = None,
 ) -> int:
     """Print the log named by `args.path_or_id`; 0 on success, 1 when it cannot be read.
 
-    `args` needs `path_or_id`, and optionally `json` and `state_dir`. With `store` (one
-    that can `scan(session_id)` without a lock, e.g. a PostgresStore), an id is read
-    from it. An error is one line on stderr, or with `json` one object on stdout
+    `args` needs `path_or_id`, and optionally `json` and `state_dir`. A log file's path
+    is read as that file; an id (or a unique prefix of one) is read from `store`
+    (None: the JSON-lines directory `state_dir`, else $STOCKADE_STATE_DIR, else the
+    default). An error is one line on stderr, or with `json` one object on stdout
     (`{"error": {"code", "detail"}}`, the codes in docs/cli.md).
     """
     out = sys.stdout if stdout is None else stdout
     as_json = bool(getattr(args, "json", False))
-    location = None
     try:
-        if store is not None:
-            session_id = _store_id(store, args.path_or_id)
-            path = Path(session_id)
-            scan = _scan_from_store(store, session_id)
-            location = store.location_of(session_id)
+        if names_a_log_file(args.path_or_id):
+            session, location = session_of_file(args.path_or_id), str(Path(args.path_or_id))
+            scan = read_log(args.path_or_id, registry)
         else:
-            try:
-                path = locate_log(args.path_or_id, getattr(args, "state_dir", None))
-            except ValueError as error:  # InvalidSessionId
-                raise CliError("INVALID_SESSION_ID", str(error)) from None
-            scan = read_log(path, registry)
+            if store is None:
+                store = directory_store(getattr(args, "state_dir", None), registry)
+            session = _store_id(store, args.path_or_id)
+            location = store.location_of(session)
+            scan = _scan_from_store(store, session, location)
     except CliError as error:
         return report(error, as_json=as_json, stdout=out, stderr=stderr)
     summary = summarize(
         scan,
-        path,
+        session,
+        location,
         PolicyDefaults() if defaults is None else defaults,
         presets,
-        location=location,
     )
     if as_json:
         out.write(json_escaped(msgspec.json.encode(summary).decode()) + "\n")
@@ -126,62 +113,39 @@ def run_show(
     return 0
 
 
-def read_log(path: Path, registry: EventRegistry = BUILTIN_EVENTS) -> Scan:
+def read_log(path: str, registry: EventRegistry = BUILTIN_EVENTS) -> Scan:
     """The events of the log file at `path`, read without a lock; a CliError that says
     in one line what `path` is when it is no readable session log."""
     try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise CliError("SESSION_NOT_FOUND", f"no session log at {path}") from None
-    except OSError as error:
-        raise CliError("ENVIRONMENT", f"cannot read {path}: {error.strerror}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise CliError(
-            "NOT_A_SESSION_LOG",
-            f"{path} is a directory, not a session log (the logs in it: "
-            f"stockade session list --state-dir {path})",
-        )
-    if not stat.S_ISREG(info.st_mode):
-        raise CliError("NOT_A_SESSION_LOG", f"{path} is not a session log: not a regular file")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise CliError("ENVIRONMENT", f"cannot read {path}: {error.strerror}") from None
-    not_a_log = CliError(
-        "NOT_A_SESSION_LOG", f"{path} is not a session log: its first line is no stockade event"
-    )
-    try:
-        scan = scan_log(data, str(path), registry)
-    except LogCorrupt as error:
-        if error.where == f"{path}:1":
-            raise not_a_log from None
-        raise CliError("LOG_CORRUPT", str(error)) from None
-    if data and not scan.events:  # one line, and not an event: a torn tail to the store
-        raise not_a_log
-    return scan
+        return read_log_file(path, registry)
+    except UnreadableLog as error:
+        raise CliError(error.code, error.detail) from None
 
 
-def _store_id(store: Any, prefix: str) -> str:
-    """`prefix` completed to the one session id of `store` it starts (when the store can
-    list its sessions and holds no session of exactly that id)."""
-    lister = getattr(store, "list_sessions", None)
-    if not callable(lister):
-        return prefix
+def _store_id(store: SessionStore, prefix: str) -> str:
+    """`prefix` completed to the one session id of `store` it starts (when the store
+    holds no session of exactly that id)."""
     try:
-        ids = [entry.session for entry in lister(defaults=PolicyDefaults())]
+        check_session_id(prefix)
+        if store.exists(prefix):
+            return prefix
+        ids = store.session_ids()
+    except ValueError as error:  # InvalidSessionId
+        raise CliError("INVALID_SESSION_ID", str(error)) from None
+    except CatalogUnreadable:
+        return prefix  # reading the session says what is wrong where it would be
     except StockadeError as error:
         raise CliError("STORE_UNAVAILABLE", str(error)) from None
-    if prefix in ids:
-        return prefix
-    return unique_prefix(prefix, ids, str(getattr(store, "where", "the store")))
+    return unique_prefix(prefix, ids, store.where)
 
 
-def _scan_from_store(store: Any, session_id: str) -> Scan:
+def _scan_from_store(store: SessionStore, session_id: str, location: str) -> Scan:
     try:
-        scan: Scan = store.scan(session_id)
-        return scan
+        return store.scan(session_id)
     except KeyError:
-        raise CliError("SESSION_NOT_FOUND", f"no session {session_id!r} in {store.where}") from None
+        raise CliError("SESSION_NOT_FOUND", f"no session log at {location}") from None
+    except UnreadableLog as error:
+        raise CliError(error.code, error.detail) from None
     except ValueError as error:  # InvalidSessionId
         raise CliError("INVALID_SESSION_ID", str(error)) from None
     except LogCorrupt as error:
@@ -192,15 +156,14 @@ def _scan_from_store(store: Any, session_id: str) -> Scan:
 
 def summarize(
     scan: Scan,
-    path: Path,
+    session: str,
+    location: str,
     defaults: PolicyDefaults,
     presets: PresetTable,
-    *,
-    location: str | None = None,
 ) -> dict[str, Any]:
     """The JSON-ready account of a log: its events and the values they fold to.
 
-    `location` names a log that is not a file (a database's), instead of `path`.
+    `session` is its id, `location` where it is (a file's path, a database's name).
     """
     events = scan.events
     header = events[0] if events and isinstance(events[0], SessionHeader) else None
@@ -222,8 +185,8 @@ def summarize(
     else:
         message = f"stale (seq {told.seq}); the next step appends a new one"
     return {
-        "session": path.name.removesuffix(".jsonl"),
-        "location": str(path) if location is None else location,
+        "session": session,
+        "location": location,
         "parent": header.parent if header else None,
         "torn_tail": None
         if scan.torn is None

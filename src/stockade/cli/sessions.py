@@ -26,11 +26,10 @@ from ..events import EventRegistry
 from ..policy.knobs import PolicyDefaults
 from ..sessionlog import (
     BUILTIN_EVENTS,
-    STATE_DIR_ENV,
     CatalogUnreadable,
-    JsonlStore,
     NoCatalog,
     SessionEntry,
+    SessionStore,
     build_store,
     catalog_of,
     check_store_files,
@@ -40,10 +39,11 @@ from ..shown import json_escaped, one_line
 from .errors import CliError, report
 
 
-def session_store(args: argparse.Namespace, registry: EventRegistry) -> Any:
+def session_store(args: argparse.Namespace, registry: EventRegistry) -> SessionStore | None:
     """For the `session` verbs: the store of the composition named by `--config` (or
-    $STOCKADE_CONFIG), when it is a database; for a JSON-lines store, its state
-    directory becomes the default of `--state-dir`. None when no composition is named.
+    $STOCKADE_CONFIG), `--state-dir` standing in for a JSON-lines store's directory.
+    None when no composition is named (the verbs then read the JSON-lines directory
+    `--state-dir`, $STOCKADE_STATE_DIR or the default).
     """
     from ..trust import host_temp_roots
     from .settings import CONFIG_ENV, load_cli_composition
@@ -55,11 +55,12 @@ def session_store(args: argparse.Namespace, registry: EventRegistry) -> Any:
     entry = composition.session_log if composition is not None else None
     if composition is None or entry is None:
         return None
-    store = build_store(entry.config, registry, composition_path=composition.path)
-    if isinstance(store, JsonlStore):
-        if not getattr(args, "state_dir", None) and not os.environ.get(STATE_DIR_ENV):
-            args.state_dir = str(store.directory)
-        return None
+    store = build_store(
+        entry.config,
+        registry,
+        composition_path=composition.path,
+        state_dir=getattr(args, "state_dir", None),
+    )
     check_store_files(store_files(store), (os.path.realpath(os.getcwd()), *host_temp_roots()))
     return store
 

@@ -88,43 +88,44 @@ def _withholding_store_secrets(
     executor: ExecutorConfig, composition: Composition
 ) -> ExecutorConfig:
     """`executor` with the session store's credentials withheld from every command (as
-    the harness does). Cheap for `stockade exec`: the store's module (trio, psycopg)
-    is loaded only to find a password the DSN itself carries."""
+    the harness does). Cheap for `stockade exec`: the store's answer from its config
+    (`store_secrets`) loads no store, and psycopg only to find a password the DSN
+    itself may carry."""
     log = composition.session_log
-    if log is None or getattr(log.config, "store", "jsonl") != "postgres" or not log.config.dsn:
+    if log is None:
         return executor
-    from ..executor.environment import LIBPQ_CREDENTIALS, Withheld
+    from ..sessionlog import store_secrets
 
-    dsn: str = log.config.dsn
-    if "password" in dsn.lower() or "@" in dsn:  # maybe a password inline: libpq's parse
-        from ..sessionlog.stores import store_secrets
+    names, values = store_secrets(log.config)
+    if not (names or values):
+        return executor
+    from ..executor.environment import Withheld
 
-        names, values = store_secrets(log.config)
-    else:
-        names, values = LIBPQ_CREDENTIALS, (dsn,)
     return executor.withholding(Withheld(names, values))
 
 
 def _hiding_store_files(provider: ProviderConfig, composition: Composition) -> ProviderConfig:
-    """`provider` with the session store's own files in deny_read, as the harness has
-    them: a configured JSON-lines directory (the `state` item), and every file libpq
-    would read for a postgres store's DSN (`credential_files`: its password, service
-    and TLS files). A verb opens no log, but its commands run beside the harness's."""
+    """`provider` with the session store's own paths in deny_read, as the harness has
+    them: where its logs are (`config_protected_paths`: the `state` item), and the
+    files holding its login (`config_credential_files`: every file libpq would read for
+    a postgres store's DSN, its password, service and TLS files). A verb opens no log,
+    but its commands run beside the harness's."""
     log = composition.session_log
     if log is None:
         return provider
+    from ..sessionlog import config_credential_files, config_protected_paths
+
+    state = config_protected_paths(log.config)
+    files = config_credential_files(log.config)
+    if not (state or files):
+        return provider
     import attrs
 
-    if getattr(log.config, "store", "jsonl") != "postgres":
-        configured = getattr(log.config, "state_dir", None)
-        if not configured:
-            return provider
-        directory = os.path.abspath(os.path.expanduser(configured))
-        return attrs.evolve(provider, secret_state=(*provider.secret_state, directory))
-    from ..sessionlog.stores import config_credential_files
-
-    files = config_credential_files(log.config)
-    return attrs.evolve(provider, secret_tokens=(*provider.secret_tokens, *files))
+    return attrs.evolve(
+        provider,
+        secret_state=(*provider.secret_state, *state),
+        secret_tokens=(*provider.secret_tokens, *files),
+    )
 
 
 def cli_settings(

@@ -63,18 +63,6 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 )
 
 
-# libpq's variables that carry a login: with a postgres session store the harness's
-# own connection reads them, so no command gets them whatever its policy says
-# (`stockade.sessionlog.store_secrets`; docs/security.md, "Secrets: the environment").
-LIBPQ_CREDENTIALS: tuple[str, ...] = (
-    "PGPASSWORD",
-    "PGPASSFILE",
-    "PGSERVICE",
-    "PGSERVICEFILE",
-    "PGSSLCERT",
-    "PGSSLKEY",
-)
-
 # A withheld value this long or longer is looked for inside every value too (a
 # password inside another variable's URL); a shorter one only as a whole value, so a
 # short password drops no PATH that happens to contain it.

@@ -42,13 +42,11 @@ from ..sandbox.config import trusted_provider
 from ..sandbox.private_tmp import host_temp
 from ..sessionlog import (
     BUILTIN_EVENTS,
-    JsonlStore,
-    MemoryStore,
     SessionLogActor,
     SessionLogClient,
+    SessionStore,
     build_store,
     store_files,
-    store_secrets,
 )
 from ..tools.bash import BashTool
 from ..tools.events import TOOL_EVENTS, NetworkConnected
@@ -178,12 +176,12 @@ def assemble(
     """Build (not start) the actors of `composition`, in start order, and their Harness."""
     registry = harness_registry(*extra_events)
     log_entry = composition.session_log
-    store: Any
-    if log_entry is None:
-        # No log entry: sessions still have a log, for this process's life only.
-        store = MemoryStore(registry=registry)
-    else:
-        store = build_store(log_entry.config, registry, composition_path=composition.path)
+    # No log entry: sessions still have a log, in memory for this process's life only.
+    store = build_store(
+        log_entry.config if log_entry is not None else None,
+        registry,
+        composition_path=composition.path,
+    )
     # The actor closes the store (a database's connections) when the harness stops.
     log_actor = SessionLogActor(store, owns_store=True)
     actors: list[Any] = [log_actor]
@@ -193,7 +191,7 @@ def assemble(
         executor_entry.config.executor_config() if executor_entry is not None else ExecutorConfig()
     )
     # The harness's own secrets never reach a command, whatever `env:` says.
-    executor_config = executor_config.withholding(composition_secrets(composition, withhold))
+    executor_config = executor_config.withholding(withheld_secrets(store, withhold))
     fallback_root = os.path.realpath(executor_config.fallback_root or cwd or os.getcwd())
     provider_actor = None
     provider_config = None
@@ -204,12 +202,12 @@ def assemble(
         provider_config = trusted_provider(
             provider_config, composition.path, (fallback_root, *host_temp_roots())
         )
-        if isinstance(store, JsonlStore):
-            # This harness's log directory, wherever the composition put it: deny_read's
-            # `state` item (the default directories are in the list already).
+        if store.protected_paths():
+            # Where this harness's logs are, wherever the composition put them:
+            # deny_read's `state` item (the default directories are in the list already).
             provider_config = attrs.evolve(
                 provider_config,
-                secret_state=(*provider_config.secret_state, str(store.directory)),
+                secret_state=(*provider_config.secret_state, *store.protected_paths()),
             )
         # The host's own credential files (an MCP --token-file) and the store's (every
         # file libpq would read for its DSN: password, service and TLS files): deny_read's
@@ -311,7 +309,7 @@ def assemble(
         presets=_presets(composition),
         bash=BashTool(executor=executor_actor.client, approval=approval_client),
         fs=fs_tool,
-        log_directory=str(store.directory) if isinstance(store, JsonlStore) else None,
+        log_paths=store.protected_paths(),
         log_files=store_files(store),
         fallback_root_explicit=bool(executor_config.fallback_root or cwd),
         host_temp=host_temp(provider_config is not None and provider_config.allow_host_temp),
@@ -324,11 +322,10 @@ def assemble(
     return actors, harness
 
 
-def composition_secrets(composition: Composition, values: Sequence[str] = ()) -> Withheld:
-    """What no command of `composition` may inherit: its session store's credentials
-    (by name and by value) and `values` (a host's own, e.g. the MCP tokens)."""
-    log_entry = composition.session_log
-    names, store_values = store_secrets(log_entry.config if log_entry is not None else None)
+def withheld_secrets(store: SessionStore, values: Sequence[str] = ()) -> Withheld:
+    """What no command may inherit: the session store's credentials (by name and by
+    value: `credentials()`) and `values` (a host's own, e.g. the MCP tokens)."""
+    names, store_values = store.credentials()
     return Withheld(names, (*store_values, *values))
 
 

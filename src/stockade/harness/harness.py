@@ -21,7 +21,7 @@ from ..policy.knobs import PolicyDefaults
 from ..policy.presets import PresetTable
 from ..sandbox.actor import ProviderClient
 from ..sandbox.tool_caches import CacheSetting
-from ..sessionlog import SessionLogClient, check_session_id, check_store_files
+from ..sessionlog import SessionLogClient, check_store_files
 from ..tools.bash import BashTool
 from ..tools.fs_tool import FsTool, PinnedRoots, fs_schemas
 from ..trust import broad_root_refusal, check_extra_roots, check_trusted, host_temp_roots
@@ -44,8 +44,9 @@ class Harness:
     presets: PresetTable
     bash: BashTool
     fs: FsTool | None = None
-    # Where session logs live on disk (None: in memory for this process only, or a database).
-    log_directory: str | None = None
+    # The paths holding the session logs, which no command may write or read (the
+    # store's `protected_paths`; none: in memory for this process only, or a database).
+    log_paths: tuple[str, ...] = ()
     # Files that steer where the log is (a database's password file): (path, what).
     log_files: tuple[tuple[str, str], ...] = ()
     # Whether the fallback root was named (a composition's workspace_root, open_harness's
@@ -109,22 +110,21 @@ class Harness:
         root = os.path.realpath(cwd) if cwd is not None else self.defaults.fallback_root
         if self.log_files:
             check_store_files(self.log_files, (root, *host_temp_roots()))
-        if self.log_directory is None:
-            return
-        problem = check_trusted(
-            self.log_directory,
-            (root, *host_temp_roots()),
-            what="the session log directory",
-            must_exist=False,
-        )
-        if problem is not None:
-            raise ConfigError(
-                problem.message(
-                    "keep session logs outside workspace roots and temp directories, "
-                    "owned by you or root and writable by no one else: set "
-                    "STOCKADE_STATE_DIR or the stockade.session.log entry's state_dir"
-                )
+        for path in self.log_paths:
+            problem = check_trusted(
+                path,
+                (root, *host_temp_roots()),
+                what="the session log directory",
+                must_exist=False,
             )
+            if problem is not None:
+                raise ConfigError(
+                    problem.message(
+                        "keep session logs outside workspace roots and temp directories, "
+                        "owned by you or root and writable by no one else: set "
+                        "STOCKADE_STATE_DIR or the stockade.session.log entry's state_dir"
+                    )
+                )
 
     @property
     def default_policy(self) -> ExecutionPolicy:
@@ -197,7 +197,7 @@ class Harness:
                 "commands unconfined, where every socket is reachable already"
             )
         if resume:
-            self._check_log_exists(session_id)
+            await self._check_log_exists(session_id)
         session = await Session.open(
             self.log,
             session_id=session_id,
@@ -250,11 +250,16 @@ class Harness:
         """Resume session `session_id` from its log; SessionNotFound when none holds it."""
         return await self.open_session(session_id, cwd=cwd, resume=True)
 
-    def _check_log_exists(self, session_id: str | None) -> None:
-        """On disk, an unknown id is refused before its log would be opened (and so
-        created empty); other stores are checked once the log is open."""
-        if self.log_directory is None or session_id is None:
+    async def _check_log_exists(self, session_id: str | None) -> None:
+        """An unknown id is refused before its log would be opened (and so created
+        empty); the session is checked again once its log is open."""
+        if session_id is None:
             return
-        path = os.path.join(self.log_directory, f"{check_session_id(session_id)}.jsonl")
-        if not os.path.lexists(path):
-            raise SessionNotFound(session_id, path)
+        found = await self.log.find(session_id)
+        if not found.exists:
+            raise SessionNotFound(session_id, found.location)
+
+    async def session_exists(self, session_id: str) -> bool:
+        """Whether the session log holds `session_id` (InvalidSessionId for an id that
+        cannot name one)."""
+        return (await self.log.find(session_id)).exists

@@ -157,7 +157,9 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
         # Made now, written once the port is known; the directory is checked first.
         token = made_token or _token.new_token()
         tokens, where = (token,), ""
-        directory = face.harness.log_directory or str(resolve_state_dir())
+        # Beside the session logs (the directory that holds them, when they are kept
+        # on this host), else in the default state directory: deny_read's `state`.
+        directory = next(iter(face.harness.log_paths), "") or str(resolve_state_dir())
         try:
             _token.prepare_directory(directory, (settings.root, *host_temp_roots()))
         except _token.TokenProblem as error:

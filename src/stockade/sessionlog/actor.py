@@ -46,7 +46,16 @@ from ..events import (
     UnencodableEvent,
     UnregisteredEvent,
 )
-from ..messages import AppendEvents, CloseLog, LogOpened, OpenLog, ReadLog, SessionLogRequest
+from ..messages import (
+    AppendEvents,
+    CloseLog,
+    FindLog,
+    LogFound,
+    LogOpened,
+    OpenLog,
+    ReadLog,
+    SessionLogRequest,
+)
 from .stores.interface import OpenedLog, SessionStore
 
 
@@ -165,6 +174,8 @@ class SessionLogActor:
                 self._quick(envelope)
             case CloseLog():
                 await answer(envelope, lambda: self._close(message.session_id))
+            case FindLog():
+                await answer(envelope, lambda: self._find(message.session_id))
             case _:
                 assert_never(message)
 
@@ -251,6 +262,14 @@ class SessionLogActor:
                     await trio.to_thread.run_sync(opened.handle.close, limiter=log.limiter)
             finally:
                 log.closed.set()
+
+    async def _find(self, session_id: str) -> LogFound:
+        def find() -> LogFound:
+            exists = self.store.exists(session_id)
+            return LogFound(session_id, exists, self.store.location_of(session_id))
+
+        # In a worker thread: a store's question may be a database's round trip.
+        return await trio.to_thread.run_sync(find)
 
     def _open_store(self, session_id: str) -> tuple[OpenedLog, CommittedEvents]:
         # In the worker thread: indexing a long log's events is no work for the loop.
@@ -388,6 +407,12 @@ class SessionLogClient:
 
     async def close(self, session_id: str) -> None:
         await request(self.inbox, CloseLog(session_id=session_id))
+
+    async def find(self, session_id: str) -> LogFound:
+        """Whether the store holds `session_id`'s log, and where it is (or would be),
+        without opening it: InvalidSessionId for an id that cannot name a log."""
+        result: LogFound = await request(self.inbox, FindLog(session_id=session_id))
+        return result
 
 
 @asynccontextmanager

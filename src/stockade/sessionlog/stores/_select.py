@@ -3,29 +3,54 @@
 `store: jsonl` (the default): one file per session under the state directory.
 `store: postgres`: one database shared by every host (`dsn`, `pool_size`).
 
+No entry: a memory store, for this process's life.
+
 The log-location rule of the trust base (docs/security.md) applies to both: the
 JSON-lines directory, and every file libpq reads for the DSN (password, service and
 TLS files), must lie outside every writable root; a password may come from the
 environment (`dsn: !env VAR`) or a password file, never from the composition text.
+
+What a store answers for itself (`protected_paths`, `credentials`,
+`credential_files`) the CLI verbs, which make no store, learn from the entry's
+config alone: `config_protected_paths`, `store_secrets`, `config_credential_files`.
+Those load no store (the standard library, and psycopg only for a DSN that needs
+parsing), so `stockade exec` stays light.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ...errors import ConfigError
-from ...events import EventRegistry
-from .interface import SessionStore
-from .jsonl import JsonlStore, resolve_state_dir
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from ...events import EventRegistry
+    from .interface import SessionStore
 
 
 def build_store(
-    config: Any, registry: EventRegistry, *, composition_path: str | None = None
+    config: Any,
+    registry: EventRegistry,
+    *,
+    composition_path: str | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
 ) -> SessionStore:
-    """The store `config` (a SessionLogConfig) names; nothing is connected yet."""
+    """The store `config` (a SessionLogConfig; None: no log entry, so sessions live in
+    this process's memory) names; nothing is connected yet. `state_dir` (a `--state-dir`
+    given on the command line) replaces the JSON-lines store's directory."""
+    if config is None:
+        from .memory import MemoryStore
+
+        return MemoryStore(registry=registry)
     if getattr(config, "store", "jsonl") != "postgres":
+        from .jsonl import JsonlStore, directory_store, resolve_state_dir
+
+        if state_dir:
+            return directory_store(state_dir, registry)
         return JsonlStore(resolve_state_dir(config.state_dir), registry=registry)
     from .postgres import PostgresStore, dsn_parts
 
@@ -47,21 +72,29 @@ def build_store(
 
 
 def store_secrets(config: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(names, values) of the store's credentials, which no command's environment may
-    hold whatever its policy says: for a postgres store, libpq's login variables (the
+    """`credentials()` of the store `config` (a SessionLogConfig, or None) names,
+    without making the store: (names, values) no command's environment may hold
+    whatever its policy says. For a postgres store, libpq's login variables (the
     harness's own connection reads them) and the DSN and its password as values (so
     whatever variable `dsn: !env VAR` read them from is dropped too). None for jsonl."""
     if config is None or getattr(config, "store", "jsonl") != "postgres" or not config.dsn:
         return (), ()
-    from ...executor.environment import LIBPQ_CREDENTIALS
-    from .postgres import dsn_parts
+    from .postgres.libpq import dsn_credentials
 
-    dsn = config.dsn
-    try:
-        password = dsn_parts(dsn).get("password", "")
-    except ConfigError:  # build_store says so; the whole DSN is still withheld
-        password = ""
-    return LIBPQ_CREDENTIALS, (dsn, password)
+    return dsn_credentials(config.dsn)
+
+
+def config_protected_paths(config: Any) -> tuple[str, ...]:
+    """`protected_paths()` of the store `config` (a SessionLogConfig, or None) names,
+    as far as the config says it, without making the store: a JSON-lines store's
+    configured `state_dir` ($STOCKADE_STATE_DIR and the default directory are
+    deny_read's `state` item whatever the config says); none for the others."""
+    if config is None or getattr(config, "store", "jsonl") == "postgres":
+        return ()
+    configured = getattr(config, "state_dir", None)
+    if not configured:
+        return ()
+    return (os.path.abspath(os.path.expanduser(configured)),)
 
 
 # Words a DSN holds when it names a file parameter or a service (`%`: a URI may spell a

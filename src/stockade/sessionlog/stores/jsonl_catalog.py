@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +28,13 @@ from .._builtin import BUILTIN_EVENTS
 from .._scan import scan_log
 from ..catalog import (
     Catalog,
-    CatalogUnreadable,
     NoCatalog,
     PruneResult,
     SessionEntry,
     policy_summary,
 )
-from .interface import InvalidSessionId, check_session_id
-from .jsonl import resolve_state_dir
-
-SUFFIX = ".jsonl"
+from .jsonl import JsonlStore, directory_store
+from .jsonl import session_files as _session_files
 
 
 def held_inodes() -> set[int] | None:
@@ -80,35 +76,6 @@ def _locked_elsewhere(path: Path) -> bool:
     finally:
         os.close(fd)
     return False
-
-
-def _session_files(directory: Path) -> list[tuple[str, Path, os.stat_result]]:
-    """(id, path, lstat) of each regular `<id>.jsonl` file in `directory`."""
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    except NotADirectoryError:
-        raise CatalogUnreadable(f"{directory} is not a directory") from None
-    except OSError as error:
-        raise CatalogUnreadable(f"cannot read {directory}: {error.strerror}") from None
-    found = []
-    for name in names:
-        if not name.endswith(SUFFIX):
-            continue
-        session_id = name[: -len(SUFFIX)]
-        try:
-            check_session_id(session_id)
-        except InvalidSessionId:
-            continue  # not a name the store makes: not ours to show or remove
-        path = directory / name
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode):  # a link is never a log (the store refuses them)
-            found.append((session_id, path, info))
-    return found
 
 
 _HEADER = msgspec.json.Decoder(SessionHeader)
@@ -258,8 +225,9 @@ def catalog_of(
     """The catalog of `store` (None: the JSON-lines directory `state_dir`, else
     $STOCKADE_STATE_DIR, else the default), and where it is, for messages."""
     if store is None:
-        directory = Path(state_dir).expanduser().absolute() if state_dir else resolve_state_dir()
-        return JsonlCatalog(directory, registry), str(directory)
+        store = directory_store(state_dir, registry)
+    if isinstance(store, JsonlStore):
+        return JsonlCatalog(store.directory, store.registry), str(store.directory)
     if callable(getattr(store, "list_sessions", None)) and callable(
         getattr(store, "prune_sessions", None)
     ):

@@ -14,8 +14,8 @@ import attrs
 from ...errors import StockadeError
 from ...events import EventRegistry, SessionEvent
 from .._builtin import BUILTIN_EVENTS
-from .._scan import scan_log
-from .interface import OpenedLog, SessionLocked, check_session_id, report_torn
+from .._scan import Scan, scan_log
+from .interface import Credentials, OpenedLog, SessionLocked, check_session_id, report_torn
 
 
 @attrs.define(eq=False)
@@ -32,13 +32,47 @@ class MemoryStore:
     _open: set[str] = attrs.field(factory=set, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
+    @property
+    def where(self) -> str:
+        return "memory"
+
     def credential_files(self) -> tuple[str, ...]:
         """None: its logs live in this process's memory, behind no login."""
         return ()
 
-    def open(self, session_id: str) -> OpenedLog:
+    def credentials(self) -> Credentials:
+        """None: its logs live in this process's memory, behind no login."""
+        return (), ()
+
+    def protected_paths(self) -> tuple[str, ...]:
+        """None: no file holds its logs."""
+        return ()
+
+    def close(self) -> None:
+        """Nothing to release: the logs stay in `files` for a test to look at."""
+
+    def location_of(self, session_id: str) -> str:
+        return f"memory:{check_session_id(session_id)}"
+
+    def exists(self, session_id: str) -> bool:
         check_session_id(session_id)
-        location = f"memory:{session_id}"
+        with self._lock:
+            return session_id in self.files
+
+    def session_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self.files)
+
+    def scan(self, session_id: str) -> Scan:
+        """The session's events as they stand (a torn tail reported, not cut);
+        KeyError when it has no log here."""
+        location = self.location_of(session_id)
+        with self._lock:
+            data = bytes(self.files[session_id])
+        return scan_log(data, location, self.registry)
+
+    def open(self, session_id: str) -> OpenedLog:
+        location = self.location_of(session_id)
         with self._lock:
             if session_id in self._open:
                 raise SessionLocked(session_id, location)

@@ -25,7 +25,7 @@ from ....errors import StockadeError
 from ....events import EventRegistry, LogCorrupt, SessionEvent
 from ..._builtin import BUILTIN_EVENTS
 from ..._scan import Scan
-from ..interface import OpenedLog, SessionLocked, check_session_id
+from ..interface import Credentials, OpenedLog, SessionLocked, check_session_id
 from . import catalog
 from .commit import Combiner, Pending, commit_batch
 from .connections import (
@@ -36,6 +36,7 @@ from .connections import (
     dsn_files,
     dsn_parts,
 )
+from .libpq import dsn_credentials
 from .locks import SessionHeldElsewhere, claim, holder_of, lock_key, try_lock, unlock
 from .read import read_scan
 from .schema import schema_version
@@ -93,6 +94,15 @@ class PostgresStore:
         service and TLS files, named or libpq's defaults), existing or not: what no
         confined command may read."""
         return credential_paths(dsn_parts(self.dsn), os.environ)
+
+    def credentials(self) -> Credentials:
+        """libpq's login variables (this process's connection reads them), and the DSN
+        and its password as values."""
+        return dsn_credentials(self.dsn)
+
+    def protected_paths(self) -> tuple[str, ...]:
+        """None: its logs live in the database (its login's files: `credential_files`)."""
+        return ()
 
     def schema_version(self) -> int:
         """The version the database holds (after migrating it, on first use)."""
@@ -244,6 +254,35 @@ class PostgresStore:
                 )
         except self._connections.psycopg.Error as error:
             raise clear_error(error, self.where, "reading the session's events") from None
+
+    def exists(self, session_id: str) -> bool:
+        """Whether the database has a row for the session (read-only, no lock)."""
+        check_session_id(session_id)
+        return bool(
+            self._query_one("SELECT 1 FROM stockade_sessions WHERE session_id = %s", (session_id,))
+        )
+
+    def session_ids(self) -> list[str]:
+        with self._connections.lock:
+            _, pool = self._connections.started()
+        try:
+            with pool.connection() as conn:
+                rows = conn.execute(
+                    "SELECT session_id FROM stockade_sessions ORDER BY session_id"
+                ).fetchall()
+        except self._connections.psycopg.Error as error:
+            raise clear_error(error, self.where, "listing the sessions") from None
+        return [str(row[0]) for row in rows]
+
+    def _query_one(self, query: str, parameters: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self._connections.lock:
+            _, pool = self._connections.started()
+        try:
+            with pool.connection() as conn:
+                row: tuple[Any, ...] | None = conn.execute(query, parameters).fetchone()
+                return row
+        except self._connections.psycopg.Error as error:
+            raise clear_error(error, self.where, "reading the sessions table") from None
 
     def list_sessions(self, *, defaults: Any) -> list[Any]:
         """`stockade session list` (the catalog protocol of `sessionlog.catalog`)."""
