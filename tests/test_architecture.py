@@ -1,10 +1,9 @@
 """The layout's rules, read from the source with `ast` (docs/architecture.md, "Rules").
 
 No import cycles; no import of another folder's private module or name; the pure
-modules import no event loop; the arrows the design forbids do not exist; and no
-folder but the session log's names a store or the log files' format. Each rule is
-also checked against a small made-up package, so a rule that silently stopped
-finding anything would fail here too.
+modules import no event loop; and the arrows the design forbids do not exist. Each
+rule is also checked against a small made-up package, so a rule that silently
+stopped finding anything would fail here too.
 """
 
 from __future__ import annotations
@@ -97,17 +96,6 @@ NEVER = {
 }
 # How a room would spawn a command itself.
 SPAWNS = ("trio.run_process", "trio.lowlevel.open_process", "os.posix_spawn", "os.execv")
-
-# The session log's stores and their format: only sessionlog/ names them; every other
-# folder asks a store through its protocol (sessionlog/stores/interface.py).
-STORE_NAMES = frozenset(
-    {"JsonlStore", "MemoryStore", "PostgresStore", "PostgresHandle", "JsonlCatalog"}
-)
-LOG_SUFFIX = ".jsonl"
-# Outside sessionlog/, what a module may still name: the public testing kit re-exports
-# the memory store (docs/embedding.md), and the CLI's help shows a log file's path.
-STORE_NAMES_ALLOWED = {"stockade.testing": frozenset({"MemoryStore"})}
-SUFFIX_ALLOWED = frozenset({"stockade.cli.parser"})
 
 
 @attrs.frozen
@@ -293,6 +281,45 @@ def private_reach_ins(modules: dict[str, Module], top: str = "stockade") -> list
     return found
 
 
+# The session log's stores and their format: only sessionlog/ names them; every other
+# folder asks a store through its protocol (sessionlog/stores/interface.py).
+STORE_NAMES = frozenset(
+    {"JsonlStore", "MemoryStore", "PostgresStore", "PostgresHandle", "JsonlCatalog"}
+)
+LOG_SUFFIX = ".jsonl"
+# Outside sessionlog/, what a module may still name: the public testing kit re-exports
+# the memory store (docs/embedding.md), and the CLI's help shows a log file's path.
+STORE_NAMES_ALLOWED = {"stockade.testing": frozenset({"MemoryStore"})}
+SUFFIX_ALLOWED = frozenset({"stockade.cli.parser"})
+
+
+def store_leaks(modules: dict[str, Module]) -> list[str]:
+    """Modules outside sessionlog/ that name a store class (a name, an attribute, an
+    import or a string) or hold the log files' suffix in a string."""
+    found = []
+    for module in modules.values():
+        if module.room == "sessionlog":
+            continue
+        allowed = STORE_NAMES_ALLOWED.get(module.name, frozenset())
+        for node in ast.walk(module.tree):
+            named: list[str] = []
+            if isinstance(node, ast.Name):
+                named = [node.id]
+            elif isinstance(node, ast.Attribute):
+                named = [node.attr]
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                named = [part for alias in node.names for part in alias.name.split(".")]
+                named += [alias.asname for alias in node.names if alias.asname]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                named = [name for name in STORE_NAMES if name in node.value]
+                if LOG_SUFFIX in node.value and module.name not in SUFFIX_ALLOWED:
+                    found.append(f"{module.name}:{node.lineno}: names {LOG_SUFFIX!r}")
+            for name in named:
+                if name in STORE_NAMES and name not in allowed:
+                    found.append(f"{module.name}:{node.lineno}: names {name}")
+    return found
+
+
 def is_pure(module: Module) -> bool:
     leaf = module.name.rpartition(".")[2]
     if leaf in ("__main__",) or module.name.endswith(".testing"):
@@ -367,33 +394,6 @@ def forbidden_arrows(modules: dict[str, Module], top: str = "stockade") -> list[
     return found
 
 
-def store_leaks(modules: dict[str, Module]) -> list[str]:
-    """Modules outside sessionlog/ that name a store class (a name, an attribute, an
-    import or a string) or hold the log files' suffix in a string."""
-    found = []
-    for module in modules.values():
-        if module.room == "sessionlog":
-            continue
-        allowed = STORE_NAMES_ALLOWED.get(module.name, frozenset())
-        for node in ast.walk(module.tree):
-            named: list[str] = []
-            if isinstance(node, ast.Name):
-                named = [node.id]
-            elif isinstance(node, ast.Attribute):
-                named = [node.attr]
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                named = [part for alias in node.names for part in alias.name.split(".")]
-                named += [alias.asname for alias in node.names if alias.asname]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                named = [name for name in STORE_NAMES if name in node.value]
-                if LOG_SUFFIX in node.value and module.name not in SUFFIX_ALLOWED:
-                    found.append(f"{module.name}:{node.lineno}: names {LOG_SUFFIX!r}")
-            for name in named:
-                if name in STORE_NAMES and name not in allowed:
-                    found.append(f"{module.name}:{node.lineno}: names {name}")
-    return found
-
-
 @pytest.fixture(scope="module")
 def stockade_modules() -> dict[str, Module]:
     return load(SOURCE)
@@ -407,6 +407,10 @@ def test_no_folder_reaches_into_another_folders_private_module(stockade_modules)
     assert private_reach_ins(stockade_modules) == []
 
 
+def test_only_the_log_names_its_stores_and_their_format(stockade_modules):
+    assert store_leaks(stockade_modules) == []
+
+
 def test_pure_modules_import_no_event_loop(stockade_modules):
     pure = [m for m in stockade_modules.values() if is_pure(m) and not m.is_package]
     assert len(pure) > 40  # the rule still finds the pure core
@@ -415,10 +419,6 @@ def test_pure_modules_import_no_event_loop(stockade_modules):
 
 def test_the_never_arrows_do_not_exist(stockade_modules):
     assert forbidden_arrows(stockade_modules) == []
-
-
-def test_only_the_log_names_its_stores_and_their_format(stockade_modules):
-    assert store_leaks(stockade_modules) == []
 
 
 # --- the rules catch what they claim to catch --------------------------------------------
@@ -485,6 +485,32 @@ def test_private_reach_ins_are_found_and_own_folder_ones_are_not(tmp_path):
     ]
 
 
+def test_store_names_and_the_log_suffix_are_found_outside_the_log(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "harness/a.py": "from ..sessionlog import JsonlStore, build_store\n",
+            "harness/b.py": "import os\ndef f(d, i):\n    return os.path.join(d, f'{i}.jsonl')\n",
+            "acp/c.py": "from .. import sessionlog\ndef f(s):\n    return isinstance(s, sessionlog.MemoryStore)\n",
+            "cli/d.py": "def f():\n    from ..sessionlog.stores.postgres import store as PostgresStore\n",
+            "mcp/e.py": "WHICH = {'PostgresStore': 'sessionlog.stores.postgres'}\n",
+            "testing.py": "from .sessionlog import MemoryStore as MemoryStore\nX = 'JsonlStore'\n",
+            "cli/parser.py": "HELP = 'a .jsonl log file or a session id'\n",
+            "sessionlog/stores/jsonl.py": "SUFFIX = '.jsonl'\nclass JsonlStore: ...\n",
+            "sessionlog/__init__.py": "from .stores.jsonl import JsonlStore\n",
+        },
+    )
+    found = sorted(store_leaks(modules))
+    assert found == [
+        "stockade.acp.c:3: names MemoryStore",
+        "stockade.cli.d:2: names PostgresStore",
+        "stockade.harness.a:1: names JsonlStore",
+        "stockade.harness.b:3: names '.jsonl'",
+        "stockade.mcp.e:1: names PostgresStore",
+        "stockade.testing:2: names JsonlStore",
+    ]
+
+
 def test_a_pure_module_reaching_trio_through_another_is_found(tmp_path):
     modules = _made_up(
         tmp_path,
@@ -521,29 +547,3 @@ def test_never_arrows_and_spawning_are_found(tmp_path):
     assert any("executor/ may never import approval/" in line for line in found)
     assert any("limits/ may never import executor/" in line for line in found)
     assert any("sandbox/ spawns (trio.run_process)" in line for line in found)
-
-
-def test_store_names_and_the_log_suffix_are_found_outside_the_log(tmp_path):
-    modules = _made_up(
-        tmp_path,
-        {
-            "harness/a.py": "from ..sessionlog import JsonlStore, build_store\n",
-            "harness/b.py": "import os\ndef f(d, i):\n    return os.path.join(d, f'{i}.jsonl')\n",
-            "acp/c.py": "from .. import sessionlog\ndef f(s):\n    return isinstance(s, sessionlog.MemoryStore)\n",
-            "cli/d.py": "def f():\n    from ..sessionlog.stores.postgres import store as PostgresStore\n",
-            "mcp/e.py": "WHICH = {'PostgresStore': 'sessionlog.stores.postgres'}\n",
-            "testing.py": "from .sessionlog import MemoryStore as MemoryStore\nX = 'JsonlStore'\n",
-            "cli/parser.py": "HELP = 'a .jsonl log file or a session id'\n",
-            "sessionlog/stores/jsonl.py": "SUFFIX = '.jsonl'\nclass JsonlStore: ...\n",
-            "sessionlog/__init__.py": "from .stores.jsonl import JsonlStore\n",
-        },
-    )
-    found = sorted(store_leaks(modules))
-    assert found == [
-        "stockade.acp.c:3: names MemoryStore",
-        "stockade.cli.d:2: names PostgresStore",
-        "stockade.harness.a:1: names JsonlStore",
-        "stockade.harness.b:3: names '.jsonl'",
-        "stockade.mcp.e:1: names PostgresStore",
-        "stockade.testing:2: names JsonlStore",
-    ]
