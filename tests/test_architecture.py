@@ -320,6 +320,48 @@ def store_leaks(modules: dict[str, Module]) -> list[str]:
     return found
 
 
+# The faces are siblings: none imports another (what they share lives in faces/, and
+# the program that launches each of them is `stockade.entry`, above them).
+SIBLING_FACES = frozenset({"cli", "mcp", "acp"})
+
+
+def face_cross_imports(modules: dict[str, Module], top: str = "stockade") -> list[str]:
+    """Imports (module-level or inside a function) of one face by another."""
+    found = []
+    for imp in imports(modules):
+        room = imp.importer.room
+        if room not in SIBLING_FACES or not imp.target.startswith(top + "."):
+            continue
+        target_room = imp.target.split(".")[1]
+        if target_room in SIBLING_FACES and target_room != room:
+            found.append(f"{imp.where()}: {room}/ imports {target_room}/ ({imp.target})")
+    return found
+
+
+# Modules that hold a harness and must use only its public members.
+HARNESS_HOLDERS = frozenset({"stockade.harness.agent"})
+
+
+def harness_private_reaches(modules: dict[str, Module]) -> list[str]:
+    """Attributes `harness._name` (or `x.harness._name`) read by a module that holds a
+    Harness but is not its class's module."""
+    found = []
+    for name in HARNESS_HOLDERS:
+        module = modules.get(name)
+        if module is None:
+            continue
+        for node in ast.walk(module.tree):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            owner = node.value
+            held = (isinstance(owner, ast.Name) and owner.id == "harness") or (
+                isinstance(owner, ast.Attribute) and owner.attr == "harness"
+            )
+            if held:
+                found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
 def is_pure(module: Module) -> bool:
     leaf = module.name.rpartition(".")[2]
     if leaf in ("__main__",) or module.name.endswith(".testing"):
@@ -409,6 +451,15 @@ def test_no_folder_reaches_into_another_folders_private_module(stockade_modules)
 
 def test_only_the_log_names_its_stores_and_their_format(stockade_modules):
     assert store_leaks(stockade_modules) == []
+
+
+def test_faces_are_siblings(stockade_modules):
+    """cli, mcp and acp import none of each other (faces/ is what they share)."""
+    assert face_cross_imports(stockade_modules) == []
+
+
+def test_agent_session_uses_no_private_member_of_the_harness(stockade_modules):
+    assert harness_private_reaches(stockade_modules) == []
 
 
 def test_pure_modules_import_no_event_loop(stockade_modules):
@@ -547,3 +598,41 @@ def test_never_arrows_and_spawning_are_found(tmp_path):
     assert any("executor/ may never import approval/" in line for line in found)
     assert any("limits/ may never import executor/" in line for line in found)
     assert any("sandbox/ spawns (trio.run_process)" in line for line in found)
+
+
+def test_one_face_importing_another_is_found(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "acp/main.py": "def f():\n    from ..cli.session_show import run_show\n",
+            "mcp/command.py": "from .. import cli\nfrom ..faces import load\n",
+            "cli/entry.py": "import stockade.mcp.server\nfrom ..faces.sessions import show\n",
+            "cli/run.py": "from .settings import x\n",
+            "faces/sessions.py": "",
+            "entry.py": "from .acp.main import f\nfrom .mcp.command import g\n",
+        },
+    )
+    assert sorted(line.split(": ", 1)[1] for line in face_cross_imports(modules)) == [
+        "acp/ imports cli/ (stockade.cli.session_show)",
+        "cli/ imports mcp/ (stockade.mcp.server)",
+        "mcp/ imports cli/ (stockade.cli)",
+    ]
+
+
+def test_a_reach_into_the_harness_private_members_is_found(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "harness/agent.py": (
+                "class AgentSession:\n"
+                "    def f(self, harness):\n"
+                "        self.harness._open.add(1)\n"
+                "        harness._pin(2)\n"
+                "        self._mine = self.harness.register_session(3)\n"
+            ),
+        },
+    )
+    assert sorted(harness_private_reaches(modules)) == [
+        "stockade.harness.agent:3: self.harness._open",
+        "stockade.harness.agent:4: harness._pin",
+    ]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stockade.cli import entry as cli
+from stockade import entry as cli
 from stockade.sandbox import _probe
 
 from ..support import require_backend, stockade

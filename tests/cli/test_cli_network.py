@@ -114,7 +114,7 @@ def test_exec_with_network_stays_on_the_standard_library(tmp_path):
         "    heavy = {m.split('.')[0] for m in sys.modules} & {'trio', 'msgspec', 'attrs'}\n"
         "    print(sorted(heavy)); sys.exit(0)\n"
         "os.execvp = execvp\n"
-        "from stockade.cli.entry import main\n"
+        "from stockade.entry import main\n"
         "main(['exec', '--mode', 'danger-full-access', '--network', 'on', '--', 'true'])\n"
     )
     env = {key: value for key, value in os.environ.items() if key != "STOCKADE_CONFIG"}

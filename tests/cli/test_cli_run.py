@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stockade.cli import entry as cli
+from stockade import entry as cli
 from stockade.cli import run as run_module
 from stockade.cli.parser import build_parser
 from stockade.sandbox import _probe

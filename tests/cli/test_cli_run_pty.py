@@ -204,7 +204,7 @@ import os, sys
 def no_pty():
     raise OSError(28, "No space left on device")
 os.openpty = no_pty
-from stockade.cli.entry import main
+from stockade.entry import main
 sys.exit(main(sys.argv[1:]))
 """
 

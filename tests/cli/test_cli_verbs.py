@@ -224,7 +224,7 @@ def test_exec_imports_no_argparse_on_the_fast_path(tmp_path):
         " & set(sys.modules)))\n"
         "    sys.exit(0)\n"
         "os.execvp = os.execvpe = execvp\n"
-        "from stockade.cli.entry import main\n"
+        "from stockade.entry import main\n"
         "main(['exec', '--mode', 'danger-full-access', '--', 'true'])\n"
     )
     done = subprocess.run(

@@ -27,11 +27,12 @@ import msgspec
 import pyte
 import pytest
 
+from stockade import entry
 from stockade.acp import permission
 from stockade.approval._chain import ApprovalRequest
 from stockade.approval.render import render_prompt, terminal_prompt
-from stockade.cli import entry, fastpath
 from stockade.cli import errors as cli_errors
+from stockade.cli import fastpath
 from stockade.cli import run as cli_run
 from stockade.cli.demo import Transcript
 from stockade.cli.probe import run_probe

@@ -64,7 +64,7 @@ def test_non_linux_build_compiles_nothing_and_ships_no_launcher(tree, tmp_path, 
         names = archive.namelist()
         wheel_meta = archive.read("stockade-0.1.0.dist-info/WHEEL").decode()
     assert not [name for name in names if "_bin/" in name]
-    assert "stockade/__init__.py" in names and "stockade/cli/entry.py" in names
+    assert "stockade/__init__.py" in names and "stockade/entry.py" in names
     assert "Root-Is-Purelib: true" in wheel_meta
     assert stale.read_bytes() == b"\x7fELF stale"  # the tree is left alone
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stockade.cli.entry import main as cli_main
+from stockade.entry import main as cli_main
 from stockade.sessionlog.stores.postgres import PostgresStore
 
 from .fixtures import fresh_database

@@ -19,7 +19,7 @@ import msgspec
 import pytest
 import trio
 
-from stockade.cli.entry import main as cli_main
+from stockade.entry import main as cli_main
 from stockade.events import AppendConflict, EventRegistry, SessionEvent, UnknownEventType
 from stockade.harness import harness_registry
 from stockade.harness.session import Session

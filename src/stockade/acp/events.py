@@ -1,27 +1,11 @@
-"""The ACP face's session events: the conversation around the tool calls.
+"""The ACP face's session events: the person's prompt and the model's text replies.
 
-The harness already logs every tool call and result (`tool/call`, `tool/result`), the
-policy-context messages (`context/policy`) and the approval audit pair. What only
-the face sees is the person's prompt and the model's text replies; with these two
-events a session's whole exchange reconstructs from its log (the model's history
-and the `session/load` replay, `transcript.py`).
+They are defined in faces/ (`stockade.faces.events`), beside every event a shipped face
+writes, so the CLI decodes an ACP session's log without importing this face.
 """
 
 from __future__ import annotations
 
-from ..events import SessionEvent
-
-
-class PromptReceived(SessionEvent, kw_only=True, frozen=True, tag="acp/prompt"):
-    """A `session/prompt` from the client, its content blocks flattened to text."""
-
-    text: str
-
-
-class ReplyGiven(SessionEvent, kw_only=True, frozen=True, tag="acp/reply"):
-    """Text the model answered with (streamed to the client as an agent message)."""
-
-    text: str
-
-
-ACP_EVENTS: tuple[type[SessionEvent], ...] = (PromptReceived, ReplyGiven)
+from ..faces.events import ACP_EVENTS as ACP_EVENTS
+from ..faces.events import PromptReceived as PromptReceived
+from ..faces.events import ReplyGiven as ReplyGiven

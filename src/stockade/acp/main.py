@@ -173,18 +173,31 @@ def choose_model(args: argparse.Namespace, environ: Any = os.environ) -> Any:
 def _show(args: argparse.Namespace) -> int:
     """`stockade session show`, knowing this agent's events and folding the effective
     values over the agent's own composition (with --mode)."""
-    from ..cli.session_show import run_show
+    from ..faces import Unshowable, show_session
     from ..harness import assemble, harness_registry
+    from ..shown import escaped_lines, json_escaped
     from .events import ACP_EVENTS
 
     _actors, harness = assemble(load(args), extra_events=ACP_EVENTS)
-    shown = argparse.Namespace(path_or_id=args.show, json=args.json, state_dir=args.state_dir)
-    return run_show(
-        shown,
-        registry=harness_registry(*ACP_EVENTS),
-        defaults=harness.defaults,
-        presets=harness.presets,
-    )
+    try:
+        show_session(
+            args.show,
+            sys.stdout,
+            as_json=args.json,
+            state_dir=args.state_dir,
+            registry=harness_registry(*ACP_EVENTS),
+            defaults=harness.defaults,
+            presets=harness.presets,
+        )
+    except Unshowable as error:
+        # As `stockade session show` tells it: one JSON object with --json, else a line.
+        if args.json:
+            reply = {"error": {"code": error.code, "detail": error.detail}}
+            print(json_escaped(json.dumps(reply, ensure_ascii=False)))
+        else:
+            print(f"stockade: {escaped_lines(error.detail)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _failed(prog: str, error: BaseException) -> int:

@@ -1,5 +1,5 @@
-"""The `stockade` command line, one module per job: `entry` (main and the dispatch),
-`parser`, `fastpath` (exec, standard library only), `settings`, `errors`, and a module
-per verb. This package imports nothing, so a face that reuses one verb's module (the
-ACP agent's `session show`, `stockade mcp`'s settings) loads only that module.
+"""The `stockade` command line, one module per job: `parser`, `fastpath` (exec,
+standard library only), `settings`, `errors`, and a module per verb. The program that
+dispatches the words is `stockade.entry`, above the faces. This package imports
+nothing, so the program loads only the verb's module it runs.
 """

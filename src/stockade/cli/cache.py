@@ -9,10 +9,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..faces import load_face_composition
 from ..sandbox import tool_caches
 from ..shown import escaped_lines
 from .errors import say
-from .settings import load_cli_composition
 
 if TYPE_CHECKING:
     import argparse
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def _where(config: str | None) -> tuple[str | None, tuple[str, ...], str]:
     """(the directory or None, its tools, why none) as the composition sets them."""
-    composition = load_cli_composition(config)
+    composition = load_face_composition(config)
     provider = None
     if composition is not None and composition.provider is not None:
         provider = composition.provider.config.provider_config()

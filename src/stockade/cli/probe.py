@@ -16,6 +16,7 @@ import attrs
 from ..errors import SandboxUnavailable
 from ..executor import planned_here
 from ..executor.environment import render_policy
+from ..faces import load_face_composition
 from ..limits import Enforcement, HostLimits, SessionLimits, format_value
 from ..modes import SandboxMode
 from ..sandbox import (
@@ -31,7 +32,7 @@ from ..shown import escaped_lines, json_escaped
 from ..trust import host_temp_roots, installation_paths
 from ..trust import secrets as deny_read
 from .errors import EXIT_UNAVAILABLE
-from .settings import NO_PROVIDER, cli_settings, load_cli_composition
+from .settings import NO_PROVIDER, cli_settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 def run_probe(args: argparse.Namespace) -> int:
     settings = cli_settings(
-        load_cli_composition(args.config), mode=None, root=None, backend=args.backend
+        load_face_composition(args.config), mode=None, root=None, backend=args.backend
     )
     provider = settings.provider
     if provider is None:

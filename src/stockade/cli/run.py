@@ -40,6 +40,7 @@ from ..executor import (
     refused_destinations,
     result_causes,
 )
+from ..faces import load_face_composition
 from ..messages import ShellResult
 from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp, tool_caches
 from ..shown import TERMINAL_STATE_RESET, escaped_lines, json_escaped, one_line
@@ -61,7 +62,6 @@ from .settings import (
     CliSettings,
     broad_root_problem,
     cli_settings,
-    load_cli_composition,
     unconfined_refusal,
 )
 
@@ -510,7 +510,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
             raise _usage(f"--allow means --network allowlist, not --network {network}")
         network = Network.ALLOWLIST.value
     try:
-        composition = load_cli_composition(args.config)
+        composition = load_face_composition(args.config)
         settings = cli_settings(
             composition, mode=args.mode, root=args.root, backend=args.backend, network=network
         )

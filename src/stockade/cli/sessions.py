@@ -45,13 +45,13 @@ def session_store(args: argparse.Namespace, registry: EventRegistry) -> SessionS
     None when no composition is named (the verbs then read the JSON-lines directory
     `--state-dir`, $STOCKADE_STATE_DIR or the default).
     """
-    from ..trust import host_temp_roots
-    from .settings import CONFIG_ENV, load_cli_composition
+    from ..faces import load_face_composition
+    from ..trust import CONFIG_ENV, host_temp_roots
 
     named = getattr(args, "config", None)
     if not named and not os.environ.get(CONFIG_ENV):
         return None  # a ./stockade.yml that is only present is never read (the trust base)
-    composition = load_cli_composition(named)
+    composition = load_face_composition(named)
     entry = composition.session_log if composition is not None else None
     if composition is None or entry is None:
         return None

@@ -11,6 +11,8 @@ import os
 from collections import namedtuple
 
 from ..modes import Network, SandboxMode
+from ..trust import CONFIG_ENV as CONFIG_ENV
+from ..trust import names_a_config as names_a_config
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -18,57 +20,16 @@ if TYPE_CHECKING:
     from ..executor import ExecutorConfig
     from ..sandbox import ProviderConfig
 
-CONFIG_ENV = "STOCKADE_CONFIG"
-CONFIG_FILENAME = "stockade.yml"
 # Said by every verb that needs a provider the composition lacks.
 NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.local)"
 
 
-def names_a_config(explicit: str | None) -> bool:
-    """Whether a composition file is named or present (a cheap check: no YAML import).
-
-    An empty ./stockade.yml is bwrap's placeholder for the protected path (stockade
-    exec cannot remove it afterwards): no composition.
-    """
-    if explicit or os.environ.get(CONFIG_ENV):
-        return True
-    try:
-        return os.stat(CONFIG_FILENAME).st_size > 0 and os.path.isfile(CONFIG_FILENAME)
-    except OSError:
-        return False
-
-
-def implicit_config_refusal(path: str) -> str:
-    """Why ./stockade.yml is never loaded implicitly (the trust base, docs/security.md)."""
-    return (
-        f"{path} lies in the current directory, the workspace root of every call made "
-        "here without --root, where a confined command could have written it (and with "
-        "it how, or whether, later commands are confined); stockade does not load it "
-        "implicitly. Pass --config FILE (or set STOCKADE_CONFIG) naming a composition "
-        "outside the workspace and the temp directories"
-    )
-
-
 def load_cli_composition(explicit: str | None) -> Composition | None:
-    """The composition the user named, or None for the defaults.
+    """`stockade.faces.load_face_composition`, for `exec`'s fast path: it imports
+    faces/ only once `names_a_config` has said a composition is in play."""
+    from ..faces.composition import load_face_composition
 
-    A `./stockade.yml` that is only present, not named, is refused (ConfigError):
-    nothing a confined command could have written steers a later call.
-    """
-    if not names_a_config(explicit):
-        return None
-    from ..config import find_config, load_composition
-    from ..errors import ConfigError
-
-    path = find_config(explicit)
-    if path is None:
-        return None
-    if not explicit and not os.environ.get(CONFIG_ENV):
-        if os.path.getsize(path) == 0:
-            return None  # bwrap's placeholder for a protected stockade.yml: nothing
-
-        raise ConfigError(implicit_config_refusal(os.path.abspath(path)))
-    return load_composition(path)
+    return load_face_composition(explicit)
 
 
 class CliSettings(

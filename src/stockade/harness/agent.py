@@ -176,11 +176,11 @@ class AgentSession:
         """A new child session (never a resumed one: an id that exists is refused)."""
         check_workspace_root(cwd, "the child session's cwd")
         # A child rooted over the log directory could rewrite its parent's log.
-        self.harness._check_log_is_out_of_reach(cwd if cwd is not None else self.cwd)
+        self.harness.check_log_out_of_reach(cwd if cwd is not None else self.cwd)
         child = await self.session.fork_child(session_id=session_id, cwd=cwd)
-        self.harness._open.add(child)
+        self.harness.register_session(child)
         return AgentSession(
-            harness=self.harness, session=child, fs_roots=self.harness._pin_fs_roots(child)
+            harness=self.harness, session=child, fs_roots=self.harness.pin_fs_roots(child)
         )
 
     async def close(self) -> None:
@@ -197,7 +197,7 @@ class AgentSession:
             try:
                 await self.session.close()  # its private temp directory too, jobs gone
             finally:
-                self.harness._open.discard(self.session)
+                self.harness.forget_session(self.session)
         finally:
             if self.fs_roots is not None:
                 self.fs_roots.close()

@@ -318,7 +318,7 @@ def assemble(
         tool_caches=cache_setting,
         agents=agents,
     )
-    harness._check_log_is_out_of_reach(None)
+    harness.check_log_out_of_reach(None)
     return actors, harness
 
 

@@ -97,7 +97,7 @@ class Harness:
             return False
         return self.deny_read.denies(os.path.realpath(path), ())
 
-    def _check_log_is_out_of_reach(self, cwd: str | os.PathLike[str] | None) -> None:
+    def check_log_out_of_reach(self, cwd: str | os.PathLike[str] | None) -> None:
         """The log is the only store of a session's mode: no command may write it.
 
         A log under the session's root or a temp root could be rewritten by a
@@ -126,6 +126,15 @@ class Harness:
                     )
                 )
 
+    def register_session(self, session: Session) -> None:
+        """Count `session` among the open ones: the harness closes it if still open
+        when the harness closes."""
+        self._open.add(session)
+
+    def forget_session(self, session: Session) -> None:
+        """`session` has closed: the harness no longer closes it (idempotent)."""
+        self._open.discard(session)
+
     @property
     def default_policy(self) -> ExecutionPolicy:
         """What a call resolves to with no session override: the composition's default."""
@@ -133,7 +142,7 @@ class Harness:
             self.defaults.sandbox_mode, self.defaults.fallback_root, self.defaults.network
         )
 
-    def _pin_fs_roots(self, session: Session) -> PinnedRoots | None:
+    def pin_fs_roots(self, session: Session) -> PinnedRoots | None:
         """The session's writable roots, pinned for the fenced fs tools (None: none mounted).
 
         Pinned as the session opens, so a root a command swaps for a symlink later is
@@ -187,7 +196,7 @@ class Harness:
             )
             if broad is not None:
                 raise ConfigError(broad)
-        self._check_log_is_out_of_reach(cwd)
+        self.check_log_out_of_reach(cwd)
         own_roots = self.check_writable_roots(writable_roots) if writable_roots else ()
         granted = {"ssh": allow_ssh_agent, "gpg": allow_gpg_agent}
         own_agents = tuple(agent for agent, allowed in granted.items() if allowed)
@@ -214,8 +223,8 @@ class Harness:
             own_agents=own_agents,
             tool_cache_for=self._tool_cache_for if self.tool_caches is not None else None,
         )
-        self._open.add(session)
-        agent = AgentSession(harness=self, session=session, fs_roots=self._pin_fs_roots(session))
+        self.register_session(session)
+        agent = AgentSession(harness=self, session=session, fs_roots=self.pin_fs_roots(session))
         if resume and cwd is None:
             # Its root comes from its log: one removed since would fail every call.
             try:

@@ -106,9 +106,9 @@ def run_mcp(args: argparse.Namespace) -> int:
         except _token.TokenProblem as error:
             return _usage(str(error))
 
-    from ..cli.settings import load_cli_composition
+    from ..faces import load_face_composition
 
-    composition = load_cli_composition(args.config)
+    composition = load_face_composition(args.config)
     settings = McpSettings(
         root=root,
         session_id=args.session_id,

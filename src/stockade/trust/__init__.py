@@ -4,12 +4,16 @@ and the host facts every room asks (`host`). Standard library only.
 """
 
 from . import new_repository as new_repository
+from .check import CONFIG_ENV as CONFIG_ENV
+from .check import CONFIG_FILENAME as CONFIG_FILENAME
 from .check import INSTALL_FIX as INSTALL_FIX
 from .check import PathFacts as PathFacts
 from .check import Untrusted as Untrusted
 from .check import check_trusted as check_trusted
 from .check import containing_root as containing_root
+from .check import implicit_config_refusal as implicit_config_refusal
 from .check import is_under as is_under
+from .check import names_a_config as names_a_config
 from .check import path_prefixes as path_prefixes
 from .check import paths_inside as paths_inside
 from .host import broad_root_refusal as broad_root_refusal

@@ -280,3 +280,33 @@ def paths_inside(paths: Iterable[str], roots: Sequence[str]) -> tuple[tuple[str,
                 hits.append((real, root))
                 break
     return tuple(hits)
+
+
+# A composition steers how (and whether) later commands are confined: where one is named.
+CONFIG_ENV = "STOCKADE_CONFIG"
+CONFIG_FILENAME = "stockade.yml"
+
+
+def names_a_config(explicit: str | None) -> bool:
+    """Whether a composition file is named or present (a cheap check: no YAML import).
+
+    An empty ./stockade.yml is bwrap's placeholder for the protected path (stockade
+    exec cannot remove it afterwards): no composition.
+    """
+    if explicit or os.environ.get(CONFIG_ENV):
+        return True
+    try:
+        return os.stat(CONFIG_FILENAME).st_size > 0 and os.path.isfile(CONFIG_FILENAME)
+    except OSError:
+        return False
+
+
+def implicit_config_refusal(path: str) -> str:
+    """Why ./stockade.yml is never loaded implicitly (the trust base, docs/security.md)."""
+    return (
+        f"{path} lies in the current directory, the workspace root of every call made "
+        "here without --root, where a confined command could have written it (and with "
+        "it how, or whether, later commands are confined); stockade does not load it "
+        "implicitly. Pass --config FILE (or set STOCKADE_CONFIG) naming a composition "
+        "outside the workspace and the temp directories"
+    )

@@ -1,4 +1,6 @@
-"""The `stockade` command: `main()` reads the words and runs one verb.
+"""The `stockade` program: `main()` reads the words and runs one verb, handing `mcp`
+and `acp` to those faces. It stands above the faces (cli/, mcp/ and acp/ import none of
+each other), so it is the one module that launches each of them.
 
 Light on purpose: `exec`'s (and `run`'s) words, when well formed, are read without
 argparse (`fastpath.fast_args`), whose import and parser cost more than the rest of
@@ -11,9 +13,9 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import ConfigError, InvalidPolicy, SandboxUnavailable, StockadeError
-from .errors import EXIT_BROKEN_PIPE, EXIT_UNAVAILABLE, EXIT_USAGE, emit_error, say, silence
-from .fastpath import fast_args, run_exec
+from .cli.errors import EXIT_BROKEN_PIPE, EXIT_UNAVAILABLE, EXIT_USAGE, emit_error, say, silence
+from .cli.fastpath import fast_args, run_exec
+from .errors import ConfigError, InvalidPolicy, SandboxUnavailable, StockadeError
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -22,26 +24,26 @@ if TYPE_CHECKING:
 
 
 def _session(args: argparse.Namespace) -> int:
-    from ..acp.events import ACP_EVENTS
-    from ..harness import harness_registry
-    from .sessions import session_store
+    from .cli.sessions import session_store
+    from .faces.events import FACE_EVENTS
+    from .harness import harness_registry
 
     # Logs hold tool and approval events too, and an ACP session's conversation:
     # decode with every type the shipped faces write.
-    registry = harness_registry(*ACP_EVENTS)
+    registry = harness_registry(*FACE_EVENTS)
     store = session_store(args, registry)
     try:
         match args.session_verb:
             case "show":
-                from .session_show import run_show
+                from .cli.session_show import run_show
 
                 return run_show(args, registry=registry, store=store)
             case "list":
-                from .sessions import run_list
+                from .cli.sessions import run_list
 
                 return run_list(args, registry=registry, store=store)
             case _:
-                from .sessions import run_prune
+                from .cli.sessions import run_prune
 
                 return run_prune(args, registry=registry, store=store)
     finally:
@@ -60,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = leaving.code or 0
         else:
             # A message given to exit may quote a path or a word: escaped (stockade.shown).
-            from ..shown import escaped_lines
+            from .shown import escaped_lines
 
             say(sys.stderr, f"{escaped_lines(str(leaving.code))}\n")
             status = 1
@@ -82,13 +84,13 @@ def _main(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:1] == ["acp"]:
         # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
-        from ..acp.main import main as acp_main
+        from .acp.main import main as acp_main
 
         return acp_main(words[1:], prog="stockade acp")
     args = fast_args(words)
     parser = None
     if args is None:
-        from .parser import build_parser, wants_json
+        from .cli.parser import build_parser, wants_json
 
         parser = build_parser()
         # build_parser's own Parser class has it; its annotation says ArgumentParser.
@@ -98,7 +100,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         match args.verb:
             case "probe":
-                from .probe import run_probe
+                from .cli.probe import run_probe
 
                 return run_probe(args)
             case "exec":
@@ -106,19 +108,19 @@ def _main(argv: Sequence[str] | None) -> int:
             case "session":
                 return _session(args)
             case "cache":
-                from .cache import run_cache
+                from .cli.cache import run_cache
 
                 return run_cache(args)
             case "demo":
-                from .demo import run_demo
+                from .cli.demo import run_demo
 
                 return run_demo(interactive=args.interactive, config=args.config)
             case "run":
-                from .run import run_command
+                from .cli.run import run_command
 
                 return run_command(args)
             case "mcp":
-                from ..mcp.command import run_mcp
+                from .mcp.command import run_mcp
 
                 return run_mcp(args)
             case _:

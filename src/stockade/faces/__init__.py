@@ -1,0 +1,57 @@
+"""What the faces (cli/, mcp/, acp/) share, so that none imports another: composition
+loading (`load_face_composition`), session rendering (`show_session`, `summarize`,
+`render_text`), and the events a face writes (`FACE_EVENTS`).
+
+This is the folder's public surface. Every name is loaded on first use: `stockade
+exec` imports this package only when a composition is named, and a face pays only for
+what it asks for.
+"""
+
+from __future__ import annotations
+
+from ..lazy import lazy_exports
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from .composition import load_face_composition as load_face_composition
+    from .events import ACP_EVENTS as ACP_EVENTS
+    from .events import FACE_EVENTS as FACE_EVENTS
+    from .events import PromptReceived as PromptReceived
+    from .events import ReplyGiven as ReplyGiven
+    from .sessions import Unshowable as Unshowable
+    from .sessions import read_log as read_log
+    from .sessions import render_text as render_text
+    from .sessions import show_session as show_session
+    from .sessions import summarize as summarize
+    from .sessions import unique_prefix as unique_prefix
+
+# name -> the module of this folder that defines it.
+_LAZY = {
+    "load_face_composition": "composition",
+    "ACP_EVENTS": "events",
+    "FACE_EVENTS": "events",
+    "PromptReceived": "events",
+    "ReplyGiven": "events",
+    "Unshowable": "sessions",
+    "read_log": "sessions",
+    "render_text": "sessions",
+    "show_session": "sessions",
+    "summarize": "sessions",
+    "unique_prefix": "sessions",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
+
+__all__ = [
+    "ACP_EVENTS",
+    "FACE_EVENTS",
+    "PromptReceived",
+    "ReplyGiven",
+    "Unshowable",
+    "load_face_composition",
+    "read_log",
+    "render_text",
+    "show_session",
+    "summarize",
+    "unique_prefix",
+]
