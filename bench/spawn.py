@@ -141,7 +141,7 @@ def direct_argv(
     provider's pure `wrap()`, with the host's named sockets it would hide, so the
     direct call and the executor spawn the very same runner argv.
     """
-    from stockade.sandbox._argv import hides_sockets
+    from stockade.sandbox._dispatch import hides_sockets
     from stockade.sandbox._guard import guard_call
     from stockade.sandbox._profiles import Backend, wrap
     from stockade.sandbox._select import host_paths

@@ -1,7 +1,9 @@
 """The layout's rules, read from the source with `ast` (docs/architecture.md, "Rules").
 
 No import cycles; no import of another folder's private module or name; the pure
-modules import no event loop; and the arrows the design forbids do not exist. Each
+modules import no event loop; the arrows the design forbids do not exist; and a
+backend's knowledge stays in its module (sandbox/backends/): no backend name compared
+as a string elsewhere, no backend module elsewhere or reached from another room. Each
 rule is also checked against a small made-up package, so a rule that silently
 stopped finding anything would fail here too.
 """
@@ -96,6 +98,16 @@ NEVER = {
 }
 # How a room would spawn a command itself.
 SPAWNS = ("trio.run_process", "trio.lowlevel.open_process", "os.posix_spawn", "os.execv")
+
+# Where a backend's knowledge lives: one module each, in this package.
+BACKENDS_PACKAGE = "sandbox.backends"
+# Backend names as a module might compare them (the chain's list, and an operator's
+# runner_command); the backends' own modules, beside the chain: bwrap, landlock, ...
+BACKEND_NAMES = frozenset({"bwrap", "landlock", "seatbelt", "runner-command"})
+BACKEND_MODULES = frozenset({"bwrap", "landlock", "seatbelt", "fake"})
+# Where a name may be compared: the backends themselves, and the configuration's
+# vocabulary (its Literal of the choices).
+NAMES_COMPARED_IN = (BACKENDS_PACKAGE, "config")
 
 
 @attrs.frozen
@@ -436,6 +448,60 @@ def forbidden_arrows(modules: dict[str, Module], top: str = "stockade") -> list[
     return found
 
 
+def _literals(node: ast.AST) -> Iterator[str]:
+    """The string constants `node` is, or holds as a tuple, list or set element."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node.value
+    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        for element in node.elts:
+            yield from _literals(element)
+
+
+def name_comparisons(modules: dict[str, Module], top: str = "stockade") -> list[str]:
+    """Comparisons (==, !=, in, not in, a match case) of a value against a backend's
+    name written as a string, outside the backends' package and the configuration: the
+    rest of stockade acts on what a backend says (its spawn traits), never on its name."""
+    found = []
+    allowed = [f"{top}.{where}" for where in NAMES_COMPARED_IN]
+    for module in modules.values():
+        if any(module.name == a or module.name.startswith(a + ".") for a in allowed):
+            continue
+        for node in ast.walk(module.tree):
+            operands: list[ast.AST] = []
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+            elif isinstance(node, ast.MatchValue):
+                operands = [node.value]
+            for operand in operands:
+                for literal in _literals(operand):
+                    if literal in BACKEND_NAMES:
+                        found.append(
+                            f"{module.name}:{node.lineno}: compares a backend name "
+                            f"({literal!r}): {ast.unparse(node)}"
+                        )
+    return found
+
+
+def stray_backends(modules: dict[str, Module], top: str = "stockade") -> list[str]:
+    """A backend's module outside the backends' package, and an import of one from
+    another room (which reaches a backend through the sandbox's surface instead)."""
+    package = f"{top}.{BACKENDS_PACKAGE}"
+    found = [
+        f"{module.name}: a backend's module outside {package}"
+        for module in modules.values()
+        if module.name.rpartition(".")[2] in BACKEND_MODULES and module.package != package
+    ]
+    for imp in imports(modules):
+        target = imp.target
+        if imp.name is not None and target == package and imp.name in BACKEND_MODULES:
+            target = f"{package}.{imp.name}"
+        if target.rpartition(".")[0] != package or target.rpartition(".")[2] not in BACKEND_MODULES:
+            continue
+        if imp.importer.room != "sandbox":
+            found.append(f"{imp.where()}: {imp.importer.room}/ imports the backend {target}")
+    return found
+
+
 @pytest.fixture(scope="module")
 def stockade_modules() -> dict[str, Module]:
     return load(SOURCE)
@@ -470,6 +536,25 @@ def test_pure_modules_import_no_event_loop(stockade_modules):
 
 def test_the_never_arrows_do_not_exist(stockade_modules):
     assert forbidden_arrows(stockade_modules) == []
+
+
+def test_backend_names_are_compared_only_in_the_backends(stockade_modules):
+    assert name_comparisons(stockade_modules) == []
+
+
+def test_backend_modules_live_and_are_reached_only_in_the_sandbox(stockade_modules):
+    assert stray_backends(stockade_modules) == []
+    # The rule still finds the backends: one module each, in their package.
+    found = {
+        m.rpartition(".")[2] for m in stockade_modules if m.startswith("stockade.sandbox.backends.")
+    }
+    assert found >= BACKEND_MODULES
+
+
+def test_the_rules_backend_names_are_the_chains():
+    from stockade.sandbox import backends
+
+    assert {*backends.NAMES, backends.RUNNER_COMMAND} == BACKEND_NAMES
 
 
 # --- the rules catch what they claim to catch --------------------------------------------
@@ -635,4 +720,49 @@ def test_a_reach_into_the_harness_private_members_is_found(tmp_path):
     assert sorted(harness_private_reaches(modules)) == [
         "stockade.harness.agent:3: self.harness._open",
         "stockade.harness.agent:4: harness._pin",
+    ]
+
+
+def test_a_backend_name_compared_outside_the_backends_is_found(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "executor/actor.py": (
+                "def f(facts):\n"
+                "    if facts.backend == 'bwrap':\n"
+                "        return 1\n"
+                "    return facts.backend in ('landlock', 'none')\n"
+            ),
+            "cli/fast.py": (
+                "def g(name):\n    match name:\n        case 'seatbelt':\n            return 1\n"
+            ),
+            "sandbox/backends/bwrap.py": "NAME = 'bwrap'\ndef same(n):\n    return n == 'bwrap'\n",
+            "config/builtins.py": "def ok(v):\n    return v in ('auto', 'bwrap', 'landlock')\n",
+            "executor/other.py": "def h(facts):\n    return facts.backend == 'none'\n",
+        },
+    )
+    found = sorted(line.split(": ", 1)[0] for line in name_comparisons(modules))
+    assert found == [
+        "stockade.cli.fast:3",
+        "stockade.executor.actor:2",
+        "stockade.executor.actor:4",
+    ]
+
+
+def test_a_stray_backend_module_is_found(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "sandbox/backends/landlock.py": "NAME = 'landlock'\n",
+            "sandbox/backends/bwrap.py": "from . import landlock\n",
+            "sandbox/_confine.py": "from .backends import bwrap\n",
+            "executor/landlock.py": "",
+            "executor/_limits.py": "from ..sandbox.backends import landlock\n",
+            "cli/fast.py": "from ..sandbox.backends.bwrap import NAME\n",
+        },
+    )
+    assert sorted(line.split(": ", 1)[1] for line in stray_backends(modules)) == [
+        "a backend's module outside stockade.sandbox.backends",
+        "cli/ imports the backend stockade.sandbox.backends.bwrap",
+        "executor/ imports the backend stockade.sandbox.backends.landlock",
     ]

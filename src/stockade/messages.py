@@ -25,6 +25,7 @@ from .vocab import (
     Network,
     SandboxMode,
     SandboxPolicy,
+    SpawnTrait,
 )
 
 
@@ -102,6 +103,9 @@ class Wrapped(msgspec.Struct, frozen=True, tag="wrapped"):
     # its `.git` is not blocked, and what git would run of a repository the call makes
     # there is held when it ends (trust/new_repository.py).
     new_repository: str | None = None
+    # What the executor must know of the runner to spawn it (its backend says, once per
+    # backend: sandbox/backends/); none for a runner nothing is known of.
+    traits: frozenset[SpawnTrait] = frozenset()
 
 
 class NetworkClaim(msgspec.Struct, frozen=True):

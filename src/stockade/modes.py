@@ -141,6 +141,32 @@ class Enforcement(enum.Enum):
     PARTIAL = "partial"
 
 
+class SpawnTrait(enum.Enum):
+    """What the executor (and `stockade exec`) must know of a backend's runner to spawn
+    it, said by the backend (sandbox/backends/) as data in its reply (`Wrapped.traits`,
+    `Confined.traits`): nobody outside the sandbox compares a backend's name.
+
+    Each trait is one meaning a spawn acts on, fixed per backend (computed once)."""
+
+    # argv[0] is the shipped launcher itself: it reads the call's limit options (its
+    # cgroup, its rlimits) in its own argv, right after argv[0] (the Landlock launcher).
+    LIMITS_IN_RUNNER = "limits-in-runner"
+    # The shipped launcher's `--limits-only` stage may stand before the runner: it sets
+    # the call's limits, then executes the runner (bwrap, joined to the group before it
+    # starts). An unconfined command gets the same stage (the executor's own facts).
+    LIMITS_STAGE = "limits-stage"
+    # The runner takes `--info-fd FD` right after argv[0] and reports there the init of
+    # the PID namespace it makes; it returns as soon as its command has, before that
+    # namespace is gone, so its caller waits for the namespace's end too (bwrap).
+    INFO_FD = "info-fd"
+    # The runner ends every process it started before it exits, leaving the call's
+    # cgroup empty: the group may serve the session's next call (the Landlock launcher).
+    REAPS_ALL = "reaps-all"
+    # A one-shot caller (`stockade exec`) runs it as a child and waits for it, instead
+    # of becoming it (the Landlock launcher dies with its caller: --die-with-parent).
+    CALLER_WAITS = "caller-waits"
+
+
 def denial_marker(mode: SandboxMode) -> str:
     """The fixed text a result carries when the kernel refused a file effect."""
     return f"[sandbox: file access denied under {mode.value} mode]"

@@ -19,6 +19,7 @@ from .modes import ApprovalPolicy as ApprovalPolicy
 from .modes import Enforcement as Enforcement
 from .modes import Network as Network
 from .modes import SandboxMode as SandboxMode
+from .modes import SpawnTrait as SpawnTrait
 from .modes import allowed_modes as allowed_modes
 from .modes import allowed_networks as allowed_networks
 from .modes import denial_marker as denial_marker

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from stockade import entry as cli
-from stockade.sandbox import _probe
+from stockade.sandbox import _probe, backends
+from stockade.sandbox.backends import bwrap
 
 from ..support import require_backend, stockade
 
@@ -128,8 +129,8 @@ def test_exec_with_no_usable_backend_is_sandbox_unavailable(monkeypatch, capsys,
     """A forced backend that fails its probe never falls back to another one, and a
     `bwrap` on PATH is never a candidate (only the fixed locations, the wheel, or an
     explicit bwrap_path)."""
-    monkeypatch.setattr(_probe, "BWRAP_LOCATIONS", (str(tmp_path / "no-such-bwrap"),))
-    monkeypatch.setattr(_probe, "_wheel_bwrap", lambda: None)
+    monkeypatch.setattr(bwrap, "BWRAP_LOCATIONS", (str(tmp_path / "no-such-bwrap"),))
+    monkeypatch.setattr(bwrap, "_wheel_bwrap", lambda: None)
     marker = tmp_path / "ran"
     planted = tmp_path / "planted-ran"
     bindir = tmp_path / "bin"
@@ -154,7 +155,7 @@ def test_exec_runner_that_cannot_start_is_sandbox_unavailable(
 ):
     missing = runner_dir / "no-such-bwrap"  # outside the root: a runner inside is refused
     stub = _probe.Verdict("bwrap", True, str(missing))
-    monkeypatch.setitem(_probe.PROBES, "bwrap", lambda _t: stub)
+    monkeypatch.setitem(backends.PROBES, "bwrap", lambda _t: stub)
     assert cli.main(["exec", "--backend", "bwrap", "--root", str(tmp_path), "--", "true"]) == 125
     assert "SANDBOX_UNAVAILABLE: cannot start the sandbox runner" in capsys.readouterr().err
 
@@ -162,7 +163,7 @@ def test_exec_runner_that_cannot_start_is_sandbox_unavailable(
 def test_probe_exits_125_when_nothing_is_usable(monkeypatch, capsys):
     for name, why in (("bwrap", "stubbed off"), ("landlock", "stubbed off too")):
         off = _probe.Verdict(name, False, why_not=why)
-        monkeypatch.setitem(_probe.PROBES, name, lambda _t, off=off: off)
+        monkeypatch.setitem(backends.PROBES, name, lambda _t, off=off: off)
     assert cli.main(["probe"]) == 125
     out = capsys.readouterr().out
     assert "why not: stubbed off" in out and "selected: none" in out

@@ -11,7 +11,7 @@ import pytest
 from stockade import entry as cli
 from stockade.cli import run as run_module
 from stockade.cli.parser import build_parser
-from stockade.sandbox import _probe
+from stockade.sandbox import _probe, backends
 
 from ..support import require_backend, stockade
 
@@ -117,7 +117,7 @@ def test_timeout_kills_and_reports(backend, scratch):
 def test_sandbox_unavailable_in_both_output_forms(monkeypatch, capsys, scratch):
     for name in ("bwrap", "landlock"):
         off = _probe.Verdict(name, False, why_not=f"{name} is off")
-        monkeypatch.setitem(_probe.PROBES, name, lambda _timeout, off=off: off)
+        monkeypatch.setitem(backends.PROBES, name, lambda _timeout, off=off: off)
     marker = Path(scratch) / "ran"
     assert cli.main(["run", "--json", "--root", scratch, f"touch {marker}"]) == 125
     reply = json.loads(capsys.readouterr().out)

@@ -460,7 +460,7 @@ def test_an_argv_runs_as_those_words(scratch, capfd, monkeypatch):
 
 
 def bwrap_facts(program: str | None = "bash") -> WrapFacts:
-    from stockade.sandbox._profiles import BWRAP_RULES
+    from stockade.sandbox.backends.bwrap import BWRAP_RULES
 
     return WrapFacts(
         mode=SandboxMode.WORKSPACE_WRITE,
@@ -503,11 +503,10 @@ def test_bwrap_failing_to_execute_the_command_is_a_command_result():
 
 def test_bwrap_without_its_filter_stage_reports_a_missing_shell_as_127(monkeypatch, scratch):
     config = require_backend("bwrap")
-    from stockade.sandbox import _chain, _select
+    from stockade.sandbox import _probe
     from stockade.sandbox.actor import open_provider
 
-    monkeypatch.setattr(_select, "filter_launcher", lambda: None)
-    monkeypatch.setattr(_chain, "filter_launcher", lambda: None)
+    monkeypatch.setattr(_probe, "filter_launcher", lambda: None)
 
     async def main():
         async with open_provider(config) as provider, open_executor(None, provider) as executor:

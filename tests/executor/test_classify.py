@@ -9,7 +9,8 @@ import pytest
 from stockade.executor._buffer import OutputBuffer
 from stockade.executor._classify import classify, runner_failure_line, spawn_failure_is_runner
 from stockade.messages import RunnerFailureRule
-from stockade.sandbox._profiles import BWRAP_RULES, LANDLOCK_PARTIAL_NOTICE, LANDLOCK_RULES
+from stockade.sandbox.backends.bwrap import BWRAP_RULES
+from stockade.sandbox.backends.landlock import LANDLOCK_PARTIAL_NOTICE, LANDLOCK_RULES
 
 RUNNER = "/usr/bin/bwrap"
 

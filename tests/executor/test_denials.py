@@ -26,7 +26,8 @@ from stockade.executor._denials import (
     refusals,
 )
 from stockade.executor._evidence import MAX_PATHS, gather, path_facts
-from stockade.sandbox._profiles import BWRAP_DENIAL, BWRAP_RULES, LANDLOCK_DENIAL
+from stockade.sandbox.backends.bwrap import BWRAP_DENIAL, BWRAP_RULES
+from stockade.sandbox.backends.landlock import LANDLOCK_DENIAL
 
 EROFS, EACCES, EBUSY = "Read-only file system", "Permission denied", "Device or resource busy"
 

@@ -25,7 +25,8 @@ from stockade.executor._facts import WrapFacts
 from stockade.executor.render import render_job, render_result
 from stockade.messages import JobReport, ShellResult
 from stockade.modes import fresh_view_cause
-from stockade.sandbox._profiles import BWRAP_DENIAL, BWRAP_RULES, LANDLOCK_NAMESPACED_DENIAL
+from stockade.sandbox.backends.bwrap import BWRAP_DENIAL, BWRAP_RULES
+from stockade.sandbox.backends.landlock import LANDLOCK_NAMESPACED_DENIAL
 from stockade.vocab import (
     DENIAL_INSTRUCTION,
     Enforcement,

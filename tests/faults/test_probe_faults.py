@@ -20,6 +20,7 @@ import trio
 from stockade.errors import SandboxUnavailable
 from stockade.sandbox import _probe
 from stockade.sandbox.actor import open_provider
+from stockade.sandbox.backends import bwrap
 from stockade.sandbox.config import ProviderConfig
 from stockade.trust import host_temp_roots
 from stockade.vocab import SandboxMode, SandboxPolicy
@@ -48,7 +49,7 @@ def fake_bwrap(scratch):
         bindir.mkdir(exist_ok=True)
         name = marker()
         path = hanging(bindir / "bwrap", name, forks=forks)
-        assert _probe.runner_problem(str(path), host_temp_roots()) is None
+        assert bwrap.runner_problem(str(path), host_temp_roots()) is None
         return name, str(path)
 
     return install

@@ -29,8 +29,8 @@ from stockade import open_harness
 from stockade.errors import SandboxUnavailable
 from stockade.executor.actor import open_executor
 from stockade.executor.config import ExecutorConfig
-from stockade.sandbox import _probe
 from stockade.sandbox.actor import open_provider
+from stockade.sandbox.backends import bwrap
 from stockade.sandbox.config import ProviderConfig
 from stockade.testing import PASS_THROUGH
 from stockade.vocab import ExecutionPolicy, SandboxMode
@@ -89,13 +89,13 @@ def deletable_bwrap(base) -> Path:
     """A deletable `bwrap` outside the temp roots: a symlink to the real one, to be
     named by `bwrap_path` (PATH is never searched)."""
     require_backend("bwrap")
-    real = _probe.locate_bwrap()
+    real = bwrap.locate_bwrap()
     assert real is not None
     bindir = base / "bin"
     bindir.mkdir()
     link = bindir / "bwrap"
     link.symlink_to(os.path.realpath(real))
-    assert _probe.locate_bwrap(str(link)) == str(link), _probe.bwrap_not_found(str(link))
+    assert bwrap.locate_bwrap(str(link)) == str(link), bwrap.bwrap_not_found(str(link))
     return link
 
 

@@ -21,9 +21,8 @@ from stockade.executor._classify import (
     spawn_failure_is_runner,
 )
 from stockade.messages import RunnerFailureRule
-from stockade.sandbox._profiles import (
-    BWRAP_DENIAL,
-    BWRAP_RULES,
+from stockade.sandbox.backends.bwrap import BWRAP_DENIAL, BWRAP_RULES
+from stockade.sandbox.backends.landlock import (
     LANDLOCK_DENIAL,
     LANDLOCK_PARTIAL_NOTICE,
     LANDLOCK_RULES,

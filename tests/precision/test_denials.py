@@ -33,7 +33,8 @@ import trio
 
 from stockade.executor._classify import is_denied
 from stockade.executor._denials import parse_line
-from stockade.sandbox._profiles import BWRAP_DENIAL, LANDLOCK_DENIAL, LANDLOCK_NAMESPACED_DENIAL
+from stockade.sandbox.backends.bwrap import BWRAP_DENIAL
+from stockade.sandbox.backends.landlock import LANDLOCK_DENIAL, LANDLOCK_NAMESPACED_DENIAL
 from stockade.vocab import SandboxMode
 
 from ..support import BACKEND_VARIANTS, PLAIN, NobodyView, require_backend, variant_backend

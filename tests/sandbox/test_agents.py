@@ -13,7 +13,11 @@ import pytest
 
 from stockade.modes import Network, SandboxMode
 from stockade.sandbox import agents
-from stockade.sandbox._argv import BWRAP, LANDLOCK, PLAIN, agent_swaps, confined_argv, fresh_plan
+from stockade.sandbox._argv import agent_swaps, fresh_plan
+from stockade.sandbox._dispatch import confined_argv
+from stockade.sandbox.backends.bwrap import NAME as BWRAP
+from stockade.sandbox.backends.landlock import NAME as LANDLOCK
+from stockade.sandbox.backends.landlock import PLAIN
 from stockade.trust.secrets import DenyRead
 
 WW = SandboxMode.WORKSPACE_WRITE

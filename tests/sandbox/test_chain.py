@@ -7,9 +7,12 @@ import trio
 
 from stockade.errors import ConfigError, SandboxUnavailable
 from stockade.sandbox._chain import candidate_report
-from stockade.sandbox._probe import Verdict, chain_for, judge_bwrap_probe, judge_landlock_probe
+from stockade.sandbox._probe import Verdict
 from stockade.sandbox._select import select_backend
 from stockade.sandbox.actor import open_provider
+from stockade.sandbox.backends import chain_for
+from stockade.sandbox.backends.bwrap import judge_bwrap_probe
+from stockade.sandbox.backends.landlock import judge_landlock_probe
 from stockade.sandbox.config import ProviderConfig
 from stockade.vocab import Enforcement, SandboxMode, SandboxPolicy
 
@@ -253,8 +256,10 @@ def test_the_report_claims_each_mode_with_network_off_too():
     with network off, with how each network effect is governed."""
     from stockade.sandbox import _profiles as p
     from stockade.sandbox._chain import Selection
-    from stockade.sandbox._probe import Chosen, Verdict
+    from stockade.sandbox._probe import Verdict
     from stockade.sandbox._report import render_selection
+    from stockade.sandbox.backends import Chosen
+    from stockade.sandbox.backends import landlock as ll
 
     bwrap = candidate_report(Verdict("bwrap", True, "/b"))
     # Every file effect held; a repository a command makes is a standing limit, said
@@ -272,8 +277,8 @@ def test_the_report_claims_each_mode_with_network_off_too():
     line = "landlock-run: probe ok: abi=7 enforcement=full ipc=filtered\n"
     landlock = candidate_report(judge_landlock_probe("/l", 0, line, ""))
     gaps = landlock.network_off["workspace-write"].ungoverned
-    assert p.LANDLOCK_PATHNAME_GAP in gaps
-    assert p.LANDLOCK_SHARED_IPC_GAP in landlock.ungoverned["workspace-write"]
+    assert ll.LANDLOCK_PATHNAME_GAP in gaps
+    assert ll.LANDLOCK_SHARED_IPC_GAP in landlock.ungoverned["workspace-write"]
     assert (
         landlock.network_off["workspace-write"].effects[p.NET_PATHNAME].startswith(p.NOT_GOVERNED)
     )

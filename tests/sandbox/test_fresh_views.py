@@ -8,18 +8,15 @@ import os
 import pytest
 
 from stockade.modes import Network, SandboxMode
-from stockade.sandbox import _argv, _profiles
-from stockade.sandbox._argv import (
-    BWRAP,
-    LANDLOCK,
-    PLAIN,
-    RUNNER_COMMAND,
-    confined_argv,
-    fresh_plan,
-    freshens,
-    pairs_only,
-)
+from stockade.sandbox import _profiles
+from stockade.sandbox._argv import fresh_plan, pairs_only
+from stockade.sandbox._dispatch import confined_argv, freshens
 from stockade.sandbox._sockets import runtime_dirs
+from stockade.sandbox.backends import landlock, seatbelt
+from stockade.sandbox.backends.bwrap import NAME as BWRAP
+from stockade.sandbox.backends.fake import NAME as RUNNER_COMMAND
+from stockade.sandbox.backends.landlock import NAME as LANDLOCK
+from stockade.sandbox.backends.landlock import PLAIN
 
 RO, WW = SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE
 OFF, ALLOW, ON = Network.OFF, Network.ALLOWLIST, Network.ON
@@ -40,7 +37,7 @@ def test_which_calls_freshen():
     assert not freshens(LANDLOCK, OFF, tier=PLAIN)
     assert not freshens(LANDLOCK, OFF, private_ipc=False)
     assert not freshens(RUNNER_COMMAND, OFF)
-    for backend in (RUNNER_COMMAND, _argv.SEATBELT):
+    for backend in (RUNNER_COMMAND, seatbelt.NAME):
         assert "--tmpfs" not in argv(backend) and "--fresh-dir" not in argv(backend)
     assert "--tmpfs" not in argv(BWRAP, network=ON)
     assert "--fresh-dir" not in argv(LANDLOCK, tier=PLAIN)
@@ -129,8 +126,8 @@ def test_the_claim_names_what_agents_open_in_read_only():
     _, gaps = _profiles.network_claim(
         LANDLOCK, RO, OFF, abi=7, tier=PLAIN, private_ipc=False, agents=True
     )
-    assert _profiles.LANDLOCK_PATHNAME_GAP in gaps
-    assert "runtime directories too" in _profiles.LANDLOCK_PATHNAME_GAP
+    assert landlock.LANDLOCK_PATHNAME_GAP in gaps
+    assert "runtime directories too" in landlock.LANDLOCK_PATHNAME_GAP
 
 
 def test_runtime_dirs_are_real_existing_and_not_nested(tmp_path):

@@ -6,8 +6,13 @@ import os
 import pytest
 
 from stockade.sandbox import _argv as a
+from stockade.sandbox import _dispatch
 from stockade.sandbox import _profiles as p
 from stockade.sandbox._guard import NO_GUARD, Guard, guard_call
+from stockade.sandbox.backends import bwrap as bw
+from stockade.sandbox.backends import fake as fk
+from stockade.sandbox.backends import landlock as ll
+from stockade.sandbox.backends import seatbelt as sb
 from stockade.trust import BLOCK, NEW_REPOSITORY_GAP, PIN, READ_ONLY, Protection
 from stockade.vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 
@@ -49,7 +54,7 @@ LANDLOCK_GAP = f"protected paths not enforced: {NAMED}"
 def test_read_only_needs_no_guard(roots):
     ws, temp, _ = roots
     (ws / "venv").mkdir()
-    for backend in (a.BWRAP, a.LANDLOCK, a.SEATBELT, a.RUNNER_COMMAND):
+    for backend in (bw.NAME, ll.NAME, sb.NAME, fk.NAME):
         guard = guard_call(
             backend,
             RO,
@@ -68,7 +73,7 @@ def test_an_unknown_backend_gets_no_guard(roots):
 
 def test_bwrap_workspace_write_blocks_missing_repository_metadata(roots):
     ws, temp, _ = roots
-    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)])
     # No bind can stop a repository being made in a subdirectory: always said.
     assert guard.refusal is None and guard.gaps == ()
     found = kinds(guard)
@@ -95,7 +100,7 @@ def test_bwrap_binds_existing_metadata_read_only(roots):
     (ws / ".git" / "hooks" / "pre-commit.sample").write_text("#!/bin/sh\n")
     (ws / ".git" / "config").write_text("[core]\n")
     (ws / "Makefile").write_text("all:\n")
-    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
     found = kinds(guard)
     assert found[str(ws / ".git" / "hooks")] == READ_ONLY
     assert found[str(ws / ".git" / "config")] == READ_ONLY
@@ -107,7 +112,7 @@ def test_bwrap_protects_an_installation_inside_a_root_and_ignores_one_outside(ro
     (ws / "venv").mkdir()
     (outside / "venv").mkdir()
     guard = guard_call(
-        a.BWRAP,
+        bw.NAME,
         WW,
         str(ws),
         [str(temp)],
@@ -124,7 +129,7 @@ def test_bwrap_protects_a_trusted_file_inside_a_root(roots):
     (ws / "conf.yml").write_text("x")
     (outside / "other.yml").write_text("x")
     guard = guard_call(
-        a.BWRAP,
+        bw.NAME,
         WW,
         str(ws),
         [str(temp)],
@@ -142,11 +147,11 @@ def test_a_runner_inside_a_root_is_refused_unless_it_is_the_installation(roots):
     (ws / "bin").mkdir()
     (ws / "bin" / "bwrap").write_text("#!/bin/sh\n")
     runner = str(ws / "bin" / "bwrap")
-    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)], runner=runner)
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)], runner=runner)
     assert guard.refusal is not None and runner in guard.refusal
     assert "outside every workspace" in guard.refusal
     kept = guard_call(
-        a.BWRAP, WW, str(ws), [str(temp)], runner=runner, installation=[str(ws / "bin")]
+        bw.NAME, WW, str(ws), [str(temp)], runner=runner, installation=[str(ws / "bin")]
     )
     assert kept.refusal is None
     assert kinds(kept)[str(ws / "bin")] == READ_ONLY
@@ -158,7 +163,7 @@ def test_bwrap_reports_a_dotgit_symlink_as_a_gap(roots):
     (ws / ".git").rmdir()
     (outside / "gitdir" / "hooks").mkdir(parents=True)
     (ws / ".git").symlink_to(outside / "gitdir")
-    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)])
     assert guard.refusal is None
     assert guard.gaps == (
         f"{ws / '.git'} is a symlink inside a writable root: what it protects can be re-pointed",
@@ -169,25 +174,25 @@ def test_bwrap_reports_a_dotgit_symlink_as_a_gap(roots):
 
 def test_seatbelt_and_runner_command_are_protecting_backends(roots):
     ws, temp, _ = roots
-    bwrap = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
-    for backend in (a.SEATBELT, a.RUNNER_COMMAND):
+    bwrap = guard_call(bw.NAME, WW, str(ws), [str(temp)])
+    for backend in (sb.NAME, fk.NAME):
         assert guard_call(backend, WW, str(ws), [str(temp)]) == bwrap
 
 
 def test_landlock_workspace_write_cannot_protect_and_says_so(roots):
     ws, temp, _ = roots
-    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)])
+    guard = guard_call(ll.NAME, WW, str(ws), [str(temp)])
     assert guard.protections == ()
     assert guard.refusal is None
     assert guard.gaps == (LANDLOCK_GAP,)
-    extra = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
+    extra = guard_call(ll.NAME, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
     assert extra.gaps == (LANDLOCK_GAP.replace(", .vscode", ", .vscode, Makefile"),)
 
 
 def test_landlock_refuses_an_installation_inside_a_root(roots):
     ws, temp, _ = roots
     (ws / "venv").mkdir()
-    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], installation=[str(ws / "venv")])
+    guard = guard_call(ll.NAME, WW, str(ws), [str(temp)], installation=[str(ws / "venv")])
     assert guard.protections == () and guard.gaps == ()
     assert guard.refusal is not None
     assert str(ws / "venv") in guard.refusal
@@ -199,7 +204,7 @@ def test_landlock_refuses_an_installation_inside_a_root(roots):
 def test_landlock_refuses_a_runner_inside_a_root(roots):
     ws, temp, _ = roots
     (ws / "landlock-run").write_text("x")
-    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], runner=str(ws / "landlock-run"))
+    guard = guard_call(ll.NAME, WW, str(ws), [str(temp)], runner=str(ws / "landlock-run"))
     assert guard.refusal is not None and str(ws / "landlock-run") in guard.refusal
 
 
@@ -207,7 +212,7 @@ def test_landlock_may_accept_an_unprotected_installation_as_a_partial_claim(root
     ws, temp, _ = roots
     (ws / "venv").mkdir()
     guard = guard_call(
-        a.LANDLOCK,
+        ll.NAME,
         WW,
         str(ws),
         [str(temp)],
@@ -223,7 +228,7 @@ def test_landlock_may_accept_an_unprotected_installation_as_a_partial_claim(root
 
 def test_landlock_ignores_an_installation_outside_every_root(roots):
     ws, temp, outside = roots
-    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)], installation=[str(outside)])
+    guard = guard_call(ll.NAME, WW, str(ws), [str(temp)], installation=[str(outside)])
     assert guard.refusal is None
     assert guard.gaps == (LANDLOCK_GAP,)
 
@@ -232,7 +237,7 @@ def test_landlock_refuses_a_trusted_file_inside_a_root(roots):
     ws, temp, outside = roots
     (ws / "stockade.yml").write_text("x")
     guard = guard_call(
-        a.LANDLOCK,
+        ll.NAME,
         WW,
         str(ws),
         [str(temp)],
@@ -250,7 +255,7 @@ def test_landlock_lists_names_relative_to_the_innermost_root(tmp_path):
     temp = tmp_path.resolve() / "temp"
     ws = temp / "project"
     ws.mkdir(parents=True)
-    guard = guard_call(a.LANDLOCK, WW, str(ws), [str(temp)])
+    guard = guard_call(ll.NAME, WW, str(ws), [str(temp)])
     # Neither has a `.git`: each is blocked whole, and named once.
     names = ".claude, .codex, .git, .idea, .mcp.json, .vscode, stockade.yml"
     assert guard.gaps == (f"protected paths not enforced: {names}",)
@@ -268,7 +273,7 @@ TEMP = ("/tmp",)
 
 
 def test_bwrap_binds_protections_after_the_writable_roots():
-    argv = a.bwrap_argv("/usr/bin/bwrap", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS)
+    argv = bw.bwrap_argv("/usr/bin/bwrap", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS)
     assert argv[-4:] == ("--", *CMD)
     # The last writable bind, then the protections in order, then `--`.
     writable = argv.index("/tmp") - 1
@@ -288,7 +293,7 @@ def test_bwrap_binds_protections_after_the_writable_roots():
         "/work/project/stockade.yml",
     )
     assert argv.index("--bind") < argv.index("/work/project/.git")
-    assert a.bwrap_argv("/usr/bin/bwrap", WW, "/work/project", TEMP, CMD)[-7:] == (
+    assert bw.bwrap_argv("/usr/bin/bwrap", WW, "/work/project", TEMP, CMD)[-7:] == (
         "--bind",
         "/tmp",
         "/tmp",
@@ -298,20 +303,20 @@ def test_bwrap_binds_protections_after_the_writable_roots():
 
 
 def test_protection_args_per_kind():
-    assert a.protection_args(Protection("/r/d", PIN)) == ["--bind", "/r/d", "/r/d"]
-    assert a.protection_args(Protection("/r/f", READ_ONLY)) == ["--ro-bind", "/r/f", "/r/f"]
-    assert a.protection_args(Protection("/r/.git/config", BLOCK)) == [
+    assert bw.protection_args(Protection("/r/d", PIN)) == ["--bind", "/r/d", "/r/d"]
+    assert bw.protection_args(Protection("/r/f", READ_ONLY)) == ["--ro-bind", "/r/f", "/r/f"]
+    assert bw.protection_args(Protection("/r/.git/config", BLOCK)) == [
         "--ro-bind",
         a.EMPTY_FILE,
         "/r/.git/config",
     ]
-    assert a.protection_args(Protection("/r/g/config.worktree", BLOCK)) == [
+    assert bw.protection_args(Protection("/r/g/config.worktree", BLOCK)) == [
         "--ro-bind",
         a.EMPTY_FILE,
         "/r/g/config.worktree",
     ]
     # A missing name configured (or known) as a directory gets an empty directory.
-    assert a.protection_args(Protection("/r/private", BLOCK, True)) == [
+    assert bw.protection_args(Protection("/r/private", BLOCK, True)) == [
         "--tmpfs",
         "/r/private",
         "--remount-ro",
@@ -319,7 +324,7 @@ def test_protection_args_per_kind():
     ]
     assert a.EMPTY_FILE.endswith("_data/empty") and os.path.getsize(a.EMPTY_FILE) == 0
     # Which blockers are directories is the trust base's call, never the name's.
-    assert a.protection_args(Protection("/r/.git", BLOCK, True)) == [
+    assert bw.protection_args(Protection("/r/.git", BLOCK, True)) == [
         "--tmpfs",
         "/r/.git",
         "--remount-ro",
@@ -330,26 +335,26 @@ def test_protection_args_per_kind():
 def test_confined_argv_passes_protections_to_every_mounting_runner():
     """bwrap's dialects bind them, and so does the Landlock launcher's namespaced tier
     (`--bind-*`, `--empty-dir`); its plain tier has no mount namespace to bind in."""
-    for backend in (a.BWRAP, a.RUNNER_COMMAND):
-        argv = a.confined_argv(
+    for backend in (bw.NAME, fk.NAME):
+        argv = _dispatch.confined_argv(
             backend, "/b", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS
         )
         assert "/work/project/.git/hooks" in argv
-    landlock = a.confined_argv(
-        a.LANDLOCK, "/l", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS
+    landlock = _dispatch.confined_argv(
+        ll.NAME, "/l", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS
     )
     for protection in PROTECTIONS:
-        assert a.launcher_protection_args(protection)[-1] == protection.path
+        assert ll.launcher_protection_args(protection)[-1] == protection.path
         assert protection.path in landlock
-    plain = a.confined_argv(
-        a.LANDLOCK, "/l", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS, tier=a.PLAIN
+    plain = _dispatch.confined_argv(
+        ll.NAME, "/l", WW, "/work/project", TEMP, CMD, protections=PROTECTIONS, tier=ll.PLAIN
     )
-    assert plain == a.landlock_argv("/l", WW, "/work/project", TEMP, CMD, tier=a.PLAIN)
+    assert plain == ll.landlock_argv("/l", WW, "/work/project", TEMP, CMD, tier=ll.PLAIN)
     assert not any(path in plain for path in (x.path for x in PROTECTIONS))
 
 
 def test_seatbelt_denies_writes_to_non_pin_protections_last():
-    profile, params = a.seatbelt_profile(WW, "/work/project", TEMP, PROTECTIONS)
+    profile, params = sb.seatbelt_profile(WW, "/work/project", TEMP, PROTECTIONS)
     lines = profile.splitlines()
     assert lines[-3:] == [
         '(deny file-write* (subpath (param "PROTECTED_0")))',
@@ -364,10 +369,10 @@ def test_seatbelt_denies_writes_to_non_pin_protections_last():
         "PROTECTED_1": "/work/project/.git/config",
         "PROTECTED_2": "/work/project/stockade.yml",
     }
-    argv = a.seatbelt_argv(WW, "/work/project", TEMP, CMD, PROTECTIONS)
+    argv = sb.seatbelt_argv(WW, "/work/project", TEMP, CMD, PROTECTIONS)
     assert "-DPROTECTED_0=/work/project/.git/hooks" in argv
     assert "-DPROTECTED_2=/work/project/stockade.yml" in argv
-    assert "PROTECTED" not in a.seatbelt_profile(WW, "/work/project", TEMP)[0]
+    assert "PROTECTED" not in sb.seatbelt_profile(WW, "/work/project", TEMP)[0]
 
 
 # --- wrap -------------------------------------------------------------------------------
@@ -382,12 +387,12 @@ def test_wrap_with_gaps_claims_partial():
     bwrap = p.wrap(p.Backend("bwrap", "/usr/bin/bwrap"), POLICY, HOST, CMD, gaps=(gap,))
     assert bwrap.enforcement is Enforcement.PARTIAL
     assert bwrap.gaps == (gap,)
-    plain = p.Backend("landlock", "/l", abi=7, tier=a.PLAIN, private_ipc=False)
+    plain = p.Backend("landlock", "/l", abi=7, tier=ll.PLAIN, private_ipc=False)
     landlock = p.wrap(plain, POLICY, HOST, CMD, gaps=(gap,))
     assert landlock.enforcement is Enforcement.PARTIAL
     assert landlock.gaps[-1] == gap
     assert "chmod outside the writable roots" in landlock.gaps
-    namespaced = p.wrap(p.Backend("landlock", "/l", abi=7, tier=a.NAMESPACED), POLICY, HOST, CMD)
+    namespaced = p.wrap(p.Backend("landlock", "/l", abi=7, tier=ll.NAMESPACED), POLICY, HOST, CMD)
     assert namespaced.enforcement is Enforcement.FULL and namespaced.gaps == ()
     clean = p.wrap(p.Backend("bwrap", "/usr/bin/bwrap"), POLICY, HOST, CMD)
     assert clean.enforcement is Enforcement.FULL and clean.gaps == ()
@@ -416,7 +421,7 @@ def test_wrap_lists_blockers_for_bwrap_dialects_only():
 
 def test_guard_output_feeds_wrap(roots):
     ws, temp, _ = roots
-    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)])
     policy = SandboxPolicy(WW, str(ws), network=Network.ON)
     wrapped = p.wrap(
         p.Backend("bwrap", "/usr/bin/bwrap"),
@@ -454,7 +459,7 @@ def test_an_empty_placeholder_is_blocked_again_not_nested_into(roots):
     (ws / ".git" / "HEAD").unlink()  # now an empty directory: a placeholder
     (ws / "stockade.yml").write_text("")
     (temp / ".git").mkdir()
-    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)])
     by_path = {x.path: x for x in guard.protections}
     assert str(ws / ".git") not in by_path
     assert by_path[str(temp / ".git")].kind == BLOCK and by_path[str(temp / ".git")].directory
@@ -473,14 +478,14 @@ def test_an_empty_workspace_inside_a_temp_root_is_no_placeholder(tmp_path):
     temp = tmp_path / "temp"
     ws = temp / "project"
     ws.mkdir(parents=True)
-    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)])
     assert str(ws) not in {x.path for x in guard.protections}
     assert str(ws) not in guard.creates
     # The temp root's own `.git` is blocked; the workspace root's is not (held instead).
     assert str(temp / ".git") in guard.creates and str(ws / ".git") not in guard.creates
 
 
-@pytest.mark.parametrize("backend", [a.BWRAP, a.LANDLOCK])
+@pytest.mark.parametrize("backend", [bw.NAME, ll.NAME])
 def test_the_guard_says_when_the_workspace_root_has_no_repository(roots, backend):
     """The start-of-call fact the executor and exec hold a new repository by
     (Guard.new_repository): the root's real path when its `.git` is missing or an
@@ -512,7 +517,7 @@ def test_a_placeholder_removed_while_the_guard_looks_is_blocked_again(tmp_path, 
         return real_listdir(path)
 
     monkeypatch.setattr(trust.os, "listdir", listdir_after_removal)
-    guard = guard_call(a.BWRAP, WW, str(ws), [str(temp)])
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)])
     blocked = {x.path for x in guard.protections if x.kind == BLOCK}
     assert str(ws / ".git") in blocked
     assert not any(path.startswith(str(ws / ".git") + "/") for path in blocked)

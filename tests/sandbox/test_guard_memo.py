@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from stockade.sandbox import _guard_memo
-from stockade.sandbox._argv import BWRAP, LANDLOCK, writable_roots
+from stockade.sandbox._argv import writable_roots
 from stockade.sandbox._guard import guard_call
 from stockade.sandbox._guard_memo import GuardMemo
+from stockade.sandbox.backends.bwrap import NAME as BWRAP
+from stockade.sandbox.backends.landlock import NAME as LANDLOCK
 from stockade.vocab import SandboxMode
 
 WW = SandboxMode.WORKSPACE_WRITE

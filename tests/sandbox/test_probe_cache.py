@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stockade.sandbox import _probe
+from stockade.sandbox import _probe, backends
+from stockade.sandbox.backends import _choose, bwrap
 
 from ..support import require_backend, stockade
 
@@ -15,11 +16,11 @@ from ..support import require_backend, stockade
 @pytest.fixture
 def runner(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    monkeypatch.delenv(_probe.CACHE_ENV_OFF, raising=False)  # the suite turns it off
+    monkeypatch.delenv(backends.CACHE_ENV_OFF, raising=False)  # the suite turns it off
     path = tmp_path / "fake-bwrap"
     path.write_text("#!/bin/sh\n")
     path.chmod(0o755)
-    monkeypatch.setitem(_probe.RUNNER_LOCATORS, "bwrap", lambda: str(path))
+    monkeypatch.setitem(backends.RUNNER_LOCATORS, "bwrap", lambda: str(path))
     return path
 
 
@@ -35,7 +36,7 @@ def test_a_usable_verdict_is_remembered_until_the_runner_changes(runner):
     calls = []
 
     def cached(timeout):
-        return _probe.remembered("bwrap", counting_probe(runner, calls), timeout)
+        return backends.remembered("bwrap", counting_probe(runner, calls), timeout)
 
     assert cached(1.0).usable and cached(1.0).usable
     assert len(calls) == 1
@@ -50,7 +51,7 @@ def test_failures_are_not_remembered(runner):
     calls = []
 
     def cached(timeout):
-        return _probe.remembered("bwrap", counting_probe(runner, calls, usable=False), timeout)
+        return backends.remembered("bwrap", counting_probe(runner, calls, usable=False), timeout)
 
     assert not cached(1.0).usable and not cached(1.0).usable
     assert len(calls) == 2
@@ -60,7 +61,7 @@ def test_a_cache_file_others_could_write_is_ignored(runner):
     calls = []
 
     def cached(timeout):
-        return _probe.remembered("bwrap", counting_probe(runner, calls), timeout)
+        return backends.remembered("bwrap", counting_probe(runner, calls), timeout)
 
     cached(1.0)
     cache = runner.parent / "run" / "stockade" / f"probe-verdicts-{os.getuid()}"
@@ -70,11 +71,11 @@ def test_a_cache_file_others_could_write_is_ignored(runner):
 
 
 def test_the_cache_can_be_turned_off(runner, monkeypatch):
-    monkeypatch.setenv(_probe.CACHE_ENV_OFF, "1")
+    monkeypatch.setenv(backends.CACHE_ENV_OFF, "1")
     calls = []
 
     def cached(timeout):
-        return _probe.remembered("bwrap", counting_probe(runner, calls), timeout)
+        return backends.remembered("bwrap", counting_probe(runner, calls), timeout)
 
     cached(1.0)
     cached(1.0)
@@ -100,7 +101,7 @@ def test_a_cache_line_naming_a_runner_never_chooses_what_runs(runner, tmp_path):
     elsewhere = tmp_path / "planted-bwrap"
     elsewhere.write_text("#!/bin/sh\n")
     elsewhere.chmod(0o755)
-    key = _probe._identity("bwrap", str(runner))
+    key = _choose._identity("bwrap", str(runner))
     assert key is not None
     old_key = key.replace("bwrap|", f"bwrap|{runner}|", 1)  # the old key had the path
     calls = []
@@ -111,7 +112,7 @@ def test_a_cache_line_naming_a_runner_never_chooses_what_runs(runner, tmp_path):
         f"{key}\tbwrap\t{elsewhere}",  # a path where the ABI belongs
     ):
         plant_cache(runner, line)
-        verdict = _probe.remembered("bwrap", probe, 1.0)
+        verdict = backends.remembered("bwrap", probe, 1.0)
         assert verdict.runner == str(runner), line
     assert len(calls) == 3  # none of those lines was taken for a verdict
     # Rewritten in the current format, without any path:
@@ -120,18 +121,18 @@ def test_a_cache_line_naming_a_runner_never_chooses_what_runs(runner, tmp_path):
     assert text == f"{key}\tbwrap\t\t\t\t\n"
     assert str(elsewhere) not in text
     # A current line is a hit, and the runner is still the one located.
-    verdict = _probe.remembered("bwrap", probe, 1.0)
+    verdict = backends.remembered("bwrap", probe, 1.0)
     assert (verdict.usable, verdict.runner, len(calls)) == (True, str(runner), 3)
 
 
 def test_a_remembered_verdict_follows_the_located_runner(runner, tmp_path, monkeypatch):
     calls = []
-    assert _probe.remembered("bwrap", counting_probe(runner, calls), 1.0).usable
+    assert backends.remembered("bwrap", counting_probe(runner, calls), 1.0).usable
     other = tmp_path / "other-bwrap"
     other.write_text("#!/bin/sh\n# another file\n")
     other.chmod(0o755)
-    monkeypatch.setitem(_probe.RUNNER_LOCATORS, "bwrap", lambda: str(other))
-    verdict = _probe.remembered("bwrap", counting_probe(other, calls), 1.0)
+    monkeypatch.setitem(backends.RUNNER_LOCATORS, "bwrap", lambda: str(other))
+    verdict = backends.remembered("bwrap", counting_probe(other, calls), 1.0)
     assert verdict.runner == str(other)
     assert len(calls) == 2  # a different runner file: its own probe, not the cached one
 
@@ -140,20 +141,20 @@ def test_a_cache_inside_a_writable_root_is_never_used(runner, tmp_path):
     """A command that may write the cache could forge a usable verdict: probe every time."""
     calls = []
     # A usable verdict remembered by a call that could not write the cache...
-    assert _probe.remembered("bwrap", counting_probe(runner, calls), 1.0).usable
+    assert backends.remembered("bwrap", counting_probe(runner, calls), 1.0).usable
     assert len(calls) == 1
-    assert _probe.cache_problem(cache_path(runner), (str(tmp_path),)) is not None
+    assert backends.cache_problem(cache_path(runner), (str(tmp_path),)) is not None
     with open(cache_path(runner), encoding="utf-8") as cache:
         before = cache.read()
     # ...is not trusted by a call that could have written it: its probe decides.
     for _ in range(2):
-        verdict = _probe.remembered(
+        verdict = backends.remembered(
             "bwrap", counting_probe(runner, calls, usable=False), 1.0, (str(tmp_path),)
         )
         assert not verdict.usable
     assert len(calls) == 3
     for _ in range(2):
-        verdict = _probe.remembered("bwrap", counting_probe(runner, calls), 1.0, (str(tmp_path),))
+        verdict = backends.remembered("bwrap", counting_probe(runner, calls), 1.0, (str(tmp_path),))
         assert verdict.usable
     assert len(calls) == 5
     # ...and such a call writes nothing there either.
@@ -165,7 +166,7 @@ def test_no_cache_is_made_inside_a_writable_root(runner, tmp_path):
     assert not (tmp_path / "run").exists()  # the cache directory is not there yet
     calls = []
     for _ in range(2):
-        _probe.remembered("bwrap", counting_probe(runner, calls), 1.0, (str(tmp_path),))
+        backends.remembered("bwrap", counting_probe(runner, calls), 1.0, (str(tmp_path),))
     assert len(calls) == 2
     assert not os.path.exists(cache_path(runner))
 
@@ -174,9 +175,9 @@ def test_stockade_exec_never_runs_a_runner_a_cache_line_names(scratch):
     """End to end: a planted line naming another runner, in either format, is never
     run; the located bwrap confines the command and the cache is rewritten without it."""
     require_backend("bwrap")
-    located = _probe.locate_bwrap()
+    located = bwrap.locate_bwrap()
     assert located is not None
-    key = _probe._identity("bwrap", located)
+    key = _choose._identity("bwrap", located)
     assert key is not None
     base = Path(scratch)
     work, run = base / "work", base / "run"
@@ -193,7 +194,7 @@ def test_stockade_exec_never_runs_a_runner_a_cache_line_names(scratch):
         f"{old_key}\tbwrap\t{planted}\t\n{key}\tbwrap\t{planted}\t\n{key}\tbwrap\t{planted}\n"
     )
     cache.chmod(0o600)
-    env = {_probe.CACHE_ENV_OFF: "", "XDG_RUNTIME_DIR": str(run), "STOCKADE_CONFIG": ""}
+    env = {backends.CACHE_ENV_OFF: "", "XDG_RUNTIME_DIR": str(run), "STOCKADE_CONFIG": ""}
     for _ in range(2):  # the second call reads what the first one wrote
         done = stockade("exec", "--backend", "bwrap", "--", "touch", "./x", cwd=work, env=env)
         assert done.returncode == 0, done.stderr

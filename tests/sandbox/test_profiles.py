@@ -6,7 +6,11 @@ import pytest
 from stockade.errors import InvalidPolicy
 from stockade.messages import Wrapped
 from stockade.sandbox import _argv as a
+from stockade.sandbox import _dispatch
 from stockade.sandbox import _profiles as p
+from stockade.sandbox.backends import bwrap as bw
+from stockade.sandbox.backends import landlock as ll
+from stockade.sandbox.backends import seatbelt as sb
 from stockade.vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 
 TEMP = ("/tmp", "/var/tmp/agent")
@@ -23,20 +27,20 @@ def pairs(argv, flag):
 
 
 def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
-    argv = a.bwrap_argv("/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD)
+    argv = bw.bwrap_argv("/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD)
     assert argv[0] == "/usr/bin/bwrap"
     assert argv[-4:] == ("--", *CMD)
     for flag in ("--die-with-parent", "--unshare-pid", "--unshare-user-try"):
         assert flag in argv
     # The consumer's own new session replaces it, keeping one killable group.
     assert "--new-session" not in argv
-    kept_terminal = a.bwrap_argv(
+    kept_terminal = bw.bwrap_argv(
         "/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD, new_session=True
     )
     assert "--new-session" in kept_terminal
     # With the launcher as its filter stage, which refuses TIOCSTI itself, the command
     # stays in the terminal's session: Ctrl-C and Ctrl-Z reach it as in a shell.
-    filtered = a.bwrap_argv(
+    filtered = bw.bwrap_argv(
         "/usr/bin/bwrap",
         RO.mode,
         RO.workspace_root,
@@ -46,7 +50,7 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
         launcher="/opt/landlock-run",
     )
     assert "--new-session" not in filtered
-    assert a.has_filter_stage(filtered) and not a.has_filter_stage(kept_terminal)
+    assert bw.has_filter_stage(filtered) and not bw.has_filter_stage(kept_terminal)
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     assert ("/", "/") in pairs(argv, "--ro-bind")
     assert ("/proc/sys", "/proc/sys") in pairs(argv, "--ro-bind-try")
@@ -60,7 +64,7 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
 
 
 def test_bwrap_runs_the_launcher_as_its_filter_stage_and_unshares_ipc():
-    argv = a.bwrap_argv(
+    argv = bw.bwrap_argv(
         "/usr/bin/bwrap",
         WW.mode,
         WW.workspace_root,
@@ -73,12 +77,12 @@ def test_bwrap_runs_the_launcher_as_its_filter_stage_and_unshares_ipc():
     # The inner argv after the last `--` is the command, unchanged.
     assert argv[-7:] == ("--", "/x/landlock-run", "--filters-only", "--", *CMD)
     # Read-only binds refuse metadata and inode ioctls with bwrap's own EROFS: no seal.
-    ro = a.bwrap_argv(
+    ro = bw.bwrap_argv(
         "/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD, launcher="/x/landlock-run"
     )
     assert "--seal-metadata" not in ro
     # An operator's runner_command gets the bwrap dialect without the filter stage.
-    runner = a.confined_argv(
+    runner = _dispatch.confined_argv(
         "runner-command", "/r", WW.mode, WW.workspace_root, TEMP, CMD, launcher="/x/l"
     )
     assert "/x/l" not in runner
@@ -96,13 +100,13 @@ def test_bwrap_claims_setuid_bits_open_without_its_filter_stage():
     bare = p.Backend("bwrap", "/usr/bin/bwrap", launcher=None)
     unfiltered = p.wrap(bare, WW, HOST, CMD)
     assert unfiltered.enforcement is Enforcement.PARTIAL
-    assert unfiltered.gaps == (p.BWRAP_UNFILTERED_GAP,)
+    assert unfiltered.gaps == (bw.BWRAP_UNFILTERED_GAP,)
     # Read-only binds refuse the bits anyway.
     assert p.wrap(bare, RO, HOST, CMD).enforcement is Enforcement.FULL
 
 
 def test_bwrap_workspace_write_binds_root_and_temp_roots_writable():
-    argv = a.bwrap_argv("/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD)
+    argv = bw.bwrap_argv("/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD)
     assert pairs(argv, "--bind") == [
         ("/work/project", "/work/project"),
         ("/tmp", "/tmp"),
@@ -117,7 +121,7 @@ def test_writable_roots_do_not_repeat_a_root_that_is_also_a_temp_root():
 
 
 def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
-    argv = a.landlock_argv("/x/landlock-run", RO.mode, RO.workspace_root, TEMP, CMD, network=ON)
+    argv = ll.landlock_argv("/x/landlock-run", RO.mode, RO.workspace_root, TEMP, CMD, network=ON)
     assert argv == (
         "/x/landlock-run",
         "--die-with-parent",
@@ -132,14 +136,14 @@ def test_landlock_read_only_writes_only_dev_null_and_seals_metadata():
         *CMD,
     )
     # Where the probe found no private IPC namespace possible, the launcher filters.
-    filtered = a.landlock_argv(
+    filtered = ll.landlock_argv(
         "/x/landlock-run", RO.mode, RO.workspace_root, TEMP, CMD, private_ipc=False
     )
     assert "--private-ipc" not in filtered
 
 
 def test_landlock_workspace_write_adds_root_and_temp_roots():
-    argv = a.landlock_argv("/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD, network=ON)
+    argv = ll.landlock_argv("/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD, network=ON)
     assert argv == (
         "/x/landlock-run",
         "--die-with-parent",
@@ -159,8 +163,8 @@ def test_landlock_workspace_write_adds_root_and_temp_roots():
         *CMD,
     )
     # The plain tier: no namespace, no read-only host, IPC filtered.
-    plain = a.landlock_argv(
-        "/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD, network=ON, tier=a.PLAIN
+    plain = ll.landlock_argv(
+        "/x/landlock-run", WW.mode, WW.workspace_root, TEMP, CMD, network=ON, tier=ll.PLAIN
     )
     assert plain == (
         "/x/landlock-run",
@@ -182,7 +186,7 @@ def test_landlock_workspace_write_adds_root_and_temp_roots():
 
 
 def test_seatbelt_profile_is_readable_sbpl_with_parameterised_roots():
-    profile, params = a.seatbelt_profile(RO.mode, RO.workspace_root, TEMP, network=ON)
+    profile, params = sb.seatbelt_profile(RO.mode, RO.workspace_root, TEMP, network=ON)
     assert profile.splitlines() == [
         "(version 1)",
         "(allow default)",
@@ -190,14 +194,14 @@ def test_seatbelt_profile_is_readable_sbpl_with_parameterised_roots():
         '(allow file-write* (literal "/dev/null"))',
     ]
     assert params == {}
-    profile, params = a.seatbelt_profile(WW.mode, WW.workspace_root, TEMP)
+    profile, params = sb.seatbelt_profile(WW.mode, WW.workspace_root, TEMP)
     assert '(allow file-write* (subpath (param "WRITABLE_ROOT_0")))' in profile
     assert params == {
         "WRITABLE_ROOT_0": "/work/project",
         "WRITABLE_ROOT_1": "/tmp",
         "WRITABLE_ROOT_2": "/var/tmp/agent",
     }
-    argv = a.seatbelt_argv(WW.mode, WW.workspace_root, TEMP, CMD)
+    argv = sb.seatbelt_argv(WW.mode, WW.workspace_root, TEMP, CMD)
     assert argv[:3] == ("/usr/bin/sandbox-exec", "-p", profile)
     assert "-DWRITABLE_ROOT_0=/work/project" in argv
     assert argv[-4:] == ("--", *CMD)
@@ -217,7 +221,7 @@ def test_wrap_carries_each_backends_dialect():
         "Device or resource busy",
         "Permission denied",
     )
-    plain = p.wrap(p.Backend("landlock", "/l", abi=7, tier=a.PLAIN), RO, HOST, CMD)
+    plain = p.wrap(p.Backend("landlock", "/l", abi=7, tier=ll.PLAIN), RO, HOST, CMD)
     assert plain.denial_signatures == ("Permission denied",)
     (rule,) = landlock.runner_failure_rules
     assert rule.exit_codes == frozenset({125})
@@ -231,34 +235,36 @@ def test_wrap_carries_each_backends_dialect():
 
 
 def test_landlock_enforcement_is_a_truthful_claim():
-    full, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 7, network=ON)
+    full, none = ll.landlock_enforcement(SandboxMode.READ_ONLY, 7, network=ON)
     assert (full, none) == (Enforcement.FULL, ())
     # The namespaced tier makes the host read-only in its mount namespace: metadata
     # changes outside the roots are refused (EROFS), as under bwrap.
-    held, none = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 7, network=ON)
+    held, none = ll.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 7, network=ON)
     assert (held, none) == (Enforcement.FULL, ())
-    partial, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 7, network=ON, tier=a.PLAIN)
+    partial, gaps = ll.landlock_enforcement(
+        SandboxMode.WORKSPACE_WRITE, 7, network=ON, tier=ll.PLAIN
+    )
     assert partial is Enforcement.PARTIAL
     assert "chmod outside the writable roots" in gaps
-    old, old_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 2, network=ON)
+    old, old_gaps = ll.landlock_enforcement(SandboxMode.READ_ONLY, 2, network=ON)
     assert old is Enforcement.PARTIAL
     assert old_gaps == ("truncate", "device ioctl", "abstract unix sockets")
-    _, plain_gaps = p.landlock_enforcement(SandboxMode.READ_ONLY, 2, network=ON, tier=a.PLAIN)
+    _, plain_gaps = ll.landlock_enforcement(SandboxMode.READ_ONLY, 2, network=ON, tier=ll.PLAIN)
     assert plain_gaps == (
         "truncate",
         "device ioctl",
         "abstract unix sockets",
         "signals to host processes",
-        p.PLAIN_UNSCOPED_GAP,
+        ll.PLAIN_UNSCOPED_GAP,
     )
-    scoped, none = p.landlock_enforcement(SandboxMode.READ_ONLY, 6, network=ON)
+    scoped, none = ll.landlock_enforcement(SandboxMode.READ_ONLY, 6, network=ON)
     assert (scoped, none) == (Enforcement.FULL, ())
-    shared, ipc_gaps = p.landlock_enforcement(
+    shared, ipc_gaps = ll.landlock_enforcement(
         SandboxMode.READ_ONLY, 7, private_ipc=False, network=ON
     )
-    assert shared is Enforcement.PARTIAL and ipc_gaps == (p.LANDLOCK_SHARED_IPC_GAP,)
+    assert shared is Enforcement.PARTIAL and ipc_gaps == (ll.LANDLOCK_SHARED_IPC_GAP,)
     assert p.wrap(p.Backend("landlock", "/l", abi=7), WW, HOST, CMD).enforcement is Enforcement.FULL
-    plain = p.Backend("landlock", "/l", abi=7, tier=a.PLAIN, private_ipc=False)
+    plain = p.Backend("landlock", "/l", abi=7, tier=ll.PLAIN, private_ipc=False)
     assert p.wrap(plain, WW, HOST, CMD).enforcement is Enforcement.PARTIAL
 
 
@@ -277,23 +283,23 @@ SOCKETS = ("/run/docker.sock", "/var/tmp/svc/s.sock")
 
 def test_network_is_off_unless_said():
     assert RO_OFF.network is OFF and WW_OFF.network is OFF
-    argv = a.bwrap_argv("/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD)
+    argv = bw.bwrap_argv("/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD)
     assert "--unshare-net" in argv
-    assert "--private-network" in a.landlock_argv("/l", WW.mode, WW.workspace_root, TEMP, CMD)
-    plain = a.landlock_argv("/l", WW.mode, WW.workspace_root, TEMP, CMD, tier=a.PLAIN)
+    assert "--private-network" in ll.landlock_argv("/l", WW.mode, WW.workspace_root, TEMP, CMD)
+    plain = ll.landlock_argv("/l", WW.mode, WW.workspace_root, TEMP, CMD, tier=ll.PLAIN)
     assert "--no-network" in plain
 
 
 def test_bwrap_network_off_unshares_the_network_and_filters_families():
     launcher = "/x/landlock-run"
-    on = a.bwrap_argv("/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=ON)
+    on = bw.bwrap_argv("/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=ON)
     assert "--unshare-net" not in on and "--netns-only" not in on
-    ro = a.bwrap_argv("/b", RO.mode, "/w", TEMP, CMD, launcher=launcher, network=OFF)
+    ro = bw.bwrap_argv("/b", RO.mode, "/w", TEMP, CMD, launcher=launcher, network=OFF)
     assert ro.index("--unshare-net") < ro.index("--cap-drop")
     stage = ro[ro.index(launcher) :]
     assert stage == (launcher, "--filters-only", "--netns-only", "--unix-pairs-only", "--", *CMD)
     # Read-only refuses every Unix socket but pairs: nothing to hide, no capability left.
-    ro_hidden = a.bwrap_argv(
+    ro_hidden = bw.bwrap_argv(
         "/b", RO.mode, "/w", TEMP, CMD, launcher=launcher, network=OFF, hidden_sockets=()
     )
     assert "--cap-add" not in ro_hidden
@@ -301,7 +307,7 @@ def test_bwrap_network_off_unshares_the_network_and_filters_families():
 
 def test_bwrap_workspace_write_hides_sockets_through_its_filter_stage():
     launcher = "/x/landlock-run"
-    argv = a.bwrap_argv(
+    argv = bw.bwrap_argv(
         "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=OFF, hidden_sockets=SOCKETS
     )
     # The stage gets CAP_SYS_ADMIN to mount with (and CAP_SETPCAP to drop the
@@ -331,11 +337,11 @@ def test_bwrap_workspace_write_hides_sockets_through_its_filter_stage():
     )
     # Without a filter stage (an operator's runner) nothing hides them and no
     # capability is left.
-    bare = a.bwrap_argv("/b", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS)
+    bare = bw.bwrap_argv("/b", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS)
     assert "--cap-add" not in bare and "--hide-socket" not in bare
     assert "--unshare-net" in bare
     # Network on hides nothing.
-    on = a.bwrap_argv(
+    on = bw.bwrap_argv(
         "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=ON, hidden_sockets=SOCKETS
     )
     assert "--hide-socket" not in on and "--cap-add" not in on
@@ -344,7 +350,7 @@ def test_bwrap_workspace_write_hides_sockets_through_its_filter_stage():
 def test_landlock_network_off():
     """The namespaced tier: a network namespace of the call's own (its loopback: a
     command's own servers work). The plain tier: no socket family but AF_UNIX."""
-    ro = a.landlock_argv("/l", RO.mode, "/w", TEMP, CMD, network=OFF)
+    ro = ll.landlock_argv("/l", RO.mode, "/w", TEMP, CMD, network=OFF)
     assert ro[ro.index("--private-ipc") :] == (
         "--private-ipc",
         "--private-network",
@@ -352,7 +358,7 @@ def test_landlock_network_off():
         "--",
         *CMD,
     )
-    plain = a.landlock_argv("/l", RO.mode, "/w", TEMP, CMD, network=OFF, tier=a.PLAIN)
+    plain = ll.landlock_argv("/l", RO.mode, "/w", TEMP, CMD, network=OFF, tier=ll.PLAIN)
     assert plain[plain.index("--seal-metadata") :] == (
         "--seal-metadata",
         "--no-network",
@@ -360,7 +366,7 @@ def test_landlock_network_off():
         "--",
         *CMD,
     )
-    ww = a.landlock_argv("/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS)
+    ww = ll.landlock_argv("/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS)
     assert ww[ww.index("--private-ipc") :] == (
         "--private-ipc",
         "--private-network",
@@ -374,27 +380,27 @@ def test_landlock_network_off():
         *CMD,
     )
     # No mount namespace possible (no private IPC namespace either): nothing hidden.
-    shared = a.landlock_argv(
+    shared = ll.landlock_argv(
         "/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=SOCKETS, private_ipc=False
     )
     assert "--hide-socket" not in shared
 
 
 def test_seatbelt_network_off_denies_the_network():
-    profile, _ = a.seatbelt_profile(WW.mode, "/w", TEMP)
+    profile, _ = sb.seatbelt_profile(WW.mode, "/w", TEMP)
     assert "(deny network*)" in profile.splitlines()
 
 
 def test_hides_sockets_only_where_unix_sockets_stay_allowed():
     ww, ro = SandboxMode.WORKSPACE_WRITE, SandboxMode.READ_ONLY
-    assert a.hides_sockets("bwrap", ww, OFF, launcher="/l")
-    assert not a.hides_sockets("bwrap", ww, OFF, launcher=None)
-    assert not a.hides_sockets("bwrap", ro, OFF, launcher="/l")
-    assert not a.hides_sockets("bwrap", ww, ON, launcher="/l")
-    assert a.hides_sockets("landlock", ww, OFF, private_ipc=True)
-    assert not a.hides_sockets("landlock", ww, OFF, private_ipc=False)
-    assert not a.hides_sockets("runner-command", ww, OFF, launcher="/l")
-    assert not a.hides_sockets("seatbelt", ww, OFF)
+    assert _dispatch.hides_sockets("bwrap", ww, OFF, launcher="/l")
+    assert not _dispatch.hides_sockets("bwrap", ww, OFF, launcher=None)
+    assert not _dispatch.hides_sockets("bwrap", ro, OFF, launcher="/l")
+    assert not _dispatch.hides_sockets("bwrap", ww, ON, launcher="/l")
+    assert _dispatch.hides_sockets("landlock", ww, OFF, private_ipc=True)
+    assert not _dispatch.hides_sockets("landlock", ww, OFF, private_ipc=False)
+    assert not _dispatch.hides_sockets("runner-command", ww, OFF, launcher="/l")
+    assert not _dispatch.hides_sockets("seatbelt", ww, OFF)
 
 
 def test_network_off_claims_never_full_for_what_is_not_governed():
@@ -415,8 +421,8 @@ def test_network_off_claims_never_full_for_what_is_not_governed():
     assert inside.protected == (tmux,)
     bare = p.Backend("bwrap", "/usr/bin/bwrap", launcher=None)
     assert p.wrap(bare, RO_OFF, HOST, CMD).network_gaps == (
-        p.UNFILTERED_FAMILIES_GAP,
-        p.UNHIDDEN_PATHNAME_GAP,
+        bw.UNFILTERED_FAMILIES_GAP,
+        bw.UNHIDDEN_PATHNAME_GAP,
     )
     runner = p.Backend("runner-command", "/r")
     assert p.wrap(runner, WW_OFF, HOST, CMD).network_enforcement is Enforcement.PARTIAL
@@ -426,7 +432,7 @@ def test_network_off_claims_never_full_for_what_is_not_governed():
     assert p.UNFOUND_SOCKETS_GAP in wrapped.network_gaps
     assert p.UNFOUND_SOCKETS_GAP not in wrapped.gaps
     shared = p.Backend("landlock", "/l", abi=7, private_ipc=False)
-    assert p.LANDLOCK_PATHNAME_GAP in p.wrap(shared, WW_OFF, HOST, CMD).network_gaps
+    assert ll.LANDLOCK_PATHNAME_GAP in p.wrap(shared, WW_OFF, HOST, CMD).network_gaps
     # Network on claims nothing about the network.
     on = p.wrap(shipped, WW, HOST, CMD)
     assert on.gaps == on.network_gaps == () and on.network_enforcement is None
@@ -434,10 +440,10 @@ def test_network_off_claims_never_full_for_what_is_not_governed():
 
 def test_network_claim_names_every_effect():
     for backend, launcher, tier in (
-        ("bwrap", "/l", a.NAMESPACED),
-        ("bwrap", None, a.NAMESPACED),
-        ("landlock", None, a.NAMESPACED),
-        ("landlock", None, a.PLAIN),
+        ("bwrap", "/l", ll.NAMESPACED),
+        ("bwrap", None, ll.NAMESPACED),
+        ("landlock", None, ll.NAMESPACED),
+        ("landlock", None, ll.PLAIN),
     ):
         for mode in (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE):
             effects, gaps = p.network_claim(backend, mode, OFF, abi=7, launcher=launcher, tier=tier)
@@ -451,12 +457,12 @@ def test_network_claim_names_every_effect():
     # launcher's other older-ABI gaps), refused with the Unix sockets in read-only.
     # (The plain tier's: the namespaced tier's network namespace holds them.)
     effects, gaps = p.network_claim(
-        "landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5, tier=a.PLAIN
+        "landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5, tier=ll.PLAIN
     )
     assert effects[p.NET_ABSTRACT].startswith(p.NOT_GOVERNED)
     # ...and the network claim names it (it no longer lives only in the file claim).
     assert "abstract unix sockets (ABI < 6)" in gaps
-    _, gaps = p.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 5, network=OFF, tier=a.PLAIN)
+    _, gaps = ll.landlock_enforcement(SandboxMode.WORKSPACE_WRITE, 5, network=OFF, tier=ll.PLAIN)
     assert gaps.count("abstract unix sockets") == 1
     namespaced, gaps = p.network_claim("landlock", SandboxMode.WORKSPACE_WRITE, OFF, abi=5)
     assert namespaced[p.NET_ABSTRACT] == namespaced[p.NET_TCP] and "abstract" not in str(gaps)
@@ -466,17 +472,17 @@ def test_sockets_under_dev_are_hidden_by_landlock_only():
     """The Landlock launcher shows the command the host's /dev (a daemon's socket in
     /dev/shm is reachable there); bwrap's /dev is private, so its argv stays as it was."""
     shm = "/dev/shm/daemon.sock"
-    landlock = a.landlock_argv("/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=(shm,))
+    landlock = ll.landlock_argv("/l", WW.mode, "/w", TEMP, CMD, network=OFF, hidden_sockets=(shm,))
     assert landlock[landlock.index("--hide-socket") + 1] == shm
     launcher = "/x/landlock-run"
-    with_dev = a.bwrap_argv(
+    with_dev = bw.bwrap_argv(
         "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, hidden_sockets=(*SOCKETS, shm)
     )
-    without = a.bwrap_argv(
+    without = bw.bwrap_argv(
         "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, hidden_sockets=SOCKETS
     )
     assert with_dev == without
-    only_dev = a.bwrap_argv(
+    only_dev = bw.bwrap_argv(
         "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, hidden_sockets=(shm,)
     )
     assert "--hide-socket" not in only_dev and "--cap-add" not in only_dev

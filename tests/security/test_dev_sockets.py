@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stockade.sandbox import _profiles
+from stockade.sandbox.backends import landlock
 
 from .support import ATTACK, ATTACKS, MODES, PYTHON, WW
 from .test_network import by_via, stopped, token, unix_server
@@ -32,7 +32,7 @@ async def test_a_socket_in_dev_shm_is_not_reached_with_network_off(sandbox, mode
     if sandbox.tier == "plain" and mode is WW:
         # No mount namespace to cover it: the plain tier's named gap.
         result = await sandbox.run("true", mode, via=via)
-        assert _profiles.LANDLOCK_PATHNAME_GAP in result.network_gaps, result.network_gaps
+        assert landlock.LANDLOCK_PATHNAME_GAP in result.network_gaps, result.network_gaps
         sandbox.battery.disclosed(f"a daemon socket in /dev/shm (plain tier, {via})")
         return
     path = shm_socket(sandbox.terrain)

@@ -26,6 +26,7 @@ import trio
 from stockade.sandbox import _profiles
 from stockade.sandbox._confine import Call, GuardRules, confine
 from stockade.sandbox._select import select_backend
+from stockade.sandbox.backends import landlock
 from stockade.vocab import Enforcement, Network
 
 from ..support import variant_backend
@@ -134,7 +135,7 @@ async def test_a_socket_bound_after_the_call_starts_is_not_reached(sandbox, mode
             got = received(inboxes)
         marker.unlink()
     if sandbox.tier == "plain" and mode is WW:
-        assert _profiles.LANDLOCK_PATHNAME_GAP in report.network_gaps, report.network_gaps
+        assert landlock.LANDLOCK_PATHNAME_GAP in report.network_gaps, report.network_gaps
         assert got == [[path.name.encode()] for path in paths], stopped(report)
         sandbox.battery.disclosed(f"network off: a socket bound late in /run (plain, {mode.value})")
         return

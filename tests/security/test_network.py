@@ -28,6 +28,7 @@ import pytest
 import trio
 
 from stockade.sandbox import _profiles
+from stockade.sandbox.backends import landlock
 from stockade.vocab import Enforcement, Network
 
 from ..support import require_backend
@@ -293,7 +294,7 @@ async def plain_pathname_gap(sandbox, mode, what: str, **run) -> None:
     """The plain tier in workspace-write: no mount namespace to cover the host's named
     sockets, so the claim names them (`partial`); disclosed, not an attempt."""
     result = await sandbox.run("true", mode, **run)
-    assert _profiles.LANDLOCK_PATHNAME_GAP in result.network_gaps, result.network_gaps
+    assert landlock.LANDLOCK_PATHNAME_GAP in result.network_gaps, result.network_gaps
     sandbox.battery.disclosed(f"{what} (plain tier, {mode.value})")
 
 

@@ -34,7 +34,7 @@ import trio
 
 from stockade.executor.actor import ExecutorClient, open_executor
 from stockade.executor.config import ExecutorConfig
-from stockade.sandbox import _profiles
+from stockade.sandbox.backends import landlock
 from stockade.vocab import Enforcement, ExecutionPolicy, Network
 
 from .support import (
@@ -227,7 +227,7 @@ async def test_host_ipc_objects_are_out_of_reach(sandbox, host_ipc, mode, via):
         result = await sandbox.run(ipc_command(host_ipc), mode, via=via)
         after = host_ipc.state()
         assert set(after) == set(before), describe_change(before, after)
-        assert _profiles.LANDLOCK_SHARED_IPC_GAP in result.gaps, result.gaps
+        assert landlock.LANDLOCK_SHARED_IPC_GAP in result.gaps, result.gaps
         sandbox.battery.disclosed(f"using existing host IPC objects ({mode.value}, {via})")
         return
     with sandbox.battery.attempt(

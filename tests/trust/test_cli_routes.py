@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from stockade.config import load_composition
-from stockade.sandbox import _probe
+from stockade.sandbox import backends
+from stockade.sandbox.backends import _choose
 
 from ..support import require_backend
 from ._support import (
@@ -155,8 +156,8 @@ def forged_cache(shape: str, runner: Path) -> str:
     """Cache lines under the REAL keys of both runners, each naming `runner` or a
     backend it is not: what a command that could write the cache would write."""
     lines = []
-    for name, locate in _probe.RUNNER_LOCATORS.items():
-        key = _probe._identity(name, locate())
+    for name, locate in backends.RUNNER_LOCATORS.items():
+        key = _choose._identity(name, locate())
         other = "landlock" if name == "bwrap" else "bwrap"
         fields = {
             "abi-names-runner": (name, str(runner)),

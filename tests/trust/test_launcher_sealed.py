@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from stockade import open_harness
-from stockade.sandbox import _probe, _select
+from stockade.sandbox import _probe
+from stockade.sandbox.backends import landlock
 
 from ..support import require_backend
 from ._support import DENIED_RO, Area, bwrap_like_argv, composition, pass_through
@@ -99,7 +100,7 @@ async def test_a_replaced_launcher_is_caught_without_a_sealed_copy(
     """Where the kernel refuses to run a memfd (vm.memfd_noexec=2), the harness runs
     the file itself, pinned by identity: a replacement must be refused (nothing runs)
     or never used, even one that keeps the inode, size and mtime."""
-    monkeypatch.setattr(_select, "sealed_copy", lambda path, timeout: None)
+    monkeypatch.setattr(landlock, "sealed_copy", lambda path, timeout: None)
     result = await run_then_replace(area, state_dir, launcher_copy, REPLACERS[how])
     if result["is_error"]:
         assert "SANDBOX_UNAVAILABLE" in result["text"], result

@@ -19,8 +19,9 @@ import trio
 
 from stockade import open_harness
 from stockade.sandbox import placeholders
-from stockade.sandbox._profiles import LANDLOCK_SHARED_IPC_GAP, UNFOUND_SOCKETS_GAP
+from stockade.sandbox._profiles import UNFOUND_SOCKETS_GAP
 from stockade.sandbox.actor import open_provider
+from stockade.sandbox.backends.landlock import LANDLOCK_SHARED_IPC_GAP
 from stockade.trust import NEW_REPOSITORY_GAP
 from stockade.vocab import SandboxMode, SandboxPolicy
 

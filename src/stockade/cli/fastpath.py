@@ -13,7 +13,8 @@ import os
 import sys
 
 from ..errors import SandboxUnavailable
-from ..modes import Network, SandboxMode, network_under
+from ..modes import Network, SandboxMode, SpawnTrait, network_under
+from ..sandbox.backends import NAMES
 from .errors import EXIT_UNAVAILABLE, EXIT_USAGE, say
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 
     from ..sandbox import PrivateTmp, ProviderConfig
 
-BACKENDS = ("auto", "bwrap", "landlock")
+# `--backend`: the chain's list (sandbox/backends/), or "auto".
+BACKENDS = ("auto", *NAMES)
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
@@ -219,10 +221,11 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         held=held,
         passed=passed,
         sweep=blockers,
-        # bwrap returns before its PID namespace is gone: wait for it as a child.
-        bwrap=runner.backend == "bwrap",
-        # The launcher dies with its caller (--die-with-parent): this process waits.
-        wait=runner.backend == "landlock",
+        # A runner that returns before its PID namespace is gone (bwrap): wait for it
+        # as a child, and for the namespace's end.
+        bwrap=SpawnTrait.INFO_FD in confined.traits,
+        # A runner that dies with its caller (the Landlock launcher): this process waits.
+        wait=SpawnTrait.CALLER_WAITS in confined.traits,
         tmp=tmp,
         environ=environ,
         # The root had no repository: what git would run of one made now is held

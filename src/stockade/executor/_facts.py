@@ -15,7 +15,7 @@ from ..messages import (
     Wrapped,
 )
 from ..trust import JudgedDirectory, is_under
-from ..vocab import Enforcement, Network, SandboxMode
+from ..vocab import Enforcement, Network, SandboxMode, SpawnTrait
 from ._buffer import OutputBuffer
 from ._classify import Evidence, Verdict, classify, command_exec_status, runner_failure_line
 from ._denials import (
@@ -31,6 +31,9 @@ from ._denials import (
 from ._evidence import gather, read_denied, sight
 
 UNCONFINED = "none"
+# An unconfined command (danger-full-access) runs after the launcher's `--limits-only`
+# stage, as bwrap does; its argv[0] is the command, no runner.
+UNCONFINED_TRAITS = frozenset({SpawnTrait.LIMITS_STAGE})
 
 
 @attrs.frozen
@@ -42,6 +45,9 @@ class WrapFacts:
     enforcement: Enforcement | None
     # The Landlock launcher's tier, beside `backend` (None for other backends).
     tier: str | None = None
+    # What the spawn must know of the runner (its backend says: `Wrapped.traits`); a
+    # backend's name is for display, events and results, never compared.
+    traits: frozenset[SpawnTrait] = frozenset()
     denial_signatures: tuple[str, ...] = ()
     runner_failure_rules: tuple[RunnerFailureRule, ...] = ()
     gaps: tuple[str, ...] = ()
@@ -95,6 +101,7 @@ class WrapFacts:
             backend=wrapped.backend,
             enforcement=wrapped.enforcement,
             tier=wrapped.tier,
+            traits=wrapped.traits,
             denial_signatures=wrapped.denial_signatures,
             runner_failure_rules=wrapped.runner_failure_rules,
             gaps=wrapped.gaps,
@@ -115,7 +122,12 @@ class WrapFacts:
 
     @classmethod
     def unconfined(cls) -> WrapFacts:
-        return cls(mode=SandboxMode.DANGER_FULL_ACCESS, backend=UNCONFINED, enforcement=None)
+        return cls(
+            mode=SandboxMode.DANGER_FULL_ACCESS,
+            backend=UNCONFINED,
+            enforcement=None,
+            traits=UNCONFINED_TRAITS,
+        )
 
     @property
     def confined(self) -> bool:

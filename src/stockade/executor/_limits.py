@@ -48,6 +48,7 @@ from ..limits.cgroups import (
     sweep,
 )
 from ..messages import LimitClaim, LimitHit, ResourceUse, ShellResult
+from ..vocab import SpawnTrait
 from ._pool import GroupPool, PoolKey
 
 # A confined call's runner shares the command's cgroup (the Landlock launcher's monitor
@@ -113,25 +114,31 @@ class CallLimits:
         return tuple(options)
 
     def wrap(
-        self, argv: tuple[str, ...], launcher: str | None, backend: str
+        self,
+        argv: tuple[str, ...],
+        launcher: str | None,
+        traits: frozenset[SpawnTrait],
+        *,
+        runner: bool = True,
     ) -> tuple[tuple[str, ...], int]:
         """`argv` with the launcher's limit options, and where the runner's own argv
-        now starts in it: in the Landlock launcher's own argv; before bwrap and before
-        an unconfined command, `landlock-run --limits-only OPTIONS --` (bwrap's filter
-        stage runs under a read-only cgroup file system, so the group is joined before
-        bwrap starts: bwrap and its init are in the group too)."""
+        now starts in it, by the runner's spawn traits: in the launcher's own argv
+        when it is the runner (LIMITS_IN_RUNNER); else before the runner (and before an
+        unconfined command: `runner` False, whose argv[0] is no runner's),
+        `landlock-run --limits-only OPTIONS --` (LIMITS_STAGE: bwrap's filter stage
+        runs under a read-only cgroup file system, so the group is joined before bwrap
+        starts: bwrap and its init are in the group too)."""
         options = self.launcher_options()
         if not options:
             return argv, 0
-        if backend == "landlock":  # the launcher is the runner: argv[0]
+        if SpawnTrait.LIMITS_IN_RUNNER in traits:  # the launcher is the runner: argv[0]
             return (argv[0], *options, *argv[1:]), 0
         if launcher is None:
             raise CgroupError("the launcher that sets a command's limits is missing")
-        if backend in ("none", "bwrap"):
+        if SpawnTrait.LIMITS_STAGE in traits:
             prefix = (launcher, "--limits-only", *options, "--")
-            # An unconfined command's argv is no runner's (argv[0] is bash).
-            return (*prefix, *argv), len(prefix) if backend == "bwrap" else 0
-        raise CgroupError(f"the {backend} runner has no place for the launcher's limits")
+            return (*prefix, *argv), len(prefix) if runner else 0
+        raise CgroupError("the runner has no place for the launcher's limits")
 
     def usage(self) -> Usage:
         if self.group is None:

@@ -117,7 +117,7 @@ async def spawn(
     cwd: str,
     env: Mapping[str, str],
     with_stdin: bool,
-    bwrap: bool = False,
+    info_fd: bool = False,
     terminal: Terminal | None = None,
     runner_at: int = 0,
 ) -> trio.Process:
@@ -125,16 +125,16 @@ async def spawn(
     `terminal`: on it, which becomes the session's controlling terminal), with `env`
     as its whole environment (the environment policy's result: nothing else leaks in).
 
-    `bwrap`: argv is bwrap's; it is asked for its `--info-fd` report, which names the
-    init of the sandbox's PID namespace, so `settle` can wait for that namespace's end
-    (bwrap exits as soon as its command has, while the kernel still ends the rest).
-    `runner_at`: where in argv the runner's own argv (bwrap's) starts, after a
-    launcher's prefix."""
+    `info_fd` (the runner's INFO_FD trait: bwrap): the runner is asked for its
+    `--info-fd` report, which names the init of the sandbox's PID namespace, so
+    `settle` can wait for that namespace's end (the runner exits as soon as its
+    command has, while the kernel still ends the rest). `runner_at`: where in argv the
+    runner's own argv starts, after a launcher's prefix."""
     keep_spawning_threads()
     environment = dict(env)
     passed: tuple[int, ...] = ()
     report, write_end = None, None
-    if bwrap:
+    if info_fd:
         report, write_end = os.pipe()
         os.set_blocking(report, False)
         at = runner_at + 1
@@ -147,7 +147,7 @@ async def spawn(
     }
     if terminal is not None:
         stdio = _on_terminal(
-            stdio, terminal, hold_signals=bwrap and has_filter_stage(argv[runner_at:])
+            stdio, terminal, hold_signals=info_fd and has_filter_stage(argv[runner_at:])
         )
     try:
         process = await trio.lowlevel.open_process(

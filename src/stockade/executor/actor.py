@@ -51,10 +51,11 @@ from ..messages import (
 from ..network.bridge import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
 from ..trust import enter_judged, judge_workdir, new_repository, spawn_cwd
+from ..vocab import SpawnTrait
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
 from ._endpoints import AuditConnection, ProxyEndpoints
-from ._facts import UNCONFINED, WrapFacts, settled_result, unstarted_result, waited_out_result
+from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._holds import PlaceholderHolds
 from ._jobs import Job, JobTable
 from ._limits import LAUNCHER_PROCESSES, CallLimits, LimitsHost, ended, settle_limited
@@ -319,7 +320,9 @@ class ExecutorActor:
                 cwd = spawn_cwd(entered, facts.judged)
             runner_at = 0
             if limited is not None:
-                argv, runner_at = limited.wrap(argv, self._launcher, facts.backend)
+                argv, runner_at = limited.wrap(
+                    argv, self._launcher, facts.traits, runner=facts.confined
+                )
             if runner_at and not os.access(argv[runner_at], os.X_OK):
                 # The launcher would exec it and fail in-band: say it as a spawn would.
                 error = OSError(errno.ENOENT, os.strerror(errno.ENOENT), argv[runner_at])
@@ -331,7 +334,7 @@ class ExecutorActor:
                 cwd=cwd,
                 env=env,
                 with_stdin=with_stdin,
-                bwrap=facts.backend == "bwrap",
+                info_fd=SpawnTrait.INFO_FD in facts.traits,
                 terminal=terminal,
                 runner_at=runner_at,
             )
@@ -358,8 +361,9 @@ class ExecutorActor:
             return None
         # The Landlock launcher reads the options itself; bwrap and an unconfined
         # command get the shipped launcher's `--limits-only` before them.
-        placeable = facts.backend == "landlock" or (
-            facts.backend in ("bwrap", UNCONFINED) and self._launcher is not None
+        traits = facts.traits
+        placeable = SpawnTrait.LIMITS_IN_RUNNER in traits or (
+            SpawnTrait.LIMITS_STAGE in traits and self._launcher is not None
         )
         try:
             return self._limits.for_call(
@@ -369,7 +373,7 @@ class ExecutorActor:
                 placeable=placeable,
                 confined=facts.confined,
                 launcher_processes=LAUNCHER_PROCESSES if facts.confined else 0,
-                reusable=facts.backend == "landlock",
+                reusable=SpawnTrait.REAPS_ALL in traits,
             )
         except CgroupError as error:
             raise CommandStartError(

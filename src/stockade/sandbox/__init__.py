@@ -14,9 +14,9 @@ from ..lazy import lazy_exports
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from . import agents as agents
+    from . import backends as backends
     from . import placeholders as placeholders
     from . import tool_caches as tool_caches
-    from ._argv import has_filter_stage as has_filter_stage
     from ._chain import Selection as Selection
     from ._confine import Call as Call
     from ._confine import Confined as Confined
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .actor import ProviderClient as ProviderClient
     from .actor import Selector as Selector
     from .actor import open_provider as open_provider
+    from .backends.bwrap import has_filter_stage as has_filter_stage
     from .config import BACKEND_CHOICES as BACKEND_CHOICES
     from .config import ProviderConfig as ProviderConfig
     from .config import trusted_provider as trusted_provider
@@ -60,7 +61,7 @@ _LAZY = {
     "runner_identity": "_confine",
     "Selection": "_chain",
     "filter_launcher": "_probe",
-    "has_filter_stage": "_argv",
+    "has_filter_stage": "backends.bwrap",
     "render_selection": "_report",
     "render_trust": "_report",
     "select_backend": "_select",
@@ -81,6 +82,8 @@ _LAZY = {
     "placeholders": "",
     "tool_caches": "",
     "agents": "",
+    # The backends, one module each, and the chain (standard library only).
+    "backends": "",
 }
 
 
@@ -100,6 +103,7 @@ __all__ = [
     "Selection",
     "Selector",
     "agents",
+    "backends",
     "confine",
     "default_parent",
     "filter_launcher",

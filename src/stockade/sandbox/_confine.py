@@ -15,25 +15,13 @@ from __future__ import annotations
 import os
 
 from ..errors import CommandStartError, InvalidPolicy, SandboxUnavailable
-from ..modes import Network, SandboxMode
-from ..trust import check_temp_roots, is_under, resolve_workspace_root
-from ._argv import (
-    BWRAP,
-    FORCED_PLAIN,
-    LANDLOCK,
-    NAMESPACED,
-    NO_FRESH,
-    PLAIN,
-    RUNNER_COMMAND,
-    Grants,
-    agent_swaps,
-    call_fresh_plan,
-    confined_argv,
-    freshens,
-    hides_sockets,
-    writable_roots,
-)
+from ..modes import Network, SandboxMode, SpawnTrait
+from ..trust import check_temp_roots, resolve_workspace_root
+from . import _probe
+from ._argv import NO_FRESH, agent_swaps, writable_roots
+from ._dispatch import call_fresh_plan, confined_argv, freshens, hides_sockets, refuse_allowlist
 from ._guard import guard_call
+from .backends import choose, named
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -44,13 +32,10 @@ if TYPE_CHECKING:
     from ..trust.secrets import DenyRead, Hidden
     from ._guard import Guard
     from ._guard_memo import GuardMemo
+    from ._probe import Verdict
 
 # Confine again when the disk changed between the guard and holding its placeholders.
 ATTEMPTS = 3
-# The bwrap dialects mount over placeholders, and so does the Landlock launcher in its
-# namespaced tier (Seatbelt denies by rule; the plain tier cannot protect a path inside
-# a writable grant at all).
-MOUNTING = (BWRAP, RUNNER_COMMAND)
 
 # Plain classes with slots, not namedtuples (each namedtuple costs ~0.1 ms to define:
 # `stockade exec` imports this module on every run) nor typing.NamedTuple (typing
@@ -63,12 +48,13 @@ class Runner:
     copy of it), identity (tuple | None: `runner_identity` of the file probed, checked
     again before each call), launcher (str | None: bwrap's filter stage), private_ipc
     (bool: the Landlock launcher can give a command an IPC namespace of its own),
-    tier (str | None: the Landlock launcher's, NAMESPACED or PLAIN), tier_why (str |
-    None: why not the stronger)."""
+    tier (str | None: the Landlock launcher's, namespaced or plain), tier_why (str |
+    None: why not the stronger), kind (Backend: its backend's module)."""
 
     __slots__ = (
         "backend",
         "identity",
+        "kind",
         "launcher",
         "private_ipc",
         "runner",
@@ -91,14 +77,14 @@ class Runner:
         self.backend, self.runner, self.source = backend, runner, source
         self.identity, self.launcher, self.private_ipc = identity, launcher, private_ipc
         self.tier, self.tier_why = tier, tier_why
+        # Its backend's module (backends/), looked up once.
+        self.kind = named(backend)
 
     @property
     def mounts(self) -> bool:
-        """Whether it binds the protected paths itself (bwrap's dialects, and the
-        Landlock launcher's namespaced tier)."""
-        if self.backend == LANDLOCK:
-            return (self.tier or NAMESPACED) == NAMESPACED
-        return self.backend in MOUNTING
+        """Whether it binds the protected paths itself, and so mounts over the
+        placeholders the guard makes (`Backend.mounts`)."""
+        return self.kind.mounts(tier=self.tier)
 
     @property
     def on_disk(self) -> str:
@@ -198,9 +184,21 @@ class Confined:
     covered, and what could not be), fresh (tuple[str, ...]: the runtime directories
     the command sees fresh and empty), agents (tuple[tuple[str, str], ...]: each
     granted agent socket, (its host path, where the command reaches it: the view path
-    where it was bound there, else the host path))."""
+    where it was bound there, else the host path)), traits (frozenset[SpawnTrait]: what
+    a spawn of `argv` must know of its runner, `Backend.TRAITS`: the fast path's
+    `Wrapped.traits`)."""
 
-    __slots__ = ("agents", "argv", "fresh", "guard", "held", "hidden", "root", "unreadable")
+    __slots__ = (
+        "agents",
+        "argv",
+        "fresh",
+        "guard",
+        "held",
+        "hidden",
+        "root",
+        "traits",
+        "unreadable",
+    )
 
     def __init__(
         self,
@@ -212,9 +210,11 @@ class Confined:
         unreadable: Hidden | None = None,
         fresh: tuple[str, ...] = (),
         agents: tuple[tuple[str, str], ...] = (),
+        traits: frozenset[SpawnTrait] = frozenset(),
     ) -> None:
         self.argv, self.root, self.guard, self.hidden, self.held = argv, root, guard, hidden, held
         self.unreadable, self.fresh, self.agents = unreadable, fresh, agents
+        self.traits = traits
 
 
 def guard_rules(
@@ -271,11 +271,9 @@ def remembered_runner(
 ) -> Runner:
     """The runner of a one-shot caller (`stockade exec`): the first candidate of the
     platform chain that enforces, its usable verdict remembered per user
-    (`_probe.choose(remember=True)`), or the operator's `runner_command`; `tier`
+    (`backends.choose(remember=True)`), or the operator's `runner_command`; `tier`
     "plain" forces the Landlock launcher's plain tier (`landlock_tier`).
     SandboxUnavailable, naming each candidate's reason, when none is usable."""
-    from ._probe import choose, filter_launcher
-
     chosen = choose(
         platform,
         backend,
@@ -288,17 +286,22 @@ def remembered_runner(
     selected = chosen.selected
     if selected is None or selected.runner is None:
         raise SandboxUnavailable(chosen.detail)
-    runner = Runner(
-        selected.backend,
-        selected.runner,
-        launcher=filter_launcher() if selected.backend == BWRAP else None,
-        private_ipc=selected.ipc == "private",
-        tier=selected.tier,
-        tier_why=selected.tier_why,
+    return runner_of(selected, tier)
+
+
+def runner_of(verdict: Verdict, tier: str = "auto") -> Runner:
+    """The runner a usable `verdict` selects, as the composition shapes it (`tier`:
+    its `landlock_tier`)."""
+    kind = named(verdict.backend)
+    verdict = kind.configured(verdict, tier)
+    return Runner(
+        verdict.backend,
+        verdict.runner,
+        launcher=_probe.filter_launcher() if kind.FILTER_STAGE else None,
+        private_ipc=verdict.ipc == "private",
+        tier=verdict.tier,
+        tier_why=verdict.tier_why,
     )
-    if selected.backend == LANDLOCK and tier == PLAIN and runner.tier != PLAIN:
-        runner.tier, runner.tier_why, runner.private_ipc = PLAIN, FORCED_PLAIN, False
-    return runner
 
 
 def checked_runner(runner: Runner | None, unavailable: str) -> Runner:
@@ -426,25 +429,6 @@ def placeholder_attempts() -> Iterator[_Attempt]:
             return
 
 
-# Where the launcher's bridge carries a call's traffic to its proxy endpoint (bwrap:
-# its filter stage; the Landlock launcher itself). Seatbelt and an operator's
-# runner_command have none (docs/network.md).
-ALLOWLIST_BACKENDS = (BWRAP, LANDLOCK)
-
-
-def refuse_allowlist(backend: str, proxy: str | None) -> None:
-    """SandboxUnavailable unless `backend` can hold network allowlist with `proxy`."""
-    if backend not in ALLOWLIST_BACKENDS:
-        raise SandboxUnavailable(
-            f"network allowlist is not enforced on the {backend} backend yet "
-            "(docs/network.md); use network off or on"
-        )
-    if proxy is None:
-        raise SandboxUnavailable(
-            "network allowlist needs the harness's proxy, and this call has none"
-        )
-
-
 def refuse_hidden_places(root: str, workdir: str | None, unreadable: Hidden) -> None:
     """Refuse a call whose root or working directory (real paths) lies at or beneath a
     path it hides: the command would start below the cover, where relative names
@@ -510,11 +494,9 @@ def confine(
     mode = call.mode
     if call.network is Network.ALLOWLIST and mode is not SandboxMode.DANGER_FULL_ACCESS:
         refuse_allowlist(runner.backend, call.proxy)
-        if runner.backend == BWRAP and runner.launcher is None:
-            raise SandboxUnavailable(
-                "network allowlist needs bwrap's filter stage (the shipped launcher) for "
-                "its bridge, and it is missing; reinstall stockade, or use network off or on"
-            )
+        problem = runner.kind.allowlist_problem(launcher=runner.launcher)
+        if problem is not None:
+            raise SandboxUnavailable(problem)
     for attempt in placeholder_attempts():
         with attempt:
             guard = judge(runner, mode, root, temp_roots, rules, memo)
@@ -531,10 +513,10 @@ def confine(
             readable=call.agent_files,
         )
         refuse_hidden_places(root, call.workdir, unreadable)
-        if runner.backend == LANDLOCK and runner.tier == PLAIN:
-            unreadable, grants = _complement(
-                rules.deny_read, unreadable, writable_roots(mode, root, temp_roots)
-            )
+        # Covered, or (where nothing can be) read grants around them.
+        unreadable, grants = runner.kind.read_grants(
+            rules.deny_read, unreadable, writable_roots(mode, root, temp_roots), tier=runner.tier
+        )
     # Granted agent sockets at their real paths (the launcher binds without following a
     # link); confined calls only (danger-full-access reaches them where they are).
     agent_sockets: tuple[tuple[str, str], ...] = ()
@@ -549,7 +531,7 @@ def confine(
         unreadable = Hidden(
             tuple(path for path in unreadable.paths if path not in sources), unreadable.gaps
         )
-    tier = runner.tier or NAMESPACED
+    tier = runner.tier
     hidden: tuple[str, ...] = ()
     if hides_sockets(
         runner.backend,
@@ -610,16 +592,6 @@ def confine(
         keep=keep,
         agent_sockets=agent_sockets,
     )
-    return Confined(argv, root, guard, hidden, held, unreadable, fresh.dirs, agents)
-
-
-def _complement(
-    deny: DenyRead, unreadable: Hidden, writable: Sequence[str]
-) -> tuple[Hidden, Grants]:
-    """The plain tier's way to hide: read grants around each hidden path (none can be
-    covered without a mount namespace); one inside a writable root stays readable, a gap."""
-    from ..trust.secrets import Hidden
-
-    reads, lists, gaps = deny.complement(unreadable.paths, writable)
-    kept = tuple(path for path in unreadable.paths if not any(is_under(path, w) for w in writable))
-    return Hidden(kept, (*unreadable.gaps, *gaps)), Grants(reads, lists)
+    return Confined(
+        argv, root, guard, hidden, held, unreadable, fresh.dirs, agents, runner.kind.TRAITS
+    )

@@ -21,10 +21,8 @@ from ..trust import (
     relinkable,
     startup_files,
 )
-from ._argv import BWRAP, LANDLOCK, RUNNER_COMMAND, SEATBELT, writable_roots
-
-# Backends that can bind (or deny) protected paths inside a writable grant.
-PROTECTING_BACKENDS = (BWRAP, RUNNER_COMMAND, SEATBELT)
+from ._argv import writable_roots
+from .backends import known
 
 
 class Guard(
@@ -169,7 +167,9 @@ def guard_call(
     own = [path for path in installation if any(is_under(path, r) for r in real_roots)]
     files = [path for path in trusted_files if inside(path)]
 
-    if backend in PROTECTING_BACKENDS or mounts:
+    kind = known(backend)
+    # A backend that binds (or denies) protected paths inside a writable grant.
+    if (kind is not None and kind.PROTECTS) or mounts:
         # A path whose real path is itself has no link on its way (the common case).
         maybe_linked = [p for p in metadata if facts.realpath(os.path.normpath(p)) != p.rstrip("/")]
         links = sorted(
@@ -191,10 +191,11 @@ def guard_call(
         # never pulls a placeholder out from under another's sandbox.
         creates = tuple(p.path for p in binds if p.kind == "block")
         return Guard(binds, protecting_gaps, None, creates, new_repository)
-    if backend != LANDLOCK:
+    if kind is None:
         return NO_GUARD
 
-    # The Landlock launcher cannot carve a read-only hole out of a writable grant.
+    # This backend (the Landlock launcher's plain tier) cannot carve a read-only hole
+    # out of a writable grant.
     if files:
         where = inside(files[0])
         return Guard(

@@ -1,156 +1,39 @@
-"""Each backend's dialect: the Wrapped reply, denial signatures, runner-failure rules,
-and the truthful enforcement claim. The argv itself comes from `_argv`. No I/O here.
+"""The reply a backend makes for one call: the Wrapped message (its argv, its truthful
+claim, its denial signatures, runner-failure rules and spawn traits), built on what
+its module says (backends/). No I/O here.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import attrs
 
 from ..messages import RunnerFailureRule, Wrapped
 from ..trust import is_under
-from ..vocab import Enforcement, Network, SandboxMode, SandboxPolicy
-from ._argv import BWRAP as BWRAP
-from ._argv import LANDLOCK as LANDLOCK
-from ._argv import NAMESPACED, PLAIN, confined_argv, hides_sockets, pairs_only, writable_roots
-from ._argv import RUNNER_COMMAND as RUNNER_COMMAND
-from ._argv import SEATBELT as SEATBELT
+from ..vocab import Enforcement, Network, SandboxMode, SandboxPolicy, SpawnTrait
+from . import _probe
+from ._argv import writable_roots
+from ._claims import NET_ABSTRACT as NET_ABSTRACT
+from ._claims import NET_NETLINK as NET_NETLINK
+from ._claims import NET_OTHER as NET_OTHER
+from ._claims import NET_PATHNAME as NET_PATHNAME
+from ._claims import NET_RAW as NET_RAW
+from ._claims import NET_TCP as NET_TCP
+from ._claims import NET_UDP as NET_UDP
+from ._claims import NETWORK_EFFECTS as NETWORK_EFFECTS
+from ._claims import NOT_GOVERNED as NOT_GOVERNED
+from ._claims import UNFOUND_SOCKETS_GAP as UNFOUND_SOCKETS_GAP
+from ._claims import FailureRule
 from ._confine import Runner
-from ._probe import launcher_path
+from ._dispatch import confined_argv, hides_sockets
+from .backends import named
 
 if TYPE_CHECKING:
     from ..trust import Protection
     from ..trust.secrets import Hidden
-
-LANDLOCK_PARTIAL_NOTICE: Final = "landlock-run: partial enforcement (older Landlock ABI)"
-
-# The stderr text each kernel path produces on a refused write (measured, FACTS.md).
-# "Device or resource busy": renaming over or removing a protected path, which bwrap
-# keeps as a mount point (the trust base's binds).
-BWRAP_DENIAL: Final = ("Read-only file system", "Device or resource busy")
-LANDLOCK_DENIAL: Final = ("Permission denied",)
-# The namespaced tier also refuses through its mounts, as bwrap does: a write or a
-# metadata change on the read-only host or a protected bind, a rename of a mount point.
-LANDLOCK_NAMESPACED_DENIAL: Final = (*BWRAP_DENIAL, *LANDLOCK_DENIAL)
-SEATBELT_DENIAL: Final = ("Operation not permitted",)
-
-# The launcher reserves 125 for its own failures and always prints one fatal line;
-# bwrap and sandbox-exec reserve no status, so only their line prefix is evidence.
-LANDLOCK_RULES: Final = (
-    RunnerFailureRule(
-        exit_codes=frozenset({125}),
-        fatal_signatures=("landlock-run:",),
-        informational_lines=(LANDLOCK_PARTIAL_NOTICE,),
-    ),
-)
-BWRAP_RULES: Final = (RunnerFailureRule(exit_codes=None, fatal_signatures=("bwrap:",)),)
-# bwrap runs the launcher as its filter stage (`--filters-only`): its failures too.
-BWRAP_FILTERED_RULES: Final = (
-    *BWRAP_RULES,
-    RunnerFailureRule(exit_codes=frozenset({125}), fatal_signatures=("landlock-run:",)),
-)
-SEATBELT_RULES: Final = (RunnerFailureRule(exit_codes=None, fatal_signatures=("sandbox-exec:",)),)
-
-# Effects Landlock cannot govern on any ABI: the launcher seals them with seccomp in
-# read-only mode, but workspace-write must allow them inside the root, so there they
-# stay ungoverned outside it too (tests/launcher: test_landlock_does_not_govern_...).
-LANDLOCK_METADATA_EFFECTS: Final = ("chmod", "chown", "utimes", "xattr", "inode flags")
-# Truncate from ABI 3, device ioctl from ABI 5, signal and abstract-socket scoping from 6.
-LANDLOCK_FULL_ABI: Final = 6
-# Without a private IPC namespace the launcher refuses creating, removing and changing
-# host IPC objects (seccomp); using the ones that exist is not refused.
-LANDLOCK_SHARED_IPC_GAP: Final = (
-    "existing host IPC objects (sending to and receiving from message queues, "
-    "attaching shared memory, semaphore operations)"
-)
-# bwrap without its filter stage (the launcher is missing): nothing refuses the bits.
-BWRAP_UNFILTERED_GAP: Final = "setuid and setgid bits inside the writable roots"
-
-
-# --- network effects (network off; under `on` the network is allowed, not a gap) -------
-
-NET_TCP: Final = "tcp connect and bind"
-NET_UDP: Final = "udp"
-NET_RAW: Final = "raw and packet sockets"
-NET_NETLINK: Final = "netlink"
-NET_OTHER: Final = "other socket families (vsock, ...)"
-NET_ABSTRACT: Final = "abstract unix sockets"
-NET_PATHNAME: Final = "pathname unix sockets"
-NETWORK_EFFECTS: Final = (
-    NET_TCP,
-    NET_UDP,
-    NET_RAW,
-    NET_NETLINK,
-    NET_OTHER,
-    NET_ABSTRACT,
-    NET_PATHNAME,
-)
-NOT_GOVERNED: Final = "not governed"
-
-# What hiding the host's named sockets when a call starts cannot reach
-# (sandbox/_sockets.py): a network namespace does not cover them, and neither
-# Landlock (ABI <= 7) nor a seccomp filter can see the path a connect() names. The
-# runtime directories the command sees fresh (`_argv.freshens`) hold none at all,
-# whenever bound; what the call keeps of them (a root, its temp directory, its
-# working directory lying there) is the host's, and so is one that lies in a root.
-UNFOUND_SOCKETS_GAP: Final = (
-    "pathname unix sockets not found when the call starts (bound later, in another "
-    "network or mount namespace, by a relative path, or under another name), outside "
-    "the runtime directories the command sees fresh and empty (/run, /var/run, "
-    "$XDG_RUNTIME_DIR, /tmp) or in the call's own roots and working directory there"
-)
-# No fresh runtime directories either: the plain tier has no mount namespace, and with
-# filtered IPC the launcher makes none to cover in.
-LANDLOCK_PATHNAME_GAP: Final = (
-    "pathname unix sockets of host processes, in /run, /tmp and the other runtime "
-    "directories too, whenever bound (Landlock does not govern connect)"
-)
-UNHIDDEN_PATHNAME_GAP: Final = (
-    "pathname unix sockets of host processes (no filter stage to hide them)"
-)
-UNFILTERED_FAMILIES_GAP: Final = (
-    "socket families no network namespace isolates (vsock) (no filter stage to refuse them)"
-)
-
-# deny_read's paths are covered by the launcher (bwrap's filter stage, or the Landlock
-# launcher itself); an operator's runner_command, or bwrap without its filter stage,
-# has nothing to cover them with.
-DENY_READ_UNFILTERED_GAP: Final = (
-    "deny_read: its paths stay readable (no filter stage to hide them)"
-)
-DENY_READ_RUNNER_COMMAND_GAP: Final = (
-    "deny_read: its paths stay readable (an operator's runner_command cannot be told to hide them)"
-)
-
-_NETNS = "a private network namespace (its own loopback only)"
-_ALLOWLIST_TCP = (
-    "a private network namespace whose one way out is stockade's bridge on its own "
-    "loopback to the proxy, which connects only to the listed destinations"
-)
-_FAMILY_FILTER = "refused: no socket family but AF_UNIX (seccomp, EAFNOSUPPORT)"
-_TCP_ONLY_FILTER = (
-    "refused: no socket but AF_UNIX and TCP over IPv4 or IPv6 (seccomp, EAFNOSUPPORT)"
-)
-# The plain tier's allowlist: no network namespace, so the bridge listens on the host's
-# loopback and Landlock's TCP rule lets the command connect to its port, on any
-# address (the rules know ports, not addresses).
-PLAIN_BRIDGE_PORT_GAP: Final = (
-    "tcp to the bridge's port on any other address, or to another service listening "
-    "on that port (no network namespace: Landlock's TCP rules know ports only)"
-)
-_PLAIN_ALLOWLIST_TCP = (
-    "the one TCP port Landlock allows is the bridge's, on the host's loopback, to the "
-    "proxy, which connects only to the listed destinations"
-)
-_PAIRS_ONLY = "refused: no Unix socket but connected stream or seqpacket pairs"
-_HIDDEN = (
-    "the runtime directories (/run, /var/run, $XDG_RUNTIME_DIR, /tmp) are fresh, empty "
-    "and read-only in the command's view (its roots, temp directory, working directory, "
-    "proxy and granted agent sockets bound back); elsewhere each one found when the call "
-    "starts is covered by an empty read-only file"
-)
+    from .backends import Backend as BackendModule
 
 
 def network_claim(
@@ -161,7 +44,7 @@ def network_claim(
     abi: int = 0,
     launcher: str | None = None,
     private_ipc: bool = True,
-    tier: str = NAMESPACED,
+    tier: str | None = None,
     agents: bool = False,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """How `backend` governs each network effect under `mode` with `network` off, and
@@ -174,78 +57,15 @@ def network_claim(
     """
     if network is Network.ON:
         return {}, ()
-    pairs = pairs_only(mode, network, agents)
-    hidden = hides_sockets(
-        backend, mode, network, launcher=launcher, private_ipc=private_ipc, agents=agents
+    return named(backend).network_claim(
+        mode,
+        network,
+        abi=abi,
+        launcher=launcher,
+        private_ipc=private_ipc,
+        tier=tier,
+        agents=agents,
     )
-    effects: dict[str, str] = {}
-    gaps: list[str] = []
-
-    def open_gap(effect: str, gap: str) -> None:
-        effects[effect] = f"{NOT_GOVERNED}: {gap}"
-        gaps.append(gap)
-
-    def pathname_effect(unhidden_gap: str, *, refused: bool = pairs) -> None:
-        """Named sockets: none but pairs (`refused`), else each one found covered,
-        else open."""
-        if refused:
-            effects[NET_PATHNAME] = _PAIRS_ONLY
-        elif hidden:
-            effects[NET_PATHNAME] = _HIDDEN
-            gaps.append(UNFOUND_SOCKETS_GAP)
-        else:
-            open_gap(NET_PATHNAME, unhidden_gap)
-
-    if backend == SEATBELT:
-        return dict.fromkeys(NETWORK_EFFECTS, "refused: (deny network*) (not exercised here)"), ()
-    if backend == LANDLOCK and tier == NAMESPACED:
-        # --private-network: the call's own network namespace (its loopback up), the
-        # family filter of --netns-only, and with allowlist the bridge to its proxy.
-        effects[NET_TCP] = _ALLOWLIST_TCP if network is Network.ALLOWLIST else _NETNS
-        effects[NET_UDP] = effects[NET_NETLINK] = effects[NET_ABSTRACT] = _NETNS
-        effects[NET_RAW] = "refused: no capability, and the filter refuses AF_PACKET"
-        effects[NET_OTHER] = "refused by the launcher's filter (EAFNOSUPPORT)"
-        pathname_effect(LANDLOCK_PATHNAME_GAP)
-        return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
-    if backend == LANDLOCK and network is Network.ALLOWLIST:
-        # The plain tier: the host's network, TCP alone, to the bridge's port alone.
-        effects[NET_TCP] = _PLAIN_ALLOWLIST_TCP
-        gaps.append(PLAIN_BRIDGE_PORT_GAP)
-        for effect in (NET_UDP, NET_RAW, NET_NETLINK, NET_OTHER):
-            effects[effect] = _TCP_ONLY_FILTER
-    elif backend == LANDLOCK:
-        tcp = _FAMILY_FILTER
-        if abi >= 4:
-            tcp += "; Landlock handles TCP bind and connect with no port allowed"
-        effects[NET_TCP] = tcp
-        for effect in (NET_UDP, NET_RAW, NET_NETLINK, NET_OTHER):
-            effects[effect] = _FAMILY_FILTER
-    if backend == LANDLOCK:
-        if pairs:
-            effects[NET_ABSTRACT] = _PAIRS_ONLY
-        elif abi >= 6:
-            effects[NET_ABSTRACT] = "refused: Landlock scope (no connection out of the domain)"
-        else:
-            # In the network claim too (the file claim lists it with the launcher's
-            # other older-ABI gaps, landlock_enforcement, for every network).
-            open_gap(NET_ABSTRACT, "abstract unix sockets (ABI < 6)")
-        pathname_effect(LANDLOCK_PATHNAME_GAP)
-        return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
-    # bwrap, or an operator's bwrap-compatible runner (no filter stage).
-    filtered = backend == BWRAP and launcher is not None
-    effects[NET_TCP] = effects[NET_UDP] = effects[NET_NETLINK] = _NETNS
-    if network is Network.ALLOWLIST:
-        effects[NET_TCP] = _ALLOWLIST_TCP
-    effects[NET_RAW] = "refused: no CAP_NET_RAW (and a private network namespace)"
-    if filtered:
-        effects[NET_RAW] += "; AF_PACKET refused by the filter stage"
-        effects[NET_OTHER] = "refused by the filter stage (EAFNOSUPPORT)"
-    else:
-        open_gap(NET_OTHER, UNFILTERED_FAMILIES_GAP)
-    effects[NET_ABSTRACT] = _NETNS
-    # Only the filter stage refuses Unix sockets (no filter stage: no pairs-only).
-    pathname_effect(UNHIDDEN_PATHNAME_GAP, refused=filtered and pairs)
-    return {effect: effects[effect] for effect in NETWORK_EFFECTS}, tuple(gaps)
 
 
 @attrs.frozen
@@ -266,83 +86,29 @@ def host_temp_gap(host_temp: tuple[str, ...]) -> str:
     )
 
 
-# Pure, from a handful of values, and asked on every confined call: computed once each.
-# The plain tier on an ABI without signal scoping: the guardian that ends the call's
-# processes is a process of the same user the command may signal.
-PLAIN_UNSCOPED_GAP: Final = (
-    "the call's processes may outlive it (no Landlock signal scope before ABI 6: a "
-    "command can kill the process that ends them)"
-)
-
-
 @functools.cache
-def landlock_enforcement(
-    mode: SandboxMode,
-    abi: int,
-    *,
-    private_ipc: bool = True,
-    network: Network,
-    tier: str = NAMESPACED,
-    agents: bool = False,
-) -> tuple[Enforcement, tuple[str, ...]]:
-    """What the launcher governs under `mode` on `abi` with `network` in `tier`, and
-    the effects it leaves open (file effects, then network effects when it is off;
-    `agents`: the call is granted agent sockets, `network_claim`).
-
-    `private_ipc`: the probe found the launcher can give commands an IPC namespace of
-    their own (CAP_SYS_ADMIN, or a user namespace), so `--private-ipc` is passed.
-    NAMESPACED makes every mount but the writable grants read-only in the call's own
-    mount namespace (`--read-only-host`), so metadata changes outside the roots are
-    refused as under bwrap; PLAIN cannot, and says so.
-    """
-    ungoverned: list[str] = []
-    if abi < 3:
-        ungoverned.append("truncate")
-    if abi < 5:
-        ungoverned.append("device ioctl")
-    if abi < LANDLOCK_FULL_ABI:
-        # A network namespace of the call's own (namespaced, network off or allowlist)
-        # holds the host's abstract sockets, its PID namespace the host's processes.
-        if tier == PLAIN or network is Network.ON:
-            ungoverned.append("abstract unix sockets")
-        if tier == PLAIN:
-            ungoverned += ["signals to host processes", PLAIN_UNSCOPED_GAP]
-    if not private_ipc:
-        ungoverned.append(LANDLOCK_SHARED_IPC_GAP)
-    if mode is not SandboxMode.READ_ONLY and tier == PLAIN:
-        ungoverned += [
-            f"{effect} outside the writable roots" for effect in LANDLOCK_METADATA_EFFECTS
-        ]
-    _, network_gaps = network_claim(
-        LANDLOCK, mode, network, abi=abi, private_ipc=private_ipc, tier=tier, agents=agents
+def reply_rules(rules: tuple[FailureRule, ...]) -> tuple[RunnerFailureRule, ...]:
+    """A backend's runner-failure rules as the reply carries them (once per backend:
+    each module's rules are constants)."""
+    return tuple(
+        RunnerFailureRule(
+            exit_codes=rule.exit_codes,
+            fatal_signatures=rule.fatal_signatures,
+            informational_lines=rule.informational_lines,
+        )
+        for rule in rules
     )
-    ungoverned += network_gaps
-    return (Enforcement.PARTIAL if ungoverned else Enforcement.FULL), tuple(ungoverned)
 
 
-@functools.cache
-def bwrap_gaps(
-    mode: SandboxMode,
-    launcher: str | None,
-    *,
-    network: Network,
-    backend: str = BWRAP,
-    agents: bool = False,
-) -> tuple[str, ...]:
-    """What bwrap leaves open under `mode`: with its filter stage, only what network
-    off cannot reach (named sockets not found when the call starts); without it,
-    setuid bits where something is writable (read-only binds refuse them elsewhere)
-    and, network off, the socket families and named sockets the stage would handle."""
-    gaps: list[str] = []
-    if not launcher and mode is not SandboxMode.READ_ONLY:
-        gaps.append(BWRAP_UNFILTERED_GAP)
-    gaps += network_claim(backend, mode, network, launcher=launcher, agents=agents)[1]
-    return tuple(gaps)
+def _launcher(backend: Backend) -> str | None:
+    return _probe.launcher_path() if named(backend.name).FILTER_STAGE else None
 
 
 @attrs.frozen
 class Backend:
-    """A selected runner: its name and path, and (Landlock) the kernel ABI it found.
+    """A selected runner: its backend's name and path, and (Landlock) the kernel ABI it
+    found; what its backend says of it is worked out once, here (`kind`, `denials`,
+    `rules`, `traits`, `as_runner`), not per call.
 
     `identity` pins the runner file found at probe time (device, inode, size, mtime):
     it is checked again before every spawn. `source` is the file on disk when `runner`
@@ -352,7 +118,8 @@ class Backend:
     name: str
     runner: str
     abi: int | None = None
-    extra_rules: tuple[RunnerFailureRule, ...] = ()
+    # The operator's runner_failure_signatures (`runner_command_rules`).
+    extra_rules: tuple[FailureRule, ...] = ()
     identity: tuple[int, ...] | None = None
     source: str | None = None
     # The descriptor holding the sealed copy (`runner` names it); the provider closes
@@ -360,20 +127,23 @@ class Backend:
     sealed_fd: int | None = None
     # bwrap: the launcher run inside it as its filter stage, on disk (the shipped one
     # unless given; None: there is none, and the claim says what that leaves open).
-    launcher: str | None = attrs.field(
-        default=attrs.Factory(
-            lambda self: launcher_path() if self.name == BWRAP else None, takes_self=True
-        )
-    )
+    launcher: str | None = attrs.field(default=attrs.Factory(_launcher, takes_self=True))
     # Landlock: the probe found a private IPC namespace possible (`--private-ipc`).
     private_ipc: bool = True
     # Landlock: the tier it confines in (NAMESPACED or PLAIN), and why not the stronger.
     tier: str | None = None
     tier_why: str | None = None
+    # Its backend's module, and what that says of this runner (set once, below).
+    kind: BackendModule = attrs.field(init=False, eq=False, repr=False)
+    denials: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
+    rules: tuple[RunnerFailureRule, ...] = attrs.field(init=False, eq=False, repr=False)
+    traits: frozenset[SpawnTrait] = attrs.field(init=False, eq=False, repr=False)
+    _runner: Runner = attrs.field(init=False, eq=False, repr=False)
 
-    def as_runner(self) -> Runner:
-        """What the confine sequence (`_confine`) needs of it."""
-        return Runner(
+    def __attrs_post_init__(self) -> None:
+        kind = named(self.name)
+        rules = kind.failure_rules(launcher=self.launcher, operator=self.extra_rules)
+        runner = Runner(
             self.name,
             self.runner,
             self.source,
@@ -382,11 +152,23 @@ class Backend:
             self.private_ipc,
             self.tier,
         )
+        for field, value in (
+            ("kind", kind),
+            ("denials", kind.denials(tier=self.tier)),
+            ("rules", reply_rules(rules)),
+            ("traits", kind.TRAITS),
+            ("_runner", runner),
+        ):
+            object.__setattr__(self, field, value)
+
+    def as_runner(self) -> Runner:
+        """What the confine sequence (`_confine`) needs of it."""
+        return self._runner
 
     @property
     def mounts(self) -> bool:
         """Whether it binds the protected paths (and so mounts over placeholders)."""
-        return self.as_runner().mounts
+        return self._runner.mounts
 
 
 def wrap(
@@ -414,7 +196,7 @@ def wrap(
     come from the trust base (`_guard`): binds to add, and what stays unenforced;
     `blockers` are the mount points the runner will create on the host.
     `hidden_sockets`: the host's named Unix sockets this call covers, with network
-    off (`_sockets.host_unix_sockets`, where `_argv.hides_sockets`); the claim names
+    off (`_sockets.host_unix_sockets`, where `_dispatch.hides_sockets`); the claim names
     what that cannot cover whether or not any were found. `confined`: the argv the
     confine sequence built for exactly these (`_confine.confine`), else built here.
     `unreadable`: the deny_read paths this call covers, and what it could not.
@@ -425,9 +207,10 @@ def wrap(
     granted agent socket (`Wrapped.agents`). `new_repository`: the guard's
     (`Guard.new_repository`, `Wrapped.new_repository`).
     """
+    kind = backend.kind
     covered = unreadable.paths if unreadable is not None else ()
     read_gaps = unreadable_gaps(backend, unreadable)
-    if backend.name == RUNNER_COMMAND or (backend.name == BWRAP and backend.launcher is None):
+    if kind.deny_read_gap(launcher=backend.launcher) is not None:
         covered = ()  # nothing covers them (`unreadable_gaps` says so)
     if not hides_sockets(
         backend.name,
@@ -453,39 +236,18 @@ def wrap(
             network=policy.network,
             hidden_sockets=hidden_sockets,
             unreadable=covered,
-            tier=backend.tier or NAMESPACED,
+            tier=backend.tier,
         )
-    denial: tuple[str, ...]
-    rules: tuple[RunnerFailureRule, ...]
-    ungoverned: tuple[str, ...] = ()
-    match backend.name:
-        case "bwrap":
-            enforcement, denial = Enforcement.FULL, BWRAP_DENIAL
-            rules = BWRAP_FILTERED_RULES if backend.launcher else BWRAP_RULES
-            ungoverned = bwrap_gaps(
-                policy.mode, backend.launcher, network=policy.network, agents=agents
-            )
-        case "runner-command":
-            # The operator asserts a bwrap-compatible runner; its own signatures
-            # are the only runner-failure evidence. It gets no filter stage, so
-            # network off leaves what that stage would refuse.
-            enforcement, denial, rules = Enforcement.FULL, BWRAP_DENIAL, backend.extra_rules
-            ungoverned = network_claim(RUNNER_COMMAND, policy.mode, policy.network, agents=agents)[
-                1
-            ]
-        case "landlock":
-            enforcement, ungoverned = landlock_enforcement(
-                policy.mode,
-                backend.abi or 0,
-                private_ipc=backend.private_ipc,
-                network=policy.network,
-                tier=backend.tier or NAMESPACED,
-                agents=agents,
-            )
-            denial = LANDLOCK_DENIAL if backend.tier == PLAIN else LANDLOCK_NAMESPACED_DENIAL
-            rules = LANDLOCK_RULES
-        case _:
-            enforcement, denial, rules = Enforcement.FULL, SEATBELT_DENIAL, SEATBELT_RULES
+    # What the backend leaves ungoverned (its network gaps too, network confined).
+    ungoverned = kind.file_gaps(
+        policy.mode,
+        policy.network,
+        abi=backend.abi or 0,
+        launcher=backend.launcher,
+        private_ipc=backend.private_ipc,
+        tier=backend.tier,
+        agents=agents,
+    )
     shared: tuple[str, ...] = ()
     if policy.host_temp and policy.mode is SandboxMode.WORKSPACE_WRITE:
         shared = (host_temp_gap(policy.host_temp),)
@@ -493,20 +255,17 @@ def wrap(
     network_gaps: tuple[str, ...] = ()
     network_enforcement: Enforcement | None = None
     if policy.network is not Network.ON:
-        network_gaps = network_claim(
-            backend.name,
+        network_gaps = kind.network_claim(
             policy.mode,
             policy.network,
             abi=backend.abi or 0,
             launcher=backend.launcher,
             private_ipc=backend.private_ipc,
-            tier=backend.tier or NAMESPACED,
+            tier=backend.tier,
             agents=agents,
         )[1]
         network_enforcement = Enforcement.PARTIAL if network_gaps else Enforcement.FULL
         ungoverned = tuple(gap for gap in ungoverned if gap not in network_gaps)
-        if backend.name == LANDLOCK and not ungoverned:
-            enforcement = Enforcement.FULL  # it was partial for network gaps alone
     all_gaps = (*ungoverned, *shared, *gaps, *read_gaps)
     # A hidden socket inside a writable root cannot be removed either (a mount point:
     # "Device or resource busy", bwrap's denial text): a refusal, judged as one.
@@ -514,44 +273,45 @@ def wrap(
     kept = tuple(
         path for path in (*hidden_sockets, *covered) if any(is_under(path, root) for root in roots)
     )
+    mounts = backend.mounts
     return Wrapped(
         argv=confined,
         backend=backend.name,
-        enforcement=Enforcement.PARTIAL if all_gaps else enforcement,
-        denial_signatures=denial,
-        runner_failure_rules=rules,
+        enforcement=Enforcement.PARTIAL if all_gaps else Enforcement.FULL,
+        denial_signatures=backend.denials,
+        runner_failure_rules=backend.rules,
         gaps=all_gaps,
         network_enforcement=network_enforcement,
         network_gaps=network_gaps,
-        blockers=blockers if backend.mounts else (),
+        blockers=blockers if mounts else (),
         directory_blockers=tuple(
-            p.path for p in protections if p.directory and p.path in blockers and backend.mounts
+            p.path for p in protections if p.directory and p.path in blockers and mounts
         ),
         writable=roots,
         protected=(*(p.path for p in protections if p.kind != "pin"), *kept),
         unreadable=covered,
-        tier=backend.tier if backend.name == LANDLOCK else None,
+        tier=backend.tier if kind.TIERS else None,
         fresh=fresh,
         agents=reachable_agents,
         new_repository=new_repository,
+        traits=backend.traits,
     )
 
 
 def unreadable_gaps(backend: Backend, unreadable: Hidden | None) -> tuple[str, ...]:
     """What deny_read leaves readable in this call: what `expand` could not hide, and
-    everything when the backend has nothing to cover it with."""
+    everything when the backend has nothing to cover it with (`Backend.deny_read_gap`)."""
     if unreadable is None:
         return ()
     gaps = unreadable.gaps
-    if unreadable.paths and backend.name == RUNNER_COMMAND:
-        gaps = (*gaps, DENY_READ_RUNNER_COMMAND_GAP)
-    elif unreadable.paths and backend.name == BWRAP and backend.launcher is None:
-        gaps = (*gaps, DENY_READ_UNFILTERED_GAP)
+    gap = backend.kind.deny_read_gap(launcher=backend.launcher)
+    if unreadable.paths and gap is not None:
+        gaps = (*gaps, gap)
     return gaps
 
 
-def runner_command_rules(signatures: tuple[str, ...]) -> tuple[RunnerFailureRule, ...]:
+def runner_command_rules(signatures: tuple[str, ...]) -> tuple[FailureRule, ...]:
     """The operator's signatures as one fatal rule (none when there are none)."""
     if not signatures:
         return ()
-    return (RunnerFailureRule(exit_codes=None, fatal_signatures=signatures),)
+    return (FailureRule(None, signatures),)

@@ -15,8 +15,8 @@ read-only file (a `connect()` to a regular file is `ECONNREFUSED`). Found are:
 Only what exists here as a socket, at its real path, outside `/proc` and `/sys`.
 Sockets under `/dev` are found too (`/dev/shm` is a tmpfs anyone may bind in, and the
 Landlock launcher shows the command the host's `/dev`); bwrap's `/dev` is private, so
-its argv leaves them out (`_argv.bwrap_argv`). What this cannot find is named in the
-claim (`UNFOUND_SOCKETS_GAP`, sandbox/_profiles.py): sockets bound after the call
+its argv leaves them out (`backends.bwrap.bwrap_argv`). What this cannot find is named in the
+claim (`UNFOUND_SOCKETS_GAP`, sandbox/_claims.py): sockets bound after the call
 starts outside the runtime directories (`runtime_dirs`: those the command sees fresh
 and empty, so nothing bound there later reaches it), in another network or mount
 namespace (their listed path is not theirs here), by a relative path, or reached by

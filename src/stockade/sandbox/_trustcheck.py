@@ -14,7 +14,9 @@ from ..trust import (
     installation_paths,
     is_under,
 )
-from ._probe import BWRAP_LOCATIONS, bwrap_candidates, cache_file, launcher_path, runner_problem
+from ._probe import launcher_path
+from .backends import cache_file
+from .backends.bwrap import BWRAP_LOCATIONS, bwrap_candidates, runner_problem
 
 
 def _inside(path: str, roots: Sequence[str]) -> str | None:

@@ -8,9 +8,11 @@ from collections.abc import Iterable
 import attrs
 
 from ..errors import ConfigError
+from .backends import NAMES
 from .tool_caches import TOOLS, check_tools
 
-BACKEND_CHOICES = ("auto", "bwrap", "landlock", "seatbelt")
+# "auto" (the platform's chain, in order) or one backend of the chain's list.
+BACKEND_CHOICES = ("auto", *NAMES)
 LANDLOCK_TIER_CHOICES = ("auto", "plain")
 
 
