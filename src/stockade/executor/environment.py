@@ -77,14 +77,16 @@ class Withheld:
     value is one of them, or holds one of CONTAINED_MIN characters or more, is
     dropped whatever its name. Immutable; `repr` shows the names, never a value."""
 
-    __slots__ = ("names", "values")
+    __slots__ = ("_named", "names", "values")
 
     names: tuple[str, ...]
+    _named: _Globs
     values: tuple[str, ...]
 
     def __init__(self, names: Iterable[str] = (), values: Iterable[str] = ()) -> None:
         object.__setattr__(self, "names", tuple(dict.fromkeys(names)))
         object.__setattr__(self, "values", tuple(dict.fromkeys(v for v in values if v)))
+        object.__setattr__(self, "_named", _Globs(self.names, True))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Withheld is immutable (cannot set {name})")
@@ -108,7 +110,7 @@ class Withheld:
 
     def holds(self, name: str, value: str) -> bool:
         """Whether the variable `name=value` carries one of these secrets."""
-        if self.names and matches(name, self.names):
+        if self._named.match(name):
             return True
         return any(
             value == secret or (len(secret) >= CONTAINED_MIN and secret in value)
@@ -240,7 +242,7 @@ def render_policy(policy: EnvPolicy, withheld: Withheld | None = None) -> str:
 
 def matches(name: str, patterns: tuple[str, ...]) -> bool:
     """Whether `name` matches one of `patterns`, case-insensitively (as Codex does)."""
-    return _globs(patterns, True).match(name)
+    return _Globs(patterns, True).match(name)
 
 
 class _Globs:
@@ -290,21 +292,6 @@ class _Globs:
         )
 
 
-# Compiled pattern sets by (patterns, fold): a policy's handful, reused for every call
-# (pure: the same patterns always give the same matcher).
-_COMPILED: dict[tuple[tuple[str, ...], bool], _Globs] = {}
-
-
-def _globs(patterns: tuple[str, ...], fold: bool) -> _Globs:
-    key = (patterns, fold)
-    found = _COMPILED.get(key)
-    if found is None:
-        if len(_COMPILED) >= 64:
-            _COMPILED.clear()
-        found = _COMPILED[key] = _Globs(patterns, fold)
-    return found
-
-
 def is_variable_name(name: str) -> bool:
     """Letters, digits and underscores, not starting with a digit (ASCII)."""
     return (
@@ -336,18 +323,22 @@ def apply_policy(
         out = dict(environ)
     elif policy.inherit == "core":
         # Core names match exactly (case-sensitive): `path` is not PATH.
-        core = _globs(CORE, False)
+        core = _Globs(CORE, False)
         out = {k: v for k, v in environ.items() if core.match(k)}
     else:
         out = {}
     if policy.keep_default_excludes:
-        out = {k: v for k, v in out.items() if not matches(k, DEFAULT_EXCLUDES)}
+        excluded = _Globs(DEFAULT_EXCLUDES, True)
+        out = {k: v for k, v in out.items() if not excluded.match(k)}
     if policy.exclude:
-        out = {k: v for k, v in out.items() if not matches(k, policy.exclude)}
+        exclude = _Globs(policy.exclude, True)
+        out = {k: v for k, v in out.items() if not exclude.match(k)}
     out.update(policy.set)
     if policy.include_only:
-        out = {k: v for k, v in out.items() if matches(k, policy.include_only)}
-    out = {k: v for k, v in out.items() if not is_stockade_own(k)}
+        include = _Globs(policy.include_only, True)
+        out = {k: v for k, v in out.items() if include.match(k)}
+    own = _Globs((STOCKADE_OWN,), True)
+    out = {k: v for k, v in out.items() if not own.match(k)}
     if withheld:
         out = {k: v for k, v in out.items() if not withheld.holds(k, v)}
     dropped = tuple(sorted(name for name in environ if name not in out))
