@@ -122,6 +122,11 @@ def network_under(mode: SandboxMode, network: Network) -> Network:
     return network if mode.confines else Network.ON
 
 
+# A session's mode and network when nothing chose them (ExecutorConfig's defaults).
+DEFAULT_MODE = SandboxMode.WORKSPACE_WRITE
+DEFAULT_NETWORK = Network.OFF
+
+
 class ApprovalPolicy(enum.Enum):
     """Whether an escalation may ask a person (`ask`) or fails closed (`never`)."""
 

@@ -19,19 +19,21 @@ if TYPE_CHECKING:
 
 
 def _where(config: str | None) -> tuple[str | None, tuple[str, ...], str]:
-    """(the directory or None, its tools, why none) as the composition sets them."""
-    composition = load_face_composition(config)
-    provider = None
-    if composition is not None and composition.provider is not None:
-        provider = composition.provider.config.provider_config()
-    if provider is not None and not provider.tool_caches:
-        return None, (), "tool caches are off in the composition (tool_caches: off)"
-    directory = provider.tool_cache_directory if provider is not None else None
-    tools = provider.tool_cache_tools if provider is not None else tool_caches.TOOLS
-    directory = directory or tool_caches.default_directory()
+    """(the directory or None, its tools, why none) as the composition's plan sets them
+    (so a composition file that may not name a directory names none here either)."""
+    from .settings import cli_settings
+
+    settings = cli_settings(load_face_composition(config), mode=None, root=None, backend="auto")
+    setting = settings.tool_caches()
+    if setting is None:
+        why = "tool caches are off in the composition (tool_caches: off)"
+        if not settings.confines:
+            why = "the composition runs commands unconfined: no call uses tool caches"
+        return None, (), why
+    directory = setting.directory or tool_caches.default_directory()
     if directory is None:
-        return None, tools, "no home directory to keep them in (set HOME or XDG_CACHE_HOME)"
-    return directory, tools, ""
+        return None, setting.tools, "no home directory to keep them in (set HOME or XDG_CACHE_HOME)"
+    return directory, setting.tools, ""
 
 
 def run_cache(args: argparse.Namespace) -> int:

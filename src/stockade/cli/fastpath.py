@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
-    from ..sandbox import PrivateTmp, ProviderConfig
+    from ..config import Plan
+    from ..sandbox import PrivateTmp
 
 # `--backend`: the chain's list (sandbox/backends/), or "auto".
 BACKENDS = ("auto", *NAMES)
@@ -73,35 +74,27 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         if args.network not in (None, Network.ALLOWLIST.value):
             _fail(f"--allow means --network allowlist, not --network {args.network}", EXIT_USAGE)
         args.network = Network.ALLOWLIST.value
-    if names_a_config(args.config):
-        composition = load_cli_composition(args.config)
-        settings = cli_settings(
-            composition, mode=args.mode, root=args.root, backend=backend, network=args.network
-        )
-        refusal = unconfined_refusal(composition, settings)
-        if refusal is not None:
-            _unavailable(refusal)
-        if settings.mode.confines and settings.provider is None:
+    composition = load_cli_composition(args.config) if names_a_config(args.config) else None
+    settings = cli_settings(
+        composition, mode=args.mode, root=args.root, backend=backend, network=args.network
+    )
+    refusal = unconfined_refusal(settings)
+    if refusal is not None:
+        _unavailable(refusal)
+    mode, root, network = settings.mode, settings.root, settings.network
+    if settings.composed:
+        # Only a composition's configs are made: the embedded defaults' are known here
+        # without attrs (the environment policy's defaults, no limits, no rules).
+        provider = settings.provider
+        if mode.confines and provider is None:
             _unavailable(NO_PROVIDER)
-        mode, root, provider = settings.mode, settings.root, settings.provider
-        network = settings.network
         env_policy, withheld = settings.executor.env, settings.executor.withheld
         limit_values = dict(settings.executor.command_limits.items())
         allowed = [*settings.executor.network_allow, *allowed]
         denied = list(settings.executor.network_deny)
         if provider is not None:
             backend, timeout = provider.backend, provider.probe_timeout
-        broad = broad_root_problem(settings)
-    else:
-        mode = SandboxMode.parse(args.mode or SandboxMode.WORKSPACE_WRITE.value)
-        root = os.path.realpath(args.root or os.getcwd())
-        network = Network.parse(args.network or Network.OFF.value)
-        broad = None
-        if mode is SandboxMode.WORKSPACE_WRITE:
-            # Only here: danger-full-access and read-only never load the trust base.
-            from ..trust import broad_root_refusal
-
-            broad = broad_root_refusal(root, explicit=bool(args.root), home=os.environ.get("HOME"))
+    broad = broad_root_problem(settings)
     if broad is not None:
         _fail(broad)
     # The resolved values, kept on the namespace: `exec_network(args)` is the network
@@ -152,7 +145,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     # written in workspace-write, the caches' variables set in every confining mode.
     installation = installation_paths()
     extra, cache, tools = _extra_roots(
-        provider, getattr(args, "writable", None) or (), root, installation
+        settings, getattr(args, "writable", None) or (), installation
     )
     if mode is SandboxMode.WORKSPACE_WRITE:
         temp_roots = tuple(dict.fromkeys((*temp_roots, *extra, *filter(None, (cache,)))))
@@ -235,37 +228,23 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
 
 
 def _extra_roots(
-    provider: ProviderConfig | None,
-    writable: Sequence[str],
-    root: str,
-    installation: Sequence[str],
+    settings: Plan, writable: Sequence[str], installation: Sequence[str]
 ) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
     """(the extra writable roots, the tool caches' directory or None, its tools), each
     checked as the harness checks them; a refused one ends exec with its reason."""
     from ..errors import ConfigError
-    from ..sandbox import tool_caches
-    from ..trust import check_extra_roots
-    from ..trust.secrets import deny_read_for
 
-    hidden = deny_read_for(provider).literal_paths()
-    tools = provider.tool_cache_tools if provider is not None else tool_caches.TOOLS
+    setting = settings.tool_caches()
     try:
-        extra = check_extra_roots(
-            (*(provider.writable_roots if provider is not None else ()), *writable),
-            hidden,
-            installation=installation,
-        )
-        cache = tool_caches.directory_for(
-            provider.tool_caches if provider is not None else True,
-            provider.tool_cache_directory if provider is not None else None,
-            tools,
-            hidden,
-            (root,),
-            installation,
+        extra = settings.writable_roots(writable, installation)
+        cache = (
+            None
+            if setting is None
+            else setting.directory_for(settings.hidden(), (settings.root,), installation)
         )
     except ConfigError as error:
         _fail(str(error), EXIT_USAGE)
-    return extra, cache, tools
+    return extra, cache, setting.tools if setting is not None else ()
 
 
 def _passed_descriptors(numbers: Sequence[int]) -> tuple[int, ...]:

@@ -39,15 +39,15 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from ..sandbox import ProviderConfig
+    from ..config import Plan
 
 
 def run_probe(args: argparse.Namespace) -> int:
     settings = cli_settings(
         load_face_composition(args.config), mode=None, root=None, backend=args.backend
     )
-    provider = settings.provider
-    if provider is None:
+    provider, hidden = settings.provider, settings.deny_read
+    if provider is None or hidden is None:
         raise SandboxUnavailable(NO_PROVIDER)
     selection = select_backend(provider, probe_all=True)
     trust = trust_checks(
@@ -69,7 +69,7 @@ def run_probe(args: argparse.Namespace) -> int:
             guard_rules(provider, installation_paths()),
         ).refusal
     limits_host, limits = planned_here(settings.executor.command_limits)
-    beside = _beside_root(provider, settings.root)
+    beside = _beside_root(settings)
     if args.json:
         import msgspec
 
@@ -88,7 +88,7 @@ def run_probe(args: argparse.Namespace) -> int:
         reply = {
             **msgspec.to_builtins(report),
             "environment": settings.executor.env.describe(settings.executor.withheld),
-            "deny_read": deny_read.describe(deny_read.deny_read_for(provider), settings.root),
+            "deny_read": deny_read.describe(hidden, settings.root),
             "limits": {
                 "cgroup": limits_host.cgroup,
                 "controllers": sorted(limits_host.controllers),
@@ -113,7 +113,7 @@ def run_probe(args: argparse.Namespace) -> int:
             render_selection(selection, refused_here=refused)
             + render_trust(trust)
             + render_policy(settings.executor.env, settings.executor.withheld)
-            + deny_read.render(deny_read.deny_read_for(provider), settings.root)
+            + deny_read.render(hidden, settings.root)
             + _render_limits(limits_host, limits, settings.executor.session_limits)
             + _render_beside(beside)
         )
@@ -121,7 +121,7 @@ def run_probe(args: argparse.Namespace) -> int:
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
 
 
-def _beside_root(provider: ProviderConfig, root: str) -> dict[str, object]:
+def _beside_root(settings: Plan) -> dict[str, object]:
     """What a workspace-write call may write beside its root here: the extra writable
     roots (each judged as a session would), and the tool caches (where, for which
     tools, or why none). Nothing is made."""
@@ -129,7 +129,9 @@ def _beside_root(provider: ProviderConfig, root: str) -> dict[str, object]:
     from ..sandbox import tool_caches
     from ..trust import check_extra_roots
 
-    hidden = deny_read.deny_read_for(provider).literal_paths()
+    provider, root = settings.provider, settings.root
+    assert provider is not None  # run_probe refused a composition without one
+    hidden = settings.hidden()
     roots: list[dict[str, object]] = []
     for path in provider.writable_roots:
         try:

@@ -42,7 +42,7 @@ from ..executor import (
 )
 from ..faces import load_face_composition
 from ..messages import ShellResult
-from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp, tool_caches
+from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
 from ..shown import TERMINAL_STATE_RESET, escaped_lines, json_escaped, one_line
 from ..vocab import (
     DENIAL_INSTRUCTION,
@@ -59,7 +59,6 @@ from ._screen import OutputClosed, Screen, on_a_terminal, streams_for
 from .errors import EXIT_BROKEN_PIPE, say, silence
 from .settings import (
     NO_PROVIDER,
-    CliSettings,
     broad_root_problem,
     cli_settings,
     unconfined_refusal,
@@ -68,8 +67,7 @@ from .settings import (
 if TYPE_CHECKING:
     import argparse
 
-    from ..config import Composition
-    from ..sandbox import ProviderConfig
+    from ..config import Composition, Plan
 
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
@@ -183,7 +181,7 @@ def _flags(args: argparse.Namespace) -> None:
 async def _run(
     command: str,
     limit: float | None,
-    settings: CliSettings,
+    settings: Plan,
     policy: ExecutionPolicy,
     streams: Streams,
 ) -> ShellResult:
@@ -225,7 +223,7 @@ class _Invocation:
         args: argparse.Namespace,
         command: str,
         timeout: float | None,
-        settings: CliSettings,
+        settings: Plan,
         composition: Composition | None = None,
     ) -> None:
         self.args, self.command, self.timeout, self.settings = args, command, timeout, settings
@@ -516,11 +514,11 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
         )
         if allowed:
             executor = settings.executor
-            settings = settings._replace(
+            settings = settings.replace(
                 executor=attrs.evolve(executor, network_allow=(*executor.network_allow, *allowed))
             )
         if getattr(args, "limit", None):
-            settings = settings._replace(executor=_limited(settings.executor, args.limit))
+            settings = settings.replace(executor=_limited(settings.executor, args.limit))
     except (ConfigError, OSError) as error:
         raise RunError("CONFIG", _said(error), EXIT_USAGE) from None
     try:
@@ -537,7 +535,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
             f"workspace root {settings.root!r} does not exist or is not a directory; "
             "create it or choose another root"
         )
-    refusal = unconfined_refusal(composition, settings)
+    refusal = unconfined_refusal(settings)
     if refusal is not None:
         # The composition runs commands without a sandbox: a confining mode would be a lie.
         raise RunError(SandboxUnavailable.code, refusal, EXIT_UNAVAILABLE)
@@ -550,23 +548,15 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
             # its command (and a retry), removed when it is done.
             tmp = make_private_tmp()
             allowed = settings.provider is not None and settings.provider.allow_host_temp
-            extra, cache = _extra_roots(
-                settings.provider, getattr(args, "writable", None) or (), settings.root
-            )
+            extra, cache = _extra_roots(settings, getattr(args, "writable", None) or ())
             policy = msgspec.structs.replace(
                 policy,
                 temp_dir=tmp.path,
                 host_temp=host_temp(allowed),
                 extra_roots=extra,
                 tool_cache=cache,
-                agents=settings.provider.agents if settings.provider is not None else (),
+                agents=settings.agents,
             )
-            if cache is not None and settings.provider is not None:
-                call.settings = settings = settings._replace(
-                    executor=attrs.evolve(
-                        settings.executor, tool_cache_tools=settings.provider.tool_cache_tools
-                    )
-                )
         if args.ask:
             from ..approval.answerers import TerminalAnswerer  # --ask only: lazily
 
@@ -598,26 +588,14 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
     return status
 
 
-def _extra_roots(
-    provider: ProviderConfig | None, writable: Sequence[str], root: str
-) -> tuple[tuple[str, ...], str | None]:
+def _extra_roots(settings: Plan, writable: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
     """The extra writable roots (the composition's, --writable) and the tool caches'
     directory, checked as the harness checks them (ConfigError: refused)."""
-    from ..trust import check_extra_roots
-    from ..trust.secrets import deny_read_for
-
-    if provider is None:
-        return (), None
-    hidden = deny_read_for(provider).literal_paths()
-    extra = check_extra_roots((*provider.writable_roots, *writable), hidden)
-    cache = tool_caches.directory_for(
-        provider.tool_caches,
-        provider.tool_cache_directory,
-        provider.tool_cache_tools,
-        hidden,
-        (root,),
-    )
-    return extra, cache
+    extra = settings.writable_roots(writable)
+    setting = settings.tool_caches()
+    if setting is None:
+        return extra, None
+    return extra, setting.directory_for(settings.hidden(), (settings.root,))
 
 
 def _die_of_sigint() -> None:

@@ -1,34 +1,84 @@
-"""Composition: stockade.yml (or a Python list) -> validated entries naming plugins.
+"""Composition: stockade.yml (or a Python list) -> validated entries naming plugins, and
+THE composition plan (`plan`) the harness, the CLI and the faces share.
 
-Re-exports only; `loader` reads and checks, `builtins` holds the built-in plugins.
+Re-exports only, each loaded on first use: `loader` reads and checks (YAML, cattrs),
+`builtins` holds the built-in plugins, `plan` decides (standard library only).
 """
 
-from ._problems import CompositionError as CompositionError
-from .builtins import BUILTIN_PLUGINS as BUILTIN_PLUGINS
-from .builtins import ApprovalConfig as ApprovalConfig
-from .builtins import FsConfig as FsConfig
-from .builtins import LocalBashConfig as LocalBashConfig
-from .builtins import PresetsConfig as PresetsConfig
-from .builtins import PresetSpec as PresetSpec
-from .builtins import RejectRule as RejectRule
-from .builtins import SandboxBashConfig as SandboxBashConfig
-from .builtins import SandboxLocalConfig as SandboxLocalConfig
-from .builtins import SessionLogConfig as SessionLogConfig
-from .builtins import default_plugins as default_plugins
-from .loader import CONFIG_ENV as CONFIG_ENV
-from .loader import CONFIG_FILENAME as CONFIG_FILENAME
-from .loader import Composition as Composition
-from .loader import Entry as Entry
-from .loader import default_composition_text as default_composition_text
-from .loader import find_config as find_config
-from .loader import load_composition as load_composition
-from .loader import loads_composition as loads_composition
-from .plugins import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
-from .plugins import KINDS as KINDS
-from .plugins import Plugin as Plugin
-from .plugins import PluginActor as PluginActor
-from .plugins import PluginLoadError as PluginLoadError
-from .plugins import PluginTable as PluginTable
+from __future__ import annotations
+
+from ..lazy import lazy_exports
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._plan import Plan as Plan
+    from ._plan import StoreFacts as StoreFacts
+    from ._plan import facts_of_config as facts_of_config
+    from ._plan import facts_of_store as facts_of_store
+    from ._plan import plan as plan
+    from ._problems import CompositionError as CompositionError
+    from .builtins import BUILTIN_PLUGINS as BUILTIN_PLUGINS
+    from .builtins import ApprovalConfig as ApprovalConfig
+    from .builtins import FsConfig as FsConfig
+    from .builtins import LocalBashConfig as LocalBashConfig
+    from .builtins import PresetsConfig as PresetsConfig
+    from .builtins import PresetSpec as PresetSpec
+    from .builtins import RejectRule as RejectRule
+    from .builtins import SandboxBashConfig as SandboxBashConfig
+    from .builtins import SandboxLocalConfig as SandboxLocalConfig
+    from .builtins import SessionLogConfig as SessionLogConfig
+    from .builtins import default_plugins as default_plugins
+    from .loader import CONFIG_ENV as CONFIG_ENV
+    from .loader import CONFIG_FILENAME as CONFIG_FILENAME
+    from .loader import Composition as Composition
+    from .loader import Entry as Entry
+    from .loader import default_composition_text as default_composition_text
+    from .loader import find_config as find_config
+    from .loader import load_composition as load_composition
+    from .loader import loads_composition as loads_composition
+    from .plugins import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+    from .plugins import KINDS as KINDS
+    from .plugins import Plugin as Plugin
+    from .plugins import PluginActor as PluginActor
+    from .plugins import PluginLoadError as PluginLoadError
+    from .plugins import PluginTable as PluginTable
+
+# name -> the module of this room that defines it.
+_LAZY = {
+    "CompositionError": "_problems",
+    "BUILTIN_PLUGINS": "builtins",
+    "ApprovalConfig": "builtins",
+    "FsConfig": "builtins",
+    "LocalBashConfig": "builtins",
+    "PresetsConfig": "builtins",
+    "PresetSpec": "builtins",
+    "RejectRule": "builtins",
+    "SandboxBashConfig": "builtins",
+    "SandboxLocalConfig": "builtins",
+    "SessionLogConfig": "builtins",
+    "default_plugins": "builtins",
+    "CONFIG_ENV": "loader",
+    "CONFIG_FILENAME": "loader",
+    "Composition": "loader",
+    "Entry": "loader",
+    "default_composition_text": "loader",
+    "find_config": "loader",
+    "load_composition": "loader",
+    "loads_composition": "loader",
+    "ENTRY_POINT_GROUP": "plugins",
+    "KINDS": "plugins",
+    "Plugin": "plugins",
+    "PluginActor": "plugins",
+    "PluginLoadError": "plugins",
+    "PluginTable": "plugins",
+    "Plan": "_plan",
+    "StoreFacts": "_plan",
+    "facts_of_config": "_plan",
+    "facts_of_store": "_plan",
+    "plan": "_plan",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -42,6 +92,7 @@ __all__ = [
     "Entry",
     "FsConfig",
     "LocalBashConfig",
+    "Plan",
     "Plugin",
     "PluginActor",
     "PluginLoadError",
@@ -52,9 +103,13 @@ __all__ = [
     "SandboxBashConfig",
     "SandboxLocalConfig",
     "SessionLogConfig",
+    "StoreFacts",
     "default_composition_text",
     "default_plugins",
+    "facts_of_config",
+    "facts_of_store",
     "find_config",
     "load_composition",
     "loads_composition",
+    "plan",
 ]

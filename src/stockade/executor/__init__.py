@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .client import ExecutorClient as ExecutorClient
     from .config import MIB as MIB
     from .config import ExecutorConfig as ExecutorConfig
+    from .environment import Withheld as Withheld
     from .render import protected_refusals as protected_refusals
     from .render import refused_destinations as refused_destinations
     from .render import render_job as render_job
@@ -45,6 +46,7 @@ _LAZY = {
     "open_executor": "actor",
     "MIB": "config",
     "ExecutorConfig": "config",
+    "Withheld": "environment",
     "render_job": "render",
     "protected_refusals": "render",
     "refused_destinations": "render",
@@ -67,6 +69,7 @@ __all__ = [
     "Source",
     "Streams",
     "Terminal",
+    "Withheld",
     "open_executor",
     "planned_here",
     "protected_refusals",

@@ -9,6 +9,7 @@ import attrs
 
 from ..errors import ConfigError
 from ..limits import Limits, SessionLimits
+from ..modes import DEFAULT_MODE, DEFAULT_NETWORK
 from ..vocab import Network, SandboxMode
 from .environment import EnvPolicy, Withheld
 
@@ -56,10 +57,10 @@ class ExecutorConfig:
     # mypy's attrs plugin reads no classmethod as a converter (`converter=X.parse`):
     # ignored, it takes that argument as Any.
     default_mode: SandboxMode = attrs.field(
-        default=SandboxMode.WORKSPACE_WRITE,
+        default=DEFAULT_MODE,
         converter=SandboxMode.parse,  # type: ignore[misc]
     )
-    default_network: Network = attrs.field(default=Network.OFF, converter=Network.parse)  # type: ignore[misc]
+    default_network: Network = attrs.field(default=DEFAULT_NETWORK, converter=Network.parse)  # type: ignore[misc]
     fallback_root: str | None = None
     output_cap: int = MIB
     kill_grace: float = 2.0
@@ -95,6 +96,11 @@ class ExecutorConfig:
         if problem is not None:
             raise ConfigError(problem)
         return attrs.evolve(self, withheld=merged)
+
+    def caching(self, tools: tuple[str, ...]) -> ExecutorConfig:
+        """This config with `tools` the tools whose cache variables a confined call's
+        environment points into its policy's `tool_cache`."""
+        return attrs.evolve(self, tool_cache_tools=tools)
 
     @property
     def command_limits(self) -> Limits:

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import attrs
 import msgspec
 import trio
 
@@ -26,34 +25,27 @@ from ..approval.answerers import (
     TerminalAnswerer,
 )
 from ..approval.events import APPROVAL_EVENTS
-from ..config import ApprovalConfig, Composition, load_composition
+from ..config import ApprovalConfig, Composition, facts_of_store, load_composition, plan
 from ..errors import ConfigError, NotUnderTrio
 from ..events import EventRegistry, SessionEvent
 from ..executor import AuditConnection
 from ..executor.actor import ExecutorActor
-from ..executor.config import ExecutorConfig, raise_open_files_limit
-from ..executor.environment import Withheld
+from ..executor.config import raise_open_files_limit
 from ..messages import NetworkConnection
-from ..policy.knobs import PolicyDefaults, unconfined_reason
+from ..policy.knobs import PolicyDefaults
 from ..policy.presets import DEFAULT_PRESETS, PresetTable
-from ..sandbox import tool_caches
 from ..sandbox.actor import ProviderActor
-from ..sandbox.config import trusted_provider
 from ..sandbox.private_tmp import host_temp
 from ..sessionlog import (
     BUILTIN_EVENTS,
     SessionLogActor,
     SessionLogClient,
-    SessionStore,
     build_store,
     store_files,
 )
 from ..tools.bash import BashTool
 from ..tools.events import TOOL_EVENTS, NetworkConnected
 from ..tools.fs_tool import FsTool
-from ..trust import check_extra_roots, host_temp_roots
-from ..trust.secrets import deny_read_for
-from ..vocab import ApprovalPolicy, Network, SandboxMode
 from .harness import Harness
 
 ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Composition | None
@@ -186,38 +178,16 @@ def assemble(
     log_actor = SessionLogActor(store, owns_store=True)
     actors: list[Any] = [log_actor]
 
-    executor_entry = composition.executor
-    executor_config = (
-        executor_entry.config.executor_config() if executor_entry is not None else ExecutorConfig()
+    decided = plan(
+        composition,
+        store=facts_of_store(store),
+        cwd=cwd,
+        withhold=withhold,
+        unreadable=unreadable,
     )
-    # The harness's own secrets never reach a command, whatever `env:` says.
-    executor_config = executor_config.withholding(withheld_secrets(store, withhold))
-    fallback_root = os.path.realpath(executor_config.fallback_root or cwd or os.getcwd())
+    provider_config, executor_config = decided.provider, decided.executor
     provider_actor = None
-    provider_config = None
-    if composition.provider is not None:
-        provider_config = composition.provider.config.provider_config()
-        # A composition file a command could write may not loosen confinement, and is
-        # kept read-only (or refused) in every call that could write it.
-        provider_config = trusted_provider(
-            provider_config, composition.path, (fallback_root, *host_temp_roots())
-        )
-        if store.protected_paths():
-            # Where this harness's logs are, wherever the composition put them:
-            # deny_read's `state` item (the default directories are in the list already).
-            provider_config = attrs.evolve(
-                provider_config,
-                secret_state=(*provider_config.secret_state, *store.protected_paths()),
-            )
-        # The host's own credential files (an MCP --token-file) and the store's (every
-        # file libpq would read for its DSN: password, service and TLS files): deny_read's
-        # `mcp-token` item, the harness's credentials kept outside the state directory.
-        credentials = (*map(os.path.abspath, unreadable), *store.credential_files())
-        if credentials:
-            provider_config = attrs.evolve(
-                provider_config,
-                secret_tokens=(*provider_config.secret_tokens, *credentials),
-            )
+    if provider_config is not None:
         provider_actor = _plugin_actor(composition.provider) or ProviderActor(
             config=provider_config
         )
@@ -235,31 +205,14 @@ def assemble(
         )
         actors.append(approval_actor)
 
-    # Confining is a fact of what runs, not of a name: the executor confines only with a
-    # provider beside it (the loader requires one; a Composition built in code may not).
-    confining = (
-        executor_entry is not None and executor_entry.plugin.confines and provider_actor is not None
-    )
-    deny_read = deny_read_for(provider_config) if provider_config is not None else None
+    confining = decided.confines
+    deny_read = decided.deny_read
     # What every session's calls may write beside its root, and where their tools cache.
-    writable_roots: tuple[str, ...] = ()
-    cache_setting = None
-    agents: tuple[str, ...] = ()
-    if confining and provider_config is not None:
-        agents = provider_config.agents
-        hidden = deny_read.literal_paths() if deny_read is not None else []
-        writable_roots = check_extra_roots(provider_config.writable_roots, hidden)
-        if provider_config.tool_caches:
-            # Made per session, for its root: never inside a workspace (sessions differ).
-            cache_setting = tool_caches.CacheSetting(
-                True, provider_config.tool_cache_directory, provider_config.tool_cache_tools
-            )
-            # A named directory that cannot be used is the composition's error, now.
-            if cache_setting.directory is not None:
-                cache_setting.directory_for(hidden, (fallback_root,))
-            executor_config = attrs.evolve(
-                executor_config, tool_cache_tools=provider_config.tool_cache_tools
-            )
+    writable_roots = decided.writable_roots()
+    cache_setting = decided.tool_caches()
+    # A named directory that cannot be used is the composition's error, now.
+    if cache_setting is not None and cache_setting.directory is not None:
+        cache_setting.directory_for(decided.hidden(), (decided.root,))
     executor_actor = ExecutorActor(
         config=executor_config,
         provider=provider_actor.client if confining and provider_actor is not None else None,
@@ -267,21 +220,14 @@ def assemble(
     )
     actors.append(executor_actor)
 
+    # Without confinement only danger-full-access and network `on` are true: every path
+    # that would make a session resolve to a confining mode refuses (docs/embedding.md).
     defaults = PolicyDefaults(
-        sandbox_mode=executor_config.default_mode if confining else SandboxMode.DANGER_FULL_ACCESS,
-        approval_policy=(
-            composition.approval.config.policy
-            if composition.approval is not None
-            else ApprovalPolicy.NEVER
-        ),
-        fallback_root=fallback_root,
-        # Without confinement only danger-full-access is true: every path that would
-        # make a session resolve to a confining mode refuses (docs/embedding.md).
-        unconfined=None
-        if confining
-        else unconfined_reason(executor_entry.name if executor_entry is not None else None),
-        # Without confinement nothing cuts the network off: only `on` is true.
-        network=executor_config.default_network if confining else Network.ON,
+        sandbox_mode=decided.mode,
+        approval_policy=decided.approval_policy,
+        fallback_root=decided.root,
+        unconfined=decided.unconfined,
+        network=decided.network,
     )
     approval_client = approval_actor.client if approval_actor is not None else None
     fs_tool = None
@@ -311,22 +257,15 @@ def assemble(
         fs=fs_tool,
         log_paths=store.protected_paths(),
         log_files=store_files(store),
-        fallback_root_explicit=bool(executor_config.fallback_root or cwd),
+        fallback_root_explicit=decided.root_explicit,
         host_temp=host_temp(provider_config is not None and provider_config.allow_host_temp),
         deny_read=deny_read if confining else None,
         writable_roots=writable_roots,
         tool_caches=cache_setting,
-        agents=agents,
+        agents=decided.agents,
     )
     harness.check_log_out_of_reach(None)
     return actors, harness
-
-
-def withheld_secrets(store: SessionStore, values: Sequence[str] = ()) -> Withheld:
-    """What no command may inherit: the session store's credentials (by name and by
-    value: `credentials()`) and `values` (a host's own, e.g. the MCP tokens)."""
-    names, store_values = store.credentials()
-    return Withheld(names, (*store_values, *values))
 
 
 def _connection_audit(log: SessionLogClient) -> AuditConnection:

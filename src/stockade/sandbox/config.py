@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -126,6 +126,21 @@ class ProviderConfig:
         """The agents granted: "ssh", "gpg"."""
         granted = {"ssh": self.allow_ssh_agent, "gpg": self.allow_gpg_agent}
         return tuple(agent for agent, allowed in granted.items() if allowed)
+
+    def using(self, backend: str) -> ProviderConfig:
+        """This config with `backend` chosen ("auto" leaves the configured one)."""
+        return self if backend == "auto" else attrs.evolve(self, backend=backend)
+
+    def hiding(self, *, state: Sequence[str] = (), tokens: Sequence[str] = ()) -> ProviderConfig:
+        """This config with `state` added to deny_read's `state` item (where session
+        logs live) and `tokens` to its `mcp-token` item (the harness's credential files)."""
+        if not (state or tokens):
+            return self
+        return attrs.evolve(
+            self,
+            secret_state=(*self.secret_state, *state),
+            secret_tokens=(*self.secret_tokens, *tokens),
+        )
 
 
 # Keys that loosen confinement: honoured only from a composition file that passes the

@@ -289,5 +289,10 @@ class CacheSetting:
     def __init__(self, enabled: bool, directory: str | None, tools: tuple[str, ...]) -> None:
         self.enabled, self.directory, self.tools = enabled, directory, tools
 
-    def directory_for(self, hidden: Sequence[str], roots: Sequence[str]) -> str | None:
-        return directory_for(self.enabled, self.directory, self.tools, hidden, roots)
+    def directory_for(
+        self,
+        hidden: Sequence[str],
+        roots: Sequence[str],
+        installation: Sequence[str] | None = None,
+    ) -> str | None:
+        return directory_for(self.enabled, self.directory, self.tools, hidden, roots, installation)
