@@ -1,4 +1,4 @@
-"""The HTTP bearer tokens' own rules (`stockade.mcp._token`): what a token file may
+"""The HTTP bearer tokens' own rules (`stockade.faces.credentials`): what a token file may
 hold, the constant-time match, and how the generated token is written and removed."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stockade.mcp import _token
-from stockade.mcp._token import TokenProblem, Tokens, parse_tokens
+from stockade.faces import credentials as _token
+from stockade.faces.credentials import TokenProblem, Tokens, parse_tokens
 
 A, B = "a" * 32, "B-_.~!" * 6
 
@@ -85,3 +85,11 @@ def test_the_token_directory_must_lie_outside_every_root(scratch):
 def test_the_token_path_names_the_address():
     assert _token.token_path("/s", "127.0.0.1", 8765) == "/s/mcp-127.0.0.1-8765.token"
     assert _token.token_path("/s", "::1", 80) == "/s/mcp-__1-80.token"
+
+
+def test_each_token_is_its_own_principal_and_never_its_value():
+    """A session is bound to the principal that opened it: `token-N`, not the token."""
+    tokens = Tokens([A, B])
+    assert (tokens.principal(A), tokens.principal(B)) == ("token-1", "token-2")
+    assert tokens.principal(A + "x") is None
+    assert A not in (tokens.principal(A) or "")

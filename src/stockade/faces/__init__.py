@@ -1,6 +1,7 @@
 """What the faces (cli/, mcp/, acp/) share, so that none imports another: composition
 loading (`load_face_composition`), session rendering (`show_session`, `summarize`,
-`render_text`), and the events a face writes (`FACE_EVENTS`).
+`render_text`), the events a face writes (`FACE_EVENTS`), and credential-bound
+sessions (`credentials`: bearer tokens, and the principal a session is bound to).
 
 This is the folder's public surface. Every name is loaded on first use: `stockade
 exec` imports this package only when a composition is named, and a face pays only for
@@ -13,6 +14,7 @@ from ..lazy import lazy_exports
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from . import credentials as credentials
     from .composition import load_face_composition as load_face_composition
     from .events import ACP_EVENTS as ACP_EVENTS
     from .events import FACE_EVENTS as FACE_EVENTS
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 # name -> the module of this folder that defines it.
 _LAZY = {
+    "credentials": "",
     "load_face_composition": "composition",
     "ACP_EVENTS": "events",
     "FACE_EVENTS": "events",
@@ -48,6 +51,7 @@ __all__ = [
     "PromptReceived",
     "ReplyGiven",
     "Unshowable",
+    "credentials",
     "load_face_composition",
     "read_log",
     "render_text",

@@ -1,5 +1,10 @@
-"""The bearer tokens of `stockade mcp --http`: one made per start and written 0600 to
-the state directory, or those an operator keeps in `--token-file`. Standard library.
+"""Credential-bound sessions, for any face served over a network: the bearer tokens
+(one made per start and written 0600 to the state directory, or those an operator keeps
+in a `--token-file`), and which principal a presented token is. Standard library.
+
+A session is bound to the principal that opened it (`Tokens.principal`): a face answers
+any other principal's request for it as for an unknown session (MCP's HTTP face through
+its SDK, which keys sessions by the principal's `client_id`).
 
 Whoever holds a token may ask for, and answer, its own escalations, so a token is as
 strong as running commands unconfined: it lives only where the trust base's check 1
@@ -146,6 +151,12 @@ class Tokens:
 
     def __init__(self, tokens: Sequence[str]) -> None:
         self._digests = tuple(_digest(token) for token in tokens)
+
+    def principal(self, presented: str) -> str | None:
+        """Who presents `presented`: `token-N` for the server's Nth token, or None (a
+        token it does not hold). Each token is its own principal, never its value."""
+        index = self.match(presented)
+        return None if index is None else f"token-{index + 1}"
 
     def match(self, presented: str) -> int | None:
         """The index of the token `presented` is, or None."""

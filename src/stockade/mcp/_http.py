@@ -1,7 +1,7 @@
 """`stockade mcp --http HOST:PORT`: the SDK's streamable-HTTP app under Hypercorn's
 Trio worker, in the harness's own Trio run.
 
-Every request carries a bearer token (`_token.py`), checked by the SDK's own auth
+Every request carries a bearer token (`faces.credentials`), checked by the SDK's own auth
 hooks before the session manager sees it; each `Mcp-Session-Id` is bound to the token
 that opened it, and at most `--max-sessions` are open. Loopback by default (the SDK
 then turns on its DNS-rebinding protection); another host needs `--allow-remote`.
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
     from mcp.server.auth.settings import AuthSettings
 
-    from ._token import Tokens
+    from ..faces.credentials import Tokens
     from .server import Face
 
 
@@ -117,10 +117,10 @@ class BearerTokens:
     async def verify_token(self, token: str) -> AccessToken | None:
         from mcp.server.auth.provider import AccessToken
 
-        index = self.tokens.match(token)
-        if index is None:
+        principal = self.tokens.principal(token)
+        if principal is None:
             return None
-        return AccessToken(token=token, client_id=f"token-{index + 1}", scopes=[])
+        return AccessToken(token=token, client_id=principal, scopes=[])
 
 
 def auth_settings(host: str) -> AuthSettings:
@@ -143,9 +143,9 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
     from hypercorn.utils import wrap_app
 
     from ..errors import ConfigError, StockadeError
+    from ..faces import credentials
     from ..sessionlog import resolve_state_dir
     from ..trust import host_temp_roots
-    from . import _token
     from .server import DRAIN_SECONDS, say
 
     settings = face.settings
@@ -155,16 +155,16 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
         kept = str(settings.token_file)
     else:
         # Made now, written once the port is known; the directory is checked first.
-        token = made_token or _token.new_token()
+        token = made_token or credentials.new_token()
         tokens, where = (token,), ""
         # Beside the session logs (the directory that holds them, when they are kept
         # on this host), else in the default state directory: deny_read's `state`.
         directory = next(iter(face.harness.log_paths), "") or str(resolve_state_dir())
         try:
-            _token.prepare_directory(directory, (settings.root, *host_temp_roots()))
-        except _token.TokenProblem as error:
+            credentials.prepare_directory(directory, (settings.root, *host_temp_roots()))
+        except credentials.TokenProblem as error:
             raise ConfigError(str(error)) from None
-        kept = os.path.join(directory, _token.token_path("", host, port))
+        kept = os.path.join(directory, credentials.token_path("", host, port))
     # Whoever holds the token can answer its own escalations: no confined command may
     # read it, by the same rule that hides every other secret from them.
     if not face.harness.out_of_confined_reach(kept):
@@ -179,7 +179,7 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
     app = server.streamable_http_app(
         host=host,
         auth=auth_settings(host),
-        token_verifier=BearerTokens(_token.Tokens(tokens)),
+        token_verifier=BearerTokens(credentials.Tokens(tokens)),
         max_sessions=settings.max_sessions,
     )
     logged = RefusalLog(app)
@@ -235,16 +235,16 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
                 if token is not None:
                     # Every request was refused until now: no token had been given out.
                     port = int(binds[0].rpartition(":")[2])
-                    token_file = _token.token_path(directory, host, port)
+                    token_file = credentials.token_path(directory, host, port)
                     try:
-                        _token.write_token(token_file, token)
-                    except _token.TokenProblem as error:
+                        credentials.write_token(token_file, token)
+                    except credentials.TokenProblem as error:
                         raise ConfigError(str(error)) from None
                     where = f"bearer token in {token_file}"
                 for bind in binds:
                     say(f"serving MCP over streamable HTTP at {bind}/mcp ({where})")
         finally:
             if token_file is not None and token is not None:
-                _token.remove_token(token_file, token)
+                credentials.remove_token(token_file, token)
         face.link_nursery = None
         links.cancel_scope.cancel()

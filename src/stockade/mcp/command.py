@@ -48,8 +48,8 @@ def run_mcp(args: argparse.Namespace) -> int:
     missing = _missing("mcp", "mcp.server.lowlevel", *(("hypercorn",) if args.http else ()))
     if missing is not None:
         return _usage(f"{install_hint()} (cannot import {missing})")
+    from ..faces import credentials
     from ..trust import broad_root_refusal, host_temp_roots
-    from . import _token
     from ._http import is_loopback, parse_http
     from ._link import seconds
     from .server import DEFAULT_MAX_SESSIONS, McpSettings
@@ -102,8 +102,8 @@ def run_mcp(args: argparse.Namespace) -> int:
     if args.token_file is not None:
         token_file = os.path.abspath(os.path.expanduser(args.token_file))
         try:
-            tokens = _token.read_token_file(token_file, (root, *host_temp_roots()))
-        except _token.TokenProblem as error:
+            tokens = credentials.read_token_file(token_file, (root, *host_temp_roots()))
+        except credentials.TokenProblem as error:
             return _usage(str(error))
 
     from ..faces import load_face_composition
@@ -157,7 +157,7 @@ async def serve(composition: Any, settings: McpSettings) -> int:
     # withheld from every command's environment whatever the policy says.
     made_token = None
     if settings.http is not None and not settings.tokens:
-        from ._token import new_token
+        from ..faces.credentials import new_token
 
         made_token = new_token()
     withhold = (*settings.tokens, *([made_token] if made_token else []))
