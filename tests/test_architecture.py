@@ -18,6 +18,8 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
+from stockade.lazy import read_table
+
 SOURCE = pathlib.Path(__file__).resolve().parents[1] / "src"
 
 # Event loops and the libraries that bring one.
@@ -137,6 +139,10 @@ class Import:
     name: str | None  # the imported name, when it is not a module
     line: int
     in_function: bool
+    # The module the statement names (`from X import ...`, `import X`), and the name
+    # it asks X for (a submodule's too), before resolving it to a module.
+    named: str = ""
+    asked: str | None = None
 
     def where(self) -> str:
         return f"{self.importer.name}:{self.line}"
@@ -171,10 +177,13 @@ def _functions(tree: ast.Module) -> set[int]:
     return inside
 
 
-def imports(modules: dict[str, Module], top: str = "stockade") -> Iterator[Import]:
-    """Every import statement that runs (not under TYPE_CHECKING), resolved."""
+def imports(
+    modules: dict[str, Module], top: str = "stockade", type_checking: bool = False
+) -> Iterator[Import]:
+    """Every import statement that runs (not under TYPE_CHECKING, unless asked),
+    resolved."""
     for module in modules.values():
-        skipped = _type_checking_only(module.tree)
+        skipped = set() if type_checking else _type_checking_only(module.tree)
         inside = _functions(module.tree)
         for node in ast.walk(module.tree):
             if id(node) in skipped:
@@ -182,7 +191,7 @@ def imports(modules: dict[str, Module], top: str = "stockade") -> Iterator[Impor
             in_function = id(node) in inside
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    yield Import(module, alias.name, None, node.lineno, in_function)
+                    yield Import(module, alias.name, None, node.lineno, in_function, alias.name)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = module.package.split(".")
@@ -192,10 +201,38 @@ def imports(modules: dict[str, Module], top: str = "stockade") -> Iterator[Impor
                     target = node.module or ""
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"
-                    if sub in modules:
-                        yield Import(module, sub, None, node.lineno, in_function)
-                    else:
-                        yield Import(module, target, alias.name, node.lineno, in_function)
+                    resolved = (sub, None) if sub in modules else (target, alias.name)
+                    yield Import(module, *resolved, node.lineno, in_function, target, alias.name)
+
+
+def lazy_source(modules: dict[str, Module], package: str, name: str) -> str | None:
+    """The module a lazy name of `package`'s table is loaded from (following the
+    surfaces it passes through), or None when `name` is not a lazy name there."""
+    module = modules.get(package)
+    if module is None or not module.is_package:
+        return None
+    where, level, lazy = read_table(module.path.read_text()).get(name, ("", 0, False))
+    if not lazy:
+        return None
+    base = package.rsplit(".", level - 1)[0] if level > 1 else package
+    target = f"{base}.{where or name}" if level else where
+    return (lazy_source(modules, target, name) or target) if where else target
+
+
+def executed(modules: dict[str, Module], found: Import) -> set[str]:
+    """The modules an import runs: its target, the packages above it and, for a lazy
+    name of a surface, the module the name is loaded from and the packages above that;
+    not the packages the importer itself sits in (they are already running)."""
+    own = {*_ancestors(found.importer.name), found.importer.package, found.importer.name}
+    targets = [found.target]
+    if found.name is not None:
+        targets.append(lazy_source(modules, found.target, found.name) or found.target)
+    return {
+        ran
+        for target in targets
+        for ran in (*_ancestors(target), target)
+        if ran in modules and ran not in own
+    }
 
 
 def _ancestors(name: str) -> list[str]:
@@ -208,12 +245,8 @@ def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
     (except packages the importer itself sits in, which are already running)."""
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for found in imports(modules):
-        if found.target not in modules:
-            continue
-        own = set(_ancestors(found.importer.name)) | {found.importer.package}
-        for executed in (*_ancestors(found.target), found.target):
-            if executed in modules and executed not in own and executed != found.importer.name:
-                graph[found.importer.name].add(executed)
+        if found.target in modules:
+            graph[found.importer.name] |= executed(modules, found)
     return graph
 
 
@@ -290,6 +323,50 @@ def private_reach_ins(modules: dict[str, Module], top: str = "stockade") -> list
                 found.append(
                     f"{imp.where()}: {imp.importer.name} imports {imp.name} from {imp.target}"
                 )
+    return found
+
+
+def exports(package: Module) -> frozenset[str]:
+    """The names a package's `__init__` promises: each `name as name` import (eager,
+    or lazy under TYPE_CHECKING) and each public name it defines itself."""
+    names: set[str] = set()
+    for node in ast.walk(package.tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(a.asname for a in node.names if a.asname and a.asname == a.name)
+    for node in package.tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return frozenset(n for n in names if not _private(n) and n != "TYPE_CHECKING")
+
+
+def surface_bypasses(modules: dict[str, Module], top: str = "stockade") -> list[str]:
+    """Imports (TYPE_CHECKING ones too) that cross into another folder other than
+    through its `__init__`: naming a module inside it, or asking its package for a
+    name the package does not export.
+
+    A module imports directly from its own folder and the folders containing it (a
+    nested folder belongs to its parent's room); any other folder, nested ones too,
+    it reaches by its package (docs/decisions.md)."""
+    found = []
+    for imp in imports(modules, top, type_checking=True):
+        named = imp.named
+        if named not in modules:
+            continue  # not stockade's
+        mine = {imp.importer.package, *_ancestors(imp.importer.package)}
+        folder = modules[named].package
+        if folder in mine:
+            continue
+        if not modules[named].is_package:
+            found.append(f"{imp.where()}: {imp.importer.name} imports {named}, not {folder}")
+        elif imp.asked is not None and imp.asked not in exports(modules[named]):
+            found.append(
+                f"{imp.where()}: {imp.importer.name} imports {imp.asked}, "
+                f"which {named} does not export"
+            )
     return found
 
 
@@ -393,12 +470,9 @@ def loop_imports(modules: dict[str, Module]) -> list[str]:
     module_level: dict[str, set[str]] = {name: set() for name in modules}
     for imp in imports(modules):
         if not imp.in_function and imp.target in modules:
-            # The target's packages run first (an eager __init__ counts), except
-            # those the importer sits in: they are already running.
-            own = set(_ancestors(imp.importer.name)) | {imp.importer.package}
-            for executed in (*_ancestors(imp.target), imp.target):
-                if executed in modules and executed not in own and executed != imp.importer.name:
-                    module_level[imp.importer.name].add(executed)
+            # The target's packages run first (an eager __init__ counts), and a lazy
+            # name's module, except the packages the importer sits in.
+            module_level[imp.importer.name] |= executed(modules, imp)
     found = []
     for module in modules.values():
         if not module.is_package and not is_pure(module):
@@ -513,6 +587,10 @@ def test_no_import_cycles(stockade_modules):
 
 def test_no_folder_reaches_into_another_folders_private_module(stockade_modules):
     assert private_reach_ins(stockade_modules) == []
+
+
+def test_other_folders_are_reached_only_through_their_surface(stockade_modules):
+    assert surface_bypasses(stockade_modules) == []
 
 
 def test_only_the_log_names_its_stores_and_their_format(stockade_modules):
@@ -766,3 +844,67 @@ def test_a_stray_backend_module_is_found(tmp_path):
         "cli/ imports the backend stockade.sandbox.backends.bwrap",
         "executor/ imports the backend stockade.sandbox.backends.landlock",
     ]
+
+
+def test_a_cross_folder_import_naming_a_submodule_is_found_and_a_package_import_is_not(
+    tmp_path,
+):
+    modules = _made_up(
+        tmp_path,
+        {
+            "sandbox/__init__.py": (
+                "TYPE_CHECKING = False\nif TYPE_CHECKING:\n"
+                "    from .config import ProviderConfig as ProviderConfig\n"
+                "    from . import backends as backends\n"
+            ),
+            "sandbox/config.py": "class ProviderConfig: ...\nclass Hidden: ...\n",
+            "sandbox/actor.py": "from .config import ProviderConfig\n",
+            "sandbox/backends/__init__.py": "def named(name): ...\n",
+            "sandbox/backends/bwrap.py": "from ..config import ProviderConfig\n",
+            "cli/run.py": (
+                "from ..sandbox import ProviderConfig, backends\n"
+                "from ..sandbox.backends import named\n"
+                "from .. import sandbox, messages\n"
+                "from ..messages import Shell\n"
+            ),
+            "cli/settings.py": (
+                "from ..sandbox.config import ProviderConfig\n"
+                "TYPE_CHECKING = False\nif TYPE_CHECKING:\n"
+                "    from ..sandbox.backends.bwrap import x\n"
+                "def f():\n    import stockade.sandbox.config\n"
+            ),
+            "cli/probe.py": "from ..sandbox import Hidden, config\n",
+            "messages.py": "class Shell: ...\n",
+        },
+    )
+    assert sorted(line.split(": ", 1)[1] for line in surface_bypasses(modules)) == [
+        "stockade.cli.probe imports Hidden, which stockade.sandbox does not export",
+        "stockade.cli.probe imports config, which stockade.sandbox does not export",
+        "stockade.cli.settings imports stockade.sandbox.backends.bwrap, not stockade.sandbox.backends",
+        "stockade.cli.settings imports stockade.sandbox.config, not stockade.sandbox",
+        "stockade.cli.settings imports stockade.sandbox.config, not stockade.sandbox",
+    ]
+
+
+def test_a_lazy_name_is_followed_to_the_module_it_loads(tmp_path):
+    modules = _made_up(
+        tmp_path,
+        {
+            "approval/__init__.py": (
+                "TYPE_CHECKING = False\nif TYPE_CHECKING:\n"
+                "    from ._chain import Answer as Answer\n"
+                "    from .actor import ApprovalClient as ApprovalClient\n"
+            ),
+            "approval/_chain.py": "class Answer: ...\n",
+            "approval/actor.py": "import trio\nfrom ..tools import ask\n",
+            "tools/__init__.py": "from .fs import ask as ask\n",
+            "tools/fs.py": "from ..approval import ApprovalClient\nask = 1\n",
+            "tools/_escalation.py": "from ..approval import Answer\n",
+        },
+    )
+    assert cycles(import_graph(modules)) == [
+        ["stockade.approval.actor", "stockade.tools", "stockade.tools.fs"]
+    ]
+    found = loop_imports(modules)
+    assert any(line.startswith("stockade.tools.fs imports trio") for line in found)
+    assert not any(line.startswith("stockade.tools._escalation") for line in found)

@@ -13,8 +13,16 @@ from __future__ import annotations
 
 import sys
 
-from .cli.errors import EXIT_BROKEN_PIPE, EXIT_UNAVAILABLE, EXIT_USAGE, emit_error, say, silence
-from .cli.fastpath import fast_args, run_exec
+from .cli import (
+    EXIT_BROKEN_PIPE,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    emit_error,
+    fast_args,
+    run_exec,
+    say,
+    silence,
+)
 from .errors import ConfigError, InvalidPolicy, SandboxUnavailable, StockadeError
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
@@ -24,8 +32,8 @@ if TYPE_CHECKING:
 
 
 def _session(args: argparse.Namespace) -> int:
-    from .cli.sessions import session_store
-    from .faces.events import FACE_EVENTS
+    from .cli import session_store
+    from .faces import FACE_EVENTS
     from .harness import harness_registry
 
     # Logs hold tool and approval events too, and an ACP session's conversation:
@@ -35,15 +43,15 @@ def _session(args: argparse.Namespace) -> int:
     try:
         match args.session_verb:
             case "show":
-                from .cli.session_show import run_show
+                from .cli import run_show
 
                 return run_show(args, registry=registry, store=store)
             case "list":
-                from .cli.sessions import run_list
+                from .cli import run_list
 
                 return run_list(args, registry=registry, store=store)
             case _:
-                from .cli.sessions import run_prune
+                from .cli import run_prune
 
                 return run_prune(args, registry=registry, store=store)
     finally:
@@ -84,13 +92,13 @@ def _main(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:1] == ["acp"]:
         # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
-        from .acp.main import main as acp_main
+        from .acp import main as agent
 
-        return acp_main(words[1:], prog="stockade acp")
+        return agent.main(words[1:], prog="stockade acp")
     args = fast_args(words)
     parser = None
     if args is None:
-        from .cli.parser import build_parser, wants_json
+        from .cli import build_parser, wants_json
 
         parser = build_parser()
         # build_parser's own Parser class has it; its annotation says ArgumentParser.
@@ -100,7 +108,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         match args.verb:
             case "probe":
-                from .cli.probe import run_probe
+                from .cli import run_probe
 
                 return run_probe(args)
             case "exec":
@@ -108,19 +116,19 @@ def _main(argv: Sequence[str] | None) -> int:
             case "session":
                 return _session(args)
             case "cache":
-                from .cli.cache import run_cache
+                from .cli import run_cache
 
                 return run_cache(args)
             case "demo":
-                from .cli.demo import run_demo
+                from .cli import run_demo
 
                 return run_demo(interactive=args.interactive, config=args.config)
             case "run":
-                from .cli.run import run_command
+                from .cli import run_command
 
                 return run_command(args)
             case "mcp":
-                from .mcp.command import run_mcp
+                from .mcp import run_mcp
 
                 return run_mcp(args)
             case _:

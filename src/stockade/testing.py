@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from .approval.answerers import ScriptedAnswerer as ScriptedAnswerer
-from .approval.answerers import scripted as scripted
+from .approval import ScriptedAnswerer as ScriptedAnswerer
+from .approval import scripted as scripted
 from .events import SessionEvent
 from .harness import harness_registry
 from .sessionlog import MemoryStore as MemoryStore

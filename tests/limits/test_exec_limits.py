@@ -7,7 +7,7 @@ import resource
 
 import pytest
 
-from stockade.limits.exec_rlimits import with_rlimits
+from stockade.limits import with_rlimits
 
 from ..support import require_backend, stockade
 

@@ -11,6 +11,9 @@ Importing this package needs neither the SDK nor an event loop; `agent.py` needs
 the SDK (the `acp` extra: docs/acp.md, "Install and run"). docs/acp.md describes the agent.
 """
 
+from __future__ import annotations
+
+from ..lazy import surface
 from .answerer import AcpAnswerer as AcpAnswerer
 from .answerer import AskContext as AskContext
 from .answerer import AskFailed as AskFailed
@@ -25,18 +28,9 @@ from .permission import Outcome as Outcome
 from .permission import outcome as outcome
 from .permission import permission_params as permission_params
 
-__all__ = [
-    "ACP_EVENTS",
-    "ALLOW_ONCE",
-    "REJECT",
-    "SWITCH_SESSION",
-    "AcpAnswerer",
-    "AskContext",
-    "AskFailed",
-    "Outcome",
-    "PermissionChannel",
-    "PromptReceived",
-    "ReplyGiven",
-    "outcome",
-    "permission_params",
-]
+TYPE_CHECKING = False  # the command's module is loaded when it runs
+if TYPE_CHECKING:
+    from . import main as main
+
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

@@ -6,6 +6,6 @@ writes, so the CLI decodes an ACP session's log without importing this face.
 
 from __future__ import annotations
 
-from ..faces.events import ACP_EVENTS as ACP_EVENTS
-from ..faces.events import PromptReceived as PromptReceived
-from ..faces.events import ReplyGiven as ReplyGiven
+from ..faces import ACP_EVENTS as ACP_EVENTS
+from ..faces import PromptReceived as PromptReceived
+from ..faces import ReplyGiven as ReplyGiven

@@ -21,7 +21,7 @@ from typing import Any, Final
 from ..approval import render
 from ..events import SessionEvent
 from ..policy import PolicyContext
-from ..tools.events import ToolCalled, ToolResulted
+from ..tools import ToolCalled, ToolResulted
 from .events import PromptReceived, ReplyGiven
 from .permission import tool_kind
 

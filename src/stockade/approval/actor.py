@@ -14,8 +14,7 @@ from typing import Any, assert_never
 import attrs
 import trio
 
-from ..actors.lifetime import running
-from ..actors.mailbox import Envelope, Inbox, Mailbox, answer, open_inbox, request, serve_forever
+from ..actors import Envelope, Inbox, Mailbox, answer, open_inbox, request, running, serve_forever
 from ..events import SessionEvent
 from ..messages import ApprovalInbox, AskApproval
 from ._chain import Answer, Answerer, ApprovalRequest, Decision, ask_chain, policy_gate

@@ -47,7 +47,7 @@ async def ask_to_widen(
     not put to anybody (as in the harness, where a failed audit fails the ask).
     """
     # Only now, after a denial: the harness costs more than the run itself.
-    from ..approval.actor import open_approval
+    from ..approval import open_approval
     from ..harness import open_harness
 
     current = policy.mode

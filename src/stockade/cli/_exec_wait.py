@@ -112,11 +112,11 @@ def run_holding(
     for fd in held:
         os.close(fd)
     if sweep:
-        from ..sandbox.placeholders import sweep as remove
+        from ..sandbox import placeholders
 
         # The innermost first; each is removed only by the last of its holders.
         for path in reversed(sweep):
-            remove(path)
+            placeholders.sweep(path)
     if done is not None:
         done()
     code = os.waitstatus_to_exitcode(status)

@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from ..approval.answerers import ScriptedAnswerer, TerminalAnswerer
+from ..approval import ScriptedAnswerer, TerminalAnswerer
 from ..harness import AgentSession, harness_registry, open_harness
 from ..shown import one_line, visible
 from .session_show import run_show

@@ -51,7 +51,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     if not argv:
         _fail("exec needs a command after --, e.g. stockade exec -- touch ./x")
     passed = _passed_descriptors(args.pass_fd or ())
-    from ..executor.environment import EnvPolicy, apply_policy
+    from ..executor import EnvPolicy, apply_policy
     from .settings import (
         NO_PROVIDER,
         broad_root_problem,
@@ -156,7 +156,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     proxy = None
     if network is Network.ALLOWLIST:
         proxy = _start_proxy(allowed, denied)
-        from ..network.bridge import names_loopback, proxy_environment
+        from ..network import names_loopback, proxy_environment
 
         environ.update(proxy_environment(loopback_direct=not names_loopback(allowed)))
     from ..trust import judge_workdir
@@ -204,7 +204,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
                 environ["SSH_AUTH_SOCK"] = reached_at
     held = confined.held
     blockers = [p.path for p in confined.guard.protections if p.kind == "block"] if held else []
-    from ..limits.exec_rlimits import exec_rlimits, with_rlimits
+    from ..limits import exec_rlimits, with_rlimits
 
     # No harness stays to remove a cgroup after exec: the rlimits alone (docs/limits.md).
     limited = with_rlimits(tuple(confined.argv), exec_rlimits(limit_values))

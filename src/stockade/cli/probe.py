@@ -14,8 +14,7 @@ import sys
 import attrs
 
 from ..errors import SandboxUnavailable
-from ..executor import planned_here
-from ..executor.environment import render_policy
+from ..executor import planned_here, render_policy
 from ..faces import load_face_composition
 from ..limits import Enforcement, HostLimits, SessionLimits, format_value
 from ..modes import SandboxMode

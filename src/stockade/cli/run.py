@@ -558,7 +558,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
                 agents=settings.agents,
             )
         if args.ask:
-            from ..approval.answerers import TerminalAnswerer  # --ask only: lazily
+            from ..approval import TerminalAnswerer  # --ask only: lazily
 
             chosen: Answerer = answerer if answerer is not None else TerminalAnswerer(typed=True)
             result, shown = trio.run(_interruptible, _run_asking, call, policy, chosen)

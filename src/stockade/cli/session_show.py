@@ -12,9 +12,8 @@ import sys
 from typing import TextIO
 
 from ..events import EventRegistry
-from ..faces.sessions import Unshowable, show_session
-from ..policy.knobs import PolicyDefaults
-from ..policy.presets import DEFAULT_PRESETS, PresetTable
+from ..faces import Unshowable, show_session
+from ..policy import DEFAULT_PRESETS, PolicyDefaults, PresetTable
 from ..sessionlog import BUILTIN_EVENTS, SessionStore
 from .errors import CliError, report
 

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import msgspec
 
 from ..events import EventRegistry
-from ..policy.knobs import PolicyDefaults
+from ..policy import PolicyDefaults
 from ..sessionlog import (
     BUILTIN_EVENTS,
     CatalogUnreadable,

@@ -24,7 +24,7 @@ NO_PROVIDER = "the composition mounts no sandbox provider (stockade.sandbox.loca
 def load_cli_composition(explicit: str | None) -> Composition | None:
     """`stockade.faces.load_face_composition`, for `exec`'s fast path: it imports
     faces/ only once `names_a_config` has said a composition is in play."""
-    from ..faces.composition import load_face_composition
+    from ..faces import load_face_composition
 
     return load_face_composition(explicit)
 

@@ -7,7 +7,7 @@ Re-exports only, each loaded on first use: `loader` reads and checks (YAML, catt
 
 from __future__ import annotations
 
-from ..lazy import lazy_exports
+from ..lazy import surface
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,73 +43,6 @@ if TYPE_CHECKING:
     from .plugins import PluginLoadError as PluginLoadError
     from .plugins import PluginTable as PluginTable
 
-# name -> the module of this room that defines it.
-_LAZY = {
-    "CompositionError": "_problems",
-    "BUILTIN_PLUGINS": "builtins",
-    "ApprovalConfig": "builtins",
-    "FsConfig": "builtins",
-    "LocalBashConfig": "builtins",
-    "PresetsConfig": "builtins",
-    "PresetSpec": "builtins",
-    "RejectRule": "builtins",
-    "SandboxBashConfig": "builtins",
-    "SandboxLocalConfig": "builtins",
-    "SessionLogConfig": "builtins",
-    "default_plugins": "builtins",
-    "CONFIG_ENV": "loader",
-    "CONFIG_FILENAME": "loader",
-    "Composition": "loader",
-    "Entry": "loader",
-    "default_composition_text": "loader",
-    "find_config": "loader",
-    "load_composition": "loader",
-    "loads_composition": "loader",
-    "ENTRY_POINT_GROUP": "plugins",
-    "KINDS": "plugins",
-    "Plugin": "plugins",
-    "PluginActor": "plugins",
-    "PluginLoadError": "plugins",
-    "PluginTable": "plugins",
-    "Plan": "_plan",
-    "StoreFacts": "_plan",
-    "facts_of_config": "_plan",
-    "facts_of_store": "_plan",
-    "plan": "_plan",
-}
 
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-__all__ = [
-    "BUILTIN_PLUGINS",
-    "CONFIG_ENV",
-    "CONFIG_FILENAME",
-    "ENTRY_POINT_GROUP",
-    "KINDS",
-    "ApprovalConfig",
-    "Composition",
-    "CompositionError",
-    "Entry",
-    "FsConfig",
-    "LocalBashConfig",
-    "Plan",
-    "Plugin",
-    "PluginActor",
-    "PluginLoadError",
-    "PluginTable",
-    "PresetSpec",
-    "PresetsConfig",
-    "RejectRule",
-    "SandboxBashConfig",
-    "SandboxLocalConfig",
-    "SessionLogConfig",
-    "StoreFacts",
-    "default_composition_text",
-    "default_plugins",
-    "facts_of_config",
-    "facts_of_store",
-    "find_config",
-    "load_composition",
-    "loads_composition",
-    "plan",
-]
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

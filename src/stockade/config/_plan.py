@@ -16,9 +16,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..executor import ExecutorConfig
-    from ..sandbox import ProviderConfig
-    from ..sandbox.tool_caches import CacheSetting
-    from ..trust.secrets import DenyRead
+    from ..sandbox import CacheSetting, ProviderConfig
+    from ..trust import DenyRead
     from ..vocab import ApprovalPolicy, Network, SandboxMode
     from .loader import Composition
 
@@ -153,7 +152,7 @@ class Plan:
     def deny_read(self) -> DenyRead | None:
         """What no confined command may read (None: no provider); worked out once."""
         if self._deny_read is None:
-            from ..trust.secrets import deny_read_for
+            from ..trust import deny_read_for
 
             plain = self._plain and callable(self._provider)
             if not plain and self.provider is None:
@@ -189,14 +188,16 @@ class Plan:
 
     def tool_caches(self) -> CacheSetting | None:
         """The tool caches every confined call gets (None: off, or nothing confines)."""
-        from ..sandbox.tool_caches import TOOLS, CacheSetting
+        from ..sandbox import tool_caches
 
         if self._plain:
-            return CacheSetting(True, None, TOOLS)
+            return tool_caches.CacheSetting(True, None, tool_caches.TOOLS)
         provider = self.provider
         if not (self.confines and provider is not None and provider.tool_caches):
             return None
-        return CacheSetting(True, provider.tool_cache_directory, provider.tool_cache_tools)
+        return tool_caches.CacheSetting(
+            True, provider.tool_cache_directory, provider.tool_cache_tools
+        )
 
 
 def plan(
@@ -245,7 +246,7 @@ def plan(
     )
     unconfined = None
     if not confines:
-        from ..policy.knobs import unconfined_reason
+        from ..policy import unconfined_reason
 
         unconfined = unconfined_reason(executor_entry.name if executor_entry else None)
     approval_entry = composition.approval
@@ -321,10 +322,10 @@ def _embedded_plan(
 
     def executor() -> ExecutorConfig:
         from ..executor import ExecutorConfig
-        from ..sandbox.tool_caches import TOOLS
+        from ..sandbox import tool_caches
 
         # Tool caches are on by default: a call's environment points them there.
-        return _withholding(ExecutorConfig().caching(TOOLS), store, withhold)
+        return _withholding(ExecutorConfig().caching(tool_caches.TOOLS), store, withhold)
 
     return Plan(
         provider=provider() if added else provider,

@@ -13,9 +13,15 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from ..executor.config import MIB, ExecutorConfig
-from ..executor.environment import STOCKADE_OWN, EnvPolicy, is_stockade_own, is_variable_name
-from ..sandbox.config import ProviderConfig
+from ..executor import (
+    MIB,
+    STOCKADE_OWN,
+    EnvPolicy,
+    ExecutorConfig,
+    is_stockade_own,
+    is_variable_name,
+)
+from ..sandbox import ProviderConfig
 from ..vocab import ApprovalPolicy, Network, SandboxMode, network_under
 from .plugins import ENTRY_POINT_GROUP, Plugin, PluginTable
 from .types import (
@@ -118,7 +124,7 @@ def _check_deny_read(
     attribute: attrs.Attribute[tuple[NonEmptyStr, ...]],
     value: tuple[NonEmptyStr, ...],
 ) -> None:
-    from ..trust.secrets import check_pattern
+    from ..trust import check_pattern
 
     for entry in value:
         problem = check_pattern(entry)
@@ -232,7 +238,7 @@ def _check_rules(
     attribute: attrs.Attribute[tuple[NonEmptyStr, ...]],
     value: tuple[NonEmptyStr, ...],
 ) -> None:
-    from ..network.rules import RuleError, parse_entry
+    from ..network import RuleError, parse_entry
 
     for entry in value:
         try:

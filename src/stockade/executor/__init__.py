@@ -7,7 +7,7 @@ until something of the room (and trio with it) is needed.
 
 from __future__ import annotations
 
-from ..lazy import lazy_exports
+from ..lazy import surface
 
 TYPE_CHECKING = False  # as in the other rooms: importing typing is not free
 if TYPE_CHECKING:
@@ -24,58 +24,20 @@ if TYPE_CHECKING:
     from .client import ExecutorClient as ExecutorClient
     from .config import MIB as MIB
     from .config import ExecutorConfig as ExecutorConfig
+    from .config import raise_open_files_limit as raise_open_files_limit
+    from .environment import STOCKADE_OWN as STOCKADE_OWN
+    from .environment import EnvPolicy as EnvPolicy
     from .environment import Withheld as Withheld
+    from .environment import apply_policy as apply_policy
+    from .environment import is_stockade_own as is_stockade_own
+    from .environment import is_variable_name as is_variable_name
+    from .environment import render_policy as render_policy
     from .render import protected_refusals as protected_refusals
     from .render import refused_destinations as refused_destinations
     from .render import render_job as render_job
     from .render import render_result as render_result
     from .render import result_causes as result_causes
 
-# name -> the module of this room that defines it.
-_LAZY = {
-    "AuditConnection": "_endpoints",
-    "planned_here": "_limits",
-    "READ_SIZE": "_spawn",
-    "Sink": "_spawn",
-    "Source": "_spawn",
-    "Streams": "_spawn",
-    "Terminal": "_spawn",
-    "signal_group": "_spawn",
-    "ExecutorActor": "actor",
-    "ExecutorClient": "client",
-    "open_executor": "actor",
-    "MIB": "config",
-    "ExecutorConfig": "config",
-    "Withheld": "environment",
-    "render_job": "render",
-    "protected_refusals": "render",
-    "refused_destinations": "render",
-    "render_result": "render",
-    "result_causes": "render",
-}
 
-
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-
-__all__ = [
-    "MIB",
-    "READ_SIZE",
-    "AuditConnection",
-    "ExecutorActor",
-    "ExecutorClient",
-    "ExecutorConfig",
-    "Sink",
-    "Source",
-    "Streams",
-    "Terminal",
-    "Withheld",
-    "open_executor",
-    "planned_here",
-    "protected_refusals",
-    "refused_destinations",
-    "render_job",
-    "render_result",
-    "result_causes",
-    "signal_group",
-]
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

@@ -23,8 +23,7 @@ from ._facts import WrapFacts
 from .config import ExecutorConfig
 
 if TYPE_CHECKING:
-    from ..network.proxy import ConnectionBudget, NetworkProxy
-    from ..network.rules import Decision
+    from ..network import ConnectionBudget, Decision, NetworkProxy
 
 # (session id, the tool call's id, the connection): appends it to that session's log.
 AuditConnection = Callable[[str, str, NetworkConnection], Awaitable[None]]
@@ -76,7 +75,7 @@ class ProxyEndpoints:
 
     def _budget(self, owner: str | None) -> ConnectionBudget:
         """A new call's budget, under its session's, under the harness's."""
-        from ..network.proxy import ConnectionBudget
+        from ..network import ConnectionBudget
 
         if self._harness is None:
             self._harness = ConnectionBudget(self.config.proxy_connections(), "the harness")
@@ -118,7 +117,7 @@ class ProxyEndpoints:
             raise SandboxUnavailable(
                 "network allowlist needs the harness's proxy, which is not running"
             )
-        from ..network.rules import Rules
+        from ..network import Rules
 
         # A person's per-call grant (`with_network` + `network_destinations`) adds its
         # destinations for this endpoint only, or is the whole list when the session's

@@ -20,14 +20,14 @@ import attrs
 import msgspec
 import trio
 
-from ..actors.lifetime import running
-from ..actors.mailbox import (
+from ..actors import (
     Envelope,
     Inbox,
     Mailbox,
     answer,
     answer_now,
     open_inbox,
+    running,
     serve_forever,
 )
 from ..errors import CommandStartError, SandboxUnavailable, brief
@@ -48,7 +48,7 @@ from ..messages import (
     Start,
     WaitJob,
 )
-from ..network.bridge import names_loopback, proxy_environment
+from ..network import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
 from ..trust import enter_judged, judge_workdir, new_repository, spawn_cwd
 from ..vocab import SpawnTrait
@@ -66,7 +66,7 @@ from .config import ExecutorConfig
 from .environment import apply_policy
 
 if TYPE_CHECKING:
-    from ..network.proxy import NetworkProxy
+    from ..network import NetworkProxy
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -156,7 +156,7 @@ class ExecutorActor:
 
     async def _start_proxy(self) -> NetworkProxy:
         """The network proxy, run in the request nursery until the executor ends."""
-        from ..network.proxy import open_proxy
+        from ..network import open_proxy
 
         async def hold(*, task_status: trio.TaskStatus[NetworkProxy]) -> None:
             async with open_proxy(on_decision=self._network.decided) as proxy:

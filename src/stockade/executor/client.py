@@ -7,7 +7,7 @@ import os
 
 import attrs
 
-from ..actors.mailbox import Inbox, request
+from ..actors import Inbox, request
 from ..messages import (
     AttachedRun,
     CloseSession,

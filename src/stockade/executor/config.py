@@ -36,7 +36,7 @@ def _entries(value: object) -> tuple[str, ...]:
         raise ConfigError("network_allow and network_deny take a list of entries")
     if not value:
         return ()
-    from ..network.rules import RuleError, parse_entry
+    from ..network import RuleError, parse_entry
 
     for entry in value:
         try:

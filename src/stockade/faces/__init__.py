@@ -10,7 +10,7 @@ what it asks for.
 
 from __future__ import annotations
 
-from ..lazy import lazy_exports
+from ..lazy import surface
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -27,35 +27,6 @@ if TYPE_CHECKING:
     from .sessions import summarize as summarize
     from .sessions import unique_prefix as unique_prefix
 
-# name -> the module of this folder that defines it.
-_LAZY = {
-    "credentials": "",
-    "load_face_composition": "composition",
-    "ACP_EVENTS": "events",
-    "FACE_EVENTS": "events",
-    "PromptReceived": "events",
-    "ReplyGiven": "events",
-    "Unshowable": "sessions",
-    "read_log": "sessions",
-    "render_text": "sessions",
-    "show_session": "sessions",
-    "summarize": "sessions",
-    "unique_prefix": "sessions",
-}
 
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-__all__ = [
-    "ACP_EVENTS",
-    "FACE_EVENTS",
-    "PromptReceived",
-    "ReplyGiven",
-    "Unshowable",
-    "credentials",
-    "load_face_composition",
-    "read_log",
-    "render_text",
-    "show_session",
-    "summarize",
-    "unique_prefix",
-]
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

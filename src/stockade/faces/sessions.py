@@ -23,16 +23,20 @@ import msgspec
 
 from ..errors import StockadeError
 from ..events import EventRegistry, LogCorrupt, SessionEvent, SessionHeader
-from ..policy.context import POLICY_SOURCE, desired_policy_context, last_policy_context
-from ..policy.knobs import (
+from ..policy import (
+    DEFAULT_PRESETS,
+    POLICY_SOURCE,
     PolicyDefaults,
+    PresetTable,
+    current_preset,
+    desired_policy_context,
     effective_approval_policy,
     effective_network,
     effective_sandbox_mode,
     knob_state,
+    last_policy_context,
     resolve_workspace_root,
 )
-from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset
 from ..sessionlog import (
     BUILTIN_EVENTS,
     CatalogUnreadable,

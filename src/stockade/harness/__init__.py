@@ -5,6 +5,7 @@
 agent loop holds, `session` reads one session's policy from its log.
 """
 
+from ..lazy import surface
 from .agent import AgentSession as AgentSession
 from .agent import SessionShell as SessionShell
 from .assembly import assemble as assemble
@@ -14,13 +15,7 @@ from .harness import Harness as Harness
 from .session import Session as Session
 from .session import SessionMismatch as SessionMismatch
 
-__all__ = [
-    "AgentSession",
-    "Harness",
-    "Session",
-    "SessionMismatch",
-    "SessionShell",
-    "assemble",
-    "harness_registry",
-    "open_harness",
-]
+TYPE_CHECKING = False
+
+if not TYPE_CHECKING:  # `__all__` is read from the imports above (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

@@ -19,10 +19,8 @@ import trio
 from .. import tools
 from ..events import SessionEvent, UnencodableEvent
 from ..messages import JobHandle, JobReport, ShellResult
-from ..policy.context import PolicyContext
-from ..tools.events import ToolCalled, ToolResulted
-from ..tools.fs_tool import FS_TOOLS, PinnedRoots
-from ..tools.result import ToolResult
+from ..policy import PolicyContext
+from ..tools import FS_TOOLS, PinnedRoots, ToolCalled, ToolResult, ToolResulted
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from .session import Session, check_workspace_root
 

@@ -15,27 +15,23 @@ from typing import Any
 import msgspec
 import trio
 
-from ..actors.lifetime import running
-from ..approval.actor import ApprovalActor
-from ..approval.answerers import (
+from ..actors import running
+from ..approval import (
+    APPROVAL_EVENTS,
+    ApprovalActor,
     CallbackAnswerer,
     RejectRule,
     RejectRules,
     ScriptedAnswerer,
     TerminalAnswerer,
 )
-from ..approval.events import APPROVAL_EVENTS
 from ..config import ApprovalConfig, Composition, facts_of_store, load_composition, plan
 from ..errors import ConfigError, NotUnderTrio
 from ..events import EventRegistry, SessionEvent
-from ..executor import AuditConnection
-from ..executor.actor import ExecutorActor
-from ..executor.config import raise_open_files_limit
+from ..executor import AuditConnection, ExecutorActor, raise_open_files_limit
 from ..messages import NetworkConnection
-from ..policy.knobs import PolicyDefaults
-from ..policy.presets import DEFAULT_PRESETS, PresetTable
-from ..sandbox.actor import ProviderActor
-from ..sandbox.private_tmp import host_temp
+from ..policy import DEFAULT_PRESETS, PolicyDefaults, PresetTable
+from ..sandbox import ProviderActor, host_temp
 from ..sessionlog import (
     BUILTIN_EVENTS,
     SessionLogActor,
@@ -43,9 +39,7 @@ from ..sessionlog import (
     build_store,
     store_files,
 )
-from ..tools.bash import BashTool
-from ..tools.events import TOOL_EVENTS, NetworkConnected
-from ..tools.fs_tool import FsTool
+from ..tools import TOOL_EVENTS, BashTool, FsTool, NetworkConnected
 from .harness import Harness
 
 ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Composition | None

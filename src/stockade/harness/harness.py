@@ -13,19 +13,15 @@ from typing import Any
 import attrs
 
 from .. import tools
-from ..approval.actor import ApprovalClient
+from ..approval import ApprovalClient
 from ..config import Composition
 from ..errors import ConfigError
-from ..executor.actor import ExecutorClient
-from ..policy.knobs import PolicyDefaults
-from ..policy.presets import PresetTable
-from ..sandbox.actor import ProviderClient
-from ..sandbox.tool_caches import CacheSetting
+from ..executor import ExecutorClient
+from ..policy import PolicyDefaults, PresetTable
+from ..sandbox import CacheSetting, ProviderClient
 from ..sessionlog import SessionLogClient, check_store_files
-from ..tools.bash import BashTool
-from ..tools.fs_tool import FsTool, PinnedRoots, fs_schemas
-from ..trust import broad_root_refusal, check_extra_roots, check_trusted, host_temp_roots
-from ..trust.secrets import DenyRead
+from ..tools import BashTool, FsTool, PinnedRoots, fs_schemas
+from ..trust import DenyRead, broad_root_refusal, check_extra_roots, check_trusted, host_temp_roots
 from ..vocab import ExecutionPolicy
 from .agent import AgentSession
 from .session import Session, SessionNotFound, check_workspace_root

@@ -23,23 +23,28 @@ from ..errors import ConfigError, InvalidPolicy, StockadeError
 from ..errors import SessionExists as SessionExists
 from ..errors import SessionNotFound as SessionNotFound
 from ..events import EventView, SessionEvent, SessionHeader, append_decided
-from ..policy.context import POLICY_SOURCE, PolicyContext, policy_context_update
-from ..policy.knobs import (
+from ..policy import (
+    DEFAULT_PRESETS,
+    POLICY_SOURCE,
     ApprovalPolicySet,
     KnobState,
     NetworkSet,
+    PolicyContext,
     PolicyDefaults,
+    PresetTable,
     SandboxModeSet,
     check_events_available,
+    current_preset,
     inherited_overrides,
     knob_state,
+    policy_context_update,
     resolve_execution_policy,
+    select_preset,
     set_approval_policy,
     set_network,
     set_sandbox_mode,
 )
-from ..policy.presets import DEFAULT_PRESETS, PresetTable, current_preset, select_preset
-from ..sandbox.private_tmp import PrivateTmp, default_parent, make_private_tmp, remove_private_tmp
+from ..sandbox import PrivateTmp, default_parent, make_private_tmp, remove_private_tmp
 from ..sessionlog import SessionLogClient, check_session_id
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 

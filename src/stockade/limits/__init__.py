@@ -6,10 +6,13 @@ no I/O but /proc/meminfo's MemTotal.
 
 from __future__ import annotations
 
-from ..lazy import lazy_exports
+from ..lazy import surface
 
 TYPE_CHECKING = False  # `stockade exec` reads the values' syntax only: nothing else loads
 if TYPE_CHECKING:
+    from . import cgroups as cgroups
+    from ._exec_rlimits import exec_rlimits as exec_rlimits
+    from ._exec_rlimits import with_rlimits as with_rlimits
     from ._outcome import HOST_OOM_NOTE as HOST_OOM_NOTE
     from ._outcome import Cause as Cause
     from ._outcome import LimitHit as LimitHit
@@ -38,69 +41,6 @@ if TYPE_CHECKING:
     from ._values import parse_assignment as parse_assignment
     from ._values import parse_value as parse_value
 
-# name -> the module of this room that defines it.
-_LAZY = {
-    "HOST_OOM_NOTE": "_outcome",
-    "Cause": "_outcome",
-    "LimitHit": "_outcome",
-    "Outcome": "_outcome",
-    "Usage": "_outcome",
-    "classify_end": "_outcome",
-    "stopped_note": "_outcome",
-    "CPU_CHECK_INTERVAL": "_plan",
-    "Claim": "_plan",
-    "Enforcement": "_plan",
-    "HostLimits": "_plan",
-    "Mechanism": "_plan",
-    "plan": "_plan",
-    "rlimits": "_plan",
-    "AtLimit": "_scope",
-    "Evidence": "_scope",
-    "Scope": "_scope",
-    "reached_at": "_scope",
-    "whose": "_scope",
-    "LIMIT_NAMES": "_spec",
-    "SESSION_LIMIT_NAMES": "_spec",
-    "Limits": "_spec",
-    "SessionLimits": "_spec",
-    "format_value": "_values",
-    "memtotal": "_values",
-    "parse_assignment": "_values",
-    "parse_value": "_values",
-    "cgroups": "",
-    "exec_rlimits": "",
-}
 
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-__all__ = [
-    "CPU_CHECK_INTERVAL",
-    "HOST_OOM_NOTE",
-    "LIMIT_NAMES",
-    "SESSION_LIMIT_NAMES",
-    "AtLimit",
-    "Cause",
-    "Claim",
-    "Enforcement",
-    "Evidence",
-    "HostLimits",
-    "LimitHit",
-    "Limits",
-    "Mechanism",
-    "Outcome",
-    "Scope",
-    "SessionLimits",
-    "Usage",
-    "cgroups",
-    "classify_end",
-    "exec_rlimits",
-    "format_value",
-    "memtotal",
-    "parse_assignment",
-    "parse_value",
-    "plan",
-    "reached_at",
-    "rlimits",
-    "stopped_note",
-    "whose",
-]
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

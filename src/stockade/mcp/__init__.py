@@ -7,6 +7,12 @@ Re-exports only; nothing here imports the MCP SDK (`server.py` does, from the
 
 from __future__ import annotations
 
+from ..lazy import surface
 from ._link import McpAnswerer as McpAnswerer
 
-__all__ = ["McpAnswerer"]
+TYPE_CHECKING = False  # the command's module is loaded when it runs
+if TYPE_CHECKING:
+    from .command import run_mcp as run_mcp
+
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

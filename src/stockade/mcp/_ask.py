@@ -26,10 +26,12 @@ from typing import Any, Final
 
 import attrs
 
-from ..approval import Answer, ApprovalRequest, Decision
-from ..approval.render import (
+from ..approval import (
     JUSTIFICATION_LIMIT,
     LABEL_WIDTH,
+    Answer,
+    ApprovalRequest,
+    Decision,
     escape_warning,
     network_phrase,
     network_rows,

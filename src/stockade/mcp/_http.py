@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
     from mcp.server.auth.settings import AuthSettings
 
-    from ..faces.credentials import Tokens
+    from ..faces import credentials as _credentials
     from .server import Face
 
 
@@ -111,7 +111,7 @@ class BearerTokens:
     principal (`client_id` `token-N`), so the SDK binds a session to the token that
     opened it and answers any other token's request for it as an unknown session."""
 
-    def __init__(self, tokens: Tokens) -> None:
+    def __init__(self, tokens: _credentials.Tokens) -> None:
         self.tokens = tokens
 
     async def verify_token(self, token: str) -> AccessToken | None:

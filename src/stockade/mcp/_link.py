@@ -31,7 +31,7 @@ import trio
 
 from ..approval import Answer, ApprovalRequest, Decision
 from ..harness import AgentSession
-from ..tools.result import ToolResult
+from ..tools import ToolResult
 from . import _ask
 from ._tools import fingerprint
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ..tools.result import ToolResult
+from ..tools import ToolResult
 
 # Per tool: MCP ToolAnnotations (wire names). A tool the harness adds later and this
 # table does not know gets no annotations (clients then assume the worst).

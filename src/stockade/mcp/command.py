@@ -157,9 +157,9 @@ async def serve(composition: Any, settings: McpSettings) -> int:
     # withheld from every command's environment whatever the policy says.
     made_token = None
     if settings.http is not None and not settings.tokens:
-        from ..faces.credentials import new_token
+        from ..faces import credentials
 
-        made_token = new_token()
+        made_token = credentials.new_token()
     withhold = (*settings.tokens, *([made_token] if made_token else []))
     # A token file kept elsewhere is deny_read's `mcp-token`: no confined command reads it
     # (a generated one lies in the state directory, hidden as `state`).

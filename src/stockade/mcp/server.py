@@ -28,8 +28,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from ..approval import Answer, Decision
 from ..harness import AgentSession, Harness
-from ..policy.context import desired_policy_context
-from ..tools.result import ToolResult
+from ..policy import desired_policy_context
+from ..tools import ToolResult
 from . import _ask, _tools
 from ._link import ASK_KEY, PARKED_TTL, Ask, CallRegistry, Link, LinkClosed, Unbound, open_link
 

@@ -7,14 +7,18 @@ This is the room's public surface. Names load on first use, so importing the pac
 
 from __future__ import annotations
 
-from ..lazy import lazy_exports
+from ..lazy import surface
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .bridge import PROXY_PORT as PROXY_PORT
+    from .bridge import names_loopback as names_loopback
+    from .bridge import proxy_environment as proxy_environment
     from .proxy import ConnectionBudget as ConnectionBudget
     from .proxy import Endpoint as Endpoint
     from .proxy import NetworkProxy as NetworkProxy
     from .proxy import open_proxy as open_proxy
+    from .rules import ACCEPTED as ACCEPTED
     from .rules import Decision as Decision
     from .rules import Entry as Entry
     from .rules import HostError as HostError
@@ -24,34 +28,6 @@ if TYPE_CHECKING:
     from .rules import normalise_host as normalise_host
     from .rules import parse_entry as parse_entry
 
-_LAZY = {
-    "ConnectionBudget": "proxy",
-    "Endpoint": "proxy",
-    "NetworkProxy": "proxy",
-    "open_proxy": "proxy",
-    "Decision": "rules",
-    "Entry": "rules",
-    "HostError": "rules",
-    "RuleError": "rules",
-    "Rules": "rules",
-    "Verdict": "rules",
-    "normalise_host": "rules",
-    "parse_entry": "rules",
-}
 
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-__all__ = [
-    "ConnectionBudget",
-    "Decision",
-    "Endpoint",
-    "Entry",
-    "HostError",
-    "NetworkProxy",
-    "RuleError",
-    "Rules",
-    "Verdict",
-    "normalise_host",
-    "open_proxy",
-    "parse_entry",
-]
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

@@ -1,6 +1,8 @@
 """Pure policy: the three knob kits, presets and the policy-context message (no trio here)."""
 
 from ..events import SessionEvent
+from ..lazy import surface
+from . import knobs as knobs
 from .context import POLICY_SOURCE as POLICY_SOURCE
 from .context import PolicyContext as PolicyContext
 from .context import desired_policy_context as desired_policy_context
@@ -13,6 +15,7 @@ from .knobs import NetworkSet as NetworkSet
 from .knobs import PolicyDefaults as PolicyDefaults
 from .knobs import SandboxModeSet as SandboxModeSet
 from .knobs import SandboxNotMounted as SandboxNotMounted
+from .knobs import check_events_available as check_events_available
 from .knobs import effective_approval_policy as effective_approval_policy
 from .knobs import effective_network as effective_network
 from .knobs import effective_sandbox_mode as effective_sandbox_mode
@@ -23,6 +26,7 @@ from .knobs import resolve_workspace_root as resolve_workspace_root
 from .knobs import set_approval_policy as set_approval_policy
 from .knobs import set_network as set_network
 from .knobs import set_sandbox_mode as set_sandbox_mode
+from .knobs import unconfined_reason as unconfined_reason
 from .presets import CUSTOM as CUSTOM
 from .presets import DEFAULT_PRESETS as DEFAULT_PRESETS
 from .presets import Preset as Preset
@@ -43,38 +47,7 @@ POLICY_EVENTS: tuple[type[SessionEvent], ...] = (
     PolicyContext,
 )
 
-__all__ = [
-    "CUSTOM",
-    "DEFAULT_PRESETS",
-    "POLICY_EVENTS",
-    "POLICY_SOURCE",
-    "ApprovalPolicySet",
-    "KnobState",
-    "NetworkSet",
-    "PolicyContext",
-    "PolicyDefaults",
-    "Preset",
-    "PresetSelected",
-    "PresetTable",
-    "SandboxModeSet",
-    "SandboxNotMounted",
-    "UnknownPreset",
-    "check_preset_requirements",
-    "current_preset",
-    "desired_policy_context",
-    "effective_approval_policy",
-    "effective_network",
-    "effective_sandbox_mode",
-    "inherited_overrides",
-    "knob_state",
-    "last_policy_context",
-    "policy_context_update",
-    "preset_selection",
-    "render_policy_context",
-    "resolve_execution_policy",
-    "resolve_workspace_root",
-    "select_preset",
-    "set_approval_policy",
-    "set_network",
-    "set_sandbox_mode",
-]
+TYPE_CHECKING = False
+
+if not TYPE_CHECKING:  # `__all__` is read from the imports above (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

@@ -9,7 +9,7 @@ attrs or msgspec.
 
 from __future__ import annotations
 
-from ..lazy import lazy_exports
+from ..lazy import surface
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .actor import ProviderClient as ProviderClient
     from .actor import Selector as Selector
     from .actor import open_provider as open_provider
-    from .backends.bwrap import has_filter_stage as has_filter_stage
+    from .backends import has_filter_stage as has_filter_stage
     from .config import BACKEND_CHOICES as BACKEND_CHOICES
     from .config import ProviderConfig as ProviderConfig
     from .config import trusted_provider as trusted_provider
@@ -46,82 +46,8 @@ if TYPE_CHECKING:
     from .private_tmp import host_temp as host_temp
     from .private_tmp import make_private_tmp as make_private_tmp
     from .private_tmp import remove_private_tmp as remove_private_tmp
-
-# name -> the module of this room that defines it.
-_LAZY = {
-    "Call": "_confine",
-    "Confined": "_confine",
-    "GuardRules": "_confine",
-    "Runner": "_confine",
-    "confine": "_confine",
-    "guard_rules": "_confine",
-    "judge": "_confine",
-    "placeholder_attempts": "_confine",
-    "remembered_runner": "_confine",
-    "runner_identity": "_confine",
-    "Selection": "_chain",
-    "filter_launcher": "_probe",
-    "has_filter_stage": "backends.bwrap",
-    "render_selection": "_report",
-    "render_trust": "_report",
-    "select_backend": "_select",
-    "trust_checks": "_trustcheck",
-    "ProviderActor": "actor",
-    "ProviderClient": "actor",
-    "Selector": "actor",
-    "open_provider": "actor",
-    "BACKEND_CHOICES": "config",
-    "ProviderConfig": "config",
-    "trusted_provider": "config",
-    "PrivateTmp": "private_tmp",
-    "default_parent": "private_tmp",
-    "host_temp": "private_tmp",
-    "make_private_tmp": "private_tmp",
-    "remove_private_tmp": "private_tmp",
-    # A public module of its own (standard library only: exec holds placeholders too).
-    "placeholders": "",
-    "tool_caches": "",
-    "agents": "",
-    # The backends, one module each, and the chain (standard library only).
-    "backends": "",
-}
+    from .tool_caches import CacheSetting as CacheSetting
 
 
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-
-__all__ = [
-    "BACKEND_CHOICES",
-    "Call",
-    "Confined",
-    "GuardRules",
-    "PrivateTmp",
-    "ProviderActor",
-    "ProviderClient",
-    "ProviderConfig",
-    "Runner",
-    "Selection",
-    "Selector",
-    "agents",
-    "backends",
-    "confine",
-    "default_parent",
-    "filter_launcher",
-    "guard_rules",
-    "has_filter_stage",
-    "host_temp",
-    "judge",
-    "make_private_tmp",
-    "open_provider",
-    "placeholder_attempts",
-    "placeholders",
-    "remembered_runner",
-    "remove_private_tmp",
-    "render_selection",
-    "render_trust",
-    "runner_identity",
-    "select_backend",
-    "tool_caches",
-    "trust_checks",
-    "trusted_provider",
-]
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from types import TracebackType
 
-    from ..trust import PathFacts, Protection
-    from ..trust.secrets import DenyRead, Hidden
+    from ..trust import DenyRead, Hidden, PathFacts, Protection
     from ._guard import Guard
     from ._guard_memo import GuardMemo
     from ._probe import Verdict
@@ -243,7 +242,7 @@ def guard_rules(
 
 
 def _deny_read(config: object | None) -> DenyRead:
-    from ..trust.secrets import deny_read_for
+    from ..trust import deny_read_for
 
     return deny_read_for(config)
 
@@ -525,7 +524,7 @@ def confine(
     if unreadable is not None and agent_sockets:
         # A granted socket in a key directory hidden entry by entry stays in sight (the
         # gpg-agent's restricted one: bound over the full one, it is reached by both).
-        from ..trust.secrets import Hidden
+        from ..trust import Hidden
 
         sources = {host for host, _ in agent_sockets}
         unreadable = Hidden(

@@ -31,8 +31,7 @@ from ._dispatch import confined_argv, hides_sockets
 from .backends import named
 
 if TYPE_CHECKING:
-    from ..trust import Protection
-    from ..trust.secrets import Hidden
+    from ..trust import Hidden, Protection
     from .backends import Backend as BackendModule
 
 

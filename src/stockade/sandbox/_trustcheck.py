@@ -15,8 +15,7 @@ from ..trust import (
     is_under,
 )
 from ._probe import launcher_path
-from .backends import cache_file
-from .backends.bwrap import BWRAP_LOCATIONS, bwrap_candidates, runner_problem
+from .backends import BWRAP_LOCATIONS, bwrap_candidates, cache_file, runner_problem
 
 
 def _inside(path: str, roots: Sequence[str]) -> str | None:

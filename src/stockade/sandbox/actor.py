@@ -16,8 +16,7 @@ import attrs
 import msgspec
 import trio
 
-from ..actors.lifetime import running
-from ..actors.mailbox import (
+from ..actors import (
     Envelope,
     Inbox,
     Mailbox,
@@ -25,11 +24,17 @@ from ..actors.mailbox import (
     answer_now,
     open_inbox,
     request,
+    running,
     serve_forever,
 )
 from ..messages import Confine, Describe, ProviderReport, ProviderRequest, Wrapped
-from ..trust import installation_paths, resolve_workspace_root, startup_files
-from ..trust.secrets import DenyRead, deny_read_for
+from ..trust import (
+    DenyRead,
+    deny_read_for,
+    installation_paths,
+    resolve_workspace_root,
+    startup_files,
+)
 from ..vocab import SandboxPolicy
 from . import agents
 from ._chain import Selection

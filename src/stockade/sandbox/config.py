@@ -38,7 +38,7 @@ def _check_signatures(_instance: object, _attribute: object, value: tuple[str, .
 
 
 def _check_deny_read(_instance: object, _attribute: object, value: tuple[str, ...]) -> None:
-    from ..trust.secrets import check_pattern
+    from ..trust import check_pattern
 
     for entry in value:
         problem = check_pattern(entry) if isinstance(entry, str) else "not a string"

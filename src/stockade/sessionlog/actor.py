@@ -26,7 +26,7 @@ import msgspec
 import outcome
 import trio
 
-from ..actors.mailbox import (
+from ..actors import (
     Envelope,
     Inbox,
     Mailbox,
@@ -56,7 +56,7 @@ from ..messages import (
     ReadLog,
     SessionLogRequest,
 )
-from .stores.interface import OpenedLog, SessionStore
+from .stores import OpenedLog, SessionStore
 
 
 class SessionNotOpen(StockadeError):

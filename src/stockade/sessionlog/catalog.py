@@ -17,7 +17,7 @@ import msgspec
 
 from ..errors import ConfigError, StockadeError
 from ..events import SessionEvent, SessionHeader
-from ..policy.knobs import PolicyDefaults, knob_state
+from ..policy import PolicyDefaults, knob_state
 
 
 class CatalogUnreadable(StockadeError):

@@ -12,8 +12,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from ..approval import ApprovalRequest, Decision
-from ..approval.actor import ApprovalClient
+from ..approval import ApprovalClient, ApprovalRequest, Decision
 from ..events import SessionEvent
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..network.rules import ACCEPTED, RuleError, parse_entry
+from ..network import ACCEPTED, RuleError, parse_entry
 from ..vocab import NETWORK_REJECTION_TEXT, WITH_NETWORK, SandboxMode, rejection_text
 
 PAIRED = (

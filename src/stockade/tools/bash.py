@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import attrs
 import msgspec
 
-from ..approval.actor import ApprovalClient
+from ..approval import ApprovalClient
 from ..errors import CommandStartError, SandboxUnavailable, StockadeError
 from ..executor import ExecutorClient, refused_destinations, render_job, render_result
 from ..messages import JobReport, NetworkConnection, ShellResult, ShellSpec

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
-from ..trust.secrets import DenyRead
+from ..trust import DenyRead
 from ..vocab import (
     ExecutionPolicy,
     SandboxMode,

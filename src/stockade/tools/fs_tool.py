@@ -14,8 +14,8 @@ import attrs
 import msgspec
 import trio
 
-from ..approval.actor import ApprovalClient
-from ..trust.secrets import DenyRead
+from ..approval import ApprovalClient
+from ..trust import DenyRead
 from ..vocab import ExecutionPolicy, SandboxMode, allowed_modes
 from . import _escalation as texts
 from . import fs

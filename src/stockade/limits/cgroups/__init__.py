@@ -12,37 +12,27 @@ groups only. Moving ourselves into a leaf would change a cgroup someone else man
 that is for whoever starts stockade. v1 has no such rule.
 """
 
-from ._files import GroupUsage, OwnLimits
-from ._group import Group, safe_name
-from ._host import (
-    CONTROLLERS,
-    CPU,
-    KILL_TIMEOUT,
-    MEMORY,
-    PIDS,
-    REMOVE_TIMEOUT,
-    CgroupError,
-    CgroupHost,
-    Hierarchy,
-    detect,
-)
-from ._tree import CgroupTree, sweep
+from __future__ import annotations
 
-__all__ = [
-    "CONTROLLERS",
-    "CPU",
-    "KILL_TIMEOUT",
-    "MEMORY",
-    "PIDS",
-    "REMOVE_TIMEOUT",
-    "CgroupError",
-    "CgroupHost",
-    "CgroupTree",
-    "Group",
-    "GroupUsage",
-    "Hierarchy",
-    "OwnLimits",
-    "detect",
-    "safe_name",
-    "sweep",
-]
+from ...lazy import surface
+from ._files import GroupUsage as GroupUsage
+from ._files import OwnLimits as OwnLimits
+from ._group import Group as Group
+from ._group import safe_name as safe_name
+from ._host import CONTROLLERS as CONTROLLERS
+from ._host import CPU as CPU
+from ._host import KILL_TIMEOUT as KILL_TIMEOUT
+from ._host import MEMORY as MEMORY
+from ._host import PIDS as PIDS
+from ._host import REMOVE_TIMEOUT as REMOVE_TIMEOUT
+from ._host import CgroupError as CgroupError
+from ._host import CgroupHost as CgroupHost
+from ._host import Hierarchy as Hierarchy
+from ._host import detect as detect
+from ._tree import CgroupTree as CgroupTree
+from ._tree import sweep as sweep
+
+TYPE_CHECKING = False
+
+if not TYPE_CHECKING:  # `__all__` is read from the imports above (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

@@ -18,7 +18,7 @@ loads only the one it runs.
 
 from __future__ import annotations
 
-from ...lazy import lazy_exports
+from ...lazy import surface
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from ._choose import choose as choose
     from ._choose import remembered as remembered
     from ._protocol import Backend as Backend
+    from .bwrap import BWRAP_LOCATIONS as BWRAP_LOCATIONS
+    from .bwrap import bwrap_candidates as bwrap_candidates
+    from .bwrap import has_filter_stage as has_filter_stage
+    from .bwrap import runner_problem as runner_problem
 
     # mypy holds every backend module to the protocol here.
     _MODULES_ARE_BACKENDS: tuple[Backend, ...] = (bwrap, fake, landlock, seatbelt)
@@ -74,19 +78,8 @@ def known(name: str) -> Backend | None:
     return named(name) if name in _MODULES else None
 
 
-# name -> the module of this folder that defines it (loaded on first use).
-_LAZY = {
-    "Backend": "_protocol",
-    "CACHE_ENV_OFF": "_choose",
-    "Chosen": "_choose",
-    "PROBES": "_choose",
-    "RUNNER_LOCATORS": "_choose",
-    "cache_file": "_choose",
-    "cache_problem": "_choose",
-    "choose": "_choose",
-    "remembered": "_choose",
-}
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())
 
 
 def chain_for(platform: str, forced: str | None = None) -> tuple[str, ...]:

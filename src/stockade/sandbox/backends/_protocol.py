@@ -28,8 +28,7 @@ from .._probe import Verdict
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ...messages import TierReport
-    from ...trust import Protection
-    from ...trust.secrets import DenyRead, Hidden
+    from ...trust import DenyRead, Hidden, Protection
 
 
 class Backend(Protocol):

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator, Sequence
 
 from ...modes import Network, SandboxMode, SpawnTrait
-from ...network.bridge import PROXY_PORT
+from ...network import PROXY_PORT
 from ...trust import host_temp_roots
 from .. import _argv, _probe
 from .._argv import (
@@ -49,8 +49,7 @@ if TYPE_CHECKING:
     from typing import Final
 
     from ...messages import TierReport
-    from ...trust import Protection
-    from ...trust.secrets import DenyRead, Hidden
+    from ...trust import DenyRead, Hidden, Protection
 
 NAME: Final = "bwrap"
 TIERS: tuple[str, ...] = ()

@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 
     from ...messages import TierReport
     from ...modes import SpawnTrait
-    from ...trust import Protection
-    from ...trust.secrets import DenyRead, Hidden
+    from ...trust import DenyRead, Hidden, Protection
 
 NAME: Final = "runner-command"
 TIERS: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 
 from ...modes import Enforcement, Network, SandboxMode, SpawnTrait
-from ...network.bridge import PROXY_PORT
+from ...network import PROXY_PORT
 from ...trust import DEFAULT_PROTECTED, is_under
 from .. import _probe
 from .._argv import (
@@ -49,8 +49,7 @@ if TYPE_CHECKING:
     from typing import Final
 
     from ...messages import TierReport
-    from ...trust import Protection
-    from ...trust.secrets import DenyRead, Hidden
+    from ...trust import DenyRead, Hidden, Protection
 
 NAME: Final = "landlock"
 
@@ -213,7 +212,7 @@ def read_grants(
     a writable root stays readable, a gap."""
     if tier != PLAIN:
         return unreadable, None
-    from ...trust.secrets import Hidden
+    from ...trust import Hidden
 
     reads, lists, gaps = deny.complement(unreadable.paths, writable)
     kept = tuple(path for path in unreadable.paths if not any(is_under(path, w) for w in writable))

@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 
     from ...messages import TierReport
     from ...modes import SpawnTrait
-    from ...trust import Protection
-    from ...trust.secrets import DenyRead, Hidden
+    from ...trust import DenyRead, Hidden, Protection
 
 NAME: Final = "seatbelt"
 TIERS: tuple[str, ...] = ()

@@ -10,7 +10,7 @@ exec` asks for the config's answers without loading any store.
 
 from __future__ import annotations
 
-from ...lazy import lazy_exports
+from ...lazy import surface
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from .jsonl import read_log_file as read_log_file
     from .jsonl import resolve_state_dir as resolve_state_dir
     from .jsonl import session_of_file as session_of_file
+    from .jsonl_catalog import JsonlCatalog as JsonlCatalog
+    from .jsonl_catalog import catalog_of as catalog_of
     from .memory import MemoryStore as MemoryStore
     from .postgres import PostgresStore as PostgresStore
     from .postgres import SchemaTooNew as SchemaTooNew
@@ -43,66 +45,5 @@ if TYPE_CHECKING:
     from .postgres import SessionLockLost as SessionLockLost
     from .postgres import StoreUnavailable as StoreUnavailable
 
-# name -> the module beneath this package that defines it ("": a submodule itself).
-_LAZY = {
-    "build_store": "_select",
-    "check_store_files": "_select",
-    "config_credential_files": "_select",
-    "config_protected_paths": "_select",
-    "store_files": "_select",
-    "store_secrets": "_select",
-    "Credentials": "interface",
-    "InvalidSessionId": "interface",
-    "LogHandle": "interface",
-    "OpenedLog": "interface",
-    "SessionLocked": "interface",
-    "SessionStore": "interface",
-    "check_session_id": "interface",
-    "STATE_DIR_ENV": "jsonl",
-    "JsonlStore": "jsonl",
-    "UnreadableLog": "jsonl",
-    "default_state_dir": "jsonl",
-    "directory_store": "jsonl",
-    "names_a_log_file": "jsonl",
-    "read_log_file": "jsonl",
-    "resolve_state_dir": "jsonl",
-    "session_of_file": "jsonl",
-    "MemoryStore": "memory",
-    "PostgresStore": "postgres",
-    "SchemaTooNew": "postgres",
-    "SessionHeldElsewhere": "postgres",
-    "SessionLockLost": "postgres",
-    "StoreUnavailable": "postgres",
-}
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-__all__ = [
-    "STATE_DIR_ENV",
-    "Credentials",
-    "InvalidSessionId",
-    "JsonlStore",
-    "LogHandle",
-    "MemoryStore",
-    "OpenedLog",
-    "PostgresStore",
-    "SchemaTooNew",
-    "SessionHeldElsewhere",
-    "SessionLockLost",
-    "SessionLocked",
-    "SessionStore",
-    "StoreUnavailable",
-    "UnreadableLog",
-    "build_store",
-    "check_session_id",
-    "check_store_files",
-    "config_credential_files",
-    "config_protected_paths",
-    "default_state_dir",
-    "directory_store",
-    "names_a_log_file",
-    "read_log_file",
-    "resolve_state_dir",
-    "session_of_file",
-    "store_files",
-    "store_secrets",
-]
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())

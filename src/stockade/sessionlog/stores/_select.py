@@ -79,7 +79,7 @@ def store_secrets(config: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     whatever variable `dsn: !env VAR` read them from is dropped too). None for jsonl."""
     if config is None or getattr(config, "store", "jsonl") != "postgres" or not config.dsn:
         return (), ()
-    from .postgres.libpq import dsn_credentials
+    from .postgres import dsn_credentials
 
     return dsn_credentials(config.dsn)
 
@@ -112,7 +112,7 @@ def config_credential_files(
     commands beside the harness's store all the same."""
     if config is None or getattr(config, "store", "jsonl") != "postgres" or not config.dsn:
         return ()
-    from .postgres.connections import credential_paths, dsn_parts
+    from .postgres import credential_paths, dsn_parts
 
     dsn: str = config.dsn
     lowered = dsn.lower()

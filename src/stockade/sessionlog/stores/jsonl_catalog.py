@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from ...events import EventRegistry, LogCorrupt, SessionHeader
-from ...policy.knobs import PolicyDefaults
+from ...policy import PolicyDefaults
 from .._builtin import BUILTIN_EVENTS
 from .._scan import scan_log
 from ..catalog import (

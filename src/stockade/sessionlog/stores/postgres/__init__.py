@@ -15,11 +15,12 @@ says why psycopg in worker threads rather than asyncpg through trio-asyncio.
 
 from __future__ import annotations
 
-from ....lazy import lazy_exports
+from ....lazy import surface
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from .connections import StoreUnavailable as StoreUnavailable
+    from .connections import credential_paths as credential_paths
     from .connections import describe_dsn as describe_dsn
     from .connections import dsn_files as dsn_files
     from .connections import dsn_parts as dsn_parts
@@ -34,38 +35,5 @@ if TYPE_CHECKING:
     from .store import PostgresHandle as PostgresHandle
     from .store import PostgresStore as PostgresStore
 
-# name -> the module of this package that defines it.
-_LAZY = {
-    "StoreUnavailable": "connections",
-    "describe_dsn": "connections",
-    "dsn_files": "connections",
-    "dsn_parts": "connections",
-    "LIBPQ_CREDENTIALS": "libpq",
-    "dsn_credentials": "libpq",
-    "SessionHeldElsewhere": "locks",
-    "SessionLockLost": "locks",
-    "lock_key": "locks",
-    "MIGRATIONS": "schema",
-    "SCHEMA_VERSION": "schema",
-    "SchemaTooNew": "schema",
-    "PostgresHandle": "store",
-    "PostgresStore": "store",
-}
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-__all__ = [
-    "LIBPQ_CREDENTIALS",
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
-    "PostgresHandle",
-    "PostgresStore",
-    "SchemaTooNew",
-    "SessionHeldElsewhere",
-    "SessionLockLost",
-    "StoreUnavailable",
-    "describe_dsn",
-    "dsn_credentials",
-    "dsn_files",
-    "dsn_parts",
-    "lock_key",
-]
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())
