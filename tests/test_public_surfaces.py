@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 import stockade
-from stockade.lazy import defined_names, read_table
+from stockade.lazy import defined_names, find_lazy, read_table
 
 SOURCE = pathlib.Path(stockade.__file__).parent
 PACKAGES = sorted(
@@ -142,3 +142,14 @@ def test_importing_the_rooms_imports_none_of_their_modules():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_quick_lookup_agrees_with_the_table(package):
+    """exec's path finds a lazy name with a few searches; read_table reads every line."""
+    text = _path(package).read_text()
+    table = read_table(text)
+    for name, (module, level, lazy) in table.items():
+        found = find_lazy(text, name)
+        assert found in (None, (module, level)) if lazy else found is None, name
+    assert find_lazy(text, "no_such_name") is None

@@ -87,31 +87,58 @@ def defined_names(text: str) -> list[str]:
     return names
 
 
+def find_lazy(text: str, name: str) -> tuple[str, int] | None:
+    """`read_table(text)[name]`'s module and level when one indented line
+    `from <module> import name as name` says it; None when no such line does (then
+    `read_table` decides). A few searches instead of reading every line: this is what
+    `stockade exec` does for each name it asks."""
+    end = text.find(f" import {name} as {name}\n")
+    if end < 0:
+        return None
+    line = text[text.rfind("\n", 0, end) + 1 : end]
+    if not line.startswith("    from "):
+        return None
+    where = line[len("    from ") :]
+    level = len(where) - len(where.lstrip("."))
+    return where[level:], level
+
+
 def surface(package: str, namespace: dict[str, Any]) -> Callable[[str], Any]:
     """The module `__getattr__` of `package`, whose `__init__`'s namespace is
     `namespace`: a lazy name of its table is imported on first use and bound there,
     so each is looked up once; `__all__` is derived from the source the same way."""
-    table: Table = {}
+    texts: list[str] = []
+    tables: list[Table] = []
 
     def source() -> str:
-        data: bytes = namespace["__loader__"].get_data(namespace["__file__"])
-        return data.decode()
+        if not texts:
+            data: bytes = namespace["__loader__"].get_data(namespace["__file__"])
+            texts.append(data.decode())
+        return texts[0]
+
+    def table() -> Table:
+        if not tables:
+            tables.append(read_table(source()))
+        return tables[0]
 
     def __getattr__(name: str) -> Any:
-        if not table:
-            table.update(read_table(source()))
         value: Any
         if name == "__all__":
-            value = sorted({*table, *defined_names(source())})
-        else:
-            module, level, lazy = table.get(name, ("", 0, False))
+            value = sorted({*table(), *defined_names(source())})
+            namespace[name] = value
+            return value
+        found = find_lazy(source(), name)
+        if found is None:
+            module, level, lazy = table().get(name, ("", 0, False))
             if not lazy:
                 raise AttributeError(f"module {package!r} has no attribute {name!r}")
-            base = package.rsplit(".", level - 1)[0] if level > 1 else package
-            where = f"{base}.{module or name}" if level else module
-            # The builtin, not importlib (whose import is half a millisecond of exec).
-            __import__(where)
-            value = getattr(sys.modules[where], name) if module else sys.modules[where]
+        else:
+            module, level = found
+        base = package.rsplit(".", level - 1)[0] if level > 1 else package
+        where = f"{base}.{module or name}" if level else module
+        # The builtin, not importlib (whose import is half a millisecond of exec).
+        __import__(where)
+        value = getattr(sys.modules[where], name) if module else sys.modules[where]
         namespace[name] = value
         return value
 

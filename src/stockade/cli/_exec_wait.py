@@ -5,7 +5,6 @@ ending as an exec would have. Standard library only (exec's fast path).
 from __future__ import annotations
 
 import _signal  # `signal` would import enum, which costs exec's fast path
-import contextlib
 import os
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
@@ -60,8 +59,10 @@ def run_holding(
 
     def pass_on(signum: int, _frame: object) -> None:
         if runner >= 0:
-            with contextlib.suppress(ProcessLookupError):
+            try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
                 _signal.pidfd_send_signal(runner, signum)
+            except ProcessLookupError:
+                pass
 
     handled = (*passed_on, *ignored_here)
     kept_ignored = {s for s in handled if _signal.getsignal(s) == _signal.SIG_IGN}
@@ -125,8 +126,10 @@ def run_holding(
         # tells it, this process ends by that signal.
         signum = -code if code < 0 else code - 128
         # SIGKILL and SIGSTOP cannot be set, and keep their default anyway.
-        with contextlib.suppress(OSError, ValueError):
+        try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
             _signal.signal(signum, _signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (signum,))
         os.kill(os.getpid(), signum)
         raise SystemExit(128 + signum)

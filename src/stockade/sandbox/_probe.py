@@ -5,7 +5,6 @@ them in order, and the verdict cache of `stockade exec`, is backends/_choose.py.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import signal
@@ -82,8 +81,10 @@ def run_probe(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unf
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
             os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         process.wait()
         for pipe in (process.stdout, process.stderr):
             if pipe is not None:

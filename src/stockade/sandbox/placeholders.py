@@ -23,7 +23,6 @@ Standard library only: `stockade exec` holds placeholders too.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
@@ -154,8 +153,10 @@ def _hold_in(parent: int, name: str, directory: bool, path: str) -> int | None:
             os.close(fd)
             return None
         except BaseException:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
                 os.close(fd)
+            except OSError:
+                pass
             raise
     return None
 

@@ -9,7 +9,6 @@ workspace-write grants this directory instead (docs/security.md, "Temp directori
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
@@ -188,10 +187,12 @@ def _unlock(parent_fd: int, name: str) -> None:
     """Every directory under `name` made 0700, top down, so the next rmtree can list
     and empty it; `os.fwalk` walks by descriptor and never follows a link."""
     _chmod_directory(parent_fd, name)
-    with contextlib.suppress(OSError, RecursionError):
+    try:  # contextlib is not imported on exec's fast path
         for _, directories, _, fd in os.fwalk(name, dir_fd=parent_fd, follow_symlinks=False):
             for directory in directories:
                 _chmod_directory(fd, directory)
+    except (OSError, RecursionError):
+        pass
 
 
 def host_temp(allowed: bool) -> tuple[str, ...]:

@@ -4,7 +4,6 @@ metadata wherever git looks, startup files, editor and agent settings. Standard 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from collections import namedtuple
@@ -109,10 +108,12 @@ def startup_files(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, 
     trailing "/" marks a directory), and $XDG_CONFIG_HOME's git and fish."""
     environ = os.environ if environ is None else environ
     homes = [environ.get("HOME", "")]
-    with contextlib.suppress(KeyError, AttributeError):
+    try:  # contextlib is not imported on exec's fast path
         import pwd
 
         homes.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except (KeyError, AttributeError):
+        pass
     found: list[tuple[str, str]] = []
     for home in dict.fromkeys(os.path.realpath(h) for h in homes if os.path.isabs(h)):
         for name in HOME_PROTECTED:
