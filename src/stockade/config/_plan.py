@@ -270,21 +270,23 @@ def plan(
     if confines and provider is not None and provider.tool_caches:
         # A call's environment points these tools' cache variables into the caches.
         executor = executor.caching(provider.tool_cache_tools)
-    if mode is not None:
-        chosen_mode = SandboxMode.parse(mode)
-    elif confines:
-        chosen_mode = executor.default_mode
-    else:
-        # One mode is true without a sandbox; a confining one asked for is refused by
-        # whoever asked (`unconfined_refusal`).
-        chosen_mode = SandboxMode.DANGER_FULL_ACCESS
-    if network is not None:
-        chosen_network = Network.parse(network)
-    elif confines:
-        chosen_network = executor.default_network
-    else:
-        # Nothing cuts an unconfined command's network off: `on` is its one true value.
-        chosen_network = Network.ON
+    # Without a sandbox one mode and one network are true (nothing refuses a file
+    # effect, nothing cuts the network off); one asked for is refused by whoever asked
+    # (`unconfined_refusal`).
+    chosen_mode = (
+        SandboxMode.parse(mode)
+        if mode is not None
+        else executor.default_mode
+        if confines
+        else SandboxMode.DANGER_FULL_ACCESS
+    )
+    chosen_network = (
+        Network.parse(network)
+        if network is not None
+        else executor.default_network
+        if confines
+        else Network.ON
+    )
     return Plan(
         provider=provider,
         executor=executor,
