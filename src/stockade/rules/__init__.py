@@ -1,0 +1,57 @@
+"""Command rules (pure): a rule language over a command's words (forbid, prompt, allow; the
+strictest wins), a tree-sitter parse of a bash script into every simple command it runs,
+and the verdict, where doubt never allows.
+
+This is the room's public surface; names load on first use, and tree-sitter only when a
+script is first judged.
+"""
+
+from __future__ import annotations
+
+from ..lazy import lazy_exports
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._config import rule_from_mapping as rule_from_mapping
+    from ._defaults import DEFAULT_RULES as DEFAULT_RULES
+    from ._file import load_rules_file as load_rules_file
+    from ._file import rules_from_text as rules_from_text
+    from ._judge import JudgedCommand as JudgedCommand
+    from ._judge import Judgement as Judgement
+    from ._judge import RuleRef as RuleRef
+    from ._judge import Uncertainty as Uncertainty
+    from ._parse import MAX_SCRIPT_CHARS as MAX_SCRIPT_CHARS
+    from ._rule import Rule as Rule
+    from ._ruleset import RuleSet as RuleSet
+    from ._ruleset import matches as matches
+    from ._words import Decision as Decision
+    from ._words import Word as Word
+    from ._words import WordPattern as WordPattern
+    from .render import render_forbidden as render_forbidden
+    from .render import render_judgement as render_judgement
+    from .render import render_rules as render_rules
+
+_LAZY = {
+    "rule_from_mapping": "_config",
+    "DEFAULT_RULES": "_defaults",
+    "load_rules_file": "_file",
+    "rules_from_text": "_file",
+    "JudgedCommand": "_judge",
+    "Judgement": "_judge",
+    "RuleRef": "_judge",
+    "Uncertainty": "_judge",
+    "MAX_SCRIPT_CHARS": "_parse",
+    "Rule": "_rule",
+    "RuleSet": "_ruleset",
+    "matches": "_ruleset",
+    "Decision": "_words",
+    "Word": "_words",
+    "WordPattern": "_words",
+    "render_forbidden": "render",
+    "render_judgement": "render",
+    "render_rules": "render",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
+
+__all__ = sorted(_LAZY)

@@ -1,0 +1,231 @@
+"""The decision over a script: every simple command (and every script it carries) matched
+against the rules, the strictest decision kept, and every doubt turned away from allow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import msgspec
+
+from ._parse import BashParser, Doubt, SimpleCommand, brief
+from ._rule import Rule
+from ._unwrap import Unwrapped, View, unwrap
+from ._words import Decision, Match, Word
+
+# How deep `bash -c 'eval "bash -c ..."'` is followed before the script is uncertain.
+MAX_DEPTH: Final = 8
+
+
+class RuleRef(msgspec.Struct, frozen=True):
+    """The rule that decided: its name, decision and reason (what the model and person see)."""
+
+    name: str
+    decision: Decision
+    reason: str
+
+
+class Uncertainty(msgspec.Struct, frozen=True):
+    """Something the judge could not decide exactly, and why; never allowed."""
+
+    reason: str
+    text: str = ""  # the part of the script it is about
+    origin: str = ""  # where that part sits ("in $(...)", "bash -c")
+    rule: str | None = None  # the rule that may apply, when one may
+
+
+class JudgedCommand(msgspec.Struct, frozen=True):
+    """One simple command as parsed: its words (an unknown word as written), what it runs
+    once unwrapped (`env A=1 git push` runs `git push`), where it sits, and its decision."""
+
+    words: tuple[str, ...]
+    runs: tuple[str, ...]
+    origin: str
+    text: str
+    decision: Decision | None = None
+    rule: str | None = None
+    matched: tuple[str, ...] = ()  # every rule that certainly matched
+    carrier: bool = False  # it only runs the scripts it carries, judged on their own
+
+
+class Judgement(msgspec.Struct, frozen=True):
+    """A script's verdict. `decision`: FORBID when a forbid rule certainly matches a command;
+    else PROMPT when a prompt rule does, or a forbid or prompt rule may (`uncertain` says
+    why); else ALLOW when an allow rule certainly matches every command and nothing is
+    uncertain; else None (no rule decides: the plain mode rules apply)."""
+
+    decision: Decision | None
+    rule: RuleRef | None
+    commands: tuple[JudgedCommand, ...]
+    uncertain: tuple[Uncertainty, ...] = ()
+
+    @property
+    def forbidden(self) -> bool:
+        return self.decision is Decision.FORBID
+
+    @property
+    def must_ask(self) -> bool:
+        return self.decision is Decision.PROMPT
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision is Decision.ALLOW
+
+
+def _ref(rule: Rule) -> RuleRef:
+    return RuleRef(rule.name, rule.decision, rule.reason)
+
+
+class _Work(msgspec.Struct):
+    script: str | None = None
+    words: tuple[Word, ...] = ()
+    origin: str = ""
+    depth: int = 0
+
+
+def judge(
+    rules: Sequence[Rule],
+    parser: BashParser,
+    *,
+    script: str | None = None,
+    words: Sequence[Word] = (),
+) -> Judgement:
+    """Judge a bash script, or one command given as words (an argv)."""
+    strict = any(rule.decision is not Decision.ALLOW for rule in rules)
+    queue = [_Work(script, tuple(words))]
+    commands: list[JudgedCommand] = []
+    doubts: list[Uncertainty] = []
+    forbid: RuleRef | None = None
+    prompt: RuleRef | None = None
+    maybe_strict = False
+    every_allowed = True
+    while queue:
+        work = queue.pop(0)
+        if work.script is None and not work.words:
+            continue
+        if work.depth > MAX_DEPTH:
+            doubts.append(Uncertainty(f"scripts nested deeper than {MAX_DEPTH}", "", work.origin))
+            continue
+        if work.script is not None:
+            parsed = parser.parse(work.script, work.origin)
+            found: Sequence[SimpleCommand] = parsed.commands
+            doubts += [_doubt(d) for d in parsed.doubts]
+        else:
+            found = (SimpleCommand(work.words, " ".join(w.text for w in work.words), work.origin),)
+        for command in found:
+            unwrapped = unwrap(command.words, command.stdin)
+            for reason in unwrapped.doubts:
+                doubts.append(Uncertainty(reason, brief(command.text), command.origin))
+            for carried in unwrapped.carried:
+                if carried.script is None:
+                    reason = f"{carried.origin} of a script not known until run time"
+                    doubts.append(Uncertainty(reason, brief(command.text), command.origin))
+                else:
+                    origin = _join(carried.origin, command.origin)
+                    queue.append(_Work(carried.script, origin=origin, depth=work.depth + 1))
+            for more, how in unwrapped.more:
+                queue.append(_Work(None, more, _join(how, command.origin), work.depth + 1))
+            judged, uncertain = _judge_command(rules, command, unwrapped)
+            commands.append(judged)
+            doubts += uncertain
+            decided = next((r for r in rules if r.name == judged.rule), None)
+            if decided is not None and decided.decision is Decision.FORBID and forbid is None:
+                forbid = _ref(decided)
+            if decided is not None and decided.decision is Decision.PROMPT and prompt is None:
+                prompt = _ref(decided)
+            maybe_strict = maybe_strict or any(
+                u.rule is not None and _decision(rules, u.rule) is not Decision.ALLOW
+                for u in uncertain
+            )
+            if judged.decision is not Decision.ALLOW and not judged.carrier:
+                every_allowed = False
+    opaque = any(u.rule is None for u in doubts)
+    decision: Decision | None
+    rule: RuleRef | None = None
+    if forbid is not None:
+        decision, rule = Decision.FORBID, forbid
+    elif prompt is not None:
+        decision, rule = Decision.PROMPT, prompt
+    elif maybe_strict or (opaque and strict):
+        decision = Decision.PROMPT
+    elif every_allowed and commands and not doubts:
+        decision = Decision.ALLOW
+        rule = next(
+            (_ref(r) for c in commands for r in rules if r.name == c.rule and not c.carrier), None
+        )
+    else:
+        decision = None
+    return Judgement(decision, rule, tuple(commands), tuple(doubts))
+
+
+def _decision(rules: Sequence[Rule], name: str) -> Decision | None:
+    return next((r.decision for r in rules if r.name == name), None)
+
+
+def _join(inner: str, outer: str) -> str:
+    return f"{inner} < {outer}" if outer else inner
+
+
+def _doubt(doubt: Doubt) -> Uncertainty:
+    return Uncertainty(doubt.reason, doubt.text, doubt.origin)
+
+
+def _judge_command(
+    rules: Sequence[Rule], command: SimpleCommand, unwrapped: Unwrapped
+) -> tuple[JudgedCommand, list[Uncertainty]]:
+    best: Rule | None = None
+    matched: list[str] = []
+    uncertain: list[Uncertainty] = []
+    maybe_seen: set[str] = set()
+    for rule in rules:
+        for view in unwrapped.views:
+            answer = rule.judge(view.words, command.fed_by)
+            if answer is Match.YES and (view.exact or rule.decision is not Decision.ALLOW):
+                if rule.name not in matched:
+                    matched.append(rule.name)
+                if best is None or rule.decision.strictness > best.decision.strictness:
+                    best = rule
+                break
+            if answer is Match.MAYBE and rule.name not in maybe_seen:
+                maybe_seen.add(rule.name)
+                uncertain.append(
+                    Uncertainty(
+                        _why_maybe(rule, view), brief(command.text), command.origin, rule.name
+                    )
+                )
+    # A rule that certainly matched outranks its own doubt on another view.
+    uncertain = [u for u in uncertain if u.rule not in matched]
+    if best is not None:
+        uncertain = [
+            u
+            for u in uncertain
+            if _decision(rules, u.rule or "") is None
+            or _strictness(rules, u.rule or "") > best.decision.strictness
+        ]
+    innermost = unwrapped.views[-1].words
+    judged = JudgedCommand(
+        words=tuple(w.shown for w in command.words),
+        runs=tuple(w.shown for w in innermost),
+        origin=command.origin,
+        text=brief(command.text, 200),
+        decision=best.decision if best is not None else None,
+        rule=best.name if best is not None else None,
+        matched=tuple(matched),
+        carrier=unwrapped.carrier,
+    )
+    return judged, uncertain
+
+
+def _strictness(rules: Sequence[Rule], name: str) -> int:
+    decision = _decision(rules, name)
+    return decision.strictness if decision is not None else -1
+
+
+def _why_maybe(rule: Rule, view: View) -> str:
+    unknown = next((w for w in view.words if not w.known), None)
+    verb = "is not allowed by" if rule.decision is Decision.ALLOW else "may meet"
+    if unknown is not None:
+        return f"it {verb} rule {rule.name!r}: {unknown.text} is known only at run time"
+    lookalike = "a word only looks like the rule's (another case, lookalike letters)"
+    return f"it {verb} rule {rule.name!r}: {lookalike}"

@@ -1,0 +1,492 @@
+"""The parse: a bash script read with tree-sitter's bash grammar into every simple command it
+holds (wherever it sits), each with its words, where it came from and what feeds it.
+
+tree-sitter is imported here only, on the first parse; nothing else in stockade pays for it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from ._words import Word
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+# The longest script judged; a longer one is uncertain as a whole (never allowed).
+MAX_SCRIPT_CHARS: Final = 100_000
+
+
+@attrs.frozen
+class Doubt:
+    """Something in the script that cannot be judged exactly, and why."""
+
+    reason: str
+    text: str  # the part of the script it is about (cut short)
+    origin: str = ""
+
+
+@attrs.frozen
+class Stdin:
+    """Where a command's standard input comes from, when the script says."""
+
+    kind: str  # "pipe", "heredoc", "herestring", "file"
+    body: Word | None = None  # a heredoc's or here-string's text (None for a pipe or file)
+
+
+@attrs.frozen
+class SimpleCommand:
+    """One simple command as written: its words (assignments before it left out), where it
+    sits (`in $(...)`, `in function f`, `bash -c`), and what feeds its standard input."""
+
+    words: tuple[Word, ...]
+    text: str
+    origin: str
+    fed_by: tuple[Word, ...] = ()  # the names of commands piped into it
+    stdin: Stdin | None = None
+    functions: frozenset[str] = frozenset()  # functions the script defines (by name)
+
+
+@attrs.frozen
+class Parsed:
+    commands: tuple[SimpleCommand, ...]
+    doubts: tuple[Doubt, ...]
+
+
+def brief(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class BashParser:
+    """One tree-sitter parser for bash, made on first use and reused by whoever holds it
+    (a RuleSet holds one: no module state)."""
+
+    def __init__(self) -> None:
+        self._parser: Parser | None = None
+
+    def _get(self) -> Parser:
+        if self._parser is None:
+            import tree_sitter
+            import tree_sitter_bash
+
+            self._parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+        return self._parser
+
+    def parse(self, script: str, origin: str = "") -> Parsed:
+        """Every simple command of `script`, and every doubt about it."""
+        if len(script) > MAX_SCRIPT_CHARS:
+            reason = f"the script is longer than {MAX_SCRIPT_CHARS:,} characters"
+            return Parsed((), (Doubt(reason, brief(script), origin),))
+        source = script.encode("utf-8", "surrogateescape")
+        tree = self._get().parse(source)
+        return _Walk(source, origin).run(tree.root_node)
+
+
+# Node types whose every part the walk understands (a command inside any of them is found
+# by the walk, wherever it sits). Any other named node makes the script uncertain.
+_KNOWN: Final = frozenset(
+    {
+        "program", "list", "pipeline", "subshell", "compound_statement", "redirected_statement",
+        "negated_command", "if_statement", "elif_clause", "else_clause", "while_statement",
+        "for_statement", "c_style_for_statement", "do_group", "case_statement", "case_item",
+        "function_definition", "test_command", "declaration_command", "unset_command",
+        "command", "command_name", "variable_assignment", "variable_assignments",
+        "file_redirect", "heredoc_redirect", "herestring_redirect", "heredoc_body",
+        "heredoc_content", "heredoc_start", "heredoc_end", "file_descriptor", "word", "number",
+        "string", "string_content", "raw_string", "ansi_c_string", "translated_string",
+        "concatenation", "simple_expansion", "expansion", "command_substitution",
+        "process_substitution", "arithmetic_expansion", "brace_expression", "variable_name",
+        "special_variable_name", "subscript", "array", "comment", "binary_expression",
+        "unary_expression", "ternary_expression", "parenthesized_expression",
+        "postfix_expression", "test_operator", "extglob_pattern", "regex",
+    }
+)  # fmt: skip
+
+# Containers a command's standard input passes through unchanged, up to a pipeline.
+_STDIN_THROUGH: Final = frozenset(
+    {"subshell", "compound_statement", "list", "negated_command", "redirected_statement",
+     "do_group", "if_statement", "elif_clause", "else_clause", "while_statement",
+     "for_statement", "case_statement", "case_item"}
+)  # fmt: skip
+
+_BRACE_EXPANSION: Final = re.compile(r"\{[^{}\x00]*(,|\.\.)[^{}\x00]*\}")
+
+
+class _Walk:
+    def __init__(self, source: bytes, origin: str) -> None:
+        self.source = source
+        self.origin = origin
+        self.commands: list[SimpleCommand] = []
+        self.doubts: list[Doubt] = []
+        self.functions: set[str] = set()
+
+    def text(self, node: Node) -> str:
+        return self.source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
+
+    def doubt(self, reason: str, node: Node) -> None:
+        self.doubts.append(Doubt(reason, brief(self.text(node)), self._origin(node)))
+
+    def run(self, root: Node) -> Parsed:
+        found: list[Node] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.is_error or node.is_missing:
+                what = "missing " + node.type if node.is_missing else "a syntax error"
+                self.doubt(f"the script does not parse exactly ({what})", node)
+            elif node.is_named and node.type not in _KNOWN:
+                self.doubt(f"a shell construct the judge does not know ({node.type})", node)
+            elif node.type == "command":
+                found.append(node)
+            elif node.type == "function_definition":
+                name = node.child_by_field_name("name")
+                if name is not None:
+                    self.functions.add(self.text(name))
+            stack.extend(reversed(node.children))
+        for node in found:
+            command = self._command(node)
+            if command is not None:
+                self.commands.append(command)
+        functions = frozenset(self.functions)
+        commands = tuple(attrs.evolve(c, functions=functions) for c in self.commands)
+        return Parsed(commands, tuple(self.doubts))
+
+    def _origin(self, node: Node) -> str:
+        steps: list[str] = []
+        parent = node.parent
+        while parent is not None:
+            if parent.type == "command_substitution":
+                steps.append("in `...`" if self.text(parent).startswith("`") else "in $(...)")
+            elif parent.type == "process_substitution":
+                steps.append(f"in {self.text(parent)[:1]}(...)")
+            elif parent.type == "function_definition":
+                name = parent.child_by_field_name("name")
+                steps.append(f"in function {self.text(name) if name is not None else '?'}")
+            elif parent.type == "heredoc_body":
+                steps.append("in a heredoc")
+            parent = parent.parent
+        if self.origin:
+            steps.append(self.origin)
+        return " < ".join(steps)
+
+    def _command(self, node: Node) -> SimpleCommand | None:
+        words: list[Word] = []
+        stdin: Stdin | None = None
+        previous: Node | None = None
+        for child in node.children:
+            if previous is not None:
+                self._check_gap(previous, child, node)
+            previous = child
+            kind = child.type
+            if not child.is_named:
+                if kind == "$" and child.next_sibling is not None:
+                    # `$"..."` (a translated string): tree-sitter splits the `$` off.
+                    nxt = child.next_sibling
+                    if nxt.type == "string" and nxt.start_byte == child.end_byte:
+                        continue
+                self.doubt(f"an unexpected token {kind!r} in a command", child)
+                continue
+            if kind in ("variable_assignment", "comment"):
+                continue  # an assignment's value is walked for substitutions like any node
+            if kind == "command_name":
+                inner = child.named_children
+                if len(inner) != 1:
+                    self.doubt("a command name the judge cannot read", child)
+                    words.append(Word.unknown(self.text(child)))
+                else:
+                    words.append(self.word(inner[0]))
+                continue
+            if kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                stdin = self._redirect(child) or stdin
+                continue
+            words.append(self.word(child))
+        if not words:
+            return None
+        stdin = self._stdin(node) or stdin
+        fed = list(self._fed_by(node)) if stdin is not None and stdin.kind == "pipe" else []
+        # `bash <(curl ...)`: what a `<(...)` argument runs feeds the command too.
+        for child in node.children:
+            if child.type == "process_substitution" and self.text(child).startswith("<"):
+                fed += self._names(child)
+        fed_by = tuple(_base_name(word) for word in fed)
+        return SimpleCommand(tuple(words), self.text(node), self._origin(node), fed_by, stdin)
+
+    def _check_gap(self, before: Node, after: Node, command: Node) -> None:
+        """Between two parts of a command only blanks and line continuations may stand; a
+        continuation with no blank on either side joins two words into one in bash, which
+        tree-sitter reads as two."""
+        gap = self.source[before.end_byte : after.start_byte].decode("utf-8", "surrogateescape")
+        if not gap:
+            return
+        joined = gap.replace("\\\n", "")
+        if joined.strip(" \t") != "":
+            self.doubt("text between words the parser did not account for", command)
+        elif not joined and "\\\n" in gap:
+            self.doubt("a line continuation inside a word", command)
+
+    def _redirect(self, node: Node) -> Stdin | None:
+        if node.type == "heredoc_redirect":
+            return Stdin("heredoc", self._heredoc(node))
+        if node.type == "herestring_redirect":
+            body = node.named_children[-1] if node.named_children else None
+            return Stdin("herestring", self.word(body) if body is not None else None)
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        descriptor = node.child_by_field_name("descriptor")
+        reads = operator in ("<", "<>") and (descriptor is None or self.text(descriptor) == "0")
+        return Stdin("file") if reads else None
+
+    def _heredoc(self, node: Node) -> Word | None:
+        start = next((c for c in node.children if c.type == "heredoc_start"), None)
+        body = next((c for c in node.children if c.type == "heredoc_body"), None)
+        if body is None:
+            return Word.exact("")
+        text = self.text(body)
+        quoted = start is not None and any(q in self.text(start) for q in "'\"\\")
+        # Without quotes, `\$` and friends still change the text; with none of them and no
+        # expansion, the body is as written.
+        plain = not any(c in text for c in "\\$`")
+        if quoted or plain:
+            return Word.exact(_heredoc_text(text, self._heredoc_end(node)), text="<<heredoc")
+        return Word.unknown("<<heredoc")
+
+    def _heredoc_end(self, node: Node) -> str:
+        end = next((c for c in node.children if c.type == "heredoc_end"), None)
+        return self.text(end) if end is not None else ""
+
+    def _stdin(self, node: Node) -> Stdin | None:
+        """A pipe into the command, or a redirect of its statement, seen from the command."""
+        child, parent = node, node.parent
+        while parent is not None:
+            if parent.type == "redirected_statement":
+                for redirect in parent.children_by_field_name("redirect"):
+                    found = self._redirect(redirect)
+                    if found is not None:
+                        return found
+            if parent.type == "pipeline":
+                stages = [c for c in parent.children if c.is_named]
+                if stages and stages[0].id != child.id:
+                    return Stdin("pipe")
+            if parent.type not in _STDIN_THROUGH and parent.type != "pipeline":
+                return None
+            child, parent = parent, parent.parent
+        return None
+
+    def _fed_by(self, node: Node) -> Iterator[Word]:
+        child, parent = node, node.parent
+        while parent is not None and parent.type != "pipeline":
+            child, parent = parent, parent.parent
+        if parent is None:
+            return
+        for stage in parent.children:
+            if stage.id == child.id:
+                return
+            if stage.is_named:
+                yield from self._names(stage)
+
+    def _names(self, node: Node) -> Iterator[Word]:
+        """The command names of every command under `node`."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type == "command":
+                name = current.child_by_field_name("name")
+                if name is not None and name.named_children:
+                    yield self.word(name.named_children[0])
+            stack.extend(current.children)
+
+    # --- words ---------------------------------------------------------------------------
+
+    def word(self, node: Node) -> Word:
+        builder = _WordBuilder()
+        self._parts(node, builder, quoted=False)
+        return builder.build(self.text(node))
+
+    def _parts(self, node: Node, out: _WordBuilder, *, quoted: bool) -> None:
+        kind = node.type
+        text = self.text(node)
+        if kind == "word" or kind == "number":
+            if quoted:
+                out.literal(text, quoted=True)
+            else:
+                _unquoted_word(text, out)
+        elif kind == "raw_string":
+            out.literal(text[1:-1], quoted=True)
+        elif kind in ("string", "translated_string"):
+            position = node.start_byte + (2 if text.startswith('$"') else 1)
+            end = node.end_byte - 1
+            for child in node.children:
+                if child.start_byte < position or child.start_byte >= end:
+                    continue
+                if child.start_byte > position:
+                    gap = self.source[position : child.start_byte].decode(
+                        "utf-8", "surrogateescape"
+                    )
+                    out.literal(_double_quoted(gap), quoted=True)
+                if child.type == "string_content":
+                    out.literal(_double_quoted(self.text(child)), quoted=True)
+                else:
+                    self._parts(child, out, quoted=True)
+                position = child.end_byte
+            if position < end:
+                gap = self.source[position:end].decode("utf-8", "surrogateescape")
+                out.literal(_double_quoted(gap), quoted=True)
+        elif kind == "ansi_c_string":
+            decoded = _ansi_c(text[2:-1])
+            if decoded is None:
+                out.unknown(splat=False)
+            else:
+                out.literal(decoded, quoted=True)
+        elif kind in ("simple_expansion", "expansion"):
+            if text in ("$HOME", "${HOME}") and out.empty:
+                out.home()
+            else:
+                out.unknown(splat=not quoted)
+        elif kind == "command_substitution":
+            out.unknown(splat=not quoted)
+        elif kind in ("process_substitution", "arithmetic_expansion"):
+            out.unknown(splat=False)
+        elif kind == "concatenation":
+            position = node.start_byte
+            for child in node.children:
+                if child.start_byte != position or not child.is_named:
+                    out.unknown(splat=True)  # something tree-sitter did not name: doubt
+                self._parts(child, out, quoted=quoted)
+                position = child.end_byte
+        else:  # a brace expression, an array, anything else: any words at run time
+            out.unknown(splat=True)
+
+
+class _WordBuilder:
+    """Collects a word's parts: literal text (quoted or not), the home directory, unknowns."""
+
+    def __init__(self) -> None:
+        self.value: list[str] = []
+        self.head: str | None = None  # set when the first unknown part arrives
+        self.tail_from = 0  # index in value where the text after the last unknown starts
+        self.unquoted: list[str] = []  # unquoted text, quoted parts as \x00 (brace check)
+        self.splat = False
+        self.has_unknown = False
+        self.glob_at: list[int] = []
+        self.is_home = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.value and not self.has_unknown
+
+    def literal(self, text: str, *, quoted: bool, glob_positions: tuple[int, ...] = ()) -> None:
+        start = sum(len(piece) for piece in self.value)
+        self.glob_at += [start + index for index in glob_positions]
+        self.value.append(text)
+        self.unquoted.append("\x00" if quoted else text)
+
+    def home(self) -> None:
+        self.is_home = True
+        self.literal("~", quoted=True)
+
+    def unknown(self, *, splat: bool) -> None:
+        if self.head is None:
+            self.head = "".join(self.value)
+        self.has_unknown = True
+        self.splat = self.splat or splat
+        self.value.append("")
+        self.tail_from = len(self.value)
+        self.unquoted.append("\x00")
+
+    def build(self, text: str) -> Word:
+        value = "".join(self.value)
+        unquoted = "".join(self.unquoted)
+        splat = self.splat or bool(_BRACE_EXPANSION.search(unquoted))
+        if self.has_unknown:
+            head = self.head or ""
+            tail = "".join(self.value[self.tail_from :])
+            return Word(text, None, head, tail, splat=splat, home=self.is_home)
+        if self.glob_at:
+            head = value[: self.glob_at[0]]
+            tail = value[self.glob_at[-1] + 1 :]
+            return Word(text, value, head, tail, splat=splat, glob=True, home=self.is_home)
+        return Word(text, value, value, value, splat=splat, home=self.is_home)
+
+
+def _base_name(word: Word) -> Word:
+    if word.known and word.value is not None and "/" in word.value:
+        return Word.exact(word.value.rpartition("/")[2], text=word.text)
+    return word
+
+
+def _unquoted_word(text: str, out: _WordBuilder) -> None:
+    """An unquoted word: backslashes quote the next character, `*`/`?`/`[...]` glob, and a
+    leading `~` (or `~user`) is a home directory."""
+    if out.empty and text.startswith("~"):
+        user_end = text.find("/")
+        user = text[1:] if user_end < 0 else text[1:user_end]
+        if "\\" not in user and not any(c in user for c in "*?["):
+            out.is_home = True
+    chars: list[str] = []
+    globs: list[int] = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text):
+            if text[index + 1] != "\n":
+                chars.append(text[index + 1])
+            index += 2
+            continue
+        if char in "*?" or (char == "[" and "]" in text[index + 1 :]):
+            globs.append(len(chars))
+        chars.append(char)
+        index += 1
+    out.literal("".join(chars), quoted=False, glob_positions=tuple(globs))
+    if any(c == "\\" for c in text):
+        # Escaped braces never expand: the brace check reads the escaped text as quoted.
+        out.unquoted[-1] = re.sub(r"\\.", "\x00", text)
+
+
+def _double_quoted(text: str) -> str:
+    """The value of text between double quotes: only `\\$`, `\\``, `\\"`, `\\\\` and a
+    line continuation are escapes there."""
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+_ANSI_SIMPLE: Final = {
+    "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+    "e": "\x1b", "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+_ANSI_ESCAPE: Final = re.compile(
+    r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|(.))", re.S
+)
+
+
+def _ansi_c(body: str) -> str | None:
+    """A `$'...'` string's value, or None for an escape this decoder does not know."""
+    unknown = False
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal unknown
+        hexa, short, long, octal, other = match.groups()
+        if hexa or short or long:
+            code = int(hexa or short or long, 16)
+            if code > 0x10FFFF:
+                unknown = True
+                return ""
+            return chr(code)
+        if octal:
+            return chr(int(octal, 8) & 0xFF)
+        if other in _ANSI_SIMPLE:
+            return _ANSI_SIMPLE[other]
+        unknown = True  # \cX and anything newer
+        return ""
+
+    decoded = _ANSI_ESCAPE.sub(one, body)
+    return None if unknown else decoded
+
+
+def _heredoc_text(body: str, end: str) -> str:
+    """A heredoc body's text without its closing delimiter line."""
+    if end and body.rstrip("\n").endswith(end):
+        body = body.rstrip("\n")[: -len(end)]
+    return body

@@ -1,0 +1,76 @@
+"""One command rule: a prefix of words, conditions on the words after it, the commands that
+may feed it, and the decision; and how it matches one view of a simple command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ._words import Decision, Match, Word, WordPattern
+
+
+def _and(answers: Sequence[Match]) -> Match:
+    if Match.NO in answers:
+        return Match.NO
+    return Match.MAYBE if Match.MAYBE in answers else Match.YES
+
+
+@attrs.frozen
+class Rule:
+    """`prefix` matches the command's first words in order; each pattern of `args` must
+    match some word after the prefix (anywhere: `git push origin -f`); `piped_from`,
+    when given, asks that a command named by one of its patterns feed this one's
+    standard input (an earlier stage of its pipeline, or a `<(...)` argument)."""
+
+    name: str
+    prefix: tuple[WordPattern, ...]
+    decision: Decision
+    reason: str
+    args: tuple[WordPattern, ...] = ()
+    piped_from: tuple[WordPattern, ...] = ()
+    match: tuple[str, ...] = ()  # example scripts that must meet the rule
+    not_match: tuple[str, ...] = ()  # example scripts that must not
+
+    def judge(self, words: Sequence[Word], fed_by: Sequence[Word]) -> Match:
+        """Whether the rule applies to a command with these words, fed by these commands."""
+        answers: list[Match] = []
+        for position, pattern in enumerate(self.prefix):
+            if position >= len(words):
+                return Match.NO
+            word = words[position]
+            if word.splat:
+                # It may become any words: the rest of the prefix and the conditions too.
+                answers.append(Match.MAYBE)
+                return _and(answers) if Match.NO in answers else Match.MAYBE
+            answers.append(pattern.match(word))
+            if answers[-1] is Match.NO:
+                return Match.NO
+        rest = words[len(self.prefix) :]
+        for pattern in self.args:
+            answers.append(_any(pattern, rest))
+            if answers[-1] is Match.NO:
+                return Match.NO
+        if self.piped_from:
+            answers.append(
+                Match.NO if not fed_by else _or([_any(p, fed_by) for p in self.piped_from])
+            )
+        return _and(answers)
+
+    def shown(self) -> str:
+        """The rule's words as a person reads them: `git push [-f, --force*, +*]`."""
+        words = [pattern.shown() for pattern in self.prefix]
+        words += [f"... {pattern.shown()}" for pattern in self.args]
+        fed = " | ".join(pattern.shown() for pattern in self.piped_from)
+        return (f"{fed} | " if fed else "") + " ".join(words)
+
+
+def _or(answers: Sequence[Match]) -> Match:
+    if Match.YES in answers:
+        return Match.YES
+    return Match.MAYBE if Match.MAYBE in answers else Match.NO
+
+
+def _any(pattern: WordPattern, words: Sequence[Word]) -> Match:
+    return _or([pattern.match(word) for word in words])

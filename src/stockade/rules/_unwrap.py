@@ -1,0 +1,336 @@
+"""What a simple command really runs: wrappers (`env`, `nice`, `timeout`, `sudo`, ...)
+unwrapped, a path's base name, git's global options skipped, and the scripts it carries
+(`bash -c`, `eval`, `trap`, a shell fed a heredoc) handed back to be parsed in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import attrs
+
+from ._parse import Stdin
+from ._words import Word
+
+# The interpreters whose `-c` script (or heredoc) is bash, near enough to judge it as bash.
+SHELLS: Final = frozenset({"sh", "bash", "dash", "ksh", "mksh", "zsh", "ash", "busybox-sh"})
+# Shells whose language is not bash: what they are given cannot be judged.
+OTHER_SHELLS: Final = frozenset({"fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh"})
+# Where a path's base name is the command a rule names, for an allow rule too; from any
+# other directory (`./git`) only forbid and prompt rules see the base name.
+SYSTEM_DIRS: Final = frozenset(
+    {"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
+     "/opt/homebrew/bin", "/run/current-system/sw/bin"}
+)  # fmt: skip
+_UNWRAP_DEPTH: Final = 16
+
+
+@attrs.frozen
+class Wrapper:
+    """A command that runs the rest of its words as a command, and its options.
+
+    `transparent`: an allow rule that matches the inner command allows it (the wrapper
+    changes no one's identity or root); `sudo`, `doas`, `chroot` are not."""
+
+    name: str
+    values: frozenset[str] = frozenset()  # options that take a value (`-n 10`, `-n10`, `--x=1`)
+    flags: frozenset[str] = frozenset()  # options that take none (clusters allowed)
+    positional: int = 0  # operands before the command (timeout's DURATION, chroot's NEWROOT)
+    assignments: bool = False  # NAME=VALUE words before the command (env)
+    numeric: bool = False  # `-10` is an option (nice)
+    no_command: frozenset[str] = frozenset()  # options after which nothing is run
+    refused: frozenset[str] = frozenset()  # options that make the command unknowable
+    transparent: bool = True
+
+
+def _w(name: str, values: str = "", flags: str = "", **kwargs: Any) -> Wrapper:
+    return Wrapper(name, frozenset(values.split()), frozenset(flags.split()), **kwargs)
+
+
+WRAPPERS: Final = {
+    w.name: w
+    for w in (
+        _w("env", "-u --unset -C --chdir", "-i --ignore-environment -0 --null -v --debug -",
+           assignments=True, refused=frozenset({"-S", "--split-string"})),
+        _w("nice", "-n --adjustment", numeric=True),
+        _w("timeout", "-s --signal -k --kill-after", "--preserve-status --foreground -v --verbose",
+           positional=1),
+        _w("nohup"),
+        _w("time", "-f --format -o --output",
+           "-p -a -v -q --append --verbose --quiet --portability"),
+        _w("command", "", "-p", no_command=frozenset({"-v", "-V"})),
+        _w("builtin"),
+        _w("exec", "-a", "-c -l"),
+        _w("stdbuf", "-i -o -e --input --output --error"),
+        _w("ionice", "-c --class -n --classdata", "-t --ignore",
+           no_command=frozenset({"-p", "--pid", "-P", "--pgid", "-u", "--uid"})),
+        _w("setsid", "", "-c --ctty -f --fork -w --wait"),
+        _w("xargs",
+           "-I -L -n -P -s -d -E -a --arg-file --delimiter --max-args --max-procs --max-chars "
+           "--max-lines --process-slot-var --replace --eof",
+           "-0 --null -r --no-run-if-empty -t --verbose -p --interactive -x --exit -o "
+           "--open-tty -i -l -e"),
+        _w("sudo",
+           "-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role "
+           "-t --type -T --command-timeout -U --other-user",
+           "-A --askpass -b --background -E --preserve-env -H --set-home -i --login -n "
+           "--non-interactive -P --preserve-groups -S --stdin -s --shell -B --bell -N "
+           "--no-update -R",
+           no_command=frozenset({"-e", "--edit", "-l", "--list", "-v", "--validate", "-k",
+                                 "--reset-timestamp", "-K", "--remove-timestamp", "-V"}),
+           transparent=False),
+        _w("doas", "-u -C", "-n -s -L", transparent=False),
+        _w("chroot", "--userspec --groups", "--skip-chdir", positional=1, transparent=False),
+    )
+}  # fmt: skip
+# GNU xargs' optional-value short options: `-i[R]`, `-l[N]`, `-e[EOF]` never take the next word.
+
+
+@attrs.frozen
+class View:
+    """The words a rule is matched against: the command as written, or as unwrapped.
+    `exact`: an allow rule may match it too (forbid and prompt rules see every view)."""
+
+    words: tuple[Word, ...]
+    exact: bool
+    via: str = ""  # what unwrapping led here ("env", "sudo", "base name", "git options")
+
+
+@attrs.frozen
+class Carried:
+    """A script a command carries, to be parsed and judged in turn; `script` None when it is
+    not known until run time."""
+
+    script: str | None
+    origin: str
+
+
+@attrs.frozen
+class Unwrapped:
+    views: tuple[View, ...]
+    carried: tuple[Carried, ...] = ()
+    more: tuple[tuple[tuple[Word, ...], str], ...] = ()  # further commands (find -exec)
+    doubts: tuple[str, ...] = ()
+    carrier: bool = False  # the command only runs the scripts it carries
+
+
+def name_of(word: Word) -> str | None:
+    """The command a word names: its base name, when the word is known."""
+    if not word.known or word.value is None:
+        return None
+    return word.value.rpartition("/")[2] if "/" in word.value else word.value
+
+
+def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
+    views: list[View] = [View(tuple(words), True)]
+    carried: list[Carried] = []
+    more: list[tuple[tuple[Word, ...], str]] = []
+    doubts: list[str] = []
+    carrier = False
+    current = tuple(words)
+    exact = True
+    for _ in range(_UNWRAP_DEPTH):
+        if not current:
+            break
+        first = current[0]
+        name = name_of(first)
+        if name is None:
+            break
+        if first.value is not None and "/" in first.value:
+            directory = first.value.rpartition("/")[0] or "/"
+            based = (Word.exact(name, text=first.text), *current[1:])
+            views.append(View(based, exact and directory in SYSTEM_DIRS, "base name"))
+        wrapper = WRAPPERS.get(name)
+        if wrapper is not None:
+            inner, problem = _strip(wrapper, current[1:])
+            if problem is not None:
+                doubts.append(f"{name}: {problem}")
+                break
+            if not inner:
+                break
+            if name == "xargs":  # the words it reads are appended, unknown
+                inner = (*inner, Word.unknown("<words read by xargs>"))
+            exact = exact and wrapper.transparent
+            current = inner
+            views.append(View(current, exact, name))
+            continue
+        if name == "git":
+            views.append(View(_git_without_options(current), False, "git options"))
+        elif name in SHELLS:
+            script, problem, reads_stdin = _shell_script(current[1:])
+            if problem is not None:
+                doubts.append(f"{name}: {problem}")
+            elif script is not None:
+                carried.append(Carried(script.value if script.known else None, f"{name} -c"))
+                carrier = True
+            elif reads_stdin and stdin is not None and stdin.kind != "file":
+                carrier = True
+                if stdin.kind == "pipe":
+                    doubts.append(f"{name} reads its script from a pipe: what it runs is unknown")
+                elif stdin.body is not None:
+                    text = stdin.body.value if stdin.body.known else None
+                    carried.append(Carried(text, f"{name} <<{stdin.kind}"))
+        elif name in OTHER_SHELLS and len(current) > 1:
+            doubts.append(f"{name} runs a script in another language than bash")
+        elif name == "eval":
+            arguments = current[1:]
+            known = all(w.known for w in arguments)
+            joined = " ".join(w.value or "" for w in arguments) if known else None
+            carried.append(Carried(joined, "eval"))
+            carrier = True
+        elif name == "trap" and len(current) > 2:
+            action = current[1]
+            if not (action.known and action.value in ("-", "")):
+                carried.append(Carried(action.value if action.known else None, "trap"))
+        elif name in ("source", "."):
+            doubts.append(f"`{name}` runs a file in this shell: its commands are not judged")
+        elif name == "alias" and any(w.value is None or "=" in w.value for w in current[1:]):
+            doubts.append("an alias definition changes what later words mean")
+        elif name == "find":
+            more += _find_exec(current[1:])
+        break
+    else:
+        doubts.append(f"wrappers nested deeper than {_UNWRAP_DEPTH}")
+    return Unwrapped(tuple(views), tuple(carried), tuple(more), tuple(doubts), carrier)
+
+
+def _strip(wrapper: Wrapper, words: Sequence[Word]) -> tuple[tuple[Word, ...], str | None]:
+    """The command after the wrapper's options, operands and assignments; or why not known."""
+    index = 0
+    positional = wrapper.positional
+    while index < len(words):
+        word = words[index]
+        if not word.known or word.value is None:
+            return (), f"the word {word.text} is not known until run time"
+        value = word.value
+        if value == "--":
+            index += 1
+            break
+        if value in wrapper.no_command:
+            return (), None
+        if value in wrapper.refused or value.split("=", 1)[0] in wrapper.refused:
+            return (), f"{value} makes the command unknowable"
+        if (value.startswith("-") and value != "-") or (value == "-" and "-" in wrapper.flags):
+            consumed = _option(wrapper, value, words, index)
+            if consumed is None:
+                return (), f"an option the judge does not know ({value})"
+            index += consumed
+            continue
+        if wrapper.assignments and "=" in value and value.split("=", 1)[0].isidentifier():
+            index += 1
+            continue
+        if positional:
+            positional -= 1
+            index += 1
+            continue
+        break
+    return tuple(words[index:]), None
+
+
+def _option(wrapper: Wrapper, value: str, words: Sequence[Word], index: int) -> int | None:
+    """How many words the option at `index` takes up, or None when it is not known."""
+    if value in wrapper.flags:
+        return 1
+    if value in wrapper.values:
+        return 2 if index + 1 < len(words) else None
+    if value.startswith("--"):
+        name = value.split("=", 1)[0]
+        return 1 if "=" in value and (name in wrapper.values or name in wrapper.flags) else None
+    if wrapper.numeric and value[1:].isdigit():
+        return 1
+    if value[:2] in wrapper.values:
+        return 1  # an attached value: -n10, -oL
+    if wrapper.name == "xargs" and value[:2] in ("-i", "-l", "-e"):
+        return 1
+    if all(f"-{letter}" in wrapper.flags for letter in value[1:]):
+        return 1
+    return None
+
+
+_GIT_VALUES: Final = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
+     "--list-cmds", "--attr-source", "--exec-path"}
+)  # fmt: skip
+_GIT_FLAGS: Final = frozenset(
+    {"-p", "--paginate", "-P", "--no-pager", "--bare", "--no-replace-objects",
+     "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs",
+     "--no-optional-locks", "--no-lazy-fetch", "--no-advice", "--exec-path"}
+)  # fmt: skip
+
+
+def _git_without_options(words: tuple[Word, ...]) -> tuple[Word, ...]:
+    """`git -C dir push -f` as `git push -f`, for forbid and prompt rules: the global options
+    before git's subcommand skipped. An option it does not know leaves an unknown word."""
+    index = 1
+    while index < len(words):
+        word = words[index]
+        value = word.value if word.known else None
+        if value is None:
+            return (words[0], Word.unknown(word.text))
+        if not value.startswith("-"):
+            break
+        name = value.split("=", 1)[0]
+        if name in _GIT_VALUES and "=" not in value and name != "--exec-path":
+            index += 2
+        elif name in _GIT_VALUES or name in _GIT_FLAGS:
+            index += 1
+        else:
+            return (words[0], Word.unknown(word.text))
+    return (words[0], *words[index:])
+
+
+def _shell_script(words: Sequence[Word]) -> tuple[Word | None, str | None, bool]:
+    """A shell's `-c` script word, or a problem, and whether it reads its script from
+    standard input (no `-c`, no script file)."""
+    index = 0
+    command_string = False
+    reads_stdin = False
+    while index < len(words):
+        word = words[index]
+        if not word.known or word.value is None:
+            return None, f"the option or operand {word.text} is not known until run time", False
+        value = word.value
+        if value in ("--", "-"):
+            index += 1
+            break
+        if value.startswith("--"):
+            index += 2 if value in ("--rcfile", "--init-file") else 1
+            continue
+        if value[:1] in "-+" and len(value) > 1:
+            letters = value[1:]
+            command_string = command_string or "c" in letters
+            reads_stdin = reads_stdin or "s" in letters
+            index += 1 + sum(1 for letter in letters if letter in "oO")
+            continue
+        break
+    operands = words[index:]
+    if command_string:
+        if not operands:
+            return None, "-c without a script", False
+        return operands[0], None, False
+    return None, None, reads_stdin or not operands
+
+
+def _find_exec(words: Sequence[Word]) -> list[tuple[tuple[Word, ...], str]]:
+    """The commands of find's `-exec`/`-execdir`/`-ok`/`-okdir`, `{}` as an unknown word."""
+    found: list[tuple[tuple[Word, ...], str]] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word.known and word.value in ("-exec", "-execdir", "-ok", "-okdir"):
+            inner: list[Word] = []
+            index += 1
+            while index < len(words):
+                current = words[index]
+                if current.known and current.value in (";", "+"):
+                    break
+                if current.value is None or "{}" in current.value:
+                    inner.append(Word(current.text, None, splat=current.splat))
+                else:
+                    inner.append(current)
+                index += 1
+            if inner:
+                found.append((tuple(inner), f"find {word.value}"))
+        index += 1
+    return found

@@ -1,0 +1,226 @@
+"""A command's words as the judge knows them (exact, or partly known until run time), the
+three-valued answer a pattern gives, and the word patterns rules are written in.
+"""
+
+from __future__ import annotations
+
+import enum
+import unicodedata
+from typing import Final
+
+import attrs
+
+
+class Decision(enum.StrEnum):
+    """What a rule decides; the strictest of several wins (forbid > prompt > allow)."""
+
+    FORBID = "forbid"
+    PROMPT = "prompt"
+    ALLOW = "allow"
+
+    @property
+    def strictness(self) -> int:
+        return _STRICTNESS[self]
+
+
+_STRICTNESS: Final = {Decision.ALLOW: 0, Decision.PROMPT: 1, Decision.FORBID: 2}
+
+
+class Match(enum.Enum):
+    """A pattern's answer: the word certainly matches, certainly not, or only run time can tell."""
+
+    YES = "yes"
+    NO = "no"
+    MAYBE = "maybe"
+
+
+@attrs.frozen
+class Word:
+    """One word of a simple command.
+
+    `value` is the word after quote removal when the script alone fixes it, else None.
+    `head` and `tail` are what is known of its start and end either way (equal to
+    `value` when known). `splat`: the word may become any number of arbitrary words
+    at run time (an unquoted expansion, a brace expansion). `glob`: an unquoted `*`,
+    `?` or `[...]` that pathname expansion may replace by file names matching it.
+    `home`: the leading `~` stands for the home directory (an unquoted `~`, `$HOME`).
+    """
+
+    text: str  # as written in the script
+    value: str | None
+    head: str = ""
+    tail: str = ""
+    splat: bool = False
+    glob: bool = False
+    home: bool = False
+
+    @classmethod
+    def exact(cls, value: str, *, text: str | None = None, home: bool = False) -> Word:
+        return cls(value if text is None else text, value, value, value, home=home)
+
+    @classmethod
+    def unknown(cls, text: str) -> Word:
+        """A word of which nothing is known (`$X`, a substitution): any words at run time."""
+        return cls(text, None, splat=True)
+
+    @property
+    def known(self) -> bool:
+        """Exactly one word whose value the script fixes."""
+        return self.value is not None and not self.glob and not self.splat
+
+    @property
+    def shown(self) -> str:
+        """The word for a person: its value when known, as written otherwise."""
+        return self.value if self.known and self.value is not None else self.text
+
+
+def skeleton(text: str) -> str:
+    """What a name looks like to a person: compatibility-normalised, case-folded, format
+    characters (zero-width joiners, bidi marks) dropped and common Cyrillic and Greek
+    lookalikes of Latin letters replaced (`git` spelt with a Cyrillic i is `git`)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(
+        _CONFUSABLES.get(char, char) for char in folded if unicodedata.category(char) != "Cf"
+    )
+
+
+# Lowercase lookalikes (after casefold) of Latin letters and of `-`: Cyrillic, Greek, IPA
+# letters and the Unicode dashes, written as escapes so this file shows none of them.
+_CONFUSABLES: Final = dict(
+    zip(
+        "\u0430\u0432\u0441\u0501\u0435\u04bb\u0456\u0458\u043a\u043c\u043d\u043e\u0440\u051b"
+        "\u0455\u0442\u0443\u0445\u0461\u04cf\u03b1\u03b2\u03b5\u03b9\u03ba\u03bd\u03bf\u03c1"
+        "\u03c4\u03c5\u03c7\u0475\u0261\u0131\u2010\u2011\u2012\u2013\u2014\u2212",
+        "abcdehijkmhopqstyxwlabeikvoptuxvgi------",
+        strict=True,
+    )
+)
+
+
+def _compatible_ends(head: str, tail: str, literal_head: str, literal_tail: str) -> bool:
+    """Whether a word known to start with `head` and end with `tail` may be a string that
+    a pattern says starts with `literal_head` and ends with `literal_tail`."""
+    return (head.startswith(literal_head) or literal_head.startswith(head)) and (
+        tail.endswith(literal_tail) or literal_tail.endswith(tail)
+    )
+
+
+@attrs.frozen
+class Alternative:
+    """One spelling a pattern accepts: a literal, a glob (`*` for any run of characters),
+    or a short option that also matches inside a bundle (`-f` in `-rf`)."""
+
+    source: str  # as the rule wrote it
+    literal: str | None  # the exact word, when the spelling has no `*`
+    pieces: tuple[str, ...]  # a glob's literal pieces around its `*`s
+    short_flag: str | None  # the letter of a `-X` spelling
+    home: bool  # starts with `~`: the home directory
+
+    @classmethod
+    def parse(cls, source: str) -> Alternative:
+        """`*` is any run of characters; `\\*` a literal star, `\\\\` a backslash."""
+        pieces: list[str] = []
+        current: list[str] = []
+        escaped = False
+        for char in source:
+            if escaped:
+                current.append(char)
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == "*":
+                pieces.append("".join(current))
+                current = []
+            else:
+                current.append(char)
+        if escaped:
+            current.append("\\")
+        pieces.append("".join(current))
+        literal = pieces[0] if len(pieces) == 1 else None
+        is_flag = literal is not None and len(literal) == 2 and literal[0] == "-"
+        flag = literal[1] if is_flag and literal is not None and literal[1].isalnum() else None
+        return cls(source, literal, tuple(pieces), flag, source.startswith("~"))
+
+    def match(self, word: Word) -> Match:
+        if word.splat:
+            return Match.MAYBE
+        if word.value is not None and not word.glob:
+            if word.home != self.home:
+                return Match.NO
+            return self._match_value(word.value)
+        # Partly known: a glob (pathname expansion) or a quoted expansion.
+        if (
+            word.glob
+            and self.literal is not None
+            and word.value == self.literal
+            and word.home == self.home
+        ):
+            return Match.YES  # the rule names the pattern itself (`rm -rf \*`)
+        if self.short_flag is not None:
+            if word.head and (not word.head.startswith("-") or word.head.startswith("--")):
+                return Match.NO
+            return Match.MAYBE
+        first, last = self.pieces[0], self.pieces[-1]
+        return Match.MAYBE if _compatible_ends(word.head, word.tail, first, last) else Match.NO
+
+    def _match_value(self, value: str) -> Match:
+        if self.short_flag is not None:
+            if value == self.literal:
+                return Match.YES
+            if len(value) > 2 and value[0] == "-" and value[1] != "-" and value[1:].isalnum():
+                return Match.YES if self.short_flag in value[1:] else Match.NO
+            return _lookalike(value, self.source)
+        if self.literal is not None:
+            return Match.YES if value == self.literal else _lookalike(value, self.literal)
+        return Match.YES if _glob_match(self.pieces, value) else Match.NO
+
+
+def _lookalike(value: str, literal: str) -> Match:
+    """A word that only looks like the literal (another case, a Cyrillic letter, a
+    zero-width joiner) is not the same word, but a person, a case-insensitive file
+    system or a lookalike binary may treat it as one: run time decides."""
+    return Match.MAYBE if value != literal and skeleton(value) == skeleton(literal) else Match.NO
+
+
+def _glob_match(pieces: tuple[str, ...], value: str) -> bool:
+    first, *middle, last = pieces
+    if len(value) < len(first) + len(last) or not value.startswith(first):
+        return False
+    if not value.endswith(last):
+        return False
+    position, end = len(first), len(value) - len(last)
+    for piece in middle:
+        found = value.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
+
+
+@attrs.frozen
+class WordPattern:
+    """A word a rule asks for: any of its alternatives (`[push, fetch]`)."""
+
+    alternatives: tuple[Alternative, ...]
+
+    @classmethod
+    def of(cls, *sources: str) -> WordPattern:
+        return cls(tuple(Alternative.parse(source) for source in sources))
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(alternative.source for alternative in self.alternatives)
+
+    def match(self, word: Word) -> Match:
+        answer = Match.NO
+        for alternative in self.alternatives:
+            found = alternative.match(word)
+            if found is Match.YES:
+                return Match.YES
+            if found is Match.MAYBE:
+                answer = Match.MAYBE
+        return answer
+
+    def shown(self) -> str:
+        sources = self.sources
+        return sources[0] if len(sources) == 1 else "[" + ", ".join(sources) + "]"
