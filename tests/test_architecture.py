@@ -93,6 +93,22 @@ NEVER = {
         }
         | FACES
     ),
+    # command rules are pure judgement over words: no actor, no face, no configuration
+    # room (config will read rules, not the other way round)
+    "rules": frozenset(
+        {
+            "actors",
+            "sandbox",
+            "executor",
+            "approval",
+            "sessionlog",
+            "tools",
+            "policy",
+            "config",
+            "network",
+        }
+        | FACES
+    ),
     # the trust base stands on the standard library
     "trust": frozenset(
         {"actors", "sandbox", "executor", "approval", "sessionlog", "tools", "policy"} | FACES

@@ -267,10 +267,10 @@ class _Walk:
                     found = self._redirect(redirect)
                     if found is not None:
                         return found
-            if parent.type == "pipeline":
-                stages = [c for c in parent.children if c.is_named]
-                if stages and stages[0].id != child.id:
-                    return Stdin("pipe")
+            if parent.type == "pipeline" and any(
+                c.type in ("|", "|&") and c.end_byte <= child.start_byte for c in parent.children
+            ):
+                return Stdin("pipe")
             if parent.type not in _STDIN_THROUGH and parent.type != "pipeline":
                 return None
             child, parent = parent, parent.parent
@@ -282,6 +282,12 @@ class _Walk:
             child, parent = parent, parent.parent
         if parent is None:
             return
+        owner = parent.parent
+        if owner is not None and owner.type == "heredoc_redirect" and owner.parent is not None:
+            # `cat <<EOF | sh`: tree-sitter hangs the rest of the pipeline on the heredoc.
+            body = owner.parent.child_by_field_name("body")
+            if body is not None:
+                yield from self._names(body)
         for stage in parent.children:
             if stage.id == child.id:
                 return

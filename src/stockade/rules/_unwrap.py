@@ -57,6 +57,7 @@ WRAPPERS: Final = {
         _w("timeout", "-s --signal -k --kill-after", "--preserve-status --foreground -v --verbose",
            positional=1),
         _w("nohup"),
+        _w("coproc"),  # `coproc NAME { ...; }` parses as its own commands: they are judged
         _w("time", "-f --format -o --output",
            "-p -a -v -q --append --verbose --quiet --portability"),
         _w("command", "", "-p", no_command=frozenset({"-v", "-V"})),
@@ -141,6 +142,10 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             directory = first.value.rpartition("/")[0] or "/"
             based = (Word.exact(name, text=first.text), *current[1:])
             views.append(View(based, exact and directory in SYSTEM_DIRS, "base name"))
+        if name == "coproc" and any(w.value in ("{", "(") for w in current[1:3]):
+            # tree-sitter reads `coproc NAME { ...; }` as a command of words: not exact.
+            doubts.append("coproc with a compound command")
+            break
         wrapper = WRAPPERS.get(name)
         if wrapper is not None:
             inner, problem = _strip(wrapper, current[1:])
@@ -289,6 +294,8 @@ def _shell_script(words: Sequence[Word]) -> tuple[Word | None, str | None, bool]
     while index < len(words):
         word = words[index]
         if not word.known or word.value is None:
+            if command_string:
+                break  # the script itself: known or not, the caller says
             return None, f"the option or operand {word.text} is not known until run time", False
         value = word.value
         if value in ("--", "-"):
