@@ -21,7 +21,18 @@ from typing import Any
 
 from ._common import Context, FamilyResult, Scratch, Table, note
 
-FAMILIES = ("spawn", "cli", "stress", "actors", "log", "soak", "mcp", "network", "workflows")
+FAMILIES = (
+    "spawn",
+    "cli",
+    "stress",
+    "actors",
+    "log",
+    "soak",
+    "mcp",
+    "network",
+    "workflows",
+    "rules",
+)
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 

@@ -48,7 +48,6 @@ class SimpleCommand:
     origin: str
     fed_by: tuple[Word, ...] = ()  # the names of commands piped into it
     stdin: Stdin | None = None
-    functions: frozenset[str] = frozenset()  # functions the script defines (by name)
 
 
 @attrs.frozen
@@ -123,7 +122,6 @@ class _Walk:
         self.origin = origin
         self.commands: list[SimpleCommand] = []
         self.doubts: list[Doubt] = []
-        self.functions: set[str] = set()
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
@@ -143,18 +141,12 @@ class _Walk:
                 self.doubt(f"a shell construct the judge does not know ({node.type})", node)
             elif node.type == "command":
                 found.append(node)
-            elif node.type == "function_definition":
-                name = node.child_by_field_name("name")
-                if name is not None:
-                    self.functions.add(self.text(name))
             stack.extend(reversed(node.children))
         for node in found:
             command = self._command(node)
             if command is not None:
                 self.commands.append(command)
-        functions = frozenset(self.functions)
-        commands = tuple(attrs.evolve(c, functions=functions) for c in self.commands)
-        return Parsed(commands, tuple(self.doubts))
+        return Parsed(tuple(self.commands), tuple(self.doubts))
 
     def _origin(self, node: Node) -> str:
         steps: list[str] = []
@@ -427,6 +419,9 @@ def _base_name(word: Word) -> Word:
 def _unquoted_word(text: str, out: _WordBuilder) -> None:
     """An unquoted word: backslashes quote the next character, `*`/`?`/`[...]` glob, and a
     leading `~` (or `~user`) is a home directory."""
+    if not any(c in text for c in "\\*?[~{"):  # the common word: plain text
+        out.literal(text, quoted=False)
+        return
     if out.empty and text.startswith("~"):
         user_end = text.find("/")
         user = text[1:] if user_end < 0 else text[1:user_end]

@@ -179,7 +179,11 @@ def _lookalike(value: str, literal: str) -> Match:
     """A word that only looks like the literal (another case, a Cyrillic letter, a
     zero-width joiner) is not the same word, but a person, a case-insensitive file
     system or a lookalike binary may treat it as one: run time decides."""
-    return Match.MAYBE if value != literal and skeleton(value) == skeleton(literal) else Match.NO
+    if value == literal:
+        return Match.NO  # an exact word was compared before; this is a spelling of its own
+    if value.isascii() and literal.isascii():  # the common case, without unicodedata
+        return Match.MAYBE if value.lower() == literal.lower() else Match.NO
+    return Match.MAYBE if skeleton(value) == skeleton(literal) else Match.NO
 
 
 def _glob_match(pieces: tuple[str, ...], value: str) -> bool:
@@ -202,6 +206,21 @@ class WordPattern:
     """A word a rule asks for: any of its alternatives (`[push, fetch]`)."""
 
     alternatives: tuple[Alternative, ...]
+    # The plain literals (no `*`, no `-X` flag, no `~`), for a known word's fast path.
+    _plain: frozenset[str] = attrs.field(init=False, eq=False, repr=False)
+    _folded: frozenset[str] = attrs.field(init=False, eq=False, repr=False)
+    _only_plain: bool = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        plain = [
+            a.literal
+            for a in self.alternatives
+            if a.literal is not None and a.short_flag is None and not a.home
+        ]
+        object.__setattr__(self, "_plain", frozenset(plain))
+        object.__setattr__(self, "_folded", frozenset(p.lower() for p in plain))
+        only = len(plain) == len(self.alternatives) and all(p.isascii() for p in plain)
+        object.__setattr__(self, "_only_plain", only)
 
     @classmethod
     def of(cls, *sources: str) -> WordPattern:
@@ -212,6 +231,12 @@ class WordPattern:
         return tuple(alternative.source for alternative in self.alternatives)
 
     def match(self, word: Word) -> Match:
+        value = word.value
+        if self._only_plain and value is not None and word.known and not word.home:
+            if value in self._plain:
+                return Match.YES
+            if value.isascii():
+                return Match.MAYBE if value.lower() in self._folded else Match.NO
         answer = Match.NO
         for alternative in self.alternatives:
             found = alternative.match(word)
