@@ -8,9 +8,9 @@ script is first judged.
 
 from __future__ import annotations
 
-from ..lazy import lazy_exports
+from ..lazy import surface
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing itself is not imported where rules are not judged
 if TYPE_CHECKING:
     from ._config import rule_from_mapping as rule_from_mapping
     from ._defaults import DEFAULT_RULES as DEFAULT_RULES
@@ -31,27 +31,5 @@ if TYPE_CHECKING:
     from .render import render_judgement as render_judgement
     from .render import render_rules as render_rules
 
-_LAZY = {
-    "rule_from_mapping": "_config",
-    "DEFAULT_RULES": "_defaults",
-    "load_rules_file": "_file",
-    "rules_from_text": "_file",
-    "JudgedCommand": "_judge",
-    "Judgement": "_judge",
-    "RuleRef": "_judge",
-    "Uncertainty": "_judge",
-    "MAX_SCRIPT_CHARS": "_parse",
-    "Rule": "_rule",
-    "RuleSet": "_ruleset",
-    "matches": "_ruleset",
-    "Decision": "_words",
-    "Word": "_words",
-    "WordPattern": "_words",
-    "render_forbidden": "render",
-    "render_judgement": "render",
-    "render_rules": "render",
-}
-
-__getattr__ = lazy_exports(__name__, _LAZY, globals())
-
-__all__ = sorted(_LAZY)
+if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
+    __getattr__ = surface(__name__, globals())
