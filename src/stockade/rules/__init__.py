@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from ._config import rule_from_mapping as rule_from_mapping
     from ._defaults import DEFAULT_RULES as DEFAULT_RULES
     from ._file import load_rules_file as load_rules_file
+    from ._file import read_rules_file as read_rules_file
+    from ._file import rules_document as rules_document
     from ._file import rules_from_text as rules_from_text
     from ._judge import JudgedCommand as JudgedCommand
     from ._judge import Judgement as Judgement

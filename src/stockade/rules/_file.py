@@ -17,6 +17,13 @@ def load_rules_file(path: str, writable_roots: Sequence[str]) -> RuleSet:
     """The rules of the YAML file `path`: a list of rules, or a mapping `{rules: [...],
     drop: [default names], defaults: true|false}`. Refused (ConfigError) when a confined
     command could have written it, or when it is wrong."""
+    entries, drop, defaults = read_rules_file(path, writable_roots)
+    return RuleSet.from_config(entries, defaults=defaults, drop=drop)
+
+
+def read_rules_file(path: str, writable_roots: Sequence[str]) -> tuple[list[Any], list[str], bool]:
+    """The document of the rules file `path` as (rules, drop, defaults), not yet made
+    into rules (a composition adds its own to them); refused as `load_rules_file` says."""
     from ..trust import check_trusted
 
     problem = check_trusted(path, writable_roots, what="the rules file")
@@ -32,18 +39,31 @@ def load_rules_file(path: str, writable_roots: Sequence[str]) -> RuleSet:
             text = file.read()
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"the rules file {path} cannot be read: {error}") from None
-    return rules_from_text(text, source=path)
+    document = _load_yaml(text, path)
+    try:
+        return rules_document(document)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
 
 
 def rules_from_text(text: str, *, source: str = "<rules>") -> RuleSet:
     """The rules of a YAML document (see `load_rules_file`), without the trust check."""
+    document = _load_yaml(text, source)
+    try:
+        entries, drop, defaults = rules_document(document)
+        return RuleSet.from_config(entries, defaults=defaults, drop=drop)
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
+def _load_yaml(text: str, source: str) -> Any:
     # ruamel's round-trip loader, as the composition is read: it keeps each rule's line.
     # Not through stockade.config, which will read rules itself (no cycle between rooms).
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
-        document = YAML(typ="rt", pure=True).load(text)
+        return YAML(typ="rt", pure=True).load(text)
     except MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -51,17 +71,15 @@ def rules_from_text(text: str, *, source: str = "<rules>") -> RuleSet:
         raise ConfigError(f"{source}{line}: invalid YAML: {what}") from None
     except (YAMLError, RecursionError, TypeError) as error:
         raise ConfigError(f"{source}: invalid YAML: {' '.join(str(error).split())}") from None
-    try:
-        return _from_document(document)
-    except ConfigError as error:
-        raise ConfigError(f"{source}: {error}") from None
 
 
-def _from_document(document: Any) -> RuleSet:
+def rules_document(document: Any) -> tuple[list[Any], list[str], bool]:
+    """A rules document (a list of rules, or `{rules, drop, defaults}`; None: empty) as
+    (rules, drop, defaults), each part's type checked; the rules are made by the caller."""
     if document is None:
-        return RuleSet.from_config([])
+        return [], [], True
     if isinstance(document, list):
-        return RuleSet.from_config(document)
+        return list(document), [], True
     if not isinstance(document, dict):
         raise ConfigError("expected a list of rules or a mapping with 'rules'")
     for key in document:
@@ -76,4 +94,4 @@ def _from_document(document: Any) -> RuleSet:
         raise ConfigError(f"'drop' must be a list of default rule names, got {drop!r}")
     if not isinstance(defaults, bool):
         raise ConfigError(f"'defaults' must be true or false, got {defaults!r}")
-    return RuleSet.from_config(rules, defaults=defaults, drop=drop)
+    return list(rules), [str(name) for name in drop], defaults
