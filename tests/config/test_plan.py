@@ -187,3 +187,62 @@ def test_the_embedded_plan_imports_no_attrs_typing_or_event_loop(tmp_path: Path)
         check=True,
     )
     assert done.stdout == "[]\n", done.stderr
+
+
+RULED = """
+- id: sandbox
+  name: stockade.sandbox.local
+- id: bash
+  name: stockade.bash.sandbox
+  config:
+    rules:
+      drop: [delete-workspace]
+      rules:
+        - name: no-deploy
+          prefix: [make, deploy]
+          decision: forbid
+          reason: deploys go through CI
+          match: ["make deploy"]
+    rules_file: {rules_file}
+"""
+
+
+def test_the_command_rules_are_the_files_then_the_compositions_less_the_dropped(
+    tmp_path, runner_dir
+):
+    rules_file = runner_dir / "rules.yml"  # outside every temp and workspace root
+    rules_file.write_text(
+        "rules:\n"
+        "  - {name: no-npm-publish, prefix: [npm, publish], decision: prompt, reason: r}\n"
+        "drop: [force-push]\n"
+    )
+    rules_file.chmod(0o644)
+    root = tmp_path / "work"
+    root.mkdir()
+    decided = plan(loads_composition(RULED.format(rules_file=rules_file)), cwd=root)
+    names = decided.rules.names()
+    assert "no-deploy" in names and "no-npm-publish" in names
+    assert "delete-workspace" not in names and "force-push" not in names
+    assert names.index("no-npm-publish") < names.index("no-deploy")
+    assert decided.rules.judge("make deploy").forbidden
+
+
+def test_a_rules_file_a_command_could_write_is_refused(tmp_path):
+    root = tmp_path / "work"
+    root.mkdir()
+    rules_file = root / "rules.yml"  # inside the workspace root: a command could write it
+    rules_file.write_text("[]\n")
+    decided = plan(loads_composition(RULED.format(rules_file=rules_file)), cwd=root)
+    with pytest.raises(ConfigError, match="rules file"):
+        decided.rules  # noqa: B018
+
+
+def test_a_wrong_rule_in_the_composition_is_refused_at_load():
+    with pytest.raises(ConfigError, match="no-deploy"):
+        loads_composition(
+            RULED.format(rules_file="/nonexistent").replace('["make deploy"]', '["make test"]')
+        )
+
+
+def test_without_rules_the_defaults_are_in_force():
+    assert "force-push" in plan(None).rules.names()

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..executor import ExecutorConfig
+    from ..rules import RuleSet
     from ..sandbox import CacheSetting, ProviderConfig
     from ..trust import DenyRead
     from ..vocab import ApprovalPolicy, Network, SandboxMode
@@ -94,6 +95,8 @@ class Plan:
         "_executor",
         "_plain",
         "_provider",
+        "_rules",
+        "_rules_source",
         "approval_policy",
         "composed",
         "confines",
@@ -117,6 +120,7 @@ class Plan:
         network: Network,
         approval_policy: ApprovalPolicy,
         unconfined: str | None,
+        rules_source: tuple[Any, str | None] = (None, None),
     ) -> None:
         # The embedded defaults' configs are made when first asked for: `stockade exec`
         # without a composition asks for none (attrs alone is more than its budget).
@@ -126,6 +130,10 @@ class Plan:
         self.mode, self.network, self.approval_policy = mode, network, approval_policy
         self.unconfined = unconfined
         self._deny_read: DenyRead | None = None
+        # The command rules: the executor entry's document and rules file, made into
+        # one set when first asked for (tree-sitter only when a script is judged).
+        self._rules_source = rules_source
+        self._rules: RuleSet | None = None
         # The embedded defaults with nothing added (no store facts, no host secrets):
         # their deny_read, grants and caches are known without making the configs.
         self._plain = not composed and callable(provider)
@@ -146,7 +154,28 @@ class Plan:
         """This plan with `changes` (field names: values) made, e.g. a flag's executor."""
         names = ("provider", "executor", *(name for name in self.__slots__ if name[0] != "_"))
         fields = {name: getattr(self, name) for name in names}
-        return Plan(**{**fields, **changes})
+        return Plan(**{**fields, "rules_source": self._rules_source, **changes})
+
+    @property
+    def rules(self) -> RuleSet:
+        """The command rules in force (docs/rules.md): the rules file's, then the
+        composition's own, the defaults less those dropped; made and checked once.
+        ConfigError: a rules file a confined command could have written, or a wrong rule."""
+        if self._rules is None:
+            from ..rules import RuleSet, read_rules_file, rules_document
+            from ..trust import host_temp_roots
+
+            document, path = self._rules_source
+            entries, drop, defaults = rules_document(document)
+            if path is not None:
+                from_file, file_drop, file_defaults = read_rules_file(
+                    path, (self.root, *host_temp_roots())
+                )
+                entries = [*from_file, *entries]
+                drop = [*file_drop, *drop]
+                defaults = defaults and file_defaults
+            self._rules = RuleSet.from_config(entries, defaults=defaults, drop=drop)
+        return self._rules
 
     @property
     def deny_read(self) -> DenyRead | None:
@@ -298,6 +327,7 @@ def plan(
         network=chosen_network,
         approval_policy=approval,
         unconfined=unconfined,
+        rules_source=_rules_source(executor_entry),
     )
 
 
@@ -365,3 +395,10 @@ def _hiding(
         state=store.protected_paths,
         tokens=(*map(os.path.abspath, unreadable), *store.credential_files),
     )
+
+
+def _rules_source(entry: Any) -> tuple[Any, str | None]:
+    """The executor entry's command rules: (its `rules` document, its `rules_file`);
+    (None, None), the defaults alone, for an entry without them."""
+    config = getattr(entry, "config", None)
+    return getattr(config, "rules", None), getattr(config, "rules_file", None)

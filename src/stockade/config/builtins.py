@@ -247,6 +247,19 @@ def _check_rules(
             raise FieldProblem(attribute.name, str(error)) from None
 
 
+def _check_command_rules(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """The entry's command rules made now (every key, every example checked), so a
+    wrong one is refused at load with its name."""
+    from ..errors import ConfigError as RulesError
+    from ..rules import RuleSet, rules_document
+
+    try:
+        entries, drop, defaults = rules_document(value)
+        RuleSet.from_config(entries, defaults=defaults, drop=drop)
+    except RulesError as error:
+        raise FieldProblem(attribute.name, str(error)) from None
+
+
 def _check_limits(
     _instance: object, attribute: attrs.Attribute[dict[str, Any]], value: dict[str, Any]
 ) -> None:
@@ -307,6 +320,10 @@ class SandboxBashConfig:
     # Each command's limits and each session's (docs/limits.md): NAME: VALUE entries.
     limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
     session_limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
+    # Command rules (docs/rules.md): a list of rules, or {rules, drop, defaults}; and a
+    # rules file whose rules come first (honoured only outside every writable root).
+    rules: Any = attrs.field(default=None, validator=_check_command_rules)
+    rules_file: AbsolutePath | None = None
 
     def executor_config(self) -> ExecutorConfig:
         return _with_limits(self._executor_config(), self.limits, self.session_limits)
@@ -336,6 +353,10 @@ class LocalBashConfig:
     env: EnvConfig = attrs.field(factory=EnvConfig)
     limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
     session_limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
+    # Command rules (docs/rules.md): a list of rules, or {rules, drop, defaults}; and a
+    # rules file whose rules come first (honoured only outside every writable root).
+    rules: Any = attrs.field(default=None, validator=_check_command_rules)
+    rules_file: AbsolutePath | None = None
 
     def executor_config(self) -> ExecutorConfig:
         return _with_limits(self._executor_config(), self.limits, self.session_limits)
