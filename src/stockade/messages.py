@@ -510,6 +510,9 @@ class JobReport(msgspec.Struct, frozen=True):
 
 class Decision(enum.Enum):
     ALLOWED_ONCE = "allowed-once"
+    # A command rule's prompt answered with "allow for this session": this run, and a
+    # session rule (the request's `session_prefix`) for the session's later ones.
+    ALLOWED_FOR_SESSION = "allowed-for-session"
     REJECTED = "rejected"
     CANCELLED = "cancelled"
     UNAVAILABLE = "unavailable"
@@ -523,6 +526,12 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
     stays: `requested_mode` equals `current_mode`); show the person that it is.
     `network_destinations`: with `with_network`, the `host:port` destinations asked
     for (the call keeps network allowlist, these added); empty: network `on`.
+    `rule`, `rule_reason`: a command rule's prompt (docs/rules.md): the person is asked
+    whether the command may run at all, nothing widens (`requested_mode` equals
+    `current_mode`); `session_prefix`: the exact words "allow for this session" would
+    allow for the rest of the session (empty: not offered).
+    `allowed_by_rule`: a command rule allows this escalation; the chain approves it
+    without asking a person, after the reject rules (`stockade.approval`).
     """
 
     session_id: str
@@ -535,6 +544,10 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
     call_id: str | None = None
     with_network: bool = False
     network_destinations: tuple[str, ...] = ()
+    rule: str | None = None
+    rule_reason: str | None = None
+    session_prefix: tuple[str, ...] = ()
+    allowed_by_rule: str | None = None
 
 
 class AskApproval(msgspec.Struct, frozen=True, tag="ask-approval"):

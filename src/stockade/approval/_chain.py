@@ -1,7 +1,8 @@
 """The answerer protocol and the chain that asks them in order.
 
-An answerer decides (`allowed-once`, `rejected`, `cancelled`, `unavailable`) or passes
-(None); nobody deciding means `unavailable`.
+An answerer decides (`allowed-once`, `allowed-for-session`, `rejected`, `cancelled`,
+`unavailable`) or passes (None); nobody deciding means `unavailable`. An escalation a
+command rule allows is approved after the reject rules, before anybody is asked.
 
 The contract (docs/embedding.md, "Answerers"): what an answerer or a callback gives
 back is read by `as_answer` (an `Answer`, a `Decision`, the decision's string value,
@@ -48,7 +49,8 @@ def as_answer(value: Any, name: str) -> Answer | None:
     """What an answerer or callback gave back, as an Answer; None passes.
 
     Accepted: None (pass), an `Answer`, a `Decision`, a decision's string value
-    (`"allowed-once"`, `"rejected"`, `"cancelled"`, `"unavailable"`, exactly), or a
+    (`"allowed-once"`, `"allowed-for-session"`, `"rejected"`, `"cancelled"`,
+    `"unavailable"`, exactly), or a
     bool (True: allowed-once, False: rejected). Anything else raises InvalidDecision.
     """
     if value is None:
@@ -120,15 +122,33 @@ async def ask_chain(answerers: Sequence[Answerer], request: ApprovalRequest) -> 
     `as_answer` refuses, ends the chain with `unavailable` (later answerers are not
     asked: a broken answerer is not a pass). Cancellation still propagates.
     """
+    ruled = rule_allowance(request)
     for answerer in answerers:
+        if ruled is not None and not getattr(answerer, "rejects_only", False):
+            # After the reject rules (the strictest wins), before anybody is asked.
+            return ruled
         name = _name_of(answerer)
         try:
             answer = as_answer(await answerer.answer(request), name)
         except Exception as error:
             return _failed(name, request, error)
         if answer is not None:
+            if answer.decision is Decision.ALLOWED_FOR_SESSION and not request.session_prefix:
+                # Not offered (an escalation, or a prompt over several commands): once.
+                return Answer(Decision.ALLOWED_ONCE, answer.answerer, answer.detail)
             return answer
+    if ruled is not None:
+        return ruled
     return Answer(Decision.UNAVAILABLE, NOBODY, "no answerer could take the request")
+
+
+def rule_allowance(request: ApprovalRequest) -> Answer | None:
+    """A command rule that allows this escalation approves it, naming itself; None when
+    no rule does."""
+    name = request.allowed_by_rule
+    if name is None:
+        return None
+    return Answer(Decision.ALLOWED_ONCE, f"rule:{name}", f"allowed by the command rule {name!r}")
 
 
 def policy_gate(request: ApprovalRequest) -> Answer | None:

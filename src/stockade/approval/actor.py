@@ -67,6 +67,9 @@ class ApprovalActor:
                 call_id=ask.call_id,
                 with_network=ask.with_network,
                 network_destinations=ask.network_destinations,
+                rule=ask.rule,
+                session_prefix=ask.session_prefix,
+                allowed_by_rule=ask.allowed_by_rule,
             ),
         )
         try:

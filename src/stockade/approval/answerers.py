@@ -40,6 +40,8 @@ class RejectRules:
 
     rules: tuple[RejectRule, ...] = ()
     name: str = "reject-rules"
+    # It only ever rejects: a command rule's allowance is given after it (`_chain`).
+    rejects_only: bool = True
 
     async def answer(self, request: ApprovalRequest) -> Answer | None:
         for rule in self.rules:

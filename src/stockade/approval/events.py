@@ -20,6 +20,11 @@ class ApprovalAsked(SessionEvent, kw_only=True, frozen=True, tag="approval/asked
     # With `with_network`: the `host:port` destinations asked for, this call only
     # (empty: network on; the default keeps older logs readable).
     network_destinations: tuple[str, ...] = ()
+    # A command rule's prompt (the rule asked; nothing widens), what "allow for this
+    # session" would allow, and a rule that allows this escalation without asking.
+    rule: str | None = None
+    session_prefix: tuple[str, ...] = ()
+    allowed_by_rule: str | None = None
 
 
 class ApprovalAnswered(SessionEvent, kw_only=True, frozen=True, tag="approval/answered"):

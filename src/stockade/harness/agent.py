@@ -19,7 +19,7 @@ import trio
 from .. import tools
 from ..events import SessionEvent, UnencodableEvent
 from ..messages import JobHandle, JobReport, ShellResult
-from ..policy import PolicyContext
+from ..policy import PolicyContext, SessionRuleAllowed
 from ..tools import FS_TOOLS, PinnedRoots, ToolCalled, ToolResult, ToolResulted
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from .session import Session, check_workspace_root
@@ -131,6 +131,11 @@ class AgentSession:
     async def events(self) -> Sequence[SessionEvent]:
         """The session's events (an immutable view of its log, shared, not copied)."""
         return await self.session.events()
+
+    async def allow_for_session(self, event: SessionRuleAllowed) -> None:
+        """Record a person's "allow for this session" answer to a command rule's prompt
+        in this session's log (its forks inherit it; nothing outlives the session)."""
+        await self.session.append(event)
 
     async def execution_policy(
         self, explicit_mode: SandboxMode | None = None, explicit_network: Network | None = None

@@ -247,7 +247,9 @@ def assemble(
         approval=approval_client,
         defaults=defaults,
         presets=_presets(composition),
-        bash=BashTool(executor=executor_actor.client, approval=approval_client),
+        bash=BashTool(
+            executor=executor_actor.client, approval=approval_client, rules=decided.rules
+        ),
         fs=fs_tool,
         log_paths=store.protected_paths(),
         log_files=store_files(store),

@@ -15,6 +15,7 @@ from .knobs import NetworkSet as NetworkSet
 from .knobs import PolicyDefaults as PolicyDefaults
 from .knobs import SandboxModeSet as SandboxModeSet
 from .knobs import SandboxNotMounted as SandboxNotMounted
+from .knobs import SessionRuleAllowed as SessionRuleAllowed
 from .knobs import check_events_available as check_events_available
 from .knobs import effective_approval_policy as effective_approval_policy
 from .knobs import effective_network as effective_network
@@ -23,6 +24,7 @@ from .knobs import inherited_overrides as inherited_overrides
 from .knobs import knob_state as knob_state
 from .knobs import resolve_execution_policy as resolve_execution_policy
 from .knobs import resolve_workspace_root as resolve_workspace_root
+from .knobs import session_rule_prefixes as session_rule_prefixes
 from .knobs import set_approval_policy as set_approval_policy
 from .knobs import set_network as set_network
 from .knobs import set_sandbox_mode as set_sandbox_mode
@@ -45,6 +47,7 @@ POLICY_EVENTS: tuple[type[SessionEvent], ...] = (
     NetworkSet,
     PresetSelected,
     PolicyContext,
+    SessionRuleAllowed,
 )
 
 TYPE_CHECKING = False

@@ -328,6 +328,29 @@ def resolve_execution_policy(
     )
 
 
+# --- rules/session-allow ------------------------------------------------------------------
+
+
+class SessionRuleAllowed(SessionEvent, kw_only=True, frozen=True, tag="rules/session-allow"):
+    """A person answered a command rule's prompt with "allow for this session": a
+    command whose words begin with `prefix` is allowed without asking for the rest of
+    this session (its forks too); `rule` is the rule that asked, `command` what it
+    asked about. Never written anywhere but this session's log."""
+
+    prefix: tuple[str, ...]
+    rule: str
+    command: str
+
+
+def session_rule_prefixes(events: Sequence[SessionEvent]) -> tuple[tuple[str, ...], ...]:
+    """Every prefix a person allowed for this session, in the order allowed, once each."""
+    seen: dict[tuple[str, ...], None] = {}
+    for event in events:
+        if isinstance(event, SessionRuleAllowed):
+            seen.setdefault(tuple(event.prefix), None)
+    return tuple(seen)
+
+
 def inherited_overrides(events: Sequence[SessionEvent], parent_id: str) -> list[SessionEvent]:
     """The parent's explicit overrides as source-tagged events to seed a child's log.
 
@@ -345,4 +368,11 @@ def inherited_overrides(events: Sequence[SessionEvent], parent_id: str) -> list[
     network = effective_network(events)
     if network is not None:
         seeds.append(NetworkSet(network=network, source=source))
+    for event in events:
+        if isinstance(event, SessionRuleAllowed):
+            seeds.append(
+                SessionRuleAllowed(
+                    prefix=event.prefix, rule=event.rule, command=event.command, source=source
+                )
+            )
     return seeds

@@ -14,6 +14,7 @@ import attrs
 
 from ..approval import ApprovalClient, ApprovalRequest, Decision
 from ..events import SessionEvent
+from ..policy import SessionRuleAllowed
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from .events import ToolResulted
@@ -39,6 +40,8 @@ class ToolSession(Protocol):
 
     async def events(self) -> Sequence[SessionEvent]: ...
 
+    async def allow_for_session(self, event: SessionRuleAllowed) -> None: ...
+
 
 @attrs.frozen(kw_only=True)
 class Escalation:
@@ -59,6 +62,8 @@ class Escalation:
     with_network: bool = False
     current_network: Network = Network.OFF
     network_destinations: tuple[str, ...] = ()
+    # A command rule allows this command's escalation: approved without asking a person.
+    allowed_by_rule: str | None = None
 
 
 def tool_error(call_id: str, name: str, text: str, **facts: Any) -> ToolResult:
@@ -119,10 +124,13 @@ async def request_escalation(
             call_id=ask.call_id,
             with_network=network,
             network_destinations=ask.network_destinations if network else (),
+            allowed_by_rule=ask.allowed_by_rule,
         )
     )
     match answer.decision:
-        case Decision.ALLOWED_ONCE:
+        case Decision.ALLOWED_ONCE | Decision.ALLOWED_FOR_SESSION:
+            # An escalation is never granted beyond this call: "for the session" is a
+            # command rule prompt's answer, and means once here.
             return None, requested
         case Decision.REJECTED:
             session.rejected_this_turn.add(ask.command)

@@ -22,7 +22,12 @@ from ..vocab import WITH_NETWORK, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
 from ._bash_schema import BASH, JOB_OUTPUT, KILL_JOB, escalation_hint, network_escalation_hint
+from ._rule_gate import Gate, judge_call
 from .result import ToolResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..rules import RuleSet
 
 # What `sandbox_permissions` takes: a sandbox mode, or one run with network on. One
 # Literal (msgspec allows one string-like type per union), kept equal to
@@ -52,6 +57,8 @@ class JobArguments(msgspec.Struct, forbid_unknown_fields=True):
 class BashTool:
     executor: ExecutorClient
     approval: ApprovalClient | None = None
+    # The command rules judged on every call before it runs (None: none at all).
+    rules: RuleSet | None = None
 
     @property
     def confines(self) -> bool:
@@ -98,6 +105,19 @@ class BashTool:
             if problem is not None:
                 return _error(call_id, BASH, problem)
         policy = await self._policy(session)
+        gate = Gate()
+        if self.rules is not None:
+            gate = await judge_call(
+                self.rules,
+                args.command,
+                call_id=call_id,
+                tool=BASH,
+                mode=policy.mode,
+                session=session,
+                approval=self.approval,
+            )
+            if gate.refusal is not None:
+                return gate.refusal
         # What an approved escalation granted this one call: a mode's value, or
         # WITH_NETWORK (network on, the mode unchanged; with `destinations`, network
         # allowlist with those added for this call).
@@ -118,6 +138,7 @@ class BashTool:
                     with_network=with_network,
                     current_network=policy.network,
                     network_destinations=destinations,
+                    allowed_by_rule=gate.allowed_by,
                 ),
                 session=session,
                 approval=self.approval,
@@ -172,13 +193,13 @@ class BashTool:
                 facts["granted"] = grant
                 if destinations:
                     facts["granted_destinations"] = list(destinations)
-            return ToolResult(call_id=call_id, name=BASH, text=text, facts=facts)
+            return ToolResult(call_id=call_id, name=BASH, text=text, facts=facts | gate.facts)
         result = await self.executor.run(spec)
         return ToolResult(
             call_id=call_id,
             name=BASH,
             text=self._render(result, grant, destinations),
-            facts=_facts(result, args.command, grant, destinations),
+            facts=_facts(result, args.command, grant, destinations) | gate.facts,
         )
 
     async def _policy(self, session: ToolSession | None) -> ExecutionPolicy:
