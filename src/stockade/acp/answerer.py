@@ -7,7 +7,9 @@ It sits in the ApprovalActor's chain like any answerer (`open_harness(answerers=
 - the client's answer: `allow_once` -> allowed-once, `reject_once` -> rejected,
   `cancelled` -> cancelled, and, where the deployment enables it, `allow_always` ->
   the session is switched (a knob event, through the preset machinery) and this
-  call runs under the new mode;
+  call runs under the new mode; for a command rule's prompt, `allow_always` is
+  "allow for this session" (allowed-for-session: a session rule in the log, never a
+  switch; offered wherever the request says what it would allow);
 - a `session/cancel` for that session -> cancelled;
 - the configured time running out -> unavailable (so is a client that answers
   with an error, or with something that is not an answer).

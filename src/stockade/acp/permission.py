@@ -15,6 +15,19 @@ The options offered, and what each one means:
 |                  |                |                | offered only where the deployment     |
 |                  |                |                | enables it                            |
 
+A command rule's prompt (`request.rule`: docs/rules.md) asks whether a command runs
+at all; nothing widens, so no session switch is offered. Its options:
+
+| option id        | ACP kind       | decision              | effect                         |
+|------------------|----------------|-----------------------|--------------------------------|
+| `allow-once`     | `allow_once`   | `allowed-once`        | this command runs              |
+| `allow-session`  | `allow_always` | `allowed-for-session` | it runs, and later commands    |
+|                  |                |                       | beginning with the words shown |
+|                  |                |                       | run unasked in this session;   |
+|                  |                |                       | offered only where the request |
+|                  |                |                       | has those words                |
+| `reject`         | `reject_once`  | `rejected`            | nothing runs                   |
+
 A `cancelled` outcome is `cancelled`. Anything else the client might send (an
 option that was not offered, a result of the wrong shape) is `unavailable`: the
 person's choice is unknown, and nothing runs.
@@ -34,6 +47,7 @@ from ..approval import ApprovalRequest, Decision, render
 ALLOW_ONCE: Final = "allow-once"
 REJECT: Final = "reject"
 SWITCH_SESSION: Final = "switch-session"
+ALLOW_SESSION: Final = "allow-session"
 
 # The longest title the editor is given; the full command is always in the content.
 TITLE_LIMIT: Final = 120
@@ -51,6 +65,8 @@ class Outcome:
 
 def options(request: ApprovalRequest, *, allow_always: bool) -> list[dict[str, Any]]:
     """The permission options for `request`, in the order an editor shows them."""
+    if request.rule is not None:
+        return rule_options(request)
     if request.with_network:
         allow_name = "Allow once, " + render.network_phrase(request, limit=TITLE_LIMIT)
         switch_name = "Turn network on for this session"
@@ -66,6 +82,18 @@ def options(request: ApprovalRequest, *, allow_always: bool) -> list[dict[str, A
     return offered
 
 
+def rule_options(request: ApprovalRequest) -> list[dict[str, Any]]:
+    """A command rule's options: allow once, allow for this session (where offered:
+    `allow_always`, scoped to the session's log, never stored), reject."""
+    offered = [{"optionId": ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"}]
+    session = render.session_choice(request)
+    if session is not None:
+        name = session[0].upper() + session[1:]
+        offered.append({"optionId": ALLOW_SESSION, "name": name, "kind": "allow_always"})
+    offered.append({"optionId": REJECT, "name": "Reject", "kind": "reject_once"})
+    return offered
+
+
 def _fence(text: str) -> str:
     """A backtick fence longer than any run of backticks in `text`."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
@@ -75,6 +103,8 @@ def _fence(text: str) -> str:
 def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
     """What the person reads: every character of the command, escaped where a
     renderer would hide or act on it (`approval.render`), in a literal block."""
+    if request.rule is not None:
+        return _rule_text(request, cwd)
     command_rows, command = render.render_field("command", request.command)
     why_rows, why = render.render_field(
         "why", request.justification, limit=render.JUSTIFICATION_LIMIT
@@ -104,8 +134,32 @@ def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
     return f"{head}\n\n{fence}text\n{block}\n{fence}\n"
 
 
+def _rule_text(request: ApprovalRequest, cwd: str | None) -> str:
+    """A command rule's question: the command, where it runs, the rule and its reason,
+    the mode that stays, escaped like an escalation's, in a literal block."""
+    command_rows, command = render.render_field("command", request.command)
+    rows = list(command_rows)
+    fields = [("command", command)]
+    if cwd is not None:
+        cwd_rows, cwd_shown = render.render_field("cwd", cwd)
+        rows += cwd_rows
+        fields.append(("cwd", cwd_shown))
+    rule_rows, rule_fields = render.rule_rows(request)
+    rows += rule_rows
+    rows += [
+        w for field, shown in (*fields, *rule_fields) if (w := render.escape_warning(field, shown))
+    ]
+    block = "\n".join(rows)
+    fence = _fence(block)
+    head = "A command rule asks you before this command runs; nothing runs unless you allow it."
+    return f"{head}\n\n{fence}text\n{block}\n{fence}\n"
+
+
 def title(request: ApprovalRequest) -> str:
     """One line naming the command (escaped and shortened: the content has all of it)."""
+    if request.rule is not None:
+        rule = render.one_line(request.rule, limit=TITLE_LIMIT)
+        return f"Run (command rule {rule})? {render.one_line(request.command, limit=TITLE_LIMIT)}"
     what = (
         render.network_phrase(request, limit=TITLE_LIMIT)
         if request.with_network
@@ -137,6 +191,10 @@ def tool_call(
     }
     if request.network_destinations:
         raw["networkDestinations"] = list(request.network_destinations)
+    if request.rule is not None:
+        raw["rule"] = request.rule
+        raw["ruleReason"] = request.rule_reason
+        raw["sessionPrefix"] = list(request.session_prefix)
     call: dict[str, Any] = {
         "toolCallId": tool_call_id,
         "title": title(request),
@@ -192,6 +250,8 @@ def outcome(result: Any, offered: list[dict[str, Any]]) -> Outcome:
         return Outcome(Decision.ALLOWED_ONCE, "allowed once in the editor")
     if chosen == SWITCH_SESSION:
         return Outcome(Decision.ALLOWED_ONCE, "the person switched the session", switch=True)
+    if chosen == ALLOW_SESSION:
+        return Outcome(Decision.ALLOWED_FOR_SESSION, "allowed for this session in the editor")
     return Outcome(Decision.REJECTED, "rejected in the editor")
 
 

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from .render import network_phrase as network_phrase
     from .render import network_rows as network_rows
     from .render import render_field as render_field
+    from .render import rule_heading as rule_heading
+    from .render import rule_rows as rule_rows
+    from .render import session_choice as session_choice
 
 if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
     __getattr__ = surface(__name__, globals())

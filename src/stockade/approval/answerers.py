@@ -60,8 +60,10 @@ class CallbackAnswerer:
     """Any callable `(request) -> decision | None`, sync or async (Trio), as an answerer.
 
     It may return an `Answer`, a `Decision`, a decision's string value
-    (`"allowed-once"`, `"rejected"`, `"cancelled"`, `"unavailable"`), a bool (True:
-    allowed-once, False: rejected), or None to pass to the next answerer. Raising, or
+    (`"allowed-once"`, `"allowed-for-session"`, `"rejected"`, `"cancelled"`,
+    `"unavailable"`), a bool (True: allowed-once, False: rejected), or None to pass to
+    the next answerer (`"allowed-for-session"` counts where a command rule's prompt
+    offered it, and as `allowed-once` elsewhere). Raising, or
     returning anything else, makes the ask `unavailable` (logged; see `_chain`). A sync
     callback runs on the Trio thread: one that blocks (waits for a person) should be
     async, e.g. `await trio.to_thread.run_sync(ask_person, request)`.
@@ -173,9 +175,22 @@ def render_prompt(request: ApprovalRequest, *, typed: bool = False) -> str:
     return render.render_prompt(request, typed=typed)
 
 
+def terminal_decision(request: ApprovalRequest, reply: str) -> Decision:
+    """What a line typed at the prompt decides: `y` allows once; `s` allows for the
+    session where the prompt offered it (a command rule's, `render.session_choice`);
+    anything else rejects."""
+    typed = reply.strip().lower()
+    if typed in (render.ALLOW_KEY, "yes"):
+        return Decision.ALLOWED_ONCE
+    if typed in (render.SESSION_KEY, "session") and render.session_choice(request) is not None:
+        return Decision.ALLOWED_FOR_SESSION
+    return Decision.REJECTED
+
+
 @attrs.frozen
 class TerminalAnswerer:
-    """Shows the request on the controlling terminal and reads y/N; no terminal => unavailable.
+    """Shows the request on the controlling terminal and reads y/N (a command rule's
+    prompt: y/s/N, `s` allowing for the session); no terminal => unavailable.
 
     The command and justification are rendered by `approval.render`: every character
     a terminal would hide or act on is shown escaped.
@@ -222,9 +237,7 @@ class TerminalAnswerer:
             raise
         if not reply:
             return Answer(Decision.CANCELLED, self.name, "the terminal closed")
-        if reply.strip().lower() in ("y", "yes"):
-            return Answer(Decision.ALLOWED_ONCE, self.name)
-        return Answer(Decision.REJECTED, self.name)
+        return Answer(terminal_decision(request, reply), self.name)
 
 
 def scripted(decisions: Iterable[Decision | str]) -> ScriptedAnswerer:

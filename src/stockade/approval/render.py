@@ -19,12 +19,17 @@ through this module (the terminal answerer, `stockade run --ask`, `stockade demo
 - The command is never truncated (every character of it runs). The justification
   (which does not run) is cut after `JUSTIFICATION_LIMIT` characters, saying how
   many more there were.
+- A command rule's prompt (`request.rule` set: docs/rules.md) is its own question:
+  the command, the rule and its reason, that nothing widens, and the choices: allow
+  once, allow for this session (only where `request.session_prefix` says what that
+  would allow: `session_choice`, the exact words every face shows), reject.
 
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 # The escaping is `stockade.shown`'s, the one every face uses for what a person is
@@ -102,9 +107,87 @@ def asking(request: ApprovalRequest, wider: str, *, typed: bool = False) -> str:
     return f"stockade: the agent asks to run a command {wider}, once."
 
 
+def session_words(prefix: Sequence[str]) -> str:
+    """The words "allow for this session" would allow, as one escaped line: each word
+    as the judge resolved it, one space between; a word that is empty or holds
+    whitespace is quoted, so the words a later command must begin with are all seen."""
+    import shlex
+
+    shown = (
+        shlex.quote(word) if not word or any(char.isspace() for char in word) else word
+        for word in prefix
+    )
+    return one_line(" ".join(shown))
+
+
+def session_choice(request: ApprovalRequest) -> str | None:
+    """The "allow for this session" choice in the words every face shows, or None where
+    it is not offered (an escalation, a prompt over several commands, or doubt)."""
+    if request.rule is None or not request.session_prefix:
+        return None
+    return (
+        f"allow `{session_words(request.session_prefix)}` and commands beginning with it "
+        "for the rest of this session"
+    )
+
+
+def rule_heading(request: ApprovalRequest, *, typed: bool = False) -> str:
+    """A rule prompt's first row: who asks, and that nothing runs unless allowed."""
+    whose = "your command" if typed else "this command"
+    return (
+        f"stockade: a command rule asks you before {whose} runs; nothing runs unless you allow it."
+    )
+
+
+def rule_rows(request: ApprovalRequest) -> tuple[list[str], list[tuple[str, Visible]]]:
+    """A rule prompt's rows after the command: the rule, its reason, the mode that
+    stays; and the fields shown there (for their escape warnings)."""
+    named_rows, rule = render_field("rule", request.rule or "")
+    reason_rows, reason = render_field(
+        "reason", request.rule_reason or request.reason, limit=JUSTIFICATION_LIMIT
+    )
+    rows = [
+        *named_rows,
+        *reason_rows,
+        f"  {'mode:':<{LABEL_WIDTH}}{request.current_mode.value} (unchanged: nothing widens)",
+    ]
+    fields = [("rule", rule), ("reason", reason)]
+    if request.rule is not None and request.session_prefix:
+        fields.append(("session prefix", visible(" ".join(request.session_prefix))))
+    return rows, fields
+
+
+# The terminal's keys for a rule prompt's choices.
+ALLOW_KEY: Final = "y"
+SESSION_KEY: Final = "s"
+
+
+def render_rule_prompt(request: ApprovalRequest, *, typed: bool = False) -> str:
+    """A command rule's question, ending with the `[y/s/N]` prompt (`[y/N]` where
+    "allow for this session" is not offered)."""
+    command_rows, command = render_field("command", request.command)
+    more_rows, fields = rule_rows(request)
+    rows = ["", rule_heading(request, typed=typed), *command_rows, *more_rows]
+    rows.append(f"  {ALLOW_KEY + ':':<{LABEL_WIDTH}}allow once")
+    keys = f"{ALLOW_KEY}/N"
+    session = session_choice(request)
+    if session is not None:
+        rows.append(f"  {SESSION_KEY + ':':<{LABEL_WIDTH}}{session}")
+        keys = f"{ALLOW_KEY}/{SESSION_KEY}/N"
+    rows.append(f"  {'n:':<{LABEL_WIDTH}}reject (nothing runs)")
+    for field, shown in (("command", command), *fields):
+        warning = escape_warning(field, shown)
+        if warning is not None:
+            rows.append(warning)
+    rows.append(f"Allow this command? [{keys}] ")
+    return "\n".join(rows)
+
+
 def render_prompt(request: ApprovalRequest, *, typed: bool = False) -> str:
     """The whole question put to a person, ending with the y/N prompt. `typed`: the
     person typed the command (`stockade run --ask`), no agent asks for it."""
+    if request.rule is not None:
+        return render_rule_prompt(request, typed=typed)
     command_rows, command = render_field("command", request.command)
     why_rows, why = render_field("why", request.justification, limit=JUSTIFICATION_LIMIT)
     if request.with_network:

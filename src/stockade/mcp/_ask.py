@@ -4,17 +4,21 @@ A flat form with one required field, `decision`: "approve once" or "reject"
 (default "reject", so a client that submits defaults never grants). The message
 shows every character of what would run, escaped by `approval.render` (that is,
 `stockade.shown`, the one escaping of all a person is shown), with the working
-directory (the model's `workdir`, escaped too) and the mode change. The answer maps
-onto the approval outcomes:
+directory (the model's `workdir`, escaped too) and the mode change. A command
+rule's prompt (`request.rule`) shows the rule and its reason instead of a mode
+change, and where it offers "allow for this session" the field has a third choice,
+spelled as every face spells it (`approval.session_choice`: the exact words a later
+command must begin with). The answer maps onto the approval outcomes:
 
-| client answer                          | Decision       |
-|----------------------------------------|----------------|
-| accept, decision "approve once"        | allowed-once   |
-| accept, decision "reject"              | rejected       |
-| decline                                | rejected       |
-| cancel                                 | cancelled      |
-| accept without a valid decision        | cancelled      |
-| no form elicitation, error, timeout    | unavailable    |
+| client answer                          | Decision            |
+|----------------------------------------|---------------------|
+| accept, decision "approve once"        | allowed-once        |
+| accept, the session choice (offered)   | allowed-for-session |
+| accept, decision "reject"              | rejected            |
+| decline                                | rejected            |
+| cancel                                 | cancelled           |
+| accept without a valid decision        | cancelled           |
+| no form elicitation, error, timeout    | unavailable         |
 
 Pure: no I/O, no trio, no SDK.
 """
@@ -22,7 +26,7 @@ Pure: no I/O, no trio, no SDK.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -36,7 +40,13 @@ from ..approval import (
     network_phrase,
     network_rows,
     render_field,
+    rule_heading,
+    rule_rows,
+    session_choice,
 )
+
+if TYPE_CHECKING:
+    from ..shown import Visible
 
 ANSWERER: Final = "mcp-elicitation"
 FIELD: Final = "decision"
@@ -47,17 +57,31 @@ REJECT: Final = "reject"
 CONTENT_LIMIT: Final = 2000
 
 
-def ask_schema() -> dict[str, Any]:
-    """The form's `requestedSchema`: one string field, two choices, "reject" by default."""
+def ask_schema(request: ApprovalRequest | None = None) -> dict[str, Any]:
+    """The form's `requestedSchema`: one string field, "reject" by default; two choices,
+    or three for a command rule's prompt that offers "allow for this session"."""
+    if request is None or request.rule is None:
+        description = (
+            f'"{APPROVE}": run exactly this once with the wider access. "{REJECT}": do not run it.'
+        )
+        choices = [APPROVE, REJECT]
+    else:
+        description = f'"{APPROVE}": run exactly this once (nothing widens). '
+        choices = [APPROVE]
+        session = session_choice(request)
+        if session is not None:
+            description += f'"{session}": run it, and do not ask again for those words. '
+            choices.append(session)
+        description += f'"{REJECT}": do not run it.'
+        choices.append(REJECT)
     return {
         "type": "object",
         "properties": {
             FIELD: {
                 "type": "string",
                 "title": "Decision",
-                "description": f'"{APPROVE}": run exactly this once with the wider access. '
-                f'"{REJECT}": do not run it.',
-                "enum": [APPROVE, REJECT],
+                "description": description,
+                "enum": choices,
                 "default": REJECT,
             }
         },
@@ -94,41 +118,64 @@ def ask_message(request: ApprovalRequest, shown: Shown) -> str:
     command cut; the choices spelled out at the end."""
     command_rows, command = render_field("command", request.command)
     cwd_rows, cwd = render_field("cwd", shown.cwd)
-    why_rows, why = render_field("why", request.justification, limit=JUSTIFICATION_LIMIT)
-    fields = [("command", command), ("cwd", cwd), ("justification", why)]
+    fields: list[tuple[str, Visible]] = [("command", command), ("cwd", cwd)]
+    why_rows: list[str] = []
+    if request.rule is None:
+        why_rows, why = render_field("why", request.justification, limit=JUSTIFICATION_LIMIT)
+        fields.append(("justification", why))
     extra_rows: list[str] = []
     for name, value in shown.extra:
         rows, visible_value = render_field(name, value, limit=CONTENT_LIMIT)
         extra_rows += rows
         fields.append((name, visible_value))
-    if request.with_network:
-        grant = network_phrase(request)
-        head = f"stockade: the agent asks to run a command {grant}, once."
-        mode_rows = network_rows(request)
+    if request.rule is not None:
+        # A command rule asks whether it runs at all: its rule and reason, no mode change.
+        head = rule_heading(request)
+        detail_rows, detail_fields = rule_rows(request)
+        fields += detail_fields
+        session = session_choice(request)
+        choices = f'"{APPROVE}" to run exactly this once'
+        choices += f', "{session}"' if session is not None else ""
     else:
-        head = "stockade: the agent asks to run a command with wider file access, once."
-        mode = f"{request.current_mode.value} -> {request.requested_mode.value}"
-        mode_rows = [f"  {'mode:':<{LABEL_WIDTH}}{mode}"]
-        if not request.requested_mode.confines:
-            mode_rows.append(
-                f"  {'network:':<{LABEL_WIDTH}}on (danger-full-access allows everything)"
-            )
-        grant = f"under {request.requested_mode.value}"
-    rows = [head, *command_rows, *cwd_rows, *extra_rows, *why_rows, *mode_rows]
+        head, detail_rows, grant = _escalation_rows(request)
+        choices = f'"{APPROVE}" to run exactly this once {grant}'
+    rows = [head, *command_rows, *cwd_rows, *extra_rows, *why_rows, *detail_rows]
     rows += [w for name, value in fields if (w := escape_warning(name, value)) is not None]
     rows.append(
-        f'Choose "{APPROVE}" to run exactly this once {grant}, or "{REJECT}". '
+        f'Choose {choices}, or "{REJECT}". '
         "Declining rejects; dismissing the form cancels. Nothing runs unless you approve."
     )
     return "\n".join(rows)
 
 
-def decide(action: str, content: Mapping[str, Any] | None) -> Answer:
-    """The client's elicitation answer as the approval outcome (see the module table)."""
+def _escalation_rows(request: ApprovalRequest) -> tuple[str, list[str], str]:
+    """An escalation's first row, its rows of what widens, and the grant in a few words."""
+    if request.with_network:
+        grant = network_phrase(request)
+        return (
+            f"stockade: the agent asks to run a command {grant}, once.",
+            network_rows(request),
+            grant,
+        )
+    head = "stockade: the agent asks to run a command with wider file access, once."
+    mode = f"{request.current_mode.value} -> {request.requested_mode.value}"
+    mode_rows = [f"  {'mode:':<{LABEL_WIDTH}}{mode}"]
+    if not request.requested_mode.confines:
+        mode_rows.append(f"  {'network:':<{LABEL_WIDTH}}on (danger-full-access allows everything)")
+    return head, mode_rows, f"under {request.requested_mode.value}"
+
+
+def decide(
+    action: str, content: Mapping[str, Any] | None, request: ApprovalRequest | None = None
+) -> Answer:
+    """The client's elicitation answer as the approval outcome (see the module table);
+    `request`, the question it answers, says whether the session choice was offered."""
     if action == "accept":
         value = content.get(FIELD) if isinstance(content, Mapping) else None
         if value == APPROVE:
             return Answer(Decision.ALLOWED_ONCE, ANSWERER)
+        if request is not None and value is not None and value == session_choice(request):
+            return Answer(Decision.ALLOWED_FOR_SESSION, ANSWERER)
         if value == REJECT:
             return Answer(Decision.REJECTED, ANSWERER)
         return Answer(

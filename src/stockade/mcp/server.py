@@ -26,7 +26,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from ..approval import Answer, Decision
+from ..approval import Answer, ApprovalRequest, Decision
 from ..harness import AgentSession, Harness
 from ..policy import desired_policy_context
 from ..tools import ToolResult
@@ -247,7 +247,7 @@ class Face:
                 call, ask = link.resume(params.request_state, name, arguments)
             except Unbound as error:
                 raise MCPError(code=types.INVALID_PARAMS, message=str(error)) from None
-            ask.resolve(_answer_from(params.input_responses))
+            ask.resolve(_answer_from(params.input_responses, ask.request))
         else:
             try:
                 call = link.start(name, arguments)
@@ -359,10 +359,10 @@ def _connection(ctx: Any) -> Any:
     return connection
 
 
-def _answer_from(responses: Any) -> Answer:
+def _answer_from(responses: Any, request: ApprovalRequest) -> Answer:
     response = (responses or {}).get(ASK_KEY)
     if isinstance(response, types.ElicitResult):
-        return _ask.decide(response.action, response.content)
+        return _ask.decide(response.action, response.content, request)
     return Answer(
         Decision.CANCELLED, _ask.ANSWERER, "the client's retry carried no answer to the question"
     )
@@ -371,7 +371,7 @@ def _answer_from(responses: Any) -> Answer:
 def _input_required(ask: Ask, token: str) -> types.InputRequiredResult:
     question = types.ElicitRequest(
         params=types.ElicitRequestFormParams(
-            message=ask.message, requested_schema=_ask.ask_schema()
+            message=ask.message, requested_schema=_ask.ask_schema(ask.request)
         )
     )
     return types.InputRequiredResult(input_requests={ASK_KEY: question}, request_state=token)
@@ -384,14 +384,14 @@ async def _elicit(ctx: Any, ask: Ask) -> None:
     async def ask_client() -> None:
         try:
             result = await ctx.session.elicit_form(
-                ask.message, _ask.ask_schema(), related_request_id=ctx.request_id
+                ask.message, _ask.ask_schema(ask.request), related_request_id=ctx.request_id
             )
         except MCPError as error:
             ask.resolve(_ask.unavailable(f"the MCP client did not ask: {error.error.message}"))
         except Exception as error:
             ask.resolve(_ask.unavailable(f"the MCP client's answer was unusable: {error}"))
         else:
-            ask.resolve(_ask.decide(result.action, result.content))
+            ask.resolve(_ask.decide(result.action, result.content, ask.request))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ask_client)
