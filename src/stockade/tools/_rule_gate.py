@@ -14,13 +14,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from ..approval import ApprovalClient, ApprovalRequest, Decision
+from ..approval import ApprovalRequest, Decision
 from ..policy import SessionRuleAllowed, session_rule_prefixes
 from ..rules import Decision as RuleDecision
 from ..vocab import ApprovalPolicy, SandboxMode
 from .result import ToolResult
 
 if TYPE_CHECKING:
+    # The client is awaited, never imported at run time: the gate decides, pure, and
+    # the caller (the bash tool, a shell) hands it the approval actor's client.
+    from ..approval import ApprovalClient
     from ..events import SessionEvent
     from ..rules import JudgedCommand, Judgement, RuleSet
 
