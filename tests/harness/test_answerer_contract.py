@@ -144,4 +144,10 @@ async def test_a_broken_answerer_is_unavailable_logged_and_never_raised(
 
 async def test_the_contract_names_are_public():
     assert stockade.Decision is Decision and stockade.CallbackAnswerer is CallbackAnswerer
-    assert {d.value for d in Decision} == {"allowed-once", "rejected", "cancelled", "unavailable"}
+    assert {d.value for d in Decision} == {
+        "allowed-once",
+        "allowed-for-session",  # a command rule's prompt, "allow for this session" (issue 40)
+        "rejected",
+        "cancelled",
+        "unavailable",
+    }
