@@ -1,7 +1,7 @@
 """A command rule's prompt on a real terminal: the harness's default answerer chain (the
 terminal) asks before the command runs, shows the rule and what "allow for this
 session" would allow, and that answer lets the next matching command run unasked in
-that session only. Judged on the screen (pyte), the host's files and the session logs."""
+that session only; a forbid rule asks nobody and runs nothing. Judged on the screen (pyte), the host's files and the session logs."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.kernel
 PROMPT = "Allow this command? [y/s/N]"
 
 # The child: a composition whose bash entry carries a prompt rule and whose approval
-# entry keeps the default answerers (the terminal), three calls in two sessions.
+# entry keeps the default answerers (the terminal), four calls in two sessions.
 HARNESS_CHILD = r"""
 import json, sys
 import trio
@@ -29,7 +29,7 @@ from stockade import open_harness
 root, state_dir = sys.argv[1], sys.argv[2]
 composition = [
     {"id": "sandbox", "name": "stockade.sandbox.local"},
-    {"id": "bash", "name": "stockade.bash.sandbox", "config": {"rules": [json.loads(sys.argv[3])]}},
+    {"id": "bash", "name": "stockade.bash.sandbox", "config": {"rules": json.loads(sys.argv[3])}},
     {"id": "approval", "name": "stockade.approval.user"},
     {"id": "log", "name": "stockade.session.log", "config": {"state_dir": state_dir}},
 ]
@@ -40,6 +40,8 @@ async def main():
         for step, command in (("ONE", "touch made"), ("TWO", "touch made second")):
             result = await first.run_tool("bash", {"command": command})
             print(f"RESULT-{step}:", json.dumps([result.is_error, result.facts.get("answered_by")]))
+        result = await first.run_tool("bash", {"command": "rm -f keep"})
+        print("RESULT-FORBIDDEN:", json.dumps([result.is_error, result.facts.get("rule"), "FORBIDDEN by the command rule 'no-rm'" in result.text]))
         other = await harness.open_session(cwd=root)
         result = await other.run_tool("bash", {"command": "touch made third"})
         print("RESULT-THREE:", json.dumps([result.is_error, result.facts.get("rule_outcome")]))
@@ -54,6 +56,13 @@ TOUCH_PROMPT = {
     "decision": "prompt",
     "reason": "this project makes no empty files unasked",
     "match": ["touch x"],
+}
+RM_FORBIDDEN = {
+    "name": "no-rm",
+    "prefix": ["rm"],
+    "decision": "forbid",
+    "reason": "files here are removed by the person only",
+    "match": ["rm x"],
 }
 
 
@@ -72,13 +81,14 @@ def test_a_prompt_rule_is_asked_on_the_terminal_and_allowed_for_the_session(
     require_backend("bwrap")
     root = Path(scratch) / "project"
     root.mkdir()
+    (root / "keep").write_text("x")
     argv = [
         sys.executable,
         "-c",
         HARNESS_CHILD,
         str(root),
         state_dir_outside,
-        json.dumps(TOUCH_PROMPT),
+        json.dumps([TOUCH_PROMPT, RM_FORBIDDEN]),
     ]
     env = {**os.environ, "STOCKADE_CONFIG": ""}
     with PtyChild(argv, cwd=scratch, env=env, rows=80, history=500) as child:
@@ -117,6 +127,9 @@ def test_a_prompt_rule_is_asked_on_the_terminal_and_allowed_for_the_session(
     assert json.loads(results["RESULT-ONE"]) == [False, "terminal"]
     assert json.loads(results["RESULT-TWO"]) == [False, "session"]
     assert json.loads(results["RESULT-THREE"]) == [True, "rejected"]
+    # A forbid rule asks nobody (two questions in all) and runs nothing.
+    assert json.loads(results["RESULT-FORBIDDEN"]) == [True, "no-rm", True]
+    assert (root / "keep").exists()
     assert (root / "made").exists() and (root / "second").exists()
     assert not (root / "third").exists()
     (sessions,) = [line for line in out if line.startswith("SESSIONS:")]
