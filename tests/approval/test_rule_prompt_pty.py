@@ -1,7 +1,8 @@
 """A command rule's prompt on a real terminal: the harness's default answerer chain (the
 terminal) asks before the command runs, shows the rule and what "allow for this
 session" would allow, and that answer lets the next matching command run unasked in
-that session only; a forbid rule asks nobody and runs nothing. Judged on the screen (pyte), the host's files and the session logs."""
+that session only; a forbid rule asks nobody and runs nothing. Judged on the screen
+(pyte), the host's files and the session logs."""
 
 from __future__ import annotations
 
