@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from ._file import read_rules_file as read_rules_file
     from ._file import rules_document as rules_document
     from ._file import rules_from_text as rules_from_text
+    from ._first_word import DEFAULT_FIRST_WORDS as DEFAULT_FIRST_WORDS
+    from ._first_word import first_words as first_words
+    from ._first_word import may_apply as may_apply
     from ._judge import JudgedCommand as JudgedCommand
     from ._judge import Judgement as Judgement
     from ._judge import RuleRef as RuleRef
@@ -29,8 +32,10 @@ if TYPE_CHECKING:
     from ._words import Decision as Decision
     from ._words import Word as Word
     from ._words import WordPattern as WordPattern
+    from .render import deciding_rule as deciding_rule
     from .render import render_forbidden as render_forbidden
     from .render import render_judgement as render_judgement
+    from .render import render_refusal as render_refusal
     from .render import render_rules as render_rules
 
 if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)

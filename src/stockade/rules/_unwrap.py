@@ -10,13 +10,10 @@ from typing import Any, Final
 
 import attrs
 
+from ._first_word import OTHER_SHELLS, SHELLS
 from ._parse import Stdin
 from ._words import Word
 
-# The interpreters whose `-c` script (or heredoc) is bash, near enough to judge it as bash.
-SHELLS: Final = frozenset({"sh", "bash", "dash", "ksh", "mksh", "zsh", "ash", "busybox-sh"})
-# Shells whose language is not bash: what they are given cannot be judged.
-OTHER_SHELLS: Final = frozenset({"fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh"})
 # Where a path's base name is the command a rule names, for an allow rule too; from any
 # other directory (`./git`) only forbid and prompt rules see the base name.
 SYSTEM_DIRS: Final = frozenset(

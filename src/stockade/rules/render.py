@@ -27,6 +27,26 @@ def render_forbidden(rules: Iterable[Rule]) -> str:
     return "\n".join(lines)
 
 
+def deciding_rule(judgement: Judgement) -> tuple[str, str]:
+    """(the rule's name, its reason) that decided `judgement`; ("uncertain", the doubts)
+    when doubt made it prompt."""
+    if judgement.rule is not None:
+        return judgement.rule.name, judgement.rule.reason
+    reasons = dict.fromkeys(u.reason for u in judgement.uncertain)
+    return "uncertain", "the command cannot be judged exactly: " + "; ".join(reasons)
+
+
+def render_refusal(judgement: Judgement) -> str:
+    """Why a command that is forbidden, or must be asked about, did not run, as one phrase
+    for a person (the caller says what happens next)."""
+    rule, reason = deciding_rule(judgement)
+    if judgement.forbidden:
+        return f"the command rule {rule!r} forbids this command: {reason}"
+    if judgement.rule is None:
+        return f"a person is asked before this command runs: {reason}"
+    return f"the command rule {rule!r} asks a person before this command runs ({reason})"
+
+
 def render_rules(rules: Iterable[Rule]) -> list[str]:
     """One line per rule in force: decision, name, words (for `probe`)."""
     return [f"{r.decision.value:<6} {r.name}: {r.shown()}" for r in rules]

@@ -1,0 +1,173 @@
+"""`may_apply`, exec's standard-library pre-check, is exact: whenever it says no rule
+could touch an argv, the judge finds no rule that matches, none that may, and no doubt.
+Its tables are the judge's own."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from stockade.rules import (
+    DEFAULT_FIRST_WORDS,
+    DEFAULT_RULES,
+    Decision,
+    Rule,
+    RuleSet,
+    WordPattern,
+    first_words,
+    may_apply,
+)
+from stockade.rules._unwrap import WRAPPERS
+
+# Commands, builtins and wrappers the judge might one day look into, and lookalikes.
+NAMES = (
+    *[
+        "true",
+        "ls",
+        "cat",
+        "grep",
+        "make",
+        "npm",
+        "npx",
+        "python3",
+        "perl",
+        "node",
+        "awk",
+        "sed",
+        "ssh",
+        "tmux",
+        "screen",
+        "at",
+    ],
+    *[
+        "watch",
+        "strace",
+        "flock",
+        "parallel",
+        "unshare",
+        "nsenter",
+        "runuser",
+        "su",
+        "systemd-run",
+        "taskset",
+    ],
+    *[
+        "type",
+        "hash",
+        "let",
+        "declare",
+        "typeset",
+        "local",
+        "export",
+        "readonly",
+        "unset",
+        "set",
+        "shopt",
+        "cd",
+        "kill",
+    ],
+    *[
+        "wait",
+        "jobs",
+        "fg",
+        "bg",
+        "disown",
+        "read",
+        "mapfile",
+        "printf",
+        "echo",
+        "test",
+        "[",
+        "[[",
+        "function",
+        "select",
+    ],
+    *[
+        "busybox",
+        "script",
+        "expect",
+        "git",
+        "rm",
+        "curl",
+        "wget",
+        "Git",
+        "GIT",
+        "RM",
+        "gIt",
+        "./git",
+        "/usr/bin/git",
+    ],
+    *["/opt/x/rm", "../sh", "BASH", "Env", "XARGS", "Eval"],
+    *sorted(WRAPPERS),
+    "eval",
+    "trap",
+    "find",
+    "source",
+    ".",
+    "alias",
+    "fish",
+    "zsh",
+    "g\u0456t",  # a Cyrillic i
+    "r\u200bm",  # a zero-width space
+)
+TAILS = (
+    (),
+    ("push", "-f"),
+    ("-rf", "/"),
+    ("-c", "git push --force"),
+    ("git", "push", "--force"),
+    ("rm", "-rf", "~"),
+    ("-exec", "rm", "-rf", "/", ";"),
+    ("'git push -f'",),
+    ("x=1", "git", "push", "-f"),
+)
+CUSTOM = (
+    Rule("no-make", (WordPattern.of("make"), WordPattern.of("deploy")), Decision.FORBID, "r"),
+    Rule("ok-ls", (WordPattern.of("ls"),), Decision.ALLOW, "r"),
+)
+
+
+@pytest.mark.parametrize(
+    "rules", [DEFAULT_RULES, CUSTOM, (*DEFAULT_RULES, *CUSTOM)], ids=["defaults", "own", "both"]
+)
+def test_no_rule_touches_what_may_apply_lets_through(rules):
+    ruleset = RuleSet(tuple(rules))
+    words = first_words(ruleset.rules)
+    passed = 0
+    for name, tail in itertools.product(NAMES, TAILS):
+        if may_apply(name, words):
+            continue
+        passed += 1
+        judgement = ruleset.judge_argv([name, *tail])
+        assert (judgement.decision, judgement.uncertain) == (None, ()), (name, tail, judgement)
+        assert all(not command.matched for command in judgement.commands)
+    assert passed > 100  # the pre-check lets ordinary commands through
+
+
+def test_the_defaults_first_words_are_the_default_rules():
+    assert first_words(DEFAULT_RULES) == DEFAULT_FIRST_WORDS
+
+
+def test_every_command_the_judge_looks_inside_is_checked():
+    for name in (*WRAPPERS, "sh", "bash", "busybox-sh", "fish", "eval", "trap", "find", "source"):
+        assert may_apply(name, frozenset()), name
+        assert may_apply(f"/usr/bin/{name}", frozenset()), name
+
+
+def test_lookalikes_paths_and_other_cases_may_apply():
+    assert may_apply("GIT", DEFAULT_FIRST_WORDS)
+    assert may_apply("/usr/local/bin/git", DEFAULT_FIRST_WORDS)
+    assert may_apply("./rm", DEFAULT_FIRST_WORDS)
+    assert may_apply("g\u0456t", frozenset())  # not ASCII: only the judge can tell
+    assert not may_apply("make", DEFAULT_FIRST_WORDS)
+    assert not may_apply("gitk", DEFAULT_FIRST_WORDS)
+
+
+def test_a_rule_that_begins_with_a_pattern_makes_every_word_possible():
+    glob = Rule("g", (WordPattern.of("git*"),), Decision.PROMPT, "r")
+    flag = Rule("f", (WordPattern.of("-x"),), Decision.PROMPT, "r")
+    for rule in (glob, flag):
+        words = first_words((rule,))
+        assert words is None and may_apply("anything", words)
+    assert RuleSet((glob,)).judge_argv(["gitk"]).must_ask
