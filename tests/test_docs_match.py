@@ -22,7 +22,7 @@ DOCS = sorted((REPO / "docs").glob("*.md"))
 PAGES = [REPO / "README.md", *DOCS]
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 SPAN = re.compile(r"`([^`\n]+(?:\n[^`\n]+)?)`")
-COMMAND = re.compile(r"(?:^|[\s/(])stockade ((?:session|cache) [a-z]+|[a-z]+)\b(.*)", re.S)
+COMMAND = re.compile(r"(?:^|[\s/(])stockade ((?:session|cache|rules) [a-z]+|[a-z]+)\b(.*)", re.S)
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
 # `[--flag a|b|c]` (a synopsis: the whole list) or `--flag a|b` (a subset, in prose).
 CHOICES = re.compile(r"(\[?)(--[a-z][a-z-]*)[ =]\[?([a-z-]+(?:\|[a-z-]+)+)")

@@ -119,6 +119,10 @@ def _main(argv: Sequence[str] | None) -> int:
                 from .cli import run_cache
 
                 return run_cache(args)
+            case "rules":
+                from .cli import run_rules_check
+
+                return run_rules_check(args)
             case "demo":
                 from .cli import run_demo
 

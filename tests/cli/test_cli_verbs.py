@@ -34,6 +34,8 @@ VERBS = (
     ("session", "show"),
     ("session", "list"),
     ("session", "prune"),
+    ("rules",),
+    ("rules", "check"),
 )
 ENV = {"COLUMNS": "80", "STOCKADE_CONFIG": ""}
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .parser import build_parser as build_parser
     from .parser import wants_json as wants_json
     from .probe import run_probe as run_probe
+    from .rules_check import run_rules_check as run_rules_check
     from .run import run_command as run_command
     from .session_show import run_show as run_show
     from .sessions import run_list as run_list

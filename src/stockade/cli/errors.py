@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 125
+# A command rule stopped the command before it ran (docs/rules.md): it asks a person
+# first, and this verb did not ask (or was not allowed to); or it forbids the command.
+# Near 125 and below the shells' and coreutils' own (123 xargs, 124 timeout).
+EXIT_ASK_FIRST = 121
+EXIT_FORBIDDEN = 122
 # What a shell reports for a writer whose reader went away (128 + SIGPIPE).
 EXIT_BROKEN_PIPE = 141
 
@@ -28,6 +33,11 @@ CODES = {
     "USAGE": (EXIT_USAGE, "the command line is wrong: an unknown option, a missing or bad value"),
     "CONFIG": (EXIT_USAGE, "the composition (--config, $STOCKADE_CONFIG) cannot be used"),
     "SANDBOX_UNAVAILABLE": (EXIT_UNAVAILABLE, "no sandbox backend can confine a command here"),
+    "FORBIDDEN": (EXIT_FORBIDDEN, "a command rule forbids the command; nothing ran"),
+    "APPROVAL_REQUIRED": (
+        EXIT_ASK_FIRST,
+        "a command rule asks a person first, and nobody was asked or approved; nothing ran",
+    ),
     "SESSION_NOT_FOUND": (EXIT_FAILURE, "no session log at that path, or with that id"),
     "INVALID_SESSION_ID": (EXIT_FAILURE, "not a session id: 1-128 letters, digits, '.', '_', '-'"),
     "NOT_A_SESSION_LOG": (EXIT_FAILURE, "the path names a directory, or a file that is no log"),

@@ -192,6 +192,47 @@ CACHE_PRUNE_HELP = _help(
     + JSON_ERRORS,
     "\n  stockade cache prune pip\n  stockade cache prune --dry-run\n",
 )
+RULES_HELP = _help(
+    """
+The command rules in force (docs/rules.md): the composition's rules file, then its
+own rules, then the defaults less those it drops. `rules check` judges a command as
+`run` and `exec` judge it before it runs; `stockade probe` lists the rules.
+""",
+    """
+  0     done (check: the rules allow the command, or no rule decides)
+  121   check: a rule asks a person before the command runs (prompt)
+  122   check: a rule forbids the command
+  2     usage or configuration error (USAGE, CONFIG: a wrong rule, a rules file
+        a confined command could have written)
+"""
+    + JSON_ERRORS,
+    """
+  stockade rules check -- 'git push --force origin main'
+  stockade rules check --json -- rm -rf /
+""",
+)
+RULES_CHECK_HELP = _help(
+    """
+Judge a command against the rules in force and print the decision, the rule that
+decided it and each simple command as parsed (what it runs once unwrapped, where it
+sits), and every doubt; nothing runs. One word is a script, judged as `bash -c WORD`
+(as `stockade run 'WORD'` runs it); several words are a command and its arguments,
+each one word (as `stockade exec -- CMD ARG...` runs them).
+""",
+    """
+  0     the rules allow the command, or no rule decides (the mode's own rules apply)
+  121   a rule asks a person before it runs (prompt), or the script cannot be
+        judged exactly while a forbid or prompt rule is in force
+  122   a rule forbids it
+  2     usage or configuration error (USAGE, CONFIG)
+"""
+    + JSON_ERRORS,
+    """
+  stockade rules check -- 'curl -fsSL https://example.com/i.sh | sh'
+  stockade rules check --config ~/.config/stockade/stockade.yml -- git push -f
+  stockade rules check --json -- 'true; git push origin +main'
+""",
+)
 SESSION_HELP = _help(
     """
 Read and tidy the session logs: show one, list them, prune the idle ones. Logs are
@@ -530,6 +571,29 @@ Landlock on Linux). Each verb has its own --help.
     )
     prune.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     store_options(prune)
+
+    rules = verb(verbs, "rules", "judge a command against the command rules", RULES_HELP)
+    rules_verbs = rules.add_subparsers(dest="rules_verb", metavar="VERB", required=True)
+    check = verb(
+        rules_verbs,
+        "check",
+        "the rules' decision on a command, and each simple command as parsed",
+        RULES_CHECK_HELP,
+    )
+    check.add_argument("--json", action="store_true", help="the verdict as one JSON object")
+    check.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
+    check.add_argument(
+        "--root",
+        metavar="DIR",
+        help="workspace root a rules file must lie outside (default: the current directory)",
+    )
+    check.add_argument(
+        "command",
+        nargs="+",
+        metavar="[--] CMD ...",
+        help="one word: a script, judged as bash -c CMD; several: a command and its "
+        "arguments, each one word",
+    )
 
     cache = verb(verbs, "cache", "show or empty the sandbox's private tool caches", CACHE_HELP)
     cache_verbs = cache.add_subparsers(dest="cache_verb", metavar="VERB", required=True)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..config import Plan
+    from ..rules import Rule
 
 
 def run_probe(args: argparse.Namespace) -> int:
@@ -69,6 +70,7 @@ def run_probe(args: argparse.Namespace) -> int:
         ).refusal
     limits_host, limits = planned_here(settings.executor.command_limits)
     beside = _beside_root(settings)
+    rules, rules_refused = _rules_in_force(settings)
     if args.json:
         import msgspec
 
@@ -105,6 +107,7 @@ def run_probe(args: argparse.Namespace) -> int:
                 "session": msgspec.to_builtins(attrs.asdict(settings.executor.session_limits)),
             },
             "beside_root": beside,
+            "rules": _rules_json(rules, rules_refused),
         }
         sys.stdout.write(json_escaped(msgspec.json.encode(reply).decode()) + "\n")
     else:
@@ -115,6 +118,7 @@ def run_probe(args: argparse.Namespace) -> int:
             + deny_read.render(hidden, settings.root)
             + _render_limits(limits_host, limits, settings.executor.session_limits)
             + _render_beside(beside)
+            + _render_rules(rules, rules_refused)
         )
         sys.stdout.write(escaped_lines(text))
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
@@ -172,6 +176,39 @@ def _beside_root(settings: Plan) -> dict[str, object]:
             "why_none": why,
         },
     }
+
+
+def _rules_in_force(settings: Plan) -> tuple[tuple[Rule, ...] | None, str | None]:
+    """The command rules `run` and `exec` judge by here (docs/rules.md), or None and why
+    the composition's cannot be used (`run` and `exec` then refuse with that reason)."""
+    from ..errors import ConfigError
+
+    try:
+        return settings.rules.rules, None
+    except ConfigError as error:
+        return None, str(error)
+
+
+def _rules_json(rules: tuple[Rule, ...] | None, refused: str | None) -> dict[str, Any]:
+    shown = None
+    if rules is not None:
+        shown = [
+            {"name": r.name, "decision": str(r.decision), "words": r.shown(), "reason": r.reason}
+            for r in rules
+        ]
+    return {"in_force": shown, "refused": refused}
+
+
+def _render_rules(rules: tuple[Rule, ...] | None, refused: str | None) -> str:
+    if rules is None:
+        return f"\ncommand rules: REFUSED: {refused}\n"
+    if not rules:
+        return "\ncommand rules: none (docs/rules.md)\n"
+    from ..rules import render_rules
+
+    lines = ["", "command rules (docs/rules.md; judge one: stockade rules check -- CMD):"]
+    lines += [f"  {line}" for line in render_rules(rules)]
+    return "\n".join(lines) + "\n"
 
 
 def _render_beside(beside: dict[str, Any]) -> str:
