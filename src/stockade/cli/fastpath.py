@@ -15,7 +15,7 @@ import sys
 from ..errors import SandboxUnavailable
 from ..modes import Network, SandboxMode, SpawnTrait, network_under
 from ..sandbox.backends import NAMES
-from .errors import EXIT_UNAVAILABLE, EXIT_USAGE, say
+from .errors import EXIT_ASK_FIRST, EXIT_FORBIDDEN, EXIT_UNAVAILABLE, EXIT_USAGE, say
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     refusal = unconfined_refusal(settings)
     if refusal is not None:
         _unavailable(refusal)
+    _judge_rules(settings, argv)
     mode, root, network = settings.mode, settings.root, settings.network
     if settings.composed:
         # Only a composition's configs are made: the embedded defaults' are known here
@@ -225,6 +226,36 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # when the command is done (trust/new_repository.py), as the executor does.
         new_repository=confined.guard.new_repository,
     )
+
+
+def _judge_rules(settings: Plan, argv: Sequence[str]) -> None:
+    """The command rules (docs/rules.md) on the argv, in every mode. exec never asks: a
+    command a rule forbids, or one a rule would ask a person about, is refused and
+    nothing runs. The rules and the judge are loaded only when the argv's first word
+    could meet a rule (`rules.may_apply`, standard library): `exec -- true` pays nothing."""
+    from ..rules import DEFAULT_FIRST_WORDS, may_apply
+
+    if settings.composed:
+        from ..rules import first_words
+
+        # A rules file a confined command could write, or a wrong rule: ConfigError,
+        # one line and exit 2 (the entry), whatever the command.
+        words = first_words(settings.rules.rules)
+    else:
+        words = DEFAULT_FIRST_WORDS  # the embedded plan's rules are the defaults
+    if not may_apply(argv[0], words):
+        return
+    from ..rules import render_refusal
+
+    judgement = settings.rules.judge_argv(argv)
+    if judgement.forbidden:
+        _fail(f"{render_refusal(judgement)}; nothing ran", EXIT_FORBIDDEN)
+    if judgement.must_ask:
+        _fail(
+            f"{render_refusal(judgement)}; exec never asks: nothing ran "
+            "(stockade run --ask -- ARGV asks)",
+            EXIT_ASK_FIRST,
+        )
 
 
 def _extra_roots(

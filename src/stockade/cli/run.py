@@ -53,10 +53,10 @@ from ..vocab import (
     denial_marker,
     network_denial_marker,
 )
-from ._ask import ask_to_widen
+from ._ask import ask_to_run, ask_to_widen
 from ._ask import wider as next_wider
 from ._screen import OutputClosed, Screen, on_a_terminal, streams_for
-from .errors import EXIT_BROKEN_PIPE, say, silence
+from .errors import EXIT_ASK_FIRST, EXIT_BROKEN_PIPE, EXIT_FORBIDDEN, say, silence
 from .settings import (
     NO_PROVIDER,
     broad_root_problem,
@@ -225,10 +225,13 @@ class _Invocation:
         timeout: float | None,
         settings: Plan,
         composition: Composition | None = None,
+        verdict: Verdict | None = None,
     ) -> None:
         self.args, self.command, self.timeout, self.settings = args, command, timeout, settings
         # Whose harness asks --ask's question and keeps its session log.
         self.composition = composition
+        # What the command rules said of the command (None: no rule decides).
+        self.verdict = verdict if verdict is not None else Verdict()
         self.screen = Screen()
         # The person typed Ctrl-C into the command's terminal (the last run).
         self.interrupted = False
@@ -375,10 +378,57 @@ def exit_status(result: ShellResult) -> int:
     return result.exit_code if result.exit_code is not None else EXIT_FAILURE
 
 
+@attrs.frozen
+class Verdict:
+    """What the command rules decided before the run: `ask` (rule, reason) when a rule asks
+    a person first (only with --ask: without it the run was refused), `allowed_by` the
+    rule that approves a retry's escalation without asking."""
+
+    ask: tuple[str, str] | None = None
+    allowed_by: str | None = None
+
+
+def _judged(settings: Plan, command: str, *, asking: bool) -> Verdict:
+    """The command rules' verdict on the script (docs/rules.md): a forbidden command, or
+    one a rule asks about without --ask, ends the run here (nothing ran)."""
+    from ..rules import deciding_rule, render_refusal
+
+    try:
+        judgement = settings.rules.judge(command)
+    except ConfigError as error:
+        raise RunError("CONFIG", str(error), EXIT_USAGE) from None
+    if judgement.forbidden:
+        raise RunError("FORBIDDEN", f"{render_refusal(judgement)}; nothing ran", EXIT_FORBIDDEN)
+    if judgement.must_ask:
+        if not asking:
+            raise RunError(
+                "APPROVAL_REQUIRED",
+                f"{render_refusal(judgement)}; nothing ran: pass --ask to be asked",
+                EXIT_ASK_FIRST,
+            )
+        return Verdict(ask=deciding_rule(judgement))
+    if judgement.allowed and judgement.rule is not None:
+        return Verdict(allowed_by=judgement.rule.name)
+    return Verdict()
+
+
 async def _run_asking(
     call: _Invocation, policy: ExecutionPolicy, answerer: Answerer
 ) -> tuple[ShellResult, bool]:
-    """Run; on a denial, ask once and rerun wider if granted. (result, already reported)."""
+    """Ask first when a rule says so; run; on a denial, ask once and rerun wider if
+    granted. (result, already reported)."""
+    if call.verdict.ask is not None:
+        rule, reason = call.verdict.ask
+        first = await ask_to_run(
+            call.composition, answerer, call.command, policy, rule=rule, reason=reason
+        )
+        _where_asked(first.session_id)
+        if first.granted is None:
+            raise RunError(
+                "APPROVAL_REQUIRED",
+                f"not run: {one_line(first.why_not)}",
+                EXIT_ASK_FIRST,
+            )
     result = await call.run(policy)
     if not result.denied:
         return result, False
@@ -391,13 +441,10 @@ async def _run_asking(
     if not call.args.json:
         # The person sees the denied attempt before being asked about a retry.
         call.report(result)
-    asked = await ask_to_widen(call.composition, answerer, call.command, policy)
-    if asked.session_id is not None:
-        say(
-            sys.stderr,
-            f"stockade: the question and its answer are in session {asked.session_id} "
-            f"(stockade session show {asked.session_id})\n",
-        )
+    asked = await ask_to_widen(
+        call.composition, answerer, call.command, policy, allowed_by=call.verdict.allowed_by
+    )
+    _where_asked(asked.session_id)
     granted = asked.granted
     if granted is None:
         say(sys.stderr, f"stockade: not retried: {one_line(asked.why_not)}\n")
@@ -414,6 +461,15 @@ async def _run_asking(
         agents=policy.agents,
     )
     return await call.run(wider), False
+
+
+def _where_asked(session_id: str | None) -> None:
+    if session_id is not None:
+        say(
+            sys.stderr,
+            f"stockade: the question and its answer are in session {session_id} "
+            f"(stockade session show {session_id})\n",
+        )
 
 
 # ---- the verb ------------------------------------------------------------------------
@@ -539,7 +595,8 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
     if refusal is not None:
         # The composition runs commands without a sandbox: a confining mode would be a lie.
         raise RunError(SandboxUnavailable.code, refusal, EXIT_UNAVAILABLE)
-    call = _Invocation(args, command, timeout, settings, composition)
+    verdict = _judged(settings, command, asking=bool(args.ask))
+    call = _Invocation(args, command, timeout, settings, composition, verdict)
     shown = False
     tmp = None
     try:
