@@ -251,3 +251,24 @@ def test_messages_from_another_source_do_not_count() -> None:
         source="somewhere:else",
     )
     assert policy_context_update([other], DEFAULTS, session_root="/w") is not None
+
+
+def test_the_message_names_the_rules_that_forbid_or_ask() -> None:
+    from stockade.rules import DEFAULT_RULES, Decision, Rule, WordPattern
+
+    deploy = Rule("no-deploy", (WordPattern.of("make"), WordPattern.of("deploy")), Decision.FORBID,
+                  "deploys go through CI")  # fmt: skip
+    text = render_policy_context(WW, "/w", ASK, rules=(deploy,))
+    assert "- Command rules, judged on every command before it runs, in every mode:" in text
+    assert "  - `make deploy` (no-deploy): deploys go through CI" in text
+    assert "Command rules" not in render_policy_context(WW, "/w", ASK, rules=())
+    # Unconfined, the rules are still judged, and said.
+    assert "(no-deploy)" in render_policy_context(DFA, "/w", ASK, sandboxed=False, rules=(deploy,))
+    # The defaults' rules unless told otherwise, as the embedded composition has them.
+    assert render_policy_context(WW, "/w", ASK) == render_policy_context(
+        WW, "/w", ASK, rules=DEFAULT_RULES
+    )
+    defaults = PolicyDefaults(fallback_root="/w", command_rules=(deploy,))
+    update = policy_context_update([], defaults, session_root="/w")
+    assert update is not None and "(no-deploy)" in update.text
+    assert "(force-push)" not in update.text

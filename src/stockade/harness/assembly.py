@@ -222,6 +222,7 @@ def assemble(
         fallback_root=decided.root,
         unconfined=decided.unconfined,
         network=decided.network,
+        command_rules=decided.rules.rules,
     )
     approval_client = approval_actor.client if approval_actor is not None else None
     fs_tool = None

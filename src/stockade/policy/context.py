@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..events import SessionEvent, find_last
+from ..rules import DEFAULT_RULES, Rule, render_forbidden
 from ..vocab import (
     WITH_NETWORK,
     ApprovalPolicy,
@@ -187,6 +188,17 @@ _AGENT_TEXT = {
 }
 
 
+def _rules_lines(rules: Sequence[Rule]) -> list[str]:
+    """The command rules that forbid or ask, with their reasons (none: no line)."""
+    listed = render_forbidden(rules)
+    if not listed:
+        return []
+    return [
+        "- Command rules, judged on every command before it runs, in every mode:",
+        *(f"  {line}" for line in listed.split("\n")),
+    ]
+
+
 UNCONFINED_TEXT = (
     "This deployment runs shell commands WITHOUT a sandbox: nothing confines them, "
     "they may read, create, change and delete every file the user can, and no file "
@@ -206,6 +218,7 @@ def render_policy_context(
     writable_roots: Sequence[str] = (),
     tool_cache: str | None = None,
     agents: Sequence[str] = (),
+    rules: Sequence[Rule] | None = None,
 ) -> str:
     """The message text for a model, stating every value explicitly.
 
@@ -215,8 +228,10 @@ def render_policy_context(
     `temp_dir`: the session's private temp directory (its commands' TMPDIR), and
     `host_temp` the host's shared temp roots the composition grants beside it;
     `writable_roots` the extra writable roots, `tool_cache` the tool caches' directory,
-    `agents` the agents whose sockets commands reach.
+    `agents` the agents whose sockets commands reach. `rules`: the command rules in
+    force (None: the default rules); those that forbid and those that ask are named.
     """
+    told_rules = _rules_lines(DEFAULT_RULES if rules is None else rules)
     if not sandboxed:
         return "\n".join(
             [
@@ -226,6 +241,7 @@ def render_policy_context(
                 f"  {UNCONFINED_TEXT}",
                 "- Network: on. Nothing restricts network access.",
                 f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
+                *told_rules,
             ]
         )
     lines = [
@@ -244,6 +260,7 @@ def render_policy_context(
     lines += [
         f"- {_network_text(mode, network, approval)}",
         f"- Approval policy: {approval.value}. {_approval_text(mode, approval)}",
+        *told_rules,
     ]
     if mode.confines:
         lines += [
@@ -291,6 +308,7 @@ def desired_policy_context(
             writable_roots=writable_roots,
             tool_cache=tool_cache,
             agents=agents,
+            rules=defaults.command_rules,
         ),
         sandbox_mode=state.sandbox_mode,
         workspace_root=root,

@@ -21,6 +21,10 @@ from ..errors import ConfigError, InvalidPolicy, SandboxUnavailable
 from ..events import EventLog, SessionEvent, append_decided, find_last
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode, network_under
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..rules import Rule
+
 # --- sandbox/mode ----------------------------------------------------------------------
 
 
@@ -210,6 +214,12 @@ def check_events_available(
 # --- composition defaults and resolution ------------------------------------------------
 
 
+def _default_rules() -> tuple[Rule, ...]:
+    from ..rules import DEFAULT_RULES
+
+    return DEFAULT_RULES
+
+
 def _absolute_root(_instance: object, _attribute: object, value: str) -> None:
     if not os.path.isabs(value):
         raise ConfigError(f"fallback_root must be an absolute path, got {value!r}")
@@ -246,6 +256,11 @@ class PolicyDefaults:
         ),
         converter=Network.parse,  # type: ignore[misc]
     )
+
+    # The command rules judged on every command (docs/rules.md): the model's policy
+    # message names those that forbid and those that ask. The embedded default's are
+    # the default rules.
+    command_rules: tuple[Rule, ...] = attrs.field(factory=_default_rules)
 
     def __attrs_post_init__(self) -> None:
         check_mode_available(
