@@ -22,6 +22,7 @@ from stockade.policy import (
     PolicyContext,
     PresetSelected,
     SandboxModeSet,
+    SessionRuleAllowed,
 )
 from stockade.sessionlog import BUILTIN_EVENTS, scan_log
 from stockade.vocab import ApprovalPolicy, SandboxMode
@@ -42,6 +43,7 @@ def test_builtin_tags() -> None:
         "approval/policy",
         "permission/preset",
         "context/policy",
+        "rules/session-allow",
     }
 
 
@@ -58,10 +60,11 @@ def test_every_builtin_event_round_trips() -> None:
             approval_policy=ApprovalPolicy.ASK,
             source="sandbox:policy",
         ),
+        SessionRuleAllowed(prefix=("git", "push"), rule="force-push", command="git push -f"),
     ]
     scan = scan_log(lines(*events, registry=BUILTIN_EVENTS), "f", BUILTIN_EVENTS)
     assert [msgspec.structs.replace(e, seq=0, ts=0.0) for e in scan.events] == events
-    assert [e.seq for e in scan.events] == [1, 2, 3, 4, 5]
+    assert [e.seq for e in scan.events] == [1, 2, 3, 4, 5, 6]
 
 
 def test_a_line_starts_with_type_seq_and_ts() -> None:
