@@ -175,3 +175,18 @@ async def test_the_default_rules_are_in_force_without_any_in_the_composition(sta
         result = await session.run_tool("bash", {"command": "rm -rf ."})
     assert result.is_error and (root / "keep").exists()
     assert answerer.seen[0].rule == "delete-workspace"
+
+
+async def test_no_session_allowance_is_offered_for_words_quoting_makes_ambiguous(
+    state_dir, projects
+):
+    """`'~'` and `~` resolve to the same word: allowing one for the session must not
+    answer the other, so such a prompt offers the session choice to nobody."""
+    root, _ = projects
+    answerer = ScriptedAnswerer(["rejected", "rejected"])
+    async with open_harness(ruled(state_dir, TOUCH_PROMPT), answerers=[answerer]) as harness:
+        session = await harness.open_session(cwd=root)
+        await session.run_tool("bash", {"command": "touch '~'"})
+        await session.pre_step()
+        await session.run_tool("bash", {"command": "touch 'a b'"})
+    assert [r.session_prefix for r in answerer.seen] == [(), ()]

@@ -108,6 +108,8 @@ async def _prompt(
     # Offered only where one exactly known command asked: its words are what a
     # later command must begin with to be answered without asking.
     offer = asking[0].runs if len(asking) == 1 and not judgement.uncertain else ()
+    if not all(_plain(word) for word in offer):
+        offer = ()
     answer = await approval.ask(
         ApprovalRequest(
             session_id=session.id,
@@ -162,6 +164,16 @@ def _answered(
         return False
     allowed = session_rule_prefixes(events)
     return all(any(c.runs[: len(p)] == p for p in allowed) for c in asking)
+
+
+# What a word of an offered prefix may hold: the judge resolves quoting, so `'~'` and
+# `~` (or `'$HOME'` and `$HOME`) read the same once resolved; a prefix holding such a
+# character would answer a later command it was not asked about.
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:=@+,%-")
+
+
+def _plain(word: str) -> bool:
+    return bool(word) and all(c in _PLAIN for c in word)
 
 
 def _why(judgement: Judgement) -> str:
