@@ -369,3 +369,43 @@ def test_a_home_of_slash_ends_the_ancestor_walk():
     deny = DenyRead(("~/.ssh", "~/.aws/credentials"))
     assert deny.expand((), environ={"HOME": "/"}).paths == ()
     assert deny.existing(["//x/y", "/nonexistent/a/b"]) == []
+
+
+def test_a_glob_is_matched_again_only_when_its_directory_changed(tmp_path, monkeypatch):
+    import stockade.trust.secrets as secrets
+
+    home = tmp_path / "home"
+    (home / ".cargo").mkdir(parents=True)
+    (home / ".cargo" / "credentials.toml").write_text("token")
+    _age(home)
+    listings = []
+    real = secrets._matches
+    monkeypatch.setattr(secrets, "_matches", lambda p: listings.append(p) or real(p))
+    deny = DenyRead(("~/.cargo/credentials*",))
+    environ = {"HOME": str(home)}
+    assert deny.literal_paths(environ) == [str(home / ".cargo" / "credentials.toml")]
+    assert deny.literal_paths(environ) == [str(home / ".cargo" / "credentials.toml")]
+    assert len(listings) == 1, "an unchanged directory is not listed again"
+    # A rename with the directory's times set back (what a command could do): its
+    # ctime still moves, so the glob is matched again.
+    times = os.stat(home / ".cargo")
+    os.rename(home / ".cargo" / "credentials.toml", home / ".cargo" / "credentials")
+    os.utime(home / ".cargo", ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert deny.literal_paths(environ) == [str(home / ".cargo" / "credentials")]
+    assert len(listings) == 2
+
+
+def test_the_expansion_follows_the_environment_it_read(tmp_path):
+    deny = DenyRead(("~/.netrc", "state"))
+    first = {"HOME": str(tmp_path / "a")}
+    second = {"HOME": str(tmp_path / "b"), "STOCKADE_STATE_DIR": str(tmp_path / "state")}
+    assert deny.literal_paths(first) == [
+        str(tmp_path / "a" / ".netrc"),
+        str(tmp_path / "a" / ".local" / "state" / "stockade"),
+    ]
+    assert deny.literal_paths(second) == [
+        str(tmp_path / "b" / ".netrc"),
+        str(tmp_path / "state"),
+        str(tmp_path / "b" / ".local" / "state" / "stockade"),
+    ]
+    assert deny.literal_paths(first)[0] == str(tmp_path / "a" / ".netrc")

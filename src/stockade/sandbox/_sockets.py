@@ -116,6 +116,28 @@ def _real_socket(path: str) -> str | None:
     return real if real.startswith("/") and not real.endswith(" (deleted)") else None
 
 
+def _real_directory(path: str) -> str | None:
+    """The real path of the directory at `path`, or None when there is none: as the
+    kernel resolves it (one open, one readlink, where os.path.realpath takes an lstat
+    per component: this runs for every call), else by os.path.realpath."""
+    o_path = getattr(os, "O_PATH", None)
+    if o_path is not None:
+        try:
+            fd = os.open(path, o_path | os.O_DIRECTORY | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            return None  # missing, or not a directory
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            real = ""
+        finally:
+            os.close(fd)
+        if real.startswith("/") and not real.endswith(" (deleted)"):
+            return real
+    real = os.path.realpath(path)
+    return real if os.path.isdir(real) else None
+
+
 def _is_socket(path: str) -> bool:
     try:
         return stat.S_ISSOCK(os.stat(path).st_mode)
@@ -169,8 +191,8 @@ def runtime_dirs(xdg_runtime_dir: str | None = None) -> tuple[str, ...]:
         candidates.append(xdg_runtime_dir)
     found: list[str] = []
     for path in candidates:
-        real = os.path.realpath(path)
-        if real not in found and os.path.isdir(real) and not _skipped(real) and real != "/":
+        real = _real_directory(path)
+        if real not in found and real is not None and not _skipped(real) and real != "/":
             found.append(real)
     return tuple(
         path

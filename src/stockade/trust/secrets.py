@@ -59,11 +59,10 @@ DEFAULT_DENY_READ: tuple[str, ...] = (
 )
 NAMED = (STATE, COMPOSITION, MCP_TOKEN, ENV_FILES)
 
-_GLOB = frozenset("*?")
-
 
 def is_glob(pattern: str) -> bool:
-    return any(character in _GLOB for character in pattern)
+    # Two substring searches in C: this runs for every pattern of every call.
+    return "*" in pattern or "?" in pattern
 
 
 def glob_match(name: str, pattern: str) -> bool:
@@ -155,6 +154,10 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+# What `DenyRead.literal_paths` reads of the environment (`_home`, `state_directories`).
+_EXPANSION_VARIABLES = ("HOME", "STOCKADE_STATE_DIR", "XDG_STATE_HOME")
+
+
 def _home(environ: Mapping[str, str]) -> str:
     return environ.get("HOME") or os.path.expanduser("~")
 
@@ -168,6 +171,8 @@ class DenyRead:
     __slots__ = (
         "_complements",
         "_existing",
+        "_globs",
+        "_literal",
         "_scans",
         "composition",
         "patterns",
@@ -199,6 +204,12 @@ class DenyRead:
         self._existing: (
             tuple[tuple[str, ...], list[tuple[str, Identity]], list[tuple[str, str]]] | None
         ) = None
+        # The expansion of the patterns by the environment it read (HOME and the state
+        # directory's variables): each item a path, or a glob still to match on disk.
+        self._literal: tuple[tuple[str | None, ...], tuple[tuple[str, bool], ...]] | None = None
+        # Each glob's last matches, with its directory's identity: reused while the
+        # directory keeps it (an entry made, removed or renamed there moves its ctime).
+        self._globs: dict[str, tuple[Identity, list[str]]] = {}
 
     def complement(self, hidden: Sequence[str], writable: Sequence[str]) -> Complement:
         """`complement_grants(hidden, writable)`, reused while no directory it listed
@@ -234,19 +245,55 @@ class DenyRead:
 
     def literal_paths(self, environ: Mapping[str, str] = os.environ) -> list[str]:
         """Every absolute pattern (and named item) expanded, globs matched on disk."""
-        home = _home(environ)
         found: list[str] = []
+        for path, glob in self._expanded(environ):
+            if glob:
+                found += self._glob_matches(path)
+            else:
+                found.append(path)
+        return found
+
+    def _expanded(self, environ: Mapping[str, str]) -> tuple[tuple[str, bool], ...]:
+        """(path, whether it is a glob) for every absolute pattern and named item, in
+        order: what `literal_paths` matches. Kept while the variables it read are the
+        same (without HOME, `~` is the password database's: worked out each time)."""
+        key = tuple(environ.get(name) for name in _EXPANSION_VARIABLES)
+        known = self._literal
+        if known is not None and known[0] == key:
+            return known[1]
+        home = _home(environ)
+        expanded: list[tuple[str, bool]] = []
         for pattern in self.patterns:
             if pattern == STATE:
-                found += (*state_directories(environ), *self.state)
+                expanded += ((path, False) for path in (*state_directories(environ), *self.state))
             elif pattern == COMPOSITION:
-                found += self.composition
+                expanded += ((path, False) for path in self.composition)
             elif pattern == MCP_TOKEN:
-                found += self.tokens
+                expanded += ((path, False) for path in self.tokens)
             elif pattern.startswith("~/") or pattern.startswith("/"):
                 path = home + pattern[1:] if pattern.startswith("~/") else pattern
-                found += _matches(path) if is_glob(path) else [path]
-        return found
+                expanded.append((path, is_glob(path)))
+        answer = tuple(expanded)
+        self._literal = (key, answer) if environ.get("HOME") else None
+        return answer
+
+    def _glob_matches(self, pattern: str) -> list[str]:
+        """`_matches(pattern)`, reused while the directory it lists keeps its identity
+        (`Identity`, which a confined command cannot forge), kept only when that
+        directory did not change within a clock tick of the listing."""
+        directory = os.path.dirname(pattern) or "."
+        known = self._globs.get(pattern)
+        if known is not None and _identity(directory) == known[0]:
+            return list(known[1])
+        self._globs.pop(pattern, None)
+        started = time.time_ns()
+        matches = _matches(pattern)
+        identity = _identity(directory)
+        if identity is not None and _trustworthy([(directory, identity)], started):
+            if len(self._globs) >= SCAN_MEMO_ROOTS:
+                self._globs.pop(next(iter(self._globs)))
+            self._globs[pattern] = (identity, matches)
+        return list(matches)
 
     def root_patterns(self) -> tuple[str, ...]:
         """The patterns matched inside every root: `.env`'s names, and relative entries."""
@@ -287,8 +334,9 @@ class DenyRead:
                         f"beyond the first {ENV_FILE_BUDGET} directories searched"
                     )
         real: list[str] = []
+        kept = [(k, os.path.realpath(k)) for k in keep]
         for path, resolved in self.existing(candidates):
-            holding = [k for k in keep if _under(os.path.realpath(k), resolved)]
+            holding = [k for k, real_k in kept if _under(real_k, resolved)]
             if holding:
                 gaps.append(f"deny_read: {path} holds {holding[0]}, so it stays readable")
                 continue
