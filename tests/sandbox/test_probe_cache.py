@@ -202,3 +202,37 @@ def test_stockade_exec_never_runs_a_runner_a_cache_line_names(scratch):
         (work / "x").unlink()
     assert not planted_ran.exists()
     assert cache.read_text() == f"{key}\tbwrap\t\t\t\t\n"
+
+
+def _one_shot_selection(scratch, monkeypatch, calls, roots=()):
+    """`select_backend` of a one-shot provider (`remember_verdict`, as `stockade run`
+    opens it) with the cache in `scratch` (outside the host's temp roots) and a
+    counting bwrap probe."""
+    from stockade.sandbox import ProviderConfig
+    from stockade.sandbox._select import select_backend
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", os.path.join(scratch, "run"))
+    monkeypatch.delenv(backends.CACHE_ENV_OFF, raising=False)
+    runner = Path(scratch) / "fake-bwrap"
+    if not runner.exists():  # written once: a new file is a new runner, probed again
+        runner.write_text("#!/bin/sh\n")
+        runner.chmod(0o755)
+    monkeypatch.setitem(backends.RUNNER_LOCATORS, "bwrap", lambda: str(runner))
+    config = ProviderConfig(backend="bwrap", remember_verdict=True, probe_roots=roots)
+    return select_backend(config, probes={"bwrap": counting_probe(runner, calls)})
+
+
+def test_a_one_shot_provider_takes_the_remembered_verdict(scratch, monkeypatch):
+    calls: list[int] = []
+    for _ in range(2):
+        selection = _one_shot_selection(scratch, monkeypatch, calls)
+        assert selection.backend is not None and selection.backend.name == "bwrap"
+    assert len(calls) == 1, "the second provider did not probe again"
+
+
+def test_a_one_shot_provider_whose_call_may_write_the_cache_probes(scratch, monkeypatch):
+    calls: list[int] = []
+    for _ in range(2):
+        _one_shot_selection(scratch, monkeypatch, calls, roots=(scratch,))
+    assert len(calls) == 2
+    assert not os.path.exists(os.path.join(scratch, "run", "stockade"))

@@ -190,7 +190,18 @@ async def _run(
         if settings.confines:
             if settings.provider is None:
                 raise SandboxUnavailable(NO_PROVIDER)
-            provider = await stack.enter_async_context(open_provider(settings.provider))
+            # One provider for one command: a verdict remembered per user, as exec's,
+            # while no root this call may write holds the cache.
+            one_shot = attrs.evolve(
+                settings.provider,
+                remember_verdict=True,
+                probe_roots=(
+                    *settings.provider.probe_roots,
+                    policy.workspace_root,
+                    *policy.granted_roots,
+                ),
+            )
+            provider = await stack.enter_async_context(open_provider(one_shot))
         executor = await stack.enter_async_context(open_executor(settings.executor, provider))
         spec = executor.resolve(command, policy=policy, timeout=limit)
         return await executor.run(spec, streams=streams)

@@ -26,7 +26,13 @@ def host_paths(environ: Mapping[str, str] = os.environ) -> HostPaths:
 def select_backend(
     config: ProviderConfig, *, probe_all: bool = False, probes: Mapping[str, Probe] = PROBES
 ) -> Selection:
-    """Probe the platform chain in order (or take the operator's runner_command)."""
+    """Probe the platform chain in order (or take the operator's runner_command; or a
+    verdict remembered per user, `remember_verdict`)."""
+    remember = config.remember_verdict and not probe_all
+    roots = config.probe_roots
+    if remember:
+        # The trust base counts the host's temp roots writable whatever a call gets.
+        roots = (*roots, *host_temp_roots())
     chosen = choose(
         config.platform,
         config.backend,
@@ -34,8 +40,9 @@ def select_backend(
         timeout=config.probe_timeout,
         probe_all=probe_all,
         probes=probes,
+        remember=remember,
         bwrap_path=config.bwrap_path,
-        writable_roots=config.probe_roots,
+        writable_roots=roots,
     )
     winner = chosen.selected
     backend = None

@@ -104,6 +104,12 @@ class ProviderConfig:
     # Workspace roots known when the probe runs (the first call's): a runner found
     # inside one is never probed, since probing runs it unconfined.
     probe_roots: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    # A one-shot caller (`stockade run`, one provider for one command): take a usable
+    # verdict remembered per user, as `stockade exec` does (backends._choose), instead
+    # of probing; only where the trust base's check 1 holds for the cache file against
+    # `probe_roots` and the host's temp roots, which must then name every root the
+    # provider's calls may write.
+    remember_verdict: bool = False
     # The Landlock launcher's tier: "auto" (the strongest the host allows) or "plain"
     # (no namespace, as on a host that allows none: weaker, so a loosening key).
     landlock_tier: str = attrs.field(default="auto", validator=_check_tier)
