@@ -208,6 +208,8 @@ class Target:
     value: str
     met: bool | None
     note: str = ""
+    # A floor shown under the target it stops (a figure, not judged).
+    floor: bool = False
 
 
 @dataclass

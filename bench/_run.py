@@ -99,7 +99,11 @@ def render_markdown(meta: dict[str, Any], results: list[FamilyResult]) -> str:
                 t.name,
                 t.goal,
                 t.value,
-                "met" if t.met else ("MISSED" if t.met is False else "not measured"),
+                "floor"
+                if t.floor
+                else "met"
+                if t.met
+                else ("MISSED" if t.met is False else "not measured"),
             ]
             for family, t in targets
         ]

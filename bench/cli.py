@@ -44,6 +44,8 @@ TRIO_FLOOR = "import re, sys, trio, msgspec; trio.run(trio.run_process, sys.argv
 RUN_BEFORE_MS = 310.0
 EXEC_ALLOWANCE_MS = 8.0
 EXEC_STDLIB_FLOOR = "python: import re, signal (the console script's standard library)"
+RUN_FLOOR = "python: import trio, msgspec + one trio.run_process (run's floor)"
+RUN_IMPORTS = "python: import stockade.cli.run (run's imports)"
 CODEX_FACTOR = 1.5
 
 
@@ -177,11 +179,8 @@ def run(ctx: Context) -> FamilyResult:
         Command("python -I -S -c pass", "floor", [sys.executable, "-I", "-S", "-c", "pass"]),
         Command("python -c pass (venv site)", "floor", [sys.executable, "-c", "pass"]),
         Command(EXEC_STDLIB_FLOOR, "floor", [sys.executable, "-c", "import re, signal"]),
-        Command(
-            "python: import trio, msgspec + one trio.run_process (run's floor)",
-            "floor",
-            [sys.executable, "-c", TRIO_FLOOR, *ARGV],
-        ),
+        Command(RUN_FLOOR, "floor", [sys.executable, "-c", TRIO_FLOOR, *ARGV]),
+        Command(RUN_IMPORTS, "stockade", [sys.executable, "-c", "import stockade.cli.run"]),
         Command(
             "stockade exec --mode danger-full-access",
             "stockade",
@@ -496,7 +495,7 @@ def _targets(working: list[Command], ctx: Context) -> list[Target]:
     run = next((c for c in working if c.name.startswith("stockade run 'true'")), None)
     if run:
         mine = _median_ms(run)
-        floor = by_name.get("python: import trio, msgspec + one trio.run_process (run's floor)")
+        floor = by_name.get(RUN_FLOOR)
         shown = f"; trio floor {_median_ms(floor):.0f} ms" if floor else ""
         targets.append(
             Target(
@@ -507,6 +506,23 @@ def _targets(working: list[Command], ctx: Context) -> list[Target]:
                 f"the before figure is the issue's ({RUN_BEFORE_MS:g} ms, the project's machine)",
             )
         )
+        imports = by_name.get(RUN_IMPORTS)
+        if floor and imports:
+            imported = _median_ms(imports)
+            targets.append(
+                Target(
+                    "  its floor: trio and msgspec imported, one trio.run_process",
+                    "floor",
+                    f"{_median_ms(floor):.0f} ms; `import stockade.cli.run` {imported:.0f} ms "
+                    f"(+{imported - _median_ms(floor):.0f} ms: stockade's own modules, less "
+                    f"one spawn); the run itself +{mine - imported:.0f} ms",
+                    None,
+                    "what is left above the floor is stockade's imports (attrs classes, "
+                    "msgspec structs, enums, patterns made at import) and the run: the "
+                    "provider, the executor's cgroups, the confined call",
+                    floor=True,
+                )
+            )
     return targets
 
 

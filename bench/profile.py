@@ -177,6 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", default=None, help="keep the cProfile rows whose file matches this regex"
     )
+    parser.add_argument(
+        "--callers",
+        default=None,
+        help="also print who calls the functions matching this regex (cProfile)",
+    )
     args = parser.parse_args(argv)
 
     scratch = tempfile.mkdtemp(prefix="stockade-profile-", dir="/var/tmp")
@@ -215,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = io.StringIO()
         restrictions: tuple[str | int, ...] = (args.only, args.top) if args.only else (args.top,)
-        pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(*restrictions)
+        stats = pstats.Stats(profiler, stream=out).sort_stats(args.sort)
+        stats.print_stats(*restrictions)
+        if args.callers:
+            stats.print_callers(args.callers)
         sys.stdout.write(out.getvalue())
     return 0
 

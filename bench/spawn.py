@@ -202,6 +202,8 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
     import trio
 
     from stockade.executor.actor import open_executor
+    from stockade.executor.config import ExecutorConfig
+    from stockade.limits import Limits, SessionLimits
     from stockade.sandbox.actor import open_provider
     from stockade.sandbox.config import ProviderConfig
     from stockade.trust.secrets import DEFAULT_DENY_READ
@@ -225,6 +227,12 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
 
         # deny_read off (every default item removed): what the defaults cost, paired.
         without_deny_read = tuple(f"!{item}" for item in DEFAULT_DENY_READ)
+        # Limits off (no cgroup, no rlimit, so no launcher stage before an unconfined
+        # command or bwrap): the floor the per-call cgroup sets under the targets.
+        unlimited = ExecutorConfig(
+            limits=Limits(processes=None, memory=None, file_size=None, open_files=None),
+            session_limits=SessionLimits(processes=None, memory=None),
+        )
 
         async def serve(
             name: str,
@@ -233,9 +241,11 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
             task_status: Any,
             deny_read: bool = True,
             tier: str = "auto",
+            limits: bool = True,
         ) -> None:
+            config = ExecutorConfig() if limits else unlimited
             if backend is None:
-                async with open_executor() as client:
+                async with open_executor(config) as client:
                     executors[name] = client
                     task_status.started()
                     await trio.sleep_forever()
@@ -248,15 +258,17 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
                         landlock_tier=tier,
                     )
                 ) as provider,
-                open_executor(provider=provider) as client,
+                open_executor(config, provider=provider) as client,
             ):
                 executors[name] = client
                 task_status.started()
                 await trio.sleep_forever()
 
         await nursery.start(serve, "bare", None)
+        await nursery.start(partial(serve, limits=False), "bare (limits off)", None)
         for backend in backends:
             await nursery.start(serve, backend, backend)
+            await nursery.start(partial(serve, limits=False), f"{backend} (limits off)", backend)
             await nursery.start(
                 partial(serve, deny_read=False), f"{backend} (no deny_read)", backend
             )
@@ -283,6 +295,9 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
             Variant("executor: local (bare)", "stockade", through("bare", workspace)),
         ]
         expected["executor: local (bare)"] = ("none", SandboxMode.DANGER_FULL_ACCESS)
+        label = "executor: local (bare, limits off)"
+        variants.append(Variant(label, "stockade", through("bare (limits off)", workspace)))
+        expected[label] = ("none", SandboxMode.DANGER_FULL_ACCESS)
         for backend in backends:
             label = f"executor: {backend}"
             variants.append(Variant(label, "stockade", through(backend, workspace)))
@@ -290,6 +305,11 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
             label = f"executor: {backend} (no deny_read)"
             variants.append(
                 Variant(label, "stockade", through(f"{backend} (no deny_read)", workspace))
+            )
+            expected[label] = (backend, SandboxMode.WORKSPACE_WRITE)
+            label = f"executor: {backend} (limits off)"
+            variants.append(
+                Variant(label, "stockade", through(f"{backend} (limits off)", workspace))
             )
             expected[label] = (backend, SandboxMode.WORKSPACE_WRITE)
             label = f"executor: {backend} (network on)"
@@ -472,6 +492,32 @@ def run(ctx: Context) -> FamilyResult:
             floor_trio.name,
         ),
         (
+            "stockade Python overhead, limits off (local executor without limits - "
+            "trio.run_process)",
+            "executor: local (bare, limits off)",
+            floor_trio.name,
+        ),
+        (
+            "the per-call cgroup, local (local executor - the same, limits off)",
+            "executor: local (bare)",
+            "executor: local (bare, limits off)",
+        ),
+        (
+            "the per-call cgroup, Landlock (executor: landlock - the same, limits off)",
+            "executor: landlock",
+            "executor: landlock (limits off)",
+        ),
+        (
+            "the per-call cgroup, bwrap (executor: bwrap - the same, limits off)",
+            "executor: bwrap",
+            "executor: bwrap (limits off)",
+        ),
+        (
+            "the launcher's own spawn (landlock direct (trio) - trio.run_process)",
+            "landlock direct (trio)",
+            floor_trio.name,
+        ),
+        (
             "Landlock confinement (executor: landlock - local executor)",
             "executor: landlock",
             "executor: local (bare)",
@@ -550,6 +596,9 @@ def run(ctx: Context) -> FamilyResult:
                 value <= 1.25,
             )
         )
+        floor = _landlock_floor(med, bare)
+        if floor is not None:
+            result.targets.append(floor)
     if "executor: bwrap" in med:
         value = ratio(med["executor: bwrap"], med["bwrap direct (trio)"])
         against_sub = ratio(med["executor: bwrap"], med["bwrap direct (subprocess)"])
@@ -564,6 +613,21 @@ def run(ctx: Context) -> FamilyResult:
                 "(trio.run_process); the subprocess.run ratio is shown beside it",
             )
         )
+        cgroup = figures["overheads_ms"].get(_CGROUP_BWRAP)
+        if "executor: bwrap (limits off)" in med and cgroup:
+            unlimited = ratio(med["executor: bwrap (limits off)"], med["bwrap direct (trio)"])
+            result.targets.append(
+                Target(
+                    "  its floor: the per-call cgroup (limits on, the default)",
+                    "floor",
+                    f"{cgroup['wall']['median']:.2f} ms a call (paired: the launcher's "
+                    f"--limits-only stage before bwrap); limits off: {unlimited:.2f}x",
+                    None,
+                    "bwrap's filter stage runs under a read-only cgroup file system, so "
+                    "the group is joined by a stage of its own before bwrap starts",
+                    floor=True,
+                )
+            )
     if "landlock plain direct (trio)" in med and "landlock direct (trio)" in med:
         value = ratio(med["landlock plain direct (trio)"], med["landlock direct (trio)"])
         result.targets.append(
@@ -587,7 +651,59 @@ def run(ctx: Context) -> FamilyResult:
                 value < 0.3,
             )
         )
+        cgroup = figures["overheads_ms"].get(_CGROUP_LOCAL)
+        unlimited = figures["overheads_ms"].get(_PYTHON_UNLIMITED)
+        if cgroup and unlimited:
+            result.targets.append(
+                Target(
+                    "  its floor: the per-call cgroup (limits on, the default)",
+                    "floor",
+                    f"{cgroup['wall']['median']:.3f} ms of it (paired); limits off: "
+                    f"{unlimited['wall']['median']:.3f} ms wall, "
+                    f"{unlimited['parent_cpu_median']:.3f} ms parent CPU",
+                    None,
+                    "the launcher makes, limits and joins the call's group (`--limits-only`, "
+                    "one more exec) and the executor reads and removes it; an unconfined "
+                    "call's group is never reused (docs/limits.md)",
+                    floor=True,
+                )
+            )
     return result
+
+
+_CGROUP_LOCAL = "the per-call cgroup, local (local executor - the same, limits off)"
+_CGROUP_BWRAP = "the per-call cgroup, bwrap (executor: bwrap - the same, limits off)"
+_PYTHON_UNLIMITED = (
+    "stockade Python overhead, limits off (local executor without limits - trio.run_process)"
+)
+
+
+def _landlock_floor(med: dict[str, float], bare: float | None) -> Target | None:
+    """What stops the Landlock target: the launcher's own spawn (its exec, its PID,
+    mount and network namespaces and their init), which the bare executor does not pay,
+    as the ratio it alone would give; and the same ratio with limits off on both sides."""
+    direct, floor_trio = med.get("landlock direct (trio)"), med.get("trio.run_process (raw floor)")
+    if bare is None or direct is None or floor_trio is None:
+        return None
+    launcher = direct - floor_trio
+    plain = med.get("landlock plain direct (trio)")
+    shown_plain = f"; the plain tier's (no namespace) +{plain - floor_trio:.2f} ms" if plain else ""
+    unlimited = ""
+    if "executor: landlock (limits off)" in med and "executor: local (bare, limits off)" in med:
+        both = ratio(
+            med["executor: landlock (limits off)"], med["executor: local (bare, limits off)"]
+        )
+        unlimited = f"; limits off on both sides: {both:.2f}x"
+    return Target(
+        "  its floor: the launcher's own spawn and namespaces",
+        "floor",
+        f"{ratio(bare + launcher, bare):.2f}x (landlock direct (trio) is +{launcher:.2f} ms over "
+        f"trio.run_process{shown_plain}){unlimited}",
+        None,
+        "the ratio the bare executor plus the launcher alone gives: the call's PID namespace "
+        "(issue 21), mount and network namespaces and the launcher's exec, all per call",
+        floor=True,
+    )
 
 
 def plot(result: FamilyResult, path: str) -> None:
