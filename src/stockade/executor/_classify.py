@@ -2,7 +2,9 @@
 
 Runner failure outranks denial, which outranks an ordinary result; a spawn error is
 blamed on the runner only with attributable evidence (see docs/executor.md). Whether
-a denial signature means the sandbox refused is `_denials`' question.
+a denial signature means the sandbox refused is `_denials`' question (imported when
+a call has output to read: its patterns and classes cost every process that runs a
+command, `stockade run` too, and a silent command needs none of them).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import errno
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -22,7 +25,9 @@ from ..modes import (
     network_off_cause,
     tool_directory_cause,
 )
-from ._denials import PathFacts, attribute, refusals, refused_tool_directories
+
+if TYPE_CHECKING:
+    from ._denials import PathFacts
 
 RUNNER_SPAWN_ERRNOS = frozenset({errno.ENOENT, errno.EACCES})
 # bwrap's one line when it set the sandbox up but could not execute the command in it
@@ -141,6 +146,8 @@ def classify(
         return Verdict(runner_failure=line, denied=False)
     if evidence is None:
         return Verdict(runner_failure=None, denied=is_denied(denial_signatures, stderr))
+    from ._denials import attribute, refusals
+
     denied = attribute(
         refusals(denial_signatures, stderr, stdout),
         evidence.paths,
@@ -248,6 +255,8 @@ def tool_directory_causes(
 ) -> tuple[str, ...]:
     """For a result judged denied: one line per toolchain directory (`~/.npm`,
     `~/.cache/pip`, `~/.cargo`, ...) a refused write was under, outside `writable`."""
+    from ._denials import refused_tool_directories
+
     found = refused_tool_directories(
         stderr, stdout, () if mode is SandboxMode.READ_ONLY else writable
     )

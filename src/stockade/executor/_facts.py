@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,17 +19,9 @@ from ..trust import JudgedDirectory, is_under
 from ..vocab import Enforcement, Network, SandboxMode, SpawnTrait
 from ._buffer import OutputBuffer
 from ._classify import Evidence, Verdict, classify, command_exec_status, runner_failure_line
-from ._denials import (
-    MISSING,
-    changes_directory,
-    mentions,
-    merges_stderr,
-    missing_lines,
-    named_paths,
-    refusals,
-    unseen,
-)
-from ._evidence import gather, read_denied, sight
+
+if TYPE_CHECKING:
+    from ._denials import HostSight, Missing
 
 UNCONFINED = "none"
 # An unconfined command (danger-full-access) runs after the launcher's `--limits-only`
@@ -135,7 +128,16 @@ class WrapFacts:
 
     def judge(self, exit_code: int | None, stderr: str, stdout: str = "") -> Verdict:
         """Classify a settled process; host facts are gathered only for the paths of
-        lines that carry a denial signature (usually none: then nothing is asked)."""
+        lines that carry a denial signature (usually none: then nothing is asked).
+        A command that printed nothing has no line to attribute and nothing hidden to
+        name: the classification alone, without importing the denial reading."""
+        if not stderr and not stdout:
+            return classify(
+                self.runner_failure_rules, self.denial_signatures, exit_code, stderr, stdout=stdout
+            )
+        from ._denials import merges_stderr, named_paths
+        from ._evidence import read_denied
+
         evidence = None
         if (
             self.workdir is not None
@@ -180,6 +182,8 @@ class WrapFacts:
         the host is asked only when a line says "No such file or directory"."""
         if not self.fresh or self.workdir is None:
             return ()
+        from ._denials import MISSING, changes_directory, merges_stderr, missing_lines, unseen
+
         if not any(MISSING in text or "ENOENT" in text for text in (stderr, stdout)):
             return ()
         merged = merges_stderr(self.command)
@@ -195,12 +199,17 @@ class WrapFacts:
         )
 
     def _mentions_signature(self, stderr: str, stdout: str) -> bool:
+        from ._denials import mentions, merges_stderr
+
         seen = (stderr, stdout) if merges_stderr(self.command) else (stderr,)
         return any(mentions(self.denial_signatures, text) for text in seen)
 
     def evidence(self, stderr: str, stdout: str) -> Evidence:
         """The impure part of attribution: facts about the paths signature lines name."""
         assert self.workdir is not None
+        from ._denials import changes_directory, merges_stderr, refusals
+        from ._evidence import gather
+
         merged = merges_stderr(self.command)
         found = refusals(self.denial_signatures, stderr, stdout if merged else "")
         if not found:
@@ -212,6 +221,14 @@ class WrapFacts:
             moved=changes_directory(self.command),
             merged=merged,
         )
+
+
+def sight(found: Iterable[Missing], cwd: str, fresh: Iterable[str]) -> dict[str, HostSight]:
+    """`_evidence.sight`, that module (and the denial reading it needs) imported only
+    when a line said something was missing."""
+    from ._evidence import sight as look
+
+    return look(found, cwd, fresh)
 
 
 def settled_result(

@@ -12,7 +12,6 @@ from ..vocab import (
     network_denial_marker,
 )
 from ._classify import fresh_view_causes, network_cause, tool_directory_causes
-from ._denials import named_paths
 
 
 def refused_destinations(connections: tuple[NetworkConnection, ...]) -> tuple[str, ...]:
@@ -150,6 +149,8 @@ def protected_refusals(result: ShellResult, workdir: str) -> tuple[str, ...]:
     if not result.denied or result.read_denied or result.mode is not SandboxMode.WORKSPACE_WRITE:
         return ()
     import os
+
+    from ._denials import named_paths
 
     found: list[str] = []
     for word in named_paths(result.stderr, result.stdout):
