@@ -190,3 +190,34 @@ async def test_no_session_allowance_is_offered_for_words_quoting_makes_ambiguous
         await session.pre_step()
         await session.run_tool("bash", {"command": "touch 'a b'"})
     assert [r.session_prefix for r in answerer.seen] == [(), ()]
+
+
+async def test_a_session_allowance_answers_only_its_rule_and_its_command_as_written(
+    state_dir, projects
+):
+    """Allowed `git push -f origin main` for the session: `sudo git push ...`, `git -C
+    elsewhere push ...`, `A=1 git push ...` and another rule's prompt are still asked."""
+    root, _ = projects
+    other_rule = {
+        "name": "ask-branch-delete",
+        "prefix": ["git", "push"],
+        "args": [["--delete"]],
+        "decision": "prompt",
+        "reason": "deleting a remote branch",
+        "match": ["git push --delete origin x"],
+    }
+    later = [
+        "sudo git push -f origin main",
+        "git -C /elsewhere push -f origin main",
+        "GIT_SSH_COMMAND=./x git push -f origin main",
+        "git push -f origin main --delete x",
+    ]
+    answerer = ScriptedAnswerer(["allowed-for-session", *(["rejected"] * len(later)), None])
+    async with open_harness(ruled(state_dir, other_rule), answerers=[answerer]) as harness:
+        session = await harness.open_session(cwd=root)
+        await session.run_tool("bash", {"command": "git push -f origin main"})
+        for script in later:
+            await session.pre_step()
+            await session.run_tool("bash", {"command": script})
+    assert answerer.seen[0].session_prefix == ("git", "push", "-f", "origin", "main")
+    assert [r.command for r in answerer.seen[1:]] == later

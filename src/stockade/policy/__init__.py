@@ -24,7 +24,7 @@ from .knobs import inherited_overrides as inherited_overrides
 from .knobs import knob_state as knob_state
 from .knobs import resolve_execution_policy as resolve_execution_policy
 from .knobs import resolve_workspace_root as resolve_workspace_root
-from .knobs import session_rule_prefixes as session_rule_prefixes
+from .knobs import session_allowances as session_allowances
 from .knobs import set_approval_policy as set_approval_policy
 from .knobs import set_network as set_network
 from .knobs import set_sandbox_mode as set_sandbox_mode

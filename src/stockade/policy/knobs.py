@@ -357,12 +357,13 @@ class SessionRuleAllowed(SessionEvent, kw_only=True, frozen=True, tag="rules/ses
     command: str
 
 
-def session_rule_prefixes(events: Sequence[SessionEvent]) -> tuple[tuple[str, ...], ...]:
-    """Every prefix a person allowed for this session, in the order allowed, once each."""
-    seen: dict[tuple[str, ...], None] = {}
+def session_allowances(events: Sequence[SessionEvent]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Every (rule, prefix) a person allowed for this session, in the order allowed,
+    once each: a later prompt of that rule for a command beginning with the prefix."""
+    seen: dict[tuple[str, tuple[str, ...]], None] = {}
     for event in events:
         if isinstance(event, SessionRuleAllowed):
-            seen.setdefault(tuple(event.prefix), None)
+            seen.setdefault((event.rule, tuple(event.prefix)), None)
     return tuple(seen)
 
 

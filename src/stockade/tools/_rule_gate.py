@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from ..approval import ApprovalRequest, Decision
-from ..policy import SessionRuleAllowed, session_rule_prefixes
+from ..policy import SessionRuleAllowed, session_allowances
 from ..rules import Decision as RuleDecision
 from ..vocab import ApprovalPolicy, SandboxMode
 from .result import ToolResult
@@ -107,9 +107,12 @@ async def _prompt(
         return Gate(refusal=_refusal(call_id, tool, text, judgement, "rejected"))
     # Offered only where one exactly known command asked: its words are what a
     # later command must begin with to be answered without asking.
-    offer = asking[0].runs if len(asking) == 1 and not judgement.uncertain else ()
-    if not all(_plain(word) for word in offer):
+    # Its own words, and only where nothing was unwrapped (the allowance is compared
+    # with a later command's words as written).
+    offer = asking[0].words if len(asking) == 1 and not judgement.uncertain else ()
+    if (asking and not _as_written(asking[0])) or not all(_plain(word) for word in offer):
         offer = ()
+    asked_by = asking[0].rule if len(asking) == 1 and asking[0].rule else name
     answer = await approval.ask(
         ApprovalRequest(
             session_id=session.id,
@@ -130,7 +133,7 @@ async def _prompt(
             return Gate(facts={"rule": name, "answered_by": answer.answerer})
         case Decision.ALLOWED_FOR_SESSION if offer:
             await session.allow_for_session(
-                SessionRuleAllowed(prefix=tuple(offer), rule=name, command=command)
+                SessionRuleAllowed(prefix=tuple(offer), rule=asked_by, command=command)
             )
             return Gate(facts={"rule": name, "answered_by": answer.answerer, "for": "session"})
         case Decision.ALLOWED_FOR_SESSION:
@@ -158,12 +161,28 @@ async def _prompt(
 def _answered(
     asking: Sequence[JudgedCommand], judgement: Judgement, events: Sequence[SessionEvent]
 ) -> bool:
-    """Every command that asks begins with words the person allowed for this session,
-    and nothing of the script was uncertain (doubt is never answered in advance)."""
+    """Every command that asks is asked only by rules the person answered for this
+    session (every rule that matched it), and begins, as written (nothing unwrapped:
+    `sudo`, `env`, git's options would change what runs), with the words they
+    allowed; nothing of the script was uncertain (doubt is never answered in advance)."""
     if judgement.uncertain or not asking:
         return False
-    allowed = session_rule_prefixes(events)
-    return all(any(c.runs[: len(p)] == p for p in allowed) for c in asking)
+    allowed = session_allowances(events)
+    return all(
+        _as_written(c)
+        and all(
+            any(name == rule and c.words[: len(prefix)] == prefix for rule, prefix in allowed)
+            for name in (c.matched or (c.rule,))
+        )
+        for c in asking
+    )
+
+
+def _as_written(command: JudgedCommand) -> bool:
+    """The command runs exactly its words: nothing unwrapped (`sudo`, `env`, git's
+    options), no assignment before it (`LD_PRELOAD=...`), no quoting that resolved
+    to other text."""
+    return command.words == command.runs and " ".join(command.words) == command.text
 
 
 # What a word of an offered prefix may hold: the judge resolves quoting, so `'~'` and
