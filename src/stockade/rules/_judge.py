@@ -59,6 +59,9 @@ class Judgement(msgspec.Struct, frozen=True):
     rule: RuleRef | None
     commands: tuple[JudgedCommand, ...]
     uncertain: tuple[Uncertainty, ...] = ()
+    # What keeps an allow rule from allowing the script though nothing is uncertain: a
+    # variable assignment, `export`/`unset`, `env NAME=...`, output written to a file.
+    not_allowable: tuple[Uncertainty, ...] = ()
 
     @property
     def forbidden(self) -> bool:
@@ -96,6 +99,7 @@ def judge(
     queue = [_Work(script, tuple(words))]
     commands: list[JudgedCommand] = []
     doubts: list[Uncertainty] = []
+    held: list[Uncertainty] = []
     forbid: RuleRef | None = None
     prompt: RuleRef | None = None
     maybe_strict = False
@@ -111,12 +115,15 @@ def judge(
             parsed = parser.parse(work.script, work.origin)
             found: Sequence[SimpleCommand] = parsed.commands
             doubts += [_doubt(d) for d in parsed.doubts]
+            held += [_doubt(d) for d in parsed.unallowable]
         else:
             found = (SimpleCommand(work.words, " ".join(w.text for w in work.words), work.origin),)
         for command in found:
             unwrapped = unwrap(command.words, command.stdin)
             for reason in unwrapped.doubts:
                 doubts.append(Uncertainty(reason, brief(command.text), command.origin))
+            for reason in unwrapped.unallowable:
+                held.append(Uncertainty(reason, brief(command.text), command.origin))
             for carried in unwrapped.carried:
                 if carried.script is None:
                     reason = f"{carried.origin} of a script not known until run time"
@@ -149,14 +156,14 @@ def judge(
         decision, rule = Decision.PROMPT, prompt
     elif maybe_strict or (opaque and strict):
         decision = Decision.PROMPT
-    elif every_allowed and commands and not doubts:
+    elif every_allowed and commands and not doubts and not held:
         decision = Decision.ALLOW
         rule = next(
             (_ref(r) for c in commands for r in rules if r.name == c.rule and not c.carrier), None
         )
     else:
         decision = None
-    return Judgement(decision, rule, tuple(commands), tuple(doubts))
+    return Judgement(decision, rule, tuple(commands), tuple(doubts), tuple(held))
 
 
 def _decision(rules: Sequence[Rule], name: str) -> Decision | None:

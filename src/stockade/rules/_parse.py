@@ -52,8 +52,12 @@ class SimpleCommand:
 
 @attrs.frozen
 class Parsed:
+    """The commands, the doubts, and what keeps an allow rule from allowing the script
+    (`unallowable`: an assignment, a redirection to a file): those are certain, not doubts."""
+
     commands: tuple[SimpleCommand, ...]
     doubts: tuple[Doubt, ...]
+    unallowable: tuple[Doubt, ...] = ()
 
 
 def brief(text: str, limit: int = 80) -> str:
@@ -113,6 +117,11 @@ _STDIN_THROUGH: Final = frozenset(
      "for_statement", "case_statement", "case_item"}
 )  # fmt: skip
 
+# Redirection operators that open a file for writing (`<>` creates it too); a duplication
+# (`2>&1`, `>&-`) or `/dev/null` writes no file.
+_WRITES: Final = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&", "&>|"})
+_NO_FILE: Final = frozenset({"/dev/null"})
+
 _BRACE_EXPANSION: Final = re.compile(r"\{[^{}\x00]*(,|\.\.)[^{}\x00]*\}")
 
 
@@ -122,12 +131,16 @@ class _Walk:
         self.origin = origin
         self.commands: list[SimpleCommand] = []
         self.doubts: list[Doubt] = []
+        self.unallowable: list[Doubt] = []
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
 
     def doubt(self, reason: str, node: Node) -> None:
         self.doubts.append(Doubt(reason, brief(self.text(node)), self._origin(node)))
+
+    def unallow(self, reason: str, node: Node) -> None:
+        self.unallowable.append(Doubt(reason, brief(self.text(node)), self._origin(node)))
 
     def run(self, root: Node) -> Parsed:
         found: list[Node] = []
@@ -141,12 +154,40 @@ class _Walk:
                 self.doubt(f"a shell construct the judge does not know ({node.type})", node)
             elif node.type == "command":
                 found.append(node)
+            else:
+                self._changes_commands(node)
             stack.extend(reversed(node.children))
         for node in found:
             command = self._command(node)
             if command is not None:
                 self.commands.append(command)
-        return Parsed(tuple(self.commands), tuple(self.doubts))
+        return Parsed(tuple(self.commands), tuple(self.doubts), tuple(self.unallowable))
+
+    def _changes_commands(self, node: Node) -> None:
+        """What changes what a later (or this) command does without being a command: a
+        variable set or unset (`PATH=.`, `export`, `for PATH in`), or output written to a
+        file. An allow rule names a command, not these: they keep the script from allow."""
+        kind = node.type
+        if kind == "variable_assignment":
+            self.unallow("a variable assignment changes what commands do", node)
+        elif kind in ("declaration_command", "unset_command"):
+            self.unallow(f"`{self.text(node).split()[0]}` changes what commands do", node)
+        elif kind == "for_statement" and node.child_by_field_name("variable") is not None:
+            self.unallow("a for loop assigns a variable", node)
+        elif kind == "file_redirect" and self._writes_a_file(node):
+            self.unallow("output redirected to a file", node)
+
+    def _writes_a_file(self, node: Node) -> bool:
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        if operator not in _WRITES:
+            return False
+        target = node.child_by_field_name("destination")
+        if target is None:
+            return True
+        value = self.word(target).value
+        if operator in (">&", "<&") and value is not None and (value == "-" or value.isdigit()):
+            return False  # a duplication or a close: `2>&1`, `>&-`
+        return value not in _NO_FILE
 
     def _origin(self, node: Node) -> str:
         steps: list[str] = []

@@ -111,6 +111,7 @@ class Unwrapped:
     more: tuple[tuple[tuple[Word, ...], str], ...] = ()  # further commands (find -exec)
     doubts: tuple[str, ...] = ()
     carrier: bool = False  # the command only runs the scripts it carries
+    unallowable: tuple[str, ...] = ()  # what keeps an allow rule from allowing it
 
 
 def name_of(word: Word) -> str | None:
@@ -125,6 +126,7 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
     carried: list[Carried] = []
     more: list[tuple[tuple[Word, ...], str]] = []
     doubts: list[str] = []
+    unallowable: list[str] = []
     carrier = False
     current = tuple(words)
     exact = True
@@ -149,6 +151,8 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             if problem is not None:
                 doubts.append(f"{name}: {problem}")
                 break
+            if _changes_environment(wrapper, current[1 : len(current) - len(inner)]):
+                unallowable.append(f"{name} changes the environment of the command it runs")
             if not inner:
                 break
             if name == "xargs":  # the words it reads are appended, unknown
@@ -191,10 +195,38 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             doubts.append("an alias definition changes what later words mean")
         elif name == "find":
             more += _find_exec(current[1:])
+        elif name in _ASSIGNS or (name == "printf" and _sets_a_variable(current[1:2])):
+            unallowable.append(f"{name} assigns variables")
         break
     else:
         doubts.append(f"wrappers nested deeper than {_UNWRAP_DEPTH}")
-    return Unwrapped(tuple(views), tuple(carried), tuple(more), tuple(doubts), carrier)
+    return Unwrapped(
+        tuple(views), tuple(carried), tuple(more), tuple(doubts), carrier, tuple(unallowable)
+    )
+
+
+# Builtins that set variables named by their words (`read PATH`, `printf -v PATH`).
+_ASSIGNS: Final = frozenset({"read", "mapfile", "readarray", "getopts"})
+
+
+def _sets_a_variable(first: Sequence[Word]) -> bool:
+    return any(w.value is None or w.value.startswith("-v") for w in first)
+
+
+# env's options that change nothing of the environment; any other (an assignment, `-u`,
+# `-i`, `-`) makes `env ... git status` another command than `git status`.
+_ENV_HARMLESS: Final = frozenset({"-0", "--null", "-v", "--debug", "--"})
+
+
+def _changes_environment(wrapper: Wrapper, options: Sequence[Word]) -> bool:
+    if wrapper.name == "env":
+        return any(w.value not in _ENV_HARMLESS for w in options)
+    if wrapper.name == "exec":  # `exec -c` clears the environment
+        return any(
+            w.value is None or (w.value[:1] == "-" and w.value[1:2] != "-" and "c" in w.value)
+            for w in options
+        )
+    return False
 
 
 def _strip(wrapper: Wrapper, words: Sequence[Word]) -> tuple[tuple[Word, ...], str | None]:

@@ -77,4 +77,9 @@ def render_judgement(judgement: Judgement) -> str:
             where = f" [{doubt.origin}]" if doubt.origin else ""
             text = f": {doubt.text}" if doubt.text else ""
             lines.append(f"  {doubt.reason}{where}{text}")
+    if judgement.not_allowable:
+        lines.append("never allowed (it changes what the commands do):")
+        for held in judgement.not_allowable:
+            where = f" [{held.origin}]" if held.origin else ""
+            lines.append(f"  {held.reason}{where}: {held.text}")
     return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""The bypasses a security review found, each confirmed in real bash: a script that changes
+what an allowed command does is never allowed, and what bash runs that the parse never sees
+is never judged "no rule applies"."""
+
+from __future__ import annotations
+
+import pytest
+
+from stockade.rules import RuleSet
+
+
+def allow(name: str, *prefix: str) -> dict[str, object]:
+    return {"name": name, "prefix": list(prefix), "decision": "allow", "reason": "ok"}
+
+
+@pytest.fixture
+def allowing() -> RuleSet:
+    return RuleSet.from_config(
+        [allow("cat", "cat"), allow("ls", "ls"), allow("git-status", "git", "status")],
+        defaults=False,
+    )
+
+
+# --- 1. what changes what an allowed command does is never allowed ------------------------
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "PATH=.:$PATH cat /etc/hostname",
+        "PATH=. cat x",
+        "export PATH=.:$PATH; cat x",
+        "declare PATH=.; cat x",
+        "readonly X=1; cat x",
+        "local X=1; cat x",
+        "typeset X=1; cat x",
+        "X=1; cat x",
+        "LD_PRELOAD=./x.so git status",
+        "env PATH=. git status",
+        "env -u PATH git status",
+        "env -i git status",
+        "env - git status",
+        "unset PATH; git status",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch x' "
+        "git status",
+        "for PATH in .; do cat x; done",
+        "cat <<< key >> ~/.ssh/authorized_keys",
+        "ls > /etc/x",
+        "ls >> x",
+        "ls &> ~/.profile",
+        "ls &>> ~/.profile",
+        "ls >| x",
+        "ls >& x",
+        "ls 2> x",
+        "{ ls; } > x",
+        "> x cat y",
+        "ls > $F",
+        "read PATH <<< .; cat x",
+        "printf -v PATH .; cat x",
+        "exec -c cat x",
+    ],
+)
+def test_what_changes_an_allowed_command_is_never_allowed(allowing, script):
+    verdict = allowing.judge(script)
+    assert verdict.decision is None, (script, verdict)
+    assert verdict.not_allowable, verdict
+
+
+def test_a_read_write_redirection_is_never_allowed(allowing):
+    verdict = allowing.judge("cat <> x")  # tree-sitter reads `<>` as an error: a doubt
+    assert verdict.decision is None and (verdict.not_allowable or verdict.uncertain)
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["ls 2>&1", "ls > /dev/null", "ls 2>/dev/null", "ls >/dev/null 2>&1", "ls 2>&-", "cat < x"],
+)
+def test_discarding_or_joining_output_stays_allowed(allowing, script):
+    assert allowing.judge(script).allowed, script
+
+
+def test_a_script_that_may_not_be_allowed_is_still_forbidden_or_asked():
+    rules = RuleSet.defaults()
+    assert rules.judge("X=1 rm -rf /").forbidden
+    assert rules.judge("export A=1; git push -f > log").must_ask
+    # Nothing uncertain: an assignment alone does not make the default rules ask.
+    plain = rules.judge("X=1 make > build.log")
+    assert plain.decision is None and not plain.uncertain
