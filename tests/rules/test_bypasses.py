@@ -86,3 +86,39 @@ def test_a_script_that_may_not_be_allowed_is_still_forbidden_or_asked():
     # Nothing uncertain: an assignment alone does not make the default rules ask.
     plain = rules.judge("X=1 make > build.log")
     assert plain.decision is None and not plain.uncertain
+
+
+# --- 2. the root and the home directory however they are spelt --------------------------
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "rm -rf ~//",
+        "rm -rf ~///",
+        "rm -rf //",
+        "rm -rf ///",
+        "rm -rf /./",
+        "rm -rf ~/./",
+        'rm -rf "$HOME"//',
+        "rm -rf ~//*",
+        "rm -rf //*",
+    ],
+)
+def test_the_root_or_home_spelt_with_extra_slashes_is_forbidden(script):
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.forbidden, (script, verdict)
+    assert verdict.rule is not None and verdict.rule.name == "delete-root-or-home"
+
+
+@pytest.mark.parametrize("script", ["rm -rf ~alice", "rm -rf ~root/", "rm -rf ~+", "rm -rf ~-"])
+def test_a_named_home_directory_may_be_the_home(script):
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert any(u.rule == "delete-root-or-home" for u in verdict.uncertain)
+
+
+def test_paths_under_the_root_or_home_stay_out_of_the_rule():
+    rules = RuleSet.defaults()
+    for script in ("rm -rf ~//project", "rm -rf //tmp/x/", "rm -rf ~alice/build", "rm -rf '~'"):
+        assert rules.judge(script).decision is None, script

@@ -5,6 +5,7 @@ three-valued answer a pattern gives, and the word patterns rules are written in.
 from __future__ import annotations
 
 import enum
+import re
 import unicodedata
 from typing import Final
 
@@ -147,12 +148,16 @@ class Alternative:
         if word.value is not None and not word.glob:
             if word.home != self.home:
                 return Match.NO
-            return self._match_value(word.value)
+            answer = self._match_value(word.value)
+            named = _named_home(word.value) if self.home and answer is Match.NO else None
+            if named is not None and self._match_value(named) is Match.YES:
+                return Match.MAYBE  # `~alice` is the home directory when alice runs it
+            return answer
         # Partly known: a glob (pathname expansion) or a quoted expansion.
         if (
             word.glob
             and self.literal is not None
-            and word.value == self.literal
+            and _same_path(word.value or "", self.literal)
             and word.home == self.home
         ):
             return Match.YES  # the rule names the pattern itself (`rm -rf \*`)
@@ -171,8 +176,42 @@ class Alternative:
                 return Match.YES if self.short_flag in value[1:] else Match.NO
             return _lookalike(value, self.source)
         if self.literal is not None:
-            return Match.YES if value == self.literal else _lookalike(value, self.literal)
-        return Match.YES if _glob_match(self.pieces, value) else Match.NO
+            if _same_path(value, self.literal):
+                return Match.YES
+            return _lookalike(value, self.literal)
+        if _glob_match(self.pieces, value):
+            return Match.YES
+        path = self.pieces[0][:1] in ("/", "~")
+        return Match.YES if path and _glob_match(self.pieces, normal_path(value)) else Match.NO
+
+
+def normal_path(value: str) -> str:
+    """A path as the kernel resolves its spelling: repeated `/` one, `/./` dropped, a
+    trailing `/` dropped (`/` stays `/`): `~//`, `/./` and `//` are `~`, `/` and `/`."""
+    if value[:1] not in ("/", "~"):
+        return value
+    value = re.sub(r"/+", "/", value)
+    while "/./" in value:
+        value = value.replace("/./", "/")
+    if value.endswith("/."):
+        value = value[:-1]
+    stripped = value.rstrip("/")
+    return stripped or "/"
+
+
+def _same_path(value: str, literal: str) -> bool:
+    if value == literal:
+        return True
+    return literal[:1] in ("/", "~") and normal_path(value) == normal_path(literal)
+
+
+def _named_home(value: str) -> str | None:
+    """`~alice/x` as `~/x`: another user's home (or `~+`, `~-`: the working directories),
+    which may be the home directory of whoever runs it; None for `~` and `~/x`."""
+    if not value.startswith("~") or value[1:2] in ("", "/"):
+        return None
+    slash = value.find("/")
+    return "~" if slash < 0 else "~" + value[slash:]
 
 
 def _lookalike(value: str, literal: str) -> Match:
@@ -232,7 +271,8 @@ class WordPattern:
 
     def match(self, word: Word) -> Match:
         value = word.value
-        if self._only_plain and value is not None and word.known and not word.home:
+        fast = value is not None and word.known and not word.home and value[:1] != "/"
+        if self._only_plain and fast and value is not None:
             if value in self._plain:
                 return Match.YES
             if value.isascii():
