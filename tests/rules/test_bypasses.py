@@ -122,3 +122,60 @@ def test_paths_under_the_root_or_home_stay_out_of_the_rule():
     rules = RuleSet.defaults()
     for script in ("rm -rf ~//project", "rm -rf //tmp/x/", "rm -rf ~alice/build", "rm -rf '~'"):
         assert rules.judge(script).decision is None, script
+
+
+# --- 3. code bash runs from arithmetic and subscripts ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "why"),
+    [
+        ("x='a[$(rm -rf ~)]'; echo $((x))", "command substitution bash may evaluate later"),
+        ("printf -v 'a[$(rm -rf ~)]' x", "command substitution bash may evaluate later"),
+        ("read -r 'a[$(rm -rf ~)]' <<< x", "command substitution bash may evaluate later"),
+        ("test -v 'a[$(rm -rf ~)]'", "command substitution bash may evaluate later"),
+        ('x="a[\\$(rm -rf ~)]"; echo $((x))', "command substitution bash may evaluate later"),
+        ("x='a[$'\"(rm -rf ~)]\"", "command substitution bash may evaluate later"),
+        ("x=$'a[\\x24(rm -rf ~)]'", "command substitution bash may evaluate later"),
+        ("x='a[`rm -rf ~`]'", "command substitution bash may evaluate later"),
+        ("cat <<'E'\na[$(rm -rf ~)]\nE", "command substitution bash may evaluate later"),
+        ("cat <<< 'a[$(rm -rf ~)]'", "command substitution bash may evaluate later"),
+        ("[[ $x -eq 0 ]]", "arithmetic on a variable"),
+        ("echo $((x))", "arithmetic on a variable"),
+        ("echo $(( $(cat f) ))", "arithmetic on a variable"),
+        ("(( x > 1 ))", "arithmetic on a variable"),
+        ("let y=x+1", "arithmetic on a variable"),
+        ("echo ${a[x]}", "arithmetic on a variable"),
+        ("a[$i]=1", "arithmetic on a variable"),
+        ("echo ${!x}", "arithmetic on a variable"),
+        ("echo ${s:x}", "arithmetic on a variable"),
+        ('printf -v "$n" x', "variable name known only at run time"),
+        ('read -r "$n"', "variable name known only at run time"),
+        ("[[ -v $n ]]", "variable name known only at run time"),
+        ('unset "$n"', "variable name known only at run time"),
+        ('declare "$n"=1', "variable name known only at run time"),
+        ("declare -i n", "integer or reference attribute"),
+    ],
+)
+def test_code_bash_evaluates_later_is_uncertain_under_strict_rules(script, why):
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert any(why in u.reason for u in verdict.uncertain), verdict.uncertain
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "echo $((1 + 2))",
+        "[[ 3 -eq 3 ]]",
+        '[ "$x" -eq 1 ]',  # test's -eq reads a number, it evaluates nothing
+        "echo ${a[0]} ${a[@]} ${x:-y} ${x:2:3} ${#x}",
+        'echo "$(date)" `date`',
+        "read -r line",
+        "printf '%s\\n' \"$x\"",
+        "cat <<EOF\n$(date)\nEOF",
+    ],
+)
+def test_numbers_and_parsed_substitutions_stay_certain(script):
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.decision is None and not verdict.uncertain, (script, verdict)

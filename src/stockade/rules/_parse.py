@@ -122,6 +122,34 @@ _STDIN_THROUGH: Final = frozenset(
 _WRITES: Final = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&", "&>|"})
 _NO_FILE: Final = frozenset({"/dev/null"})
 
+# Text that holds a command substitution bash may evaluate later (in a subscript), when
+# the parser did not itself read it as one.
+_SUBSTITUTION_MARKS: Final = ("$(", "`")
+_HELD_SUBSTITUTION: Final = "a string holds a command substitution bash may evaluate later"
+_ARITHMETIC: Final = "arithmetic on a variable runs any command substitution its value holds"
+_NAME_AT_RUN_TIME: Final = "a variable name known only at run time may hold a subscript to run"
+_LITERALS: Final = frozenset(
+    {"word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation"}
+)
+_INSIDE_A_WORD: Final = frozenset({"concatenation", "string", "translated_string"})
+_PLAIN_ARITHMETIC: Final = frozenset(
+    {"number", "binary_expression", "unary_expression", "ternary_expression",
+     "parenthesized_expression", "test_operator"}
+)  # fmt: skip
+_PLAIN_INDEX: Final = re.compile(r"\s*(\d+|@|\*)\s*")
+# `${!x}` (indirection), `${x:n}` (an offset that is not a plain number).
+_INDIRECT_OR_OFFSET: Final = re.compile(
+    r"\$\{(![A-Za-z_]\w*(\}|\[)|#?[A-Za-z_]\w*(\[[^]]*\])?:(?![-=?+])[^}]*[A-Za-z_$])"
+)
+_ARITHMETIC_TESTS: Final = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_NAME_IN_ARITHMETIC: Final = re.compile(r"[A-Za-z_$`]")
+_NAME_TAKERS: Final = frozenset({"read", "mapfile", "readarray", "getopts", "wait", "unset"})
+_NAMED_PARTS: Final = frozenset({"variable_name", "variable_assignment", "word"})
+_NOT_ARGUMENTS: Final = frozenset(
+    {"command_name", "variable_assignment", "file_redirect", "heredoc_redirect",
+     "herestring_redirect", "comment"}
+)  # fmt: skip
+
 _BRACE_EXPANSION: Final = re.compile(r"\{[^{}\x00]*(,|\.\.)[^{}\x00]*\}")
 
 
@@ -152,10 +180,12 @@ class _Walk:
                 self.doubt(f"the script does not parse exactly ({what})", node)
             elif node.is_named and node.type not in _KNOWN:
                 self.doubt(f"a shell construct the judge does not know ({node.type})", node)
-            elif node.type == "command":
-                found.append(node)
             else:
-                self._changes_commands(node)
+                if node.type == "command":
+                    found.append(node)
+                else:
+                    self._changes_commands(node)
+                self._evaluated_later(node)
             stack.extend(reversed(node.children))
         for node in found:
             command = self._command(node)
@@ -176,6 +206,104 @@ class _Walk:
             self.unallow("a for loop assigns a variable", node)
         elif kind == "file_redirect" and self._writes_a_file(node):
             self.unallow("output redirected to a file", node)
+
+    def _evaluated_later(self, node: Node) -> None:
+        """What bash evaluates as code that the parse never sees as a command: a literal
+        `$(` or backtick (an array subscript `a[$(...)]` runs it wherever a name or a
+        number is evaluated: `$((x))`, `printf -v`, `read`, `test -v`), and arithmetic or a
+        variable name that takes a variable's value (which may hold such a subscript)."""
+        kind = node.type
+        parent = node.parent
+        if kind in _LITERALS and (parent is None or parent.type not in _INSIDE_A_WORD):
+            if any(mark in self._literal_text(node) for mark in _SUBSTITUTION_MARKS):
+                self.doubt(_HELD_SUBSTITUTION, node)
+        elif kind == "heredoc_body":
+            literal = self._heredoc_literal(node)
+            if any(mark in literal for mark in _SUBSTITUTION_MARKS):
+                self.doubt(_HELD_SUBSTITUTION, node)
+        elif kind == "arithmetic_expansion" or (
+            kind in ("compound_statement", "c_style_for_statement")
+            and any(c.type == "((" for c in node.children)
+        ):
+            if self._takes_a_value(node, skip=("do_group", "compound_statement")):
+                self.doubt(_ARITHMETIC, node)
+        elif kind == "subscript":
+            index = node.child_by_field_name("index")
+            if index is not None and not _PLAIN_INDEX.fullmatch(self.text(index)):
+                self.doubt(_ARITHMETIC, node)
+        elif kind == "expansion" and _INDIRECT_OR_OFFSET.match(self.text(node)):
+            self.doubt(_ARITHMETIC, node)
+        elif kind == "binary_expression" and parent is not None and parent.type == "test_command":
+            operator = node.child_by_field_name("operator")
+            double = any(c.type == "[[" for c in parent.children)  # `[`'s -eq reads a number
+            arithmetic = operator is not None and self.text(operator) in _ARITHMETIC_TESTS
+            if double and arithmetic and self._takes_a_value(node):
+                self.doubt(_ARITHMETIC, node)
+        elif kind == "unary_expression" and parent is not None and parent.type == "test_command":
+            if self.text(node).lstrip().startswith(("-v", "-R")) and self._takes_a_value(node):
+                self.doubt(_NAME_AT_RUN_TIME, node)
+        elif kind == "declaration_command":
+            options = [self.text(c) for c in node.named_children if c.type == "word"]
+            if any(o[:1] in "-+" and ("i" in o or "n" in o) for o in options):
+                self.doubt("an integer or reference attribute evaluates values later", node)
+            if any(c.type not in _NAMED_PARTS for c in node.named_children):
+                self.doubt(_NAME_AT_RUN_TIME, node)
+        elif kind == "unset_command":
+            if any(c.type not in _NAMED_PARTS for c in node.named_children):
+                self.doubt(_NAME_AT_RUN_TIME, node)
+        elif kind == "command":
+            self._names_a_variable(node)
+
+    def _names_a_variable(self, node: Node) -> None:
+        """`let EXPR`, and a builtin given a variable's name known only at run time (`read
+        "$n"`, `printf -v "$n"`, `test -v "$n"`): bash evaluates a subscript in it."""
+        name = node.child_by_field_name("name")
+        if name is None:
+            return
+        first = self.text(name)
+        arguments = [c for c in node.children if c.is_named and c.type not in _NOT_ARGUMENTS]
+        words = [self.word(c) for c in arguments]
+        if first == "let":
+            if any(w.value is None or _NAME_IN_ARITHMETIC.search(w.value) for w in words):
+                self.doubt(_ARITHMETIC, node)
+            return
+        takes_names = first in _NAME_TAKERS or (
+            first in ("printf", "test", "[") and any(w.value in ("-v", "-R") for w in words)
+        )
+        if takes_names and any(not w.known for w in words):
+            self.doubt(_NAME_AT_RUN_TIME, node)
+
+    def _takes_a_value(self, node: Node, skip: tuple[str, ...] = ()) -> bool:
+        """Whether an arithmetic expression reads anything but numbers."""
+        stack = list(node.named_children)
+        while stack:
+            current = stack.pop()
+            if current.type in skip:
+                continue
+            if current.type == "word" and not current.named_children:
+                if not self.text(current).isdigit():
+                    return True
+            elif current.type not in _PLAIN_ARITHMETIC:
+                return True
+            stack.extend(current.named_children)
+        return False
+
+    def _literal_text(self, node: Node) -> str:
+        builder = _WordBuilder()
+        self._parts(node, builder, quoted=False)
+        return "".join(builder.value)
+
+    def _heredoc_literal(self, node: Node) -> str:
+        """A heredoc body's text less what tree-sitter parsed in it (its substitutions are
+        commands, judged as such); all of it when the heredoc is quoted."""
+        redirect = node.parent
+        start = None
+        if redirect is not None:
+            start = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+        if start is not None and any(q in self.text(start) for q in "'\"\\"):
+            return self.text(node)
+        pieces = [self.text(c) for c in node.children if c.type == "heredoc_content"]
+        return "\x00".join(pieces)
 
     def _writes_a_file(self, node: Node) -> bool:
         operator = next((c.type for c in node.children if not c.is_named), "")
