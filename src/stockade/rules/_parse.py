@@ -36,6 +36,7 @@ class Stdin:
 
     kind: str  # "pipe", "heredoc", "herestring", "file"
     body: Word | None = None  # a heredoc's or here-string's text (None for a pipe or file)
+    feeders: tuple[Word, ...] = ()  # the commands of `< <(...)`, a pipe by another name
 
 
 @attrs.frozen
@@ -149,6 +150,8 @@ _NOT_ARGUMENTS: Final = frozenset(
     {"command_name", "variable_assignment", "file_redirect", "heredoc_redirect",
      "herestring_redirect", "comment"}
 )  # fmt: skip
+
+_REDIRECTS: Final = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 
 _BRACE_EXPANSION: Final = re.compile(r"\{[^{}\x00]*(,|\.\.)[^{}\x00]*\}")
 
@@ -337,7 +340,6 @@ class _Walk:
 
     def _command(self, node: Node) -> SimpleCommand | None:
         words: list[Word] = []
-        stdin: Stdin | None = None
         previous: Node | None = None
         for child in node.children:
             if previous is not None:
@@ -363,13 +365,19 @@ class _Walk:
                     words.append(self.word(inner[0]))
                 continue
             if kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                stdin = self._redirect(child) or stdin
-                continue
+                continue  # read by `_stdin`, with the statement's own
             words.append(self.word(child))
         if not words:
             return None
-        stdin = self._stdin(node) or stdin
-        fed = list(self._fed_by(node)) if stdin is not None and stdin.kind == "pipe" else []
+        stdin = self._stdin(node)
+        fed: list[Word] = []
+        if stdin is not None and stdin.kind == "pipe":
+            fed += stdin.feeders or list(self._fed_by(node))
+        writer = self._writer(node)
+        if writer is not None and (stdin is None or stdin.kind == "pipe"):
+            # `curl ... > >(sh)`: what writes into a `>(...)` feeds the commands in it.
+            stdin = stdin or Stdin("pipe")
+            fed += writer
         # `bash <(curl ...)`: what a `<(...)` argument runs feeds the command too.
         for child in node.children:
             if child.type == "process_substitution" and self.text(child).startswith("<"):
@@ -399,7 +407,34 @@ class _Walk:
         operator = next((c.type for c in node.children if not c.is_named), "")
         descriptor = node.child_by_field_name("descriptor")
         reads = operator in ("<", "<>") and (descriptor is None or self.text(descriptor) == "0")
-        return Stdin("file") if reads else None
+        if not reads:
+            return None
+        target = node.child_by_field_name("destination")
+        if target is not None and target.type == "process_substitution":
+            return Stdin("pipe", feeders=tuple(self._names(target)))  # `sh < <(curl ...)`
+        return Stdin("file")
+
+    def _writer(self, node: Node) -> list[Word] | None:
+        """The commands that write into the `>(...)` holding `node`, with what feeds them;
+        None when `node` is in none."""
+        parent = node.parent
+        while parent is not None and not (
+            parent.type == "process_substitution" and self.text(parent).startswith(">")
+        ):
+            parent = parent.parent
+        if parent is None or parent.parent is None:
+            return None
+        owner = parent.parent
+        if owner.type == "file_redirect" and owner.parent is not None:
+            owner = owner.parent
+        if owner.type == "redirected_statement":
+            body = owner.child_by_field_name("body")
+            owner = body if body is not None else owner
+        inside = range(parent.start_byte, parent.end_byte)
+        writers = list(self._names(owner, leaving=inside))
+        if owner.type == "command":
+            writers += self._fed_by(owner)
+        return writers
 
     def _heredoc(self, node: Node) -> Word | None:
         start = next((c for c in node.children if c.type == "heredoc_start"), None)
@@ -420,14 +455,25 @@ class _Walk:
         return self.text(end) if end is not None else ""
 
     def _stdin(self, node: Node) -> Stdin | None:
-        """A pipe into the command, or a redirect of its statement, seen from the command."""
+        """Where the command's standard input comes from: the last of its own redirects
+        that reads (its statement's are its own too), else the innermost statement around
+        it that redirects, else a pipe; bash reads the last one it applied."""
+        redirects = [c for c in node.children if c.type in _REDIRECTS]
+        statement = node.parent
+        if statement is not None and statement.type == "redirected_statement":
+            redirects += statement.children_by_field_name("redirect")
+        own = [found for r in redirects if (found := self._redirect(r)) is not None]
+        if own:
+            return own[-1]
         child, parent = node, node.parent
         while parent is not None:
-            if parent.type == "redirected_statement":
-                for redirect in parent.children_by_field_name("redirect"):
-                    found = self._redirect(redirect)
-                    if found is not None:
-                        return found
+            if parent.type == "redirected_statement" and (
+                statement is None or parent.id != statement.id
+            ):
+                around = parent.children_by_field_name("redirect")
+                found_all = [found for r in around if (found := self._redirect(r)) is not None]
+                if found_all:
+                    return found_all[-1]
             if parent.type == "pipeline" and any(
                 c.type in ("|", "|&") and c.end_byte <= child.start_byte for c in parent.children
             ):
@@ -455,11 +501,13 @@ class _Walk:
             if stage.is_named:
                 yield from self._names(stage)
 
-    def _names(self, node: Node) -> Iterator[Word]:
-        """The command names of every command under `node`."""
+    def _names(self, node: Node, leaving: range = range(0)) -> Iterator[Word]:
+        """The command names of every command under `node` (but those in `leaving`)."""
         stack = [node]
         while stack:
             current = stack.pop()
+            if current.start_byte in leaving:
+                continue
             if current.type == "command":
                 name = current.child_by_field_name("name")
                 if name is not None and name.named_children:
