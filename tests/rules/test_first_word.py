@@ -99,6 +99,7 @@ NAMES = (
         "/usr/bin/git",
     ],
     *["/opt/x/rm", "../sh", "BASH", "Env", "XARGS", "Eval"],
+    *["ENV", "SUDO", "Timeout", "/bin/BASH", "toybox", "BusyBox", "/bin/busybox"],
     *sorted(WRAPPERS),
     "eval",
     "trap",
@@ -171,3 +172,11 @@ def test_a_rule_that_begins_with_a_pattern_makes_every_word_possible():
         words = first_words((rule,))
         assert words is None and may_apply("anything", words)
     assert RuleSet((glob,)).judge_argv(["gitk"]).must_ask
+
+
+def test_the_judges_lookalike_table_is_what_may_apply_checks():
+    from stockade.rules._first_word import LOOKED_INTO
+
+    assert set(WRAPPERS) <= LOOKED_INTO
+    for name in ("ENV", "Sudo", "/bin/BASH", "busybox", "/bin/toybox", "BusyBox", "\u0435nv"):
+        assert may_apply(name, frozenset()), name

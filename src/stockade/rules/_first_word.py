@@ -18,15 +18,26 @@ if TYPE_CHECKING:
 SHELLS = frozenset({"sh", "bash", "dash", "ksh", "mksh", "zsh", "ash", "busybox-sh"})
 # Shells whose language is not bash: what they are given cannot be judged.
 OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh"})
-# Every command the judge looks inside, whatever the rules: a wrapper whose inner command
-# is judged (`_unwrap.WRAPPERS`), a shell or `eval`/`trap`/`find -exec` whose script or
-# command is judged in turn, and what is itself a doubt (`source`, an alias definition).
+# The wrappers whose inner command is judged (`_unwrap.WRAPPERS` is keyed by these), with
+# the multi-call binaries that run their first word as an applet (`busybox rm`).
+WRAPPER_NAMES = frozenset(
+    {
+        *("env", "nice", "timeout", "nohup", "coproc", "time", "command", "builtin", "exec"),
+        *("stdbuf", "ionice", "setsid", "xargs", "sudo", "doas", "chroot"),
+        *("busybox", "toybox"),
+    }
+)
+# Every command the judge looks inside, whatever the rules: a wrapper, a shell or
+# `eval`/`trap`/`find -exec` whose script or command is judged in turn, git (its global
+# options), and what is itself a doubt or an assignment (`source`, an alias definition,
+# `read`). The judge finds them in any case and through lookalike letters too (a name
+# whose `skeleton` is one of these), which `may_apply` lets through: it lower-cases an
+# ASCII word (an ASCII word's skeleton is its lower case) and lets every other through.
 LOOKED_INTO = frozenset(
     {
         *SHELLS,
         *OTHER_SHELLS,
-        *("env", "nice", "timeout", "nohup", "coproc", "time", "command", "builtin", "exec"),
-        *("stdbuf", "ionice", "setsid", "xargs", "sudo", "doas", "chroot"),
+        *WRAPPER_NAMES,
         *("eval", "trap", "find", "source", ".", "alias"),
     }
 )

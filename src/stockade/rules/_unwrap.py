@@ -10,9 +10,9 @@ from typing import Any, Final
 
 import attrs
 
-from ._first_word import OTHER_SHELLS, SHELLS
+from ._first_word import LOOKED_INTO, OTHER_SHELLS, SHELLS, WRAPPER_NAMES
 from ._parse import Stdin
-from ._words import Word
+from ._words import Word, skeleton
 
 # Where a path's base name is the command a rule names, for an allow rule too; from any
 # other directory (`./git`) only forbid and prompt rules see the base name.
@@ -80,8 +80,19 @@ WRAPPERS: Final = {
            transparent=False),
         _w("doas", "-u -C", "-n -s -L", transparent=False),
         _w("chroot", "--userspec --groups", "--skip-chdir", positional=1, transparent=False),
+        # A multi-call binary runs its first word as an applet, its own build of it.
+        _w("busybox", no_command=frozenset({"--list", "--list-full", "--install", "--help"}),
+           transparent=False),
+        _w("toybox", no_command=frozenset({"--help", "--version", "--long"}),
+           transparent=False),
     )
 }  # fmt: skip
+if set(WRAPPERS) != WRAPPER_NAMES:  # exec's pre-check reads the names from _first_word
+    raise AssertionError("WRAPPERS and _first_word.WRAPPER_NAMES differ")
+# What every name the judge looks inside looks like (`ENV`, `Bash`, a Cyrillic e in `env`):
+# on a case-insensitive file system (macOS) it runs the command it looks like.
+# (git is not one: a rule naming git compares a lookalike itself, as a perhaps.)
+_LOOKALIKES: Final = {skeleton(name): name for name in LOOKED_INTO}
 # GNU xargs' optional-value short options: `-i[R]`, `-l[N]`, `-e[EOF]` never take the next word.
 
 
@@ -141,6 +152,14 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             directory = first.value.rpartition("/")[0] or "/"
             based = (Word.exact(name, text=first.text), *current[1:])
             views.append(View(based, exact and directory in SYSTEM_DIRS, "base name"))
+        if name not in LOOKED_INTO:
+            # An ASCII name's skeleton is its lower case: no unicodedata for the common word.
+            looks_like = _LOOKALIKES.get(name.lower() if name.isascii() else skeleton(name))
+            if looks_like is not None:
+                doubts.append(f"{name} only looks like {looks_like}, which it may run")
+                name, exact = looks_like, False
+                current = (Word.exact(name, text=first.text), *current[1:])
+                views.append(View(current, False, "lookalike"))
         if name == "coproc" and any(w.value in ("{", "(") for w in current[1:3]):
             # tree-sitter reads `coproc NAME { ...; }` as a command of words: not exact.
             doubts.append("coproc with a compound command")
