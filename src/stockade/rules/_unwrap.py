@@ -333,6 +333,10 @@ def _git_without_options(words: tuple[Word, ...]) -> tuple[Word, ...]:
     return (words[0], *words[index:])
 
 
+# A script file that is the shell's own standard input.
+_STDIN_PATHS: Final = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+
+
 def _shell_script(words: Sequence[Word]) -> tuple[Word | None, str | None, bool]:
     """A shell's `-c` script word, or a problem, and whether it reads its script from
     standard input (no `-c`, no script file)."""
@@ -364,7 +368,8 @@ def _shell_script(words: Sequence[Word]) -> tuple[Word | None, str | None, bool]
         if not operands:
             return None, "-c without a script", False
         return operands[0], None, False
-    return None, None, reads_stdin or not operands
+    from_stdin = bool(operands) and operands[0].value in _STDIN_PATHS
+    return None, None, reads_stdin or not operands or from_stdin
 
 
 def _find_exec(words: Sequence[Word]) -> list[tuple[tuple[Word, ...], str]]:
