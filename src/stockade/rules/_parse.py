@@ -88,6 +88,13 @@ class BashParser:
             return Parsed((), (Doubt(reason, brief(script), origin),))
         source = script.encode("utf-8", "surrogateescape")
         tree = self._get().parse(source)
+        if tree.root_node.has_error and b"<>" in source:
+            # tree-sitter-bash does not know the read-write redirection (`exec 3<>FILE`):
+            # parse it as `< ` (the same length, so every node's place is the same), and
+            # read every node's text from the script as written (`<>` is then seen).
+            alternate = self._get().parse(source.replace(b"<>", b"< "))
+            if not alternate.root_node.has_error:
+                tree = alternate
         return _Walk(source, origin).run(tree.root_node)
 
 
@@ -163,6 +170,11 @@ class _Walk:
         self.commands: list[SimpleCommand] = []
         self.doubts: list[Doubt] = []
         self.unallowable: list[Doubt] = []
+        # Arithmetic over variables: a doubt only where a variable can hold what the
+        # script did not write (below, `_takes_in`), or in a carried script, whose
+        # variables its caller may have set.
+        self.arithmetic: list[Doubt] = []
+        self.takes_in = bool(origin)
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
@@ -189,12 +201,63 @@ class _Walk:
                 else:
                     self._changes_commands(node)
                 self._evaluated_later(node)
+                self._takes_in(node)
             stack.extend(reversed(node.children))
         for node in found:
             command = self._command(node)
             if command is not None:
                 self.commands.append(command)
+        if self.takes_in:
+            self.doubts += self.arithmetic
         return Parsed(tuple(self.commands), tuple(self.doubts), tuple(self.unallowable))
+
+    def arithmetic_on(self, node: Node) -> None:
+        """Arithmetic (or an indirection, a subscript) that reads a variable: bash runs
+        a command substitution held in the variable's value (`a[$(...)]`). A literal
+        holding `$(` is a doubt already; so only a value the script takes in at run
+        time (read from a file, a command's output, a file name) can bring one."""
+        if self._substitutes(node):
+            self.doubt(_ARITHMETIC, node)
+        else:
+            self.arithmetic.append(Doubt(_ARITHMETIC, brief(self.text(node)), self._origin(node)))
+
+    def _substitutes(self, node: Node) -> bool:
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type in ("command_substitution", "process_substitution"):
+                return True
+            stack.extend(current.named_children)
+        return False
+
+    def _takes_in(self, node: Node) -> None:
+        """A variable set from what the script did not write: `read`, `mapfile`,
+        `getopts`, `printf -v`, a `for` loop's words (file names), an assignment of an
+        expansion or a command's output."""
+        kind = node.type
+        if kind == "for_statement" and node.child_by_field_name("variable") is not None:
+            self.takes_in = True
+        elif kind == "variable_assignment":
+            value = node.child_by_field_name("value")
+            if value is not None and not self._literal_only(value):
+                self.takes_in = True
+        elif kind == "command":
+            name = node.child_by_field_name("name")
+            first = self.text(name) if name is not None else ""
+            if first in _NAME_TAKERS or first in ("printf", "declare", "local", "typeset"):
+                self.takes_in = True
+
+    def _literal_only(self, node: Node) -> bool:
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type in (
+                "simple_expansion", "expansion", "command_substitution",
+                "process_substitution", "arithmetic_expansion",
+            ):  # fmt: skip
+                return False
+            stack.extend(current.named_children)
+        return True
 
     def _changes_commands(self, node: Node) -> None:
         """What changes what a later (or this) command does without being a command: a
@@ -229,19 +292,19 @@ class _Walk:
             and any(c.type == "((" for c in node.children)
         ):
             if self._takes_a_value(node, skip=("do_group", "compound_statement")):
-                self.doubt(_ARITHMETIC, node)
+                self.arithmetic_on(node)
         elif kind == "subscript":
             index = node.child_by_field_name("index")
             if index is not None and not _PLAIN_INDEX.fullmatch(self.text(index)):
-                self.doubt(_ARITHMETIC, node)
+                self.arithmetic_on(node)
         elif kind == "expansion" and _INDIRECT_OR_OFFSET.match(self.text(node)):
-            self.doubt(_ARITHMETIC, node)
+            self.arithmetic_on(node)
         elif kind == "binary_expression" and parent is not None and parent.type == "test_command":
             operator = node.child_by_field_name("operator")
             double = any(c.type == "[[" for c in parent.children)  # `[`'s -eq reads a number
             arithmetic = operator is not None and self.text(operator) in _ARITHMETIC_TESTS
             if double and arithmetic and self._takes_a_value(node):
-                self.doubt(_ARITHMETIC, node)
+                self.arithmetic_on(node)
         elif kind == "unary_expression" and parent is not None and parent.type == "test_command":
             if self.text(node).lstrip().startswith(("-v", "-R")) and self._takes_a_value(node):
                 self.doubt(_NAME_AT_RUN_TIME, node)
@@ -268,7 +331,7 @@ class _Walk:
         words = [self.word(c) for c in arguments]
         if first == "let":
             if any(w.value is None or _NAME_IN_ARITHMETIC.search(w.value) for w in words):
-                self.doubt(_ARITHMETIC, node)
+                self.arithmetic_on(node)
             return
         takes_names = first in _NAME_TAKERS or (
             first in ("printf", "test", "[") and any(w.value in ("-v", "-R") for w in words)
@@ -309,7 +372,7 @@ class _Walk:
         return "\x00".join(pieces)
 
     def _writes_a_file(self, node: Node) -> bool:
-        operator = next((c.type for c in node.children if not c.is_named), "")
+        operator = self._operator(node)
         if operator not in _WRITES:
             return False
         target = node.child_by_field_name("destination")
@@ -398,13 +461,23 @@ class _Walk:
         elif not joined and "\\\n" in gap:
             self.doubt("a line continuation inside a word", command)
 
+    def _operator(self, node: Node) -> str:
+        """A redirection's operator as written: a `<>` was parsed as `<` followed by a
+        space (`BashParser.parse`), which the script as written shows."""
+        operator = next((c for c in node.children if not c.is_named), None)
+        if operator is None:
+            return ""
+        if operator.type == "<" and self.source[operator.end_byte : operator.end_byte + 1] == b">":
+            return "<>"
+        return operator.type
+
     def _redirect(self, node: Node) -> Stdin | None:
         if node.type == "heredoc_redirect":
             return Stdin("heredoc", self._heredoc(node))
         if node.type == "herestring_redirect":
             body = node.named_children[-1] if node.named_children else None
             return Stdin("herestring", self.word(body) if body is not None else None)
-        operator = next((c.type for c in node.children if not c.is_named), "")
+        operator = self._operator(node)
         descriptor = node.child_by_field_name("descriptor")
         reads = operator in ("<", "<>") and (descriptor is None or self.text(descriptor) == "0")
         if not reads:
