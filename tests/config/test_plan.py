@@ -246,3 +246,54 @@ def test_a_wrong_rule_in_the_composition_is_refused_at_load():
 
 def test_without_rules_the_defaults_are_in_force():
     assert "force-push" in plan(None).rules.names()
+
+
+def _composition_in(directory, rules_yaml: str):
+    path = directory / "stockade.yml"
+    path.write_text(
+        "- id: sandbox\n  name: stockade.sandbox.local\n"
+        "- id: bash\n  name: stockade.bash.sandbox\n  config:\n" + rules_yaml
+    )
+    return load_composition(str(path))
+
+
+ALLOW_ALL = "    rules:\n      - {name: anything, prefix: ['*'], decision: allow, reason: planted}\n"
+FORBID_MAKE = (
+    "    rules:\n      - {name: no-deploy, prefix: [make, deploy], decision: forbid, reason: r}\n"
+)
+
+
+def test_a_composition_a_command_could_write_may_not_loosen_the_rules(tmp_path):
+    """A stockade.yml in the workspace may forbid or ask, never allow, drop a default,
+    turn the defaults off or name a rules file."""
+    for loosening in (
+        ALLOW_ALL,
+        "    rules: {drop: [force-push]}\n",
+        "    rules: {defaults: false}\n",
+        "    rules_file: /etc/stockade-rules.yml\n",
+    ):
+        composition = _composition_in(tmp_path, loosening)
+        with pytest.raises(ConfigError, match="command rules"):
+            plan(composition, cwd=tmp_path)
+    tightened = plan(_composition_in(tmp_path, FORBID_MAKE), cwd=tmp_path)
+    assert tightened.rules.judge("make deploy").forbidden
+
+
+def test_a_rules_file_in_a_granted_directory_is_refused_and_any_is_kept_read_only(
+    tmp_path, runner_dir
+):
+    shared = runner_dir / "shared"
+    shared.mkdir()
+    (shared / "rules.yml").write_text("defaults: false\n")
+    trusted = runner_dir / "stockade.yml"
+    trusted.write_text(
+        "- id: sandbox\n  name: stockade.sandbox.local\n"
+        f"  config:\n    writable_roots: [{shared}]\n"
+        f"- id: bash\n  name: stockade.bash.sandbox\n  config:\n"
+        f"    rules_file: {shared / 'rules.yml'}\n"
+    )
+    trusted.chmod(0o644)
+    decided = plan(load_composition(str(trusted)), cwd=tmp_path)
+    assert str(shared / "rules.yml") in decided.provider.trusted_files
+    with pytest.raises(ConfigError, match="rules file"):
+        decided.rules  # noqa: B018

@@ -112,13 +112,21 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     from ..trust import host_temp_roots, installation_paths, resolve_workspace_root
 
     root = resolve_workspace_root(root)
+    # The extra writable roots (the composition's, --writable) and the tool caches:
+    # written in workspace-write, the caches' variables set in every confining mode.
+    installation = installation_paths()
+    extra, cache, tools = _extra_roots(
+        settings, getattr(args, "writable", None) or (), installation
+    )
     runner = remembered_runner(
         sys.platform,
         backend,
         runner_command=provider.runner_command if provider else None,
         timeout=timeout,
-        # The trust base counts the host's temp roots writable whatever this call gets.
-        writable_roots=(root, *host_temp_roots()),
+        # The remembered verdict is trusted only where no call could have written it:
+        # not in the root, the host's temp roots (writable whatever this call gets),
+        # the extra roots or the caches.
+        writable_roots=(root, *host_temp_roots(), *extra, *filter(None, (cache,))),
         bwrap_path=provider.bwrap_path if provider else None,
         tier=provider.landlock_tier if provider else "auto",
     )
@@ -142,12 +150,6 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # `_execute` removes it itself before ending by the runner's signal.
         atexit.register(remove_private_tmp, tmp)
         temp_roots = (tmp.path, *host_temp(bool(provider and provider.allow_host_temp)))
-    # The extra writable roots (the composition's, --writable) and the tool caches:
-    # written in workspace-write, the caches' variables set in every confining mode.
-    installation = installation_paths()
-    extra, cache, tools = _extra_roots(
-        settings, getattr(args, "writable", None) or (), installation
-    )
     if mode is SandboxMode.WORKSPACE_WRITE:
         temp_roots = tuple(dict.fromkeys((*temp_roots, *extra, *filter(None, (cache,)))))
     if cache is not None:

@@ -169,7 +169,7 @@ class Plan:
             entries, drop, defaults = rules_document(document)
             if path is not None:
                 from_file, file_drop, file_defaults = read_rules_file(
-                    path, (self.root, *host_temp_roots())
+                    path, (self.root, *host_temp_roots(), *_granted_roots(self.provider))
                 )
                 entries = [*from_file, *entries]
                 drop = [*file_drop, *drop]
@@ -284,6 +284,8 @@ def plan(
     executor = _withholding(executor, store, withhold)
     chosen_root = root or executor.fallback_root or cwd or os.getcwd()
     workspace = os.path.realpath(chosen_root)
+    if source is not None:
+        _check_rules_trusted(source, _rules_source(executor_entry), workspace, provider)
     if provider is not None:
         if source is not None:
             # A composition file a command could write may not loosen confinement, and
@@ -292,6 +294,11 @@ def plan(
             from ..trust import host_temp_roots
 
             provider = trusted_provider(provider, source, (workspace, *host_temp_roots()))
+        rules_file = _rules_source(executor_entry)[1]
+        if rules_file is not None:
+            # Like the composition file: read-only in every confined call that could
+            # write it (a session's own root, a --writable directory).
+            provider = provider.protecting(rules_file)
         # Where the logs are (deny_read's `state` item: the default directories are in
         # it already), and the files holding a login (the store's: every file libpq
         # would read for its DSN; the host's own: an MCP --token-file).
@@ -402,3 +409,57 @@ def _rules_source(entry: Any) -> tuple[Any, str | None]:
     (None, None), the defaults alone, for an entry without them."""
     config = getattr(entry, "config", None)
     return getattr(config, "rules", None), getattr(config, "rules_file", None)
+
+
+def _granted_roots(provider: ProviderConfig | None) -> tuple[str, ...]:
+    """The directories a composition lets confined calls write beside each root: its
+    writable roots and a named tool caches' directory."""
+    if provider is None:
+        return ()
+    named = (provider.tool_cache_directory,) if provider.tool_cache_directory else ()
+    return (*provider.writable_roots, *named)
+
+
+def _check_rules_trusted(
+    source: str,
+    rules_source: tuple[Any, str | None],
+    workspace: str,
+    provider: ProviderConfig | None,
+) -> None:
+    """A composition file a confined command could have written may add rules that
+    forbid or ask, and nothing that loosens: no allow rule, no dropped default, no
+    `defaults: false`, no rules file (which could bring any of them). ConfigError."""
+    document, rules_file = rules_source
+    if document is None and rules_file is None:
+        return
+    from ..errors import ConfigError
+    from ..rules import rules_document
+    from ..trust import check_trusted, host_temp_roots
+
+    problem = check_trusted(
+        source,
+        (workspace, *host_temp_roots(), *_granted_roots(provider)),
+        what="the composition file",
+    )
+    if problem is None:
+        return
+    entries, drop, defaults = rules_document(document)
+    loosening = [
+        *(["an allow rule"] if any(_allows(entry) for entry in entries) else []),
+        *(["drop"] if drop else []),
+        *(["defaults: false"] if not defaults else []),
+        *(["rules_file"] if rules_file is not None else []),
+    ]
+    if loosening:
+        raise ConfigError(
+            problem.message(
+                f"so its command rules' {', '.join(loosening)} are not honoured (only "
+                "rules that forbid or ask are); move the file outside the workspace and "
+                "the temp directories, owned by you or root and writable by no one else"
+            )
+        )
+
+
+def _allows(entry: Any) -> bool:
+    decision = entry.get("decision") if hasattr(entry, "get") else None
+    return str(decision).strip().lower() == "allow"

@@ -137,6 +137,11 @@ class ProviderConfig:
         """This config with `backend` chosen ("auto" leaves the configured one)."""
         return self if backend == "auto" else attrs.evolve(self, backend=backend)
 
+    def protecting(self, *paths: str) -> ProviderConfig:
+        """This config with `paths` kept read-only in every confined call that could
+        write them, as the composition file is (`trusted_files`)."""
+        return attrs.evolve(self, trusted_files=(*self.trusted_files, *paths))
+
     def hiding(self, *, state: Sequence[str] = (), tokens: Sequence[str] = ()) -> ProviderConfig:
         """This config with `state` added to deny_read's `state` item (where session
         logs live) and `tokens` to its `mcp-token` item (the harness's credential files)."""
