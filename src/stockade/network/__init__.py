@@ -11,6 +11,15 @@ from ..lazy import surface
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._request_rules import RequestRule as RequestRule
+    from ._request_rules import RequestVerdict as RequestVerdict
+    from ._request_rules import Target as Target
+    from ._request_rules import TargetError as TargetError
+    from ._request_rules import decide_request as decide_request
+    from ._request_rules import normalise_path as normalise_path
+    from ._request_rules import normalise_target as normalise_target
+    from ._request_rules import parse_request_rule as parse_request_rule
+    from ._request_rules import parse_request_rules as parse_request_rules
     from .bridge import PROXY_PORT as PROXY_PORT
     from .bridge import names_loopback as names_loopback
     from .bridge import proxy_environment as proxy_environment
