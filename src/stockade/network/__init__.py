@@ -11,6 +11,23 @@ from ..lazy import surface
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._credentials import PLACEHOLDER_PREFIX as PLACEHOLDER_PREFIX
+    from ._credentials import Credential as Credential
+    from ._credentials import CredentialEvent as CredentialEvent
+    from ._credentials import CredentialRule as CredentialRule
+    from ._credentials import CredentialUsed as CredentialUsed
+    from ._credentials import PlaceholderMisplaced as PlaceholderMisplaced
+    from ._credentials import PlaceholderScanner as PlaceholderScanner
+    from ._credentials import Secret as Secret
+    from ._credentials import load_credentials as load_credentials
+    from ._credentials import make_placeholder as make_placeholder
+    from ._credentials import parse_credential_rule as parse_credential_rule
+    from ._credentials import parse_credential_rules as parse_credential_rules
+    from ._credentials import placeholder_environment as placeholder_environment
+    from ._credentials import scan_target as scan_target
+    from ._credentials import secret_variables as secret_variables
+    from ._credentials import substitute_headers as substitute_headers
+    from ._credentials import terminated_hosts as terminated_hosts
     from ._request_rules import RequestRule as RequestRule
     from ._request_rules import RequestVerdict as RequestVerdict
     from ._request_rules import Target as Target
