@@ -11,6 +11,14 @@ from ..lazy import surface
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._authority import TRUST_VARIABLES as TRUST_VARIABLES
+    from ._authority import CertificateAuthority as CertificateAuthority
+    from ._authority import CertificateRefused as CertificateRefused
+    from ._authority import Leaf as Leaf
+    from ._authority import combined_bundle as combined_bundle
+    from ._authority import system_bundle_path as system_bundle_path
+    from ._authority import trust_environment as trust_environment
+    from ._authority import write_bundle as write_bundle
     from ._credentials import PLACEHOLDER_PREFIX as PLACEHOLDER_PREFIX
     from ._credentials import Credential as Credential
     from ._credentials import CredentialEvent as CredentialEvent
