@@ -179,7 +179,9 @@ class Secret:
     __str__ = __repr__
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and secrets.compare_digest(self._value, other._value)
+        return isinstance(other, Secret) and secrets.compare_digest(
+            self._value.encode(), other._value.encode()
+        )
 
     def __hash__(self) -> int:
         return hash(Secret)
@@ -356,13 +358,13 @@ def _takes(rule: CredentialRule, key: bytes) -> bool:
 def substitute_headers(
     host: str, headers: Iterable[tuple[bytes, bytes]], credentials: Sequence[Credential]
 ) -> tuple[list[tuple[bytes, bytes]], tuple[CredentialEvent, ...]]:
-    """The headers to forward to `host`, and what happened: each placeholder of a
-    credential for `host` replaced by the real value in the header values its rule
-    allows; each header-form credential for `host` set (the command's own header of
-    that name dropped). A placeholder anywhere else (a header name, a header of
-    another host, a header its rule does not name, altered) is left and reported as
-    `PlaceholderMisplaced`: the caller refuses the request. The events hold names,
-    hosts and header names, never a value."""
+    """The headers to forward to `host` (a name or address, no port), and what
+    happened: each placeholder of a credential for `host` replaced by the real value in
+    the header values its rule allows; each header-form credential for `host` set (the
+    command's own header of that name dropped). A placeholder anywhere else (a header
+    name, a header of another host, a header its rule does not name, altered) is left
+    and reported as `PlaceholderMisplaced`: the caller refuses the request. The events
+    hold names, hosts and header names, never a value."""
     name = _request_host(host)
     events: list[CredentialEvent] = []
     set_here = [c for c in credentials if c.host == name and c.rule.form == "header"]
