@@ -214,6 +214,8 @@ def assemble(
     )
     actors.append(executor_actor)
 
+    # The rules' parser is made now: the bash tool judges every call before it runs.
+    decided.rules.prepare()
     # Without confinement only danger-full-access and network `on` are true: every path
     # that would make a session resolve to a confining mode refuses (docs/embedding.md).
     defaults = PolicyDefaults(

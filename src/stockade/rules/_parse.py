@@ -73,6 +73,12 @@ class BashParser:
     def __init__(self) -> None:
         self._parser: Parser | None = None
 
+    def prepare(self) -> None:
+        """Import tree-sitter and make the parser now, not at the first judgement (a
+        harness does it when it opens: a call that meets a full descriptor table then
+        still judges, and fails for what it runs, not for an import)."""
+        self._get()
+
     def _get(self) -> Parser:
         if self._parser is None:
             import tree_sitter

@@ -72,6 +72,10 @@ class RuleSet:
         """These rules and `rules` after them (a session's "allow for this session" rule)."""
         return RuleSet((*self.rules, *rules), parser=self._parser)
 
+    def prepare(self) -> None:
+        """Make the parser now (tree-sitter imported), rather than at the first judgement."""
+        self._parser.prepare()
+
     def judge(self, script: str) -> Judgement:
         """The verdict on a bash script (what `bash -c SCRIPT` would run)."""
         return judge(self.rules, self._parser, script=script)

@@ -9,6 +9,7 @@ persists a grant.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Annotated, Any, Literal
 
 import attrs
@@ -266,10 +267,23 @@ def unspawnable(name: str, text: str | None) -> str | None:
     if "\x00" in text:
         return f"the {name} contains a NUL byte, which no process can receive. Nothing ran."
     try:
-        text.encode("utf-8")
+        size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
         return f"the {name} is not valid UTF-8 text (it holds a lone surrogate). Nothing ran."
+    if size >= _ARGUMENT_LIMIT:
+        # Refused before the rules judge it (or a person is asked about it): no process
+        # could be given it.
+        return (
+            f"the {name} is {size:,} bytes, more than one argument of a process may be "
+            f"({_ARGUMENT_LIMIT:,}: Argument list too long); write it to a file in the "
+            "workspace and run that. Nothing ran."
+        )
     return None
+
+
+# The largest string one argument may be: Linux's MAX_ARG_STRLEN (32 pages, its NUL
+# included); elsewhere the whole argument list's bound.
+_ARGUMENT_LIMIT = 131072 if sys.platform == "linux" else os.sysconf("SC_ARG_MAX")
 
 
 def _workdir(workdir: str | None, root: str) -> str | None:
