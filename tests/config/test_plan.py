@@ -257,7 +257,9 @@ def _composition_in(directory, rules_yaml: str):
     return load_composition(str(path))
 
 
-ALLOW_ALL = "    rules:\n      - {name: anything, prefix: ['*'], decision: allow, reason: planted}\n"
+ALLOW_ALL = (
+    "    rules:\n      - {name: anything, prefix: ['*'], decision: allow, reason: planted}\n"
+)
 FORBID_MAKE = (
     "    rules:\n      - {name: no-deploy, prefix: [make, deploy], decision: forbid, reason: r}\n"
 )
