@@ -277,3 +277,21 @@ def nobody_view() -> Iterator[NobodyView]:
         yield NobodyView(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# The two command rules every face's rule test mounts through its composition's bash
+# entry (tests/approval/test_rule_prompt_pty.py, tests/mcp, tests/acp).
+TOUCH_PROMPT = {
+    "name": "ask-touch",
+    "prefix": ["touch"],
+    "decision": "prompt",
+    "reason": "this project makes no empty files unasked",
+    "match": ["touch x"],
+}
+RM_FORBIDDEN = {
+    "name": "no-rm",
+    "prefix": ["rm"],
+    "decision": "forbid",
+    "reason": "files here are removed by the person only",
+    "match": ["rm x"],
+}

@@ -16,24 +16,11 @@ pytest.importorskip("acp")
 
 import acp
 
+from ..support import RM_FORBIDDEN, TOUCH_PROMPT
 from .support import ScriptedClient, agent, log_events, of_type, run
 
 pytestmark = pytest.mark.kernel
 
-TOUCH_PROMPT = {
-    "name": "ask-touch",
-    "prefix": ["touch"],
-    "decision": "prompt",
-    "reason": "this project makes no empty files unasked",
-    "match": ["touch x"],
-}
-RM_FORBIDDEN = {
-    "name": "no-rm",
-    "prefix": ["rm"],
-    "decision": "forbid",
-    "reason": "files here are removed by the person only",
-    "match": ["rm x"],
-}
 SESSION = "Allow `touch made` and commands beginning with it for the rest of this session"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..pty_screen import PtyChild
-from ..support import require_backend
+from ..support import RM_FORBIDDEN, TOUCH_PROMPT, require_backend
 
 pytestmark = pytest.mark.kernel
 
@@ -50,21 +50,6 @@ async def main():
 
 trio.run(main)
 """
-
-TOUCH_PROMPT = {
-    "name": "ask-touch",
-    "prefix": ["touch"],
-    "decision": "prompt",
-    "reason": "this project makes no empty files unasked",
-    "match": ["touch x"],
-}
-RM_FORBIDDEN = {
-    "name": "no-rm",
-    "prefix": ["rm"],
-    "decision": "forbid",
-    "reason": "files here are removed by the person only",
-    "match": ["rm x"],
-}
 
 
 def log(state_dir: str, session_id: str) -> list[dict]:

@@ -12,24 +12,11 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 
+from ..support import RM_FORBIDDEN, TOUCH_PROMPT
 from .support import ERAS, connect, events, of_type, session_id, text
 
 pytestmark = pytest.mark.kernel
 
-TOUCH_PROMPT = {
-    "name": "ask-touch",
-    "prefix": ["touch"],
-    "decision": "prompt",
-    "reason": "this project makes no empty files unasked",
-    "match": ["touch x"],
-}
-RM_FORBIDDEN = {
-    "name": "no-rm",
-    "prefix": ["rm"],
-    "decision": "forbid",
-    "reason": "files here are removed by the person only",
-    "match": ["rm x"],
-}
 SESSION = "allow `touch made` and commands beginning with it for the rest of this session"
 
 
