@@ -184,6 +184,7 @@ def test_code_bash_evaluates_later_is_uncertain_under_strict_rules(script, why):
         "n=3; echo $((n * 2)); let m=n+1; [[ $n -eq 3 ]]",
         "echo $((HOME))",
         "exec 3<>/dev/tcp/127.0.0.1/80 && echo x >&3",
+        "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done",
     ],
 )
 def test_numbers_and_parsed_substitutions_stay_certain(script):

@@ -260,9 +260,11 @@ class _Walk:
         stack = [node]
         while stack:
             current = stack.pop()
+            # An arithmetic expansion's value is a number (what it reads is judged as
+            # arithmetic itself): `i=$((i+1))` takes nothing in.
             if current.type in (
                 "simple_expansion", "expansion", "command_substitution",
-                "process_substitution", "arithmetic_expansion",
+                "process_substitution",
             ):  # fmt: skip
                 return False
             stack.extend(current.named_children)
