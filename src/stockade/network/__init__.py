@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from ._authority import system_bundle_path as system_bundle_path
     from ._authority import trust_environment as trust_environment
     from ._authority import write_bundle as write_bundle
+    from ._broker import Broker as Broker
+    from ._broker import OnRequest as OnRequest
+    from ._broker import RequestRecord as RequestRecord
+    from ._broker import make_broker as make_broker
+    from ._broker import upstream_context as upstream_context
     from ._credentials import PLACEHOLDER_PREFIX as PLACEHOLDER_PREFIX
     from ._credentials import Credential as Credential
     from ._credentials import CredentialEvent as CredentialEvent
