@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 import attrs
 import trio
 
+from ._broker import Broker, OnRequest
 from ._call import BUFFER, Call, Connector, OnDecision, Resolver, connect_tcp, resolve
 from ._http import serve_http
 from ._socks import serve_socks5
@@ -92,9 +93,13 @@ class NetworkProxy:
     an allowed connection is relayed. `connect_timeout` bounds resolving and
     connecting; `handshake_timeout` bounds reading a request's head or a SOCKS5
     handshake. `directory` is where the private socket directories are made (default:
-    the temporary directory)."""
+    the temporary directory). `broker` (issue 41): the ruled hosts, whose TLS the proxy
+    terminates and whose every request it judges, reporting each to `on_request`
+    before it goes anywhere."""
 
     on_decision: OnDecision | None = None
+    broker: Broker | None = None
+    on_request: OnRequest | None = None
     resolver: Resolver = resolve
     connector: Connector = connect_tcp
     connect_timeout: float = 10.0
@@ -209,6 +214,8 @@ async def open_proxy(
     connect_timeout: float = 10.0,
     handshake_timeout: float = 30.0,
     directory: str | None = None,
+    broker: Broker | None = None,
+    on_request: OnRequest | None = None,
 ) -> AsyncIterator[NetworkProxy]:
     """Run a `NetworkProxy` for the block: its calls' tasks live in its own nursery and
     end with it."""
@@ -219,6 +226,8 @@ async def open_proxy(
         connect_timeout=connect_timeout,
         handshake_timeout=handshake_timeout,
         directory=directory,
+        broker=broker,
+        on_request=on_request,
     )
     async with trio.open_nursery() as nursery:
         proxy._nursery = nursery
