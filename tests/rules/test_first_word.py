@@ -17,6 +17,7 @@ from stockade.rules import (
     WordPattern,
     first_words,
     may_apply,
+    plain_words,
 )
 from stockade.rules._unwrap import WRAPPERS
 
@@ -180,3 +181,68 @@ def test_the_judges_lookalike_table_is_what_may_apply_checks():
     assert set(WRAPPERS) <= LOOKED_INTO
     for name in ("ENV", "Sudo", "/bin/BASH", "busybox", "/bin/toybox", "BusyBox", "\u0435nv"):
         assert may_apply(name, frozenset()), name
+
+
+@pytest.mark.parametrize(
+    "rules", [DEFAULT_RULES, CUSTOM, (*DEFAULT_RULES, *CUSTOM)], ids=["defaults", "own", "both"]
+)
+def test_a_plain_script_that_may_apply_lets_through_is_untouched_by_the_judge(rules):
+    """`stockade run`'s pre-check: a script `plain_words` reads, whose first word
+    `may_apply` lets through, is judged by the whole judge to meet no rule and no doubt."""
+    ruleset = RuleSet(tuple(rules))
+    words = first_words(ruleset.rules)
+    passed = 0
+    for name, tail in itertools.product(NAMES, TAILS):
+        script = " ".join((name, *tail))
+        argv = plain_words(script)
+        if argv is None or may_apply(argv[0], words):
+            continue
+        passed += 1
+        assert argv == script.split()
+        judgement = ruleset.judge(script)
+        assert (judgement.decision, judgement.uncertain) == (None, ()), (script, judgement)
+    assert passed > 50
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "",
+        " ",
+        "echo $HOME",
+        "echo `id`",
+        "true; rm -rf /",
+        "true\nrm -rf /",
+        "true && rm -rf /",
+        "a | sh",
+        "cat < f",
+        "echo > f",
+        "x=1 make",
+        "ls ~",
+        "ls *",
+        "echo {a,b}",
+        "echo 'a'",
+        'echo "a"',
+        "echo \\n",
+        "! true",
+        "# comment",
+        "time rm -rf /",
+        "if true",
+        "function f",
+        "coproc rm",
+        "(true)",
+        "ls a^b",
+    ],
+)
+def test_what_is_not_plain_goes_to_the_judge(script):
+    assert plain_words(script) is None
+
+
+def test_plain_words_splits_on_blanks():
+    assert plain_words("  make  test\t-j4 ") == ["make", "test", "-j4"]
+    assert plain_words("python3 -m pytest tests/a.py:1") == [
+        "python3",
+        "-m",
+        "pytest",
+        "tests/a.py:1",
+    ]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._first_word import DEFAULT_FIRST_WORDS as DEFAULT_FIRST_WORDS
     from ._first_word import first_words as first_words
     from ._first_word import may_apply as may_apply
+    from ._first_word import plain_words as plain_words
     from ._judge import JudgedCommand as JudgedCommand
     from ._judge import Judgement as Judgement
     from ._judge import RuleRef as RuleRef

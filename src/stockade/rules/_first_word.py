@@ -74,3 +74,29 @@ def may_apply(first: str, words: frozenset[str] | None) -> bool:
     base = first.rpartition("/")[2].lower()
     whole = first.lower()
     return bool({whole, base} & (words | LOOKED_INTO))
+
+
+# What a script may hold for `plain_words` to read it as one command's words: letters,
+# digits, spaces and the punctuation that means nothing to bash in a word. Out: quotes,
+# `\`, `$`, backquotes, operators (`;&|<>()`), newlines, globs and brackets (`*?[]{}`),
+# `~`, `=` (an assignment), `#` (a comment), `!` (history, negation), `^` (a pipe to sh).
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t-_./:,+@%")
+# Bash's reserved words: a script beginning with one is not a simple command.
+_RESERVED = frozenset(
+    {
+        *("if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while"),
+        *("until", "do", "done", "in", "function", "time", "coproc"),
+    }
+)
+
+
+def plain_words(script: str) -> list[str] | None:
+    """`script` as the argv of its one simple command when bash could read it no other
+    way (nothing expands, nothing redirects, no second command, no reserved word first),
+    else None. `stockade run` then judges those words with `may_apply`, as exec does."""
+    if not script or not all(char in _PLAIN for char in script):
+        return None
+    words = script.split()
+    if not words or words[0] in _RESERVED:
+        return None
+    return words
