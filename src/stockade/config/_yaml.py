@@ -1,6 +1,7 @@
 """Reading stockade.yml: ruamel's round-trip loader (it keeps line/column) plus the run-time tags.
 
-`!cwd`, `!env NAME` and `!path P` parse to markers; `resolve_tags` replaces them in place.
+`!cwd`, `!env NAME` and `!path P` parse to markers; `resolve_tags` replaces them in place
+(`!env` as a credential's `value` by a reference: a secret is never read into a composition).
 """
 
 from __future__ import annotations
@@ -31,6 +32,19 @@ class Tagged:
 
 
 _YAML_PREFIX: Final = "tag:yaml.org,2002:"
+
+# (list key, item key): where `!env NAME` names the variable the harness reads when it
+# starts (`EnvReference`), not a value read now. A credential's value (issue 41) is a
+# secret: the composition, its errors and whatever shows it never hold it.
+REFERENCE_KEYS: Final = frozenset({("network_credentials", "value")})
+
+
+@attrs.frozen
+class EnvReference:
+    """`!env NAME` where a secret goes: the variable's name only (its value is read by
+    whoever needs it, the harness when it starts)."""
+
+    name: str
 
 
 def _construct_tagged(constructor: RoundTripConstructor, node: Any) -> Tagged:
@@ -189,6 +203,8 @@ def _visit(
         stack.append((value, path))
         return value
     try:
+        if value.tag == "!env" and len(path) >= 3 and (path[-3], path[-1]) in REFERENCE_KEYS:
+            return _reference(value)
         return _expand(value, context)
     except _TagError as exc:
         problems.append(Problem(path, str(exc)))
@@ -197,6 +213,15 @@ def _visit(
 
 class _TagError(Exception):
     pass
+
+
+def _reference(tagged: Tagged) -> EnvReference:
+    if tagged.value is None:
+        raise _TagError("!env takes a plain scalar, not a mapping or a list")
+    name = tagged.value.strip()
+    if not name:
+        raise _TagError("!env needs a NAME, as in `!env NAME`")
+    return EnvReference(name)
 
 
 def _expand(tagged: Tagged, context: TagContext) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from ..errors import ConfigError
 from ..executor import (
     MIB,
     STOCKADE_OWN,
@@ -37,6 +38,10 @@ from .types import (
     SingleLine,
     WrongType,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..network import CredentialRule, RequestRule
 
 # `env: inherit:`; tests/executor keeps it equal to environment.INHERIT_CHOICES.
 Inherit = Literal["all", "core", "none"]
@@ -247,6 +252,59 @@ def _check_rules(
             raise FieldProblem(attribute.name, str(error)) from None
 
 
+def _credential_sources(value: object) -> object:
+    """`network_credentials` as the network room reads it: each `value: !env NAME` as
+    `value_from: NAME`. A `value` written out is refused: a secret does not go in a
+    composition file (the error never repeats it)."""
+    from ._yaml import EnvReference
+
+    if not isinstance(value, list | tuple):
+        return value  # parse_credential_rules says what it wants
+    sources: list[object] = []
+    for index, rule in enumerate(value):
+        if isinstance(rule, Mapping) and "value" in rule:
+            given = rule["value"]
+            where = f"network_credentials[{index}]"
+            if not isinstance(given, EnvReference):
+                raise ConfigError(
+                    f"{where}: `value` names the variable holding the credential, "
+                    "`value: !env NAME` (or `value_from: NAME`); a secret is never "
+                    "written in a composition"
+                )
+            if "value_from" in rule:
+                raise ConfigError(f"{where}: give `value: !env NAME` or `value_from`, not both")
+            rule = {**{k: v for k, v in rule.items() if k != "value"}, "value_from": given.name}
+        sources.append(rule)
+    return sources
+
+
+def credential_rules(value: object) -> tuple[CredentialRule, ...]:
+    """The composition's `network_credentials` as rules (ConfigError, one line)."""
+    from ..network import parse_credential_rules
+
+    if value is None:
+        return ()
+    return parse_credential_rules(_credential_sources(value), "network_credentials")
+
+
+def request_rules(value: object) -> tuple[RequestRule, ...]:
+    """The composition's `network_requests` as rules (ConfigError, one line)."""
+    from ..network import parse_request_rules
+
+    if value is None:
+        return ()
+    return parse_request_rules(value, "network_requests")
+
+
+def _check_network_rules(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Credential and request rules parsed now, so a wrong one is refused at load."""
+    parse = credential_rules if attribute.name == "network_credentials" else request_rules
+    try:
+        parse(value)
+    except ConfigError as error:
+        raise FieldProblem(attribute.name, str(error)) from None
+
+
 def _check_command_rules(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     """The entry's command rules made now (every key, every example checked), so a
     wrong one is refused at load with its name."""
@@ -317,6 +375,14 @@ class SandboxBashConfig:
     # network allowlist's destinations (docs/network.md): deny wins, empty allows none.
     network_allow: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_rules)
     network_deny: tuple[NonEmptyStr, ...] = attrs.field(default=(), validator=_check_rules)
+    # Issue 41 (docs/network.md, "Credentials and request rules"): a host's credential
+    # the command never holds ({host, header?, scheme?, placeholder_env?, value: !env
+    # NAME}), what may be asked of a host by method and path ({host, methods?, paths?,
+    # name?}), and the CA bundle the proxy checks those hosts' certificates against
+    # (absent: the system's). Under network allowlist only.
+    network_credentials: Any = attrs.field(default=(), validator=_check_network_rules)
+    network_requests: Any = attrs.field(default=(), validator=_check_network_rules)
+    network_upstream_ca: AbsolutePath | None = None
     # Each command's limits and each session's (docs/limits.md): NAME: VALUE entries.
     limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
     session_limits: dict[str, Any] = attrs.field(factory=dict, validator=_check_limits)
@@ -333,6 +399,9 @@ class SandboxBashConfig:
             default_mode=self.mode,
             network_allow=self.network_allow,
             network_deny=self.network_deny,
+            network_credentials=credential_rules(self.network_credentials),
+            network_requests=request_rules(self.network_requests),
+            network_upstream_ca=self.network_upstream_ca,
             default_network=self.network,
             fallback_root=self.workspace_root,
             output_cap=self.output_cap,

@@ -13,6 +13,10 @@ from ..modes import DEFAULT_MODE, DEFAULT_NETWORK
 from ..vocab import Network, SandboxMode
 from .environment import EnvPolicy, Withheld
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..network import CredentialRule, RequestRule
+
 MIB = 1024 * 1024
 MAX_DERIVED_BOUND = 1024
 # A running command keeps three descriptors (two pipes and its pidfd); spawning one
@@ -44,6 +48,24 @@ def _entries(value: object) -> tuple[str, ...]:
         except RuleError as error:
             raise ConfigError(f"network rule: {error}") from None
     return tuple(value)
+
+
+def _credential_rules(value: object) -> tuple[CredentialRule, ...]:
+    """Credential rules as given (CredentialRule), or mappings parsed now."""
+    from ..network import CredentialRule, parse_credential_rules
+
+    if isinstance(value, list | tuple) and all(isinstance(v, CredentialRule) for v in value):
+        return tuple(value)
+    return parse_credential_rules(value, "network_credentials")
+
+
+def _request_rules(value: object) -> tuple[RequestRule, ...]:
+    """Request rules as given (RequestRule), or mappings parsed now."""
+    from ..network import RequestRule, parse_request_rules
+
+    if isinstance(value, list | tuple) and all(isinstance(v, RequestRule) for v in value):
+        return tuple(value)
+    return parse_request_rules(value, "network_requests")
 
 
 @attrs.frozen(kw_only=True)
@@ -80,6 +102,19 @@ class ExecutorConfig:
     # docs/network.md; checked when the config is made.
     network_allow: tuple[str, ...] = attrs.field(default=(), converter=_entries)
     network_deny: tuple[str, ...] = attrs.field(default=(), converter=_entries)
+    # network allowlist, issue 41 (docs/network.md): the hosts whose TLS the proxy
+    # terminates, with the credentials it puts in their requests (the values read from
+    # this process's environment when the executor starts, never a command's) and the
+    # methods and paths it lets through; the CA bundle their origins are checked
+    # against (None: the system's); and the directory the bundle a command trusts is
+    # written to, which the composition plan names and keeps read-only in every call
+    # (None: the executor makes one in the temporary directory).
+    network_credentials: tuple[CredentialRule, ...] = attrs.field(
+        default=(), converter=_credential_rules
+    )
+    network_requests: tuple[RequestRule, ...] = attrs.field(default=(), converter=_request_rules)
+    network_upstream_ca: str | None = None
+    network_trust_directory: str | None = None
     # The harness's own secrets (store credentials, MCP tokens): dropped from every
     # command's environment whatever `env` says (`withholding` adds them).
     withheld: Withheld = attrs.field(factory=Withheld)
@@ -96,6 +131,12 @@ class ExecutorConfig:
         if problem is not None:
             raise ConfigError(problem)
         return attrs.evolve(self, withheld=merged)
+
+    @property
+    def has_ruled_hosts(self) -> bool:
+        """Whether a credential or request rule names a host (the proxy then
+        terminates TLS for those hosts, and a broker is made when the executor starts)."""
+        return bool(self.network_credentials or self.network_requests)
 
     def caching(self, tools: tuple[str, ...]) -> ExecutorConfig:
         """This config with `tools` the tools whose cache variables a confined call's
