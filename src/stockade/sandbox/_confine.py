@@ -106,12 +106,16 @@ class Call:
     ...]: the key directories of the granted agents, each with the names in it that
     stay readable, `DenyRead.expand`'s `readable`), unsearched (tuple[str, ...]: roots
     beside the root not searched for deny_read's in-root names: the tool caches,
-    stockade's own directory, where no secret of the person's is kept)."""
+    stockade's own directory, where no secret of the person's is kept), in_sight
+    (tuple[str, ...]: paths kept in sight where the runtime directories are fresh, as
+    the working directory is: the harness's CA bundle directory; one missing is left
+    out)."""
 
     __slots__ = (
         "agent_files",
         "agent_sockets",
         "argv",
+        "in_sight",
         "mode",
         "network",
         "proxy",
@@ -133,11 +137,13 @@ class Call:
         agent_sockets: tuple[tuple[str, str], ...] = (),
         agent_files: tuple[tuple[str, tuple[str, ...]], ...] = (),
         unsearched: tuple[str, ...] = (),
+        in_sight: tuple[str, ...] = (),
     ) -> None:
         self.argv, self.mode, self.root = argv, mode, root
         self.temp_roots, self.network, self.proxy = temp_roots, network, proxy
         self.workdir, self.agent_sockets = workdir, agent_sockets
         self.agent_files, self.unsearched = agent_files, unsearched
+        self.in_sight = in_sight
 
 
 class GuardRules:
@@ -550,7 +556,11 @@ def confine(
             hidden = tuple(path for path in hidden if os.path.realpath(path) not in own)
     fresh = NO_FRESH
     proxy = call.proxy if call.network is Network.ALLOWLIST else None
-    keep = (call.workdir,) if call.workdir is not None else ()
+    # Bound at itself inside a fresh directory: only what exists can be.
+    keep = (
+        *((call.workdir,) if call.workdir is not None else ()),
+        *(os.path.realpath(path) for path in call.in_sight if os.path.exists(path)),
+    )
     if mode is not SandboxMode.DANGER_FULL_ACCESS and freshens(
         runner.backend, call.network, tier=tier, private_ipc=runner.private_ipc
     ):

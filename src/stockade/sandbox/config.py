@@ -84,6 +84,10 @@ class ProviderConfig:
     # Files a later decision reads (the composition file): bound read-only when a
     # call could write them; refused on a backend that cannot protect them.
     trusted_files: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    # Paths every confined call sees as the host has them, where its runtime
+    # directories are fresh (network off or allowlist): the harness's CA bundle
+    # directory (issue 41), which lies in the temporary directory. Not a YAML key.
+    in_sight: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     # Run under the Landlock launcher although stockade's own installation lies in a
     # writable root (it cannot be protected there): the claim becomes partial.
     allow_unprotected_installation: bool = False
@@ -141,6 +145,11 @@ class ProviderConfig:
         """This config with `paths` kept read-only in every confined call that could
         write them, as the composition file is (`trusted_files`)."""
         return attrs.evolve(self, trusted_files=(*self.trusted_files, *paths))
+
+    def seeing(self, *paths: str) -> ProviderConfig:
+        """This config with `paths` in sight of every confined call, also where its
+        runtime directories are fresh (a path that does not exist is left out)."""
+        return attrs.evolve(self, in_sight=(*self.in_sight, *paths))
 
     def hiding(self, *, state: Sequence[str] = (), tokens: Sequence[str] = ()) -> ProviderConfig:
         """This config with `state` added to deny_read's `state` item (where session
