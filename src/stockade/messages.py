@@ -341,6 +341,28 @@ class NetworkConnection(msgspec.Struct, frozen=True, kw_only=True):
         return f"{host}:{self.port}"
 
 
+class NetworkRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One request a call sent to a ruled host (network allowlist, issue 41: a host a
+    credential or request rule names, whose TLS the proxy terminates), as the proxy
+    judged it before it went anywhere: the method, the host and port, the normalised
+    path without its query (a query may hold what a log must not), the verdict and the
+    rule that gave it, `reason` in one line; the names of the credentials put into it
+    (never a value) and, for a placeholder seen where it does not belong, one line
+    each (the request was then refused). `status`: the origin's answer, when known."""
+
+    method: str
+    host: str
+    port: int
+    path: str
+    allowed: bool
+    reason: str
+    rule: str | None = None
+    credentials: tuple[str, ...] = ()
+    misplaced: tuple[str, ...] = ()
+    status: int | None = None
+    protocol: str = "https"
+
+
 class ConnectionsRefused(msgspec.Struct, frozen=True, kw_only=True):
     """network allowlist: connections the proxy refused as it accepted them, before
     reading anything, because the call, its session or the harness held its bound of
@@ -437,6 +459,9 @@ class ShellResult(msgspec.Struct, frozen=True):
     # and those it refused unread over a bound of open connections.
     connections: tuple[NetworkConnection, ...] = ()
     connections_refused: ConnectionsRefused | None = None
+    # network allowlist: every request to a ruled host (issue 41) the proxy judged for
+    # this call, in order.
+    requests: tuple[NetworkRequest, ...] = ()
     # How it ended, exactly one of stockade.limits.Cause's values ("exited", "signal",
     # "limit", "timeout", "killed", "session-closed", "host-oom", "runner-failed",
     # "not-started"); the limit it reached, if any; its one-line note for the model.
@@ -495,6 +520,8 @@ class JobReport(msgspec.Struct, frozen=True):
     # As ShellResult.connections: those decided so far; those refused unread so far.
     connections: tuple[NetworkConnection, ...] = ()
     connections_refused: ConnectionsRefused | None = None
+    # As ShellResult.requests: those judged since the last report.
+    requests: tuple[NetworkRequest, ...] = ()
     # As ShellResult's, once the job has ended (cause None while it runs or waits).
     cause: str | None = None
     limit: LimitHit | None = None

@@ -189,6 +189,13 @@ def network_denial_marker(destination: str) -> str:
     return f"[sandbox: network access to {destination} denied]"
 
 
+def request_refusal_marker(reason: str) -> str:
+    """The text a result carries for each request to a ruled host the proxy refused
+    (network allowlist, issue 41): `reason` is the proxy's one line, which names the
+    method, the path and the host."""
+    return f"[sandbox: network request refused: {reason}]"
+
+
 # After the marker, when the refused effect was on a deny_read path.
 READ_DENIED_HINT = (
     "The refused path is one no sandbox mode may read (deny_read): a wider retry under "

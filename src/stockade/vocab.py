@@ -26,6 +26,7 @@ from .modes import denial_marker as denial_marker
 from .modes import network_denial_marker as network_denial_marker
 from .modes import network_under as network_under
 from .modes import rejection_text as rejection_text
+from .modes import request_refusal_marker as request_refusal_marker
 
 
 def _temp_roots(temp_dir: str | None, host_temp: tuple[str, ...]) -> tuple[str, ...]:

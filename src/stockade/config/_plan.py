@@ -286,6 +286,8 @@ def plan(
     workspace = os.path.realpath(chosen_root)
     if source is not None:
         _check_rules_trusted(source, _rules_source(executor_entry), workspace, provider)
+    if executor.has_ruled_hosts:
+        executor = _brokering(executor, source, workspace, provider)
     if provider is not None:
         if source is not None:
             # A composition file a command could write may not loosen confinement, and
@@ -303,6 +305,11 @@ def plan(
         # it already), and the files holding a login (the store's: every file libpq
         # would read for its DSN; the host's own: an MCP --token-file).
         provider = _hiding(provider, store, unreadable)
+        trust = executor.network_trust_directory
+        if trust is not None:
+            # The CA bundle every command trusts: read-only in every call that could
+            # write it, and in sight in every call that sees /tmp fresh.
+            provider = provider.seeing(trust)
     if confines and provider is not None and provider.tool_caches:
         # A call's environment points these tools' cache variables into the caches.
         executor = executor.caching(provider.tool_cache_tools)
@@ -390,6 +397,65 @@ def _withholding(
     from ..executor import Withheld
 
     return executor.withholding(Withheld(names, values))
+
+
+def _brokering(
+    executor: ExecutorConfig, source: str | None, workspace: str, provider: ProviderConfig | None
+) -> ExecutorConfig:
+    """An executor whose credential or request rules name hosts (issue 41): each
+    credential's variable withheld from every command, by name and by value; the
+    directory its CA bundle is written to named; and, from a composition file a
+    confined command could write, no credential and no upstream CA honoured (the
+    command could point one at a host of its own). ConfigError."""
+    from ..executor import Withheld, trust_directory
+
+    roots = None
+    if source is not None or executor.network_upstream_ca is not None:
+        from ..trust import host_temp_roots
+
+        roots = (workspace, *host_temp_roots(), *_granted_roots(provider))
+    if source is not None and (executor.network_credentials or executor.network_upstream_ca):
+        _check_credentials_trusted(source, roots or ())
+    if executor.network_upstream_ca is not None:
+        from ..errors import ConfigError
+        from ..trust import check_trusted
+
+        problem = check_trusted(
+            executor.network_upstream_ca, roots or (), what="network_upstream_ca"
+        )
+        if problem is not None:
+            raise ConfigError(
+                problem.message(
+                    "the proxy would check origins against what a command wrote; keep the "
+                    "CA bundle outside the workspace and the temp directories"
+                )
+            )
+    names = tuple(dict.fromkeys(rule.value_from for rule in executor.network_credentials))
+    if names:
+        values = tuple(os.environ.get(name, "") for name in names)
+        executor = executor.withholding(Withheld(names, values))
+    from attrs import evolve
+
+    return evolve(executor, network_trust_directory=trust_directory())
+
+
+def _check_credentials_trusted(source: str, roots: Sequence[str]) -> None:
+    """A composition file a confined command could have written may limit what is asked
+    of a host (request rules), never hand a credential to one or choose whom the proxy
+    trusts upstream. ConfigError."""
+    from ..errors import ConfigError
+    from ..trust import check_trusted
+
+    problem = check_trusted(source, roots, what="the composition file")
+    if problem is not None:
+        raise ConfigError(
+            problem.message(
+                "so its network_credentials and network_upstream_ca are not honoured (a "
+                "command that wrote it could send a credential to a host of its own); "
+                "move the file outside the workspace and the temp directories, owned by "
+                "you or root and writable by no one else"
+            )
+        )
 
 
 def _hiding(

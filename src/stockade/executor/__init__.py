@@ -11,6 +11,10 @@ from ..lazy import surface
 
 TYPE_CHECKING = False  # as in the other rooms: importing typing is not free
 if TYPE_CHECKING:
+    from ._brokering import BUNDLE_NAME as BUNDLE_NAME
+    from ._brokering import Brokered as Brokered
+    from ._brokering import open_broker as open_broker
+    from ._brokering import trust_directory as trust_directory
     from ._endpoints import AuditConnection as AuditConnection
     from ._limits import planned_here as planned_here
     from ._spawn import READ_SIZE as READ_SIZE
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from .environment import render_policy as render_policy
     from .render import protected_refusals as protected_refusals
     from .render import refused_destinations as refused_destinations
+    from .render import refused_requests as refused_requests
     from .render import render_job as render_job
     from .render import render_result as render_result
     from .render import result_causes as result_causes

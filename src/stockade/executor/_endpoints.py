@@ -1,10 +1,10 @@
 """network allowlist, the executor's side: the harness's proxy, one endpoint per call
-it serves (open while the call's process lives), and the connections it decided.
+it serves (open while the call's process lives), and the connections and requests it decided.
 
-The audit is complete: a connection's decision is kept with its call (its result)
-and, for a session's call, appended to the session's log, before the proxy relays a
-byte of it; a call ends only once its endpoint is closed and every connection on it
-decided, so none is decided after its result is made.
+The audit is complete: a connection's decision, and a request's to a ruled host (issue
+41), is kept with its call (its result) and, for a session's call, appended to the
+session's log, before the proxy relays a byte of it; a call ends only once its endpoint
+is closed and everything on it decided, so nothing is decided after its result is made.
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ import attrs
 import trio
 
 from ..errors import CommandStartError, SandboxUnavailable
-from ..messages import ConnectionsRefused, NetworkConnection, ShellSpec
+from ..messages import ConnectionsRefused, NetworkConnection, NetworkRequest, ShellSpec
 from ..vocab import Network
 from ._facts import WrapFacts
 from .config import ExecutorConfig
 
 if TYPE_CHECKING:
-    from ..network import ConnectionBudget, Decision, NetworkProxy
+    from ..network import ConnectionBudget, Decision, NetworkProxy, RequestRecord
 
-# (session id, the tool call's id, the connection): appends it to that session's log.
-AuditConnection = Callable[[str, str, NetworkConnection], Awaitable[None]]
+# (session id, the tool call's id, the connection or the request to a ruled host):
+# appends it to that session's log.
+AuditConnection = Callable[[str, str, NetworkConnection | NetworkRequest], Awaitable[None]]
 Decided = tuple[NetworkConnection, ...]
 # How long a decision may wait for the log before the connection is refused instead.
 AUDIT_TIMEOUT = 10.0
@@ -51,6 +52,7 @@ class _Endpoint:
     call_id: str
     budget: ConnectionBudget
     connections: list[NetworkConnection] = attrs.field(factory=list)
+    requests: list[NetworkRequest] = attrs.field(factory=list)
     done: trio.Event = attrs.field(factory=trio.Event)
     closed: trio.Event = attrs.field(factory=trio.Event)
 
@@ -103,6 +105,10 @@ class ProxyEndpoints:
     def connections(self, key: str) -> list[NetworkConnection]:
         """The live list of the connections decided for call `key` so far."""
         return self._endpoints[key].connections
+
+    def requests(self, key: str) -> list[NetworkRequest]:
+        """The live list of the requests to ruled hosts judged for call `key` so far."""
+        return self._endpoints[key].requests
 
     async def open(self, spec: ShellSpec, nursery: trio.Nursery) -> tuple[str | None, str | None]:
         """This call's proxy endpoint, held open in `nursery` until the call's process
@@ -195,6 +201,36 @@ class ProxyEndpoints:
             with trio.CancelScope(shield=True), trio.fail_after(AUDIT_TIMEOUT):
                 await self.audit(endpoint.owner, endpoint.call_id, connection)
         endpoint.connections.append(connection)
+
+    async def requested(self, record: RequestRecord) -> None:
+        """The proxy judged a request to a ruled host (issue 41): kept with its call
+        and logged in its session before the request (or its refusal) goes anywhere,
+        as `decided` does for a connection; CallEnded once the call's end has begun."""
+        endpoint = self._endpoints.get(record.call_id)
+        if endpoint is None or endpoint.done.is_set():
+            raise CallEnded(f"{record.call_id} has ended")
+        request = NetworkRequest(
+            method=record.method,
+            host=record.host,
+            port=record.port,
+            path=record.path,
+            allowed=record.allowed,
+            reason=record.reason,
+            rule=record.rule,
+            credentials=tuple(record.credentials),
+            misplaced=tuple(record.misplaced),
+            status=record.status,
+            protocol=record.protocol,
+        )
+        if self.audit is not None and endpoint.owner is not None:
+            with trio.CancelScope(shield=True), trio.fail_after(AUDIT_TIMEOUT):
+                await self.audit(endpoint.owner, endpoint.call_id, request)
+        endpoint.requests.append(request)
+
+    def take_requests(self, facts: WrapFacts) -> tuple[NetworkRequest, ...]:
+        """The requests judged for the call of `facts` (read before `take` forgets it)."""
+        endpoint = self._endpoints.get(facts.proxy_call) if facts.proxy_call else None
+        return () if endpoint is None else tuple(endpoint.requests)
 
     def take(
         self, facts: WrapFacts

@@ -11,6 +11,7 @@ import attrs
 from ..messages import (
     ConnectionsRefused,
     NetworkConnection,
+    NetworkRequest,
     RunnerFailureRule,
     ShellResult,
     Wrapped,
@@ -242,9 +243,11 @@ def settled_result(
     duration: float,
     connections: tuple[NetworkConnection, ...] = (),
     connections_refused: ConnectionsRefused | None = None,
+    requests: tuple[NetworkRequest, ...] = (),
 ) -> ShellResult:
     """The ShellResult of a settled process, classified by its own wrap facts, with
-    the connections its proxy decided and refused unread (network allowlist)."""
+    the connections its proxy decided and refused unread, and the requests to ruled
+    hosts it judged (network allowlist)."""
     stderr_text, stdout_text = stderr.text(), stdout.text()
     shell_status = command_exec_status(facts.program, exit_code, stderr_text)
     if shell_status is not None:
@@ -277,6 +280,7 @@ def settled_result(
         writable=facts.writable if facts.confined else (),
         connections=connections,
         connections_refused=connections_refused,
+        requests=requests,
     )
 
 

@@ -18,7 +18,14 @@ import attrs
 import trio
 
 from ..errors import UnknownJob, brief
-from ..messages import JobHandle, JobReport, NetworkConnection, ShellResult, ShellSpec
+from ..messages import (
+    JobHandle,
+    JobReport,
+    NetworkConnection,
+    NetworkRequest,
+    ShellResult,
+    ShellSpec,
+)
 from ._buffer import OutputBuffer
 from ._facts import WrapFacts
 from ._limits import CallLimits
@@ -49,6 +56,9 @@ class Job:
     # network allowlist: the connections its proxy has decided so far (the executor's
     # own list, appended to as they are decided), until its result carries them all.
     live_connections: list[NetworkConnection] = attrs.field(factory=list)
+    # The same for the requests to ruled hosts it judged (issue 41).
+    _requests_cursor: int = 0
+    live_requests: list[NetworkRequest] = attrs.field(factory=list)
     # Its limits in force while it runs (its cgroup, the launcher's descriptors).
     limited: CallLimits | None = None
     # Killed because its session closed (not by a caller's kill_job).
@@ -107,6 +117,10 @@ class Job:
         connections = decided[self._connections_cursor :]
         if advance:
             self._connections_cursor += len(connections)
+        judged = result.requests if result else tuple(self.live_requests)
+        requests = judged[self._requests_cursor :]
+        if advance:
+            self._requests_cursor += len(requests)
         return JobReport(
             id=self.id,
             command=self.spec.command,
@@ -135,6 +149,7 @@ class Job:
             network_gaps=self.facts.network_gaps,
             connections=connections,
             connections_refused=result.connections_refused if result else None,
+            requests=requests,
             network=self.facts.network,
             env_dropped=self.facts.env_dropped,
             cause=result.cause if result else None,

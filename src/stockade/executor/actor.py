@@ -52,6 +52,7 @@ from ..network import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
 from ..trust import enter_judged, judge_workdir, new_repository, spawn_cwd
 from ..vocab import SpawnTrait
+from ._brokering import Brokered, open_broker
 from ._buffer import OutputBuffer
 from ._classify import spawn_failure_is_runner
 from ._endpoints import AuditConnection, ProxyEndpoints
@@ -96,6 +97,9 @@ class ExecutorActor:
     _limits: LimitsHost | None = attrs.field(default=None, init=False)
     _launcher: str | None = attrs.field(default=None, init=False)
     _command_limits: Limits = attrs.field(init=False)
+    # network allowlist, issue 41: the broker for ruled hosts and the CA bundle its
+    # commands trust, made when `run` starts (None: no rule names a host).
+    _brokered: Brokered | None = attrs.field(default=None, init=False)
     # The environment policy's last answer: (the environment, what it left, dropped).
     _environment: tuple[object, dict[str, str], tuple[str, ...]] | None = attrs.field(
         default=None, init=False
@@ -128,6 +132,11 @@ class ExecutorActor:
                 self._launcher = filter_launcher()
                 self._limits = LimitsHost.open(self.config.session_limits)
                 stack.callback(self._limits.close)
+                # Made now, once: a missing credential is the start's error, never a
+                # call's; the bundle's directory goes with the executor.
+                self._brokered = open_broker(self.config, os.environ)
+                if self._brokered is not None:
+                    stack.callback(self._brokered.close)
                 if self.confines:
                     # Started by the first call with network allowlist: a harness
                     # whose calls never use it never imports the proxy (h11, socksio).
@@ -141,6 +150,7 @@ class ExecutorActor:
                 )
         finally:
             self._network.proxy = None
+            self._brokered = None
             await self._placeholders.release_all()
 
     def _quick(self, envelope: Envelope[ExecutorRequest]) -> bool:
@@ -159,7 +169,12 @@ class ExecutorActor:
         from ..network import open_proxy
 
         async def hold(*, task_status: trio.TaskStatus[NetworkProxy]) -> None:
-            async with open_proxy(on_decision=self._network.decided) as proxy:
+            brokered = self._brokered
+            async with open_proxy(
+                on_decision=self._network.decided,
+                broker=brokered.broker if brokered is not None else None,
+                on_request=self._network.requested if brokered is not None else None,
+            ) as proxy:
                 task_status.started(proxy)
                 await trio.sleep_forever()
 
@@ -262,9 +277,11 @@ class ExecutorActor:
             raw if raw is not None else tuple(os.environ.items())
         ):
             seen = dict(raw) if raw is not None else tuple(os.environ.items())
-            environment, dropped = apply_policy(
-                os.environ, self.config.env, withheld=self.config.withheld
-            )
+            withheld = self.config.withheld
+            if self._brokered is not None:
+                # A credential's variable, and any holding its value, whatever `env` says.
+                withheld = withheld.merged(self._brokered.withheld)
+            environment, dropped = apply_policy(os.environ, self.config.env, withheld=withheld)
             self._environment = (seen, environment, dropped)
         _, environment, dropped = self._environment
         return attrs.evolve(facts, environment=dict(environment), env_dropped=dropped)
@@ -298,7 +315,11 @@ class ExecutorActor:
                 *spec.network_allow,
             )
             proxied = proxy_environment(loopback_direct=not names_loopback(allowed))
-        env = {**facts.environment, **proxied, **caller}
+        # Issue 41: each credential's placeholder (never its value) and the variables
+        # naming the bundle that trusts the harness CA, in every call (the proxy swaps
+        # a placeholder under network allowlist only; elsewhere it reaches nothing).
+        brokered = self._brokered.environment() if self._brokered is not None else {}
+        env = {**facts.environment, **brokered, **proxied, **caller}
         if facts.confined and spec.policy.tool_cache is not None:
             # After the caller's own: a confined tool caches where the host's own
             # unconfined tools never look (an unconfined call keeps the host's caches).
@@ -451,6 +472,7 @@ class ExecutorActor:
         # Every connection of the call decided (kept and logged) or cut before its
         # result is made: none can be relayed and left out.
         await self._network.finish(facts.proxy_call)
+        requests = self._network.take_requests(facts)
         connections, refused = self._network.take(facts)
         result = settled_result(
             facts,
@@ -462,6 +484,7 @@ class ExecutorActor:
             duration=time.monotonic() - started,
             connections=connections,
             connections_refused=refused,
+            requests=requests,
         )
         result = await self._held(ended(result, limited, usage), facts)
         if result.runner_failed:
@@ -486,6 +509,7 @@ class ExecutorActor:
         )
         if facts.proxy_call is not None:
             job.live_connections = self._network.connections(facts.proxy_call)
+            job.live_requests = self._network.requests(facts.proxy_call)
         slot = job.slot
         if not self._slots.try_take(slot, spec.owner, job=True):
             self.jobs.add(job)
@@ -579,6 +603,7 @@ class ExecutorActor:
             await self._network.finish(job.facts.proxy_call)
             usage = limited.usage() if limited is not None else Usage()
             await self._unlimit(limited)
+            requests = self._network.take_requests(job.facts)
             connections, refused = self._network.take(job.facts)
             # Stamped before `done`, also when the harness is leaving (cancelled).
             result = settled_result(
@@ -591,6 +616,7 @@ class ExecutorActor:
                 duration=time.monotonic() - job.started_clock,
                 connections=connections,
                 connections_refused=refused,
+                requests=requests,
             )
             self._release(job.facts)
             result = ended(

@@ -71,7 +71,8 @@ CONTAINED_MIN = 8
 
 class Withheld:
     """What no command's environment holds whatever its policy says: the harness's
-    own secrets (the session store's DSN and password, the MCP tokens).
+    own secrets (the session store's DSN and password, the MCP tokens, the variables
+    a network credential's value comes from).
 
     `names`: globs (case-insensitive, as the excludes); `values`: a variable whose
     value is one of them, or holds one of CONTAINED_MIN characters or more, is
@@ -125,8 +126,8 @@ class Withheld:
             return None
         return (
             "env.set may not give a command the harness's own secrets (the session "
-            "store's credentials, the MCP token: docs/security.md, \"Secrets: the "
-            'environment"): ' + ", ".join(named)
+            "store's credentials, the MCP token, a network credential's variable: "
+            'docs/security.md, "Secrets: the environment"): ' + ", ".join(named)
         )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..messages import ConnectionsRefused, JobReport, NetworkConnection, ShellResult
+from ..messages import ConnectionsRefused, JobReport, NetworkConnection, NetworkRequest, ShellResult
 from ..vocab import (
     DENIAL_INSTRUCTION,
     READ_DENIED_HINT,
@@ -10,6 +10,7 @@ from ..vocab import (
     SandboxMode,
     denial_marker,
     network_denial_marker,
+    request_refusal_marker,
 )
 from ._classify import fresh_view_causes, network_cause, tool_directory_causes
 
@@ -19,10 +20,31 @@ def refused_destinations(connections: tuple[NetworkConnection, ...]) -> tuple[st
     return tuple(dict.fromkeys(c.destination for c in connections if not c.allowed))
 
 
+# Refused requests a result names one by one; beyond, a count (the log has each).
+MAX_REQUEST_MARKERS = 5
+
+
+def refused_requests(requests: tuple[NetworkRequest, ...]) -> tuple[str, ...]:
+    """The reason of each request to a ruled host the proxy refused, once each, in order."""
+    return tuple(dict.fromkeys(r.reason for r in requests if not r.allowed))
+
+
+def _request_markers(requests: tuple[NetworkRequest, ...]) -> list[str]:
+    reasons = refused_requests(requests)
+    markers = [request_refusal_marker(reason) for reason in reasons[:MAX_REQUEST_MARKERS]]
+    if len(reasons) > MAX_REQUEST_MARKERS:
+        more = len(reasons) - MAX_REQUEST_MARKERS
+        markers.append(f"[sandbox: {more} more network request(s) refused for other reasons]")
+    return markers
+
+
 def _network_markers(
-    connections: tuple[NetworkConnection, ...], refused: ConnectionsRefused | None = None
+    connections: tuple[NetworkConnection, ...],
+    refused: ConnectionsRefused | None = None,
+    requests: tuple[NetworkRequest, ...] = (),
 ) -> list[str]:
     markers = [network_denial_marker(where) for where in refused_destinations(connections)]
+    markers += _request_markers(requests)
     if refused is not None:
         many = "connection was" if refused.count == 1 else "connections were"
         markers.append(
@@ -68,7 +90,7 @@ def render_result(result: ShellResult) -> str:
     parts.append(f"[exit code: {result.exit_code}]")
     if result.note:
         parts.append(result.note)
-    parts += _network_markers(result.connections, result.connections_refused)
+    parts += _network_markers(result.connections, result.connections_refused, result.requests)
     parts += _causes(result.mode, result.network, result.stderr, result.connections)
     if result.denied:
         parts.append(denial_marker(result.mode))
@@ -106,7 +128,7 @@ def render_job(report: JobReport) -> str:
         parts.append(f"[exit code: {report.exit_code}]")
     if report.note:
         parts.append(report.note)
-    parts += _network_markers(report.connections, report.connections_refused)
+    parts += _network_markers(report.connections, report.connections_refused, report.requests)
     parts += _causes(report.mode, report.network, report.stderr, report.connections)
     if report.denied:
         parts.append(denial_marker(report.mode))

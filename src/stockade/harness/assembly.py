@@ -29,7 +29,7 @@ from ..config import ApprovalConfig, Composition, facts_of_store, load_compositi
 from ..errors import ConfigError, NotUnderTrio
 from ..events import EventRegistry, SessionEvent
 from ..executor import AuditConnection, ExecutorActor, raise_open_files_limit
-from ..messages import NetworkConnection
+from ..messages import NetworkConnection, NetworkRequest
 from ..policy import DEFAULT_PRESETS, PolicyDefaults, PresetTable
 from ..sandbox import ProviderActor, host_temp
 from ..sessionlog import (
@@ -39,7 +39,7 @@ from ..sessionlog import (
     build_store,
     store_files,
 )
-from ..tools import TOOL_EVENTS, BashTool, FsTool, NetworkConnected
+from ..tools import TOOL_EVENTS, BashTool, FsTool, NetworkConnected, NetworkRequested
 from .harness import Harness
 
 ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Composition | None
@@ -269,12 +269,20 @@ def assemble(
 
 def _connection_audit(log: SessionLogClient) -> AuditConnection:
     """What the executor calls for each connection the proxy decides for a session's
-    call: one `network/connect` event in that session's log."""
+    call, and each request to a ruled host it judges (issue 41): one `network/connect`
+    or `network/request` event in that session's log (a request's credentials by name,
+    never a value: none reaches this side)."""
 
-    async def audit(session_id: str, call_id: str, connection: NetworkConnection) -> None:
-        await log.append(
-            session_id, NetworkConnected(call_id=call_id, **msgspec.structs.asdict(connection))
-        )
+    async def audit(
+        session_id: str, call_id: str, decided: NetworkConnection | NetworkRequest
+    ) -> None:
+        fields = msgspec.structs.asdict(decided)
+        event: SessionEvent
+        if isinstance(decided, NetworkRequest):
+            event = NetworkRequested(call_id=call_id, **fields)
+        else:
+            event = NetworkConnected(call_id=call_id, **fields)
+        await log.append(session_id, event)
 
     return audit
 

@@ -108,8 +108,8 @@ class Call:
     beside the root not searched for deny_read's in-root names: the tool caches,
     stockade's own directory, where no secret of the person's is kept), in_sight
     (tuple[str, ...]: paths kept in sight where the runtime directories are fresh, as
-    the working directory is: the harness's CA bundle directory; one missing is left
-    out)."""
+    the working directory is: the harness's CA bundle directory, which `guard_rules`
+    keeps read-only too; one missing is left out)."""
 
     __slots__ = (
         "agent_files",
@@ -238,7 +238,8 @@ def guard_rules(
     if config is None:
         return GuardRules((), (), installation, False, startup, deny_read)
     return GuardRules(
-        config.protected_paths,  # type: ignore[attr-defined]
+        # What every call keeps in sight it may not write either (the CA bundle).
+        (*config.protected_paths, *config.in_sight),  # type: ignore[attr-defined]
         config.trusted_files,  # type: ignore[attr-defined]
         installation,
         config.allow_unprotected_installation,  # type: ignore[attr-defined]

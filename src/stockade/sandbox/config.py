@@ -84,9 +84,10 @@ class ProviderConfig:
     # Files a later decision reads (the composition file): bound read-only when a
     # call could write them; refused on a backend that cannot protect them.
     trusted_files: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    # Paths every confined call sees as the host has them, where its runtime
-    # directories are fresh (network off or allowlist): the harness's CA bundle
-    # directory (issue 41), which lies in the temporary directory. Not a YAML key.
+    # Paths every confined call reads and none writes: read-only in every writable
+    # root (as protected_paths) and in sight where its runtime directories are fresh
+    # (network off or allowlist). The harness's CA bundle directory (issue 41), which
+    # lies in the temporary directory. Not a YAML key.
     in_sight: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     # Run under the Landlock launcher although stockade's own installation lies in a
     # writable root (it cannot be protected there): the claim becomes partial.
@@ -147,8 +148,9 @@ class ProviderConfig:
         return attrs.evolve(self, trusted_files=(*self.trusted_files, *paths))
 
     def seeing(self, *paths: str) -> ProviderConfig:
-        """This config with `paths` in sight of every confined call, also where its
-        runtime directories are fresh (a path that does not exist is left out)."""
+        """This config with `paths` read by every confined call and written by none:
+        kept read-only in every writable root, and in sight where the runtime
+        directories are fresh (a path that does not exist is left out)."""
         return attrs.evolve(self, in_sight=(*self.in_sight, *paths))
 
     def hiding(self, *, state: Sequence[str] = (), tokens: Sequence[str] = ()) -> ProviderConfig:

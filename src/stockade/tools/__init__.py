@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .bash import BashTool as BashTool
     from .events import TOOL_EVENTS as TOOL_EVENTS
     from .events import NetworkConnected as NetworkConnected
+    from .events import NetworkRequested as NetworkRequested
     from .events import ToolCalled as ToolCalled
     from .events import ToolResulted as ToolResulted
     from .fs_tool import FS_TOOLS as FS_TOOLS

@@ -39,4 +39,25 @@ class NetworkConnected(SessionEvent, kw_only=True, frozen=True, tag="network/con
     protocol: str
 
 
-TOOL_EVENTS = (ToolCalled, ToolResulted, NetworkConnected)
+class NetworkRequested(SessionEvent, kw_only=True, frozen=True, tag="network/request"):
+    """One request to a ruled host the proxy judged for a call (network allowlist,
+    issue 41), written before the request (or its refusal) went anywhere: the method,
+    host, port, normalised path without its query, the verdict, its reason and rule,
+    the names of the credentials put into it and the misplaced placeholders seen.
+    Never a credential's value."""
+
+    call_id: str
+    method: str
+    host: str
+    port: int
+    path: str
+    allowed: bool
+    reason: str
+    rule: str | None = None
+    credentials: tuple[str, ...] = ()
+    misplaced: tuple[str, ...] = ()
+    status: int | None = None
+    protocol: str = "https"
+
+
+TOOL_EVENTS = (ToolCalled, ToolResulted, NetworkConnected, NetworkRequested)
