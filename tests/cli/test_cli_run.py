@@ -84,6 +84,7 @@ def test_json_gives_one_object_and_exit_zero(backend, scratch):
         "network_gaps",
         "connections",
         "connections_refused",
+        "requests",
         "env_dropped",
         "cause",
         "limit",

@@ -38,6 +38,7 @@ from ..executor import (
     open_executor,
     protected_refusals,
     refused_destinations,
+    refused_requests,
     result_causes,
 )
 from ..faces import load_face_composition
@@ -52,6 +53,7 @@ from ..vocab import (
     SandboxMode,
     denial_marker,
     network_denial_marker,
+    request_refusal_marker,
 )
 from ._ask import ask_to_run, ask_to_widen
 from ._ask import wider as next_wider
@@ -100,6 +102,9 @@ JSON_KEYS = (
     # and those refused unread over a bound of open connections.
     "connections",
     "connections_refused",
+    # network allowlist: every request to a ruled host the proxy judged (issue 41:
+    # method, host, path without query, verdict, rule, credential names, never a value).
+    "requests",
     # The harness's variables the environment policy kept from the command (names).
     "env_dropped",
     # How it ended (one cause), the limit it reached, the note; what it used, and how
@@ -306,6 +311,11 @@ class _Invocation:
                 lines.append(f"stockade: the proxy refused network access to {destination}")
             else:
                 lines.append(network_denial_marker(destination))
+        for reason in refused_requests(result.requests):
+            if os.isatty(2):
+                lines.append(f"stockade: the proxy refused a network request: {reason}")
+            else:
+                lines.append(request_refusal_marker(reason))
         # What the model would be told of the cause (network off behind a DNS error, a
         # toolchain's directory, a host path a fresh view hid), as a person reads it.
         for cause in result_causes(result):
