@@ -11,11 +11,18 @@ import stat
 import pytest
 
 from stockade.errors import ConfigError
-from stockade.executor import BUNDLE_NAME, open_broker, trust_directory
+from stockade.executor import open_broker
 from stockade.executor.actor import open_executor
 from stockade.executor.config import ExecutorConfig
 from stockade.executor.environment import EnvPolicy
-from stockade.network import PLACEHOLDER_PREFIX, TRUST_VARIABLES, CredentialRule, RequestRule
+from stockade.network import (
+    BUNDLE_NAME,
+    PLACEHOLDER_PREFIX,
+    TRUST_VARIABLES,
+    CredentialRule,
+    RequestRule,
+    trust_directory,
+)
 from stockade.vocab import ExecutionPolicy, Network, SandboxMode
 
 SECRET = "ghp_executor-test-secret-0123456789abcdef"

@@ -158,10 +158,14 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         environ.update(tool_caches.variables(cache, tools, environ))
     proxy = None
     if network is Network.ALLOWLIST:
-        proxy = _start_proxy(allowed, denied)
+        # Issue 41: the proxy process is the broker of the composition's ruled hosts
+        # too; the command gets their placeholders and the bundle trusting its CA.
+        ruled = _ruled_argument(settings) if settings.composed else None
+        proxy, brokered = _start_proxy(allowed, denied, ruled)
         from ..network import names_loopback, proxy_environment
 
         environ.update(proxy_environment(loopback_direct=not names_loopback(allowed)))
+        environ.update(brokered)
     from ..trust import judge_workdir
 
     # The command starts where this process is: refused when that lies beneath a cover.
@@ -185,6 +189,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             agent_sockets=tuple((h, v) for _, h, v in granted.sockets) if granted else (),
             agent_files=granted.readable if granted else (),
             unsearched=(cache,) if cache is not None else (),
+            in_sight=provider.in_sight if provider is not None else (),
         ),
         runner,
         guard_rules(provider, installation),
@@ -316,12 +321,58 @@ def exec_network(args: argparse.Namespace) -> Network:
     return network_under(SandboxMode.parse(args.mode), Network.parse(args.network))
 
 
-def _start_proxy(allowed: Sequence[str], denied: Sequence[str]) -> str:
+def _ruled_argument(settings: Plan) -> str | None:
+    """The proxy process's `--ruled` JSON (network/serve.py) for the composition's
+    credential and request rules: names only (the proxy process reads each value from
+    its own environment, which the command's is not); None without such rules."""
+    executor = settings.executor
+    if not executor.has_ruled_hosts or executor.network_trust_directory is None:
+        return None
+    import json
+
+    credentials = [
+        {
+            "host": rule.host,
+            "value_from": rule.value_from,
+            **{
+                key: getattr(rule, key)
+                for key in ("header", "scheme", "placeholder_env")
+                if getattr(rule, key) is not None
+            },
+        }
+        for rule in executor.network_credentials
+    ]
+    requests = [
+        {
+            "host": rule.host,
+            "name": rule.name,
+            **({"methods": sorted(rule.methods)} if rule.methods is not None else {}),
+            **({"paths": list(rule.paths)} if rule.paths is not None else {}),
+        }
+        for rule in executor.network_requests
+    ]
+    return json.dumps(
+        {
+            "credentials": credentials,
+            "requests": requests,
+            "upstream_ca": executor.network_upstream_ca,
+            "trust_directory": executor.network_trust_directory,
+        }
+    )
+
+
+def _start_proxy(
+    allowed: Sequence[str], denied: Sequence[str], ruled: str | None = None
+) -> tuple[str, dict[str, str]]:
     """network allowlist: this call's proxy, in a process of its own (this one runs no
-    event loop); it ends when this process does (its stdin closes). Its socket path."""
+    event loop); it ends when this process does (its stdin closes). Its socket path,
+    and with `ruled` (`_ruled_argument`) what the command's environment gets of its
+    broker (the placeholders, the trust variables)."""
     import subprocess
 
     rules = [*(f"--allow={entry}" for entry in allowed), *(f"--deny={entry}" for entry in denied)]
+    if ruled is not None:
+        rules.append(f"--ruled={ruled}")
     try:
         server = subprocess.Popen(
             [sys.executable, "-I", "-m", "stockade.network.serve", *rules],
@@ -336,7 +387,12 @@ def _start_proxy(allowed: Sequence[str], denied: Sequence[str]) -> str:
         _unavailable("the network proxy did not start (its error is above)")
     # Kept open (and out of the command: CLOEXEC) for as long as this process lives.
     _KEPT.append(server)
-    return path
+    if ruled is None:
+        return path, {}
+    import json
+
+    announced = json.loads(server.stdout.readline().decode() or "{}")
+    return path, dict(announced.get("environment") or {})
 
 
 _KEPT: list[Any] = []

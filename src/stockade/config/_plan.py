@@ -407,7 +407,8 @@ def _brokering(
     directory its CA bundle is written to named; and, from a composition file a
     confined command could write, no credential and no upstream CA honoured (the
     command could point one at a host of its own). ConfigError."""
-    from ..executor import Withheld, trust_directory
+    from ..executor import Withheld
+    from ..network import trust_directory
 
     roots = None
     if source is not None or executor.network_upstream_ca is not None:

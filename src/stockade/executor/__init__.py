@@ -11,10 +11,8 @@ from ..lazy import surface
 
 TYPE_CHECKING = False  # as in the other rooms: importing typing is not free
 if TYPE_CHECKING:
-    from ._brokering import BUNDLE_NAME as BUNDLE_NAME
     from ._brokering import Brokered as Brokered
     from ._brokering import open_broker as open_broker
-    from ._brokering import trust_directory as trust_directory
     from ._endpoints import AuditConnection as AuditConnection
     from ._limits import planned_here as planned_here
     from ._spawn import READ_SIZE as READ_SIZE

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
     from ._request_rules import normalise_target as normalise_target
     from ._request_rules import parse_request_rule as parse_request_rule
     from ._request_rules import parse_request_rules as parse_request_rules
+    from ._trust_directory import BUNDLE_NAME as BUNDLE_NAME
+    from ._trust_directory import make_trust_directory as make_trust_directory
+    from ._trust_directory import remove_trust_directory as remove_trust_directory
+    from ._trust_directory import trust_directory as trust_directory
     from .bridge import PROXY_PORT as PROXY_PORT
     from .bridge import names_loopback as names_loopback
     from .bridge import proxy_environment as proxy_environment
