@@ -106,3 +106,54 @@ def test_a_missing_credential_is_one_line_and_nothing_runs(backend, scratch, ver
     assert done.returncode != 0
     assert "RULED_SECRET is not set" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+PROBED = """\
+- id: sandbox
+  name: stockade.sandbox.local
+- id: bash
+  name: stockade.bash.sandbox
+  config:
+    network_allow: ["api.github.com:443"]
+    network_credentials:
+      - {host: api.github.com, header: Authorization, scheme: Bearer, value: !env GH_REAL}
+      - {host: pypi.ruled.test, placeholder_env: PIP_TOKEN, value_from: PIP_REAL}
+    network_requests:
+      - {host: api.github.com, methods: [GET, HEAD], paths: ["/repos/org/**"], name: ro-github}
+"""
+
+
+def test_probe_lists_the_rules_by_name_never_a_value(scratch):
+    config = write_config(private_dir(scratch, "conf"), PROBED)
+    work = private_dir(scratch, "work")
+    values = {"GH_REAL": SECRET, "PIP_REAL": SECRET + "-pip"}
+    text = stockade("probe", "--config", str(config), cwd=work, env=values)
+    assert SECRET not in text.stdout + text.stderr
+    assert (
+        "credential for api.github.com: Authorization: Bearer <credential> set on every "
+        "request; the value from the harness's GH_REAL, which no command gets"
+    ) in text.stdout
+    assert "credential for pypi.ruled.test: PIP_TOKEN holds a placeholder" in text.stdout
+    assert "requests to api.github.com: ro-github" in text.stdout
+    assert "under network allowlist only" in text.stdout
+    done = stockade("probe", "--json", "--config", str(config), cwd=work, env=values)
+    assert SECRET not in done.stdout
+    network = json.loads(done.stdout)["network"]
+    assert network["allow"] == ["api.github.com:443"] and network["default"] == "off"
+    assert [(c["host"], c["value_from"], c["form"]) for c in network["credentials"]] == [
+        ("api.github.com", "GH_REAL", "header"),
+        ("pypi.ruled.test", "PIP_REAL", "placeholder"),
+    ]
+    assert network["requests"] == [
+        {
+            "name": "ro-github",
+            "host": "api.github.com",
+            "methods": ["GET", "HEAD"],
+            "paths": ["/repos/org/**"],
+        }
+    ]
+
+
+def test_probe_without_rules_says_none(scratch):
+    done = stockade("probe", cwd=private_dir(scratch, "work"))
+    assert "ruled hosts: none (network_credentials, network_requests)" in done.stdout

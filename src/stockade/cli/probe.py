@@ -9,6 +9,7 @@ the same characters as JSON escapes: a file name cannot act on the terminal.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import attrs
@@ -108,6 +109,7 @@ def run_probe(args: argparse.Namespace) -> int:
             },
             "beside_root": beside,
             "rules": _rules_json(rules, rules_refused),
+            "network": _network(settings),
         }
         sys.stdout.write(json_escaped(msgspec.json.encode(reply).decode()) + "\n")
     else:
@@ -119,6 +121,7 @@ def run_probe(args: argparse.Namespace) -> int:
             + _render_limits(limits_host, limits, settings.executor.session_limits)
             + _render_beside(beside)
             + _render_rules(rules, rules_refused)
+            + _render_network(_network(settings))
         )
         sys.stdout.write(escaped_lines(text))
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
@@ -208,6 +211,81 @@ def _render_rules(rules: tuple[Rule, ...] | None, refused: str | None) -> str:
 
     lines = ["", "command rules (docs/rules.md; judge one: stockade rules check -- CMD):"]
     lines += [f"  {line}" for line in render_rules(rules)]
+    return "\n".join(lines) + "\n"
+
+
+def _network(settings: Plan) -> dict[str, Any]:
+    """The network allowlist's rules here (docs/network.md): the destinations, and the
+    ruled hosts of issue 41, their credentials by the names of their variables (never
+    a value, which a probe does not read) and their request rules by name."""
+    executor = settings.executor
+    return {
+        "default": settings.network.value,
+        "allow": list(executor.network_allow),
+        "deny": list(executor.network_deny),
+        "credentials": [
+            {
+                "host": rule.host,
+                "form": rule.form,
+                "header": rule.header,
+                "scheme": rule.scheme,
+                "placeholder_env": rule.placeholder_env,
+                "value_from": rule.value_from,
+            }
+            for rule in executor.network_credentials
+        ],
+        "requests": [
+            {
+                "name": rule.name,
+                "host": rule.host,
+                "methods": sorted(rule.methods) if rule.methods is not None else None,
+                "paths": list(rule.paths) if rule.paths is not None else None,
+            }
+            for rule in executor.network_requests
+        ],
+        "upstream_ca": executor.network_upstream_ca,
+        # Each harness names its own directory in it (`network.trust_directory`).
+        "trust_directory_in": os.path.dirname(executor.network_trust_directory)
+        if executor.network_trust_directory
+        else None,
+    }
+
+
+def _render_network(network: dict[str, Any]) -> str:
+    lines = ["", f"network (docs/network.md; the default here: {network['default']}):"]
+    allow, deny = network["allow"], network["deny"]
+    lines.append(f"  allowlist: {' '.join(allow) if allow else 'nothing (network_allow)'}")
+    if deny:
+        lines.append(f"  never: {' '.join(deny)}")
+    credentials, requests = network["credentials"], network["requests"]
+    if not (credentials or requests):
+        lines.append("  ruled hosts: none (network_credentials, network_requests)")
+        return "\n".join(lines) + "\n"
+    lines.append(
+        "  ruled hosts (their TLS terminated by the proxy, under network allowlist only; "
+        "a placeholder reaches nothing under `on`):"
+    )
+    for rule in credentials:
+        if rule["placeholder_env"] is not None:
+            into = f"{rule['placeholder_env']} holds a placeholder, swapped"
+            into += f" in {rule['header']}" if rule["header"] else " in its headers"
+        else:
+            scheme = f"{rule['scheme']} " if rule["scheme"] else ""
+            into = f"{rule['header']}: {scheme}<credential> set on every request"
+        lines.append(
+            f"  credential for {rule['host']}: {into}; the value from the harness's "
+            f"{rule['value_from']}, which no command gets"
+        )
+    for rule in requests:
+        lines.append(f"  requests to {rule['host']}: {rule['name']}")
+    upstream = network["upstream_ca"] or "the system's CA store"
+    lines.append(f"  their origins checked against: {upstream}")
+    if network["trust_directory_in"]:
+        lines.append(
+            "  the bundle a command trusts (SSL_CERT_FILE and the like): made in a new "
+            f"stockade-trust-* directory of {network['trust_directory_in']} when the "
+            "harness starts, read-only in every call"
+        )
     return "\n".join(lines) + "\n"
 
 
