@@ -109,6 +109,23 @@ NEVER = {
         }
         | FACES
     ),
+    # undo stands on the ground: the harness hands it a root and a store and appends
+    # the events it returns; it knows no actor, no face, no sandbox
+    "history": frozenset(
+        {
+            "actors",
+            "sandbox",
+            "executor",
+            "approval",
+            "sessionlog",
+            "tools",
+            "policy",
+            "config",
+            "network",
+            "rules",
+        }
+        | FACES
+    ),
     # the trust base stands on the standard library
     "trust": frozenset(
         {"actors", "sandbox", "executor", "approval", "sessionlog", "tools", "policy"} | FACES

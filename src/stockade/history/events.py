@@ -1,0 +1,132 @@
+"""The history's session events (`files/changed`, `files/undone`, `files/restored`), the
+bounded summary of a change they carry, and the fold that turns a log into records.
+
+An event carries counts and at most `listed_paths` paths of each kind; the full list
+is the manifest it names in the root's snapshot store, so a log stays small whatever a
+call touched, and a resumed session knows its history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+import msgspec
+
+from ..events import SessionEvent
+from ._model import Change, shown
+from ._plan import RecordKind
+
+
+class ChangeSummary(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
+    """What a result and an event say of a change: counts, the first paths of each kind
+    (shown escaped), the paths whose new state is not recorded, how it was found."""
+
+    created: int = 0
+    modified: int = 0
+    deleted: int = 0
+    created_paths: tuple[str, ...] = ()
+    modified_paths: tuple[str, ...] = ()
+    deleted_paths: tuple[str, ...] = ()
+    unrecorded: int = 0
+    unrecorded_paths: tuple[str, ...] = ()
+    manifest: str | None = None
+    method: str = "watch"
+    rescanned: str | None = None
+    concurrent: bool = False
+
+    @classmethod
+    def of(cls, change: Change, limit: int) -> ChangeSummary:
+        created, modified, deleted = change.created, change.modified, change.deleted
+        unrecorded = change.unrecorded
+        return cls(
+            created=len(created),
+            modified=len(modified),
+            deleted=len(deleted),
+            created_paths=tuple(shown(p) for p in created[:limit]),
+            modified_paths=tuple(shown(p) for p in modified[:limit]),
+            deleted_paths=tuple(shown(p) for p in deleted[:limit]),
+            unrecorded=len(unrecorded),
+            unrecorded_paths=tuple(shown(p) for p in unrecorded[:limit]),
+            manifest=change.manifest,
+            method=change.method,
+            rescanned=change.rescanned,
+            concurrent=change.concurrent,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.created + self.modified + self.deleted
+
+    def facts(self) -> dict[str, object]:
+        """The `changed` facts of a call's result."""
+        return {
+            "created": self.created,
+            "modified": self.modified,
+            "deleted": self.deleted,
+            "paths": {
+                "created": list(self.created_paths),
+                "modified": list(self.modified_paths),
+                "deleted": list(self.deleted_paths),
+            },
+            "listed_all": len(self.created_paths)
+            + len(self.modified_paths)
+            + len(self.deleted_paths)
+            == self.total,
+            "not_recorded": list(self.unrecorded_paths),
+        }
+
+
+class FilesChanged(SessionEvent, kw_only=True, frozen=True, tag="files/changed"):
+    """What a call changed in its root (`outside` False: `call` is the call's seq), or
+    what changed outside any call before call `call` started (`outside` True)."""
+
+    call: int | None = None
+    outside: bool = False
+    change: ChangeSummary = msgspec.field(default_factory=ChangeSummary)
+
+
+class FilesUndone(SessionEvent, kw_only=True, frozen=True, tag="files/undone"):
+    """Call `call`'s changes were reverted: what that changed, and the paths left as they
+    were (each with why)."""
+
+    call: int
+    change: ChangeSummary = msgspec.field(default_factory=ChangeSummary)
+    left: tuple[str, ...] = ()
+
+
+class FilesRestored(SessionEvent, kw_only=True, frozen=True, tag="files/restored"):
+    """The root was put back as it was before seq `before`: what that changed, and the
+    paths left as they were (each with why)."""
+
+    before: int
+    change: ChangeSummary = msgspec.field(default_factory=ChangeSummary)
+    left: tuple[str, ...] = ()
+
+
+HISTORY_EVENTS = (FilesChanged, FilesUndone, FilesRestored)
+
+
+@attrs.frozen
+class RecordRef:
+    """A record as the log holds it: its seq, kind, call, and its manifest's name."""
+
+    seq: int
+    kind: RecordKind
+    call: int | None
+    manifest: str | None
+
+
+def fold_history(events: Iterable[SessionEvent]) -> list[RecordRef]:
+    """A session's records in log order, from its events (others are skipped)."""
+    refs: list[RecordRef] = []
+    for event in events:
+        match event:
+            case FilesChanged(call=call, outside=outside, change=change):
+                kind: RecordKind = "outside" if outside else "call"
+                refs.append(RecordRef(event.seq, kind, call, change.manifest))
+            case FilesUndone(call=call, change=change):
+                refs.append(RecordRef(event.seq, "undo", call, change.manifest))
+            case FilesRestored(before=before, change=change):
+                refs.append(RecordRef(event.seq, "restore", before, change.manifest))
+    return refs
