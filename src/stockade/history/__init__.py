@@ -13,6 +13,8 @@ from ..lazy import surface
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._apply import Applied as Applied
+    from ._apply import apply_plan as apply_plan
     from ._ignore import IgnoreRules as IgnoreRules
     from ._model import Change as Change
     from ._model import Entry as Entry
@@ -26,6 +28,12 @@ if TYPE_CHECKING:
     from ._plan import plan_undo as plan_undo
     from ._plan import restore_scope as restore_scope
     from ._plan import undo_scope as undo_scope
+    from ._store import SnapshotStore as SnapshotStore
+    from ._store import StoreError as StoreError
+    from ._tracker import HistoryError as HistoryError
+    from ._tracker import Mark as Mark
+    from ._tracker import Started as Started
+    from ._tracker import Tracker as Tracker
     from .config import HistoryConfig as HistoryConfig
     from .events import HISTORY_EVENTS as HISTORY_EVENTS
     from .events import ChangeSummary as ChangeSummary

@@ -10,7 +10,7 @@ from typing import Literal
 
 import attrs
 
-from ._model import Entry, Pair, parent_of, shown
+from ._model import Entry, Pair, compose, parent_of, shown
 
 RecordKind = Literal["call", "outside", "undo", "restore"]
 # Why a path cannot be put back without overwriting something the history did not see.
@@ -108,44 +108,48 @@ def _call_record(records: Sequence[Record], call: int) -> Record | None:
 
 
 def plan_undo(records: Sequence[Record], call: int, current: Mapping[str, Entry | None]) -> Plan:
-    """Revert what call `call` changed, if nothing later touched the same paths (nor, for a
-    directory it made, anything inside it) and each path still holds what it left."""
+    """Revert what call `call` changed, if what came after left its paths (and, for a
+    directory it made, what is inside) as the call left them, and each path still holds
+    that now. Later records that cancel out (a call and its undo) forbid nothing."""
     goal = f"undo call {call}"
     record = _call_record(records, call)
     if record is None:
         return Plan(goal)
-    position = records.index(record)
-    later = records[position + 1 :]
-    conflicts: list[Conflict] = [
-        Conflict("", f"call {call} was already undone (seq {r.seq})", r.seq)
-        for r in later
-        if r.kind == "undo" and r.call == call
-    ]
+    later = records[records.index(record) + 1 :]
+    net: dict[str, Pair] = {}
+    touched_by: dict[str, list[Record]] = {}
+    for other in later:
+        net = compose(net, other.changes)
+        for path in other.changes:
+            touched_by.setdefault(path, []).append(other)
     made_dirs = {
         path
         for path, (before, after) in record.changes.items()
         if after is not None and after.kind == "dir" and (before is None or before.kind != "dir")
     }
-    touched_later: dict[str, Record] = {}
-    inside_later: dict[str, Record] = {}
-    for other in later:
-        for path in other.changes:
-            touched_later.setdefault(path, other)
-            for above in _ancestors(path):
-                if above in made_dirs:
-                    inside_later.setdefault(above, other)
+    inside: dict[str, list[Record]] = {}
+    for path in net:
+        for above in _ancestors(path):
+            if above in made_dirs:
+                inside.setdefault(above, []).extend(touched_by[path])
+    conflicts: list[Conflict] = []
+    undone = [r for r in later if r.kind == "undo" and r.call == call]
+    if undone and any(path in net for path in record.changes):
+        conflicts.append(Conflict("", f"call {call} was already undone (seq {undone[-1].seq})"))
     targets: dict[str, Entry | None] = {}
     expected: dict[str, Entry | None] = {}
     unrecorded: list[str] = []
     for path, (before, after) in sorted(record.changes.items()):
-        since = touched_later.get(path)
-        inside = inside_later.get(path)
-        if since is not None:
-            conflicts.append(Conflict(path, f"{since.name()} changed it since", since.seq))
-        elif inside is not None:
-            conflicts.append(
-                Conflict(path, f"{inside.name()} changed what is inside it", inside.seq)
-            )
+        if path in net:
+            conflicts += [
+                Conflict(path, f"{other.name()} changed it since", other.seq)
+                for other in touched_by[path]
+            ]
+        elif path in inside:
+            conflicts += [
+                Conflict(path, f"{other.name()} changed what is inside it", other.seq)
+                for other in {r.seq: r for r in inside[path]}.values()
+            ]
         elif current.get(path) != after:
             conflicts.append(Conflict(path, CHANGED_OUTSIDE))
         if before is not None and not before.recorded:

@@ -1,0 +1,186 @@
+"""A root's snapshot store: file contents and change manifests by SHA-256 (zlib'd, each
+once whatever sessions hold it), and what was last known of the root, in one SQLite file.
+
+One file on purpose: a boundary's new objects, its manifest and the root's new state
+commit together with one fsync, however many files changed (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterator, Mapping
+
+import msgspec
+
+from ..errors import StockadeError
+from ._index import Known
+from ._model import Entry, Pair, decode_manifest, encode_manifest
+
+DATABASE = "history.sqlite"
+_SCHEMA = """
+create table if not exists objects (id text primary key, size integer not null, data blob not null);
+create table if not exists known (
+    path blob primary key, entry blob not null, dev integer, ino integer, size integer,
+    mtime integer, ctime integer, st_mode integer, checked integer not null
+) without rowid;
+create table if not exists meta (key text primary key, value text not null) without rowid;
+"""
+_entry_encoder = msgspec.msgpack.Encoder()
+_entry_decoder = msgspec.msgpack.Decoder(Entry)
+
+
+class StoreError(StockadeError):
+    """The snapshot store cannot be used (its place is not allowed, or it is damaged)."""
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class SnapshotStore:
+    """One root's store, at a directory the caller names (outside every writable root).
+
+    Safe to share between threads (one lock) and between processes (SQLite's own
+    locking); every write happens inside `batch()`, which commits durably on exit.
+    """
+
+    def __init__(self, directory: str, connection: sqlite3.Connection) -> None:
+        self.directory = directory
+        self._db = connection
+        self._lock = threading.RLock()
+        self._depth = 0
+
+    @classmethod
+    def open(cls, directory: str) -> SnapshotStore:
+        directory = os.path.realpath(directory)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        path = os.path.join(directory, DATABASE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        try:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            db.execute("pragma journal_mode=wal")
+            db.execute("pragma synchronous=full")
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"the snapshot store at {path} cannot be opened: {error}") from None
+        return cls(directory, db)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every write inside commits together, durably, when the outermost batch ends."""
+        with self._lock:
+            if self._depth == 0:
+                self._db.execute("begin immediate")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._db.execute("rollback")
+                raise
+            self._depth -= 1
+            if self._depth == 0:
+                self._db.execute("commit")
+
+    # --- objects ---------------------------------------------------------------------------
+
+    def has(self, digest: str) -> bool:
+        with self._lock:
+            row = self._db.execute("select 1 from objects where id = ?", (digest,)).fetchone()
+        return row is not None
+
+    def put(self, digest: str, data: bytes) -> None:
+        """Keep `data` (whose SHA-256 is `digest`) unless it is already there."""
+        with self._lock:
+            self._db.execute(
+                "insert or ignore into objects (id, size, data) values (?, ?, ?)",
+                (digest, len(data), zlib.compress(data, 1)),
+            )
+
+    def get(self, digest: str) -> bytes:
+        """The object's bytes, checked against its name."""
+        with self._lock:
+            row = self._db.execute("select data from objects where id = ?", (digest,)).fetchone()
+        if row is None:
+            raise StoreError(f"the snapshot store at {self.directory} lacks object {digest}")
+        data = zlib.decompress(row[0])
+        if digest_of(data) != digest:
+            raise StoreError(f"object {digest} in {self.directory} does not match its digest")
+        return data
+
+    def put_change(self, items: Mapping[str, Pair]) -> str:
+        """Keep a change's full list; its name (a manifest id)."""
+        data = encode_manifest(items)
+        digest = digest_of(data)
+        self.put(digest, data)
+        return digest
+
+    def change(self, manifest: str) -> dict[str, Pair]:
+        return decode_manifest(self.get(manifest))
+
+    def size(self) -> tuple[int, int]:
+        """(objects, bytes as stored) in the store."""
+        with self._lock:
+            count, stored = self._db.execute(
+                "select count(*), coalesce(sum(length(data)), 0) from objects"
+            ).fetchone()
+        return int(count), int(stored)
+
+    # --- what was last known of the root ---------------------------------------------------
+
+    def known(self, identity: str) -> dict[str, Known]:
+        """The root's state as last recorded under the same configuration ({} if none)."""
+        with self._lock:
+            row = self._db.execute("select value from meta where key = 'identity'").fetchone()
+            if row is None or row[0] != identity:
+                return {}
+            rows = self._db.execute(
+                "select path, entry, dev, ino, size, mtime, ctime, st_mode, checked from known"
+            ).fetchall()
+        out: dict[str, Known] = {}
+        for path, entry, dev, ino, size, mtime, ctime, st_mode, checked in rows:
+            key = None if dev is None else (dev, ino, size, mtime, ctime, st_mode)
+            out[os.fsdecode(path)] = Known(_entry_decoder.decode(entry), key, checked)
+        return out
+
+    def remember(self, identity: str, updates: Mapping[str, Known | None], *, whole: bool) -> None:
+        """Record the root's new state of these paths (None: gone); `whole`: they are all
+        of it, so anything else known is forgotten."""
+        with self._lock, self.batch():
+            row = self._db.execute("select value from meta where key = 'identity'").fetchone()
+            if whole or row is None or row[0] != identity:
+                self._db.execute("delete from known")
+                self._db.execute(
+                    "insert or replace into meta (key, value) values ('identity', ?)", (identity,)
+                )
+            gone = [(os.fsencode(p),) for p, known in updates.items() if known is None]
+            if gone:
+                self._db.executemany("delete from known where path = ?", gone)
+            self._db.executemany(
+                "insert or replace into known values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        os.fsencode(path),
+                        _entry_encoder.encode(known.entry),
+                        *_key(known),
+                        known.checked_ns,
+                    )
+                    for path, known in updates.items()
+                    if known is not None
+                ),
+            )
+
+
+def _key(known: Known) -> tuple[int | None, ...]:
+    return known.key if known.key is not None else (None,) * 6

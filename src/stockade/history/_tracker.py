@@ -1,0 +1,448 @@
+"""One root followed between calls: its index, its watches (or full scans where watching
+is not sound), the windows of the calls in flight, and what each call changed.
+
+`before()` opens a call's window and hands back what changed since the last window
+closed (made outside any call); `after(mark)` closes it and returns the call's Change,
+its manifest committed to the store. Nothing here blocks on anything but the disk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+
+import attrs
+
+from ..errors import StockadeError
+from ._apply import Applied, apply_plan
+from ._ignore import GITIGNORE, IgnoreRules
+from ._index import Index, Known
+from ._inotify import TRUSTED_FILESYSTEMS, Inotify, filesystem_type, unsupported_reason
+from ._model import Change, Entry, Pair, differences, is_under, parent_of
+from ._plan import Plan, Record, plan_restore, plan_undo, restore_scope, undo_scope
+from ._store import SnapshotStore
+from ._walk import Beneath, Found, Looker, Watcher, WatchingStopped
+from .config import HistoryConfig
+from .events import RecordRef
+
+OVERFLOW = "the kernel's event queue overflowed"
+ROOT_MOVED = "the root itself was moved or deleted"
+RULES_CHANGED = "ignore rules changed"
+
+
+class HistoryError(StockadeError):
+    """The history of a root cannot be kept as asked (the message says why)."""
+
+
+@attrs.define(eq=False)
+class Mark:
+    """An open window: every path changed in it, with its state when the window opened."""
+
+    number: int
+    before: dict[str, Entry | None] = attrs.field(factory=dict)
+    concurrent: bool = False
+    rescans: set[str] = attrs.field(factory=set)
+
+
+@attrs.frozen
+class Started:
+    """What `before()` returns: the call's open window, and what changed since the last
+    window closed (outside any call; empty when nothing did)."""
+
+    mark: Mark
+    outside: Change
+
+
+def _store_inside(store_dir: str, root: str) -> bool:
+    return store_dir == root or is_under(store_dir.lstrip("/"), root.lstrip("/"))
+
+
+class Tracker:
+    """The history-keeping side of one root, shared by every session working in it.
+
+    Thread-safe (one lock): a harness may call it from worker threads. Open it once per
+    root, outside any call; `close()` frees its watches and descriptors.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        root_fd: int,
+        store: SnapshotStore,
+        config: HistoryConfig,
+        watcher: Watcher | None,
+        why_scanning: str | None,
+    ) -> None:
+        self.root = root
+        self.root_fd = root_fd
+        self.store = store
+        self.config = config
+        self.watcher = watcher
+        self.why_scanning = why_scanning
+        self.index = Index()
+        self.rules = IgnoreRules(config.record_ignored, config.record_git)
+        self._lock = threading.RLock()
+        self._numbers = itertools.count(1)
+        self._calls: dict[int, Mark] = {}
+        self._outside = Mark(0)
+        self._identity = config.identity()
+
+    # --- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, root: str, store: SnapshotStore, config: HistoryConfig | None = None) -> Tracker:
+        """Look at the whole root once (storing what the store lacks), start watching it,
+        and compare it with what the store last knew of it: what changed while nothing
+        watched is the first `before()`'s outside change."""
+        config = config or HistoryConfig()
+        root = os.path.realpath(root)
+        if _store_inside(store.directory, root):
+            raise HistoryError(
+                f"the snapshot store {store.directory} lies inside the root {root}: a "
+                "command could read and rewrite its own history; put it outside"
+            )
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        watcher, why = None, unsupported_reason() if config.watch else "watching is off"
+        if why is None:
+            kind = filesystem_type(root_fd)
+            if kind not in TRUSTED_FILESYSTEMS:
+                why = f"the root is on a filesystem (type {kind:#x}) inotify may not hear"
+            else:
+                watcher = Watcher(Inotify())
+        tracker = cls(root, root_fd, store, config, watcher, why)
+        try:
+            tracker._first_look()
+        except BaseException:
+            tracker.close()
+            raise
+        return tracker
+
+    def _looker(self, prior: Mapping[str, Known]) -> Looker:
+        return Looker(
+            Beneath(self.root_fd),
+            self.rules,
+            self.store,
+            self.config.file_budget,
+            prior.get,
+            self.watcher,
+            os.fstat(self.root_fd).st_dev,
+        )
+
+    def _look_everywhere(self, prior: Mapping[str, Known]) -> Found:
+        looker = self._looker(prior)
+        try:
+            found = looker.subtree("")
+        except WatchingStopped as stopped:
+            looker.beneath.forget()
+            self._stop_watching(str(stopped))
+            looker = self._looker(prior)
+            found = looker.subtree("")
+        looker.beneath.forget()
+        self.rules = looker.rules
+        return found
+
+    def _first_look(self) -> None:
+        known = self.store.known(self._identity)
+        with self.store.batch():
+            found = self._look_everywhere(known)
+            for path in sorted(found.entries, key=lambda p: p.count("/")):
+                self.index.set(path, found.entries[path])
+            updates: dict[str, Known | None] = {
+                p: k for p, k in found.entries.items() if known.get(p) != k
+            }
+            updates.update({p: None for p in known if p not in found.entries})
+            self.store.remember(self._identity, updates, whole=not known)
+        if known:  # what changed while nothing watched: the first window's outside change
+            old_rules = self._rules_of(known)
+            for path in set(known) | set(found.entries):
+                old = known[path].entry if path in known else None
+                new = self.index.entry(path)
+                if old == new:
+                    continue
+                if new is None and _inside_any(path, found.ignored):
+                    continue  # left out since (an ignore rule added): not deleted
+                if old is None and _ignored_by(
+                    old_rules, path, new is not None and new.kind == "dir"
+                ):
+                    continue  # recorded since (an ignore rule dropped): its past is unknown
+                self._outside.before[path] = old
+
+    def _rules_of(self, known: Mapping[str, Known]) -> IgnoreRules:
+        """The ignore rules the store's last record of the root was made under."""
+        rules = IgnoreRules(self.config.record_ignored, self.config.record_git)
+        for path, item in known.items():
+            if path.rpartition("/")[2] == GITIGNORE and item.entry.digest is not None:
+                rules = rules.with_file(parent_of(path), [self.store.get(item.entry.digest)])
+        return rules
+
+    def _stop_watching(self, why: str) -> None:
+        if self.watcher is not None:
+            self.watcher.close()
+        self.watcher = None
+        self.why_scanning = why
+
+    # --- the calls' windows ------------------------------------------------------------------
+
+    @property
+    def method(self) -> str:
+        return "watch" if self.watcher is not None else "scan"
+
+    def fileno(self) -> int | None:
+        """The inotify descriptor (readable when events wait): a harness may `drain()`
+        whenever it is, so a long call cannot overflow the kernel's queue."""
+        return self.watcher.inotify.fileno() if self.watcher is not None else None
+
+    def drain(self) -> None:
+        """Read the events waiting now (no look at the tree: that waits for a boundary)."""
+        with self._lock:
+            if self.watcher is not None:
+                self.watcher.drain()
+
+    def before(self) -> Started:
+        """Open a call's window. Changes since the last window closed are returned as the
+        outside change when no other call is in flight (else they belong to that call)."""
+        with self._lock:
+            self._catch_up()
+            outside = Change()
+            if not self._calls:
+                outside = self._close(self._outside)
+                self._outside = Mark(0)
+            mark = Mark(next(self._numbers), concurrent=bool(self._calls))
+            for other in self._calls.values():
+                other.concurrent = True
+            self._calls[mark.number] = mark
+            return Started(mark, outside)
+
+    def after(self, mark: Mark) -> Change:
+        """Close `mark`'s window: what changed in it, its manifest in the store."""
+        with self._lock:
+            if self._calls.get(mark.number) is not mark:
+                raise HistoryError(f"window {mark.number} is not open")
+            self._catch_up()
+            del self._calls[mark.number]
+            change = self._close(mark)
+            if not self._calls:
+                self._outside = Mark(0)
+            return change
+
+    def _close(self, mark: Mark) -> Change:
+        items = differences(mark.before, {p: self.index.entry(p) for p in mark.before})
+        manifest = None
+        if items:
+            with self.store.batch():
+                manifest = self.store.put_change(items)
+        rescanned = "; ".join(sorted(mark.rescans)) or None
+        if self.watcher is None:
+            rescanned = self.why_scanning  # every window was a full comparison
+        return Change(items, self.method, rescanned, mark.concurrent, manifest)
+
+    def _windows(self) -> list[Mark]:
+        return list(self._calls.values()) or [self._outside]
+
+    # --- catching up with the tree -----------------------------------------------------------
+
+    def _catch_up(self) -> None:
+        """Bring the index up to the tree: the nominated paths (or every path)."""
+        if self.watcher is None:
+            with self.store.batch():
+                self._rescan("", None)
+            return
+        nominations = self.watcher.take()
+        if not nominations:
+            return
+        with self.store.batch():
+            if nominations.overflow or nominations.root_moved:
+                self._rescan("", OVERFLOW if nominations.overflow else ROOT_MOVED)
+                return
+            subtrees = nominations.outermost_subtrees()
+            for top in subtrees:
+                self._rescan(top, None)
+            single = [
+                p
+                for p in nominations.paths
+                if not any(p == top or is_under(p, top) for top in subtrees)
+            ]
+            self._look_at(single)
+
+    def _look_at(self, paths: Iterable[str]) -> None:
+        looker = self._looker(self.index.entries)
+        updates: dict[str, Known | None] = {}
+        walk_again: list[str] = []
+        try:
+            for path in sorted(paths, key=lambda p: p.count("/")):
+                tracked = self._tracked_directory(parent_of(path))
+                known = looker.path(path) if tracked else None
+                old = self.index.get(path)
+                if known is not None and known.entry.kind == "dir":
+                    if old is None or old.entry.kind != "dir" or old.entry != known.entry:
+                        walk_again.append(path)  # a new directory, or one just made readable
+                    elif old != known:
+                        updates[path] = known
+                    continue
+                if old is not None and old.entry.kind == "dir":
+                    updates.update({inner: None for inner in self.index.below(path)})
+                if known is None:
+                    if old is not None:
+                        updates[path] = None
+                elif old != known:
+                    updates[path] = known
+        except WatchingStopped as stopped:
+            looker.beneath.forget()
+            self._stop_watching(str(stopped))
+            self._rescan("", str(stopped))
+            return
+        looker.beneath.forget()
+        self._update(updates, set())
+        for top in walk_again:
+            self._rescan(top, None)
+
+    def _rescan(self, top: str, reason: str | None) -> None:
+        """Look at all of `top` again and record how it differs from the index."""
+        old_rules = self.rules
+        looker = self._looker(self.index.entries)
+        if top and not self._tracked_directory(parent_of(top)):
+            found = Found()
+        else:
+            try:
+                found = looker.subtree(top)
+            except WatchingStopped as stopped:
+                looker.beneath.forget()
+                self._stop_watching(str(stopped))
+                reason, top = str(stopped), ""
+                looker = self._looker(self.index.entries)
+                found = looker.subtree("")
+            self.rules = looker.rules
+        looker.beneath.forget()
+        if reason is not None:
+            for window in self._windows():
+                window.rescans.add(reason)
+        before = (
+            [top, *self.index.below(top)]
+            if top in self.index.entries
+            else list(self.index.below(top))
+        )
+        updates: dict[str, Known | None] = {}
+        silent: set[str] = set()
+        for path in before:
+            if path not in found.entries:
+                updates[path] = None
+                if _inside_any(path, found.ignored):
+                    silent.add(path)  # left out from now on, not deleted
+        for path, known in found.entries.items():
+            old = self.index.get(path)
+            if old is None:
+                updates[path] = known
+                if old_rules is not self.rules and _ignored_by(
+                    old_rules, path, known.entry.kind == "dir"
+                ):
+                    silent.add(path)  # recorded from now on; its past is unknown
+            elif old != known:
+                updates[path] = known
+        self._update(updates, silent)
+
+    def _tracked_directory(self, path: str) -> bool:
+        if not path:
+            return True
+        entry = self.index.entry(path)
+        return entry is not None and entry.kind == "dir"
+
+    def _update(self, updates: Mapping[str, Known | None], silent: set[str]) -> None:
+        """Apply new states to the index, the open windows, the watches and the store."""
+        if not updates:
+            return
+        olds = {path: self.index.entry(path) for path in updates}
+        windows = self._windows()
+        rules_dirs: set[str] = set()
+        for path in sorted(updates, key=lambda p: p.count("/")):
+            known = updates[path]
+            if known is None:
+                self.index.remove(path)
+                if self.watcher is not None:
+                    self.watcher.forget(path)
+            else:
+                self.index.set(path, known)
+            new = known.entry if known is not None else None
+            if path not in silent and olds[path] != new:
+                for window in windows:
+                    window.before.setdefault(path, olds[path])
+            if path.rpartition("/")[2] == GITIGNORE and olds[path] != new:
+                rules_dirs.add(parent_of(path))
+        self.store.remember(self._identity, updates, whole=False)
+        if not self.config.record_ignored:
+            for directory in sorted(rules_dirs):
+                if self._tracked_directory(directory):
+                    for window in windows:
+                        window.rescans.add(RULES_CHANGED)
+                    self._rescan(directory, None)
+
+    # --- reading, undoing, restoring -------------------------------------------------------
+
+    def read(self, paths: Iterable[str]) -> dict[str, Entry | None]:
+        """Each path's state on disk now, content hashed afresh (ignore rules aside): what
+        an undo must find before it overwrites anything."""
+        with self._lock:
+            looker = Looker(
+                Beneath(self.root_fd),
+                IgnoreRules(record_ignored=True, record_git=True),
+                None,
+                self.config.file_budget,
+                lambda _path: None,
+            )
+            try:
+                out = {}
+                for path in paths:
+                    known = looker.path(path)
+                    out[path] = known.entry if known is not None else None
+                return out
+            finally:
+                looker.beneath.forget()
+
+    def plan_undo(self, records: Sequence[Record], call: int) -> Plan:
+        return plan_undo(records, call, self.read(undo_scope(records, call)))
+
+    def plan_restore(self, records: Sequence[Record], before: int) -> Plan:
+        return plan_restore(records, before, self.read(restore_scope(records, before)))
+
+    def apply(self, plan: Plan) -> Applied:
+        """Put `plan`'s states back (conflicts or not: the caller decided). Call it inside
+        a window (`before()` ... `after()`), so what it changed is recorded like a call."""
+        with self._lock:
+            return apply_plan(self.root_fd, plan, self.store)
+
+    def records(self, refs: Iterable[RecordRef]) -> list[Record]:
+        """A session's records, from the references its log holds (`fold_history`)."""
+        out = []
+        for ref in refs:
+            changes: dict[str, Pair] = self.store.change(ref.manifest) if ref.manifest else {}
+            out.append(Record(ref.seq, ref.kind, ref.call, changes))
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            if self.watcher is not None:
+                self.watcher.close()
+                self.watcher = None
+            if self.root_fd >= 0:
+                os.close(self.root_fd)
+                self.root_fd = -1
+
+
+def _inside_any(path: str, directories: set[str]) -> bool:
+    if path in directories:
+        return True
+    while path:
+        path = parent_of(path)
+        if path in directories:
+            return True
+    return False
+
+
+def _ignored_by(rules: IgnoreRules, path: str, is_dir: bool) -> bool:
+    """True when `rules` left `path` out (it, or a directory above it)."""
+    parts = path.split("/")
+    for end in range(1, len(parts) + 1):
+        if rules.ignored("/".join(parts[:end]), is_dir=is_dir or end < len(parts)):
+            return True
+    return False
