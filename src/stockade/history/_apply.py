@@ -114,7 +114,11 @@ def _set_dir_mode(beneath: Beneath, path: str, mode: int) -> None:
 def apply_plan(root_fd: int, plan: Plan, store: SnapshotStore) -> Applied:
     """Make each path of `plan` hold its target: what is there and must go first (deepest
     first), then directories, files and links (shallowest first), then directory modes
-    (deepest first, so a read-only directory is filled before it is closed)."""
+    (deepest first, so a read-only directory is filled before it is closed). A content
+    the store cannot give back intact raises `StoreError` before anything is touched."""
+    for target in plan.targets.values():
+        if target is not None and target.kind == "file" and target.digest is not None:
+            store.get(target.digest)  # every content checked before anything is touched
     left: dict[str, str] = {}
     done: list[str] = []
     beneath = Beneath(root_fd)
