@@ -15,6 +15,7 @@ import stat
 
 import attrs
 
+from ._inotify import sync_filesystem
 from ._model import Entry, depth, parent_of
 from ._plan import Plan
 from ._store import SnapshotStore
@@ -82,7 +83,6 @@ def _write_file(beneath: Beneath, path: str, entry: Entry, store: SnapshotStore)
         while view:
             view = view[os.write(fd, view) :]
         os.fchmod(fd, entry.mode)
-        os.fsync(fd)
     except BaseException:
         os.close(fd)
         os.unlink(temporary, dir_fd=parent)
@@ -169,4 +169,5 @@ def apply_plan(root_fd: int, plan: Plan, store: SnapshotStore) -> Applied:
                 left[path] = f"cannot set its mode: {why}"
     finally:
         beneath.forget()
+        sync_filesystem(root_fd)
     return Applied(tuple(p for p in done if p not in left), tuple(sorted(left.items())))

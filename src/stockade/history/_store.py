@@ -54,6 +54,7 @@ class SnapshotStore:
         self._db = connection
         self._lock = threading.RLock()
         self._depth = 0
+        self._writing = False
 
     @classmethod
     def open(cls, directory: str) -> SnapshotStore:
@@ -77,21 +78,30 @@ class SnapshotStore:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """Every write inside commits together, durably, when the outermost batch ends."""
+        """Every write inside commits together, durably (one fsync), when the outermost
+        batch ends; a batch that wrote nothing costs nothing."""
         with self._lock:
-            if self._depth == 0:
-                self._db.execute("begin immediate")
             self._depth += 1
             try:
                 yield
             except BaseException:
                 self._depth -= 1
-                if self._depth == 0:
+                if self._depth == 0 and self._writing:
+                    self._writing = False
                     self._db.execute("rollback")
                 raise
             self._depth -= 1
-            if self._depth == 0:
+            if self._depth == 0 and self._writing:
+                self._writing = False
                 self._db.execute("commit")
+
+    def _write(self, sql: str, parameters: object = ()) -> None:
+        if not self._writing:
+            self._db.execute("begin immediate")
+            self._writing = self._depth > 0
+        self._db.execute(sql, parameters)  # type: ignore[arg-type]
+        if not self._writing:
+            self._db.execute("commit")
 
     # --- objects ---------------------------------------------------------------------------
 
@@ -103,7 +113,7 @@ class SnapshotStore:
     def put(self, digest: str, data: bytes) -> None:
         """Keep `data` (whose SHA-256 is `digest`) unless it is already there."""
         with self._lock:
-            self._db.execute(
+            self._write(
                 "insert or ignore into objects (id, size, data) values (?, ?, ?)",
                 (digest, len(data), zlib.compress(data, 1)),
             )
@@ -157,29 +167,28 @@ class SnapshotStore:
     def remember(self, identity: str, updates: Mapping[str, Known | None], *, whole: bool) -> None:
         """Record the root's new state of these paths (None: gone); `whole`: they are all
         of it, so anything else known is forgotten."""
+        if not updates and not whole:
+            return
         with self._lock, self.batch():
             row = self._db.execute("select value from meta where key = 'identity'").fetchone()
             if whole or row is None or row[0] != identity:
-                self._db.execute("delete from known")
-                self._db.execute(
+                self._write("delete from known")
+                self._write(
                     "insert or replace into meta (key, value) values ('identity', ?)", (identity,)
                 )
-            gone = [(os.fsencode(p),) for p, known in updates.items() if known is None]
-            if gone:
-                self._db.executemany("delete from known where path = ?", gone)
-            self._db.executemany(
-                "insert or replace into known values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        os.fsencode(path),
-                        _entry_encoder.encode(known.entry),
-                        *_key(known),
-                        known.checked_ns,
+            for path, known in updates.items():
+                if known is None:
+                    self._write("delete from known where path = ?", (os.fsencode(path),))
+                else:
+                    self._write(
+                        "insert or replace into known values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            os.fsencode(path),
+                            _entry_encoder.encode(known.entry),
+                            *_key(known),
+                            known.checked_ns,
+                        ),
                     )
-                    for path, known in updates.items()
-                    if known is not None
-                ),
-            )
 
 
 def _key(known: Known) -> tuple[int | None, ...]:

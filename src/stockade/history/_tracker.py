@@ -203,7 +203,7 @@ class Tracker:
     def before(self) -> Started:
         """Open a call's window. Changes since the last window closed are returned as the
         outside change when no other call is in flight (else they belong to that call)."""
-        with self._lock:
+        with self._lock, self.store.batch():  # one commit: the catch-up and the manifest
             self._catch_up()
             outside = Change()
             if not self._calls:
@@ -220,9 +220,10 @@ class Tracker:
         with self._lock:
             if self._calls.get(mark.number) is not mark:
                 raise HistoryError(f"window {mark.number} is not open")
-            self._catch_up()
-            del self._calls[mark.number]
-            change = self._close(mark)
+            with self.store.batch():  # one commit: the catch-up and the manifest
+                self._catch_up()
+                del self._calls[mark.number]
+                change = self._close(mark)
             if not self._calls:
                 self._outside = Mark(0)
             return change
@@ -231,8 +232,7 @@ class Tracker:
         items = differences(mark.before, {p: self.index.entry(p) for p in mark.before})
         manifest = None
         if items:
-            with self.store.batch():
-                manifest = self.store.put_change(items)
+            manifest = self.store.put_change(items)
         rescanned = "; ".join(sorted(mark.rescans)) or None
         if self.watcher is None:
             rescanned = self.why_scanning  # every window was a full comparison
