@@ -32,6 +32,7 @@ FAMILIES = (
     "network",
     "workflows",
     "rules",
+    "undo",
 )
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
