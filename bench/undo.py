@@ -20,7 +20,17 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ._common import Check, Context, FamilyResult, Progress, Table, Target, fmt, summarize
+from ._common import (
+    Check,
+    Context,
+    FamilyResult,
+    Progress,
+    Table,
+    Target,
+    fmt,
+    rss_mib,
+    summarize,
+)
 
 WORDS = [
     "def",
@@ -116,9 +126,11 @@ def run(ctx: Context) -> FamilyResult:
         progress.advance(label="first open")
 
         store = SnapshotStore.open(os.path.join(base, "state"))
+        rss_before = rss_mib()
         started = time.perf_counter()
         tracker = Tracker.open(root, store)
         figures["first_open_s"] = time.perf_counter() - started
+        figures["rss_added_mib"] = rss_mib() - rss_before
         objects, stored = store.size()
         figures["objects"], figures["stored_mib"] = objects, stored / 2**20
         figures["watches"] = len(tracker.watcher.watches) if tracker.watcher else 0
@@ -220,6 +232,7 @@ def run(ctx: Context) -> FamilyResult:
                 ["first open: look at all, store every content (s)", figures["first_open_s"]],
                 ["objects stored / MiB (zlib)", f"{objects:,} / {fmt(figures['stored_mib'])}"],
                 ["inotify watches (directories + files)", figures["watches"]],
+                ["memory the open tracker added (RSS MiB)", figures["rss_added_mib"]],
                 ["second open, same store (s)", figures["second_open_s"]],
                 ["nothing changed, watched: before + after, median ms", idle["median"]],
                 ["  p99 ms", idle["p99"]],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 from collections.abc import Iterator
 
 import attrs
@@ -17,12 +18,18 @@ from ._model import Entry, parent_of
 # such a file is read again (git's "racily clean" entries).
 RACY_NS = 2_000_000_000
 
-# dev, ino, size, mtime_ns, ctime_ns, st_mode
-StatKey = tuple[int, int, int, int, int, int]
+# dev, ino, size, mtime_ns, ctime_ns, st_mode, packed: one small bytes object per path
+# (a tuple of six large ints was a fifth of a big tree's index).
+_KEY = struct.Struct("<QQqqqI")
+StatKey = bytes
 
 
 def stat_key(st: os.stat_result) -> StatKey:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+    return _KEY.pack(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+
+def ctime_of(key: StatKey) -> int:
+    return int(_KEY.unpack(key)[4])
 
 
 def stamp_of(st: os.stat_result) -> str:
@@ -44,7 +51,7 @@ class Known:
             return False
         if stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
             return True
-        return self.key[4] + RACY_NS < self.checked_ns
+        return ctime_of(self.key) + RACY_NS < self.checked_ns
 
 
 @attrs.define

@@ -25,8 +25,7 @@ DATABASE = "history.sqlite"
 _SCHEMA = """
 create table if not exists objects (id text primary key, size integer not null, data blob not null);
 create table if not exists known (
-    path blob primary key, entry blob not null, dev integer, ino integer, size integer,
-    mtime integer, ctime integer, st_mode integer, checked integer not null
+    path blob primary key, entry blob not null, key blob, checked integer not null
 ) without rowid;
 create table if not exists meta (key text primary key, value text not null) without rowid;
 """
@@ -155,12 +154,9 @@ class SnapshotStore:
             row = self._db.execute("select value from meta where key = 'identity'").fetchone()
             if row is None or row[0] != identity:
                 return {}
-            rows = self._db.execute(
-                "select path, entry, dev, ino, size, mtime, ctime, st_mode, checked from known"
-            ).fetchall()
+            rows = self._db.execute("select path, entry, key, checked from known").fetchall()
         out: dict[str, Known] = {}
-        for path, entry, dev, ino, size, mtime, ctime, st_mode, checked in rows:
-            key = None if dev is None else (dev, ino, size, mtime, ctime, st_mode)
+        for path, entry, key, checked in rows:
             out[os.fsdecode(path)] = Known(_entry_decoder.decode(entry), key, checked)
         return out
 
@@ -181,15 +177,11 @@ class SnapshotStore:
                     self._write("delete from known where path = ?", (os.fsencode(path),))
                 else:
                     self._write(
-                        "insert or replace into known values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "insert or replace into known values (?, ?, ?, ?)",
                         (
                             os.fsencode(path),
                             _entry_encoder.encode(known.entry),
-                            *_key(known),
+                            known.key,
                             known.checked_ns,
                         ),
                     )
-
-
-def _key(known: Known) -> tuple[int | None, ...]:
-    return known.key if known.key is not None else (None,) * 6

@@ -68,10 +68,11 @@ def _join(directory: str, name: bytes) -> str:
 @attrs.define
 class Watches:
     """wd -> the paths it stands for (a directory's path; a file's names in the root,
-    several when it is hard-linked), and path -> wd."""
+    several when it is hard-linked), and path -> wd. Tuples, not sets: one is almost
+    always one path, and a set per file was the largest part of a big tree's memory."""
 
-    directories: dict[int, set[str]] = attrs.field(factory=dict)
-    files: dict[int, set[str]] = attrs.field(factory=dict)
+    directories: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
+    files: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     shared: set[int] = attrs.field(factory=set)
     of_path: dict[str, int] = attrs.field(factory=dict)
 
@@ -84,7 +85,8 @@ class Watches:
         if self.of_path.get(path) == wd:
             return None
         freed = self.forget(path)
-        (self.directories if directory else self.files).setdefault(wd, set()).add(path)
+        table = self.directories if directory else self.files
+        table[wd] = (*table.get(wd, ()), path)
         self.of_path[path] = wd
         return freed if freed != wd else None
 
@@ -97,15 +99,14 @@ class Watches:
         for table in (self.directories, self.files):
             paths = table.get(wd)
             if paths is not None:
-                paths.discard(path)
-                if not paths:
-                    del table[wd]
-                    self.shared.discard(wd)
-                    return wd
+                kept = tuple(p for p in paths if p != path)
+                if kept:
+                    table[wd] = kept
+                    return None
+                del table[wd]
+                self.shared.discard(wd)
+                return wd
         return None
-
-    def names_of(self, wd: int) -> set[str]:
-        return self.files.get(wd, set())
 
     def nominate(self, events: Iterable[RawEvent]) -> Nominations:
         found = Nominations()
@@ -140,8 +141,8 @@ class Watches:
             # Any other wd was removed on purpose: its paths left the root.
         return found
 
-    def _drop(self, wd: int, paths: set[str]) -> None:
-        for path in list(paths):
+    def _drop(self, wd: int, paths: tuple[str, ...]) -> None:
+        for path in paths:
             if self.of_path.get(path) == wd:
                 del self.of_path[path]
         self.directories.pop(wd, None)
