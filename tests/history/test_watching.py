@@ -214,6 +214,19 @@ def test_running_out_of_watches_falls_back_to_scanning(root, store, monkeypatch)
         tracker.close()
 
 
+def test_no_inotify_instance_falls_back_to_scanning(root, store, monkeypatch):
+    def refused(self) -> None:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(Inotify, "__init__", refused)
+    tracker = Tracker.open(root, store)
+    try:
+        assert tracker.method == "scan" and "no inotify instance" in (tracker.why_scanning or "")
+        assert _call(tracker, lambda: write(f"{root}/f", "1")).created == ["f"]
+    finally:
+        tracker.close()
+
+
 def test_changes_between_calls_are_an_outside_change(root, open_tracker):
     write(f"{root}/f", "1")
     tracker = open_tracker()

@@ -110,7 +110,10 @@ class Tracker:
             if kind not in TRUSTED_FILESYSTEMS:
                 why = f"the root is on a filesystem (type {kind:#x}) inotify may not hear"
             else:
-                watcher = Watcher(Inotify())
+                try:
+                    watcher = Watcher(Inotify())
+                except OSError as error:  # fs.inotify.max_user_instances reached
+                    why = f"no inotify instance could be made: {error.strerror}"
         tracker = cls(root, root_fd, store, config, watcher, why)
         try:
             tracker._first_look()
