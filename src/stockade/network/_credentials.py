@@ -431,6 +431,32 @@ def scan_target(
     )
 
 
+def scan_headers(
+    host: str, headers: Iterable[tuple[bytes, bytes]], credentials: Iterable[Credential], why: str
+) -> tuple[PlaceholderMisplaced, ...]:
+    """Placeholders in headers where none is replaced (a plain-http request, a host no
+    credential names): each placeholder found in a header's name or value (inside a
+    `Basic` credential too, in any case, encoded or not) is reported once, `why` saying
+    why it is not replaced there."""
+    name = _request_host(host)
+    held = [c for c in credentials if c.placeholder is not None]
+    found: dict[bytes, PlaceholderMisplaced] = {}
+    for key, value in headers:
+        inside = _basic_inside(value)
+        for credential in held:
+            placeholder = str(credential.placeholder).encode()
+            if placeholder in found:
+                continue
+            if _holds(key, placeholder):
+                where = f"a header's name {_shown(key)}"
+            elif _holds(value, placeholder) or (inside and _holds(inside, placeholder)):
+                where = f"the header {_shown(key)}"
+            else:
+                continue
+            found[placeholder] = _misplaced(credential, name, where, why)
+    return tuple(found.values())
+
+
 class PlaceholderScanner:
     """Looks for placeholders in a stream (a request body, a blind tunnel's bytes) fed
     in chunks, across chunk boundaries; reports each credential once. Never replaces."""

@@ -14,7 +14,7 @@ import h11
 import trio
 
 from ._call import BUFFER, Call, Opened, Refused, relay
-from .rules import HostError, canonical, normalise_host, parse_address
+from ._requests import BadRequest, host_agrees, split_authority
 
 # Hop-by-hop headers (RFC 9110 7.6.1) and the proxy's own: never passed on.
 HOP_BY_HOP = frozenset(
@@ -34,55 +34,6 @@ _STATUS_FOR = {"rules": 403, "resolve": 502, "unreachable": 502, "refused": 502,
 MAX_HEAD = 16384
 
 Headers = list[tuple[bytes, bytes]]
-
-
-class BadRequest(ValueError):
-    """A request the proxy answers with 400: the message says why."""
-
-
-def split_authority(text: str, default_port: int | None) -> tuple[str, int]:
-    """`host:port` (an IPv6 address in brackets) as (host, port), the port defaulting
-    to `default_port`; BadRequest for user info, a path, a bad port or a missing one,
-    or any character outside printable ASCII. The host is checked by the rules."""
-    if not text or not all(0x21 <= ord(char) <= 0x7E for char in text):
-        raise BadRequest(f"the authority {text!r} is empty or holds a space or control character")
-    try:
-        parts = urllib.parse.urlsplit("//" + text)
-        port = parts.port
-    except ValueError as error:
-        raise BadRequest(f"the authority {text!r} is not host[:port] ({error})") from None
-    if "@" in parts.netloc or parts.path or parts.query or parts.fragment:
-        raise BadRequest(f"the authority {text!r} is not host[:port]")
-    if not parts.hostname:
-        raise BadRequest(f"the authority {text!r} names no host")
-    if port is None:
-        if default_port is None:
-            raise BadRequest(f"the authority {text!r} names no port")
-        port = default_port
-    return parts.hostname, port
-
-
-def same_host(one: str, other: str) -> bool:
-    """Whether two hosts name the same destination (as the rules compare them)."""
-    first, second = parse_address(one), parse_address(other)
-    if first is not None or second is not None:
-        return first is not None and second is not None and canonical(first) == canonical(second)
-    try:
-        return normalise_host(one) == normalise_host(other)
-    except HostError:
-        return False
-
-
-def _host_agrees(request: h11.Request, host: str, port: int, default_port: int | None) -> None:
-    values = [value for name, value in request.headers if name == b"host"]
-    if not values:
-        return  # HTTP/1.0 (h11 requires Host from an HTTP/1.1 client)
-    if len(values) > 1:
-        raise BadRequest("more than one Host header")
-    text = values[0].decode("ascii", errors="backslashreplace")
-    named, named_port = split_authority(text, default_port if default_port else port)
-    if not same_host(named, host) or named_port != port:
-        raise BadRequest(f"the Host header {text!r} disagrees with the target {host}:{port}")
 
 
 def _forwarded_headers(headers: Headers, *, drop: frozenset[bytes] = frozenset()) -> Headers:
@@ -156,7 +107,7 @@ async def serve_http(call: Call, stream: trio.abc.Stream, first: bytes) -> None:
         target = request.target.decode("ascii")
         if request.method == b"CONNECT":
             host, port = split_authority(target, None)
-            _host_agrees(request, host, port, None)
+            host_agrees(request.headers, host, port, port)
         else:
             parts = urllib.parse.urlsplit(target)
             if parts.scheme != "http" or not parts.netloc:
@@ -165,7 +116,7 @@ async def serve_http(call: Call, stream: trio.abc.Stream, first: bytes) -> None:
                     "anything else) or an absolute http:// URI"
                 )
             host, port = split_authority(parts.netloc, 80)
-            _host_agrees(request, host, port, 80)
+            host_agrees(request.headers, host, port, 80)
     except (BadRequest, UnicodeDecodeError) as error:
         await _answer(conn, stream, 400, f"stockade: invalid request: {error}", head=head)
         return
