@@ -30,7 +30,7 @@ LOOPS = ("trio", "anyio", "trio_asyncio", "asyncio", "hypercorn")
 # are its Trio shell (spawning and draining children, background jobs, the held
 # placeholders, the running slots, each call's limits in force and proxy endpoints,
 # the executor's client, answerers that wait on a person, the tools that await an
-# actor, the network proxy and its per-call and protocol shells).
+# actor, the network proxy and its per-call, protocol, exchange and TLS-ending shells).
 # Every other module — the vocabulary at the top, policy/, trust/, config/, every
 # render.py and events.py, the sandbox's and the executor's deciding modules — is
 # pure: a new module is pure unless its name says it is a shell.
@@ -53,6 +53,8 @@ LOOP_NAMES = frozenset(
         "_call",
         "_http",
         "_socks",
+        "_exchange",
+        "_terminate",
         "serve",
     }
 )

@@ -3,21 +3,9 @@ by Python's `ssl`, whole or in pieces; plain text; what cannot be read."""
 
 from __future__ import annotations
 
-import contextlib
-import ssl
-
 from stockade.network._client_hello import HELLO_LIMIT, Hello, read_hello
 
-
-def client_hello(alpn: list[str] | None) -> bytes:
-    context = ssl.create_default_context()
-    if alpn is not None:
-        context.set_alpn_protocols(alpn)
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-    tls = context.wrap_bio(incoming, outgoing, server_hostname="api.test")
-    with contextlib.suppress(ssl.SSLWantReadError):  # it waits for the server's answer
-        tls.do_handshake()
-    return outgoing.read()
+from ._origins import client_hello
 
 
 def test_the_alpn_a_client_offers_is_read():

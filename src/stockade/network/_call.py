@@ -6,15 +6,20 @@ A Trio shell beside the pure rules; the protocol handlers (`_http`, `_socks`) as
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import inspect
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 import attrs
 import trio
 
+from ._authority import Leaf
+from ._broker import Broker, OnRequest, RequestRecord
+from ._requests import ruled_name
 from .rules import Decision, Rules, Verdict, normalise_host, parse_address
 
 Protocol = Literal["http", "connect", "socks5"]
@@ -23,8 +28,13 @@ Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 # (address, port) -> a connected stream. Always an IP literal: never a name.
 Connector = Callable[[str, int], Awaitable[trio.abc.Stream]]
 OnDecision = Callable[[Decision], Awaitable[None] | None]
+# Looks at each chunk a tunnel's client sends before it goes on: False cuts the tunnel.
+Watch = Callable[[bytes], Awaitable[bool]]
+# The server contexts presenting each ruled host's leaf, shared by a harness's calls.
+ServerContexts = dict[str, tuple[Leaf, ssl.SSLContext]]
 
 BUFFER = 65536
+Reported = TypeVar("Reported", Decision, RequestRecord)
 
 
 async def resolve(host: str, port: int) -> list[str]:
@@ -72,10 +82,12 @@ class Refused:
     decision: Decision
 
 
-async def _report(on_decision: OnDecision | None, decision: Decision) -> None:
-    if on_decision is None:
+async def _report(
+    reporter: Callable[[Reported], Awaitable[None] | None] | None, record: Reported
+) -> None:
+    if reporter is None:
         return
-    result = on_decision(decision)
+    result = reporter(record)
     if inspect.isawaitable(result):
         await result
 
@@ -91,6 +103,27 @@ class Call:
     connector: Connector = connect_tcp
     connect_timeout: float = 10.0
     handshake_timeout: float = 30.0
+    broker: Broker | None = None
+    on_request: OnRequest | None = None
+    contexts: ServerContexts = attrs.field(factory=dict)
+
+    def terminates(self, host: str) -> str | None:
+        """The ruled name of `host` when the proxy terminates it, else None."""
+        if self.broker is None:
+            return None
+        name = ruled_name(host)
+        return name if name is not None and self.broker.terminates(name) else None
+
+    async def report_request(self, record: RequestRecord) -> None:
+        """Hand one judged request to the reporter; what it raises, the caller gets
+        (and refuses the request: the log stays complete)."""
+        await _report(self.on_request, record)
+
+    async def report_refusal(self, record: RequestRecord) -> None:
+        """Hand the reporter a request refused (or cut) whatever it does: what it
+        raises changes nothing, so it is not passed on."""
+        with contextlib.suppress(Exception):
+            await _report(self.on_request, record)
 
     def decision(
         self, protocol: Protocol, host: str, port: int, verdict: Verdict, address: str | None
@@ -190,9 +223,12 @@ class Call:
         return Refused(why_failed, self.decision(protocol, host, port, failed, None))
 
 
-async def relay(client: trio.abc.Stream, upstream: trio.abc.Stream) -> None:
+async def relay(
+    client: trio.abc.Stream, upstream: trio.abc.Stream, watch: Watch | None = None
+) -> None:
     """Copy bytes both ways until both sides have finished; an end of file is passed on
-    as a half-close, a broken side ends both directions."""
+    as a half-close, a broken side ends both directions. `watch` sees each chunk the
+    client sends before it goes on, and cuts the tunnel (both ways) by saying False."""
 
     async def pump(source: trio.abc.Stream, sink: trio.abc.Stream, done: trio.CancelScope) -> None:
         try:
@@ -203,6 +239,22 @@ async def relay(client: trio.abc.Stream, upstream: trio.abc.Stream) -> None:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             done.cancel()
 
+    async def watched(
+        source: trio.abc.Stream, sink: trio.abc.Stream, done: trio.CancelScope
+    ) -> None:
+        assert watch is not None
+        try:
+            while data := await source.receive_some(BUFFER):
+                if not await watch(bytes(data)):
+                    done.cancel()
+                    return
+                await sink.send_all(data)
+            if isinstance(sink, trio.abc.HalfCloseableStream):
+                await sink.send_eof()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            done.cancel()
+
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(pump, client, upstream, nursery.cancel_scope)
+        outward = pump if watch is None else watched
+        nursery.start_soon(outward, client, upstream, nursery.cancel_scope)
         nursery.start_soon(pump, upstream, client, nursery.cancel_scope)

@@ -1,9 +1,10 @@
-"""The proxy's HTTP/1.1 side, on h11: `CONNECT host:port` (200, then a byte tunnel) and
-absolute-URI requests (`GET http://host/path`), forwarded in origin form.
+"""The proxy's HTTP/1.1 side, on h11: `CONNECT host:port` (200, then a byte tunnel, or
+the TLS of a ruled host ended and its requests judged) and absolute-URI requests (`GET
+http://host/path`), forwarded in origin form (judged first when the host is ruled).
 
-One request per connection: the answer carries `Connection: close`, and so does the
-request sent upstream. A Host header that disagrees with the target is a 400; a
-refusal is a 403 whose short text body names the destination and the rule.
+One absolute-URI request per connection: the answer carries `Connection: close`, and
+so does the request sent upstream. A Host header that disagrees with the target is a
+400; a refusal is a 403 whose short text body names the destination and the rule.
 """
 
 from __future__ import annotations
@@ -13,65 +14,29 @@ import urllib.parse
 import h11
 import trio
 
-from ._call import BUFFER, Call, Opened, Refused, relay
-from ._requests import BadRequest, host_agrees, split_authority
-
-# Hop-by-hop headers (RFC 9110 7.6.1) and the proxy's own: never passed on.
-HOP_BY_HOP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"proxy-authorization",
-        b"proxy-authenticate",
-        b"te",
-        b"trailer",
-        b"upgrade",
-    }
+from ._call import Call, Opened, Refused, relay
+from ._credentials import PlaceholderScanner
+from ._exchange import (
+    MAX_HEAD,
+    answer,
+    exchange,
+    forwarded_headers,
+    judge_and_exchange,
+    next_event,
 )
+from ._requests import (
+    BadRequest,
+    Forward,
+    host_agrees,
+    misplaced_record,
+    placeholders_held,
+    record_path,
+    scan_unruled,
+    split_authority,
+)
+from ._terminate import terminate, tunnel_watch
+
 _STATUS_FOR = {"rules": 403, "resolve": 502, "unreachable": 502, "refused": 502, "timeout": 504}
-# h11's limit on a request or response head, in bytes.
-MAX_HEAD = 16384
-
-Headers = list[tuple[bytes, bytes]]
-
-
-def _forwarded_headers(headers: Headers, *, drop: frozenset[bytes] = frozenset()) -> Headers:
-    listed = {
-        token.strip().lower()
-        for name, value in headers
-        if name == b"connection"
-        for token in value.split(b",")
-    }
-    banned = HOP_BY_HOP | listed | drop
-    return [(name, value) for name, value in headers if name not in banned]
-
-
-async def _next_event(conn: h11.Connection, stream: trio.abc.Stream) -> object:
-    while True:
-        event = conn.next_event()
-        if event is not h11.NEED_DATA:
-            return event
-        conn.receive_data(bytes(await stream.receive_some(BUFFER)))
-
-
-async def _answer(
-    conn: h11.Connection, stream: trio.abc.Stream, status: int, text: str, *, head: bool = False
-) -> None:
-    """A short plain-text answer, then the connection closes."""
-    if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-        return
-    body = text.encode("utf-8", errors="backslashreplace") + b"\n"
-    headers = [
-        (b"content-type", b"text/plain; charset=utf-8"),
-        (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
-    ]
-    data = conn.send(h11.Response(status_code=status, headers=headers)) or b""
-    if not head:
-        data += conn.send(h11.Data(data=body)) or b""
-    data += conn.send(h11.EndOfMessage()) or b""
-    await stream.send_all(data)
 
 
 def _refusal_text(outcome: Refused) -> str:
@@ -90,9 +55,9 @@ async def serve_http(call: Call, stream: trio.abc.Stream, first: bytes) -> None:
     request = None
     with trio.move_on_after(call.handshake_timeout):
         try:
-            event = await _next_event(conn, stream)
+            event = await next_event(conn, stream)
         except h11.RemoteProtocolError as error:
-            await _answer(
+            await answer(
                 conn, stream, error.error_status_hint, f"stockade: invalid request: {error}"
             )
             return
@@ -100,7 +65,7 @@ async def serve_http(call: Call, stream: trio.abc.Stream, first: bytes) -> None:
             return
         request = event
     if request is None:
-        await _answer(conn, stream, 408, "stockade: the request's head took too long")
+        await answer(conn, stream, 408, "stockade: the request's head took too long")
         return
     head = request.method == b"HEAD"
     try:
@@ -118,7 +83,7 @@ async def serve_http(call: Call, stream: trio.abc.Stream, first: bytes) -> None:
             host, port = split_authority(parts.netloc, 80)
             host_agrees(request.headers, host, port, 80)
     except (BadRequest, UnicodeDecodeError) as error:
-        await _answer(conn, stream, 400, f"stockade: invalid request: {error}", head=head)
+        await answer(conn, stream, 400, f"stockade: invalid request: {error}", head=head)
         return
     if request.method == b"CONNECT":
         await _tunnel(call, conn, stream, host, port)
@@ -131,21 +96,28 @@ async def _tunnel(
     call: Call, conn: h11.Connection, stream: trio.abc.Stream, host: str, port: int
 ) -> None:
     # The CONNECT request's (empty) body: h11 then pauses, holding what followed.
-    event = await _next_event(conn, stream)
+    event = await next_event(conn, stream)
     if not isinstance(event, h11.EndOfMessage):
-        await _answer(conn, stream, 400, "stockade: invalid request: a CONNECT with a body")
+        await answer(conn, stream, 400, "stockade: invalid request: a CONNECT with a body")
         return
     outcome = await call.open("connect", host, port)
     if not isinstance(outcome, Opened):
-        await _answer(conn, stream, _STATUS_FOR[outcome.why], _refusal_text(outcome))
+        await answer(conn, stream, _STATUS_FOR[outcome.why], _refusal_text(outcome))
         return
     async with outcome.stream as upstream:
         response = h11.Response(status_code=200, headers=[], reason=b"Connection established")
         await stream.send_all(conn.send(response) or b"")
         leftover, _closed = conn.trailing_data
+        ruled = call.terminates(host)
+        if ruled is not None:
+            await terminate(call, stream, bytes(leftover), upstream, ruled, port)
+            return
+        watch = tunnel_watch(call, host, port)
         if leftover:
+            if watch is not None and not await watch(bytes(leftover)):
+                return
             await upstream.send_all(leftover)
-        await relay(stream, upstream)
+        await relay(stream, upstream, watch)
 
 
 async def _forward(
@@ -160,64 +132,52 @@ async def _forward(
     head = request.method == b"HEAD"
     outcome = await call.open("http", host, port)
     if not isinstance(outcome, Opened):
-        await _answer(conn, stream, _STATUS_FOR[outcome.why], _refusal_text(outcome), head=head)
+        await answer(conn, stream, _STATUS_FOR[outcome.why], _refusal_text(outcome), head=head)
         return
     upstream_conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
-    headers = [*_forwarded_headers(list(request.headers)), (b"connection", b"close")]
     async with outcome.stream as upstream:
-        sent = upstream_conn.send(
-            h11.Request(method=request.method, target=origin, headers=headers)
-        )
-        await upstream.send_all(sent or b"")
-
-        async def request_body() -> None:
-            while True:
-                event = await _next_event(conn, stream)
-                if isinstance(event, h11.Data):
-                    await upstream.send_all(upstream_conn.send(event) or b"")
-                elif isinstance(event, h11.EndOfMessage):
-                    await upstream.send_all(upstream_conn.send(h11.EndOfMessage()) or b"")
-                    return
-                else:
-                    return
-
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(request_body)
-                await _relay_response(conn, stream, upstream_conn, upstream)
-                nursery.cancel_scope.cancel()
-        except* (h11.ProtocolError, trio.BrokenResourceError, OSError):
-            await _answer(
-                conn, stream, 502, f"stockade: {host}:{port} sent no valid answer", head=head
+        broker = call.broker
+        ruled = call.terminates(host)
+        if broker is not None and ruled is not None:
+            await judge_and_exchange(
+                call,
+                broker,
+                conn,
+                stream,
+                request,
+                upstream_conn,
+                upstream,
+                host=ruled,
+                port=port,
+                carried="http",
+                close=True,
             )
-
-
-async def _relay_response(
-    conn: h11.Connection,
-    stream: trio.abc.Stream,
-    upstream_conn: h11.Connection,
-    upstream: trio.abc.Stream,
-) -> None:
-    while True:
-        event = await _next_event(upstream_conn, upstream)
-        if isinstance(event, h11.InformationalResponse):
-            if event.status_code == 100:
-                sent = conn.send(h11.InformationalResponse(status_code=100, headers=[]))
-                await stream.send_all(sent or b"")
-        elif isinstance(event, h11.Response):
-            headers = _forwarded_headers(
-                list(event.headers), drop=frozenset({b"transfer-encoding"})
-            )
-            response = h11.Response(
-                status_code=event.status_code,
-                headers=[*headers, (b"connection", b"close")],
-                reason=event.reason,
-            )
-            await stream.send_all(conn.send(response) or b"")
-        elif isinstance(event, h11.Data):
-            await stream.send_all(conn.send(h11.Data(data=event.data)) or b"")
-        elif isinstance(event, h11.EndOfMessage):
-            await stream.send_all(conn.send(h11.EndOfMessage()) or b"")
             return
-        else:
-            raise h11.RemoteProtocolError("the upstream closed before its answer ended")
+        headers = [*forwarded_headers(list(request.headers)), (b"connection", b"close")]
+        held = placeholders_held(broker.credentials) if broker is not None else ()
+        scanner = None
+        if broker is not None and held:
+            found = scan_unruled(host, request.target, request.headers, broker)
+            if found:
+                method = request.method.decode("ascii", "backslashreplace")
+                path = record_path(origin.decode("ascii"))
+                record = misplaced_record(
+                    call.call_id, method, host, port, found, path=path, carried="http"
+                )
+                await call.report_refusal(record)
+                await answer(conn, stream, 403, f"stockade: {record.reason}", head=head)
+                return
+            scanner = PlaceholderScanner(host, "the request body", held)
+        await exchange(
+            call,
+            conn,
+            stream,
+            upstream_conn,
+            upstream,
+            Forward(request.method, origin, headers),
+            host=host,
+            port=port,
+            carried="http",
+            close=True,
+            scanner=scanner,
+        )

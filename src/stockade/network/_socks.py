@@ -15,6 +15,7 @@ from socksio import SOCKS5AType, SOCKS5AuthMethod, SOCKS5Command, SOCKS5ReplyCod
 from socksio.utils import AddressType, decode_address
 
 from ._call import BUFFER, Call, Opened, relay
+from ._terminate import terminate, tunnel_watch
 
 VERSION = 0x05
 
@@ -166,6 +167,13 @@ async def serve_socks5(call: Call, stream: trio.abc.Stream, first: bytes) -> Non
         return
     async with outcome.stream as upstream:
         await stream.send_all(reply(SOCKS5ReplyCode.SUCCEEDED))
+        ruled = call.terminates(request.host)
+        if ruled is not None:
+            await terminate(call, stream, rest, upstream, ruled, request.port)
+            return
+        watch = tunnel_watch(call, request.host, request.port)
         if rest:
+            if watch is not None and not await watch(rest):
+                return
             await upstream.send_all(rest)
-        await relay(stream, upstream)
+        await relay(stream, upstream, watch)

@@ -21,7 +21,16 @@ import attrs
 import trio
 
 from ._broker import Broker, OnRequest
-from ._call import BUFFER, Call, Connector, OnDecision, Resolver, connect_tcp, resolve
+from ._call import (
+    BUFFER,
+    Call,
+    Connector,
+    OnDecision,
+    Resolver,
+    ServerContexts,
+    connect_tcp,
+    resolve,
+)
 from ._http import serve_http
 from ._socks import serve_socks5
 from .rules import Rules
@@ -106,6 +115,8 @@ class NetworkProxy:
     handshake_timeout: float = 30.0
     directory: str | None = None
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False, repr=False)
+    # Each ruled host's server context, made once for all calls (a leaf lives a day).
+    _contexts: ServerContexts = attrs.field(factory=dict, init=False, repr=False)
 
     @contextlib.asynccontextmanager
     async def open_call(
@@ -136,6 +147,9 @@ class NetworkProxy:
                     connector=self.connector,
                     connect_timeout=self.connect_timeout,
                     handshake_timeout=self.handshake_timeout,
+                    broker=self.broker,
+                    on_request=self.on_request,
+                    contexts=self._contexts,
                 )
                 scope = trio.CancelScope()
                 finished = trio.Event()
