@@ -31,6 +31,7 @@ from ._requests import (
     misplaced_record,
     placeholders_held,
     record_path,
+    ruled_name,
     scan_unruled,
     split_authority,
 )
@@ -161,8 +162,9 @@ async def _forward(
             if found:
                 method = request.method.decode("ascii", "backslashreplace")
                 path = record_path(origin.decode("ascii"))
+                shown = ruled_name(host) or host
                 record = misplaced_record(
-                    call.call_id, method, host, port, found, path=path, carried="http"
+                    call.call_id, method, shown, port, found, path=path, carried="http"
                 )
                 await call.report_refusal(record)
                 await answer(conn, stream, 403, f"stockade: {record.reason}", head=head)
