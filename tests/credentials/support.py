@@ -595,6 +595,15 @@ class Outcome:
     def connects(self) -> list[dict[str, Any]]:
         return [event for event in self.events if event.get("type") == "network/connect"]
 
+    def call_id(self, index: int) -> str:
+        calls = [event["call_id"] for event in self.events if event.get("type") == "tool/call"]
+        return str(calls[index])
+
+    def of(self, index: int, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The events among `events` that command `index`'s call made."""
+        call = self.call_id(index)
+        return [event for event in events if event.get("call_id") == call]
+
 
 def run_harness(
     rig: Rig,
