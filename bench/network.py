@@ -13,6 +13,9 @@ process (HTTP/1.0, one request per connection, a small fixed body and a large on
    against direct, from this process and from curl inside a confined command.
 3. The spawn cost of `allowlist` against `off` (`true` through the executor on each
    backend, interleaved rounds, paired differences, as in `spawn`).
+4. Issue 41: what a terminated HTTPS request adds over a blind tunnel to the same
+   origin (fresh connection, and per request on a kept one), and a terminated large
+   download's throughput (`bench/_terminated.py`).
 
 Checks (never speed): every proxied request got the right body (and the large ones
 every byte); the proxy decided one allowed connection per proxied request; a request
@@ -789,6 +792,10 @@ def run(ctx: Context) -> FamilyResult:
         )
     )
     result.figures.update(figures)
+    # 4 (issue 41): a terminated request and download against the blind tunnel.
+    from . import _terminated
+
+    _terminated.run(ctx, result)
     return result
 
 
