@@ -9,13 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from ..support import REAL_BACKENDS
+from ..support import BACKEND_VARIANTS, REAL_BACKENDS
 from .support import Rig, backend_param, rig
 
 
 @pytest.fixture(params=REAL_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     """bwrap and Landlock, forced: skipped locally and FAILED in CI when unusable."""
+    return backend_param(request)
+
+
+@pytest.fixture(params=BACKEND_VARIANTS)
+def variant(request: pytest.FixtureRequest) -> str:
+    """Each backend and the Landlock launcher's plain tier (no namespaces: the
+    harness's pid is in sight, and only Landlock keeps its /proc entries shut)."""
     return backend_param(request)
 
 

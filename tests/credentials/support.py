@@ -46,7 +46,7 @@ from typing import Any
 import pytest
 import trustme
 
-from ..support import IN_CI, IS_ROOT, require_backend
+from ..support import IN_CI, IS_ROOT, PLAIN, require_backend, variant_backend
 
 HERE = Path(__file__).resolve().parent
 HARNESS = HERE / "_harness.py"
@@ -463,11 +463,12 @@ class Rig:
         """The composition (YAML, as an operator writes it): the credentials by `!env`
         and `value_from`, the request rules, the origins' CA for upstream checks."""
         allow = "".join(f'\n        - "{entry}"' for entry in self.allow())
+        tier = "\n    landlock_tier: plain" if backend == PLAIN else ""
         return f"""\
 - id: sandbox
   name: stockade.sandbox.local
   config:
-    backend: {backend}
+    backend: {variant_backend(backend)}{tier}
 - id: bash
   name: stockade.bash.sandbox
   config:
@@ -574,6 +575,17 @@ def rig(base: Path) -> Iterator[Rig]:
 # --- the harness in its own mount namespace ------------------------------------------
 
 
+# What a logged event leaves out when a field holds its default.
+REQUEST_DEFAULTS: dict[str, Any] = {
+    "rule": None,
+    "credentials": [],
+    "misplaced": [],
+    "status": None,
+    "protocol": "https",
+}
+CONNECT_DEFAULTS: dict[str, Any] = {"rule": None, "address": None}
+
+
 @dataclass
 class Outcome:
     """What one harness run returned: each command's text and facts, the session's
@@ -590,10 +602,19 @@ class Outcome:
         return str(self.results[index]["text"])
 
     def requests(self) -> list[dict[str, Any]]:
-        return [event for event in self.events if event.get("type") == "network/request"]
+        """The `network/request` events, each with its defaults (the log omits them)."""
+        return [
+            {**REQUEST_DEFAULTS, **event}
+            for event in self.events
+            if event.get("type") == "network/request"
+        ]
 
     def connects(self) -> list[dict[str, Any]]:
-        return [event for event in self.events if event.get("type") == "network/connect"]
+        return [
+            {**CONNECT_DEFAULTS, **event}
+            for event in self.events
+            if event.get("type") == "network/connect"
+        ]
 
     def call_id(self, index: int) -> str:
         calls = [event["call_id"] for event in self.events if event.get("type") == "tool/call"]

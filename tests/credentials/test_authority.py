@@ -100,7 +100,7 @@ def test_no_certificate_for_a_host_no_rule_names(backend: str, origins: Rig):
     assert origins.origins[UNLISTED].connections == 0
 
 
-def test_the_trusted_bundle_is_read_only(backend: str, origins: Rig):
+def test_the_trusted_bundle_is_read_only(variant: str, origins: Rig):
     command = (
         'stat -c "mode=%a" "$SSL_CERT_FILE"; '
         'echo x >> "$SSL_CERT_FILE" && echo appended; '
@@ -110,7 +110,7 @@ def test_the_trusted_bundle_is_read_only(backend: str, origins: Rig):
         f"curl -sS --max-time 20 -o /dev/null -w 'code=%{{http_code}}\\n' "
         f'-H "Authorization: Bearer $API_TOKEN" {origins.url(API, "/repos/org/x")}'
     )
-    outcome = run_harness(origins, backend, [command])
+    outcome = run_harness(origins, variant, [command])
     text = outcome.text(0)
     assert "mode=644" in text, text
     for verb in ("appended", "truncated", "planted", "moved"):

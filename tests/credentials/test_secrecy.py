@@ -61,7 +61,7 @@ def _environment(text: str) -> dict[str, str]:
     return found
 
 
-def test_the_command_never_holds_a_real_value(backend: str, origins: Rig):
+def test_the_command_never_holds_a_real_value(variant: str, origins: Rig):
     decoy = origins.base / "decoy" / DECOY
     decoy.parent.mkdir()
     decoy.write_text(f"a value shaped like a real one: {SECRET_PREFIX}{'0' * 32}\n")
@@ -81,7 +81,7 @@ def test_the_command_never_holds_a_real_value(backend: str, origins: Rig):
     # The controls: the same proc scan run unconfined finds the values in the
     # harness's environ and memory.
     control = f"{sys.executable} -I -S {SCAN_PROC} - @HARNESS_PID@"
-    outcome = run_harness(origins, backend, commands, unconfined=(control,))
+    outcome = run_harness(origins, variant, commands, unconfined=(control,))
     texts = [outcome.text(index) for index in range(len(commands))]
     everything = "\n".join(texts)
     assert not leaks(origins, everything), "a result holds a real value"
@@ -124,7 +124,7 @@ def test_the_command_never_holds_a_real_value(backend: str, origins: Rig):
     assert host_files_with_secrets(origins, since) == []
 
 
-def test_the_harness_variables_are_withheld_under_any_env_policy(backend: str, origins: Rig):
+def test_the_harness_variables_are_withheld_under_any_env_policy(variant: str, origins: Rig):
     """An env policy that lets every variable through (`inherit: all`, no default
     excludes) still gives the command the placeholders, never the harness's real
     values, under their own names or others."""
@@ -133,7 +133,7 @@ def test_the_harness_variables_are_withheld_under_any_env_policy(backend: str, o
         "\n      set: {COPY_NAME: ok}"
     )
     outcome = run_harness(
-        origins, backend, ["env; tr '\\0' '\\n' < /proc/self/environ"], extra_bash=extra
+        origins, variant, ["env; tr '\\0' '\\n' < /proc/self/environ"], extra_bash=extra
     )
     text = outcome.text(0)
     assert "COPY_NAME=ok" in text, text  # the policy took effect
