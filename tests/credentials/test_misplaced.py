@@ -102,7 +102,7 @@ def test_a_placeholder_where_it_does_not_belong(backend: str, origins: Rig, cont
         assert code in (403, None), (index, text)  # refused, or cut (the split body)
         host = API if index in (1, 2, 3, 4, 7, 8, 9) else OTHER
         event = _refused_with_a_finding(outcome, index, host)
-        if code == 403:
+        if code == 403 and index != 6:  # curl prints the refusal's body before its code
             reason = text.rsplit("code=", 1)[0].strip()
             assert reason and "\n" not in reason, (index, text)
         if index == 9:
@@ -113,9 +113,10 @@ def test_a_placeholder_where_it_does_not_belong(backend: str, origins: Rig, cont
         assert not PLACEHOLDER_RE.search(seen.raw), (name, seen)
         assert not leaks(origins, seen.raw) or name == API, (name, seen)
     secret = origins.secrets[API_SECRET_VAR]
-    assert all(
-        seen.header("authorization") == f"Bearer {secret}" for seen in origins.origins[API].seen
-    )
+    # (A request whose body is cut may have reached the origin without it: its head,
+    # which held no credential, went before the body was read.)
+    api_seen = origins.origins[API].seen
+    assert all(seen.header("authorization") in (None, f"Bearer {secret}") for seen in api_seen)
 
 
 def test_a_placeholder_to_a_host_no_rule_names(backend: str, origins: Rig, controls: None):
