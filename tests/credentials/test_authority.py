@@ -103,7 +103,7 @@ def test_no_certificate_for_a_host_no_rule_names(backend: str, origins: Rig):
 
 def test_the_trusted_bundle_is_read_only(variant: str, origins: Rig):
     command = (
-        'stat -c "mode=%a" "$SSL_CERT_FILE"; '
+        'stat -c "mode=%a owner=%u" "$SSL_CERT_FILE"; echo "uid=$(id -u)"; '
         'echo x >> "$SSL_CERT_FILE" && echo appended; '
         ': > "$SSL_CERT_FILE" && echo truncated; '
         'touch "$(dirname "$SSL_CERT_FILE")/planted" && echo planted; '
@@ -113,7 +113,9 @@ def test_the_trusted_bundle_is_read_only(variant: str, origins: Rig):
     )
     outcome = run_harness(origins, variant, [command])
     text = outcome.text(0)
-    assert "mode=644" in text, text
+    # The control: the file's mode lets its owner write, and the command runs as its
+    # owner; only the sandbox stands in the way.
+    assert "mode=644 owner=0" in text and "uid=0" in text, text
     for verb in ("appended", "truncated", "planted", "moved"):
         assert verb not in text.split(), text
     assert "code=200" in text, text  # the bundle still works

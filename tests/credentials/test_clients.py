@@ -48,13 +48,16 @@ def test_curl_urllib_and_requests_call_an_api_with_a_placeholder(backend: str, o
         f"r = requests.get('{url}', headers={{'Authorization': 'Bearer ' + os.environ['API_TOKEN']}}, timeout=20); "
         f"print(r.text, end='')\"",
         f"curl -sS --max-time 20 {origins.url(HEAD, '/anything')}",
+        # SOCKS5 to the ruled host: terminated the same way
+        f"curl -sS --max-time 20 --socks5-hostname 127.0.0.1:3128 "
+        f'-H "Authorization: Bearer $API_TOKEN" {url}',
     ]
     outcome = run_harness(origins, backend, commands)
     texts = [outcome.text(index) for index in range(len(commands))]
 
     placeholder = PLACEHOLDER_RE.search(texts[0].encode())
     assert placeholder is not None, texts[0]
-    for index in (1, 2, 3):
+    for index in (1, 2, 3, 5):
         answers = _answers(texts[index])
         assert answers and answers[0]["authorised"] is True, texts[index]
         assert answers[0]["path"] == "/repos/org/x"
@@ -62,7 +65,7 @@ def test_curl_urllib_and_requests_call_an_api_with_a_placeholder(backend: str, o
 
     api_seen = origins.origins[API].seen
     secret = origins.secrets[API_SECRET_VAR]
-    assert [seen.header("authorization") for seen in api_seen] == [f"Bearer {secret}"] * 3
+    assert [seen.header("authorization") for seen in api_seen] == [f"Bearer {secret}"] * 4
     assert [seen.header("x-api-key") for seen in origins.origins[HEAD].seen] == [
         origins.secrets[HEAD_SECRET_VAR]
     ]
@@ -73,7 +76,7 @@ def test_curl_urllib_and_requests_call_an_api_with_a_placeholder(backend: str, o
     api = [event for event in requests if event["host"] == API]
     assert [(e["method"], e["path"], e["allowed"]) for e in api] == [
         ("GET", "/repos/org/x", True)
-    ] * 3, requests
+    ] * 4, requests
     assert all(e["rule"] == API_RULE and e["credentials"] == [API_SECRET_VAR] for e in api)
     assert all(e["port"] == origins.port(API) for e in api)
     head = [event for event in requests if event["host"] == HEAD]
