@@ -40,6 +40,16 @@ TOKEN_VARIABLE = "BENCH_TERMINATED_TOKEN"
 SMALL = b"stockade bench: the small body of issue 41's rows\n"
 BLOCK = 1 << 20
 
+# The broker's rules: the credential as a header the proxy sets on every request to
+# the ruled host, and the methods and paths it lets through.
+CREDENTIAL = {
+    "host": RULED,
+    "header": "Authorization",
+    "scheme": "Bearer",
+    "value_from": TOKEN_VARIABLE,
+}
+REQUEST_RULE = {"host": RULED, "name": "bench", "methods": ["GET"], "paths": ["/small", "/big/*"]}
+
 # The origin: HTTPS, HTTP/1.1 with keep-alive; each answer says whether it carried the
 # credential (the X-Authorised header), so the bench checks the proxy put it there.
 ORIGIN = (
@@ -117,12 +127,14 @@ class Sizes:
     kept_count: int  # requests per kept connection, each timed
     big: int
     big_rounds: int
+    curl_rounds: int  # confined commands per path and backend
+    curl_count: int  # curl runs per command, each one fresh connection
 
 
 def sizes(quick: bool) -> Sizes:
     if quick:
-        return Sizes(150, 3, 50, 64 << 20, 3)
-    return Sizes(1500, 7, 300, 256 << 20, 7)
+        return Sizes(150, 3, 50, 64 << 20, 3, 2, 20)
+    return Sizes(1500, 7, 300, 256 << 20, 7, 5, 60)
 
 
 @dataclass
@@ -133,6 +145,7 @@ class Series:
     cpu: list[float] = field(default_factory=list)
     rounds: list[int] = field(default_factory=list)
     per_request: list[float] = field(default_factory=list)
+    path: str = ""  # "terminated" or "blind tunnel"
 
 
 @dataclass
@@ -226,26 +239,8 @@ async def _measure(
 
     port, token, upstream = origin.port, origin.token, origin.ca_file
     broker = make_broker(
-        parse_credential_rules(
-            [
-                {
-                    "host": RULED,
-                    "header": "Authorization",
-                    "scheme": "Bearer",
-                    "value_from": TOKEN_VARIABLE,
-                }
-            ]
-        ),
-        parse_request_rules(
-            [
-                {
-                    "host": RULED,
-                    "name": "bench",
-                    "methods": ["GET"],
-                    "paths": ["/small", "/big/*"],
-                }
-            ]
-        ),
+        parse_credential_rules([CREDENTIAL]),
+        parse_request_rules([REQUEST_RULE]),
         {TOKEN_VARIABLE: token},
         upstream_ca=upstream,
     )
@@ -419,6 +414,116 @@ def _origin(scratch: str) -> Iterator[Origin]:
         process.wait()
 
 
+async def _confined(
+    ctx: Context, result: FamilyResult, size: Sizes, scratch: str, origin: Origin
+) -> dict:
+    """curl inside a confined command on each usable backend, through the launcher's
+    bridge: fresh-connection GETs (curl's own time_total) and a large download, to the
+    ruled host (terminated, trusting the command's bundle) and to the same origin by
+    address (blind, `--connect-to`, trusting the origin's CA)."""
+    from stockade.executor.actor import open_executor
+    from stockade.executor.config import ExecutorConfig
+    from stockade.sandbox.actor import open_provider
+    from stockade.sandbox.config import ProviderConfig
+    from stockade.vocab import ExecutionPolicy, Network, SandboxMode
+
+    port = origin.port
+    root = ctx.scratch.dir("network-terminated-root")
+    # The harness's environment holds the credential (the executor reads it when it
+    # starts); no command's does.
+    os.environ[TOKEN_VARIABLE] = origin.token
+    config = ExecutorConfig(
+        kill_grace=0.5,
+        network_allow=[f"{LOOPBACK}:{port}"],
+        network_credentials=[CREDENTIAL],
+        network_requests=[REQUEST_RULE],
+        network_upstream_ca=origin.ca_file,
+        network_trust_directory=os.path.join(scratch, "trust"),
+    )
+    policy = ExecutionPolicy(
+        mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root, network=Network.ALLOWLIST
+    )
+    url = f"https://{RULED}:{port}"
+    how = {
+        "terminated": "",
+        "blind tunnel": f" --cacert {origin.ca_file} --connect-to {RULED}:{port}:{LOOPBACK}:{port}",
+    }
+    backends = [name for name in ("bwrap", "landlock") if ctx.usable(name)]
+    out: dict[str, Any] = {"latency": [], "download": []}
+    bad: list[str] = []
+    try:
+        for backend in backends:
+            async with (
+                open_provider(ProviderConfig(backend=backend)) as provider,
+                open_executor(config, provider) as executor,
+            ):
+
+                def confined(command: str) -> Any:
+                    spec = executor.resolve(command, policy=policy)
+                    return lambda: executor.run(spec)
+
+                loop = (
+                    f"for i in $(seq {size.curl_count}); do curl -sS --max-time 30 -o /dev/null "
+                    "-w '%{{http_code}} %{{time_total}}\\n'{flags} {url}/small; done"
+                )
+                big = (
+                    "curl -sS --max-time 300 -o /dev/null "
+                    "-w '%{{http_code}} %{{size_download}} %{{time_total}}\\n'{flags} "
+                    f"{url}/big/{size.big}"
+                )
+                latency = [
+                    Series(f"{backend} curl, {name}", confined(loop.format(flags=flags, url=url)))
+                    for name, flags in how.items()
+                ]
+                download = [
+                    Series(f"{backend} curl, {name}", confined(big.format(flags=flags)))
+                    for name, flags in how.items()
+                ]
+                for item in latency + download:
+                    item.path = item.name.split(", ", 1)[1]
+                for label, series, rounds in (
+                    ("confined curl latency", latency, size.curl_rounds),
+                    ("confined curl download", download, size.big_rounds),
+                ):
+                    rng = random.Random(ctx.seed)
+                    with Progress("network", label, rounds * len(series)) as progress:
+                        for _ in range(rounds):
+                            order = list(series)
+                            rng.shuffle(order)
+                            for item in order:
+                                outcome = await item.call()
+                                _read_curl(item, outcome, size, bad)
+                                progress.advance(label=f"{label}: {item.name}")
+                out["latency"] += latency
+                out["download"] += download
+    finally:
+        os.environ.pop(TOKEN_VARIABLE, None)
+    result.checks.append(
+        Check(
+            "network: every confined curl through the terminated path and the blind tunnel "
+            "got 200 and every byte; the terminated ones were judged requests with the "
+            "credential, the blind ones none",
+            not bad and bool(backends),
+            f"backends {backends}; wrong: {bad[:3]}",
+        )
+    )
+    return out
+
+
+def _read_curl(item: Series, outcome: Any, size: Sizes, bad: list[str]) -> None:
+    """Keep curl's timings from one confined command; note what was wrong."""
+    terminated = item.path == "terminated"
+    lines = [line.split() for line in outcome.stdout.splitlines() if line.strip()]
+    for fields in lines:
+        if fields[0] != "200" or (len(fields) == 3 and int(fields[1]) != size.big):
+            bad.append(f"{item.name}: {' '.join(fields)} {outcome.stderr[-200:]!r}")
+            continue
+        item.per_request.append(float(fields[-1]))
+    judged = [r for r in outcome.requests if r.allowed and r.credentials == (TOKEN_VARIABLE,)]
+    if len(judged) != (len(lines) if terminated else 0) or len(judged) != len(outcome.requests):
+        bad.append(f"{item.name}: {len(outcome.requests)} judged requests for {len(lines)} runs")
+
+
 def _paired(series: Series, base: Series) -> list[float]:
     by_round = dict(zip(base.rounds, base.wall, strict=True))
     return [w - by_round[r] for r, w in zip(series.rounds, series.wall, strict=True)]
@@ -432,6 +537,7 @@ def run(ctx: Context, result: FamilyResult) -> None:
     scratch = ctx.scratch.dir("network-terminated")
     with _origin(scratch) as origin:
         out = trio.run(_measure, ctx, result, size, scratch, origin)
+        confined = trio.run(_confined, ctx, result, size, scratch, origin)
     figures: dict[str, Any] = {"sizes": vars(size)}
 
     latency: list[Series] = out["latency"]
@@ -521,4 +627,72 @@ def run(ctx: Context, result: FamilyResult) -> None:
             "through h11 and encrypts it again for the client.",
         )
     )
+    _confined_tables(result, figures, confined, mib)
     result.figures["terminated"] = figures
+
+
+def _confined_tables(
+    result: FamilyResult, figures: dict[str, Any], confined: dict[str, Any], mib: float
+) -> None:
+    rows = []
+    figures["confined_curl_ms"] = {}
+    blind_median: dict[str, float] = {}
+    for item in confined["latency"]:
+        wall = summarize(item.per_request, 1e3)
+        backend = item.name.split()[0]
+        figures["confined_curl_ms"][item.name] = wall
+        if item.path == "blind tunnel":
+            blind_median[backend] = wall.get("median", float("nan"))
+    for item in confined["latency"]:
+        wall = figures["confined_curl_ms"][item.name]
+        backend = item.name.split()[0]
+        rows.append(
+            [
+                item.name,
+                wall.get("n", 0),
+                wall.get("median"),
+                f"{fmt(wall.get('p10'))}-{fmt(wall.get('p90'))}",
+                wall["median"] - blind_median[backend] if item.path == "terminated" else None,
+            ]
+        )
+    result.tables.append(
+        Table(
+            "Issue 41 inside a confined command: curl, one GET on a fresh connection (ms, "
+            "curl's time_total)",
+            ["command", "n", "median", "p10-p90", "added vs blind (diff of medians)"],
+            rows,
+            "curl in a workspace-write command with network allowlist, through the "
+            "launcher's bridge: to the ruled host (terminated: the proxy's leaf, trusted "
+            "through the command's bundle; the credential set by the proxy) or to the same "
+            "origin by address (`--connect-to`: a blind tunnel, the origin's CA given to "
+            "curl). Each curl is a fresh connection: CONNECT, TLS handshake, one GET.",
+        )
+    )
+    rows = []
+    figures["confined_curl_mib_s"] = {}
+    blind_rate: dict[str, float] = {}
+    for item in confined["download"]:
+        rate = summarize([mib / s for s in item.per_request])
+        figures["confined_curl_mib_s"][item.name] = rate
+        if item.path == "blind tunnel":
+            blind_rate[item.name.split()[0]] = rate.get("median", float("nan"))
+    for item in confined["download"]:
+        rate = figures["confined_curl_mib_s"][item.name]
+        rows.append(
+            [
+                item.name,
+                rate.get("n", 0),
+                rate.get("median"),
+                f"{fmt(rate.get('p10'))}-{fmt(rate.get('p90'))}",
+                rate.get("median", float("nan")) / blind_rate[item.name.split()[0]],
+            ]
+        )
+    result.tables.append(
+        Table(
+            f"Issue 41 inside a confined command: curl, one {mib:.0f} MiB download (MiB/s)",
+            ["command", "n", "median", "p10-p90", "x blind"],
+            rows,
+            "curl's own size_download / time_total; the blind tunnel relays TLS records, "
+            "the terminated path decrypts, re-frames and encrypts again in the harness.",
+        )
+    )
