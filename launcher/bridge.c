@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -240,6 +241,10 @@ static int accept_some(const struct listener *l, const struct options *opt, int 
 		if (tcp < 0)
 			return errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 				errno == ENOMEM;
+		/* The relay writes what it reads as it reads it: with Nagle on, a second
+		 * small write (a TLS record after another) waited for the client's delayed
+		 * ACK, 40 ms on most HTTPS connections. Best effort: a relay works without. */
+		setsockopt(tcp, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 		for (int i = 0; i < RELAY_MAX && relays_active < max; i++)
 			if (relays[i].buffer == NULL) {
 				r = &relays[i];
