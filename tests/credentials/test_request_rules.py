@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .support import API, API_RULE, API_SECRET_VAR, Rig, run_harness
+from .support import API, API_RULE, API_SECRET_VAR, PLACEHOLDER_RE, Rig, run_harness
 
 # (method, path as the client sends it, allowed, path the origin reads when allowed)
 CASES = [
@@ -107,3 +107,26 @@ def test_each_request_on_one_connection_is_judged(backend: str, origins: Rig):
         ("/repos/other/b", False),
         ("/repos/org/c", True),
     ], events
+
+
+def test_the_ruled_origin_by_its_address_gets_no_credential(backend: str, origins: Rig):
+    """A request rule holds for the connections that name its host. The same origin
+    reached by an address the allowlist names (curl's --connect-to: CONNECT by
+    address, the host's name in SNI and Host) is a blind tunnel: nothing judges its
+    method, and nothing puts a credential in it, so the origin reads the placeholder
+    and refuses it. The credential stays with its host; the rule's limit on requests
+    that carry none does not hold for a route that does not name the host."""
+    port = origins.port(API)
+    command = (
+        f"curl -sS --max-time 20 -X POST -o /dev/null -w 'code=%{{http_code}}\\n' "
+        f"--cacert {origins.upstream_ca} --connect-to {API}:{port}:127.0.0.1:{port} "
+        f'-H "Authorization: Bearer $API_TOKEN" https://{API}:{port}/repos/org/x'
+    )
+    outcome = run_harness(origins, backend, [command])
+    assert "code=401" in outcome.text(0), outcome.text(0)
+    (seen,) = origins.origins[API].seen
+    assert seen.method == "POST" and PLACEHOLDER_RE.fullmatch(
+        (seen.header("authorization") or "").removeprefix("Bearer ").encode()
+    ), seen
+    assert outcome.of(0, outcome.requests()) == []
+    assert [c["host"] for c in outcome.of(0, outcome.connects())] == ["127.0.0.1"]
