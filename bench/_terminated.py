@@ -381,7 +381,11 @@ async def _measure(
 class Origin:
     port: int
     token: str
-    ca_file: str
+    ca_file: str  # the origin's CA alone
+    # The system's bundle with the origin's CA after it, for a blind client: curl spends
+    # most of a fresh connection loading a bundle that size, as the terminated path's
+    # client does with the system's and the harness's.
+    bundle_file: str
 
 
 @contextlib.contextmanager
@@ -389,7 +393,7 @@ def _origin(scratch: str) -> Iterator[Origin]:
     """The HTTPS origin in a process of its own, its certificate for `localhost` from a
     CA of the bench's (the "public" CA the proxy checks it against); the key goes to a
     0600 file the origin reads."""
-    from stockade.network import CertificateAuthority
+    from stockade.network import CertificateAuthority, combined_bundle, system_bundle_path
 
     token = "bench-" + os.urandom(16).hex()
     origin_ca = CertificateAuthority([RULED])
@@ -400,6 +404,11 @@ def _origin(scratch: str) -> Iterator[Origin]:
     ca_file = os.path.join(scratch, "origin-ca.pem")
     with open(ca_file, "wb") as handle:
         handle.write(origin_ca.certificate_pem)
+    system = system_bundle_path()
+    bundle_file = os.path.join(scratch, "origin-bundle.pem")
+    with open(bundle_file, "wb") as handle:
+        system_pem = system.read_bytes() if system is not None else b""
+        handle.write(combined_bundle(origin_ca.certificate_pem, system_pem))
     process = subprocess.Popen(
         [sys.executable, "-I", "-S", "-c", ORIGIN, chain],
         stdout=subprocess.PIPE,
@@ -408,7 +417,7 @@ def _origin(scratch: str) -> Iterator[Origin]:
     )
     try:
         assert process.stdout is not None
-        yield Origin(int(process.stdout.readline()), token, ca_file)
+        yield Origin(int(process.stdout.readline()), token, ca_file, bundle_file)
     finally:
         process.kill()
         process.wait()
@@ -446,7 +455,9 @@ async def _confined(
     url = f"https://{RULED}:{port}"
     how = {
         "terminated": "",
-        "blind tunnel": f" --cacert {origin.ca_file} --connect-to {RULED}:{port}:{LOOPBACK}:{port}",
+        "blind tunnel": (
+            f" --cacert {origin.bundle_file} --connect-to {RULED}:{port}:{LOOPBACK}:{port}"
+        ),
     }
     backends = [name for name in ("bwrap", "landlock") if ctx.usable(name)]
     out: dict[str, Any] = {"latency": [], "download": []}
