@@ -675,8 +675,10 @@ def _confined_tables(
             "curl in a workspace-write command with network allowlist, through the "
             "launcher's bridge: to the ruled host (terminated: the proxy's leaf, trusted "
             "through the command's bundle; the credential set by the proxy) or to the same "
-            "origin by address (`--connect-to`: a blind tunnel, the origin's CA given to "
-            "curl). Each curl is a fresh connection: CONNECT, TLS handshake, one GET.",
+            "origin by address (`--connect-to`: a blind tunnel; curl given the system's "
+            "bundle with the origin's CA, the size of the command's own, whose loading is "
+            "most of a fresh curl's time on both paths). Each curl is a fresh connection: "
+            "CONNECT, TLS handshake, one GET.",
         )
     )
     rows = []
