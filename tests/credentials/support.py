@@ -756,3 +756,51 @@ def unconfined(rig: Rig, command: str, env: dict[str, str], *, timeout: float = 
         cwd=str(rig.ws),
     )
     return done.stdout + done.stderr
+
+
+def stockade_cli(
+    rig: Rig, backend: str, args: list[str], *, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`python -m stockade ARGS` as a person runs it, on the rig's composition (with
+    `--config`), its names mapped in a private mount namespace and the real values in
+    its environment only."""
+    composition = rig.conf / "stockade.yml"
+    composition.write_text(rig.composition(backend))
+    hosts = rig.conf / "hosts"
+    hosts.write_text(rig.hosts_text())
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYTEST_", "STOCKADE_TEST"))
+    }
+    env.update(rig.secrets)
+    verb, *rest = args
+    return subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "bash",
+            "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"',
+            str(hosts),
+            sys.executable,
+            "-m",
+            "stockade",
+            verb,
+            "--config",
+            str(composition),
+            "--root",
+            str(rig.ws),
+            *rest,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=str(rig.ws),
+        stdin=subprocess.DEVNULL,
+    )
