@@ -703,23 +703,25 @@ def leaks(rig: Rig, text: str | bytes) -> list[str]:
     return found
 
 
-def host_files_with_secrets(rig: Rig, since: float) -> list[str]:
-    """Files on the host changed since `since` that hold a real value of this rig (the
-    session log's directory included): nothing may."""
+def host_files_since(since: float) -> Iterator[tuple[str, bytes]]:
+    """Each regular file on the host changed since `since` (/proc, /sys, /dev aside),
+    with its content."""
     done = subprocess.run(
         ["bash", "-c", FIND_NEW.replace("@SINCE@", str(int(since) - 1))],
         capture_output=True,
         timeout=300,
         check=False,
     )
-    found = []
     for path in done.stdout.split(b"\0"):
-        if not path:
-            continue
-        with contextlib.suppress(OSError):
-            if leaks(rig, Path(os.fsdecode(path)).read_bytes()):
-                found.append(os.fsdecode(path))
-    return found
+        if path:
+            with contextlib.suppress(OSError):
+                yield os.fsdecode(path), Path(os.fsdecode(path)).read_bytes()
+
+
+def host_files_with_secrets(rig: Rig, since: float) -> list[str]:
+    """Files on the host changed since `since` that hold a real value of this rig (the
+    session log's directory included): nothing may."""
+    return [path for path, content in host_files_since(since) if leaks(rig, content)]
 
 
 # Regular files under / changed since @SINCE@ (ctime: a command cannot set it back),

@@ -11,18 +11,24 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from cryptography.x509.oid import ExtensionOID
 
-from .support import API, BLIND, OTHER, RULED, UNLISTED, Rig, run_harness
+from .support import API, BLIND, OTHER, RULED, UNLISTED, Rig, host_files_since, run_harness
 
 PROBE = f"{sys.executable} -I -S {Path(__file__).with_name('_tls_probe.py')}"
 LAST_CERT = (
     f"{sys.executable} -I -S -c \"import os; text = open(os.environ['SSL_CERT_FILE']).read(); "
     "print('BUNDLE-CA ' + '-----BEGIN' + text.rsplit('-----BEGIN', 1)[1].replace(chr(10), '|'))\""
+)
+PRIVATE_KEY = re.compile(
+    rb"-----BEGIN [A-Z ]*PRIVATE KEY-----.+?-----END [A-Z ]*PRIVATE KEY-----", re.S
 )
 
 
@@ -95,6 +101,20 @@ def test_no_certificate_for_a_host_no_rule_names(backend: str, origins: Rig):
     # host (by CONNECT and by SOCKS5, asked by its name) a leaf of the harness's CA.
     for index in (0, 4, 5):
         assert results[index]["handshake"] == "ok", results[index]
+
+    # The CA's key is nowhere on disk: no file changed during the run holds a private
+    # key that goes with the harness CA's certificate.
+    ca_public = harness_ca.public_key().public_bytes(
+        Encoding.DER, PublicFormat.SubjectPublicKeyInfo
+    )
+    for path, content in host_files_since(origins.started - 2):
+        for block in PRIVATE_KEY.findall(content):
+            try:
+                key = serialization.load_pem_private_key(block, password=None)
+            except (ValueError, TypeError):
+                continue
+            public = key.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+            assert public != ca_public, f"the harness CA's key is in {path}"
 
     # The command's default trust refuses the blind origin's certificate (curl: 60).
     assert "exit=60" in outcome.text(1), outcome.text(1)
