@@ -22,6 +22,7 @@ rule with a 403 before the origin sees it.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
 import ssl
@@ -133,7 +134,7 @@ class Sizes:
 
 def sizes(quick: bool) -> Sizes:
     if quick:
-        return Sizes(150, 3, 50, 64 << 20, 3, 2, 20)
+        return Sizes(50, 2, 20, 16 << 20, 2, 1, 10)
     return Sizes(1500, 7, 300, 256 << 20, 7, 5, 60)
 
 
@@ -509,12 +510,15 @@ async def _confined(
                 out["download"] += download
     finally:
         os.environ.pop(TOKEN_VARIABLE, None)
+    if not backends:
+        result.skip("no backend is usable here: issue 41's confined curl rows are left out")
+        return out
     result.checks.append(
         Check(
             "network: every confined curl through the terminated path and the blind tunnel "
             "got 200 and every byte; the terminated ones were judged requests with the "
             "credential, the blind ones none",
-            not bad and bool(backends),
+            not bad,
             f"backends {backends}; wrong: {bad[:3]}",
         )
     )
@@ -653,7 +657,7 @@ def _confined_tables(
         backend = item.name.split()[0]
         figures["confined_curl_ms"][item.name] = wall
         if item.path == "blind tunnel":
-            blind_median[backend] = wall.get("median", float("nan"))
+            blind_median[backend] = wall.get("median", math.nan)
     for item in confined["latency"]:
         wall = figures["confined_curl_ms"][item.name]
         backend = item.name.split()[0]
@@ -663,7 +667,9 @@ def _confined_tables(
                 wall.get("n", 0),
                 wall.get("median"),
                 f"{fmt(wall.get('p10'))}-{fmt(wall.get('p90'))}",
-                wall["median"] - blind_median[backend] if item.path == "terminated" else None,
+                wall.get("median", math.nan) - blind_median.get(backend, math.nan)
+                if item.path == "terminated"
+                else None,
             ]
         )
     result.tables.append(
@@ -688,7 +694,7 @@ def _confined_tables(
         rate = summarize([mib / s for s in item.per_request])
         figures["confined_curl_mib_s"][item.name] = rate
         if item.path == "blind tunnel":
-            blind_rate[item.name.split()[0]] = rate.get("median", float("nan"))
+            blind_rate[item.name.split()[0]] = rate.get("median", math.nan)
     for item in confined["download"]:
         rate = figures["confined_curl_mib_s"][item.name]
         rows.append(
@@ -697,7 +703,7 @@ def _confined_tables(
                 rate.get("n", 0),
                 rate.get("median"),
                 f"{fmt(rate.get('p10'))}-{fmt(rate.get('p90'))}",
-                rate.get("median", float("nan")) / blind_rate[item.name.split()[0]],
+                rate.get("median", math.nan) / blind_rate.get(item.name.split()[0], math.nan),
             ]
         )
     result.tables.append(
