@@ -41,7 +41,10 @@ MAX_HEAD = 16384
 
 
 def forwarded_headers(headers: Headers, *, drop: frozenset[bytes] = frozenset()) -> Headers:
-    """`headers` without the hop-by-hop ones (and those `Connection` names) or `drop`."""
+    """`headers` (as h11 read them) without the hop-by-hop ones (and those `Connection`
+    names) or `drop`, framed as h11 read the body: a `Content-Length` beside
+    `Transfer-Encoding: chunked` goes (h11 reads chunked, and a peer reading the length
+    instead would take the rest of the body for a message nobody judged: smuggling)."""
     listed = {
         token.strip().lower()
         for name, value in headers
@@ -49,6 +52,8 @@ def forwarded_headers(headers: Headers, *, drop: frozenset[bytes] = frozenset())
         for token in value.split(b",")
     }
     banned = HOP_BY_HOP | listed | drop
+    if any(name == b"transfer-encoding" for name, _value in headers):
+        banned |= {b"content-length"}
     return [(name, value) for name, value in headers if name not in banned]
 
 

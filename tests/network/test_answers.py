@@ -1,0 +1,208 @@
+"""What a confined command could try against the terminating proxy (issue 41), on real
+sockets, loopback only: origins that echo what they were sent (in the body, a header,
+the status line, across chunks, base64-encoded, compressed, in a range, stored for a
+later request), requests framed to smuggle a second one past the judge, and fields
+big enough to swell the log. Every assertion is on what the client read, what the
+origin received, or what the proxy reported."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import attrs
+import h11
+import pytest
+import trio
+
+from stockade.network import (
+    RequestRecord,
+)
+
+from ._origins import (
+    LOOPBACK,
+    ORIGIN_NAMES,
+    Client,
+    client_context,
+    open_tls,
+    proxied,
+    read_head,
+    start_world,
+)
+
+# (request, body) -> the raw answer, in the pieces the origin sends one by one.
+Answer = Callable[[h11.Request, bytes], Sequence[bytes]]
+
+
+@attrs.define
+class Scripted:
+    """An HTTPS origin for the names of `ORIGIN_NAMES` that answers each connection's
+    one request with what `answer` says, byte for byte, then closes; it keeps the raw
+    bytes each connection sent, and each request it parsed."""
+
+    answer: Answer
+    port: int = 0
+    raw: list[bytes] = attrs.field(factory=list)
+    requests: list[tuple[h11.Request, bytes]] = attrs.field(factory=list)
+
+    def header(self, index: int, name: bytes) -> list[bytes]:
+        return [value for key, value in self.requests[index][0].headers if key == name]
+
+
+async def _serve_scripted(origin: Scripted, stream: trio.abc.Stream) -> None:
+    conn = h11.Connection(h11.SERVER)
+    raw = b""
+    request, body = None, b""
+    async with stream:
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    data = await stream.receive_some(65536)
+                    raw += data
+                    conn.receive_data(data)
+                elif isinstance(event, h11.Request):
+                    request = event
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                else:
+                    return
+            with trio.move_on_after(0.05):  # whatever followed the request's end
+                while data := await stream.receive_some(65536):
+                    raw += data
+            origin.raw.append(raw)
+            assert request is not None
+            origin.requests.append((request, body))
+            for piece in origin.answer(request, body):
+                await stream.send_all(piece)
+                await trio.sleep(0.002)  # each piece its own TLS record, its own read
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
+            origin.raw.append(raw)
+
+
+async def start_scripted(nursery: trio.Nursery, world, answer: Answer) -> Scripted:
+    origin = Scripted(answer)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    world.origin_ca.issue_cert(*ORIGIN_NAMES, LOOPBACK).configure_cert(server)
+    serve = partial(
+        trio.serve_ssl_over_tcp,
+        partial(_serve_scripted, origin),
+        0,
+        server,
+        host=LOOPBACK,
+        https_compatible=True,
+    )
+    [listener] = await nursery.start(serve)
+    origin.port = listener.transport_listener.socket.getsockname()[1]
+    return origin
+
+
+def response(
+    body: bytes | Sequence[bytes],
+    headers: Sequence[tuple[str, str]] = (),
+    *,
+    status: str = "200 OK",
+    length: bool = True,
+) -> list[bytes]:
+    """A raw HTTP/1.1 answer that closes its connection: its head, then each piece of
+    its body (`length`: with a Content-Length, else ended by the close)."""
+    pieces = [body] if isinstance(body, bytes) else list(body)
+    lines = [f"HTTP/1.1 {status}", *(f"{k}: {v}" for k, v in headers), "Connection: close"]
+    if length:
+        lines.append(f"Content-Length: {sum(map(len, pieces))}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    return [head, *pieces]
+
+
+def echo_headers(request: h11.Request, body: bytes) -> list[bytes]:
+    """The request's headers, as JSON (what httpbin's /headers does)."""
+    sent = {k.decode(): v.decode() for k, v in request.headers}
+    return response(json.dumps(sent).encode(), [("Content-Type", "application/json")])
+
+
+@pytest.fixture
+async def world(nursery, tmp_path):
+    return await start_world(nursery, str(tmp_path))
+
+
+async def ask(
+    proxy_path: str,
+    broker,
+    port: int,
+    target: str = "/repos/org/x",
+    headers: Sequence[tuple[str, str]] = (),
+    *,
+    host: str = "api.test",
+    method: str = "GET",
+):
+    async with await open_tls(proxy_path, host, port, client_context(broker)) as tls:
+        return await Client(tls).request(method, target, f"{host}:{port}", headers)
+
+
+def _scrubs(records: list[RequestRecord]) -> list[RequestRecord]:
+    return [record for record in records if record.scrubbed]
+
+
+async def test_no_second_request_can_be_smuggled_past_the_judge(world, nursery):
+    """Content-Length beside Transfer-Encoding: chunked (h11 reads chunked, an origin
+    reading Content-Length would take the rest as a second request nobody judged),
+    duplicate lengths, a folded header: the origin gets one framing, h11's."""
+    origin = await start_scripted(nursery, world, lambda request, body: response(b"ok"))
+    broker = world.broker()
+    smuggled = b"GET /admin HTTP/1.1\r\nHost: api.test\r\n\r\n"
+    chunk = b"0\r\n\r\n" + smuggled
+    async with proxied(world, broker) as proxy:
+        tls = await open_tls(proxy.path, "api.test", origin.port, client_context(broker))
+        async with tls:
+            await tls.send_all(
+                b"POST /repos/org/x HTTP/1.1\r\nHost: api.test:%d\r\nContent-Length: 4\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                % (origin.port, len(chunk), chunk)
+            )
+            chunked, _ = await read_head(tls)
+        tls = await open_tls(proxy.path, "api.test", origin.port, client_context(broker))
+        async with tls:
+            await tls.send_all(
+                b"POST /repos/org/y HTTP/1.1\r\nHost: api.test:%d\r\nContent-Length: 3\r\n"
+                b"Content-Length: 3\r\nX-Folded: a\r\n b\r\n\r\nabc" % origin.port
+            )
+            doubled, _ = await read_head(tls)
+    assert chunked.startswith(b"HTTP/1.1 200") and doubled.startswith(b"HTTP/1.1 200")
+    first, second = (raw.lower() for raw in origin.raw)
+    head, _, body = first.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head
+    assert b"content-length" not in head
+    assert origin.requests[0][1] == chunk  # the smuggled bytes are the body, nothing more
+    head, _, body = second.partition(b"\r\n\r\n")
+    assert head.count(b"content-length: 3") == 1
+    assert b"x-folded: a b" in head
+    assert body == b"abc"
+    assert [r.path for r in proxy.records] == ["/repos/org/x", "/repos/org/y"]
+
+
+async def test_a_redirect_to_another_host_never_carries_the_real_value(world, nursery):
+    """The ruled host answers 302 to another host; a client that follows it with its
+    placeholder (as `curl --location-trusted` does) sends only the placeholder there:
+    refused and recorded when that host is ruled, never replaced when it is blind."""
+    origin = await start_scripted(
+        nursery,
+        world,
+        lambda request, body: response(
+            b"", [("Location", "https://key.test/")], status="302 Found"
+        ),
+    )
+    broker = world.broker()
+    placeholder = broker.placeholders["API_TOKEN"]
+    bearer = [("Authorization", f"Bearer {placeholder}")]
+    async with proxied(world, broker) as proxy:
+        first = await ask(proxy.path, broker, origin.port, headers=bearer)
+        assert first.status == 302
+        followed = await ask(proxy.path, broker, origin.port, "/", bearer, host="key.test")
+    assert followed.status == 403
+    assert "was sent to key.test in the header 'authorization'" in followed.text
+    assert len(origin.requests) == 1
+    assert proxy.records[-1].host == "key.test" and not proxy.records[-1].allowed
