@@ -348,7 +348,10 @@ class NetworkRequest(msgspec.Struct, frozen=True, kw_only=True):
     path without its query (a query may hold what a log must not), the verdict and the
     rule that gave it, `reason` in one line; the names of the credentials put into it
     (never a value) and, for a placeholder seen where it does not belong, one line
-    each (the request was then refused). `status`: the origin's answer, when known."""
+    each (the request was then refused). `status`: the origin's answer, when known.
+    `scrubbed`: how many times the origin's answer held a credential's value, replaced
+    by its placeholder before the command read it (a record of its own, as the answer
+    ends)."""
 
     method: str
     host: str
@@ -361,6 +364,7 @@ class NetworkRequest(msgspec.Struct, frozen=True, kw_only=True):
     misplaced: tuple[str, ...] = ()
     status: int | None = None
     protocol: str = "https"
+    scrubbed: int = 0
 
 
 class ConnectionsRefused(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,8 +7,12 @@ origin received, or what the proxy reported."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import ssl
+import urllib.parse
+import zlib
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -23,6 +27,8 @@ from stockade.network import (
 
 from ._origins import (
     LOOPBACK,
+    REAL_API,
+    REAL_KEY,
     ORIGIN_NAMES,
     Client,
     client_context,
@@ -206,3 +212,200 @@ async def test_a_redirect_to_another_host_never_carries_the_real_value(world, nu
     assert "was sent to key.test in the header 'authorization'" in followed.text
     assert len(origin.requests) == 1
     assert proxy.records[-1].host == "key.test" and not proxy.records[-1].allowed
+
+
+BEARER_REAL = f"Bearer {REAL_API}"
+
+
+def _placeholder_bearer(broker) -> list[tuple[str, str]]:
+    return [("Authorization", f"Bearer {broker.placeholders['API_TOKEN']}")]
+
+
+def _reflect(request: h11.Request, body: bytes) -> list[bytes]:
+    """Every echoed form of the Authorization header an origin could send back: in a
+    Set-Cookie, a Location, the reason phrase, and a body cut into small pieces."""
+    value = dict(request.headers).get(b"authorization", b"").decode()
+    token = value.partition(" ")[2]
+    forms = [
+        value,
+        json.dumps({"auth": value.replace("/", "\\/")}),
+        "".join(f"\\u{ord(c):04x}" for c in token),
+        urllib.parse.quote_plus(token),
+        "".join(f"&#x{ord(c):x};" for c in token),
+        base64.b64encode(b"=" + token.encode()).decode(),
+        token.encode("utf-16-le").decode("latin-1"),
+    ]
+    text = "\n".join(forms).encode("latin-1")
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    return response(
+        pieces,
+        [("Set-Cookie", f"t={urllib.parse.quote(token)}"), ("Location", f"/x?auth={token}")],
+        status=f"200 you sent {token}",
+    )
+
+
+async def test_an_echoed_value_is_replaced_in_every_form(world, nursery):
+    origin = await start_scripted(nursery, world, _reflect)
+    broker = world.broker()
+    placeholder = broker.placeholders["API_TOKEN"]
+    async with proxied(world, broker) as proxy:
+        reply = await ask(proxy.path, broker, origin.port, headers=_placeholder_bearer(broker))
+        async with await open_tls(
+            proxy.path, "api.test", origin.port, client_context(broker)
+        ) as tls:
+            await tls.send_all(
+                b"GET /repos/org/x HTTP/1.1\r\nHost: api.test:%d\r\nAuthorization: Bearer %s\r\n"
+                b"Connection: close\r\n\r\n" % (origin.port, placeholder.encode())
+            )
+            raw = b""
+            while more := await tls.receive_some(65536):
+                raw += more
+    # The control: the origin read the real value, and reflected it.
+    assert origin.header(0, b"authorization") == [BEARER_REAL.encode()]
+    assert reply.status == 200
+    everything = raw + b"".join(k + v for k, v in reply.headers.items()) + reply.body
+    assert REAL_API.encode() not in everything
+    assert b"cmVhbC1hcGktdmFsdWUtMDAwMQ" not in everything  # its base64, at shift 0
+    assert REAL_API.encode("utf-16-le") not in everything
+    assert raw.startswith(f"HTTP/1.1 200 you sent {placeholder}\r\n".encode())
+    assert reply.headers[b"set-cookie"] == f"t={placeholder}".encode()
+    assert reply.headers[b"location"] == f"/x?auth={placeholder}".encode()
+    lines = reply.body.split(b"\n")
+    assert lines[0] == f"Bearer {placeholder}".encode()
+    assert lines[3] == placeholder.encode() and lines[4] == placeholder.encode()
+    # The body is re-framed: chunked to the client, whatever length the origin gave.
+    assert b"transfer-encoding: chunked" in raw.lower()
+    assert b"content-length" not in raw.lower().partition(b"\r\n\r\n")[0]
+    scrubs = _scrubs(proxy.records)
+    assert [record.scrubbed for record in scrubs] == [10, 10]
+    assert all("REAL_API" in record.reason and record.allowed for record in scrubs)
+
+
+async def test_the_request_asks_identity_and_no_range(world, nursery):
+    origin = await start_scripted(nursery, world, lambda request, body: response(b"ok"))
+    broker = world.broker()
+    headers = [
+        *_placeholder_bearer(broker),
+        ("Accept-Encoding", "gzip, br, zstd"),
+        ("Range", "bytes=10-20"),
+        ("If-Range", '"etag"'),
+    ]
+    async with proxied(world, broker) as proxy:
+        reply = await ask(proxy.path, broker, origin.port, headers=headers)
+    assert reply.status == 200
+    assert origin.header(0, b"accept-encoding") == [b"identity"]
+    assert origin.header(0, b"range") == [] and origin.header(0, b"if-range") == []
+
+
+async def test_a_compressed_echo_is_undone_and_scrubbed(world, nursery):
+    def gzipped(request: h11.Request, body: bytes) -> list[bytes]:
+        value = dict(request.headers)[b"authorization"]
+        packed = gzip.compress(b"you sent: " + value)
+        return response(
+            [packed[:9], packed[9:]], [("Content-Encoding", "gzip"), ("Content-Type", "text/plain")]
+        )
+
+    origin = await start_scripted(nursery, world, gzipped)
+    broker = world.broker()
+    async with proxied(world, broker) as proxy:
+        reply = await ask(proxy.path, broker, origin.port, headers=_placeholder_bearer(broker))
+    assert reply.status == 200
+    assert reply.body == f"you sent: Bearer {broker.placeholders['API_TOKEN']}".encode()
+    assert b"content-encoding" not in reply.headers
+    assert [record.scrubbed for record in _scrubs(proxy.records)] == [1]
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd"])
+async def test_a_coding_the_proxy_cannot_undo_is_a_502(world, nursery, coding):
+    origin = await start_scripted(
+        nursery,
+        world,
+        lambda request, body: response(b"\x00opaque", [("Content-Encoding", coding)]),
+    )
+    broker = world.broker()
+    async with proxied(world, broker) as proxy:
+        reply = await ask(proxy.path, broker, origin.port, headers=_placeholder_bearer(broker))
+    assert reply.status == 502
+    assert reply.text.count("\n") == 1 and f"Content-Encoding {coding}" in reply.text
+    assert b"opaque" not in reply.body
+    assert proxy.records[-1].allowed is False and coding in proxy.records[-1].reason
+
+
+async def test_a_decompression_bomb_is_cut(world, nursery):
+    squeezer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    zeros = bytes(1 << 20)
+    bomb = b"".join(squeezer.compress(zeros) for _ in range(64)) + squeezer.flush()
+
+    origin = await start_scripted(
+        nursery, world, lambda request, body: response(bomb, [("Content-Encoding", "gzip")])
+    )
+    broker = world.broker()
+    async with proxied(world, broker) as proxy:
+        async with await open_tls(
+            proxy.path, "api.test", origin.port, client_context(broker)
+        ) as tls:
+            await tls.send_all(
+                b"GET /repos/org/x HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % origin.port
+            )
+            received = 0
+            with trio.fail_after(30):
+                while more := await tls.receive_some(65536):
+                    received += len(more)
+    assert received < 32 << 20  # cut well before 64 MiB
+    assert "inflates past" in proxy.records[-1].reason and not proxy.records[-1].allowed
+
+
+async def test_a_value_stored_and_returned_later_is_scrubbed_too(world, nursery):
+    """The origin keeps the header of one request and returns it to the next, which
+    carried no credential: every answer of a host with a credential is scrubbed."""
+    kept: list[bytes] = []
+
+    def store(request: h11.Request, body: bytes) -> list[bytes]:
+        value = dict(request.headers).get(b"authorization")
+        if value is not None:
+            kept.append(value)
+            return response(b"stored")
+        return response(b"last: " + kept[-1])
+
+    origin = await start_scripted(nursery, world, store)
+    broker = world.broker()
+    async with proxied(world, broker) as proxy:
+        await ask(proxy.path, broker, origin.port, headers=_placeholder_bearer(broker))
+        later = await ask(proxy.path, broker, origin.port, "/repos/org/later")
+    assert kept == [BEARER_REAL.encode()]
+    assert later.body == f"last: Bearer {broker.placeholders['API_TOKEN']}".encode()
+    assert [(r.path, r.scrubbed) for r in _scrubs(proxy.records)] == [("/repos/org/later", 1)]
+
+
+async def test_the_header_form_value_is_replaced_by_a_marker(world, nursery):
+    origin = await start_scripted(nursery, world, echo_headers)
+    broker = world.broker()
+    async with proxied(world, broker) as proxy:
+        reply = await ask(proxy.path, broker, origin.port, "/k", host="key.test")
+    assert origin.header(0, b"x-api-key") == [REAL_KEY.encode()]
+    assert reply.echoed()["x-api-key"] == "stockade-withheld-REAL_KEY"
+    assert [r.scrubbed for r in _scrubs(proxy.records)] == [1]
+
+
+async def test_a_host_without_a_credential_is_not_rewritten(world, nursery):
+    origin = await start_scripted(
+        nursery, world, lambda request, body: response(b"plain", [("Content-Encoding", "br")])
+    )
+    broker = world.broker()
+    async with proxied(world, broker) as proxy:
+        reply = await ask(proxy.path, broker, origin.port, "/ok/a", host="rules.test")
+    assert (reply.status, reply.body, reply.headers[b"content-length"]) == (200, b"plain", b"5")
+    assert origin.header(0, b"accept-encoding") == []
+    assert _scrubs(proxy.records) == []
+
+
+async def test_records_keep_bounded_texts(world, nursery):
+    origin = await start_scripted(nursery, world, lambda request, body: response(b"ok"))
+    broker = world.broker()
+    long_path = "/repos/org/" + "a" * 100_000
+    async with proxied(world, broker) as proxy:
+        reply = await ask(proxy.path, broker, origin.port, long_path, method="X" * 5000)
+    assert reply.status in (400, 403, 431)
+    for record in proxy.records:
+        assert len(record.method) <= 64 and len(record.path) <= 512
+        assert len(record.reason) <= 1024 and len(record.host) <= 256

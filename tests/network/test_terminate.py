@@ -92,6 +92,19 @@ async def test_the_real_value_goes_to_its_own_host_only_and_requests_are_kept_al
     assert three.header(b"x-api-key") == [REAL_KEY.encode()]
     assert REAL_KEY.encode() not in b"".join(v for _k, v in one.headers + two.headers)
     assert first.echoed()["target"] == "/repos/org/one?page=2"
+    # The origin echoes what it read: the command reads its placeholder back, never
+    # the value (each scrubbed answer its own record, as it ended).
+    assert ["authorization", f"Bearer {placeholder}"] in first.echoed()["headers"]
+    assert ["x-api-key", "stockade-withheld-REAL_KEY"] in key.echoed()["headers"]
+    for reply in (first, second, head, large, key):
+        assert REAL_API.encode() not in reply.body and REAL_KEY.encode() not in reply.body
+    scrubbed = [(r.method, r.path, r.scrubbed) for r in proxy.records if r.scrubbed]
+    assert scrubbed == [
+        ("GET", "/repos/org/one", 1),
+        ("POST", "/repos/org/two", 1),
+        ("GET", "/anything", 1),
+    ]
+    proxy.records[:] = [r for r in proxy.records if not r.scrubbed]
     assert [_fields(r) for r in proxy.records] == [
         ("GET", "api.test", "/repos/org/one", True),
         ("POST", "api.test", "/repos/org/two", True),
@@ -287,7 +300,8 @@ async def test_socks5_to_a_ruled_host_is_terminated_too(world):
     [seen] = world.https.requests
     assert seen.header(b"authorization") == [f"token {REAL_API}".encode()]
     assert [(d.protocol, d.allowed) for d in proxy.decisions] == [("socks5", True)]
-    assert [_fields(r) for r in proxy.records] == [("GET", "api.test", "/repos/org/s", True)]
+    assert [_fields(r) for r in proxy.records] == [("GET", "api.test", "/repos/org/s", True)] * 2
+    assert [r.scrubbed for r in proxy.records] == [0, 1]  # the echo of the value, replaced
 
 
 async def test_a_host_no_rule_names_keeps_the_blind_tunnel_and_gets_no_certificate(world):
@@ -609,8 +623,12 @@ async def test_curl_through_connect_and_socks5_gets_its_token_swapped(world, nur
         untrusting = await _curl("--proxy", http_proxy, url)
     for code, out, _err in (by_connect, by_socks):
         assert code == 0, _err
+        # The origin read the real value; curl reads its echo as the placeholder.
         echoed = json.loads(out)
-        assert ["authorization", f"Bearer {REAL_API}"] in echoed["headers"]
+        assert ["authorization", f"Bearer {placeholder}"] in echoed["headers"]
+        assert REAL_API not in out
+    for seen in world.https.requests[:2]:
+        assert seen.header(b"authorization") == [f"Bearer {REAL_API}".encode()]
     assert posted[0] == 0 and json.loads(posted[1])["method"] == "POST"
     assert in_body[0] == 0 and in_body[1].startswith("stockade: the POST request to api.test:")
     assert refused[0] == 0
@@ -625,6 +643,12 @@ async def test_curl_through_connect_and_socks5_gets_its_token_swapped(world, nur
         b"/repos/org/curl?x=1",
     ]
     assert placeholder.encode() not in world.https.received()
+    assert [(r.path, r.scrubbed) for r in proxy.records if r.scrubbed] == [
+        ("/repos/org/curl", 1),
+        ("/repos/org/curl", 1),
+        ("/repos/org/curl", 1),
+    ]
+    proxy.records[:] = [r for r in proxy.records if not r.scrubbed]
     assert [(r.method, r.path, r.allowed) for r in proxy.records] == [
         ("GET", "/repos/org/curl", True),
         ("GET", "/repos/org/curl", True),

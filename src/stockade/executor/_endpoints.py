@@ -221,6 +221,7 @@ class ProxyEndpoints:
             misplaced=tuple(record.misplaced),
             status=record.status,
             protocol=record.protocol,
+            scrubbed=record.scrubbed,
         )
         if self.audit is not None and endpoint.owner is not None:
             with trio.CancelScope(shield=True), trio.fail_after(AUDIT_TIMEOUT):

@@ -27,6 +27,41 @@ from ._credentials import (
 )
 from ._request_rules import RequestRule
 
+# What a record keeps of each text a command chooses, at most: a command must not swell
+# the session's log with a megabyte path or method.
+RECORD_LIMITS = {"method": 64, "host": 256, "path": 512, "reason": 1024, "rule": 256}
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    tail = f"... ({len(text)} characters)"
+    return text[: limit - len(tail)] + tail
+
+
+def _method(text: str) -> str:
+    return _cut(text, RECORD_LIMITS["method"])
+
+
+def _host(text: str) -> str:
+    return _cut(text, RECORD_LIMITS["host"])
+
+
+def _path(text: str) -> str:
+    return _cut(text, RECORD_LIMITS["path"])
+
+
+def _reason(text: str) -> str:
+    return _cut(text, RECORD_LIMITS["reason"])
+
+
+def _rule(text: str | None) -> str | None:
+    return None if text is None else _cut(text, RECORD_LIMITS["rule"])
+
+
+def _lines(lines: Iterable[str]) -> tuple[str, ...]:
+    return tuple(_reason(line) for line in tuple(lines)[:16])
+
 
 @attrs.frozen
 class RequestRecord:
@@ -35,20 +70,24 @@ class RequestRecord:
     without its query (a query may hold what the log must not); `credentials` name
     the credentials put into it (never a value); `misplaced` is one line per
     placeholder seen where it does not belong (the request was then refused);
-    `status` is the origin's answer (None: refused or no answer)."""
+    `status` is the origin's answer (None: refused or no answer); `scrubbed` how many
+    times the answer held a credential's value, replaced before the command read it
+    (its own record, made as the answer ends). Texts a command chooses are cut to
+    `RECORD_LIMITS`."""
 
     call_id: str
-    method: str
-    host: str
+    method: str = attrs.field(converter=_method)
+    host: str = attrs.field(converter=_host)
     port: int
-    path: str
+    path: str = attrs.field(converter=_path)
     allowed: bool
-    reason: str
-    rule: str | None = None
+    reason: str = attrs.field(converter=_reason)
+    rule: str | None = attrs.field(default=None, converter=_rule)
     credentials: tuple[str, ...] = ()
-    misplaced: tuple[str, ...] = ()
+    misplaced: tuple[str, ...] = attrs.field(default=(), converter=_lines)
     status: int | None = None
     protocol: Literal["https", "http"] = "https"
+    scrubbed: int = 0
 
 
 # Receives every judged request before the request (or its refusal) goes anywhere; one

@@ -6,22 +6,26 @@ loop of a connection to a ruled host, each request judged and reported first.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 
 import h11
 import trio
 
-from ._broker import Broker
+from ._broker import Broker, RequestRecord
 from ._call import BUFFER, Call
 from ._credentials import PlaceholderMisplaced, PlaceholderScanner
 from ._requests import (
     Carried,
     Forward,
     Headers,
+    answer_secrets,
     judge_request,
     misplaced_record,
     placeholders_held,
     record_path,
+    scrubbed_record,
 )
+from ._scrub import AnswerScrub, ScrubError, request_headers
 
 # Hop-by-hop headers (RFC 9110 7.6.1) and the proxy's own: never passed on.
 HOP_BY_HOP = frozenset(
@@ -105,10 +109,15 @@ async def relay_response(
     upstream: trio.abc.Stream,
     *,
     close: bool = True,
+    scrub: AnswerScrub | None = None,
+    head: bool = False,
+    before_end: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Relay the origin's answer to the client (a 100 Continue, then the response),
     re-framed by h11; with `close`, or when the origin ends its connection after it,
-    the answer says `Connection: close`."""
+    the answer says `Connection: close`. With `scrub`, the answer's reason, headers and
+    body are scrubbed of credentials' values (ScrubError when it cannot be read), and
+    `before_end` is awaited before the client is told the answer ended."""
     while True:
         event = await next_event(upstream_conn, upstream)
         if isinstance(event, h11.InformationalResponse):
@@ -117,15 +126,25 @@ async def relay_response(
                 await stream.send_all(sent or b"")
         elif isinstance(event, h11.Response):
             headers = forwarded_headers(list(event.headers), drop=frozenset({b"transfer-encoding"}))
+            reason = event.reason
+            if scrub is not None:
+                headers = scrub.head(event.status_code, headers, head_request=head)
+                reason = scrub.reason(reason)
             if close or _ends_connection(event):
                 headers.append((b"connection", b"close"))
-            response = h11.Response(
-                status_code=event.status_code, headers=headers, reason=event.reason
-            )
+            response = h11.Response(status_code=event.status_code, headers=headers, reason=reason)
             await stream.send_all(conn.send(response) or b"")
         elif isinstance(event, h11.Data):
-            await stream.send_all(conn.send(h11.Data(data=event.data)) or b"")
+            pieces = [event.data] if scrub is None else scrub.body(bytes(event.data))
+            for piece in pieces:
+                await stream.send_all(conn.send(h11.Data(data=piece)) or b"")
         elif isinstance(event, h11.EndOfMessage):
+            if scrub is not None:
+                rest = scrub.end()
+                if rest:
+                    await stream.send_all(conn.send(h11.Data(data=rest)) or b"")
+            if before_end is not None:
+                await before_end()
             await stream.send_all(conn.send(h11.EndOfMessage()) or b"")
             return
         else:
@@ -145,14 +164,27 @@ async def exchange(
     carried: Carried,
     close: bool,
     scanner: PlaceholderScanner | None = None,
+    scrub: AnswerScrub | None = None,
 ) -> bool:
     """Send `forward` upstream, then stream the client's request body after it (each
     chunk shown to `scanner` before it goes: a placeholder cuts the request, reported,
     with a 403 when the answer has not begun) while the origin's answer is relayed
-    back. True when both connections may carry another request."""
+    back (through `scrub`: what it replaced is reported before the answer ends; an
+    answer it cannot read is a 502, or cut once begun, reported). True when both
+    connections may carry another request."""
     head = forward.method == b"HEAD"
     request = h11.Request(method=forward.method, target=forward.target, headers=forward.headers)
     found: list[PlaceholderMisplaced] = []
+    method = forward.method.decode("ascii", "backslashreplace")
+    path = record_path(forward.target.decode("ascii", "backslashreplace"))
+    reported = False
+
+    async def report_scrubbed() -> None:
+        nonlocal reported
+        if scrub is not None and scrub.count and not reported:
+            reported = True
+            record = scrubbed_record(call.call_id, method, host, port, path, scrub.found, carried)
+            await call.report_refusal(record)
 
     async def request_body(done: trio.CancelScope) -> None:
         while True:
@@ -170,17 +202,44 @@ async def exchange(
                 return
 
     failed = False
+    unreadable: str | None = None
     try:
         await upstream.send_all(upstream_conn.send(request) or b"")
         async with trio.open_nursery() as nursery:
             nursery.start_soon(request_body, nursery.cancel_scope)
-            await relay_response(conn, client, upstream_conn, upstream, close=close)
+            await relay_response(
+                conn,
+                client,
+                upstream_conn,
+                upstream,
+                close=close,
+                scrub=scrub,
+                head=head,
+                before_end=report_scrubbed,
+            )
             nursery.cancel_scope.cancel()
+    except* ScrubError as group:
+        unreadable = str(group.exceptions[0])
     except* (h11.ProtocolError, trio.BrokenResourceError, OSError):
         failed = True
+    await report_scrubbed()  # an answer cut after values were replaced
+    if unreadable is not None:
+        begun = conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE)
+        reason = f"the answer of {host}:{port} was cut: {unreadable}" if begun else unreadable
+        record = RequestRecord(
+            call_id=call.call_id,
+            method=method,
+            host=host,
+            port=port,
+            path=path,
+            allowed=False,
+            reason=reason,
+            protocol=carried,
+        )
+        await call.report_refusal(record)
+        await answer(conn, client, 502, f"stockade: {unreadable}", head=head)
+        return False
     if found:
-        method = forward.method.decode("ascii", "backslashreplace")
-        path = record_path(forward.target.decode("ascii", "backslashreplace"))
         record = misplaced_record(
             call.call_id, method, host, port, found, path=path, carried=carried, cut=True
         )
@@ -232,6 +291,9 @@ async def judge_and_exchange(
         await answer(conn, client, 403, judged.refusal or "stockade: refused", head=head)
         return False
     forward = judged.forward
+    secrets = answer_secrets(broker, host, headers)
+    if secrets:
+        forward = Forward(forward.method, forward.target, request_headers(forward.headers))
     if close:
         headers = [*forward.headers, (b"connection", b"close")]
         forward = Forward(forward.method, forward.target, headers)
@@ -248,6 +310,7 @@ async def judge_and_exchange(
         carried=carried,
         close=close,
         scanner=PlaceholderScanner(host, "the request body", held) if held else None,
+        scrub=AnswerScrub(secrets, host) if secrets else None,
     )
 
 

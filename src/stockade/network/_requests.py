@@ -23,6 +23,7 @@ from ._credentials import (
 )
 from ._request_rules import TargetError, _authority_host, decide_request, normalise_target
 from ._ruled import ruled_host
+from ._scrub import Secretive, basic_users
 from .rules import HostError, canonical, normalise_host, parse_address
 
 Headers = list[tuple[bytes, bytes]]
@@ -313,3 +314,55 @@ def insists_on_http2(host: str, offered: Iterable[bytes]) -> str:
         return f"{host}: the client insists on HTTP/2, which the proxy does not terminate yet"
     shown = ", ".join(brief(name, 40) for name in names) or "nothing"
     return f"{host}: the client offers {shown} (ALPN), and the proxy serves HTTP/1.1 only"
+
+
+def answer_secrets(
+    broker: Broker, host: str, headers: Iterable[tuple[bytes, bytes]]
+) -> tuple[Secretive, ...]:
+    """What an answer from the ruled `host` is scrubbed of: every credential's real
+    value (an origin behind a shared front could echo another host's too), each
+    replaced by its placeholder, or for the header form a marker naming it; none when
+    no credential names `host` (no value went there). `headers` are the request's as
+    the client sent them: the `Basic` users they name."""
+    if not broker.credentials_for(host):
+        return ()
+    users = basic_users(headers)
+    return tuple(
+        Secretive(
+            credential.value.reveal(),
+            credential.placeholder or f"stockade-withheld-{credential.name}",
+            users,
+            credential.name,
+        )
+        for credential in broker.credentials
+    )
+
+
+def scrubbed_record(
+    call_id: str,
+    method: str,
+    host: str,
+    port: int,
+    path: str,
+    found: dict[str, int],
+    carried: Carried,
+) -> RequestRecord:
+    """The record of an answer that held credentials' values, replaced before the
+    command read it: how many times, of which credentials (by name)."""
+    count = sum(found.values())
+    names = ", ".join(sorted(found))
+    times = "once" if count == 1 else f"{count} times"
+    return RequestRecord(
+        call_id=call_id,
+        method=method,
+        host=host,
+        port=port,
+        path=path,
+        allowed=True,
+        reason=(
+            f"the answer of {host} to {method} held the value of {names} {times}; replaced "
+            "by its placeholder before the command read it"
+        ),
+        protocol=carried,
+        scrubbed=count,
+    )

@@ -170,6 +170,7 @@ class Secretive:
     value: str = attrs.field(repr=False)
     replacement: str
     basic_users: tuple[str, ...] = ()
+    name: str = ""
 
 
 class Scrubber:
@@ -177,14 +178,17 @@ class Scrubber:
     returns is safe to pass on, what could still be the start of a value is held back
     (at most the longest form, less a byte) until the next chunk or `finish`."""
 
-    __slots__ = ("_pattern", "_replacements", "_tail", "count", "window")
+    __slots__ = ("_names", "_pattern", "_replacements", "_tail", "count", "found", "window")
 
     def __init__(self, secrets: Sequence[Secretive]) -> None:
-        found = [
-            needle
-            for secret in sorted(secrets, key=lambda item: -len(item.value))
+        ordered = sorted(secrets, key=lambda item: -len(item.value))
+        named = [
+            (secret.name, needle)
+            for secret in ordered
             for needle in needles(secret.value, secret.replacement, secret.basic_users)
         ]
+        found = [needle for _, needle in named]
+        self._names = [name for name, needle in named for _ in needle.first]
         # One branch per way a form begins, each a literal byte then a group: the group
         # that matched says which form (and so which replacement) it was.
         self._replacements = [needle.replacement for needle in found for _ in needle.first]
@@ -195,6 +199,8 @@ class Scrubber:
         self.window = max((needle.longest for needle in found), default=1)
         self._tail = b""
         self.count = 0
+        # How many times each secret (by name) was replaced.
+        self.found: dict[str, int] = {}
 
     def _replace(self, data: bytes, until: int) -> tuple[bytes, int]:
         """`data` with every match starting before `until` replaced, up to where the
@@ -207,9 +213,11 @@ class Scrubber:
             if match.start() >= until:
                 break
             out.append(data[position : match.start()])
-            out.append(self._replacements[(match.lastindex or 1) - 1])
+            branch = (match.lastindex or 1) - 1
+            out.append(self._replacements[branch])
             position = match.end()
             self.count += 1
+            self.found[self._names[branch]] = self.found.get(self._names[branch], 0) + 1
         cut = max(position, until)
         out.append(data[position:cut])
         return b"".join(out), cut
@@ -312,6 +320,24 @@ def _codings(headers: Iterable[tuple[bytes, bytes]]) -> list[str]:
     ]
 
 
+def basic_users(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str, ...]:
+    """The users the `Basic` credentials among `headers` name (the blob an origin may
+    echo is base64 of `user:value`)."""
+    users: list[str] = []
+    for _name, value in headers:
+        scheme, _, encoded = value.strip().partition(b" ")
+        if scheme.lower() != b"basic":
+            continue
+        try:
+            inside = base64.b64decode(encoded.strip(), validate=True)
+        except ValueError:
+            continue
+        user, colon, _ = inside.partition(b":")
+        if colon:
+            users.append(user.decode("utf-8", "backslashreplace"))
+    return tuple(dict.fromkeys(users))
+
+
 def request_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """A request's headers for a host whose answers are scrubbed: the body asked
     identity-encoded (a coding the proxy cannot undo would hide a value), and no
@@ -335,6 +361,11 @@ class AnswerScrub:
     @property
     def count(self) -> int:
         return self._scrubber.count
+
+    @property
+    def found(self) -> dict[str, int]:
+        """How many values of each secret (by name) were replaced."""
+        return dict(self._scrubber.found)
 
     def reason(self, reason: bytes) -> bytes:
         return self._scrubber.whole(reason)

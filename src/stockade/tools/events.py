@@ -44,7 +44,8 @@ class NetworkRequested(SessionEvent, kw_only=True, frozen=True, tag="network/req
     issue 41), written before the request (or its refusal) went anywhere: the method,
     host, port, normalised path without its query, the verdict, its reason and rule,
     the names of the credentials put into it and the misplaced placeholders seen.
-    Never a credential's value."""
+    `scrubbed` counts a credential's values the answer held, replaced before the
+    command read them. Never a credential's value."""
 
     call_id: str
     method: str
@@ -58,6 +59,7 @@ class NetworkRequested(SessionEvent, kw_only=True, frozen=True, tag="network/req
     misplaced: tuple[str, ...] = ()
     status: int | None = None
     protocol: str = "https"
+    scrubbed: int = 0
 
 
 TOOL_EVENTS = (ToolCalled, ToolResulted, NetworkConnected, NetworkRequested)
