@@ -27,9 +27,9 @@ from stockade.network import (
 
 from ._origins import (
     LOOPBACK,
+    ORIGIN_NAMES,
     REAL_API,
     REAL_KEY,
-    ORIGIN_NAMES,
     Client,
     client_context,
     open_tls,
@@ -340,17 +340,15 @@ async def test_a_decompression_bomb_is_cut(world, nursery):
         nursery, world, lambda request, body: response(bomb, [("Content-Encoding", "gzip")])
     )
     broker = world.broker()
-    async with proxied(world, broker) as proxy:
-        async with await open_tls(
-            proxy.path, "api.test", origin.port, client_context(broker)
-        ) as tls:
-            await tls.send_all(
-                b"GET /repos/org/x HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % origin.port
-            )
-            received = 0
-            with trio.fail_after(30):
-                while more := await tls.receive_some(65536):
-                    received += len(more)
+    async with (
+        proxied(world, broker) as proxy,
+        await open_tls(proxy.path, "api.test", origin.port, client_context(broker)) as tls,
+    ):
+        await tls.send_all(b"GET /repos/org/x HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % origin.port)
+        received = 0
+        with trio.fail_after(30):
+            while more := await tls.receive_some(65536):
+                received += len(more)
     assert received < 32 << 20  # cut well before 64 MiB
     assert "inflates past" in proxy.records[-1].reason and not proxy.records[-1].allowed
 
