@@ -703,17 +703,20 @@ async def test_handshakes_are_bounded_by_the_handshake_timeout(world, autojump_c
     ]
 
 
-async def test_no_placeholder_held_means_no_tunnel_is_watched(world):
-    """With no placeholder a command could hold (header-form credentials and request
-    rules only), a blind tunnel relays its bytes unwatched: nothing to look for."""
+async def test_no_broker_means_no_tunnel_is_watched(world):
+    """Without a broker a blind tunnel relays its bytes unwatched: nothing is ruled.
+    With one, even holding no placeholder (header-form credentials and request rules
+    only), its first bytes are read for a ruled host's name."""
     from stockade.network._call import Call
     from stockade.network._terminate import tunnel_watch
 
     no_placeholder = world.broker(credentials=CREDENTIALS[1:])
     rules = Rules(allow=[LOOPBACK])
     assert tunnel_watch(Call("c", rules), "free.test", 443) is None
-    assert tunnel_watch(Call("c", rules, broker=no_placeholder), "free.test", 443) is None
-    assert tunnel_watch(Call("c", rules, broker=world.broker()), "free.test", 443) is not None
+    watch = tunnel_watch(Call("c", rules, broker=no_placeholder), "free.test", 443)
+    assert watch is not None
+    assert await watch(b"GET / HTTP/1.1\r\nHost: free.test\r\n\r\n")
+    assert not await watch(b"GET / HTTP/1.1\r\nHost: Rules.Test.\r\n\r\n")
 
 
 async def test_a_ruled_ip_address_is_terminated_with_a_leaf_for_that_address(world):
@@ -733,3 +736,120 @@ async def test_a_ruled_ip_address_is_terminated_with_a_leaf_for_that_address(wor
         (LOOPBACK, "GET", True),
         (LOOPBACK, "PUT", False),
     ]
+
+
+async def _through_address(proxy_path: str, name: str | None, port: int, *, socks: bool, world):
+    """A TLS client tunnelling to the origin's address, naming `name` in SNI (the
+    bypass `curl --connect-to` or `--resolve` makes): what it got."""
+    from ._origins import open_socks
+
+    raw = await (open_socks if socks else open_connect)(proxy_path, LOOPBACK, port)
+    context = client_context(trust=world.origin_ca)
+    if name is None:
+        context.check_hostname = False
+    tls = trio.SSLStream(raw, context, server_hostname=name, https_compatible=True)
+    try:
+        await tls.do_handshake()
+        reply = await Client(tls).request("POST", "/anything", f"{name or LOOPBACK}:{port}")
+    except (trio.BrokenResourceError, AssertionError) as error:
+        return f"cut: {type(error).__name__}"
+    finally:
+        await trio.aclose_forcefully(tls)
+    return reply.status
+
+
+@pytest.mark.parametrize("socks", [False, True])
+async def test_a_ruled_host_by_its_address_with_its_name_in_sni_is_cut(world, socks):
+    """CONNECT or SOCKS5 to the origin's address with the ruled host's name in SNI
+    (curl's --connect-to / --resolve) would be a blind tunnel that no request rule
+    judges: the proxy reads the SNI and cuts it, saying why. A name no rule names, or
+    none, passes blind (the control: the same origin answers)."""
+    broker = world.broker()
+    port = world.https.port
+    async with proxied(world, broker) as proxy:
+        cut = await _through_address(proxy.path, "api.test", port, socks=socks, world=world)
+        cased = await _through_address(proxy.path, "RULES.test.", port, socks=socks, world=world)
+        free = await _through_address(proxy.path, "free.test", port, socks=socks, world=world)
+        bare = await _through_address(proxy.path, None, port, socks=socks, world=world)
+    assert cut == cased == "cut: BrokenResourceError"
+    assert free == bare == 200
+    assert [seen.target for seen in world.https.requests] == [b"/anything", b"/anything"]
+    reasons = [record.reason for record in proxy.records]
+    assert reasons == [
+        f"the tunnel to {LOOPBACK}:{port} was cut: SNI names api.test, a host with request "
+        "rules; reach it by its name",
+        f"the tunnel to {LOOPBACK}:{port} was cut: SNI names rules.test, a host with request "
+        "rules; reach it by its name",
+    ]
+    assert all(r.method == "CONNECT" and not r.allowed for r in proxy.records)
+
+
+async def test_a_plain_request_naming_a_ruled_host_over_another_tunnel_is_cut(world):
+    broker = world.broker()
+    port = world.plain.port
+    async with proxied(world, broker) as proxy:
+        async with await open_connect(proxy.path, LOOPBACK, port) as tunnel:
+            await tunnel.send_all(b"GET /ok/x HTTP/1.1\r\nHost: free.test\r\n\r\n")
+            passed, _ = await read_head_of(tunnel)
+            await tunnel.send_all(b"POST /admin HTTP/1.1\r\nHOST: plain.test.:80\r\n\r\n")
+            with trio.fail_after(5):
+                rest = await tunnel.receive_some(65536)
+    assert passed.startswith(b"HTTP/1.1 200") and rest == b""
+    assert [seen.target for seen in world.plain.requests] == [b"/ok/x"]
+    (record,) = proxy.records
+    assert record.protocol == "http" and not record.allowed
+    assert "a request's Host names plain.test, a host with request rules" in record.reason
+
+
+async def read_head_of(stream):
+    from ._origins import read_head
+
+    return await read_head(stream)
+
+
+async def test_a_name_resolving_to_a_ruled_address_is_cut(world):
+    broker = world.broker(
+        credentials=(), requests=parse_request_rules([{"host": LOOPBACK, "methods": ["GET"]}])
+    )
+    port = world.https.port
+    async with proxied(world, broker) as proxy:
+        stream = await trio.open_unix_socket(proxy.path)
+        async with stream:
+            await stream.send_all(
+                b"CONNECT free.test:%d HTTP/1.1\r\nHost: free.test\r\n\r\n" % port
+            )
+            with trio.fail_after(5):
+                data = b""
+                while more := await stream.receive_some(65536):
+                    data += more
+    assert data.startswith(b"HTTP/1.1 200")  # the destination rules allowed it
+    (record,) = proxy.records
+    assert record.reason == (
+        f"the tunnel to free.test:{port} was cut: it reaches {LOOPBACK}, a host with request "
+        "rules; reach it by its address"
+    )
+    assert world.https.connections == 1 and world.https.requests == []
+
+
+async def test_a_connect_whose_body_never_comes_is_answered(world):
+    broker = world.broker()
+    async with proxied(world, broker, handshake_timeout=0.5) as proxy:
+        stream = await trio.open_unix_socket(proxy.path)
+        async with stream:
+            await stream.send_all(
+                b"CONNECT free.test:443 HTTP/1.1\r\nHost: free.test:443\r\nContent-Length: 10\r\n\r\n"
+            )
+            with trio.fail_after(5):
+                data = b""
+                while more := await stream.receive_some(65536):
+                    data += more
+    assert data.startswith(b"HTTP/1.1 408")
+    assert b"body never came" in data
+    assert proxy.decisions == []  # nothing was opened
+
+
+async def test_the_terminated_side_refuses_renegotiation(world):
+    broker = world.broker()
+    context = broker.authority.leaf_for("api.test").server_context()
+    assert context.options & ssl.OP_NO_RENEGOTIATION
+    assert broker.upstream.options & ssl.OP_NO_RENEGOTIATION

@@ -113,6 +113,9 @@ class Leaf:
         """A TLS server context presenting this leaf (TLS 1.2 and up, HTTP/1.1)."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
+        # A TLS 1.2 client asking to renegotiate is refused (its new handshake could
+        # change what the connection is while the proxy judges it).
+        context.options |= getattr(ssl, "OP_NO_RENEGOTIATION", 0)
         context.set_alpn_protocols(["http/1.1"])
         _load_chain(context, self.certificate_pem + self.key_pem)
         return context

@@ -108,6 +108,7 @@ def upstream_context(ca_file: str | os.PathLike[str] | None = None) -> ssl.SSLCo
                 f"the upstream CA bundle {brief(os.fspath(ca_file))} cannot be read: {error}"
             ) from None
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= getattr(ssl, "OP_NO_RENEGOTIATION", 0)
     context.set_alpn_protocols(["http/1.1"])
     return context
 

@@ -1,5 +1,6 @@
-"""What a terminated connection's first bytes say before TLS starts: a TLS ClientHello
-(and the application protocols it offers, ALPN), or not TLS at all. Pure.
+"""What a tunnel's first bytes say before TLS starts: a TLS ClientHello (the host its
+SNI names, the application protocols it offers), or not TLS at all; and the hosts a
+plain-text tunnel's requests name. Pure.
 
 `ssl` does not show a server what ALPN a client offered, nor lets it refuse with the
 alert RFC 7301 names; reading the ClientHello here lets the proxy say plainly that a
@@ -8,6 +9,7 @@ client insists on HTTP/2, and answer it with that alert.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import attrs
@@ -15,6 +17,7 @@ import attrs
 _HANDSHAKE = 0x16  # TLS record content type
 _CLIENT_HELLO = 0x01  # handshake message type
 _ALPN = 16  # extension type (RFC 7301)
+_SERVER_NAME = 0  # extension type (RFC 6066)
 # A ClientHello larger than this is not read here (the handshake still goes on).
 HELLO_LIMIT = 65536
 # The fatal alert `no_application_protocol` (120), as a plaintext TLS 1.2 record: the
@@ -26,11 +29,12 @@ HTTP1 = frozenset({b"http/1.1", b"http/1.0"})
 @attrs.frozen
 class Hello:
     """What the first bytes are: `tls` (a ClientHello; `alpn` its offered protocols,
-    None when it offers none), `plain` (not TLS), or `unknown` (TLS that could not be
-    read here: the handshake decides)."""
+    None when it offers none; `server_name` the host its SNI names, as sent), `plain`
+    (not TLS), or `unknown` (TLS that could not be read here: the handshake decides)."""
 
     kind: Literal["tls", "plain", "unknown"]
     alpn: tuple[bytes, ...] | None = None
+    server_name: str | None = None
 
     @property
     def refuses_http1(self) -> bool:
@@ -88,6 +92,17 @@ def _alpn(extension: bytes) -> tuple[bytes, ...]:
     return tuple(offered)
 
 
+def _server_name(extension: bytes) -> str | None:
+    reader = _Reader(extension)
+    names = _Reader(reader.vector(2))
+    while names.index < len(names.data):
+        kind = names.number(1)
+        name = names.vector(2)
+        if kind == 0:  # host_name
+            return name.decode("ascii", "backslashreplace")
+    return None
+
+
 def read_hello(data: bytes) -> Hello | None:
     """What `data`, a connection's first bytes, is; None when more bytes are needed to
     tell (a ClientHello not whole yet, under `HELLO_LIMIT`)."""
@@ -124,9 +139,59 @@ def _parsed(body: _Reader) -> Hello:
         return Hello("tls")  # no extensions at all
     extensions = _Reader(body.vector(2))
     alpn = None
+    server_name = None
     while extensions.index < len(extensions.data):
         kind = extensions.number(2)
         content = extensions.vector(2)
         if kind == _ALPN:
             alpn = _alpn(content)
-    return Hello("tls", alpn)
+        elif kind == _SERVER_NAME:
+            server_name = _server_name(content)
+    return Hello("tls", alpn, server_name)
+
+
+# A request line or header line longer than this is not read for a host (an origin
+# refuses a head that long anyway).
+LINE_LIMIT = 8192
+_REQUEST_LINE = re.compile(rb"^[!-~]+[ \t]+[A-Za-z][A-Za-z0-9+.-]*://([^/?#\s]*)")
+_HOST_LINE = re.compile(rb"^[ \t]*host[ \t]*:[ \t]*([^\s]*)", re.IGNORECASE)
+
+
+class HostLines:
+    """The hosts named by the plain-text requests in a stream fed in chunks: each
+    `Host` header line and each absolute-form request line's authority, across chunk
+    boundaries. It reads lines, not HTTP: anything that looks like one counts (a body
+    holding such a line too), which errs on the side of finding a host."""
+
+    __slots__ = ("_line", "_skipping")
+
+    def __init__(self) -> None:
+        self._line = b""
+        self._skipping = False
+
+    def feed(self, chunk: bytes) -> list[str]:
+        found: list[str] = []
+        pieces = re.split(rb"[\r\n]", chunk)
+        for index, piece in enumerate(pieces):
+            ends = index < len(pieces) - 1
+            if not self._skipping:
+                self._line += piece
+                if len(self._line) > LINE_LIMIT:
+                    self._line, self._skipping = b"", True
+            if ends:
+                if not self._skipping:
+                    found.extend(hosts_in_line(self._line))
+                self._line, self._skipping = b"", False
+        return found
+
+
+def hosts_in_line(line: bytes) -> list[str]:
+    """The host (without port) a request line's absolute URI or a `Host` header line
+    names; none for any other line."""
+    match = _HOST_LINE.match(line) or _REQUEST_LINE.match(line)
+    if match is None:
+        return []
+    authority = match.group(1).rpartition(b"@")[2].decode("ascii", "backslashreplace")
+    if authority.startswith("["):
+        return [authority[1:].partition("]")[0]]
+    return [authority.partition(":")[0]] if authority else []

@@ -35,7 +35,7 @@ from ._requests import (
     scan_unruled,
     split_authority,
 )
-from ._terminate import terminate, tunnel_watch
+from ._terminate import reached_otherwise, terminate, tunnel_watch
 
 _STATUS_FOR = {"rules": 403, "resolve": 502, "unreachable": 502, "refused": 502, "timeout": 504}
 
@@ -96,8 +96,17 @@ async def serve_http(call: Call, stream: trio.abc.Stream, first: bytes) -> None:
 async def _tunnel(
     call: Call, conn: h11.Connection, stream: trio.abc.Stream, host: str, port: int
 ) -> None:
-    # The CONNECT request's (empty) body: h11 then pauses, holding what followed.
-    event = await next_event(conn, stream)
+    # The CONNECT request's (empty) body: h11 then pauses, holding what followed. A
+    # body announced and never sent is not waited for past the handshake timeout.
+    event = None
+    with trio.move_on_after(call.handshake_timeout):
+        try:
+            event = await next_event(conn, stream)
+        except h11.RemoteProtocolError:
+            event = None
+    if event is None:
+        await answer(conn, stream, 408, "stockade: the CONNECT request's body never came")
+        return
     if not isinstance(event, h11.EndOfMessage):
         await answer(conn, stream, 400, "stockade: invalid request: a CONNECT with a body")
         return
@@ -112,6 +121,10 @@ async def _tunnel(
         ruled = call.terminates(host)
         if ruled is not None:
             await terminate(call, stream, bytes(leftover), upstream, ruled, port)
+            return
+        cut = reached_otherwise(call, host, port, outcome.decision.address)
+        if cut is not None:
+            await call.report_refusal(cut)
             return
         watch = tunnel_watch(call, host, port)
         if leftover:

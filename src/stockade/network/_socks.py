@@ -15,7 +15,7 @@ from socksio import SOCKS5AType, SOCKS5AuthMethod, SOCKS5Command, SOCKS5ReplyCod
 from socksio.utils import AddressType, decode_address
 
 from ._call import BUFFER, Call, Opened, relay
-from ._terminate import terminate, tunnel_watch
+from ._terminate import reached_otherwise, terminate, tunnel_watch
 
 VERSION = 0x05
 
@@ -170,6 +170,10 @@ async def serve_socks5(call: Call, stream: trio.abc.Stream, first: bytes) -> Non
         ruled = call.terminates(request.host)
         if ruled is not None:
             await terminate(call, stream, rest, upstream, ruled, request.port)
+            return
+        cut = reached_otherwise(call, request.host, request.port, outcome.decision.address)
+        if cut is not None:
+            await call.report_refusal(cut)
             return
         watch = tunnel_watch(call, request.host, request.port)
         if rest:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 import ssl
 
+import attrs
 import h11
 import trio
 
 from ._authority import CertificateRefused
 from ._broker import Broker, RequestRecord
 from ._call import BUFFER, Call, Watch
-from ._client_hello import NO_APPLICATION_PROTOCOL, read_hello
+from ._client_hello import NO_APPLICATION_PROTOCOL, HostLines, read_hello
 from ._credentials import PlaceholderScanner
 from ._exchange import MAX_HEAD, answer, next_event, serve_ruled
 from ._requests import (
@@ -234,19 +235,90 @@ async def terminate(
             await _close(tls_upstream)
 
 
+def _ruled_by(broker: Broker, name: str) -> str:
+    """What rules `name`, for a reason: request rules, or a credential only."""
+    if any(rule.host == name for rule in broker.request_rules):
+        return "a host with request rules"
+    return "a host with a credential rule"
+
+
+def _named_ruled(call: Call, named: str | None) -> str | None:
+    """The ruled host `named` (as SNI or a Host header gives it: any case, a trailing
+    dot) is, or None."""
+    if named is None or call.broker is None:
+        return None
+    return call.terminates(named)
+
+
+def reached_otherwise(
+    call: Call, host: str, port: int, address: str | None
+) -> RequestRecord | None:
+    """The record cutting a tunnel to `host`, a host no rule names, that was connected
+    to `address`, a ruled address (reached by another name); None otherwise."""
+    ruled = _named_ruled(call, address)
+    if ruled is None or call.broker is None:
+        return None
+    reason = (
+        f"the tunnel to {host}:{port} was cut: it reaches {ruled}, "
+        f"{_ruled_by(call.broker, ruled)}; reach it by its address"
+    )
+    return connection_record(call.call_id, ruled_name(host) or host, port, reason)
+
+
 def tunnel_watch(call: Call, host: str, port: int) -> Watch | None:
-    """What watches a blind tunnel's client bytes: a placeholder seen cuts the tunnel,
-    reported; None when no command holds a placeholder (nothing to look for)."""
-    if call.broker is None:
+    """What watches a blind tunnel's client bytes (a host no rule names): a
+    ClientHello whose SNI names a ruled host, or a plain-text request whose Host
+    header or absolute target does (the ruled host reached by another name or its
+    address, where no rule would judge it), cuts the tunnel, reported; so does a
+    placeholder seen. None without a broker (nothing is ruled)."""
+    broker = call.broker
+    if broker is None:
         return None
-    held = placeholders_held(call.broker.credentials)
-    if not held:
-        return None
-    scanner = PlaceholderScanner(host, "a blind tunnel", held)
+    held = placeholders_held(broker.credentials)
+    scanner = PlaceholderScanner(host, "a blind tunnel", held) if held else None
     shown = ruled_name(host) or host
+    first = bytearray()
+    kind: list[str] = []  # what the first bytes were, once known
+    lines = HostLines()
+
+    def named_ruled(chunk: bytes) -> tuple[str, str] | None:
+        """(the ruled host named, how) once the bytes so far name one."""
+        if kind == ["plain"]:
+            names = lines.feed(chunk)
+        elif kind:
+            return None
+        else:
+            first.extend(chunk)
+            hello = read_hello(bytes(first))
+            if hello is None:
+                return None
+            kind.append(hello.kind)
+            if hello.kind == "tls":
+                ruled = _named_ruled(call, hello.server_name)
+                return None if ruled is None else (ruled, "SNI")
+            names = lines.feed(bytes(first)) if hello.kind == "plain" else []
+            first.clear()
+        for named in names:
+            ruled = _named_ruled(call, named)
+            if ruled is not None:
+                return ruled, "Host"
+        return None
 
     async def watch(chunk: bytes) -> bool:
-        found = scanner.feed(chunk)
+        named = named_ruled(chunk)
+        if named is not None:
+            ruled, how = named
+            what = "SNI names" if how == "SNI" else "a request's Host names"
+            reason = (
+                f"the tunnel to {shown}:{port} was cut: {what} {ruled}, "
+                f"{_ruled_by(broker, ruled)}; reach it by its name"
+            )
+            record = connection_record(call.call_id, shown, port, reason)
+            if how != "SNI":
+                record = attrs.evolve(record, protocol="http")
+            await call.report_refusal(record)
+            return False
+        found = scanner.feed(chunk) if scanner is not None else ()
         if not found:
             return True
         record = misplaced_record(call.call_id, "CONNECT", shown, port, found, cut=True)
