@@ -3,6 +3,7 @@ by Python's `ssl`, whole or in pieces; plain text; what cannot be read."""
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 
 from stockade.network._client_hello import HELLO_LIMIT, Hello, HostLines, read_hello
@@ -56,10 +57,8 @@ def _hello_for(name: str | None) -> bytes:
     context.check_hostname = name is not None
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
     tls = context.wrap_bio(incoming, outgoing, server_hostname=name)
-    try:
+    with contextlib.suppress(ssl.SSLWantReadError):  # it waits for the server's answer
         tls.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
     return outgoing.read()
 
 

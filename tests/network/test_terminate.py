@@ -787,13 +787,15 @@ async def test_a_ruled_host_by_its_address_with_its_name_in_sni_is_cut(world, so
 async def test_a_plain_request_naming_a_ruled_host_over_another_tunnel_is_cut(world):
     broker = world.broker()
     port = world.plain.port
-    async with proxied(world, broker) as proxy:
-        async with await open_connect(proxy.path, LOOPBACK, port) as tunnel:
-            await tunnel.send_all(b"GET /ok/x HTTP/1.1\r\nHost: free.test\r\n\r\n")
-            passed, _ = await read_head_of(tunnel)
-            await tunnel.send_all(b"POST /admin HTTP/1.1\r\nHOST: plain.test.:80\r\n\r\n")
-            with trio.fail_after(5):
-                rest = await tunnel.receive_some(65536)
+    async with (
+        proxied(world, broker) as proxy,
+        await open_connect(proxy.path, LOOPBACK, port) as tunnel,
+    ):
+        await tunnel.send_all(b"GET /ok/x HTTP/1.1\r\nHost: free.test\r\n\r\n")
+        passed, _ = await read_head_of(tunnel)
+        await tunnel.send_all(b"POST /admin HTTP/1.1\r\nHOST: plain.test.:80\r\n\r\n")
+        with trio.fail_after(5):
+            rest = await tunnel.receive_some(65536)
     assert passed.startswith(b"HTTP/1.1 200") and rest == b""
     assert [seen.target for seen in world.plain.requests] == [b"/ok/x"]
     (record,) = proxy.records
