@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import http.server
 import json
 import os
@@ -254,11 +255,61 @@ class _Recording(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
+def reflected_forms(value: str) -> list[str]:
+    """`value` as an origin that reflects it might send it back: as itself, JSON-escaped
+    (`\\/`, `\\uXXXX`), percent-encoded (upper and lower hex, `+` for a space), as HTML
+    entities (named, decimal, hex), base64 and base64url at each alignment, UTF-16 (as
+    latin-1 text), and the Basic blob of `x:value`."""
+    token = value.partition(" ")[2] or value
+    forms = [
+        value,
+        json.dumps(value).replace("/", "\\/"),
+        "".join(f"\\u{ord(char):04x}" for char in token),
+        urllib.parse.quote_plus(token),
+        urllib.parse.quote(token, safe="").lower(),
+        "".join(f"%{ord(char):02X}" for char in token),
+        "".join(f"&#{ord(char)};" for char in token),
+        "".join(f"&#x{ord(char):X};" for char in token),
+        token.replace("-", "&hyphen;"),
+        base64.b64encode(f"x:{token}".encode()).decode(),
+    ]
+    for shift in range(3):
+        lead = b"ab"[:shift]
+        forms.append(base64.b64encode(lead + token.encode()).decode())
+        forms.append(base64.urlsafe_b64encode(lead + token.encode()).decode())
+    forms.append(token.encode("utf-16-le").decode("latin-1"))
+    forms.append(token.encode("utf-16-be").decode("latin-1"))
+    return forms
+
+
+def reflect(handler: _Recording, seen: Seen, value: str) -> None:
+    """Answer with `value` (a request header's) in every reflected form: in the body
+    (gzip-compressed when the path says so, whatever was asked), a Set-Cookie, a
+    Location, and a header of its own."""
+    body = ("\n".join(reflected_forms(value)) + "\n").encode("latin-1")
+    token = value.partition(" ")[2] or value
+    headers = {
+        "Content-Type": "text/plain; charset=latin-1",
+        "Set-Cookie": f"seen={urllib.parse.quote(token)}; Path=/",
+        "Location": f"/next?token={token}",
+        "X-Echo": value,
+    }
+    if seen.path.endswith("-gz"):
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
+    handler.send(200, body, headers)
+
+
 class ApiHandler(_Recording):
     """`Authorization: Bearer <secret>` (or, with no secret, anything) gets 200; the
-    answer says what was asked and whether it was authorised, never a header's value."""
+    answer says what was asked and whether it was authorised, never a header's value,
+    but under `/repos/org/echo` (and `echo-gz`), which reflects the Authorization header
+    in every form (`reflect`)."""
 
     def respond(self, seen: Seen) -> None:
+        if seen.path.startswith("/repos/org/echo"):
+            reflect(self, seen, seen.header("authorization") or "")
+            return
         secret = self.server.secret
         authorised = secret is None or seen.header("authorization") == f"Bearer {secret}"
         body = (
@@ -277,9 +328,13 @@ class ApiHandler(_Recording):
 
 
 class KeyHandler(_Recording):
-    """`X-Api-Key: <secret>` gets 200 ("key ok"), anything else 401."""
+    """`X-Api-Key: <secret>` gets 200 ("key ok"), anything else 401; `/echo` reflects
+    the key in every form (`reflect`)."""
 
     def respond(self, seen: Seen) -> None:
+        if seen.path.startswith("/echo"):
+            reflect(self, seen, seen.header("x-api-key") or "")
+            return
         if seen.header("x-api-key") == self.server.secret:
             self.send(200, b"key ok\n")
         else:
@@ -582,6 +637,7 @@ REQUEST_DEFAULTS: dict[str, Any] = {
     "misplaced": [],
     "status": None,
     "protocol": "https",
+    "scrubbed": 0,
 }
 CONNECT_DEFAULTS: dict[str, Any] = {"rule": None, "address": None}
 
@@ -700,6 +756,20 @@ def leaks(rig: Rig, text: str | bytes) -> list[str]:
         ]
         if any(form in data for form in forms):
             found.append(name)
+    return found
+
+
+def leaked_forms(rig: Rig, text: str | bytes) -> list[str]:
+    """Which real values `text` holds in any reflected form (`reflected_forms`; a form
+    of a base64 or UTF-16 encoding checked by its stable middle), each as `NAME: form`."""
+    data = text.encode("latin-1", "replace") if isinstance(text, str) else text
+    found = []
+    for name, value in rig.secrets.items():
+        for index, form in enumerate(reflected_forms(value)):
+            encoded = form.encode("latin-1")
+            middle = encoded[4:-4] if len(encoded) > 16 else encoded
+            if middle in data:
+                found.append(f"{name}: form {index}")
     return found
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .support import API, API_RULE, API_SECRET_VAR, PLACEHOLDER_RE, Rig, run_harness
+from .support import API, API_RULE, API_SECRET_VAR, Rig, run_harness
 
 # (method, path as the client sends it, allowed, path the origin reads when allowed)
 CASES = [
@@ -109,24 +109,39 @@ def test_each_request_on_one_connection_is_judged(backend: str, origins: Rig):
     ], events
 
 
-def test_the_ruled_origin_by_its_address_gets_no_credential(backend: str, origins: Rig):
-    """A request rule holds for the connections that name its host. The same origin
-    reached by an address the allowlist names (curl's --connect-to: CONNECT by
-    address, the host's name in SNI and Host) is a blind tunnel: nothing judges its
-    method, and nothing puts a credential in it, so the origin reads the placeholder
-    and refuses it. The credential stays with its host; the rule's limit on requests
-    that carry none does not hold for a route that does not name the host."""
+def test_the_ruled_origin_by_its_address_is_cut(backend: str, origins: Rig):
+    """The ruled host reached by an address the allowlist names, its name in SNI and
+    Host (curl's --connect-to: CONNECT by address) would be a blind tunnel no request
+    rule judges: the proxy reads the ClientHello's SNI and cuts the tunnel, with a
+    record saying to reach the host by its name; the origin reads nothing. By its name
+    the same POST is judged (and refused by the rule). The control: unconfined, the
+    same --connect-to route reaches the origin and its POST is read."""
     port = origins.port(API)
-    command = (
+    route = (
         f"curl -sS --max-time 20 -X POST -o /dev/null -w 'code=%{{http_code}}\\n' "
         f"--cacert {origins.upstream_ca} --connect-to {API}:{port}:127.0.0.1:{port} "
+        f'-H "Authorization: Bearer $API_TOKEN" https://{API}:{port}/repos/org/x; echo "exit=$?"'
+    )
+    by_name = (
+        f"curl -sS --max-time 20 -X POST -o /dev/null -w 'code=%{{http_code}}\\n' "
         f'-H "Authorization: Bearer $API_TOKEN" https://{API}:{port}/repos/org/x'
     )
-    outcome = run_harness(origins, backend, [command])
-    assert "code=401" in outcome.text(0), outcome.text(0)
+    outcome = run_harness(origins, backend, [route, by_name], unconfined=(route,))
+    assert "code=000" in outcome.text(0) and "exit=0" not in outcome.text(0), outcome.text(0)
+    assert "code=403" in outcome.text(1), outcome.text(1)
+    # The control reached the origin by that route: its POST was read (the harness's
+    # own API_TOKEN is the real value, so the origin took it).
+    assert "code=200" in outcome.controls[0], outcome.controls[0]
     (seen,) = origins.origins[API].seen
-    assert seen.method == "POST" and PLACEHOLDER_RE.fullmatch(
-        (seen.header("authorization") or "").removeprefix("Bearer ").encode()
-    ), seen
-    assert outcome.of(0, outcome.requests()) == []
+    assert seen.method == "POST" and seen.header("authorization") == (
+        f"Bearer {origins.secrets[API_SECRET_VAR]}"
+    )
+    (cut,) = outcome.of(0, outcome.requests())
+    assert (cut["method"], cut["host"], cut["allowed"]) == ("CONNECT", "127.0.0.1", False)
+    assert cut["reason"] == (
+        f"the tunnel to 127.0.0.1:{port} was cut: SNI names {API}, a host with request "
+        "rules; reach it by its name"
+    )
     assert [c["host"] for c in outcome.of(0, outcome.connects())] == ["127.0.0.1"]
+    (judged,) = outcome.of(1, outcome.requests())
+    assert (judged["method"], judged["allowed"]) == ("POST", False)
