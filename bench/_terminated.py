@@ -5,8 +5,9 @@ One HTTPS origin (HTTP/1.1, keep-alive) in a process of its own, its certificate
 `localhost` from a CA of the bench's; the proxy runs in this process's event loop with
 a broker ruling `localhost` (a header credential, `Authorization: Bearer`, and a
 request rule: GET on `/small` and `/big/*`). The same origin is reached two ways
-through one call's endpoint: `CONNECT 127.0.0.1:PORT`, a host no rule names (the blind
-tunnel: the client's TLS goes to the origin), and `CONNECT localhost:PORT`, the ruled
+through one call's endpoint: `CONNECT 127.0.0.1:PORT` with `bench-blind.test` in SNI,
+names no rule names (the blind tunnel: the client's TLS goes to the origin; the ruled
+name there would be cut), and `CONNECT localhost:PORT`, the ruled
 host (the proxy terminates the client's TLS with a leaf from the broker's CA, judges
 each request, sets the credential, and opens its own TLS to the origin, which it
 checks against the bench's CA). Every request is timed from this process (client and
@@ -37,6 +38,10 @@ from ._common import Check, Context, FamilyResult, Progress, Table, fmt, percent
 
 LOOPBACK = "127.0.0.1"
 RULED = "localhost"
+# The name the blind rows give the same origin: a ruled host's name in the SNI of a
+# tunnel to another destination is cut (the ruled host reached by its address), so the
+# blind tunnel reaches the origin by a name no rule names, as a blind client would.
+BLIND = "bench-blind.test"
 TOKEN_VARIABLE = "BENCH_TERMINATED_TOKEN"
 SMALL = b"stockade bench: the small body of issue 41's rows\n"
 BLOCK = 1 << 20
@@ -100,6 +105,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.load_cert_chain(sys.argv[1])
 context.set_alpn_protocols(["http/1.1"])
+blind_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+blind_context.load_cert_chain(sys.argv[2])
+blind_context.set_alpn_protocols(["http/1.1"])
+
+def pick(sock, name, _context):
+    if name == "@BLIND_NAME@":
+        sock.context = blind_context
+
+context.sni_callback = pick
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
@@ -118,6 +132,7 @@ server.serve_forever()
 """.replace("@SMALL@", repr(SMALL))
     .replace("@BLOCK@", str(BLOCK))
     .replace("@VARIABLE@", TOKEN_VARIABLE)
+    .replace("@BLIND_NAME@", BLIND)
 )
 
 
@@ -188,9 +203,11 @@ async def _read_reply(stream: Any, buffer: bytearray, keep: bool) -> Reply:
     return Reply(status, headers, got, bytes(kept))
 
 
-async def _tunnel(endpoint: str, host: str, port: int, context: ssl.SSLContext) -> Any:
+async def _tunnel(
+    endpoint: str, host: str, port: int, context: ssl.SSLContext, name: str = RULED
+) -> Any:
     """A TLS stream to `host:port` through the call's endpoint (CONNECT), checked as
-    `localhost` against `context`'s trust."""
+    `name` against `context`'s trust."""
     import trio
 
     raw = await trio.open_unix_socket(endpoint)
@@ -206,7 +223,7 @@ async def _tunnel(endpoint: str, host: str, port: int, context: ssl.SSLContext) 
         status = int(bytes(buffer).split(b" ", 2)[1])
         if status != 200:
             raise OSError(f"CONNECT {authority}: {status}")
-        tls = trio.SSLStream(raw, context, server_hostname=RULED, https_compatible=True)
+        tls = trio.SSLStream(raw, context, server_hostname=name, https_compatible=True)
         await tls.do_handshake()
         return tls
     except BaseException:
@@ -214,9 +231,9 @@ async def _tunnel(endpoint: str, host: str, port: int, context: ssl.SSLContext) 
         raise
 
 
-def _request(method: str, path: str, port: int, body: bytes = b"") -> bytes:
+def _request(method: str, path: str, port: int, body: bytes = b"", name: str = RULED) -> bytes:
     return (
-        f"{method} {path} HTTP/1.1\r\nHost: {RULED}:{port}\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"{method} {path} HTTP/1.1\r\nHost: {name}:{port}\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode() + body
 
 
@@ -249,8 +266,8 @@ async def _measure(
     blind_trust = ssl.create_default_context(cafile=upstream)
     terminated_trust = ssl.create_default_context(cadata=broker.authority.certificate_pem.decode())
     paths = {
-        "blind tunnel": (LOOPBACK, blind_trust),
-        "terminated": (RULED, terminated_trust),
+        "blind tunnel": (LOOPBACK, blind_trust, BLIND),
+        "terminated": (RULED, terminated_trust, RULED),
     }
     records: list[RequestRecord] = []
     rules = Rules([f"{LOOPBACK}:{port}"])
@@ -272,12 +289,12 @@ async def _measure(
                 bad.append(f"{name}: wrong body {reply.body[:60]!r}")
 
         def fresh(name: str, path: str, expected: int, keep: bool) -> Any:
-            host, trust = paths[name]
+            host, trust, named = paths[name]
 
             async def call() -> None:
-                tls = await _tunnel(endpoint.path, host, port, trust)
+                tls = await _tunnel(endpoint.path, host, port, trust, named)
                 try:
-                    await tls.send_all(_request("GET", path, port))
+                    await tls.send_all(_request("GET", path, port, name=named))
                     reply = await _read_reply(tls, bytearray(), keep)
                 finally:
                     await _close(tls)
@@ -286,15 +303,15 @@ async def _measure(
             return call
 
         def kept(name: str) -> Any:
-            host, trust = paths[name]
+            host, trust, named = paths[name]
 
             async def call(series: Series) -> None:
-                tls = await _tunnel(endpoint.path, host, port, trust)
+                tls = await _tunnel(endpoint.path, host, port, trust, named)
                 buffer = bytearray()
                 try:
                     for index in range(size.kept_count + 1):
                         start = time.perf_counter()
-                        await tls.send_all(_request("GET", "/small", port))
+                        await tls.send_all(_request("GET", "/small", port, name=named))
                         reply = await _read_reply(tls, buffer, True)
                         if index:  # the first pays for nothing but warms the path
                             series.per_request.append(time.perf_counter() - start)
@@ -391,17 +408,20 @@ class Origin:
 
 @contextlib.contextmanager
 def _origin(scratch: str) -> Iterator[Origin]:
-    """The HTTPS origin in a process of its own, its certificate for `localhost` from a
-    CA of the bench's (the "public" CA the proxy checks it against); the key goes to a
-    0600 file the origin reads."""
+    """The HTTPS origin in a process of its own, its certificates for `localhost` and
+    (by SNI) the blind rows' name from a CA of the bench's (the "public" CA the proxy
+    checks it against); the keys go to 0600 files the origin reads."""
     from stockade.network import CertificateAuthority, combined_bundle, system_bundle_path
 
     token = "bench-" + os.urandom(16).hex()
-    origin_ca = CertificateAuthority([RULED])
-    leaf = origin_ca.leaf_for(RULED)
-    chain = os.path.join(scratch, "origin.pem")
-    with open(os.open(chain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
-        handle.write(leaf.certificate_pem + leaf.key_pem)
+    origin_ca = CertificateAuthority([RULED, BLIND])
+    chains = []
+    for name in (RULED, BLIND):
+        leaf = origin_ca.leaf_for(name)
+        chain = os.path.join(scratch, f"origin-{name}.pem")
+        with open(os.open(chain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+            handle.write(leaf.certificate_pem + leaf.key_pem)
+        chains.append(chain)
     ca_file = os.path.join(scratch, "origin-ca.pem")
     with open(ca_file, "wb") as handle:
         handle.write(origin_ca.certificate_pem)
@@ -411,7 +431,7 @@ def _origin(scratch: str) -> Iterator[Origin]:
         system_pem = system.read_bytes() if system is not None else b""
         handle.write(combined_bundle(origin_ca.certificate_pem, system_pem))
     process = subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", ORIGIN, chain],
+        [sys.executable, "-I", "-S", "-c", ORIGIN, *chains],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, TOKEN_VARIABLE: token},
@@ -430,7 +450,8 @@ async def _confined(
     """curl inside a confined command on each usable backend, through the launcher's
     bridge: fresh-connection GETs (curl's own time_total) and a large download, to the
     ruled host (terminated, trusting the command's bundle) and to the same origin by
-    address (blind, `--connect-to`, trusting the origin's CA)."""
+    address under a name no rule names (blind, `--connect-to`, trusting the origin's
+    CA: a ruled name in the SNI of a tunnel to the address would be cut)."""
     from stockade.executor.actor import open_executor
     from stockade.executor.config import ExecutorConfig
     from stockade.sandbox.actor import open_provider
@@ -453,11 +474,11 @@ async def _confined(
     policy = ExecutionPolicy(
         mode=SandboxMode.WORKSPACE_WRITE, workspace_root=root, network=Network.ALLOWLIST
     )
-    url = f"https://{RULED}:{port}"
     how = {
-        "terminated": "",
+        "terminated": ("", f"https://{RULED}:{port}"),
         "blind tunnel": (
-            f" --cacert {origin.bundle_file} --connect-to {RULED}:{port}:{LOOPBACK}:{port}"
+            f" --cacert {origin.bundle_file} --connect-to {BLIND}:{port}:{LOOPBACK}:{port}",
+            f"https://{BLIND}:{port}",
         ),
     }
     backends = [name for name in ("bwrap", "landlock") if ctx.usable(name)]
@@ -481,15 +502,15 @@ async def _confined(
                 big = (
                     "curl -sS --max-time 300 -o /dev/null "
                     "-w '%{{http_code}} %{{size_download}} %{{time_total}}\\n'{flags} "
-                    f"{url}/big/{size.big}"
+                    "{url}/big/" + str(size.big)
                 )
                 latency = [
                     Series(f"{backend} curl, {name}", confined(loop.format(flags=flags, url=url)))
-                    for name, flags in how.items()
+                    for name, (flags, url) in how.items()
                 ]
                 download = [
-                    Series(f"{backend} curl, {name}", confined(big.format(flags=flags)))
-                    for name, flags in how.items()
+                    Series(f"{backend} curl, {name}", confined(big.format(flags=flags, url=url)))
+                    for name, (flags, url) in how.items()
                 ]
                 for item in latency + download:
                     item.path = item.name.split(", ", 1)[1]
