@@ -13,6 +13,7 @@ not found: the caller's documentation says so.
 from __future__ import annotations
 
 import base64
+import functools
 import re
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -173,6 +174,32 @@ class Secretive:
     name: str = ""
 
 
+_Plan = tuple["re.Pattern[bytes] | None", list[bytes], list[str], int]
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(secrets: tuple[Secretive, ...]) -> _Plan:
+    """The compiled pattern for `secrets`, the replacement and secret's name of each of
+    its branches, and the window: made once per set of secrets (a few milliseconds),
+    not per answer."""
+    ordered = sorted(secrets, key=lambda item: -len(item.value))
+    named = [
+        (secret.name, needle)
+        for secret in ordered
+        for needle in needles(secret.value, secret.replacement, secret.basic_users)
+    ]
+    # One branch per way a form begins, each a literal byte then a group: the group
+    # that matched says which form (and so which replacement) it was.
+    replacements = [needle.replacement for _, needle in named for _ in needle.first]
+    names = [name for name, needle in named for _ in needle.first]
+    branches = b"|".join(
+        first + b"(" + needle.rest + b")" for _, needle in named for first in needle.first
+    )
+    pattern = re.compile(branches) if named else None
+    window = max((needle.longest for _, needle in named), default=1)
+    return pattern, replacements, names, window
+
+
 class Scrubber:
     """Replaces every form of the given values in a stream fed in chunks: what `feed`
     returns is safe to pass on, what could still be the start of a value is held back
@@ -181,22 +208,8 @@ class Scrubber:
     __slots__ = ("_names", "_pattern", "_replacements", "_tail", "count", "found", "window")
 
     def __init__(self, secrets: Sequence[Secretive]) -> None:
-        ordered = sorted(secrets, key=lambda item: -len(item.value))
-        named = [
-            (secret.name, needle)
-            for secret in ordered
-            for needle in needles(secret.value, secret.replacement, secret.basic_users)
-        ]
-        found = [needle for _, needle in named]
-        self._names = [name for name, needle in named for _ in needle.first]
-        # One branch per way a form begins, each a literal byte then a group: the group
-        # that matched says which form (and so which replacement) it was.
-        self._replacements = [needle.replacement for needle in found for _ in needle.first]
-        branches = b"|".join(
-            first + b"(" + needle.rest + b")" for needle in found for first in needle.first
-        )
-        self._pattern = re.compile(branches) if found else None
-        self.window = max((needle.longest for needle in found), default=1)
+        plan = _plan(tuple(secrets))
+        self._pattern, self._replacements, self._names, self.window = plan
         self._tail = b""
         self.count = 0
         # How many times each secret (by name) was replaced.
