@@ -101,6 +101,16 @@ def test_no_certificate_for_a_host_no_rule_names(backend: str, origins: Rig):
     # host (by CONNECT and by SOCKS5, asked by its name) a leaf of the harness's CA.
     for index in (0, 4, 5):
         assert results[index]["handshake"] == "ok", results[index]
+    # A tunnel to another name or the address whose SNI names a ruled host is cut
+    # before its handshake ends (a blind route around the ruled host's rules).
+    for index in (1, 3, 9):
+        assert results[index]["handshake"] != "ok", results[index]
+    cut = [e for e in outcome.of(0, outcome.requests()) if "SNI names" in e["reason"]]
+    assert [(e["host"], e["allowed"]) for e in cut] == [
+        (BLIND, False),
+        (BLIND, False),
+        ("127.0.0.1", False),
+    ], cut
 
     # The CA's key is nowhere on disk: no file changed during the run holds a private
     # key that goes with the harness CA's certificate.
