@@ -173,33 +173,59 @@ class Reply:
 
 
 async def _read_reply(stream: Any, buffer: bytearray, keep: bool) -> Reply:
-    """One response off `stream` (Content-Length framed); what follows stays in `buffer`."""
-    while b"\r\n\r\n" not in buffer:
-        more = await stream.receive_some(65536)
+    """One response off `stream`, framed by Content-Length or chunked (a terminated
+    answer is re-framed chunked: its body is scrubbed); what follows stays in
+    `buffer`."""
+
+    async def more_bytes() -> None:
+        more = await stream.receive_some(1 << 18)
         if not more:
-            raise OSError("the connection closed before a response")
-        buffer += more
+            raise OSError("the connection closed mid-answer")
+        buffer.extend(more)
+
+    while b"\r\n\r\n" not in buffer:
+        await more_bytes()
     head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    buffer[:] = rest
     lines = head.split(b"\r\n")
     status = int(lines[0].split(b" ", 2)[1])
     headers = {}
     for line in lines[1:]:
         name, _, value = line.partition(b":")
         headers[name.strip().lower()] = value.strip()
-    size = int(headers.get(b"content-length", b"0"))
-    kept = bytearray(rest[:size]) if keep else bytearray()
-    got = min(len(rest), size)
-    buffer[:] = rest[size:]
-    while got < size:
-        more = await stream.receive_some(1 << 18)
-        if not more:
-            raise OSError("the connection closed mid-body")
-        take = min(len(more), size - got)
-        if keep:
-            kept += more[:take]
-        got += take
-        if take < len(more):
-            buffer += more[take:]
+    kept = bytearray()
+    got = 0
+
+    async def take(size: int) -> None:
+        nonlocal got
+        while size:
+            if not buffer:
+                await more_bytes()
+            piece = min(size, len(buffer))
+            if keep:
+                kept.extend(buffer[:piece])
+            del buffer[:piece]
+            got += piece
+            size -= piece
+
+    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+        while True:
+            while b"\r\n" not in buffer:
+                await more_bytes()
+            line, _, _ = bytes(buffer[:64]).partition(b"\r\n")
+            del buffer[: len(line) + 2]
+            size = int(line.split(b";")[0], 16)
+            if size == 0:
+                while not buffer.startswith(b"\r\n"):  # no trailers are sent
+                    await more_bytes()
+                del buffer[:2]
+                break
+            await take(size)
+            while len(buffer) < 2:
+                await more_bytes()
+            del buffer[:2]
+    else:
+        await take(int(headers.get(b"content-length", b"0")))
     return Reply(status, headers, got, bytes(kept))
 
 
