@@ -84,28 +84,37 @@ def _hex(number: int, width: int) -> bytes:
     return b"".join(f"[{d}{d.upper()}]".encode() if d.isalpha() else d.encode() for d in digits)
 
 
-def _character(char: str) -> tuple[list[bytes], int]:
-    """The patterns of one character of a value in each textual echo (as itself, %XX,
-    `\\uXXXX` and JSON's short escapes, HTML entities), each beginning with a literal
-    byte, and the longest match among them."""
+# A way a form may begin: its first byte (literal), then a regular expression.
+_Start = tuple[bytes, bytes]
+
+
+def _character(char: str) -> tuple[list[_Start], int]:
+    """The ways one character of a value may be echoed (as itself, %XX, `\\uXXXX` and
+    JSON's short escapes, HTML entities), each as its first byte and the pattern of
+    the rest, and the longest match among them."""
     code = ord(char)
     digits = str(code).encode()
-    forms = [
-        re.escape(char.encode()),
-        b"%" + _hex(code, 2),
-        rb"\\u" + _hex(code, 4),
-        b"&#0{0,4}" + digits + b";",
-        b"&#[xX]0{0,4}" + _hex(code, 2) + b";",
+    forms: list[_Start] = [
+        (char.encode(), b""),
+        (b"%", _hex(code, 2)),
+        (b"\\", b"u" + _hex(code, 4)),
+        (b"&", b"#0{0,4}" + digits + b";"),
+        (b"&", b"#[xX]0{0,4}" + _hex(code, 2) + b";"),
     ]
     longest = max(6, 2 + 4 + len(digits) + 1, 3 + 4 + 2 + 1)
     if char == " ":
-        forms.append(rb"\+")
+        forms.append((b"+", b""))
     if char in _JSON_SHORT:
-        forms.append(re.escape(_JSON_SHORT[char].encode()))
+        escaped = _JSON_SHORT[char].encode()
+        forms.append((escaped[:1], re.escape(escaped[1:])))
     for name in _ENTITIES.get(char, ()):
-        forms.append(b"&" + name.encode() + b";")
+        forms.append((b"&", re.escape(name.encode()) + b";"))
         longest = max(longest, len(name) + 2)
     return forms, longest
+
+
+def _pattern(start: _Start) -> bytes:
+    return re.escape(start[0]) + start[1]
 
 
 def _base64_core(data: bytes, shift: int, urlsafe: bool) -> bytes:
@@ -121,18 +130,18 @@ def _base64_core(data: bytes, shift: int, urlsafe: bool) -> bytes:
 @attrs.frozen
 class Needle:
     """One form of one credential's value, as regular expressions over bytes: `first`,
-    the ways it may begin (each beginning with a literal byte, so the engine skips
-    ahead in C to where one could start), then `rest`; its longest match, and what
-    replaces it."""
+    the ways it may begin (a literal first byte, so the engine skips ahead in C to
+    where one could start, and the pattern after it), then `rest`; its longest match,
+    and what replaces it."""
 
-    first: tuple[bytes, ...]
+    first: tuple[_Start, ...]
     rest: bytes
     longest: int
     replacement: bytes
 
 
 def _literal(data: bytes, replacement: bytes) -> Needle:
-    return Needle((re.escape(data[:1]),), re.escape(data[1:]), len(data), replacement)
+    return Needle(((data[:1], b""),), re.escape(data[1:]), len(data), replacement)
 
 
 def needles(value: str, replacement: str, basic_users: Iterable[str] = ()) -> list[Needle]:
@@ -152,10 +161,14 @@ def needles(value: str, replacement: str, basic_users: Iterable[str] = ()) -> li
             core = _base64_core(raw, shift, urlsafe)
             if len(core) >= MIN_ENCODED:
                 found.append(_literal(core, _base64_core(wanted, shift, urlsafe)))
-    for codec in ("utf-16-le", "utf-16-be"):
-        found.append(_literal(value.encode(codec), replacement.encode(codec)))
+    found.append(_literal(value.encode("utf-16-le"), replacement.encode("utf-16-le")))
+    # Big-endian begins with a NUL, the commonest byte of binary bodies: looked for
+    # from the byte after it (the NUL before stays where it is).
+    found.append(_literal(value.encode("utf-16-be")[1:], replacement.encode("utf-16-be")[1:]))
     characters = [_character(char) for char in value]
-    rest = b"".join(b"(?:" + b"|".join(forms) + b")" for forms, _ in characters[1:])
+    rest = b"".join(
+        b"(?:" + b"|".join(_pattern(form) for form in forms) + b")" for forms, _ in characters[1:]
+    )
     longest = sum(size for _, size in characters)
     found.append(Needle(tuple(characters[0][0]), rest, longest, wanted))
     unique = {(needle.first, needle.rest): needle for needle in found}
@@ -188,12 +201,20 @@ def _plan(secrets: tuple[Secretive, ...]) -> _Plan:
         for secret in ordered
         for needle in needles(secret.value, secret.replacement, secret.basic_users)
     ]
-    # One branch per way a form begins, each a literal byte then a group: the group
-    # that matched says which form (and so which replacement) it was.
-    replacements = [needle.replacement for _, needle in named for _ in needle.first]
-    names = [name for name, needle in named for _ in needle.first]
+    # Branches grouped by their literal first byte (the engine then skips ahead in C
+    # to a byte one could begin with, and tries only that byte's branches), each ending
+    # in a group of its own: the group that matched says which form (and so which
+    # replacement) it was.
+    groups: dict[bytes, list[tuple[bytes, bytes, str]]] = {}
+    for name, needle in named:
+        for first, after in needle.first:
+            branch = after + b"(" + needle.rest + b")"
+            groups.setdefault(first, []).append((branch, needle.replacement, name))
+    replacements = [replacement for group in groups.values() for _, replacement, _ in group]
+    names = [name for group in groups.values() for _, _, name in group]
     branches = b"|".join(
-        first + b"(" + needle.rest + b")" for _, needle in named for first in needle.first
+        re.escape(first) + b"(?:" + b"|".join(branch for branch, _, _ in group) + b")"
+        for first, group in groups.items()
     )
     pattern = re.compile(branches) if named else None
     window = max((needle.longest for _, needle in named), default=1)
