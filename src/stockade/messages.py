@@ -482,6 +482,8 @@ class JobHandle(msgspec.Struct, frozen=True):
     command: str
     policy: ExecutionPolicy
     started_at: float
+    # "queued" | "running" | how it ended (JobState): as it was when the handle was made.
+    state: str = "running"
 
 
 JobState = str  # "running" | "exited" | "timed-out" | "killed" | "runner-failed"

@@ -85,6 +85,35 @@ class ToolCachesConfig:
         raise WrongType("on, off or a mapping (directory, tools)", value)
 
 
+@attrs.frozen(kw_only=True)
+class HistorySettings:
+    """`history:` of a bash entry (issue 42, docs/undo.md): on (the default), off, or a
+    mapping. What each call that may write changed in its root is recorded, so a
+    person can undo it; `file_budget` (bytes): a larger file is reported, never stored;
+    `record_ignored`: what `.gitignore` leaves out too; `record_git`: `.git` too;
+    `listed_paths`: how many paths a result names; `baseline_wait` (seconds): how long
+    a call waits for the first look at a large root before it runs unrecorded."""
+
+    enabled: bool = True
+    record_ignored: bool = False
+    record_git: bool = False
+    file_budget: PositiveInt = PositiveInt(32 * MIB)
+    listed_paths: PositiveInt = PositiveInt(20)
+    baseline_wait: NonNegativeFloat = NonNegativeFloat(10.0)
+
+    @classmethod
+    def from_scalar(cls, value: object) -> HistorySettings:
+        if value in ("on", True):
+            return cls()
+        if value in ("off", False):
+            return cls(enabled=False)
+        raise WrongType(
+            "on, off or a mapping (record_ignored, record_git, file_budget, listed_paths, "
+            "baseline_wait)",
+            value,
+        )
+
+
 # The default protected items `unprotect` may drop; tests/unit/test_trust.py keeps it
 # equal to trust.UNPROTECTABLE.
 Unprotectable = Literal[
@@ -390,6 +419,8 @@ class SandboxBashConfig:
     # rules file whose rules come first (honoured only outside every writable root).
     rules: Any = attrs.field(default=None, validator=_check_command_rules)
     rules_file: AbsolutePath | None = None
+    # Undo (issue 42, docs/undo.md): on, off, or a mapping.
+    history: HistorySettings = HistorySettings()
 
     def executor_config(self) -> ExecutorConfig:
         return _with_limits(self._executor_config(), self.limits, self.session_limits)
@@ -426,6 +457,8 @@ class LocalBashConfig:
     # rules file whose rules come first (honoured only outside every writable root).
     rules: Any = attrs.field(default=None, validator=_check_command_rules)
     rules_file: AbsolutePath | None = None
+    # Undo (issue 42, docs/undo.md): on, off, or a mapping.
+    history: HistorySettings = HistorySettings()
 
     def executor_config(self) -> ExecutorConfig:
         return _with_limits(self._executor_config(), self.limits, self.session_limits)

@@ -75,6 +75,7 @@ class Job:
             command=self.spec.command,
             policy=self.spec.policy,
             started_at=self.started_at,
+            state=self.state,
         )
 
     @property

@@ -10,7 +10,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import msgspec
@@ -20,8 +20,9 @@ from .. import tools
 from ..events import SessionEvent, UnencodableEvent
 from ..messages import JobHandle, JobReport, ShellResult
 from ..policy import PolicyContext, SessionRuleAllowed
-from ..tools import FS_TOOLS, PinnedRoots, ToolCalled, ToolResult, ToolResulted
+from ..tools import FS_TOOLS, CallRecorder, PinnedRoots, ToolCalled, ToolResult, ToolResulted
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
+from ._history import UndoableCall, UndoOutcome, UndoRefused
 from .session import Session, check_workspace_root
 
 if TYPE_CHECKING:
@@ -79,18 +80,18 @@ class AgentSession:
         call_id = call_id or f"call-{uuid.uuid4().hex[:12]}"
         arguments = dict(arguments) if isinstance(arguments, Mapping) else arguments
         try:
-            await self.session.append(
+            (called,) = await self.session.append(
                 ToolCalled(call_id=call_id, name=name, arguments=_loggable(arguments))
             )
         except UnencodableEvent:
             # Text that is not UTF-8 (a lone surrogate) cannot be a JSON line: log
             # the call's arguments escaped; the tool itself refuses such text.
-            await self.session.append(
+            (called,) = await self.session.append(
                 ToolCalled(call_id=call_id, name=name, arguments={"_raw": ascii(arguments)})
             )
         # Every connection the proxy decides for it is in the log already, appended
         # by the executor before a byte of it went through (`audit_connection`).
-        result = await self._dispatch(call_id, name, arguments)
+        result = await self._dispatch(call_id, name, arguments, self._recorder(called.seq))
         if not _encodable(result.text):
             result = msgspec.structs.replace(result, text=ascii(result.text)[1:-1])
         await self.session.append(
@@ -104,18 +105,34 @@ class AgentSession:
         )
         return result
 
-    async def _dispatch(self, call_id: str, name: str, arguments: Any) -> ToolResult:
+    def _recorder(self, call_seq: int) -> CallRecorder | None:
+        """The window a call that may write records its changes in (issue 42): what
+        its root looked like before, what it changed (None: history is off)."""
+        history = self.harness.history
+        if history is None or not history.enabled:
+            return None
+        return history.recorder(self.session, call_seq)
+
+    async def _dispatch(
+        self, call_id: str, name: str, arguments: Any, record: CallRecorder | None = None
+    ) -> ToolResult:
         bash = self.harness.bash
         match name:
             case tools.BASH:
-                return await bash.call(call_id, arguments, self)
+                return await bash.call(call_id, arguments, self, record=record)
             case tools.JOB_OUTPUT:
                 return await bash.job_output(call_id, arguments, self)
             case tools.KILL_JOB:
                 return await bash.kill_job(call_id, arguments, self)
             case _ if name in FS_TOOLS and self.harness.fs is not None:
                 return await self.harness.fs.call(
-                    call_id, name, arguments, self, self.harness.default_policy, roots=self.fs_roots
+                    call_id,
+                    name,
+                    arguments,
+                    self,
+                    self.harness.default_policy,
+                    roots=self.fs_roots,
+                    record=record,
                 )
             case _:
                 known = ", ".join(schema["name"] for schema in self.harness.tool_schemas())
@@ -125,6 +142,38 @@ class AgentSession:
                     text=f"unknown tool {name!r} (available: {known})",
                     is_error=True,
                 )
+
+    # --- undo (issue 42, docs/undo.md) ---
+
+    async def undoable_calls(self) -> Sequence[UndoableCall]:
+        """The calls of this session whose changes are recorded, in log order (each
+        says whether an undo of it is already in the log)."""
+        history = self.harness.history
+        if history is None:
+            return []
+        return await history.undoable_calls(self.session)
+
+    async def undo(self, call_seq: int) -> UndoOutcome:
+        """Revert what call `call_seq` (its tool/call event's seq) changed in the root,
+        when nothing later touched the same paths; a `files/undone` event. UndoRefused
+        (nothing changed) names the later calls in the way, or says why not."""
+        return await self._revert("undo", call_seq)
+
+    async def restore(self, seq: int) -> UndoOutcome:
+        """Put the root back as it was before seq `seq` (a call's seq: before that
+        call); a `files/restored` event. UndoRefused (nothing changed) says why not."""
+        return await self._revert("restore", seq)
+
+    async def _revert(self, kind: Literal["undo", "restore"], target: int) -> UndoOutcome:
+        history = self.harness.history
+        if history is None:
+            raise UndoRefused("this harness keeps no undo history")
+        executor = self.harness.executor
+
+        async def live_jobs() -> list[JobHandle]:
+            return await executor.list(owner=self.id)
+
+        return await history.revert(self.session, kind, target, live_jobs)
 
     # --- the session's policy, all folded from its log ---
 

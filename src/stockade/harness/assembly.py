@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -39,7 +40,10 @@ from ..sessionlog import (
     build_store,
     store_files,
 )
+from ..history import HISTORY_EVENTS, HistoryConfig
 from ..tools import TOOL_EVENTS, BashTool, FsTool, NetworkConnected, NetworkRequested
+from ..trust import check_trusted, host_temp_roots, state_directories
+from ._history import Histories, HistorySetup
 from .harness import Harness
 
 ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Composition | None
@@ -47,7 +51,7 @@ ConfigSource = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Compositio
 
 def harness_registry(*extra: type[SessionEvent]) -> EventRegistry:
     """Every event type the shipped domains write, plus `extra` from plugins."""
-    return BUILTIN_EVENTS.with_types(*TOOL_EVENTS, *APPROVAL_EVENTS, *extra)
+    return BUILTIN_EVENTS.with_types(*TOOL_EVENTS, *APPROVAL_EVENTS, *HISTORY_EVENTS, *extra)
 
 
 def _import_answerer(path: str) -> CallbackAnswerer:
@@ -148,6 +152,8 @@ async def open_harness(
         for session in list(harness._open):
             session.remove_private_tmp()
         harness._open.clear()
+        if harness.history is not None:
+            harness.history.close()
 
 
 def assemble(
@@ -264,7 +270,56 @@ def assemble(
         agents=decided.agents,
     )
     harness.check_log_out_of_reach(None)
+    harness.history = Histories(
+        _history_setup(composition, store),
+        protected=harness.out_of_confined_reach,
+        untrusted=_untrusted_store,
+    )
     return actors, harness
+
+
+def _history_setup(composition: Composition, store: Any) -> HistorySetup:
+    """How the harness keeps undo history (docs/undo.md): the bash entry's `history:`,
+    the stores beside the session logs, or in the state directory for a store that is
+    not a directory (a scratch one, removed when the harness stops, for logs that live
+    in this process's memory: a store with no paths and no login)."""
+    entry = composition.executor
+    settings = getattr(entry.config, "history", None) if entry is not None else None
+    if settings is not None and not settings.enabled:
+        return HistorySetup(off="the composition's bash entry says history: off")
+    config = HistoryConfig()
+    wait = 10.0
+    if settings is not None:
+        config = HistoryConfig(
+            file_budget=settings.file_budget,
+            record_ignored=settings.record_ignored,
+            record_git=settings.record_git,
+            listed_paths=settings.listed_paths,
+        )
+        wait = settings.baseline_wait
+    paths = store.protected_paths()
+    if paths:
+        return HistorySetup(config, wait, os.path.join(paths[0], "history"))
+    base = os.path.join(state_directories()[0], "history")
+    names, values = store.credentials()
+    if names or values or store.credential_files():
+        return HistorySetup(config, wait, base)
+    scratch = os.path.join(base, f"process-{os.getpid()}-{secrets.token_hex(4)}")
+    return HistorySetup(config, wait, scratch, scratch=True)
+
+
+def _untrusted_store(directory: str, root: str) -> str | None:
+    """Why a command writing `root` (or a temp root) could swap the history's store
+    directory, or None: the trust base's check 1, as for the session logs."""
+    problem = check_trusted(
+        directory, (root, *host_temp_roots()), what="the undo history's store", must_exist=False
+    )
+    if problem is None:
+        return None
+    return problem.message(
+        "keep session logs and stockade's state directory outside workspace roots and "
+        "temp directories"
+    )
 
 
 def _connection_audit(log: SessionLogClient) -> AuditConnection:

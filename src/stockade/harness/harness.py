@@ -23,6 +23,7 @@ from ..sessionlog import SessionLogClient, check_store_files
 from ..tools import BashTool, FsTool, PinnedRoots, fs_schemas
 from ..trust import DenyRead, broad_root_refusal, check_extra_roots, check_trusted, host_temp_roots
 from ..vocab import ExecutionPolicy
+from ._history import Histories
 from .agent import AgentSession
 from .session import Session, SessionNotFound, check_workspace_root
 
@@ -63,6 +64,9 @@ class Harness:
     # The agents whose sockets every session's confined calls reach (the
     # composition's allow_ssh_agent and allow_gpg_agent): "ssh", "gpg".
     agents: tuple[str, ...] = ()
+    # What each call that may write changed in its root, per root (issue 42,
+    # docs/undo.md); None: not kept.
+    history: Histories | None = None
     # Sessions open now: a private temp directory one leaves is removed when the
     # harness stops (after every command is gone).
     _open: set[Session] = attrs.field(factory=set, init=False)

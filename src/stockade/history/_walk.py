@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import attrs
 
+from ..trust import placeholder_text
 from ._ignore import GIT, GITIGNORE, IgnoreRules
 from ._index import Known, stamp_of, stat_key
 from ._inotify import (
@@ -248,6 +249,8 @@ class Looker:
 
     def _entry(self, fd: int, name: str, path: str, st: os.stat_result) -> Known | None:
         mode = st.st_mode
+        if st.st_mtime_ns == 0 and is_placeholder(fd, name, st):
+            return None  # the sandbox's own, made for a call and removed after: not a change
         if stat.S_ISDIR(mode):
             return Known(Entry("dir", stat.S_IMODE(mode)), stat_key(st), time.time_ns())
         if stat.S_ISLNK(mode):
@@ -305,6 +308,32 @@ class Looker:
                 if exclude is not None:
                     texts.insert(0, exclude)
         return texts
+
+
+def is_placeholder(fd: int, name: str, st: os.stat_result) -> bool:
+    """Whether `name` (modified at 1970-01-01, `st`) is one of the placeholders the
+    sandbox makes to mount a cover over a missing protected path: an empty directory,
+    or a file holding nothing or exactly its name's placeholder text, marked by a
+    modification time of 0 (sandbox/placeholders.py removes only those too)."""
+    if stat.S_ISDIR(st.st_mode):
+        try:
+            handle = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+        except OSError:
+            return False
+        try:
+            return not os.listdir(handle)
+        except OSError:
+            return False
+        finally:
+            os.close(handle)
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    text = placeholder_text(name).encode()
+    if st.st_size == 0:
+        return True
+    if st.st_size != len(text):
+        return False
+    return read_small(fd, name) == text
 
 
 def read_small(fd: int, name: str) -> bytes | None:

@@ -23,6 +23,7 @@ from ..vocab import WITH_NETWORK, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
 from ._bash_schema import BASH, JOB_OUTPUT, KILL_JOB, escalation_hint, network_escalation_hint
+from ._record import CallRecorder, Recorded, with_changed
 from ._rule_gate import Gate, judge_call
 from .result import ToolResult
 
@@ -65,13 +66,22 @@ class BashTool:
     def confines(self) -> bool:
         return self.executor.confines
 
-    async def call(self, call_id: str, arguments: Any, session: ToolSession | None) -> ToolResult:
+    async def call(
+        self,
+        call_id: str,
+        arguments: Any,
+        session: ToolSession | None,
+        *,
+        record: CallRecorder | None = None,
+    ) -> ToolResult:
+        """Run one bash call. `record`: the harness's window around a foreground run that
+        may write (what it changed in the root becomes the `changed` facts)."""
         try:
             args = msgspec.convert(arguments, BashArguments)
         except msgspec.ValidationError as error:
             return _error(call_id, BASH, f"invalid arguments for bash: {error}")
         try:
-            return await self._call(call_id, args, session)
+            return await self._call(call_id, args, session, record)
         except SandboxUnavailable as error:
             return _error(
                 call_id,
@@ -90,7 +100,11 @@ class BashTool:
             return _error(call_id, BASH, f"the command could not start: {error}. Nothing ran.")
 
     async def _call(
-        self, call_id: str, args: BashArguments, session: ToolSession | None
+        self,
+        call_id: str,
+        args: BashArguments,
+        session: ToolSession | None,
+        record: CallRecorder | None = None,
     ) -> ToolResult:
         for name, text in (("command", args.command), ("workdir", args.workdir)):
             problem = unspawnable(name, text)
@@ -195,12 +209,18 @@ class BashTool:
                 if destinations:
                     facts["granted_destinations"] = list(destinations)
             return ToolResult(call_id=call_id, name=BASH, text=text, facts=facts | gate.facts)
-        result = await self.executor.run(spec)
+        recorded = Recorded()
+        if record is None:
+            result = await self.executor.run(spec)
+        else:
+            # The snapshot before and after is outside the command's own time.
+            async with record.window(policy) as recorded:
+                result = await self.executor.run(spec)
         return ToolResult(
             call_id=call_id,
             name=BASH,
             text=self._render(result, grant, destinations),
-            facts=_facts(result, args.command, grant, destinations) | gate.facts,
+            facts=with_changed(_facts(result, args.command, grant, destinations) | gate.facts, recorded),
         )
 
     async def _policy(self, session: ToolSession | None) -> ExecutionPolicy:

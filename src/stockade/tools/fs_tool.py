@@ -20,6 +20,7 @@ from ..vocab import ExecutionPolicy, SandboxMode, allowed_modes
 from . import _escalation as texts
 from . import fs
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
+from ._record import CallRecorder, Recorded, with_changed
 from ._roots import PinnedRoots as PinnedRoots
 from .bash import unspawnable
 from .result import ToolResult
@@ -172,9 +173,12 @@ class FsTool:
         default_policy: ExecutionPolicy,
         *,
         roots: PinnedRoots | None = None,
+        record: CallRecorder | None = None,
     ) -> ToolResult:
         """Run one fs tool call. `roots`: the session's roots pinned when it opened (every
-        fenced call is judged against them); None pins them for this call alone."""
+        fenced call is judged against them); None pins them for this call alone.
+        `record`: the harness's window around a write or an edit (what it changed in
+        the root becomes the `changed` facts)."""
         shape = {READ_FILE: ReadArguments, WRITE_FILE: WriteArguments, EDIT_FILE: EditArguments}
         try:
             args = msgspec.convert(arguments, shape[name])
@@ -218,7 +222,13 @@ class FsTool:
                 host_temp=policy.host_temp,
                 extra_roots=policy.extra_roots,
             )
-        result = await trio.to_thread.run_sync(self._operation(args, policy, cwd, roots))
+        operation = self._operation(args, policy, cwd, roots)
+        recorded = Recorded()
+        if record is None or isinstance(args, ReadArguments):
+            result = await trio.to_thread.run_sync(operation)
+        else:
+            async with record.window(policy) as recorded:
+                result = await trio.to_thread.run_sync(operation)
         text = result.text
         if granted is not None:
             text += "\n" + texts.granted(granted)
@@ -227,6 +237,7 @@ class FsTool:
         facts = {**result.facts(), "command": described}
         if granted is not None:
             facts["granted"] = granted.value
+        facts = with_changed(facts, recorded)
         return ToolResult(
             call_id=call_id, name=name, text=text, is_error=result.is_error, facts=facts
         )

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .secrets import check_pattern as check_pattern
     from .secrets import deny_read_for as deny_read_for
     from .secrets import glob_match as glob_match
+    from .secrets import state_directories as state_directories
     from .workdir import JudgedDirectory as JudgedDirectory
     from .workdir import enter_judged as enter_judged
     from .workdir import judge_workdir as judge_workdir

@@ -1,0 +1,534 @@
+"""The harness's side of undo (issue 42): one Tracker per workspace root, opened before
+the first call that may write there, the window around each such call, undo and restore.
+
+The store of a root lies beside the session logs (`<log dir>/history/<root id>/`, or the
+state directory's `history/` for a store that is not a directory), which no confined
+command may read or write. Everything that touches the disk runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import trio
+
+from ..errors import StockadeError
+from ..events import SessionEvent
+from ..history import (
+    Change,
+    ChangeSummary,
+    FilesChanged,
+    FilesRestored,
+    FilesUndone,
+    HistoryConfig,
+    HistoryError,
+    Plan,
+    Record,
+    SnapshotStore,
+    StoreError,
+    Tracker,
+    fold_history,
+)
+from ..tools import Recorded, ToolCalled
+from ..vocab import ExecutionPolicy, SandboxMode
+
+if TYPE_CHECKING:
+    from .session import Session
+
+# The longest a summary of a call (its command's first line) is shown.
+SUMMARY_LIMIT = 120
+# States of a background job that may still change files.
+_LIVE_JOB_STATES = frozenset({"running", "queued"})
+
+
+class UndoRefused(StockadeError):
+    """An undo or a restore that was not done (nothing was changed): `reason` says what
+    to do, `conflicts` name each path and the later call that changed it."""
+
+    def __init__(
+        self,
+        reason: str,
+        conflicts: Sequence[str] = (),
+        conflicting_calls: Sequence[int] = (),
+    ) -> None:
+        self.reason = reason
+        self.conflicts = tuple(conflicts)
+        self.conflicting_calls = tuple(conflicting_calls)
+        line = reason
+        if self.conflicts:
+            more = len(self.conflicts) - 1
+            line += f" ({self.conflicts[0]}" + (f"; and {more} more)" if more else ")")
+        super().__init__(line)
+
+
+@attrs.frozen
+class UndoOutcome:
+    """What an undo or a restore did: its event's seq, what it changed, what it left."""
+
+    kind: Literal["undo", "restore"]
+    target: int  # the call seq undone / the seq restored to before
+    event_seq: int  # the seq of its files/undone or files/restored event
+    created: int
+    modified: int
+    deleted: int
+    paths: tuple[str, ...]  # up to the bound
+    left: tuple[str, ...]  # "path: why" not done
+    unrecorded: tuple[str, ...]  # paths left as they are (over the budget etc.)
+
+
+@attrs.frozen
+class UndoableCall:
+    """A call of the session whose changes are recorded."""
+
+    seq: int  # the call's tool/call event seq
+    tool: str  # "bash", "write_file", ...
+    summary: str  # the command (first line, bounded) or the path
+    created: int
+    modified: int
+    deleted: int
+    undone: bool  # an undo of it is already in the log
+
+
+@attrs.frozen
+class HistorySetup:
+    """How a harness keeps history: the config of every root's tracker, how long a call
+    waits for a root's first look, and where the stores go (`directory`, made when
+    first needed; `scratch`: removed when the harness stops, for logs that die with the
+    process). `off`: why history is not kept at all (None: it is)."""
+
+    config: HistoryConfig = HistoryConfig()
+    baseline_wait: float = 10.0
+    directory: str = ""
+    scratch: bool = False
+    off: str | None = None
+
+
+def root_id(root: str) -> str:
+    """The name of a root's store: a hash of its real path."""
+    return hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:24]
+
+
+@attrs.define(eq=False)
+class _Root:
+    """One root's tracker, opened in a thread of its own (a large root's first look may
+    outlast a call's wait; it finishes meanwhile)."""
+
+    path: str
+    store_dir: str
+    tracker: Tracker | None = None
+    failed: str | None = None
+    done: threading.Event = attrs.field(factory=threading.Event)
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+    closed: bool = False
+    # One task at a time waits on the tracker's descriptor (trio allows one waiter).
+    drain_lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+
+@attrs.define(eq=False)
+class _Hold:
+    """A session's calls against its undo: calls share it, an undo or restore has it
+    alone (no call of the session writes while one runs)."""
+
+    calls: int = 0
+    undoing: bool = False
+    idle: trio.Event = attrs.field(factory=trio.Event)
+    quiet: trio.Event = attrs.field(factory=trio.Event)
+
+    @contextlib.asynccontextmanager
+    async def call(self) -> AsyncIterator[None]:
+        while self.undoing:
+            await self.idle.wait()
+        self.calls += 1
+        try:
+            yield
+        finally:
+            self.calls -= 1
+            if self.calls == 0:
+                self.quiet.set()
+
+    @contextlib.asynccontextmanager
+    async def alone(self) -> AsyncIterator[None]:
+        while self.undoing:
+            await self.idle.wait()
+        self.undoing, self.idle = True, trio.Event()
+        try:
+            while self.calls:
+                self.quiet = trio.Event()
+                await self.quiet.wait()
+            yield
+        finally:
+            self.undoing = False
+            self.idle.set()
+
+
+Appender = Callable[[SessionEvent], Any]
+
+
+@attrs.define(eq=False)
+class Histories:
+    """Every root's history in one harness, and every session's hold against its undo.
+
+    `protected`: whether a path is beyond every confined command's reach (the harness's
+    `out_of_confined_reach`); `untrusted`: why a store directory could be swapped by a
+    command writing `root` (None: it could not)."""
+
+    setup: HistorySetup
+    protected: Callable[[str], bool]
+    untrusted: Callable[[str, str], str | None]
+    _roots: dict[str, _Root] = attrs.field(factory=dict)
+    _holds: dict[str, _Hold] = attrs.field(factory=dict)
+    _closed: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.setup.off is None
+
+    # --- the trackers ----------------------------------------------------------------------
+
+    def _root(self, root: str) -> _Root:
+        found = self._roots.get(root)
+        if found is None:
+            found = _Root(root, os.path.join(self.setup.directory, root_id(root)))
+            self._roots[root] = found
+            problem = self._store_problem(found)
+            if problem is not None:
+                found.failed = problem
+                found.done.set()
+            else:
+                threading.Thread(
+                    target=self._open, args=(found,), name="stockade-history-open", daemon=True
+                ).start()
+        return found
+
+    def _store_problem(self, root: _Root) -> str | None:
+        if not self.protected(root.store_dir):
+            return (
+                f"the undo history's store {root.store_dir} would be readable by confined "
+                "commands (deny_read does not hide it); keep the state directory hidden"
+            )
+        return self.untrusted(root.store_dir, root.path)
+
+    def _open(self, root: _Root) -> None:
+        """In a thread of its own: the root's first look, its store opened."""
+        tracker = None
+        try:
+            store = SnapshotStore.open(root.store_dir)
+            try:
+                tracker = Tracker.open(root.path, store, self.setup.config)
+            except BaseException:
+                store.close()
+                raise
+        except (OSError, HistoryError, StoreError) as error:
+            root.failed = f"the undo history of {root.path} cannot be kept: {_one_line(error)}"
+        with root.lock:
+            if tracker is not None and (self._closed or root.closed):
+                _close_tracker(tracker)
+            elif tracker is not None:
+                root.tracker = tracker
+        root.done.set()
+
+    async def tracker(self, root: str, wait: float | None) -> Tracker | str:
+        """`root`'s tracker, or why there is none now: waits for its first look at most
+        `wait` seconds (None: as long as it takes)."""
+        found = self._root(os.path.realpath(root))
+        if not found.done.is_set():
+            if wait is None:
+                await trio.to_thread.run_sync(found.done.wait, abandon_on_cancel=True)
+            elif wait > 0:
+                await trio.to_thread.run_sync(found.done.wait, wait, abandon_on_cancel=True)
+        if found.tracker is not None:
+            return found.tracker
+        if found.failed is not None:
+            return found.failed
+        return (
+            f"the first look at {found.path} is still running (it is recorded from the "
+            "first call after it ends)"
+        )
+
+    def hold(self, session_id: str) -> _Hold:
+        found = self._holds.get(session_id)
+        if found is None:
+            found = self._holds[session_id] = _Hold()
+        return found
+
+    def close(self) -> None:
+        """Close every tracker (an open still running closes its own when it ends), and
+        remove a scratch directory."""
+        self._closed = True
+        for root in self._roots.values():
+            with root.lock:
+                root.closed = True
+                tracker, root.tracker = root.tracker, None
+            if tracker is not None:
+                _close_tracker(tracker)
+        self._roots.clear()
+        if self.setup.scratch and self.setup.directory:
+            shutil.rmtree(self.setup.directory, ignore_errors=True)
+
+    # --- a call's window ------------------------------------------------------------------
+
+    def recorder(self, session: Session, call_seq: int) -> CallWindow:
+        return CallWindow(self, session, call_seq)
+
+    async def _drain(self, root: _Root, tracker: Tracker) -> None:
+        """Read the kernel's events while a call runs, so thousands of changes do not
+        overflow its queue (a full look then: correct, slower)."""
+        while True:
+            fd = tracker.fileno()
+            if fd is None:
+                return
+            async with root.drain_lock:
+                with trio.move_on_after(1.0):
+                    await trio.lowlevel.wait_readable(fd)
+            if tracker.fileno() != fd:
+                return
+            try:
+                await trio.to_thread.run_sync(tracker.drain)
+            except OSError:
+                return
+
+    # --- undo, restore --------------------------------------------------------------------
+
+    async def undoable_calls(self, session: Session) -> list[UndoableCall]:
+        events = await session.events()
+        undone = {e.call for e in events if isinstance(e, FilesUndone)}
+        calls: list[UndoableCall] = []
+        for event in events:
+            if isinstance(event, FilesChanged) and not event.outside and event.call is not None:
+                called = _event_at(events, event.call)
+                tool = called.name if isinstance(called, ToolCalled) else "?"
+                calls.append(
+                    UndoableCall(
+                        seq=event.call,
+                        tool=tool,
+                        summary=_summary(called),
+                        created=event.change.created,
+                        modified=event.change.modified,
+                        deleted=event.change.deleted,
+                        undone=event.call in undone,
+                    )
+                )
+        return calls
+
+    async def revert(
+        self,
+        session: Session,
+        kind: Literal["undo", "restore"],
+        target: int,
+        live_jobs: Callable[[], Any],
+    ) -> UndoOutcome:
+        """Undo call `target`, or restore to before seq `target`: refused (UndoRefused,
+        nothing touched) when it cannot be done whole."""
+        if not self.enabled:
+            raise UndoRefused(f"undo history is off in this harness: {self.setup.off}")
+        if isinstance(target, bool) or not isinstance(target, int):
+            raise UndoRefused(f"{kind} takes a seq (an integer), not {target!r}")
+        events = await session.events()
+        _check_target(events, kind, target)
+        root = os.path.realpath(session.cwd or session.defaults.fallback_root)
+        running = [
+            job
+            for job in await live_jobs()
+            if job.state in _LIVE_JOB_STATES
+            and os.path.realpath(job.policy.workspace_root) == root
+        ]
+        if running:
+            names = ", ".join(job.id for job in running)
+            raise UndoRefused(
+                f"background job {names} of this session is still running in {root}; wait "
+                f"for it or kill it (kill_job), then {kind} again"
+            )
+        found = await self.tracker(root, None)
+        if isinstance(found, str):
+            raise UndoRefused(found)
+        tracker = found
+        listed = self.setup.config.listed_paths
+        async with self.hold(session.id).alone():
+            started = await trio.to_thread.run_sync(tracker.before)
+            applied_left: tuple[str, ...] = ()
+            try:
+                if started.outside:
+                    await session.append(
+                        FilesChanged(
+                            call=None, outside=True, change=ChangeSummary.of(started.outside, listed)
+                        )
+                    )
+                refs = fold_history(await session.events())
+
+                def plan() -> tuple[Plan, list[Record]]:
+                    records = tracker.records(refs)
+                    if kind == "undo":
+                        return tracker.plan_undo(records, target), records
+                    return tracker.plan_restore(records, target), records
+
+                planned, records = await trio.to_thread.run_sync(plan)
+                if planned.blocked:
+                    # A later call is named by its own seq (what undoable_calls lists),
+                    # an outside change, an undo or a restore by its event's.
+                    named = {r.seq: r.call if r.kind == "call" else r.seq for r in records}
+                    raise UndoRefused(
+                        f"cannot {_goal(kind, target)}: later changes touch what it would put "
+                        "back; undo those first, or restore to an earlier point",
+                        [str(c) for c in planned.conflicts],
+                        sorted({named.get(seq) or seq for seq in planned.conflicting_calls}),
+                    )
+                applied = await trio.to_thread.run_sync(tracker.apply, planned)
+                applied_left = tuple(f"{_shown(p)}: {why}" for p, why in applied.left)
+            except BaseException as error:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(tracker.after, started.mark)
+                if isinstance(error, StoreError):
+                    raise UndoRefused(
+                        f"cannot {_goal(kind, target)}: {_one_line(error)}; nothing was changed"
+                    ) from None
+                raise
+            with trio.CancelScope(shield=True):
+                change = await trio.to_thread.run_sync(tracker.after, started.mark)
+                summary = ChangeSummary.of(change, listed)
+                event: SessionEvent
+                if kind == "undo":
+                    event = FilesUndone(call=target, change=summary, left=applied_left)
+                else:
+                    event = FilesRestored(before=target, change=summary, left=applied_left)
+                (stamped,) = await session.append(event)
+        return UndoOutcome(
+            kind=kind,
+            target=target,
+            event_seq=stamped.seq,
+            created=summary.created,
+            modified=summary.modified,
+            deleted=summary.deleted,
+            paths=(*summary.created_paths, *summary.modified_paths, *summary.deleted_paths),
+            left=applied_left,
+            unrecorded=tuple(_shown(p) for p in planned.unrecorded),
+        )
+
+
+@attrs.frozen
+class CallWindow:
+    """The recorder one call hands its tool: the window around what may write."""
+
+    histories: Histories
+    session: Session
+    call: int
+
+    @contextlib.asynccontextmanager
+    async def window(self, policy: ExecutionPolicy) -> AsyncIterator[Recorded]:
+        recorded = Recorded()
+        histories = self.histories
+        if policy.mode is SandboxMode.READ_ONLY or not histories.enabled:
+            yield recorded
+            return
+        root_path = os.path.realpath(policy.workspace_root)
+        found = await histories.tracker(root_path, histories.setup.baseline_wait)
+        if isinstance(found, str):
+            recorded.facts = {"recorded": False, "reason": found}
+            yield recorded
+            return
+        tracker, root = found, histories._roots[root_path]
+        listed = histories.setup.config.listed_paths
+        async with histories.hold(self.session.id).call():
+            started = await trio.to_thread.run_sync(tracker.before)
+            try:
+                if started.outside:
+                    await self.session.append(
+                        FilesChanged(
+                            call=self.call,
+                            outside=True,
+                            change=ChangeSummary.of(started.outside, listed),
+                        )
+                    )
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(histories._drain, root, tracker)
+                    try:
+                        yield recorded
+                    finally:
+                        nursery.cancel_scope.cancel()
+            finally:
+                with trio.CancelScope(shield=True):
+                    change = await trio.to_thread.run_sync(tracker.after, started.mark)
+                    summary = ChangeSummary.of(change, listed)
+                    if change:
+                        await self.session.append(FilesChanged(call=self.call, change=summary))
+                    recorded.facts = _facts(summary, change)
+
+
+def _facts(summary: ChangeSummary, change: Change) -> dict[str, Any]:
+    facts: dict[str, Any] = {"recorded": True, **summary.facts()}
+    if change.rescanned:
+        facts["rescanned"] = change.rescanned
+    if change.concurrent:
+        facts["concurrent"] = True
+    return facts
+
+
+def _check_target(events: Sequence[SessionEvent], kind: str, target: int) -> None:
+    last = events[-1].seq if events else 0
+    if kind == "undo":
+        if any(
+            isinstance(e, FilesChanged) and not e.outside and e.call == target for e in events
+        ):
+            return
+        called = _event_at(events, target)
+        if isinstance(called, ToolCalled):
+            raise UndoRefused(
+                f"call {target} ({called.name}) changed nothing that was recorded; there is "
+                "nothing to undo (undoable_calls lists the calls that did)"
+            )
+        raise UndoRefused(
+            f"seq {target} is not a call of this session (its log ends at seq {last}); "
+            "undoable_calls lists the calls that can be undone"
+        )
+    if not 1 <= target <= last:
+        raise UndoRefused(
+            f"seq {target} is not in this session's log (it holds seqs 1 to {last}); name the "
+            "seq of the call to restore to before"
+        )
+    if not any(
+        isinstance(e, FilesChanged | FilesUndone | FilesRestored) and e.seq > target
+        for e in events
+    ):
+        raise UndoRefused(
+            f"nothing was recorded after seq {target}: the workspace is as it was then"
+        )
+
+
+def _event_at(events: Sequence[SessionEvent], seq: int) -> SessionEvent | None:
+    if 1 <= seq <= len(events) and events[seq - 1].seq == seq:
+        return events[seq - 1]
+    return next((e for e in events if e.seq == seq), None)
+
+
+def _summary(called: SessionEvent | None) -> str:
+    if not isinstance(called, ToolCalled):
+        return ""
+    arguments = called.arguments
+    text = arguments.get("command") or arguments.get("path") or ""
+    if not isinstance(text, str):
+        text = repr(text)
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= SUMMARY_LIMIT else first[: SUMMARY_LIMIT - 3] + "..."
+
+
+def _goal(kind: str, target: int) -> str:
+    return f"undo call {target}" if kind == "undo" else f"restore to before seq {target}"
+
+
+def _shown(path: str) -> str:
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _close_tracker(tracker: Tracker) -> None:
+    tracker.close()
+    tracker.store.close()

@@ -1,0 +1,36 @@
+"""The hook a tool wraps around the part of a call that may write: the harness records
+what the call changed in its root (issue 42) and hands back the `changed` facts.
+
+The tools know only this shape; the history itself is the harness's.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+import attrs
+
+from ..vocab import ExecutionPolicy
+
+
+@attrs.define
+class Recorded:
+    """What a recording window found: the call's `changed` facts once the window closed
+    (None: nothing was recorded, the policy could not write)."""
+
+    facts: dict[str, Any] | None = None
+
+
+class CallRecorder(Protocol):
+    """Opens the window around the one part of a call that may write under `policy`
+    (the command's run, the file written); the snapshot is taken outside it."""
+
+    def window(self, policy: ExecutionPolicy) -> AbstractAsyncContextManager[Recorded]: ...
+
+
+def with_changed(facts: dict[str, Any], recorded: Recorded) -> dict[str, Any]:
+    """`facts` with the window's `changed` facts, when it recorded any."""
+    if recorded.facts is None:
+        return facts
+    return {**facts, "changed": recorded.facts}
