@@ -107,7 +107,7 @@ def test_a_python_list_gets_the_same_checks_with_key_paths():
         f"(allowed: {', '.join(allowed_modes())})",
         "<mapping>:entry[2].id: duplicate id 'bash' (first at <mapping>:entry[1].id)",
         "<mapping>:entry[2].config.colour: unknown key 'colour' "
-        "(allowed: output_cap, kill_grace, default_timeout, env, limits, session_limits, rules, rules_file)",
+        "(allowed: output_cap, kill_grace, default_timeout, env, limits, session_limits, rules, rules_file, history)",
         "<mapping>:entry[2].name: a second executor entry ('stockade.bash.local'); a "
         "composition mounts one executor (the first is at <mapping>:entry[1])",
     )

@@ -44,7 +44,7 @@ def test_unknown_key_in_a_config_lists_the_allowed_keys(tmp_path):
         "- id: bash\n  name: stockade.bash.local\n  config:\n    output_cap: 10\n    colour: red\n"
     )
     assert errors(tmp_path, text) == [
-        "stockade.yml:5:5: unknown key 'colour' (allowed: output_cap, kill_grace, default_timeout, env, limits, session_limits, rules, rules_file)"
+        "stockade.yml:5:5: unknown key 'colour' (allowed: output_cap, kill_grace, default_timeout, env, limits, session_limits, rules, rules_file, history)"
     ]
 
 

@@ -277,6 +277,14 @@ class Histories:
     def recorder(self, session: Session, call_seq: int) -> CallWindow:
         return CallWindow(self, session, call_seq)
 
+    async def drain_while(self, scope: trio.CancelScope, root: _Root, tracker: Tracker) -> None:
+        """`_drain` until `scope` is cancelled (a system task: it must never raise)."""
+        with scope:
+            try:
+                await self._drain(root, tracker)
+            except Exception:  # a draining lost costs a full look at the boundary, no more
+                return
+
     async def _drain(self, root: _Root, tracker: Tracker) -> None:
         """Read the kernel's events while a call runs, so thousands of changes do not
         overflow its queue (a full look then: correct, slower)."""
@@ -445,12 +453,14 @@ class CallWindow:
                             change=ChangeSummary.of(started.outside, listed),
                         )
                     )
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(histories._drain, root, tracker)
-                    try:
-                        yield recorded
-                    finally:
-                        nursery.cancel_scope.cancel()
+                # Beside the call, not around it: a nursery would wrap the tool's own
+                # errors (a refused root) in an exception group.
+                draining = trio.CancelScope()
+                trio.lowlevel.spawn_system_task(histories.drain_while, draining, root, tracker)
+                try:
+                    yield recorded
+                finally:
+                    draining.cancel()
             finally:
                 with trio.CancelScope(shield=True):
                     change = await trio.to_thread.run_sync(tracker.after, started.mark)

@@ -1,0 +1,114 @@
+"""The attacks on undo (issue 42), judged on the host: a confined command can neither
+read nor rewrite the snapshot store (bwrap and the Landlock launcher, each with the
+unconfined control showing the attack is real), and a symlink a later call plants
+cannot make an undo or a restore write outside the root."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from stockade import open_harness
+
+from ..support import REAL_BACKENDS, require_backend
+from .conftest import composition
+
+
+def _store_of(state_dir: str, root: Path) -> Path:
+    """The root's store: the one beside the session logs."""
+    (store,) = (Path(state_dir) / "history").glob("*/history.sqlite")
+    return store
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+READ = "head -c 15 {store}; echo; ls {directory}"
+WRITE = (
+    "echo rewritten >> {store}; : > {store}; rm -rf {directory}; "
+    "mv {directory} {directory}.gone; ln -sf /dev/null {store}"
+)
+
+
+async def _attack(config: list[dict], root: Path, state_dir: str) -> tuple[str, str, str]:
+    """One recorded call (the store exists), then the reading and the writing command:
+    their output, and the store's digest before them."""
+    async with open_harness(config) as harness:
+        session = await harness.open_session(cwd=root)
+        first = await session.run_tool("bash", {"command": "echo a > a.txt"})
+        assert first.facts["changed"]["recorded"] is True, first.facts
+        store = _store_of(state_dir, root)
+        digest = _digest(store)
+        names = {"store": store, "directory": store.parent}
+        read = await session.run_tool("bash", {"command": READ.format(**names)})
+        await session.run_tool("bash", {"command": WRITE.format(**names)})
+        return digest, read.text, _digest(store) if store.exists() else "gone"
+
+
+@pytest.mark.parametrize("backend", REAL_BACKENDS)
+async def test_a_confined_command_can_neither_read_nor_rewrite_the_store(
+    state_dir, root, backend
+):
+    require_backend(backend)
+    before, read, after = await _attack(composition(state_dir, backend=backend), root, state_dir)
+    assert "SQLite format 3" not in read
+    assert after == before
+
+
+async def test_control_an_unconfined_command_reads_and_rewrites_it(state_dir, root):
+    # The same commands with nothing confining them: the store is there to be read and
+    # rewritten, so the confined test above judges a real attack.
+    before, read, after = await _attack(composition(state_dir, executor="local"), root, state_dir)
+    assert "SQLite format 3" in read
+    assert after != before
+
+
+@pytest.mark.parametrize("kind", ["undo", "restore"])
+async def test_a_symlink_planted_later_never_sends_an_undo_outside(
+    state_dir, root, outside, kind
+):
+    victim = outside / "x"
+    async with open_harness(composition(state_dir)) as harness:
+        session = await harness.open_session(cwd=root)
+        await session.run_tool("bash", {"command": "mkdir d && echo mine > d/x"})
+        planted = await session.run_tool("bash", {"command": f"rm -r d && ln -s {outside} d"})
+        assert planted.facts["exit_code"] == 0, planted.text
+        assert (root / "d").is_symlink()
+        calls = [c.seq for c in await session.undoable_calls()]
+        if kind == "undo":
+            outcome = await session.undo(calls[1])
+        else:
+            outcome = await session.restore(calls[1])
+        assert outcome.left == ()
+    assert not victim.exists() and os.listdir(outside) == []
+    assert not (root / "d").is_symlink() and (root / "d" / "x").read_text() == "mine\n"
+    # The control: written by path, the same plan would have written the person's file.
+    (root / "d" / "x").unlink()
+    (root / "d").rmdir()
+    (root / "d").symlink_to(outside)
+    (root / "d" / "x").write_text("mine\n")
+    assert victim.read_text() == "mine\n"
+
+
+async def test_a_file_over_the_budget_is_reported_and_never_half_restored(state_dir, root):
+    big = root / "big.bin"
+    big.write_bytes(b"A" * 10_000)
+    config = composition(state_dir, history={"file_budget": 4096})
+    async with open_harness(config) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool(
+            "bash", {"command": "head -c 20000 /dev/zero | tr '\\0' B >> big.bin; echo s > s.txt"}
+        )
+        changed = result.facts["changed"]
+        assert changed["modified"] == 1 and changed["not_recorded"] == ["big.bin"]
+        (call,) = [c.seq for c in await session.undoable_calls()]
+        outcome = await session.undo(call)
+        assert outcome.unrecorded == ("big.bin",)
+        assert outcome.deleted == 1 and outcome.paths == ("s.txt",)
+    # Left whole as the call left it: never cut back, never half written.
+    assert big.read_bytes() == b"A" * 10_000 + b"B" * 20_000
+    assert not (root / "s.txt").exists()
