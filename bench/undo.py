@@ -107,6 +107,57 @@ def _pair_ms(tracker: Any, rounds: int) -> list[float]:
     return samples
 
 
+def _harness_composition(state_dir: str, history: bool) -> list[dict[str, Any]]:
+    return [
+        {"id": "sandbox", "name": "stockade.sandbox.local"},
+        {"id": "bash", "name": "stockade.bash.sandbox", "config": {"history": history}},
+        {"id": "log", "name": "stockade.session.log", "config": {"state_dir": state_dir}},
+    ]
+
+
+def through_harness(base: str, root: str, rounds: int) -> dict[str, Any]:
+    """A foreground bash call that changes nothing (`true`), through `run_tool` in
+    workspace-write, with the history on and off (two harnesses, interleaved rounds):
+    what the window around a call (before, after, the drain task) adds to its wall."""
+    import trio
+
+    from stockade import open_harness
+
+    async def main() -> dict[str, Any]:
+        state = {name: os.path.join(base, f"state-{name}") for name in ("on", "off")}
+        async with (
+            open_harness(_harness_composition(state["on"], True)) as on,
+            open_harness(_harness_composition(state["off"], False)) as off,
+        ):
+            sessions = {
+                "on": await on.open_session(cwd=root),
+                "off": await off.open_session(cwd=root),
+            }
+            started = time.perf_counter()
+            first = await sessions["on"].run_tool("bash", {"command": "true"})
+            first_s = time.perf_counter() - started
+            samples: dict[str, list[float]] = {"on": [], "off": []}
+            for index in range(rounds + 10):
+                order = ("on", "off") if index % 2 else ("off", "on")
+                for name in order:
+                    started = time.perf_counter()
+                    result = await sessions[name].run_tool("bash", {"command": "true"})
+                    if index >= 10:  # warm-up rounds left out
+                        samples[name].append((time.perf_counter() - started) * 1e3)
+                    assert result.facts["exit_code"] == 0, result.text
+            paired = sorted(a - b for a, b in zip(samples["on"], samples["off"], strict=True))
+            return {
+                "first_call_s": first_s,
+                "first_recorded": first.facts.get("changed", {}).get("recorded"),
+                "on_ms": summarize(samples["on"]),
+                "off_ms": summarize(samples["off"]),
+                "added_ms": summarize(paired),
+                "backend": first.facts.get("backend"),
+            }
+
+    return trio.run(main)
+
+
 def run(ctx: Context) -> FamilyResult:
     from stockade.history import HistoryConfig, Record, SnapshotStore, Tracker
 
@@ -119,7 +170,7 @@ def run(ctx: Context) -> FamilyResult:
     os.makedirs(root)
     rng = random.Random(2)
     figures: dict[str, Any] = {"files": files}
-    with Progress("undo", "tree", 4 + len(sizes)) as progress:
+    with Progress("undo", "tree", 5 + len(sizes)) as progress:
         started = time.perf_counter()
         paths = generate(root, files)
         figures["generate_s"] = time.perf_counter() - started
@@ -221,6 +272,9 @@ def run(ctx: Context) -> FamilyResult:
         tracker.close()
         figures["store_after_mib"] = store.size()[1] / 2**20
         store.close()
+        progress.advance(label="through the harness")
+        harness = through_harness(base, root, 60 if ctx.quick else 300)
+        figures["harness"] = harness
 
     result.figures["cases"] = figures
     result.tables.append(
@@ -251,6 +305,24 @@ def run(ctx: Context) -> FamilyResult:
             "read of every path and writes each back by rename. A rescan: the kernel's event "
             "queue overflowed and every path was compared; drained: a thread read the events "
             "while the call ran, as a harness's task on `Tracker.fileno()` would.",
+        )
+    )
+    result.tables.append(
+        Table(
+            "A bash call that changes nothing (`true`) through the harness, history on vs off",
+            ["", "median ms", "p99 ms"],
+            [
+                ["history on", harness["on_ms"]["median"], harness["on_ms"]["p99"]],
+                ["history off", harness["off_ms"]["median"], harness["off_ms"]["p99"]],
+                [
+                    "added (paired per round)",
+                    harness["added_ms"]["median"],
+                    harness["added_ms"]["p99"],
+                ],
+            ],
+            caption=f"run_tool in workspace-write on {harness['backend']}, the {files:,}-file tree "
+            f"as the root; the first call (which opens the root's history) took "
+            f"{harness['first_call_s']:.1f} s (recorded: {harness['first_recorded']}).",
         )
     )
     result.targets.append(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .harness import AgentSession as AgentSession
     from .harness import Harness as Harness
     from .harness import SessionMismatch as SessionMismatch
+    from .harness import UndoRefused as UndoRefused
     from .harness import open_harness as open_harness
     from .messages import JobHandle as JobHandle
     from .messages import JobReport as JobReport

@@ -35,7 +35,9 @@ def composition(
         entries.append({"id": "bash", "name": "stockade.bash.local", "config": bash})
         if fs:
             entries.append({"id": "fs", "name": "stockade.fs.local"})
-    entries.append({"id": "log", "name": "stockade.session.log", "config": {"state_dir": state_dir}})
+    entries.append(
+        {"id": "log", "name": "stockade.session.log", "config": {"state_dir": state_dir}}
+    )
     return entries
 
 

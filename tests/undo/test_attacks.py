@@ -50,9 +50,7 @@ async def _attack(config: list[dict], root: Path, state_dir: str) -> tuple[str, 
 
 
 @pytest.mark.parametrize("backend", REAL_BACKENDS)
-async def test_a_confined_command_can_neither_read_nor_rewrite_the_store(
-    state_dir, root, backend
-):
+async def test_a_confined_command_can_neither_read_nor_rewrite_the_store(state_dir, root, backend):
     require_backend(backend)
     before, read, after = await _attack(composition(state_dir, backend=backend), root, state_dir)
     assert "SQLite format 3" not in read
@@ -68,9 +66,7 @@ async def test_control_an_unconfined_command_reads_and_rewrites_it(state_dir, ro
 
 
 @pytest.mark.parametrize("kind", ["undo", "restore"])
-async def test_a_symlink_planted_later_never_sends_an_undo_outside(
-    state_dir, root, outside, kind
-):
+async def test_a_symlink_planted_later_never_sends_an_undo_outside(state_dir, root, outside, kind):
     victim = outside / "x"
     async with open_harness(composition(state_dir)) as harness:
         session = await harness.open_session(cwd=root)

@@ -50,7 +50,7 @@ async def test_two_sessions_on_one_root_keep_their_own_histories(state_dir, root
         assert [c.undone for c in await two.undoable_calls()] == [False]
         # One session's call over the other's file: the other's undo is refused.
         await one.run_tool("bash", {"command": "echo over > b.txt"})
-        with pytest.raises(UndoRefused, match="b.txt"):
+        with pytest.raises(UndoRefused, match=r"b\.txt"):
             await two.undo(second.seq)
         assert (root / "b.txt").read_text() == "over\n"
 

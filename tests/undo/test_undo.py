@@ -160,9 +160,7 @@ async def test_an_undo_waits_for_no_running_job_and_refuses_while_one_runs(state
         session = await harness.open_session(cwd=root)
         await session.run_tool("bash", {"command": "echo a > a.txt"})
         (call,) = [c.seq for c in await session.undoable_calls()]
-        started = await session.run_tool(
-            "bash", {"command": "sleep 30", "background": True}
-        )
+        started = await session.run_tool("bash", {"command": "sleep 30", "background": True})
         job = started.facts["job_id"]
         with pytest.raises(UndoRefused, match=f"background job {job}.*still running"):
             await session.undo(call)

@@ -85,6 +85,11 @@ class ToolCachesConfig:
         raise WrongType("on, off or a mapping (directory, tools)", value)
 
 
+DEFAULT_FILE_BUDGET: Final = PositiveInt(32 * MIB)
+DEFAULT_LISTED_PATHS: Final = PositiveInt(20)
+DEFAULT_BASELINE_WAIT: Final = NonNegativeFloat(10.0)
+
+
 @attrs.frozen(kw_only=True)
 class HistorySettings:
     """`history:` of a bash entry (issue 42, docs/undo.md): on (the default), off, or a
@@ -97,9 +102,9 @@ class HistorySettings:
     enabled: bool = True
     record_ignored: bool = False
     record_git: bool = False
-    file_budget: PositiveInt = PositiveInt(32 * MIB)
-    listed_paths: PositiveInt = PositiveInt(20)
-    baseline_wait: NonNegativeFloat = NonNegativeFloat(10.0)
+    file_budget: PositiveInt = DEFAULT_FILE_BUDGET
+    listed_paths: PositiveInt = DEFAULT_LISTED_PATHS
+    baseline_wait: NonNegativeFloat = DEFAULT_BASELINE_WAIT
 
     @classmethod
     def from_scalar(cls, value: object) -> HistorySettings:

@@ -103,7 +103,7 @@ class HistorySetup:
     first needed; `scratch`: removed when the harness stops, for logs that die with the
     process). `off`: why history is not kept at all (None: it is)."""
 
-    config: HistoryConfig = HistoryConfig()
+    config: HistoryConfig = attrs.field(factory=HistoryConfig)
     baseline_wait: float = 10.0
     directory: str = ""
     scratch: bool = False
@@ -192,7 +192,9 @@ class Histories:
 
     # --- the trackers ----------------------------------------------------------------------
 
-    def _root(self, root: str) -> _Root:
+    def _root(self, path: str) -> _Root:
+        """`path`'s root (by its real path), its tracker's opening started if new."""
+        root = os.path.realpath(path)
         found = self._roots.get(root)
         if found is None:
             found = _Root(root, os.path.join(self.setup.directory, root_id(root)))
@@ -237,7 +239,7 @@ class Histories:
     async def tracker(self, root: str, wait: float | None) -> Tracker | str:
         """`root`'s tracker, or why there is none now: waits for its first look at most
         `wait` seconds (None: as long as it takes)."""
-        found = self._root(os.path.realpath(root))
+        found = self._root(root)
         if not found.done.is_set():
             if wait is None:
                 await trio.to_thread.run_sync(found.done.wait, abandon_on_cancel=True)
@@ -340,13 +342,8 @@ class Histories:
             raise UndoRefused(f"{kind} takes a seq (an integer), not {target!r}")
         events = await session.events()
         _check_target(events, kind, target)
-        root = os.path.realpath(session.cwd or session.defaults.fallback_root)
-        running = [
-            job
-            for job in await live_jobs()
-            if job.state in _LIVE_JOB_STATES
-            and os.path.realpath(job.policy.workspace_root) == root
-        ]
+        root = self._root(session.cwd or session.defaults.fallback_root).path
+        running = _live_in(root, await live_jobs())
         if running:
             names = ", ".join(job.id for job in running)
             raise UndoRefused(
@@ -365,7 +362,9 @@ class Histories:
                 if started.outside:
                     await session.append(
                         FilesChanged(
-                            call=None, outside=True, change=ChangeSummary.of(started.outside, listed)
+                            call=None,
+                            outside=True,
+                            change=ChangeSummary.of(started.outside, listed),
                         )
                     )
                 refs = fold_history(await session.events())
@@ -434,13 +433,13 @@ class CallWindow:
         if policy.mode is SandboxMode.READ_ONLY or not histories.enabled:
             yield recorded
             return
-        root_path = os.path.realpath(policy.workspace_root)
-        found = await histories.tracker(root_path, histories.setup.baseline_wait)
+        root = histories._root(policy.workspace_root)
+        found = await histories.tracker(root.path, histories.setup.baseline_wait)
         if isinstance(found, str):
             recorded.facts = {"recorded": False, "reason": found}
             yield recorded
             return
-        tracker, root = found, histories._roots[root_path]
+        tracker = found
         listed = histories.setup.config.listed_paths
         async with histories.hold(self.session.id).call():
             started = await trio.to_thread.run_sync(tracker.before)
@@ -470,6 +469,15 @@ class CallWindow:
                     recorded.facts = _facts(summary, change)
 
 
+def _live_in(root: str, jobs: Sequence[Any]) -> list[Any]:
+    """The jobs still running (or queued) in `root`."""
+    return [
+        job
+        for job in jobs
+        if job.state in _LIVE_JOB_STATES and os.path.realpath(job.policy.workspace_root) == root
+    ]
+
+
 def _facts(summary: ChangeSummary, change: Change) -> dict[str, Any]:
     facts: dict[str, Any] = {"recorded": True, **summary.facts()}
     if change.rescanned:
@@ -482,9 +490,7 @@ def _facts(summary: ChangeSummary, change: Change) -> dict[str, Any]:
 def _check_target(events: Sequence[SessionEvent], kind: str, target: int) -> None:
     last = events[-1].seq if events else 0
     if kind == "undo":
-        if any(
-            isinstance(e, FilesChanged) and not e.outside and e.call == target for e in events
-        ):
+        if any(isinstance(e, FilesChanged) and not e.outside and e.call == target for e in events):
             return
         called = _event_at(events, target)
         if isinstance(called, ToolCalled):
@@ -502,8 +508,7 @@ def _check_target(events: Sequence[SessionEvent], kind: str, target: int) -> Non
             "seq of the call to restore to before"
         )
     if not any(
-        isinstance(e, FilesChanged | FilesUndone | FilesRestored) and e.seq > target
-        for e in events
+        isinstance(e, FilesChanged | FilesUndone | FilesRestored) and e.seq > target for e in events
     ):
         raise UndoRefused(
             f"nothing was recorded after seq {target}: the workspace is as it was then"

@@ -30,6 +30,7 @@ from ..config import ApprovalConfig, Composition, facts_of_store, load_compositi
 from ..errors import ConfigError, NotUnderTrio
 from ..events import EventRegistry, SessionEvent
 from ..executor import AuditConnection, ExecutorActor, raise_open_files_limit
+from ..history import HISTORY_EVENTS, HistoryConfig
 from ..messages import NetworkConnection, NetworkRequest
 from ..policy import DEFAULT_PRESETS, PolicyDefaults, PresetTable
 from ..sandbox import ProviderActor, host_temp
@@ -40,7 +41,6 @@ from ..sessionlog import (
     build_store,
     store_files,
 )
-from ..history import HISTORY_EVENTS, HistoryConfig
 from ..tools import TOOL_EVENTS, BashTool, FsTool, NetworkConnected, NetworkRequested
 from ..trust import check_trusted, host_temp_roots, state_directories
 from ._history import Histories, HistorySetup

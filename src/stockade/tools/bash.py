@@ -220,7 +220,9 @@ class BashTool:
             call_id=call_id,
             name=BASH,
             text=self._render(result, grant, destinations),
-            facts=with_changed(_facts(result, args.command, grant, destinations) | gate.facts, recorded),
+            facts=with_changed(
+                _facts(result, args.command, grant, destinations) | gate.facts, recorded
+            ),
         )
 
     async def _policy(self, session: ToolSession | None) -> ExecutionPolicy:
