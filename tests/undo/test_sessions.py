@@ -4,6 +4,8 @@ histories, and a root whose first look outlasts the wait runs its call unrecorde
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import trio
 
@@ -73,3 +75,53 @@ async def test_a_root_whose_first_look_is_slow_runs_its_call_unrecorded(state_di
                 await trio.sleep(0.2)
         # Recorded from the first call after the look ended.
         assert later.facts["changed"]["paths"]["created"] == [str(attempt)]
+
+
+async def test_with_the_log_in_memory_the_history_goes_when_the_harness_stops(
+    root, state_dir, monkeypatch
+):
+    # No log entry: the logs live in this process, and so does their history, in a
+    # directory of its own under the (hidden) state directory.
+    monkeypatch.setenv("STOCKADE_STATE_DIR", state_dir)
+    config = [
+        {"id": "sandbox", "name": "stockade.sandbox.local"},
+        {"id": "bash", "name": "stockade.bash.sandbox"},
+    ]
+    async with open_harness(config) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool("bash", {"command": "echo a > a.txt"})
+        assert result.facts["changed"]["recorded"] is True
+        (kept,) = (Path(state_dir) / "history").glob("process-*/*/history.sqlite")
+        await session.undo((await session.undoable_calls())[0].seq)
+        assert not (root / "a.txt").exists()
+    assert not kept.exists()
+    assert list((Path(state_dir) / "history").iterdir()) == []
+
+
+def test_a_store_that_is_not_a_directory_keeps_history_in_the_state_directory(monkeypatch):
+    from stockade.config import load_composition
+    from stockade.harness.assembly import _history_setup
+
+    monkeypatch.setenv("STOCKADE_STATE_DIR", "/var/lib/stockade-state")
+
+    class Database:  # what a PostgreSQL store says of itself: no paths, a login
+        def protected_paths(self) -> tuple[str, ...]:
+            return ()
+
+        def credentials(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+            return ("PGPASSWORD",), ("secret",)
+
+        def credential_files(self) -> tuple[str, ...]:
+            return ()
+
+    class Directory(Database):
+        def protected_paths(self) -> tuple[str, ...]:
+            return ("/var/lib/logs",)
+
+    composition = load_composition(
+        [{"id": "bash", "name": "stockade.bash.local", "config": {"history": {"listed_paths": 3}}}]
+    )
+    database = _history_setup(composition, Database())
+    assert (database.directory, database.scratch) == ("/var/lib/stockade-state/history", False)
+    assert database.config.listed_paths == 3 and database.off is None
+    assert _history_setup(composition, Directory()).directory == "/var/lib/logs/history"

@@ -21,25 +21,22 @@ import trio
 
 from ..errors import StockadeError
 from ..events import SessionEvent
+
+# The events and their fold only: the tracker, the store and the walk (sqlite3,
+# pathspec, ctypes) load when a root's history is first opened.
 from ..history import (
-    Change,
     ChangeSummary,
     FilesChanged,
     FilesRestored,
     FilesUndone,
     HistoryConfig,
-    HistoryError,
-    Plan,
-    Record,
-    SnapshotStore,
-    StoreError,
-    Tracker,
     fold_history,
 )
 from ..tools import Recorded, ToolCalled
 from ..vocab import ExecutionPolicy, SandboxMode
 
 if TYPE_CHECKING:
+    from ..history import Change, Plan, Record, Tracker
     from .session import Session
 
 # The longest a summary of a call (its command's first line) is shown.
@@ -219,6 +216,8 @@ class Histories:
 
     def _open(self, root: _Root) -> None:
         """In a thread of its own: the root's first look, its store opened."""
+        from ..history import HistoryError, SnapshotStore, StoreError, Tracker
+
         tracker = None
         try:
             store = SnapshotStore.open(root.store_dir)
@@ -259,6 +258,12 @@ class Histories:
         if found is None:
             found = self._holds[session_id] = _Hold()
         return found
+
+    def forget(self, session_id: str) -> None:
+        """A session closed: its hold goes (when nothing holds it)."""
+        hold = self._holds.get(session_id)
+        if hold is not None and not hold.calls and not hold.undoing:
+            del self._holds[session_id]
 
     def close(self) -> None:
         """Close every tracker (an open still running closes its own when it ends), and
@@ -391,7 +396,7 @@ class Histories:
             except BaseException as error:
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(tracker.after, started.mark)
-                if isinstance(error, StoreError):
+                if _is_store_error(error):
                     raise UndoRefused(
                         f"cannot {_goal(kind, target)}: {_one_line(error)}; nothing was changed"
                     ) from None
@@ -542,6 +547,12 @@ def _shown(path: str) -> str:
 
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def _is_store_error(error: BaseException) -> bool:
+    from ..history import StoreError
+
+    return isinstance(error, StoreError)
 
 
 def _close_tracker(tracker: Tracker) -> None:

@@ -250,6 +250,8 @@ class AgentSession:
                 await self.session.close()  # its private temp directory too, jobs gone
             finally:
                 self.harness.forget_session(self.session)
+                if self.harness.history is not None:
+                    self.harness.history.forget(self.id)
         finally:
             if self.fs_roots is not None:
                 self.fs_roots.close()

@@ -1,0 +1,45 @@
+"""`history:` of a bash entry (issue 42): on by default, `off`, or a mapping whose
+mistakes are refused at load with their key."""
+
+from __future__ import annotations
+
+from stockade.config.builtins import HistorySettings
+
+from .support import errors, load
+
+BASH = "- id: bash\n  name: stockade.bash.{kind}\n  config:\n    history: {value}\n"
+
+
+def _history(tmp_path, value: str, kind: str = "local") -> HistorySettings:
+    composition = load(tmp_path, BASH.format(kind=kind, value=value))
+    assert composition.executor is not None
+    settings: HistorySettings = composition.executor.config.history
+    return settings
+
+
+def test_on_by_default_and_off_when_asked(tmp_path):
+    composition = load(tmp_path, "- id: bash\n  name: stockade.bash.local\n")
+    assert composition.executor is not None
+    assert composition.executor.config.history == HistorySettings()
+    assert HistorySettings().enabled
+    assert _history(tmp_path, "off") == HistorySettings(enabled=False)
+    assert _history(tmp_path, "on") == HistorySettings()
+
+
+def test_a_mapping_sets_each_key(tmp_path):
+    value = (
+        "{record_ignored: true, record_git: true, file_budget: 1024, listed_paths: 5, "
+        "baseline_wait: 0}"
+    )
+    assert _history(tmp_path, value) == HistorySettings(
+        record_ignored=True, record_git=True, file_budget=1024, listed_paths=5, baseline_wait=0.0
+    )
+
+
+def test_mistakes_are_refused_with_their_key(tmp_path):
+    (line,) = errors(tmp_path, BASH.format(kind="local", value="sometimes"))
+    assert "history" in line and "on, off or a mapping" in line
+    (line,) = errors(tmp_path, BASH.format(kind="local", value="{file_budget: 0}"))
+    assert "file_budget" in line
+    (line,) = errors(tmp_path, BASH.format(kind="local", value="{colour: red}"))
+    assert "unknown key 'colour'" in line and "baseline_wait" in line
