@@ -447,7 +447,13 @@ class CallWindow:
         tracker = found
         listed = histories.setup.config.listed_paths
         async with histories.hold(self.session.id).call():
-            started = await trio.to_thread.run_sync(tracker.before)
+            try:
+                started = await trio.to_thread.run_sync(tracker.before)
+            except Exception as error:  # the history failing never fails the call
+                recorded.facts = _unrecorded("its start could not be recorded", error)
+            if recorded.facts is not None:
+                yield recorded
+                return
             try:
                 if started.outside:
                     await self.session.append(
@@ -467,11 +473,19 @@ class CallWindow:
                     draining.cancel()
             finally:
                 with trio.CancelScope(shield=True):
-                    change = await trio.to_thread.run_sync(tracker.after, started.mark)
-                    summary = ChangeSummary.of(change, listed)
-                    if change:
-                        await self.session.append(FilesChanged(call=self.call, change=summary))
-                    recorded.facts = _facts(summary, change)
+                    try:
+                        change = await trio.to_thread.run_sync(tracker.after, started.mark)
+                    except Exception as error:
+                        recorded.facts = _unrecorded("what it changed could not be recorded", error)
+                    else:
+                        summary = ChangeSummary.of(change, listed)
+                        if change:
+                            await self.session.append(FilesChanged(call=self.call, change=summary))
+                        recorded.facts = _facts(summary, change)
+
+
+def _unrecorded(what: str, error: Exception) -> dict[str, Any]:
+    return {"recorded": False, "reason": f"{what} in the undo history: {_one_line(error)}"}
 
 
 def _live_in(root: str, jobs: Sequence[Any]) -> list[Any]:
