@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import trio
 
 from stockade import open_harness
 from stockade.harness import UndoRefused
@@ -168,3 +169,26 @@ async def test_an_undo_waits_for_no_running_job_and_refuses_while_one_runs(state
         await session.run_tool("kill_job", {"job_id": job})
         await session.undo(call)
     assert not (root / "a.txt").exists()
+
+
+async def test_an_undo_waits_for_the_sessions_running_call_and_holds_the_next(state_dir, root):
+    async with open_harness(composition(state_dir)) as harness:
+        session = await harness.open_session(cwd=root)
+        await session.run_tool("bash", {"command": "echo a > a.txt"})
+        (first,) = [c.seq for c in await session.undoable_calls()]
+        done: list[str] = []
+
+        async def slow() -> None:
+            await session.run_tool("bash", {"command": "sleep 1; echo late > late.txt"})
+            done.append("call")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow)
+            await trio.sleep(0.5)  # the slow call's window is open
+            outcome = await session.undo(first)
+            done.append("undo")
+        assert done == ["call", "undo"]
+        events = await session.events()
+        late = next(e for e in events if isinstance(e, FilesChanged) and e.seq > first + 1)
+        assert late.change.created_paths == ("late.txt",) and outcome.event_seq > late.seq
+    assert not (root / "a.txt").exists() and (root / "late.txt").exists()
