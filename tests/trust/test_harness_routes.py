@@ -97,7 +97,17 @@ def log_parent() -> Iterator[Path]:
 
 
 def listing(directory: Path) -> dict[str, tuple[object, ...] | None]:
-    return {name: file_state(directory / name) for name in sorted(os.listdir(directory))}
+    """Every file under `directory` (the undo history's store is a directory there)."""
+    found: dict[str, tuple[object, ...] | None] = {}
+    for parent, directories, files in os.walk(directory):
+        for name in sorted(directories):
+            found[os.path.join(parent, name)] = (
+                "directory",
+                os.lstat(os.path.join(parent, name)).st_ino,
+            )
+        for name in sorted(files):
+            found[os.path.join(parent, name)] = file_state(Path(parent, name))
+    return found
 
 
 async def test_a_child_rooted_over_the_log_directory_is_refused(area: Area, log_parent: Path):
