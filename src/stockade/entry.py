@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 
 
 def _session(args: argparse.Namespace) -> int:
+    if args.session_verb == "undo":
+        # It opens a harness on the composition and resumes the session: the store is
+        # the harness's own.
+        from .cli import run_undo
+
+        return run_undo(args)
     from .cli import session_store
     from .faces import FACE_EVENTS
     from .harness import harness_registry

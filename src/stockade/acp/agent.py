@@ -11,6 +11,7 @@ model that fails is an internal error, and the agent keeps serving either way.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import sys
@@ -28,6 +29,7 @@ from acp import schema
 from ..config import Composition
 from ..harness import open_harness
 from .answerer import AcpAnswerer, AskFailed
+from .commands import commands_update
 from .core import AgentCore, ClientError
 from .events import ACP_EVENTS
 from .model import Model, ModelError, model_secrets
@@ -78,6 +80,8 @@ class AcpAgent:
         self._core = core
         self._answerer = answerer
         self._conn: Any = None
+        # The commands updates sent after a session's response (kept until sent).
+        self._announcing: set[asyncio.Task[None]] = set()
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -129,13 +133,26 @@ class AcpAgent:
 
     async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
         result = await self._core_call(self._core.new_session, cwd)
-        return schema.NewSessionResponse.model_validate(result)
+        response = schema.NewSessionResponse.model_validate(result)
+        self._announce_commands(response.session_id)
+        return response
 
     async def load_session(
         self, cwd: str, session_id: str, **kwargs: Any
     ) -> schema.LoadSessionResponse:
         result = await self._core_call(self._core.load_session, session_id, cwd)
+        self._announce_commands(session_id)
         return schema.LoadSessionResponse.model_validate(result)
+
+    def _announce_commands(self, session_id: str) -> None:
+        """The person's slash commands (`/undo`, `/restore`), sent once the session's
+        response is on its way (an update for a session id the client has not been
+        told yet could be dropped)."""
+        task = asyncio.get_running_loop().create_task(
+            self._send_update(session_id, commands_update())
+        )
+        self._announcing.add(task)
+        task.add_done_callback(self._announcing.discard)
 
     async def set_session_mode(
         self, session_id: str, mode_id: str, **kwargs: Any

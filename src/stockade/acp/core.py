@@ -26,11 +26,13 @@ import trio
 
 from ..approval import ApprovalRequest
 from ..errors import StockadeError
-from ..harness import AgentSession, Harness
+from ..faces import calls_lines, outcome_line, refusal_line
+from ..harness import AgentSession, Harness, UndoRefused
 from ..sessionlog import check_session_id
 from ..trust import broad_root_refusal
 from ..vocab import Network
 from .answerer import AskContext
+from .commands import Command, Unusable, parse_command
 from .events import PromptReceived, ReplyGiven
 from .model import Model
 from .modes import NotSelectable, check_selectable, mode_state, switch_plan
@@ -225,10 +227,26 @@ class AgentCore:
             state.scope.cancel()
 
     async def prompt(self, session_id: str, blocks: Sequence[Mapping[str, Any]]) -> str:
-        """Run one turn; returns the ACP stop reason."""
+        """Run one turn; returns the ACP stop reason. A prompt that is a slash command
+        (`/undo`, `/restore`) is the agent's own, answered without the model."""
         state = self._session(session_id)
         if state.busy:
             raise ClientError(f"session {session_id!r} is already running a prompt")
+        text = prompt_text(blocks)
+        try:
+            command = parse_command(text)
+        except Unusable as error:
+            await self._say(session_id, str(error))
+            return "end_turn"
+        if command is not None:
+            state.busy = True
+            state.idle = trio.Event()
+            try:
+                await self._say(session_id, await self._command(state.agent, command))
+            finally:
+                state.busy = False
+                state.idle.set()
+            return "end_turn"
         state.busy = True
         state.idle = trio.Event()
         calls: dict[str, tuple[str, Any]] = {}
@@ -237,7 +255,7 @@ class AgentCore:
         try:
             with trio.CancelScope() as scope:
                 state.scope = scope
-                return await self._turn(state, prompt_text(blocks), calls, in_flight)
+                return await self._turn(state, text, calls, in_flight)
             # Cancelled where it stood: the call cut off is reported, not left open.
             for call_id in in_flight:
                 await self.notify(
@@ -248,6 +266,27 @@ class AgentCore:
             state.busy = False
             state.scope = None
             state.idle.set()
+
+    async def _say(self, session_id: str, text: str) -> None:
+        await self.notify(
+            session_id,
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}},
+        )
+
+    async def _command(self, agent: AgentSession, command: Command) -> str:
+        """Run `/undo [N]` or `/restore SEQ`: the answer is one message (a refusal
+        too: nothing was touched, and the line says why)."""
+        try:
+            if command.target is None:
+                calls = await agent.undoable_calls()
+                return calls_lines(calls).rstrip("\n") or "no call of this session changed a file"
+            if command.name == "undo":
+                outcome = await agent.undo(command.target)
+            else:
+                outcome = await agent.restore(command.target)
+        except UndoRefused as refused:
+            return f"not done: {refusal_line(refused)}"
+        return outcome_line(outcome)
 
     async def _turn(
         self,

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .rules_check import run_rules_check as run_rules_check
     from .run import run_command as run_command
     from .session_show import run_show as run_show
+    from .session_undo import run_undo as run_undo
     from .sessions import run_list as run_list
     from .sessions import run_prune as run_prune
     from .sessions import session_store as session_store

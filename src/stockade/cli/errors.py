@@ -44,6 +44,14 @@ CODES = {
     "LOG_CORRUPT": (EXIT_FAILURE, "a session log with a line that cannot be read as written"),
     "STORE_UNAVAILABLE": (EXIT_FAILURE, "the log store (a database) cannot be reached or read"),
     "ENVIRONMENT": (EXIT_FAILURE, "the operating system refused: a permission, a full disk"),
+    "SESSION_LOCKED": (
+        EXIT_FAILURE,
+        "another process holds the session open (only its holder may write its log)",
+    ),
+    "UNDO_REFUSED": (
+        EXIT_FAILURE,
+        "the undo or restore would overwrite a later change; nothing was touched",
+    ),
 }
 
 

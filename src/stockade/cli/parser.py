@@ -235,7 +235,8 @@ each one word (as `stockade exec -- CMD ARG...` runs them).
 )
 SESSION_HELP = _help(
     """
-Read and tidy the session logs: show one, list them, prune the idle ones. Logs are
+Read and tidy the session logs: show one, list them, prune the idle ones, and undo
+what a session's calls changed in its workspace. Logs are
 found in --state-dir, else $STOCKADE_STATE_DIR, else the state directory of the
 composition (--config, $STOCKADE_CONFIG), else $XDG_STATE_HOME/stockade/sessions.
 """,
@@ -250,6 +251,32 @@ composition (--config, $STOCKADE_CONFIG), else $XDG_STATE_HOME/stockade/sessions
   stockade session show 20261201-200703-787e9e94
   stockade session show 20261201-2007        # a unique prefix of an id
   stockade session prune --older-than 7d --dry-run
+  stockade session undo 20261201-200703-787e9e94 --call 7
+""",
+)
+UNDO_HELP = _help(
+    """
+Put back what a session's calls changed in its workspace (docs/undo.md). Alone, list
+the calls that changed files: each call's seq, tool, what it did, how many files it
+created, modified and deleted, and whether it was undone. --call N undoes call N:
+each file it changed gets its state from before it. --to SEQ restores the workspace
+to before seq SEQ: every change after it is reverted. Refused, touching nothing,
+when a later change (a later call, an edit made since) would be overwritten; the
+error names the calls. The undo is logged in the session; a session another process
+holds open (an agent still running it) is refused.
+""",
+    """
+  0     listed, or undone / restored
+  1     refused: UNDO_REFUSED (a later change would be overwritten), SESSION_LOCKED,
+        SESSION_NOT_FOUND, INVALID_SESSION_ID, STORE_UNAVAILABLE, ENVIRONMENT
+  125   SANDBOX_UNAVAILABLE: the composition's sandbox cannot start here
+  2     usage or configuration error (USAGE, CONFIG)
+"""
+    + JSON_ERRORS,
+    """
+  stockade session undo 20261201-200703-787e9e94
+  stockade session undo 20261201-200703-787e9e94 --call 7
+  stockade session undo 20261201-200703-787e9e94 --to 12 --json
 """,
 )
 SHOW_HELP = _help(
@@ -316,6 +343,13 @@ def _descriptor(word: str) -> int:
         raise argparse.ArgumentTypeError(
             f"{word!r} is not a descriptor above 2 (0, 1 and 2 are always passed)"
         )
+    return int(word)
+
+
+def _seq(word: str) -> int:
+    """--call's and --to's value: a seq of the session's log (1 or more)."""
+    if not (word.isascii() and word.isdigit()) or int(word) < 1:
+        raise argparse.ArgumentTypeError(f"{word!r} is not a seq (a whole number, 1 or more)")
     return int(word)
 
 
@@ -538,7 +572,9 @@ Landlock on Linux). Each verb has its own --help.
     )
     # Its options are the agent's own parser's (stockade.acp.main), read there.
     acp.add_argument("agent_args", nargs=argparse.REMAINDER)
-    session = verb(verbs, "session", "show, list and prune session logs", SESSION_HELP)
+    session = verb(
+        verbs, "session", "show, list and prune session logs; undo a session's calls", SESSION_HELP
+    )
     session_verbs = session.add_subparsers(dest="session_verb", metavar="VERB", required=True)
 
     def store_options(sub: Any) -> None:
@@ -571,6 +607,22 @@ Landlock on Linux). Each verb has its own --help.
     )
     prune.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     store_options(prune)
+
+    undo = verb(
+        session_verbs,
+        "undo",
+        "list a session's undoable calls, undo one (--call N) or restore (--to SEQ)",
+        UNDO_HELP,
+    )
+    undo.add_argument("session_id", metavar="ID", help="the session's id")
+    which = undo.add_mutually_exclusive_group()
+    which.add_argument(
+        "--call", type=_seq, metavar="N", help="undo call N (its seq, as the listing shows)"
+    )
+    which.add_argument(
+        "--to", type=_seq, metavar="SEQ", help="restore the workspace to before seq SEQ"
+    )
+    store_options(undo)
 
     rules = verb(verbs, "rules", "judge a command against the command rules", RULES_HELP)
     rules_verbs = rules.add_subparsers(dest="rules_verb", metavar="VERB", required=True)

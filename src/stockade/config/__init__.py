@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .builtins import ApprovalConfig as ApprovalConfig
     from .builtins import FsConfig as FsConfig
     from .builtins import LocalBashConfig as LocalBashConfig
+    from .builtins import McpFaceConfig as McpFaceConfig
     from .builtins import PresetsConfig as PresetsConfig
     from .builtins import PresetSpec as PresetSpec
     from .builtins import RejectRule as RejectRule

@@ -615,6 +615,19 @@ class FsConfig:
     read_cap: PositiveInt = DEFAULT_READ_CAP
 
 
+@attrs.frozen(kw_only=True)
+class McpFaceConfig:
+    """`stockade.mcp`: what the MCP face (`stockade mcp`) lets the model do.
+
+    `model_may_undo`: the `undo` tool acts without asking the person first. Off (the
+    default), an undo or a restore the model asks for is put to the person through
+    the client (elicitation), and refused where the client cannot ask: undo is the
+    person's (issue 42).
+    """
+
+    model_may_undo: bool = False
+
+
 SANDBOX_LOCAL: Final = Plugin(
     name="stockade.sandbox.local",
     kind="sandbox",
@@ -665,6 +678,12 @@ FS_LOCAL: Final = Plugin(
     config_type=FsConfig,
     summary="file tools, unfenced",
 )
+MCP_FACE: Final = Plugin(
+    name="stockade.mcp",
+    kind="mcp",
+    config_type=McpFaceConfig,
+    summary="what the MCP face lets the model do (model_may_undo)",
+)
 
 BUILTIN_PLUGINS: Final[Mapping[str, Plugin]] = MappingProxyType(
     {
@@ -678,6 +697,7 @@ BUILTIN_PLUGINS: Final[Mapping[str, Plugin]] = MappingProxyType(
             SESSION_LOG,
             FS_SANDBOX,
             FS_LOCAL,
+            MCP_FACE,
         )
     }
 )

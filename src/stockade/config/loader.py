@@ -104,6 +104,10 @@ class Composition:
         return self.of_kind("fs")
 
     @property
+    def mcp(self) -> Entry | None:
+        return self.of_kind("mcp")
+
+    @property
     def confines(self) -> bool:
         """True when the mounted executor confines: the escalation fields exist exactly then."""
         return self.executor is not None and self.executor.plugin.confines

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 
 ENTRY_POINT_GROUP: Final = "stockade.plugins"
 
-PluginKind = Literal["sandbox", "executor", "approval", "presets", "log", "fs"]
+PluginKind = Literal["sandbox", "executor", "approval", "presets", "log", "fs", "mcp"]
 KINDS: Final[tuple[str, ...]] = get_args(PluginKind)
 
 # Kinds whose plugins can confine: `confines` means nothing for the others.

@@ -1,7 +1,8 @@
 """What the faces (cli/, mcp/, acp/) share, so that none imports another: composition
 loading (`load_face_composition`), session rendering (`show_session`, `summarize`,
-`render_text`), the events a face writes (`FACE_EVENTS`), and credential-bound
-sessions (`credentials`: bearer tokens, and the principal a session is bound to).
+`render_text`), the events a face writes (`FACE_EVENTS`), credential-bound
+sessions (`credentials`: bearer tokens, and the principal a session is bound to), and
+undo as every face tells it (`calls_table`, `outcome_line`, `refusal_line`, ...).
 
 This is the folder's public surface. Every name is loaded on first use: `stockade
 exec` imports this package only when a composition is named, and a face pays only for
@@ -26,6 +27,14 @@ if TYPE_CHECKING:
     from .sessions import show_session as show_session
     from .sessions import summarize as summarize
     from .sessions import unique_prefix as unique_prefix
+    from .undo import call_facts as call_facts
+    from .undo import calls_lines as calls_lines
+    from .undo import calls_table as calls_table
+    from .undo import counts as counts
+    from .undo import outcome_facts as outcome_facts
+    from .undo import outcome_line as outcome_line
+    from .undo import refusal_facts as refusal_facts
+    from .undo import refusal_line as refusal_line
 
 
 if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)

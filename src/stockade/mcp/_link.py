@@ -180,6 +180,9 @@ class Link:
     _nursery: trio.Nursery | None = None
     _own: dict[str, Call] = attrs.field(factory=dict)
     _parked: dict[str, tuple[Call, Ask]] = attrs.field(factory=dict)
+    # Undo questions awaiting their retry (2026-07-28): token -> (the call's digest, when
+    # asked). Nothing runs meanwhile: the retry that answers does the undo.
+    _undo_asks: dict[str, tuple[str, float]] = attrs.field(factory=dict)
     closing: bool = False
     _idle: trio.Event = attrs.field(factory=trio.Event)
 
@@ -260,6 +263,30 @@ class Link:
             )
         del self._parked[token]
         return call, ask
+
+    def park_undo(self, digest: str) -> str:
+        """A one-use token for the retry that answers an undo question."""
+        now = trio.current_time()
+        for token, (_, asked) in list(self._undo_asks.items()):
+            if now - asked > PARKED_TTL:
+                del self._undo_asks[token]
+        token = secrets.token_urlsafe(18)
+        self._undo_asks[token] = (digest, now)
+        return token
+
+    def take_undo(self, token: str, digest: str) -> None:
+        """Use up the token of an undo question; Unbound when it is unknown, used,
+        expired, or the retry carries other arguments than the call that asked."""
+        asked = self._undo_asks.get(token)
+        if asked is None or trio.current_time() - asked[1] > PARKED_TTL:
+            self._undo_asks.pop(token, None)
+            raise Unbound("the request state is unknown, expired or already used")
+        if asked[0] != digest:
+            raise Unbound(
+                "the retry carries other arguments than the undo that asked; an answer "
+                "applies only to the exact undo the person was shown"
+            )
+        del self._undo_asks[token]
 
     def _sweep(self) -> None:
         now = trio.current_time()

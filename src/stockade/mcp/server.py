@@ -27,10 +27,18 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..approval import Answer, ApprovalRequest, Decision
-from ..harness import AgentSession, Harness
+from ..faces import (
+    call_facts,
+    calls_lines,
+    outcome_facts,
+    outcome_line,
+    refusal_facts,
+    refusal_line,
+)
+from ..harness import AgentSession, Harness, UndoRefused
 from ..policy import desired_policy_context
 from ..tools import ToolResult
-from . import _ask, _tools
+from . import _ask, _tools, _undo
 from ._link import ASK_KEY, PARKED_TTL, Ask, CallRegistry, Link, LinkClosed, Unbound, open_link
 
 SERVER_NAME: Final = "stockade"
@@ -168,7 +176,7 @@ class Face:
     def build_server(self, *, http: bool) -> Server[Any]:
         self._tools = [
             types.Tool.model_validate(tool, by_name=False)
-            for tool in _tools.mcp_tools(self.harness.tool_schemas())
+            for tool in (*_tools.mcp_tools(self.harness.tool_schemas()), _undo.tool())
         ]
         server: Server[Any] = Server(
             SERVER_NAME,
@@ -242,6 +250,8 @@ class Face:
                 code=types.INVALID_PARAMS, message=f"unknown tool {name!r} (tools: {known})"
             )
         arguments: Any = params.arguments if params.arguments is not None else {}
+        if name == _undo.TOOL:
+            return await self._undo(ctx, link, params)
         if params.request_state is not None:
             try:
                 call, ask = link.resume(params.request_state, name, arguments)
@@ -276,6 +286,91 @@ class Face:
             if not parked:
                 # The client stopped waiting (cancelled, gone): the command stops too.
                 call.cancel()
+
+    # --- undo (issue 42): the person's, asked first ----------------------------------------
+
+    @property
+    def model_may_undo(self) -> bool:
+        """The composition's `stockade.mcp` entry lets the model undo unasked."""
+        entry = self.harness.composition.mcp
+        return bool(entry is not None and entry.config.model_may_undo)
+
+    async def _undo(
+        self, ctx: Any, link: Link, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """List, or undo / restore once the person said so (or the composition lets
+        the model): every path of it a one-line result, never a traceback."""
+        try:
+            arguments = _undo.parse(params.arguments)
+        except _undo.BadArguments as error:
+            return _undo_result(str(error), {"refused": str(error)}, is_error=True)
+        session = link.session
+        try:
+            calls = await session.undoable_calls()
+        except UndoRefused as refused:
+            return _undo_result(refusal_line(refused), refusal_facts(refused), is_error=True)
+        if arguments.lists:
+            text = calls_lines(calls) or "no call of this session changed a file\n"
+            return _undo_result(text.rstrip("\n"), {"calls": [call_facts(c) for c in calls]})
+        if arguments.call is not None and all(call.seq != arguments.call for call in calls):
+            line = _undo.not_listed(arguments)
+            return _undo_result(line, {"refused": line}, is_error=True)
+        if not self.model_may_undo:
+            digest = _tools.fingerprint(_undo.TOOL, params.arguments or {})
+            if params.request_state is not None:
+                try:
+                    link.take_undo(params.request_state, digest)
+                except Unbound as error:
+                    raise MCPError(code=types.INVALID_PARAMS, message=str(error)) from None
+                response = (params.input_responses or {}).get(_undo.ASK_KEY)
+                if isinstance(response, types.ElicitResult):
+                    declined = _undo.accepted(response.action, response.content, arguments)
+                else:
+                    declined = "not done: the client's retry carried no answer to the question"
+            elif not _ask.can_elicit_form(ctx.session.client_capabilities):
+                declined = _undo.no_elicitation(session.id, arguments)
+            elif ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                question = types.ElicitRequest(
+                    params=types.ElicitRequestFormParams(
+                        message=_undo.message(arguments, calls),
+                        requested_schema=_undo.schema(arguments),
+                    )
+                )
+                return types.InputRequiredResult(
+                    input_requests={_undo.ASK_KEY: question},
+                    request_state=link.park_undo(digest),
+                )
+            else:
+                declined = await self._elicit_undo(ctx, arguments, calls)
+            if declined is not None:
+                return _undo_result(declined, {"refused": declined}, is_error=True)
+        try:
+            if arguments.call is not None:
+                outcome = await session.undo(arguments.call)
+            else:
+                outcome = await session.restore(arguments.target)
+        except UndoRefused as refused:
+            return _undo_result(refusal_line(refused), refusal_facts(refused), is_error=True)
+        return _undo_result(outcome_line(outcome), outcome_facts(outcome))
+
+    async def _elicit_undo(
+        self, ctx: Any, arguments: _undo.UndoArguments, calls: Any
+    ) -> str | None:
+        """Handshake era: ask with `elicitation/create`; None when the person chose to act."""
+        timeout = self.settings.ask_timeout
+        with trio.move_on_after(timeout):
+            try:
+                result = await ctx.session.elicit_form(
+                    _undo.message(arguments, calls),
+                    _undo.schema(arguments),
+                    related_request_id=ctx.request_id,
+                )
+            except MCPError as error:
+                return f"not done: the MCP client did not ask the person: {error.error.message}"
+            except Exception as error:
+                return f"not done: the MCP client's answer was unusable: {error}"
+            return _undo.accepted(result.action, result.content, arguments)
+        return f"not done: {_ask.timed_out(timeout)}"
 
     # --- HTTP connections ---------------------------------------------------------------
 
@@ -357,6 +452,19 @@ def _connection(ctx: Any) -> Any:
             message="this mcp SDK version does not expose the connection of a request",
         )
     return connection
+
+
+def _undo_result(
+    text: str, facts: dict[str, Any], *, is_error: bool = False
+) -> types.CallToolResult:
+    return types.CallToolResult.model_validate(
+        {
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": {"tool": _undo.TOOL, **facts},
+            "isError": is_error,
+        },
+        by_name=False,
+    )
 
 
 def _answer_from(responses: Any, request: ApprovalRequest) -> Answer:
