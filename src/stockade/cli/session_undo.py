@@ -60,8 +60,7 @@ def run_undo(
             return _refused(single, as_json=as_json, stdout=out, stderr=stderr)
         if single is None:
             raise
-        error = _told(single)
-        return report(error, as_json=as_json, stdout=out, stderr=stderr)
+        return report(_told(single), as_json=as_json, stdout=out, stderr=stderr)
     except StockadeError as error:
         return report(_told(error), as_json=as_json, stdout=out, stderr=stderr)
 

@@ -251,7 +251,7 @@ class Face:
             )
         arguments: Any = params.arguments if params.arguments is not None else {}
         if name == _undo.TOOL:
-            return await self._undo(ctx, link, params)
+            return await self._call_undo(ctx, link, params)
         if params.request_state is not None:
             try:
                 call, ask = link.resume(params.request_state, name, arguments)
@@ -295,7 +295,7 @@ class Face:
         entry = self.harness.composition.mcp
         return bool(entry is not None and entry.config.model_may_undo)
 
-    async def _undo(
+    async def _call_undo(
         self, ctx: Any, link: Link, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         """List, or undo / restore once the person said so (or the composition lets
