@@ -113,7 +113,7 @@ def make_session(place, session_id: str, *, hold: bool = False):
 
 
 def undo(place, *args: str):
-    root, _state, config = place
+    _root, _state, config = place
     # Run from elsewhere: the session's root comes from its log, not the cwd.
     return subprocess.run(
         [sys.executable, "-m", "stockade", "session", "undo", *args],

@@ -34,8 +34,9 @@ async def test_http_serves_the_harness_tools_one_session_per_connection(
                 status = await read_status(client)
                 instructions = client.session.initialize_result.instructions
                 sessions.append(status["session_id"])
-            assert [t.name for t in listed] == [s["name"] for s in expected]
-            assert [t.input_schema for t in listed] == [s["parameters"] for s in expected]
+            # The harness's tools, then the person's undo (issue 42).
+            assert [t.name for t in listed] == [*(s["name"] for s in expected), "undo"]
+            assert [t.input_schema for t in listed[:-1]] == [s["parameters"] for s in expected]
             assert text(ran).startswith(f"{root}\n") and (root / "in.txt").exists()
             assert f"stockade session: {status['session_id']} " in instructions
     stderr, status, stdout = server.out

@@ -47,13 +47,15 @@ async def test_lists_exactly_the_harness_tools(era, root, state_dir, monkeypatch
             instructions = client.session.initialize_result.instructions
         else:
             instructions = client.session.discover_result.instructions
-    assert [tool.name for tool in listed] == [schema["name"] for schema in expected]
-    for tool, schema in zip(listed, expected, strict=True):
+    # The harness's tools, then the person's undo (issue 42: tests/mcp/test_undo.py).
+    assert [tool.name for tool in listed] == [*(schema["name"] for schema in expected), "undo"]
+    for tool, schema in zip(listed[:-1], expected, strict=True):
         assert tool.description == schema["description"]
         assert tool.input_schema == schema["parameters"]
     hints = {tool.name: tool.annotations for tool in listed}
     assert hints["read_file"].read_only_hint and hints["job_output"].read_only_hint
     assert hints["bash"].destructive_hint and not hints["bash"].read_only_hint
+    assert hints["undo"].destructive_hint and not hints["undo"].read_only_hint
     assert [resource.uri for resource in resources] == ["stockade://session/status"]
     # The session id is in the instructions, on stderr, and in the status resource.
     assert session_id_from(instructions) == status["session_id"]
@@ -329,7 +331,7 @@ async def test_the_composition_decides_the_tools(root, scratch, state_dir, monke
     async with connect(root, state_dir, "--config", str(config)) as client:
         listed = [tool.name for tool in (await client.list_tools()).tools]
         status = await read_status(client)
-    assert listed == expected == ["bash", "job_output", "kill_job"]
+    assert listed == [*expected, "undo"] == ["bash", "job_output", "kill_job", "undo"]
     assert status["sandbox_mode"] == "read-only"
     (root / "stockade.yml").write_text(config.read_text())
     refused = stockade("mcp", cwd=str(root), env={"STOCKADE_STATE_DIR": str(state_dir)})
