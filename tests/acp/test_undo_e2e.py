@@ -1,0 +1,121 @@
+"""The person's `/undo` and `/restore` over ACP (issue 42), on the example agent as a
+subprocess driven by the SDK's client: advertised in `available_commands_update`,
+answered by the agent with one message, never sent to the model; judged on disk and
+in the session log."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("acp")
+
+import acp
+
+from .support import ScriptedClient, agent, log_events, of_type, run, write_script
+
+pytestmark = pytest.mark.kernel
+
+FIRST = "echo one > a.txt; echo keep > b.txt"
+SECOND = "echo two > a.txt; rm b.txt; mkdir d; echo new > d/new.txt"
+AFTER_BOTH = {"a.txt": "two\n", "d": None, "d/new.txt": "new\n"}
+AFTER_FIRST = {"a.txt": "one\n", "b.txt": "keep\n"}
+
+
+def tree(root: Path) -> dict[str, str | None]:
+    """The workspace's own files (not the sandbox's placeholders for the protected
+    names, `.git`, `stockade.yml` and the agents' settings, there while it runs)."""
+    found: dict[str, str | None] = {}
+    for path in sorted(root.rglob("*")):
+        top = path.relative_to(root).parts[0]
+        if top.startswith(".") or top == "stockade.yml":
+            continue
+        found[str(path.relative_to(root))] = None if path.is_dir() else path.read_text()
+    return found
+
+
+@pytest.fixture
+def workspace(scratch) -> Path:
+    path = Path(scratch) / "project"
+    path.mkdir()
+    return path
+
+
+def test_undo_and_restore_commands_are_the_persons(workspace, scratch, state_dir_outside):
+    script = write_script(
+        Path(scratch),
+        [
+            [{"name": "bash", "arguments": {"command": FIRST}}],
+            [{"name": "bash", "arguments": {"command": SECOND}}],
+        ],
+    )
+    client = ScriptedClient()
+    commands = ["/undo", "/undo {first}", "/undo {second}", "/undo", "/restore {first}"]
+    commands += ["/restore", "/undo seven"]
+
+    async def scenario() -> dict:
+        async with agent(client, state_dir_outside, "--script", script) as (conn, _process):
+            session = await conn.new_session(cwd=str(workspace))
+            sid = session.session_id
+            stops, trees, replies = [], [], []
+            for words in ("first", "second"):
+                response = await conn.prompt(session_id=sid, prompt=[acp.text_block(words)])
+                stops.append(response.stop_reason)
+            trees.append(tree(workspace))
+            seqs: dict[str, int] = {}
+            for command in commands:
+                before = len(client.replies(sid))
+                response = await conn.prompt(
+                    session_id=sid, prompt=[acp.text_block(command.format(**seqs))]
+                )
+                stops.append(response.stop_reason)
+                trees.append(tree(workspace))
+                replies.append(client.replies(sid)[before:])
+                if not seqs:
+                    [listing] = replies[0]
+                    found = re.findall(r"^call (\d+): bash ", listing, re.M)
+                    seqs = {"first": int(found[0]), "second": int(found[1])}
+            return {"sid": sid, "stops": stops, "trees": trees, "replies": replies, **seqs}
+
+    outcome = run(scenario())
+    sid, first, second = outcome["sid"], outcome["first"], outcome["second"]
+    assert outcome["stops"] == ["end_turn"] * 9
+    replies = [reply for [reply] in outcome["replies"]]  # one message per command
+
+    # Advertised to the editor as the session's commands.
+    advertised = [
+        update
+        for update in client.updates[sid]
+        if update.session_update == "available_commands_update"
+    ]
+    assert [command.name for command in advertised[0].available_commands] == ["undo", "restore"]
+
+    assert replies[0] == (
+        f"call {first}: bash (2 created, 0 modified, 0 deleted): {FIRST}\n"
+        f"call {second}: bash (2 created, 1 modified, 1 deleted): {SECOND}"
+    )
+    # Undoing the first call would overwrite the second's changes: refused, nothing touched.
+    assert replies[1].startswith(f"not done: cannot undo call {first}: ")
+    assert replies[1].endswith(f"in the way: seq {second}")
+    assert outcome["trees"][:3] == [AFTER_BOTH, AFTER_BOTH, AFTER_BOTH]
+    assert replies[2] == (
+        f"undid call {second}: 2 created removed, 1 modified put back, 1 deleted restored"
+    )
+    assert outcome["trees"][3] == AFTER_FIRST
+    assert f"call {second}: bash (2 created, 1 modified, 1 deleted, undone): " in replies[3]
+    assert replies[4] == f"restored to before seq {first}: 2 created removed"
+    assert outcome["trees"][5] == {}
+    assert replies[5] == "/restore takes a seq: /restore SEQ (see /undo for the calls' seqs)"
+    assert replies[6].startswith("/undo takes a seq, a whole number 1 or more, not 'seven'")
+    assert outcome["trees"][7] == {}
+
+    # The model never saw a command: two prompts, two tool calls, all from the script.
+    log = log_events(state_dir_outside, sid)
+    assert [event["text"] for event in of_type(log, "acp/prompt")] == ["first", "second"]
+    assert len(of_type(log, "tool/call")) == 2
+    assert [event["call"] for event in of_type(log, "files/undone")] == [second]
+    assert [event["before"] for event in of_type(log, "files/restored")] == [first]
+    tool_calls = [u for u in client.updates[sid] if u.session_update == "tool_call"]
+    assert len(tool_calls) == 2
