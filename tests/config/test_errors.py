@@ -185,7 +185,7 @@ def test_three_mistakes_report_three_lines_in_file_order(tmp_path):
         f"stockade.yml:7:11: config.mode: unknown sandbox mode 'yolo' (allowed: {MODES})",
         "stockade.yml:9:9: unknown plugin 'stockade.session.lag' (allowed: "
         "stockade.approval.user, stockade.bash.local, stockade.bash.sandbox, "
-        "stockade.fs.local, stockade.fs.sandbox, stockade.permission.presets, "
+        "stockade.fs.local, stockade.fs.sandbox, stockade.mcp, stockade.permission.presets, "
         "stockade.sandbox.local, stockade.session.log)",
     ]
 

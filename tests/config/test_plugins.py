@@ -207,6 +207,7 @@ PYPROJECT_TABLE = """\
 "stockade.session.log" = "stockade.config.builtins:SESSION_LOG"
 "stockade.fs.sandbox" = "stockade.config.builtins:FS_SANDBOX"
 "stockade.fs.local" = "stockade.config.builtins:FS_LOCAL"
+"stockade.mcp" = "stockade.config.builtins:MCP_FACE"
 """
 
 
