@@ -34,6 +34,7 @@ VERBS = (
     ("session", "show"),
     ("session", "list"),
     ("session", "prune"),
+    ("session", "undo"),
     ("rules",),
     ("rules", "check"),
 )
