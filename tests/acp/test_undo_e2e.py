@@ -5,7 +5,10 @@ in the session log."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ pytest.importorskip("acp")
 
 import acp
 
-from .support import ScriptedClient, agent, log_events, of_type, run, write_script
+from .support import ScriptedClient, agent, agent_env, log_events, of_type, run, write_script
 
 pytestmark = pytest.mark.kernel
 
@@ -119,3 +122,17 @@ def test_undo_and_restore_commands_are_the_persons(workspace, scratch, state_dir
     assert [event["before"] for event in of_type(log, "files/restored")] == [first]
     tool_calls = [u for u in client.updates[sid] if u.session_update == "tool_call"]
     assert len(tool_calls) == 2
+
+    # The agent gone, the person's command line reads the same session (its log holds
+    # the ACP conversation's events too).
+    listed = subprocess.run(
+        [sys.executable, "-m", "stockade", "session", "undo", sid, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**agent_env(state_dir_outside), "PATH": "/usr/bin:/bin"},
+        cwd=scratch,
+    )
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    calls = json.loads(listed.stdout)["calls"]
+    assert [(call["seq"], call["undone"]) for call in calls] == [(first, False), (second, True)]

@@ -26,6 +26,7 @@ import trio
 from ..config import Composition, load_composition
 from ..errors import ConfigError, InvalidPolicy, SandboxUnavailable, SessionNotFound, StockadeError
 from ..faces import (
+    FACE_EVENTS,
     call_facts,
     calls_table,
     load_face_composition,
@@ -126,8 +127,9 @@ def _composition(args: argparse.Namespace) -> Composition:
 async def _undo(args: argparse.Namespace, composition: Composition, out: TextIO) -> int:
     as_json = bool(getattr(args, "json", False))
     session_id = args.session_id
-    # Nobody is asked anything here: the person asked by running the verb.
-    async with open_harness(composition, answerers=()) as harness:
+    # Nobody is asked anything here: the person asked by running the verb. The log may
+    # be any face's (an ACP session's conversation): decoded with every face's events.
+    async with open_harness(composition, answerers=(), extra_events=FACE_EVENTS) as harness:
         session = await harness.resume_session(session_id)
         try:
             if args.call is not None:
