@@ -16,7 +16,7 @@ import stat
 import attrs
 
 from ._inotify import sync_filesystem
-from ._model import Entry, depth, parent_of
+from ._model import Entry, parent_of, tree_order
 from ._plan import Plan
 from ._store import SnapshotStore
 from ._walk import DIRECTORY_FLAGS, Beneath
@@ -123,8 +123,12 @@ def apply_plan(root_fd: int, plan: Plan, store: SnapshotStore) -> Applied:
     done: list[str] = []
     beneath = Beneath(root_fd)
     try:
-        present = {path: _kind(beneath.lstat(path)) for path in plan.targets}
-        for path in sorted(plan.targets, key=depth, reverse=True):
+        # In tree order (a directory's insides right after it, or right before it going
+        # back up), so the directories above a path are still open: in any other order a
+        # tree thousands deep is reopened from the root for every path.
+        in_order = sorted(plan.targets, key=tree_order)
+        present = {path: _kind(beneath.lstat(path)) for path in in_order}
+        for path in reversed(in_order):
             target, kind = plan.targets[path], present[path]
             if kind is None or (target is not None and target.kind == kind and kind != "other"):
                 continue
@@ -137,7 +141,7 @@ def apply_plan(root_fd: int, plan: Plan, store: SnapshotStore) -> Applied:
             else:
                 present[path] = None
         beneath.forget()  # a directory removed above must not be reached through an old fd
-        for path in sorted(plan.targets, key=depth):
+        for path in in_order:
             target = plan.targets[path]
             if path in left:
                 continue
@@ -159,7 +163,7 @@ def apply_plan(root_fd: int, plan: Plan, store: SnapshotStore) -> Applied:
                 left[path] = f"cannot write it: {error.strerror}"
             else:
                 done.append(path)
-        for path in sorted(plan.targets, key=depth, reverse=True):
+        for path in reversed(in_order):
             target = plan.targets[path]
             if target is None or target.kind != "dir" or path in left:
                 continue

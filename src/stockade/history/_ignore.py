@@ -59,17 +59,27 @@ class IgnoreRules:
             return True
         if self.record_ignored or not self.specs:
             return False
-        directory = parent_of(path)
-        while True:
-            spec = self.specs.get(directory)
-            if spec is not None:
-                relative = path[len(directory) + 1 :] if directory else path
-                verdict = spec.check_file(relative + "/" if is_dir else relative).include
-                if verdict is not None:
-                    return verdict
-            if not directory:
-                return False
+        for directory in self._above(path):
+            relative = path[len(directory) + 1 :] if directory else path
+            verdict = self.specs[directory].check_file(relative + "/" if is_dir else relative)
+            if verdict.include is not None:
+                return verdict.include
+        return False
+
+    def _above(self, path: str) -> list[str]:
+        """The directories above `path` that hold rules, deepest first: found among the
+        rules when they are fewer than its components (a command may nest directories
+        thousands deep; a walk up each path would cost its depth squared)."""
+        if len(self.specs) < path.count("/") + 1:
+            found = [d for d in self.specs if not d or path.startswith(d + "/")]
+            return sorted(found, key=len, reverse=True)
+        above = []
+        directory = path
+        while directory:
             directory = parent_of(directory)
+            if directory in self.specs:
+                above.append(directory)
+        return above
 
     def with_file(self, directory: str, texts: Iterable[bytes] | None) -> IgnoreRules:
         """These rules with `directory`'s own ignore file(s) replaced by `texts` (None or
@@ -77,6 +87,8 @@ class IgnoreRules:
         if self.record_ignored:
             return self
         spec = parse_gitignore(b"\n".join(texts)) if texts else None
+        if spec is None and directory not in self.specs:
+            return self  # the same rules: a caller compares them by identity
         specs = dict(self.specs)
         if spec is None:
             specs.pop(directory, None)

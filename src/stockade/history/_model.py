@@ -68,6 +68,11 @@ def depth(path: str) -> int:
     return path.count("/") + 1 if path else 0
 
 
+def tree_order(path: str) -> list[str]:
+    """A sort key: a directory, then everything inside it, then its next sibling."""
+    return path.split("/")
+
+
 @attrs.frozen
 class Change:
     """What changed between two moments: every path whose state differs, with both states.

@@ -20,7 +20,16 @@ from ._apply import Applied, apply_plan
 from ._ignore import GITIGNORE, IgnoreRules
 from ._index import Index, Known
 from ._inotify import TRUSTED_FILESYSTEMS, Inotify, filesystem_type, unsupported_reason
-from ._model import Change, Entry, Pair, differences, is_under, parent_of
+from ._model import (
+    Change,
+    Entry,
+    Pair,
+    depth,
+    differences,
+    is_under,
+    parent_of,
+    tree_order,
+)
 from ._plan import Plan, Record, plan_restore, plan_undo, restore_scope, undo_scope
 from ._store import SnapshotStore
 from ._walk import Beneath, Found, Looker, Watcher, WatchingStopped
@@ -159,6 +168,7 @@ class Tracker:
             self.store.remember(self._identity, updates, whole=not known)
         if known:  # what changed while nothing watched: the first window's outside change
             old_rules = self._rules_of(known)
+            left_out: dict[str, bool] = {}
             for path in set(known) | set(found.entries):
                 old = known[path].entry if path in known else None
                 new = self.index.entry(path)
@@ -167,7 +177,7 @@ class Tracker:
                 if new is None and _inside_any(path, found.ignored):
                     continue  # left out since (an ignore rule added): not deleted
                 if old is None and _ignored_by(
-                    old_rules, path, new is not None and new.kind == "dir"
+                    old_rules, path, new is not None and new.kind == "dir", left_out
                 ):
                     continue  # recorded since (an ignore rule dropped): its past is unknown
                 self._outside.before[path] = old
@@ -328,6 +338,7 @@ class Tracker:
         )
         updates: dict[str, Known | None] = {}
         silent: set[str] = set()
+        left_out: dict[str, bool] = {}  # directories the old rules left out, by path
         for path in before:
             if path not in found.entries:
                 updates[path] = None
@@ -338,7 +349,7 @@ class Tracker:
             if old is None:
                 updates[path] = known
                 if old_rules is not self.rules and _ignored_by(
-                    old_rules, path, known.entry.kind == "dir"
+                    old_rules, path, known.entry.kind == "dir", left_out
                 ):
                     silent.add(path)  # recorded from now on; its past is unknown
             elif old != known:
@@ -395,7 +406,7 @@ class Tracker:
             )
             try:
                 out = {}
-                for path in paths:
+                for path in sorted(paths, key=tree_order):  # the directories above stay open
                     known = looker.path(path)
                     out[path] = known.entry if known is not None else None
                 return out
@@ -435,6 +446,8 @@ class Tracker:
 def _inside_any(path: str, directories: set[str]) -> bool:
     if path in directories:
         return True
+    if len(directories) < depth(path):  # cheaper than a walk up a deep path
+        return any(is_under(path, directory) for directory in directories)
     while path:
         path = parent_of(path)
         if path in directories:
@@ -442,10 +455,17 @@ def _inside_any(path: str, directories: set[str]) -> bool:
     return False
 
 
-def _ignored_by(rules: IgnoreRules, path: str, is_dir: bool) -> bool:
-    """True when `rules` left `path` out (it, or a directory above it)."""
-    parts = path.split("/")
-    for end in range(1, len(parts) + 1):
-        if rules.ignored("/".join(parts[:end]), is_dir=is_dir or end < len(parts)):
-            return True
-    return False
+def _ignored_by(rules: IgnoreRules, path: str, is_dir: bool, left_out: dict[str, bool]) -> bool:
+    """True when `rules` left `path` out (it, or a directory above it); `left_out`
+    remembers each directory's answer, so a deep tree costs its size, not its depth
+    squared."""
+    pending = []
+    directory = parent_of(path)
+    while directory and directory not in left_out:
+        pending.append(directory)
+        directory = parent_of(directory)
+    verdict = left_out.get(directory, False) if directory else False
+    for above in reversed(pending):
+        verdict = verdict or rules.ignored(above, is_dir=True)
+        left_out[above] = verdict
+    return verdict or rules.ignored(path, is_dir)

@@ -64,19 +64,27 @@ class Beneath:
         if fd is not None:
             self._open.move_to_end(path)
             return fd
-        parent = self.dir(parent_of(path))
-        if parent is None:
-            return None
-        try:
-            fd = os.open(path.rpartition("/")[2], DIRECTORY_FLAGS, dir_fd=parent)
-        except OSError as error:
-            if error.errno in _GONE or error.errno == errno.EACCES:
-                return None
-            raise
-        self._open[path] = fd
-        while len(self._open) > self._capacity:
-            _, old = self._open.popitem(last=False)
-            os.close(old)
+        # Down from the deepest directory kept open, one component at a time: a loop, not
+        # a recursion (a command may nest directories thousands deep).
+        missing = [path]
+        above = parent_of(path)
+        while above and above not in self._open:
+            missing.append(above)
+            above = parent_of(above)
+        fd = self._open[above] if above else self.root_fd
+        if above:
+            self._open.move_to_end(above)
+        for step in reversed(missing):
+            try:
+                opened = os.open(step.rpartition("/")[2], DIRECTORY_FLAGS, dir_fd=fd)
+            except OSError as error:
+                if error.errno in _GONE or error.errno == errno.EACCES:
+                    return None
+                raise
+            self._open[step] = fd = opened
+            while len(self._open) > self._capacity:
+                _, old = self._open.popitem(last=False)
+                os.close(old)
         return fd
 
     def lstat(self, path: str) -> os.stat_result | None:
