@@ -30,7 +30,7 @@ def test_a_tree_deeper_than_the_recursion_limit_is_recorded_and_undone(root, ope
     # The control: the tree is deeper than Python lets a function recurse, so a walk
     # that recursed per directory (as the descriptor lookup did) could not reach its
     # bottom.
-    assert DEPTH > sys.getrecursionlimit()
+    assert sys.getrecursionlimit() < DEPTH
     session = Session(open_tracker())
     write(f"{root}/keep.txt", "kept\n")
     before = tree_state(root)
