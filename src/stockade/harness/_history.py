@@ -13,7 +13,8 @@ import hashlib
 import os
 import shutil
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -130,8 +131,9 @@ class _Root:
 
 @attrs.define(eq=False)
 class _Hold:
-    """A session's calls against its undo: calls share it, an undo or restore has it
-    alone (no call of the session writes while one runs)."""
+    """A root's calls against its undo: calls (of every session working there) share
+    it, an undo or restore has it alone (no recorded call writes the root while one
+    runs, and it starts once every call writing there has ended)."""
 
     calls: int = 0
     undoing: bool = False
@@ -166,6 +168,8 @@ class _Hold:
 
 
 Appender = Callable[[SessionEvent], Any]
+# Every background job of the harness, as the executor lists them (any session's).
+JobLister = Callable[[], Awaitable[Sequence[Any]]]
 
 
 @attrs.define(eq=False)
@@ -174,11 +178,14 @@ class Histories:
 
     `protected`: whether a path is beyond every confined command's reach (the harness's
     `out_of_confined_reach`); `untrusted`: why a store directory could be swapped by a
-    command writing `root` (None: it could not)."""
+    command writing `root` (None: it could not); `jobs`: every background job of the
+    harness (a job writing a root while a call's window is open makes its record
+    partial; while one runs there, an undo of that root is refused)."""
 
     setup: HistorySetup
     protected: Callable[[str], bool]
     untrusted: Callable[[str, str], str | None]
+    jobs: JobLister | None = None
     _roots: dict[str, _Root] = attrs.field(factory=dict)
     _holds: dict[str, _Hold] = attrs.field(factory=dict)
     _closed: bool = False
@@ -253,17 +260,18 @@ class Histories:
             "first call after it ends)"
         )
 
-    def hold(self, session_id: str) -> _Hold:
-        found = self._holds.get(session_id)
+    def hold(self, root: str) -> _Hold:
+        """The hold of `root` (a real path): one per root, whichever sessions work there."""
+        found = self._holds.get(root)
         if found is None:
-            found = self._holds[session_id] = _Hold()
+            found = self._holds[root] = _Hold()
         return found
 
-    def forget(self, session_id: str) -> None:
-        """A session closed: its hold goes (when nothing holds it)."""
-        hold = self._holds.get(session_id)
-        if hold is not None and not hold.calls and not hold.undoing:
-            del self._holds[session_id]
+    async def live_jobs(self, root: str) -> list[Any]:
+        """The background jobs of any session still running (or queued) in `root`."""
+        if self.jobs is None:
+            return []
+        return _live_in(root, await self.jobs())
 
     def close(self) -> None:
         """Close every tracker (an open still running closes its own when it ends), and
@@ -333,11 +341,7 @@ class Histories:
         return calls
 
     async def revert(
-        self,
-        session: Session,
-        kind: Literal["undo", "restore"],
-        target: int,
-        live_jobs: Callable[[], Any],
+        self, session: Session, kind: Literal["undo", "restore"], target: int
     ) -> UndoOutcome:
         """Undo call `target`, or restore to before seq `target`: refused (UndoRefused,
         nothing touched) when it cannot be done whole."""
@@ -348,19 +352,27 @@ class Histories:
         events = await session.events()
         _check_target(events, kind, target)
         root = self._root(session.cwd or session.defaults.fallback_root).path
-        running = _live_in(root, await live_jobs())
-        if running:
-            names = ", ".join(job.id for job in running)
-            raise UndoRefused(
-                f"background job {names} of this session is still running in {root}; wait "
-                f"for it or kill it (kill_job), then {kind} again"
-            )
         found = await self.tracker(root, None)
         if isinstance(found, str):
             raise UndoRefused(found)
         tracker = found
         listed = self.setup.config.listed_paths
-        async with self.hold(session.id).alone():
+        async with self.hold(root).alone():
+            # A job of any session writing the root could change a path between the
+            # plan's look and the apply, and the apply would overwrite it: refused. Asked
+            # with the root held, so no call of this harness starts one meanwhile.
+            try:
+                running = await self.live_jobs(root)
+            except Exception as error:
+                raise UndoRefused(
+                    f"cannot tell whether a background job runs in {root}: {_one_line(error)}"
+                ) from None
+            if running:
+                names = ", ".join(job.id for job in running)
+                raise UndoRefused(
+                    f"background job {names} is still running in {root}; wait for it or "
+                    f"kill it (kill_job in the session that started it), then {kind} again"
+                )
             started = await trio.to_thread.run_sync(tracker.before)
             applied_left: tuple[str, ...] = ()
             try:
@@ -432,6 +444,17 @@ class CallWindow:
     call: int
 
     @contextlib.asynccontextmanager
+    async def starting(self, policy: ExecutionPolicy) -> AsyncIterator[None]:
+        """A background job starts in the root's hold: never while an undo of it runs
+        (the undo looked for running jobs once, when it took the root alone)."""
+        histories = self.histories
+        if policy.mode is SandboxMode.READ_ONLY or not histories.enabled:
+            yield
+            return
+        async with histories.hold(histories._root(policy.workspace_root).path).call():
+            yield
+
+    @contextlib.asynccontextmanager
     async def window(self, policy: ExecutionPolicy) -> AsyncIterator[Recorded]:
         recorded = Recorded()
         histories = self.histories
@@ -446,7 +469,11 @@ class CallWindow:
             return
         tracker = found
         listed = histories.setup.config.listed_paths
-        async with histories.hold(self.session.id).call():
+        async with histories.hold(root.path).call():
+            opened_at = time.time()
+            jobs_then: list[Any] | None = None
+            with contextlib.suppress(Exception):  # unknown: the facts say so
+                jobs_then = await histories.live_jobs(root.path)
             try:
                 started = await trio.to_thread.run_sync(tracker.before)
             except Exception as error:  # the history failing never fails the call
@@ -482,19 +509,50 @@ class CallWindow:
                         if change:
                             await self.session.append(FilesChanged(call=self.call, change=summary))
                         recorded.facts = _facts(summary, change)
+                        partial = await _jobs_meanwhile(histories, root.path, opened_at, jobs_then)
+                        if partial is not None:
+                            recorded.facts["partial"] = partial
 
 
 def _unrecorded(what: str, error: Exception) -> dict[str, Any]:
     return {"recorded": False, "reason": f"{what} in the undo history: {_one_line(error)}"}
 
 
+async def _jobs_meanwhile(
+    histories: Histories, root: str, opened_at: float, live_then: Sequence[Any] | None
+) -> str | None:
+    """Why a window's record may hold what a background job wrote (None: no job could
+    have): one was running in `root` when it opened or when it closed, or started since."""
+    if histories.jobs is None:
+        return None
+    unknown = "whether a background job wrote the workspace meanwhile is unknown"
+    if live_then is None:
+        return f"{unknown} (the jobs could not be listed)"
+    try:
+        listed = await histories.jobs()
+    except Exception as error:
+        return f"{unknown} (the jobs could not be listed: {_one_line(error)})"
+    now = [
+        job
+        for job in _in_root(root, listed)
+        if job.state in _LIVE_JOB_STATES or job.started_at >= opened_at
+    ]
+    jobs = sorted({job.id for job in (*live_then, *now)})
+    if not jobs:
+        return None
+    return (
+        f"background job {', '.join(jobs)} ran in the workspace meanwhile: what it changed "
+        "is counted as this call's"
+    )
+
+
+def _in_root(root: str, jobs: Sequence[Any]) -> list[Any]:
+    return [job for job in jobs if os.path.realpath(job.policy.workspace_root) == root]
+
+
 def _live_in(root: str, jobs: Sequence[Any]) -> list[Any]:
     """The jobs still running (or queued) in `root`."""
-    return [
-        job
-        for job in jobs
-        if job.state in _LIVE_JOB_STATES and os.path.realpath(job.policy.workspace_root) == root
-    ]
+    return [job for job in _in_root(root, jobs) if job.state in _LIVE_JOB_STATES]
 
 
 def _facts(summary: ChangeSummary, change: Change) -> dict[str, Any]:

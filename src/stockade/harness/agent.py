@@ -168,12 +168,7 @@ class AgentSession:
         history = self.harness.history
         if history is None:
             raise UndoRefused("this harness keeps no undo history")
-        executor = self.harness.executor
-
-        async def live_jobs() -> list[JobHandle]:
-            return await executor.list(owner=self.id)
-
-        return await history.revert(self.session, kind, target, live_jobs)
+        return await history.revert(self.session, kind, target)
 
     # --- the session's policy, all folded from its log ---
 
@@ -250,8 +245,6 @@ class AgentSession:
                 await self.session.close()  # its private temp directory too, jobs gone
             finally:
                 self.harness.forget_session(self.session)
-                if self.harness.history is not None:
-                    self.harness.history.forget(self.id)
         finally:
             if self.fs_roots is not None:
                 self.fs_roots.close()

@@ -274,6 +274,7 @@ def assemble(
         _history_setup(composition, store),
         protected=harness.out_of_confined_reach,
         untrusted=_untrusted_store,
+        jobs=harness.executor.list,
     )
     return actors, harness
 

@@ -28,6 +28,11 @@ class CallRecorder(Protocol):
 
     def window(self, policy: ExecutionPolicy) -> AbstractAsyncContextManager[Recorded]: ...
 
+    def starting(self, policy: ExecutionPolicy) -> AbstractAsyncContextManager[None]:
+        """Around the start of a background job that may write under `policy`: it waits
+        while an undo of its root runs (an undo refuses while a job runs there)."""
+        ...
+
 
 def with_changed(facts: dict[str, Any], recorded: Recorded) -> dict[str, Any]:
     """`facts` with the window's `changed` facts, when it recorded any."""

@@ -191,7 +191,11 @@ class BashTool:
             call_id=call_id,
         )
         if args.background:
-            handle = await self.executor.start(spec)
+            if record is None:
+                handle = await self.executor.start(spec)
+            else:
+                async with record.starting(policy):
+                    handle = await self.executor.start(spec)
             text = (
                 f"started background job {handle.id} under {policy.mode.value}; read its "
                 f"output with job_output(job_id={handle.id!r})."
