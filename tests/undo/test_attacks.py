@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from stockade import open_harness
+from stockade.harness import UndoRefused
 
 from ..support import REAL_BACKENDS, require_backend
 from .conftest import composition
@@ -108,3 +109,23 @@ async def test_a_file_over_the_budget_is_reported_and_never_half_restored(state_
     # Left whole as the call left it: never cut back, never half written.
     assert big.read_bytes() == b"A" * 10_000 + b"B" * 20_000
     assert not (root / "s.txt").exists()
+
+
+async def test_a_name_a_command_chose_cannot_split_or_color_a_refusal_line(state_dir, root):
+    name = "x\n\x1b[2Kundo: all clear\x1b]0;t\x07"
+    async with open_harness(composition(state_dir)) as harness:
+        session = await harness.open_session(cwd=root)
+        await session.run_tool("bash", {"command": f"echo a > $'{_bash(name)}'"})
+        await session.run_tool("bash", {"command": f"echo b >> $'{_bash(name)}'"})
+        first = (await session.undoable_calls())[0].seq
+        with pytest.raises(UndoRefused) as refused:
+            await session.undo(first)
+    line = str(refused.value)
+    # The control: the conflict names the file the command made, control bytes and all.
+    assert refused.value.conflicts[0].startswith(name)
+    assert "\n" not in line and "\x1b" not in line and "\x07" not in line
+    assert "x\\n\\x1b[2Kundo: all clear" in line
+
+
+def _bash(text: str) -> str:
+    return "".join(f"\\x{ord(c):02x}" for c in text)

@@ -22,9 +22,6 @@ import trio
 
 from ..errors import StockadeError
 from ..events import SessionEvent
-
-# The events and their fold only: the tracker, the store and the walk (sqlite3,
-# pathspec, ctypes) load when a root's history is first opened.
 from ..history import (
     ChangeSummary,
     FilesChanged,
@@ -33,6 +30,10 @@ from ..history import (
     HistoryConfig,
     fold_history,
 )
+
+# The events and their fold only: the tracker, the store and the walk (sqlite3,
+# pathspec, ctypes) load when a root's history is first opened.
+from ..shown import one_line
 from ..tools import Recorded, ToolCalled
 from ..vocab import ExecutionPolicy, SandboxMode
 
@@ -63,7 +64,9 @@ class UndoRefused(StockadeError):
         if self.conflicts:
             more = len(self.conflicts) - 1
             line += f" ({self.conflicts[0]}" + (f"; and {more} more)" if more else ")")
-        super().__init__(line)
+        # A path is a command's choice: a newline or an escape in a name must not
+        # split this line or act on a terminal that prints it.
+        super().__init__(one_line(line))
 
 
 @attrs.frozen
