@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+import trio
 
 from stockade import open_harness
 from stockade.harness import UndoRefused
@@ -129,3 +130,27 @@ async def test_a_name_a_command_chose_cannot_split_or_color_a_refusal_line(state
 
 def _bash(text: str) -> str:
     return "".join(f"\\x{ord(c):02x}" for c in text)
+
+
+DAEMON = (
+    "(setsid sh -c 'sleep 1.5; echo late > late.txt' >/dev/null 2>&1 </dev/null &); echo started"
+)
+
+
+@pytest.mark.parametrize("backend", REAL_BACKENDS)
+async def test_a_process_a_call_daemonised_is_gone_before_any_undo(state_dir, root, backend):
+    # A process left behind could swap paths under an undo's apply; none is left.
+    require_backend(backend)
+    async with open_harness(composition(state_dir, backend=backend)) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool("bash", {"command": DAEMON})
+        assert "started" in result.text
+        await trio.sleep(2.5)
+    assert not (root / "late.txt").exists()
+
+
+async def test_control_the_same_command_run_plainly_leaves_its_daemon(root):
+    process = await trio.run_process(["bash", "-c", DAEMON], cwd=root, capture_stdout=True)
+    assert b"started" in process.stdout
+    await trio.sleep(2.5)
+    assert (root / "late.txt").read_text() == "late\n"
