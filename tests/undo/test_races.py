@@ -108,3 +108,35 @@ async def test_a_job_started_while_an_undo_runs_starts_after_it(state_dir, root)
         # running jobs and write between its plan and its apply).
         assert job.started_at >= undone.ts
         assert outcome.deleted == 3001
+
+
+async def test_another_harness_with_a_call_in_the_root_refuses_the_undo(state_dir, root):
+    # Two harnesses are two stockade processes as far as the hold goes: each has its own;
+    # the lock in the root's store directory is what they share.
+    async with (
+        open_harness(composition(state_dir)) as first,
+        open_harness(composition(state_dir)) as second,
+    ):
+        mine = await first.open_session(cwd=root)
+        theirs = await second.open_session(cwd=root)
+        await mine.run_tool("bash", {"command": "echo a > a.txt"})
+        (call,) = [c.seq for c in await mine.undoable_calls()]
+        refusals: list[UndoRefused] = []
+
+        async def slow() -> None:
+            await theirs.run_tool("bash", {"command": "sleep 1; echo theirs > b.txt"})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow)
+            await trio.sleep(0.5)  # the other harness's window is open
+            try:
+                await mine.undo(call)
+            except UndoRefused as refused:
+                refusals.append(refused)
+        (refused,) = refusals
+        assert "another stockade process has a call running" in str(refused)
+        assert (root / "a.txt").exists()
+        # The control: that call ended, the same undo goes through.
+        outcome = await mine.undo(call)
+        assert outcome.deleted == 1
+    assert not (root / "a.txt").exists() and (root / "b.txt").read_text() == "theirs\n"

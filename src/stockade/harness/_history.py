@@ -9,6 +9,8 @@ command may read or write. Everything that touches the disk runs in a worker thr
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
 import os
 import shutil
@@ -45,6 +47,12 @@ if TYPE_CHECKING:
 SUMMARY_LIMIT = 120
 # States of a background job that may still change files.
 _LIVE_JOB_STATES = frozenset({"running", "queued"})
+# The file in a root's store directory that stockade processes lock against each other:
+# shared by a call's window, exclusive for an undo (flock; the directory is out of every
+# confined command's reach).
+_ROOT_LOCK = "root.lock"
+# How often a window waiting for another process's undo tries the lock again.
+_LOCK_POLL = 0.02
 
 
 class UndoRefused(StockadeError):
@@ -360,7 +368,8 @@ class Histories:
             raise UndoRefused(found)
         tracker = found
         listed = self.setup.config.listed_paths
-        async with self.hold(root).alone():
+        store_dir = self._root(root).store_dir
+        async with self.hold(root).alone(), _exclusive_lock(store_dir, root):
             # A job of any session writing the root could change a path between the
             # plan's look and the apply, and the apply would overwrite it: refused. Asked
             # with the root held, so no call of this harness starts one meanwhile.
@@ -472,7 +481,7 @@ class CallWindow:
             return
         tracker = found
         listed = histories.setup.config.listed_paths
-        async with histories.hold(root.path).call():
+        async with histories.hold(root.path).call(), _shared_lock(root.store_dir):
             opened_at = time.time()
             jobs_then: list[Any] | None = None
             with contextlib.suppress(Exception):  # unknown: the facts say so
@@ -515,6 +524,60 @@ class CallWindow:
                         partial = await _jobs_meanwhile(histories, root.path, opened_at, jobs_then)
                         if partial is not None:
                             recorded.facts["partial"] = partial
+
+
+def _lock_file(store_dir: str) -> int:
+    return os.open(
+        os.path.join(store_dir, _ROOT_LOCK),
+        os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+    )
+
+
+def _try_lock(fd: int, how: int) -> bool:
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return False
+        raise
+    return True
+
+
+@contextlib.asynccontextmanager
+async def _shared_lock(store_dir: str) -> AsyncIterator[None]:
+    """A call's window against another stockade process's undo of the same root: it
+    waits while one runs (polling: a cancelled wait leaves no thread holding a lock)."""
+    try:
+        fd = _lock_file(store_dir)
+    except OSError:
+        yield  # the store's directory is gone: the window itself will say so
+        return
+    try:
+        while not _try_lock(fd, fcntl.LOCK_SH):  # noqa: ASYNC110 (another process: no Event)
+            await trio.sleep(_LOCK_POLL)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.asynccontextmanager
+async def _exclusive_lock(store_dir: str, root: str) -> AsyncIterator[None]:
+    """An undo against every other stockade process's calls in the same root: refused
+    while one has a window open there, and theirs wait while it runs."""
+    try:
+        fd = _lock_file(store_dir)
+    except OSError as error:
+        raise UndoRefused(f"cannot lock {root} for the undo: {_one_line(error)}") from None
+    try:
+        if not _try_lock(fd, fcntl.LOCK_EX):
+            raise UndoRefused(
+                f"another stockade process has a call running in {root} (or an undo); "
+                "try again when it ends"
+            )
+        yield
+    finally:
+        os.close(fd)
 
 
 def _unrecorded(what: str, error: Exception) -> dict[str, Any]:
