@@ -4,6 +4,8 @@ would have its change overwritten. A call's `changed` says when a job wrote mean
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import trio
 
@@ -44,12 +46,12 @@ async def test_an_undo_waits_for_another_sessions_call_in_the_root(state_dir, ro
 
         async def slow() -> None:
             # Rewrites what the undo puts back.
-            await other.run_tool("bash", {"command": "sleep 1; echo theirs > a.txt"})
+            await other.run_tool("bash", {"command": "touch running; sleep 1; echo theirs > a.txt"})
             order.append("call")
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(slow)
-            await trio.sleep(0.5)  # the other session's window is open
+            await _until(lambda: (root / "running").exists())  # its window is open
             try:
                 await mine.undo(call)
             except UndoRefused as refused:
@@ -96,7 +98,8 @@ async def test_a_job_started_while_an_undo_runs_starts_after_it(state_dir, root)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(undo)
-            await trio.sleep(0.05)  # the undo has the root: its apply takes a while
+            # The undo has the root (its apply of 3,001 paths takes a while).
+            await _until(lambda: any(h.undoing for h in harness.history._holds.values()))
             started = await other.run_tool(
                 "bash", {"command": "echo late > late.txt", "background": True}
             )
@@ -124,11 +127,13 @@ async def test_another_harness_with_a_call_in_the_root_refuses_the_undo(state_di
         refusals: list[UndoRefused] = []
 
         async def slow() -> None:
-            await theirs.run_tool("bash", {"command": "sleep 1; echo theirs > b.txt"})
+            await theirs.run_tool(
+                "bash", {"command": "touch running; sleep 1; echo theirs > b.txt"}
+            )
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(slow)
-            await trio.sleep(0.5)  # the other harness's window is open
+            await _until(lambda: (root / "running").exists())  # its window is open
             try:
                 await mine.undo(call)
             except UndoRefused as refused:
@@ -140,3 +145,9 @@ async def test_another_harness_with_a_call_in_the_root_refuses_the_undo(state_di
         outcome = await mine.undo(call)
         assert outcome.deleted == 1
     assert not (root / "a.txt").exists() and (root / "b.txt").read_text() == "theirs\n"
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    with trio.fail_after(30):
+        while not condition():
+            await trio.sleep(0.01)
