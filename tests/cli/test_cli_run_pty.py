@@ -237,7 +237,7 @@ def test_ctrl_c_ends_the_command_and_its_processes(backend, scratch):
     command = f"echo started; {sleeper(marker)} & {sleeper(marker)}; wait"
     with on_a_pty(run_argv(backend, command), cwd=scratch, env=ENV) as child:
         child.wait_for(lambda text: "started" in text, timeout=30)
-        wait_for_pids(marker)
+        wait_for_pids(marker, count=2)
         child.send(b"\x03")  # into the command's terminal: SIGINT to its group
         # stockade ends by SIGINT too, as a program Ctrl-C ended does ($? reads 130).
         assert child.finish(timeout=30) == SIGINT_DEATH

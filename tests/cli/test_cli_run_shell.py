@@ -384,9 +384,12 @@ def sleeper(marker: str) -> str:
     return f"(m={marker[:5]}; exec -a ${{m}}{marker[5:]} sleep 100)"
 
 
-def wait_for_pids(marker: str, timeout: float = 30) -> list[int]:
+def wait_for_pids(marker: str, timeout: float = 30, count: int = 1) -> list[int]:
+    """The pids of `count` processes with `marker`: every sleeper a command starts,
+    so a signal sent next cannot reach one still a subshell between fork and exec
+    (whose SIGINT bash may take as handled, leaving the command waiting on it)."""
     deadline = time.monotonic() + timeout
-    while not (found := pids_with_marker(marker)):
+    while len(found := pids_with_marker(marker)) < count:
         assert time.monotonic() < deadline, f"{marker} never started"
         time.sleep(0.05)
     return found
@@ -409,7 +412,7 @@ def test_a_signal_kills_the_command_tree_and_exits_128_plus_n(backend, scratch, 
         cwd=scratch,
         env=ENV,
     ) as process:
-        wait_for_pids(marker)
+        wait_for_pids(marker, count=2)
         process.send_signal(signum)
         stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 128 + signum
