@@ -295,3 +295,27 @@ RM_FORBIDDEN = {
     "reason": "files here are removed by the person only",
     "match": ["rm x"],
 }
+
+
+# Where tests mount for themselves (a bind or a tmpfs in a directory of their own).
+_TEMP_DIRS = ("/tmp/", "/var/tmp/")
+
+
+def host_mount_table(*own: str | os.PathLike[str]) -> list[str]:
+    """This (host) mount namespace's mounts, each as one line of what identifies it, sorted,
+    leaving out those under a temporary directory other than the test's `own`: the
+    suite runs in two xdist workers, and the other one's tests mount in their own
+    directories meanwhile. What an attack could mount or remount (`/`, `/proc`, any
+    mount outside the temporary directories, anything under the test's own) stays in.
+    """
+    mine = tuple(os.path.realpath(path) + "/" for path in own)
+    table = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        point = fields[4].replace("\\040", " ") + "/"
+        if point.startswith(_TEMP_DIRS) and not point.startswith(mine):
+            continue
+        # Its id, mount point and options, and the filesystem's (after " - "); not
+        # the peer groups, which the kernel renumbers as others' mounts come and go.
+        table.append(" ".join([*(fields[i] for i in (0, 4, 5)), line.partition(" - ")[2]]))
+    return sorted(table)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from ..support import host_mount_table
 from .test_launcher import (
     IS_ROOT,
     NOBODY,
@@ -158,9 +159,9 @@ def test_the_command_sees_its_own_namespace(launcher):
 
 
 def test_the_hosts_proc_is_untouched(launcher):
-    before = Path("/proc/self/mountinfo").read_text()
+    before = host_mount_table()
     assert run(launcher, *READ_ONLY, "--", "true").returncode == 0
-    assert Path("/proc/self/mountinfo").read_text() == before
+    assert host_mount_table() == before
 
 
 @pytest.mark.parametrize(

@@ -318,12 +318,6 @@ def live_processes_with(marker: str) -> list[int]:
     return found
 
 
-def mount_table() -> list[str]:
-    """This (host) mount namespace's mounts: id, mount point, options."""
-    lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    return sorted(" ".join(line.split()[i] for i in (0, 4, 5)) for line in lines)
-
-
 def host_openable(path: str, flags: int) -> bool:
     try:
         os.close(os.open(path, flags | os.O_NOCTTY | os.O_NONBLOCK))

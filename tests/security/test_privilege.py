@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ..support import host_mount_table
 from .support import (
     ATTACK,
     IS_ROOT,
@@ -23,7 +24,6 @@ from .support import (
     block_devices,
     cgroup_dirs,
     describe_change,
-    mount_table,
     proc_status,
     restoring,
     restoring_hostname,
@@ -117,7 +117,7 @@ async def test_a_file_capability_helper_regains_nothing(sandbox, mode, via):
 
 async def test_mount_and_remount_are_refused(sandbox, mode, via):
     terrain = sandbox.terrain
-    before, mounts = terrain.state(), mount_table()
+    before, mounts = terrain.state(), host_mount_table(terrain.base)
     command = (
         f"mount -o remount,rw /; mount -t tmpfs none {terrain.outside}; "
         f"mount --bind {terrain.root} {terrain.outside}; umount -l /proc; "
@@ -126,7 +126,7 @@ async def test_mount_and_remount_are_refused(sandbox, mode, via):
     with sandbox.battery.attempt(f"mount / remount ({mode.value}, {via})"):
         result = await sandbox.run(command, mode, via=via)
         assert terrain.state() == before, describe_change(before, terrain.state())
-        assert mount_table() == mounts
+        assert host_mount_table(terrain.base) == mounts
         assert ": DONE" not in result.stdout, result.stdout
 
 
@@ -135,7 +135,7 @@ async def test_new_namespaces_do_not_reach_the_host(sandbox, mode, via):
     terrain, tag = sandbox.terrain, sandbox.terrain.host_name("ns")
     victim, outside = terrain.victim, terrain.outside
     with restoring("/proc/sys/kernel/domainname") as domainname:
-        before, mounts = terrain.state(), mount_table()
+        before, mounts = terrain.state(), host_mount_table(terrain.base)
         command = (
             f"unshare -m sh -c 'mount -o remount,rw /; echo pwned > {victim}'; "
             f"unshare -U -m sh -c 'mount -o remount,rw /; echo pwned > {victim}'; "
@@ -149,7 +149,7 @@ async def test_new_namespaces_do_not_reach_the_host(sandbox, mode, via):
         with sandbox.battery.attempt(f"unshare then mount/write ({mode.value}, {via})"):
             result = await sandbox.run(command, mode, via=via)
             assert terrain.state() == before, describe_change(before, terrain.state())
-            assert mount_table() == mounts
+            assert host_mount_table(terrain.base) == mounts
             assert Path("/proc/sys/kernel/domainname").read_text() == domainname
             done = [line for line in result.stdout.splitlines() if ": DONE" in line]
             # A tmpfs over `outside` in a private namespace is harmless; the host check is
