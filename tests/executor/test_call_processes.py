@@ -137,7 +137,9 @@ async def test_control_unconfined_the_writer_outlives_its_call(tree, marker):
         await session.set_sandbox_mode("danger-full-access")
         result = await session.run_tool("bash", {"command": background_writer(marker, grows)})
         assert result.text.startswith("started"), result.text
-        assert len(marked(marker)) == 1
+        # The writer is alive (a copy of it forked for its `sleep`, not yet exec'd,
+        # carries the marker too, for a moment: at least one, not exactly one).
+        assert marked(marker) != []
         size = grows.stat().st_size
         with trio.fail_after(10):
             while grows.stat().st_size == size:

@@ -855,3 +855,23 @@ async def test_the_terminated_side_refuses_renegotiation(world):
     context = broker.authority.leaf_for("api.test").server_context()
     assert context.options & ssl.OP_NO_RENEGOTIATION
     assert broker.upstream.options & ssl.OP_NO_RENEGOTIATION
+
+
+@pytest.mark.parametrize(
+    "gone",
+    [
+        ssl.SSLEOFError(8, "EOF occurred in violation of protocol"),
+        ssl.SSLZeroReturnError(6, "TLS/SSL connection has been closed (EOF)"),
+        ssl.SSLSyscallError(5, "Some I/O error occurred"),
+    ],
+    ids=lambda error: type(error).__name__,
+)
+def test_a_client_gone_mid_handshake_is_named_so_whatever_openssl_raises(gone):
+    """Which error a client closing mid-handshake raises depends on the OpenSSL build
+    (Debian 12's Python raises SSLZeroReturnError): each is told the same way."""
+    from stockade.network._terminate import _client_failure
+
+    failure = trio.BrokenResourceError()
+    failure.__cause__ = gone
+    text = _client_failure("api.example", failure)
+    assert text.startswith("the client closed the connection during the TLS handshake")

@@ -31,21 +31,26 @@ pytestmark = pytest.mark.nobody  # runs a harness as uid 65534 (tests/README.md)
 CALLS = 8
 CLIENTS = 40
 # CLIENTS children connect through the bridge, then send their requests at once when
-# the parent lets them, and the parent exits then: the call ends while the proxy is
-# deciding them.
+# the parent exits, which it does once every child has connected (or 10 s passed: a
+# fixed pause let a loaded host end the call before any child had connected). The
+# call ends while the proxy is deciding them.
 FORK_CLIENTS = """
-import os, socket, sys, time
+import os, select, socket, sys, time
 port, count = int(sys.argv[1]), int(sys.argv[2])
 go_read, go_write = os.pipe()
+ready_read, ready_write = os.pipe()
 for i in range(count):
     if os.fork() == 0:
         os.close(go_write)
         s = socket.create_connection(("127.0.0.1", 3128))
+        os.write(ready_write, b"c")
         os.read(go_read, 1)
         s.sendall(f"GET http://127.0.0.1:{port}/{i} HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n".encode())
         s.recv(100)
         os._exit(0)
-time.sleep(0.3)
+connected, deadline = 0, time.monotonic() + 10
+while connected < count and select.select([ready_read], [], [], max(0, deadline - time.monotonic()))[0]:
+    connected += len(os.read(ready_read, count))
 os._exit(0)
 """
 

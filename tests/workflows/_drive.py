@@ -15,11 +15,17 @@ every result's text, is_error and facts, and every escalation the harness asked 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import trio
 
 from stockade import CallbackAnswerer, open_harness
+
+# The support put the test venv's site-packages on PYTHONPATH for our own imports (nobody
+# may not read this checkout's venv otherwise); the workflow's commands must not inherit
+# it: a `venv/bin/pip` would import the test venv's pip and install into the test venv.
+os.environ.pop("PYTHONPATH", None)
 
 
 async def drive(spec: dict) -> dict:

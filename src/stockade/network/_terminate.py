@@ -75,7 +75,10 @@ def _client_failure(host: str, error: BaseException) -> str:
     reason = str(getattr(cause, "reason", None) or "")
     if "ALERT" in reason and any(word in reason for word in _CERTIFICATE_ALERTS):
         return certificate_refused(host, alert=True)
-    if cause is None or isinstance(cause, (ssl.SSLEOFError, ssl.SSLSyscallError)):
+    # A client gone mid-handshake: OpenSSL 3's builds (Debian 12's Python 3.11.2) raise
+    # SSLZeroReturnError where others raise SSLEOFError.
+    gone = (ssl.SSLEOFError, ssl.SSLSyscallError, ssl.SSLZeroReturnError)
+    if cause is None or isinstance(cause, gone):
         return certificate_refused(host, alert=False)
     return f"the TLS handshake with the client for {host} failed: {cause}"
 
