@@ -403,11 +403,21 @@ async def _drain_both(
     grace: _Grace | None = None,
     streams: Streams | None = None,
 ) -> None:
-    grace = grace or _Grace()
     async with trio.open_nursery() as pipes:
-        out, err = (None, None) if streams is None else (streams.stdout, streams.stderr)
-        pipes.start_soon(_drain, process.stdout, stdout, grace, out)
-        pipes.start_soon(_drain, process.stderr, stderr, grace, err)
+        _start_drains(pipes, process, stdout, stderr, grace or _Grace(), streams)
+
+
+def _start_drains(
+    nursery: trio.Nursery,
+    process: trio.Process,
+    stdout: OutputBuffer,
+    stderr: OutputBuffer,
+    grace: _Grace,
+    streams: Streams | None,
+) -> None:
+    out, err = (None, None) if streams is None else (streams.stdout, streams.stderr)
+    nursery.start_soon(_drain, process.stdout, stdout, grace, out)
+    nursery.start_soon(_drain, process.stderr, stderr, grace, err)
 
 
 async def _feed(stream: trio.abc.SendStream | None, data: bytes) -> None:
@@ -461,7 +471,9 @@ async def settle(
 
     try:
         async with trio.open_nursery() as pipes:
-            pipes.start_soon(_drain_both, process, stdout, stderr, grace, streams)
+            # The drains run in this nursery itself: a nursery of their own cost the
+            # call two more trips through the event loop (its task's start and end).
+            _start_drains(pipes, process, stdout, stderr, grace, streams)
             if stdin is not None:
                 pipes.start_soon(feed, partial(_feed, process.stdin, stdin))
             elif streams is not None and streams.stdin is not None:
