@@ -243,9 +243,12 @@ async def leader_exited(process: trio.Process) -> None:
 
 async def reap(process: trio.Process) -> None:
     """Reap the exited leader, which lets its pid (the group's id) go: after this,
-    nothing may signal the group by that number."""
-    with trio.CancelScope(shield=True):  # exited already: this does not block
-        await process.wait()
+    nothing may signal the group by that number. One that has exited (a zombie) is
+    reaped at once, without a trip through the event loop; only one that has not
+    (SIGKILLed a moment ago) is waited for."""
+    if process.poll() is None:
+        with trio.CancelScope(shield=True):  # ending already: this does not block long
+            await process.wait()
     _REAPED.add(process)
     entry = _LEADERS.pop(process, None)
     if entry is not None:
