@@ -67,6 +67,9 @@ class TerminalOutput(trio.abc.ReceiveStream):
     def fileno(self) -> int:
         return self._stream.fileno()
 
+    def close(self) -> None:
+        self._stream.close()
+
     async def aclose(self) -> None:
         await self._stream.aclose()
 
@@ -580,8 +583,13 @@ def _group_alive(pgid: int) -> bool:
 
 
 async def _close(process: trio.Process) -> None:
+    """Close the output pipes. A pipe's (and a terminal's) `close` is synchronous and
+    tells trio (`notify_closing`) of any task still waiting on it; its `aclose` adds
+    only a trip through the event loop per stream."""
     for stream in (process.stdout, process.stderr):
-        if stream is not None:
+        if isinstance(stream, trio.lowlevel.FdStream | TerminalOutput):
+            stream.close()
+        elif stream is not None:
             await stream.aclose()
 
 
