@@ -438,7 +438,12 @@ class ExecutorActor:
         # a short call ends at its deadline having run nothing.
         busy = self._slots.harness_full
         with trio.move_on_after(math.inf if limit is None else limit):
-            await self._slots.take(slot, spec.owner, job=False)
+            # A free slot is taken without a trip through the event loop; `take`'s own
+            # first step is kept: a timeout of 0 (or a cancelled caller) takes none.
+            # `try_take` fails while others wait, so nobody's turn is jumped.
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if not self._slots.try_take(slot, spec.owner, job=False):
+                await self._slots.take(slot, spec.owner, job=False)
             acquired = True
         if not acquired:
             busy = busy or self._slots.harness_full
