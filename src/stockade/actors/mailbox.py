@@ -76,7 +76,14 @@ async def request(inbox: Inbox[M], message: M) -> Any:
     """
     envelope = Envelope(message)
     try:
-        await inbox.send(envelope)
+        # Handed over at once when the actor waits for it (or the inbox has room):
+        # `send` would add a trip through the event loop before the caller waits for
+        # its reply, which is a schedule point of its own. A full inbox is waited on.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            inbox.send_nowait(envelope)
+        except trio.WouldBlock:
+            await inbox.send(envelope)
         return await envelope.wait_reply()
     except trio.Cancelled:
         envelope.abandon()
