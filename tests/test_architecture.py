@@ -27,10 +27,11 @@ LOOPS = ("trio", "anyio", "trio_asyncio", "asyncio", "hypercorn")
 
 # Where a module may run under Trio: the actor runtime, the composition root and the
 # faces, whole rooms; and, in the other rooms, the actor itself and the modules that
-# are its Trio shell (spawning and draining children, background jobs, the held
-# placeholders, the running slots, each call's limits in force and proxy endpoints,
-# the executor's client, answerers that wait on a person, the tools that await an
-# actor, the network proxy and its per-call, protocol, exchange and TLS-ending shells).
+# are its Trio shell (spawning and draining children, the executor's process type,
+# background jobs, the held placeholders, the running slots, each call's limits in
+# force and proxy endpoints, the executor's client, answerers that wait on a person,
+# the tools that await an actor, the network proxy and its per-call, protocol,
+# exchange and TLS-ending shells).
 # Every other module — the vocabulary at the top, policy/, trust/, config/, every
 # render.py and events.py, the sandbox's and the executor's deciding modules — is
 # pure: a new module is pure unless its name says it is a shell.
@@ -40,6 +41,7 @@ LOOP_NAMES = frozenset(
         "actor",
         "answerers",
         "_spawn",
+        "_child",
         "_jobs",
         "_holds",
         "_slots",
