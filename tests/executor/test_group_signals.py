@@ -95,7 +95,7 @@ async def test_a_leader_is_reaped_only_after_its_group_is_signalled(tmp_path):
     assert _state(process.pid) == b"Z"  # a zombie, still ours
     await _spawn.reap(process)
     assert process.returncode == 3
-    assert _start_time(process.pid) is None or process.pid not in _spawn._LEADERS
+    assert process.reaped and process.pidfd is None  # its pidfd let go with it
     for stream in (process.stdout, process.stderr):
         assert stream is not None
         await stream.aclose()

@@ -1,8 +1,9 @@
 """A command may run longer than trio keeps an idle worker thread (10 s): the thread
 that forked its runner must not retire under it. Both runners ask for a parent-death
-signal, which the kernel sends when the forking THREAD exits; before the fix every
-such command was SIGKILLed at 10 s (exit 137, no output, no cause: the 3,000-job
-exit 137 of FACTS.md)."""
+signal, which the kernel sends when the forking THREAD exits; when trio's worker
+threads forked them, every such command was SIGKILLed at 10 s (exit 137, no output,
+no cause: the 3,000-job exit 137 of FACTS.md). The executor now forks from the event
+loop's own thread (`executor._child`); this holds it to that."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from stockade.vocab import ExecutionPolicy, SandboxMode
 from ..support import executor_on
 
 # Past trio's IDLE_TIMEOUT (10 s) with a margin; nothing else runs in the harness
-# meanwhile, so the thread that spawned the runner is idle the whole time.
+# meanwhile, so a worker thread that had spawned the runner would idle the whole time.
 LONGER_THAN_A_THREAD_IDLES = 12
 
 

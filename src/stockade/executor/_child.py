@@ -61,6 +61,12 @@ class Child:
     def poll(self) -> int | None:
         return self._popen.poll()
 
+    @property
+    def reaped(self) -> bool:
+        """Whether it was reaped (its pid, and so its group's id, may be another's now);
+        unlike `returncode`, asking does not reap."""
+        return self._popen.returncode is not None
+
     async def wait_exited(self) -> None:
         """Until the leader has exited; it is NOT reaped (a zombie keeps its pid)."""
         if self.pidfd is not None:

@@ -27,6 +27,7 @@ from ..messages import (
     ShellSpec,
 )
 from ._buffer import OutputBuffer
+from ._child import Child
 from ._facts import WrapFacts
 from ._limits import CallLimits
 
@@ -41,7 +42,7 @@ class Job:
     started_at: float = attrs.field(factory=time.time)
     started_clock: float = attrs.field(factory=time.monotonic)
     # None while queued for a spawn slot (or when its spawn failed).
-    process: trio.Process | None = None
+    process: Child | None = None
     ended_at: float | None = None
     result: ShellResult | None = None
     start_error: str | None = None

@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
@@ -35,6 +34,7 @@ from ..messages import Streams as Streams
 from ..messages import Terminal as Terminal
 from ..sandbox import has_filter_stage
 from ._buffer import OutputBuffer
+from ._child import Child, start_child
 
 READ_SIZE = 65536
 # After the leader exits and its group is killed, pipes reach EOF at once; a process
@@ -135,24 +135,6 @@ def env_prefix(env: Mapping[str, str] | None) -> tuple[str, ...]:
     return ("/usr/bin/env", *(f"{name}={value}" for name, value in env.items()))
 
 
-def keep_spawning_threads() -> None:
-    """Keep trio's worker threads for as long as this process lives.
-
-    trio starts each child from a worker thread (`open_process` runs Popen in one),
-    and a worker retires after 10 s idle. The kernel sends a child's
-    PR_SET_PDEATHSIG when the THREAD that forked it exits, and both runners ask for
-    one (bwrap's --die-with-parent, the launcher's): every confined command still
-    running 10 s after its spawning thread went idle was SIGKILLed — exit 137, no
-    output, no cause (FACTS.md's 3,000-job mystery; `sleep 14` alone showed it). With
-    no idle timeout the thread that forked a child is there until the harness ends,
-    when the child should die anyway. trio offers no setting for this: its module's
-    IDLE_TIMEOUT is what its workers read (tests/executor/test_long_commands.py
-    fails if that stops holding)."""
-    from trio._core import _thread_cache
-
-    _thread_cache.IDLE_TIMEOUT = int(threading.TIMEOUT_MAX)
-
-
 async def spawn(
     argv: Sequence[str],
     *,
@@ -162,7 +144,7 @@ async def spawn(
     info_fd: bool = False,
     terminal: Terminal | None = None,
     runner_at: int = 0,
-) -> trio.Process:
+) -> Child:
     """Start `argv` directly (no shell) as the leader of a new session (with
     `terminal`: on it, which becomes the session's controlling terminal), with `env`
     as its whole environment (the environment policy's result: nothing else leaks in).
@@ -171,8 +153,14 @@ async def spawn(
     `--info-fd` report, which names the init of the sandbox's PID namespace, so
     `settle` can wait for that namespace's end (the runner exits as soon as its
     command has, while the kernel still ends the rest). `runner_at`: where in argv the
-    runner's own argv starts, after a launcher's prefix."""
-    keep_spawning_threads()
+    runner's own argv starts, after a launcher's prefix.
+
+    Started from the event loop's thread (`_child`): trio's `open_process` forked from
+    a worker thread, and a child's PR_SET_PDEATHSIG (bwrap's --die-with-parent, the
+    launcher's) follows the THREAD that forked it, so a worker retiring after 10 s idle
+    SIGKILLed every confined command it had started (FACTS.md's 3,000-job mystery;
+    tests/executor/test_long_commands.py). The loop's thread lives as long as the
+    harness."""
     environment = dict(env)
     passed: tuple[int, ...] = ()
     report, write_end = None, None
@@ -192,8 +180,8 @@ async def spawn(
             stdio, terminal, hold_signals=info_fd and has_filter_stage(argv[runner_at:])
         )
     try:
-        process = await trio.lowlevel.open_process(
-            list(argv),
+        process = start_child(
+            argv,
             cwd=cwd,
             env=environment,
             start_new_session=True,
@@ -216,35 +204,19 @@ async def spawn(
     if report is not None:
         # Closed by `settle`, or with the process object if it never settles.
         _INIT_REPORTS[process] = (report, weakref.finalize(process, os.close, report))
-    # Opened before anything can reap the leader, so it names this process for good.
-    with contextlib.suppress(OSError):  # no pidfds: `leader_exited` reaps, as before
-        leader = os.pidfd_open(process.pid)
-        _LEADERS[process] = (leader, weakref.finalize(process, os.close, leader))
     return process
 
 
-# A pidfd of each spawned leader: process -> (pidfd, its finalizer). `settle` waits on
-# it for the leader's exit WITHOUT reaping, and signals the group while the leader is
-# a zombie: until it is reaped its pid, and so the group's id, cannot be given to a
-# new process. Signalled after the reap, a busy host (3,000 jobs, pid_max 32,768)
-# had handed the number to another job's group, which died of a SIGKILL nobody meant
-# for it (FACTS.md: exit 137, no output, not timed out).
-_LEADERS: weakref.WeakKeyDictionary[
-    trio.Process, tuple[int, weakref.finalize[[int], trio.Process]]
-] = weakref.WeakKeyDictionary()
+async def leader_exited(process: Child) -> None:
+    """Until `process` has exited, NOT reaped: `settle` signals the group while the
+    leader is a zombie, as until it is reaped its pid, and so the group's id, cannot be
+    given to a new process. Signalled after the reap, a busy host (3,000 jobs, pid_max
+    32,768) had handed the number to another job's group, which died of a SIGKILL
+    nobody meant for it (FACTS.md: exit 137, no output, not timed out)."""
+    await process.wait_exited()
 
 
-async def leader_exited(process: trio.Process) -> None:
-    """Until `process` has exited; it is not reaped (see `_LEADERS`)."""
-    entry = _LEADERS.get(process)
-    if entry is None:  # no pidfd: the wait reaps (the old race, on such kernels only)
-        await process.wait()
-        _REAPED.add(process)
-        return
-    await trio.lowlevel.wait_readable(entry[0])
-
-
-async def reap(process: trio.Process) -> None:
+async def reap(process: Child) -> None:
     """Reap the exited leader, which lets its pid (the group's id) go: after this,
     nothing may signal the group by that number. One that has exited (a zombie) is
     reaped at once, without a trip through the event loop; only one that has not
@@ -252,22 +224,16 @@ async def reap(process: trio.Process) -> None:
     if process.poll() is None:
         with trio.CancelScope(shield=True):  # ending already: this does not block long
             await process.wait()
-    _REAPED.add(process)
-    entry = _LEADERS.pop(process, None)
-    if entry is not None:
-        entry[1]()
-
-
-_REAPED: weakref.WeakSet[trio.Process] = weakref.WeakSet()
+    process.close_pidfd()
 
 
 # bwrap's --info-fd reports not read yet: process -> (read end, its finalizer).
-_INIT_REPORTS: weakref.WeakKeyDictionary[
-    trio.Process, tuple[int, weakref.finalize[[int], trio.Process]]
-] = weakref.WeakKeyDictionary()
+_INIT_REPORTS: weakref.WeakKeyDictionary[Child, tuple[int, weakref.finalize[[int], Child]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _namespace_init(process: trio.Process) -> int | None:
+def _namespace_init(process: Child) -> int | None:
     """A pidfd of the init of `process`'s PID namespace (bwrap's report: `{"child-pid":
     N, ...}`, written and closed once the init is made); None without one, or when it
     is gone already (reaped: so is its namespace). Read once the leader has exited:
@@ -295,7 +261,7 @@ def _namespace_init(process: trio.Process) -> int | None:
 _CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)')
 
 
-async def _namespace_gone(process: trio.Process) -> None:
+async def _namespace_gone(process: Child) -> None:
     """Until the PID namespace `process` (bwrap) made has ended: its init ends only
     once the kernel has ended every process left in it. Bounded by KILL_TEARDOWN."""
     pidfd = _namespace_init(process)
@@ -349,10 +315,10 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-async def terminate_group(process: trio.Process, grace: float) -> None:
+async def terminate_group(process: Child, grace: float) -> None:
     """SIGTERM the whole group, SIGKILL it after `grace`, and reap the leader (last:
     the group is signalled by the leader's pid, which is ours only until then)."""
-    if process not in _REAPED:  # the group's id is still its leader's
+    if not process.reaped:  # the group's id is still its leader's
         signal_group(process.pid, signal.SIGTERM)
         with trio.move_on_after(grace):
             await leader_exited(process)
@@ -441,7 +407,7 @@ async def _drain(
 
 
 async def _drain_both(
-    process: trio.Process,
+    process: Child,
     stdout: OutputBuffer,
     stderr: OutputBuffer,
     grace: _Grace | None = None,
@@ -453,7 +419,7 @@ async def _drain_both(
 
 def _start_drains(
     nursery: trio.Nursery,
-    process: trio.Process,
+    process: Child,
     stdout: OutputBuffer,
     stderr: OutputBuffer,
     grace: _Grace,
@@ -484,7 +450,7 @@ async def _pump(stream: trio.abc.SendStream | None, source: Source) -> None:
 
 
 async def settle(
-    process: trio.Process,
+    process: Child,
     stdout: OutputBuffer,
     stderr: OutputBuffer,
     *,
@@ -582,7 +548,7 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-async def _close(process: trio.Process) -> None:
+async def _close(process: Child) -> None:
     """Close the output pipes. A pipe's (and a terminal's) `close` is synchronous and
     tells trio (`notify_closing`) of any task still waiting on it; its `aclose` adds
     only a trip through the event loop per stream."""
@@ -593,7 +559,7 @@ async def _close(process: trio.Process) -> None:
             await stream.aclose()
 
 
-def exit_status(process: trio.Process) -> int | None:
+def exit_status(process: Child) -> int | None:
     """The shell's convention: a signal N death reads as 128 + N."""
     code = process.returncode
     if code is None:

@@ -54,6 +54,7 @@ from ..trust import enter_judged, judge_workdir, new_repository, spawn_cwd
 from ..vocab import SpawnTrait
 from ._brokering import Brokered, open_broker
 from ._buffer import OutputBuffer
+from ._child import Child
 from ._classify import spawn_failure_is_runner
 from ._endpoints import AuditConnection, ProxyEndpoints
 from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
@@ -299,7 +300,7 @@ class ExecutorActor:
         facts: WrapFacts,
         limited: CallLimits | None,
         streams: Streams | None = None,
-    ) -> trio.Process:
+    ) -> Child:
         workdir = spec.workdir or spec.policy.workspace_root
         # The session's private temp directory is the command's TMPDIR (the caller's
         # own `env` may still name another). Confined, the caller's variables pass
