@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stockade.rules import Decision, RuleSet
+from stockade.rules._unwrap import NOT_EXACTLY_BASH
 
 
 def allow(name: str, *prefix: str) -> dict[str, object]:
@@ -295,3 +296,68 @@ def test_a_substitution_in_a_script_the_judge_parses_itself_is_judged_there(scri
 def test_a_carried_scripts_substitutions_still_meet_the_rules():
     verdict = RuleSet.defaults().judge("trap 'x=$(rm -rf ~)' EXIT")
     assert verdict.forbidden, verdict
+
+
+# --- 4. builtins that run a string as code, and zsh read as bash -----------------------------
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "mapfile -C 'rm -rf ~;:' -c 1 a < f",  # confirmed in bash: the callback runs
+        "readarray -C cb -c 1 a < f",
+        "readarray -tC cb a < f",
+        "mapfile -Ccb a < f",
+        "compgen -C 'rm -rf ~' x",
+        "command compgen -C cb x",
+        "builtin mapfile -C cb a",
+        "mapfile $opts a",
+    ],
+)
+def test_a_builtin_given_a_string_to_run_is_uncertain(script):
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert verdict.uncertain, verdict
+
+
+@pytest.mark.parametrize(
+    "script", ["mapfile -t a < f", "readarray -d , a < f", "compgen -W 'a b' x", "mapfile -- -C"]
+)
+def test_a_builtin_without_a_string_to_run_stays_certain(script):
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.uncertain == (), verdict
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # Each runs `git push --force` in zsh (confirmed with a stand-in git that records its
+        # argv); read as bash, each is another command.
+        "zsh -c 'noglob git push --force'",
+        "zsh -c 'nocorrect git push --force'",
+        "zsh -c 'repeat 1 git push --force'",
+        "zsh -c '=git push --force'",
+        "zsh -c 'true'",
+        "/bin/zsh -c 'make test'",
+        "zsh <<'EOF'\nnoglob git push --force\nEOF",
+        "zsh -s <<< 'noglob git push --force'",
+        "env zsh -c 'true'",
+    ],
+)
+def test_a_script_given_to_zsh_is_never_without_a_doubt(script):
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert any(u.reason == NOT_EXACTLY_BASH for u in verdict.uncertain), verdict.uncertain
+
+
+def test_a_rule_that_matches_inside_zsh_still_decides():
+    verdict = RuleSet.defaults().judge("zsh -c 'rm -rf /'")
+    assert verdict.forbidden and verdict.rule is not None
+    assert verdict.rule.name == "delete-root-or-home"
+    asked = RuleSet.defaults().judge_argv(["zsh", "-c", "git push --force"])
+    assert asked.must_ask and asked.rule is not None and asked.rule.name == "force-push"
+
+
+def test_zsh_running_a_file_is_judged_as_any_program():
+    verdict = RuleSet.defaults().judge("zsh build.zsh")
+    assert verdict.decision is None and verdict.uncertain == ()

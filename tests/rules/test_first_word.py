@@ -19,6 +19,12 @@ from stockade.rules import (
     may_apply,
     plain_words,
 )
+from stockade.rules._first_word import (
+    DOUBTED_BUILTINS,
+    LOOKED_INTO,
+    UNWRAPPED,
+    normal_path,
+)
 from stockade.rules._unwrap import WRAPPERS
 
 # Commands, builtins and wrappers the judge might one day look into, and lookalikes.
@@ -232,6 +238,19 @@ def test_a_plain_script_that_may_apply_lets_through_is_untouched_by_the_judge(ru
         "coproc rm",
         "(true)",
         "ls a^b",
+        # What tree-sitter does not read as a command named by its first word.
+        "a@b",
+        "1% x",
+        "x+:y",
+        "-x",
+        "+x y",
+        "declare -i x",
+        "typeset -i x",
+        "local -n x",
+        "export -n x",
+        "readonly x",
+        "unset x",
+        "unsetenv x",
     ],
 )
 def test_what_is_not_plain_goes_to_the_judge(script):
@@ -246,3 +265,70 @@ def test_plain_words_splits_on_blanks():
         "pytest",
         "tests/a.py:1",
     ]
+
+
+def test_what_tree_sitter_misreads_as_a_first_word_is_doubted_by_the_judge():
+    """Why `plain_words` refuses them: the judge doubts each (or reads no command)."""
+    ruleset = RuleSet(DEFAULT_RULES)
+    for script in ("a@b", "1%", "x+:y", "declare -i x", "local -n x", "export -n x"):
+        judgement = ruleset.judge_argv(["bash", "-c", script])
+        assert judgement.uncertain, script
+
+
+def test_plain_words_reads_an_ordinary_argument_with_punctuation():
+    assert plain_words("ssh user@host uptime") == ["ssh", "user@host", "uptime"]
+    assert plain_words("g++ -O2 a.c") == ["g++", "-O2", "a.c"]
+    assert plain_words("kill %1") == ["kill", "%1"]
+
+
+# --- paths: a rule naming a path meets its other spellings, in the judge and here --------
+
+
+@pytest.mark.parametrize(
+    ("literal", "spellings"),
+    [
+        (
+            "/usr/bin/make",
+            ("/usr//bin/make", "/usr/bin/./make", "//usr/bin/make", "/usr/bin/make/"),
+        ),
+        ("/bin/bash", ("//bin/bash", "/bin//bash", "/bin/./bash", "///bin/bash")),
+        ("./deploy.sh", (".//deploy.sh", "././deploy.sh")),
+        ("/usr/bin/make/", ("/usr/bin/make", "/usr//bin/make/.")),
+    ],
+)
+def test_a_rule_naming_a_path_meets_its_other_spellings(literal, spellings):
+    rule = Rule("path", (WordPattern.of(literal),), Decision.FORBID, "r")
+    ruleset = RuleSet((rule,))
+    words = first_words(ruleset.rules)
+    for spelling in spellings:
+        assert may_apply(spelling, words), spelling
+        assert ruleset.judge_argv([spelling, "x"]).forbidden, spelling
+        assert ruleset.judge(f"{spelling} x").forbidden, spelling
+
+
+def test_a_path_is_not_another_command():
+    rule = Rule("path", (WordPattern.of("./deploy.sh"),), Decision.FORBID, "r")
+    ruleset = RuleSet((rule,))
+    assert not may_apply("deploy.sh", first_words(ruleset.rules))
+    assert ruleset.judge_argv(["deploy.sh"]).decision is None  # PATH's, not the file here
+    assert normal_path("/usr/bin/../bin/make") == "/usr/bin/../bin/make"  # a link decides
+    assert normal_path("./") == normal_path(".") == "."
+    assert normal_path("~//x/") == "~/x"
+
+
+# --- the tables ---------------------------------------------------------------------------
+
+
+def test_every_builtin_the_judge_doubts_is_looked_into():
+    ruleset = RuleSet(DEFAULT_RULES)
+    assert DOUBTED_BUILTINS <= LOOKED_INTO
+    for script in ("let x+1", "mapfile -C cb a", "readarray -tC cb a", "compgen -C cmd x"):
+        assert ruleset.judge_argv(["bash", "-c", script]).uncertain, script
+        assert may_apply(script.split()[0], frozenset())
+
+
+def test_a_builtin_is_found_by_its_name_not_its_lookalikes():
+    """bash finds a builtin by its exact name: `LET x` is a program of that name."""
+    ruleset = RuleSet(DEFAULT_RULES)
+    assert ruleset.judge_argv(["bash", "-c", "Mapfile x"]).uncertain == ()
+    assert UNWRAPPED.isdisjoint(DOUBTED_BUILTINS)

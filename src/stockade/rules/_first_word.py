@@ -1,9 +1,11 @@
 """Whether any rule could touch an argv, told from its first word with the standard library
-alone: `stockade exec` asks this before it pays for loading the rules and the judge.
+alone: `stockade exec` and `stockade run` ask this before they pay for loading the rules and
+the judge.
 
-Exact, never a guess: when `may_apply` says False, `RuleSet.judge_argv` would find no rule
-that matches, no rule that may match and no doubt (tests/rules/test_first_word.py holds the
-tables here to the judge's own).
+Exact, never a guess: when `may_apply` says False, `RuleSet.judge_argv`
+would find no rule that matches, no rule that may match and no doubt (tests/rules/
+test_first_word.py holds the tables here to the judge's own, and a property test the
+answers).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ if TYPE_CHECKING:
 
     from ._rule import Rule
 
-# The interpreters whose `-c` script (or heredoc) is bash, near enough to judge it as bash.
+# The interpreters whose `-c` script (or heredoc) is bash, near enough to judge it as bash
+# (zsh's is judged as bash too, never without a doubt: `_unwrap.NOT_EXACTLY_BASH`).
 SHELLS = frozenset({"sh", "bash", "dash", "ksh", "mksh", "zsh", "ash", "busybox-sh"})
 # Shells whose language is not bash: what they are given cannot be judged.
 OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh"})
@@ -27,13 +30,11 @@ WRAPPER_NAMES = frozenset(
         *("busybox", "toybox"),
     }
 )
-# Every command the judge looks inside, whatever the rules: a wrapper, a shell or
-# `eval`/`trap`/`find -exec` whose script or command is judged in turn, git (its global
-# options), and what is itself a doubt or an assignment (`source`, an alias definition,
-# `read`). The judge finds them in any case and through lookalike letters too (a name
-# whose `skeleton` is one of these), which `may_apply` lets through: it lower-cases an
-# ASCII word (an ASCII word's skeleton is its lower case) and lets every other through.
-LOOKED_INTO = frozenset(
+# What the judge unwraps or reads a script from: a wrapper, a shell or `eval`/`trap`/
+# `find -exec` whose script or command is judged in turn, and what is itself a doubt
+# (`source`, an alias definition). The judge finds them in any case and through lookalike
+# letters too (a name whose `skeleton` is one of these: `_unwrap`'s lookalike table).
+UNWRAPPED = frozenset(
     {
         *SHELLS,
         *OTHER_SHELLS,
@@ -41,14 +42,41 @@ LOOKED_INTO = frozenset(
         *("eval", "trap", "find", "source", ".", "alias"),
     }
 )
+# Builtins the judge doubts as such, by their exact name: `let` reads arithmetic (a doubt
+# in a carried script, whose variables its caller set), `mapfile`/`readarray -C` and
+# `compgen -C` run a string as code.
+DOUBTED_BUILTINS = frozenset({"let", "mapfile", "readarray", "compgen"})
+# Every command the judge looks inside, whatever the rules (git, its global options, only
+# for a rule naming git). `may_apply` lets each through: it lower-cases an ASCII word (an
+# ASCII word's skeleton is its lower case) and lets every other through.
+LOOKED_INTO = UNWRAPPED | DOUBTED_BUILTINS
 # The default rules' first words, lower-case (`_defaults.DEFAULT_RULES`): what exec with no
 # composition checks without making a rule.
 DEFAULT_FIRST_WORDS = frozenset({"git", "rm", "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"})
 
 
+def normal_path(value: str) -> str:
+    """A path as the kernel resolves its spelling: repeated `/` one (a leading `//` too: it
+    is `/` on Linux and macOS), `/./` dropped, a trailing `/` or `/.` dropped (`/` stays
+    `/`; `./x` stays `./x`, a command word without `/` being looked up in PATH); `..` is
+    kept (a symbolic link decides where it leads). A word without `/` is as given. The
+    judge compares a word with a rule's path literal (`/usr/bin/make`, `./deploy.sh`,
+    `~/`) this way, and the pre-check a first word with the rules'."""
+    if "/" not in value:
+        return value
+    while "//" in value:
+        value = value.replace("//", "/")
+    while "/./" in value:
+        value = value.replace("/./", "/")
+    if value.endswith("/."):
+        value = value[:-1]
+    return value.rstrip("/") or "/"
+
+
 def first_words(rules: Iterable[Rule]) -> frozenset[str] | None:
-    """The words (lower-case) the rules' commands begin with; None when a rule begins with
-    a pattern (a glob, an option, `~`, a non-ASCII word), which any word may meet."""
+    """The words (lower-case, paths as `normal_path` spells them) the rules' commands begin
+    with; None when a rule begins with a pattern (a glob, an option, `~`, a non-ASCII
+    word), which any word may meet."""
     found: set[str] = set()
     for rule in rules:
         for alternative in rule.prefix[0].alternatives:
@@ -60,20 +88,26 @@ def first_words(rules: Iterable[Rule]) -> frozenset[str] | None:
                 or not literal.isascii()
             ):
                 return None
-            found.add(literal.lower())
+            found.add(normal_path(literal).lower())
     return frozenset(found)
+
+
+def _named(first: str, words: frozenset[str]) -> bool:
+    """Whether a rule beginning with one of `words` may name the ASCII word `first`: as
+    written in any case and spelling of its path, or by its base name (`/usr/bin/git`)."""
+    whole = first.lower()
+    return bool({whole, normal_path(whole), whole.rpartition("/")[2]} & words)
 
 
 def may_apply(first: str, words: frozenset[str] | None) -> bool:
     """Whether a rule beginning with one of `words` (None: any word) could apply to a
     command whose first word is `first`: as written, by its base name (`/usr/bin/git`),
-    another case or a lookalike letter (`GIT`, a Cyrillic i), or through what the judge looks
-    inside (`env git push`, `bash -c '...'`)."""
+    another spelling of its path (`/usr//bin/make`), another case or a lookalike letter
+    (`GIT`, a Cyrillic i), or through what the judge looks inside (`env git push`,
+    `bash -c '...'`)."""
     if words is None or not first.isascii():
         return True
-    base = first.rpartition("/")[2].lower()
-    whole = first.lower()
-    return bool({whole, base} & (words | LOOKED_INTO))
+    return _named(first, words | LOOKED_INTO)
 
 
 # What a script may hold for `plain_words` to read it as one command's words: letters,
@@ -81,22 +115,30 @@ def may_apply(first: str, words: frozenset[str] | None) -> bool:
 # `\`, `$`, backquotes, operators (`;&|<>()`), newlines, globs and brackets (`*?[]{}`),
 # `~`, `=` (an assignment), `#` (a comment), `!` (history, negation), `^` (a pipe to sh).
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t-_./:,+@%")
-# Bash's reserved words: a script beginning with one is not a simple command.
-_RESERVED = frozenset(
+# The words that begin what is not a simple command: bash's reserved words, and the
+# builtins tree-sitter reads as declarations (`declare -i x`, a doubt) or `unset`.
+_NOT_SIMPLE = frozenset(
     {
         *("if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while"),
         *("until", "do", "done", "in", "function", "time", "coproc"),
+        *("declare", "typeset", "local", "export", "readonly", "unset", "unsetenv"),
     }
 )
 
 
 def plain_words(script: str) -> list[str] | None:
-    """`script` as the argv of its one simple command when bash could read it no other
-    way (nothing expands, nothing redirects, no second command, no reserved word first),
-    else None. `stockade run` then judges those words with `may_apply`, as exec does."""
+    """`script` as the argv of its one simple command when bash (and tree-sitter's bash) could
+    read it no other way (nothing expands, nothing redirects, no second command, no
+    reserved word or declaration first), else None. A first word tree-sitter misreads is
+    not plain either: one holding `@`, `%` or `+:` (read as parts of an expansion: `a@b`,
+    `1%`, `x+:y`), or beginning with `-` or `+`. `stockade run` then judges those words as
+    exec does (`may_apply`)."""
     if not script or not all(char in _PLAIN for char in script):
         return None
     words = script.split()
-    if not words or words[0] in _RESERVED:
+    if not words:
+        return None
+    first = words[0]
+    if first in _NOT_SIMPLE or first[0] in "-+" or "@" in first or "%" in first or "+:" in first:
         return None
     return words

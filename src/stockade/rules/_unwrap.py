@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import attrs
 
-from ._first_word import LOOKED_INTO, OTHER_SHELLS, SHELLS, WRAPPER_NAMES
+from ._first_word import OTHER_SHELLS, SHELLS, UNWRAPPED, WRAPPER_NAMES
 from ._parse import Stdin
 from ._words import Word, skeleton
 
@@ -89,10 +89,18 @@ WRAPPERS: Final = {
 }  # fmt: skip
 if set(WRAPPERS) != WRAPPER_NAMES:  # exec's pre-check reads the names from _first_word
     raise AssertionError("WRAPPERS and _first_word.WRAPPER_NAMES differ")
-# What every name the judge looks inside looks like (`ENV`, `Bash`, a Cyrillic e in `env`):
-# on a case-insensitive file system (macOS) it runs the command it looks like.
-# (git is not one: a rule naming git compares a lookalike itself, as a perhaps.)
-_LOOKALIKES: Final = {skeleton(name): name for name in LOOKED_INTO}
+# What every name the judge unwraps looks like (`ENV`, `Bash`, a Cyrillic e in `env`): on a
+# case-insensitive file system (macOS) it runs the command it looks like. (git is not one:
+# a rule naming git compares a lookalike itself, as a perhaps; nor is a builtin such as
+# `mapfile`, which bash finds by its exact name only.)
+_LOOKALIKES: Final = {skeleton(name): name for name in UNWRAPPED}
+# The doubt on every script given to zsh: it is judged as bash, but zsh reads words bash
+# does not (`noglob git push`, `nocorrect`, `repeat 2 git push`, `- git push`, `=git`: each
+# runs git, and a bash reading sees another command).
+NOT_EXACTLY_BASH: Final = "zsh is not bash: its script is judged as bash, which it may not be"
+# `mapfile -C CALLBACK` (`readarray` too) and `compgen -C COMMAND` run a string as code.
+RUNS_A_STRING: Final = "-C runs a string as code, which is not judged"
+_RUNS_A_STRING_WITH_C: Final = frozenset({"mapfile", "readarray", "compgen"})
 # GNU xargs' optional-value short options: `-i[R]`, `-l[N]`, `-e[EOF]` never take the next word.
 
 
@@ -152,7 +160,7 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             directory = first.value.rpartition("/")[0] or "/"
             based = (Word.exact(name, text=first.text), *current[1:])
             views.append(View(based, exact and directory in SYSTEM_DIRS, "base name"))
-        if name not in LOOKED_INTO:
+        if name not in UNWRAPPED:
             # An ASCII name's skeleton is its lower case: no unicodedata for the common word.
             looks_like = _LOOKALIKES.get(name.lower() if name.isascii() else skeleton(name))
             if looks_like is not None:
@@ -196,6 +204,8 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
                 elif stdin.body is not None:
                     text = stdin.body.value if stdin.body.known else None
                     carried.append(Carried(text, f"{name} <<{stdin.kind}"))
+            if name == "zsh" and carried:
+                doubts.append(NOT_EXACTLY_BASH)
         elif name in OTHER_SHELLS and len(current) > 1:
             doubts.append(f"{name} runs a script in another language than bash")
         elif name == "eval":
@@ -214,6 +224,11 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             doubts.append("an alias definition changes what later words mean")
         elif name == "find":
             more += _find_exec(current[1:])
+        elif name in _RUNS_A_STRING_WITH_C:
+            if _gives_a_string_to_run(current[1:]):
+                doubts.append(f"{name} {RUNS_A_STRING}")
+            if name in _ASSIGNS:
+                unallowable.append(f"{name} assigns variables")
         elif name in _ASSIGNS or (name == "printf" and _sets_a_variable(current[1:2])):
             unallowable.append(f"{name} assigns variables")
         break
@@ -226,6 +241,19 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
 
 # Builtins that set variables named by their words (`read PATH`, `printf -v PATH`).
 _ASSIGNS: Final = frozenset({"read", "mapfile", "readarray", "getopts"})
+
+
+def _gives_a_string_to_run(words: Sequence[Word]) -> bool:
+    """Whether a builtin's options may hold `-C` (`-C cb`, `-tC cb`, a word known only at
+    run time); option values too (`-d -C`): a doubt too many is only a question."""
+    for word in words:
+        if not word.known or word.value is None:
+            return True
+        if word.value == "--":
+            return False
+        if word.value[:1] == "-" and "C" in word.value[1:]:
+            return True
+    return False
 
 
 def _sets_a_variable(first: Sequence[Word]) -> bool:

@@ -5,11 +5,12 @@ three-valued answer a pattern gives, and the word patterns rules are written in.
 from __future__ import annotations
 
 import enum
-import re
 import unicodedata
 from typing import Final
 
 import attrs
+
+from ._first_word import normal_path
 
 
 class Decision(enum.StrEnum):
@@ -178,6 +179,8 @@ class Alternative:
         if self.literal is not None:
             if _same_path(value, self.literal):
                 return Match.YES
+            if _is_path(self.literal):  # `/USR//bin/make` looks like `/usr/bin/make`
+                return _lookalike(normal_path(value), normal_path(self.literal))
             return _lookalike(value, self.literal)
         if _glob_match(self.pieces, value):
             return Match.YES
@@ -185,24 +188,15 @@ class Alternative:
         return Match.YES if path and _glob_match(self.pieces, normal_path(value)) else Match.NO
 
 
-def normal_path(value: str) -> str:
-    """A path as the kernel resolves its spelling: repeated `/` one, `/./` dropped, a
-    trailing `/` dropped (`/` stays `/`): `~//`, `/./` and `//` are `~`, `/` and `/`."""
-    if value[:1] not in ("/", "~"):
-        return value
-    value = re.sub(r"/+", "/", value)
-    while "/./" in value:
-        value = value.replace("/./", "/")
-    if value.endswith("/."):
-        value = value[:-1]
-    stripped = value.rstrip("/")
-    return stripped or "/"
+def _is_path(literal: str) -> bool:
+    """A rule's literal that names a path: its spellings (`/usr//bin/make`) are the same."""
+    return "/" in literal or literal[:1] == "~"
 
 
 def _same_path(value: str, literal: str) -> bool:
     if value == literal:
         return True
-    return literal[:1] in ("/", "~") and normal_path(value) == normal_path(literal)
+    return _is_path(literal) and normal_path(value) == normal_path(literal)
 
 
 def _named_home(value: str) -> str | None:
@@ -256,8 +250,10 @@ class WordPattern:
             for a in self.alternatives
             if a.literal is not None and a.short_flag is None and not a.home
         ]
-        object.__setattr__(self, "_plain", frozenset(plain))
-        object.__setattr__(self, "_folded", frozenset(p.lower() for p in plain))
+        # A word without `/` meets a path literal only as `normal_path` spells it (`x/`).
+        spelt = [normal_path(p) for p in plain]
+        object.__setattr__(self, "_plain", frozenset((*plain, *spelt)))
+        object.__setattr__(self, "_folded", frozenset(p.lower() for p in spelt))
         only = len(plain) == len(self.alternatives) and all(p.isascii() for p in plain)
         object.__setattr__(self, "_only_plain", only)
 
@@ -271,7 +267,7 @@ class WordPattern:
 
     def match(self, word: Word) -> Match:
         value = word.value
-        fast = value is not None and word.known and not word.home and value[:1] != "/"
+        fast = value is not None and word.known and not word.home and "/" not in value
         if self._only_plain and fast and value is not None:
             if value in self._plain:
                 return Match.YES
