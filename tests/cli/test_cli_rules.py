@@ -336,3 +336,54 @@ def test_exec_loads_the_rules_only_when_the_first_word_could_meet_one(tmp_path):
     assert loaded_by_exec(tmp_path, "git", "status")
     assert loaded_by_exec(tmp_path, "/usr/bin/env", "make")
     assert loaded_by_exec(tmp_path, "Rm", "x")
+    assert loaded_by_exec(tmp_path, "/usr//bin/git", "status")  # a rule's word, spelt otherwise
+
+
+def test_exec_reads_a_plain_shell_script_itself(tmp_path):
+    """`bash -c SCRIPT`, the agents' usual argv: the script's words decide, not `bash`."""
+    assert not loaded_by_exec(tmp_path, "bash", "-c", "true")
+    assert not loaded_by_exec(tmp_path, "/bin/sh", "-c", "make test", "name", "arg")
+    assert loaded_by_exec(tmp_path, "bash", "-c", "git status")
+    assert loaded_by_exec(tmp_path, "bash", "-c", "true; make")  # not plain
+    assert loaded_by_exec(tmp_path, "bash", "-c", "env true")  # a wrapper
+    assert loaded_by_exec(tmp_path, "bash", "-c", "-e", "true")  # bash reads -e as an option
+    assert loaded_by_exec(tmp_path, "zsh", "script.zsh")  # zsh is never read here
+    assert loaded_by_exec(tmp_path, "bash", "-lc", "true")
+
+
+class _Recording:
+    """The rules `run`'s pre-check reads, and a judge that says when it is asked."""
+
+    def __init__(self) -> None:
+        from stockade.rules import DEFAULT_RULES, RuleSet
+
+        self.ruleset = RuleSet(DEFAULT_RULES)
+        self.rules = self.ruleset.rules
+        self.judged: list[str] = []
+
+    def judge(self, script: str):
+        self.judged.append(script)
+        return self.ruleset.judge(script)
+
+
+@pytest.mark.parametrize(
+    ("script", "judged"),
+    [
+        ("true", False),
+        ("bash -c true", False),
+        ("sh -c make", False),
+        ("bash -c git", True),
+        ("bash -c rm", True),
+        ("zsh -c true", True),
+        ("bash -c true; git push -f", True),
+    ],
+)
+def test_run_reads_a_plain_shell_script_itself(script, judged):
+    from types import SimpleNamespace
+
+    rules = _Recording()
+    settings = SimpleNamespace(composed=False, rules=rules)
+    verdict = run_module._judged(settings, script, asking=True)
+    assert bool(rules.judged) is judged
+    if script == "zsh -c true":
+        assert verdict.ask is not None  # a doubt: asked

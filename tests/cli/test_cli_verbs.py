@@ -219,16 +219,18 @@ def test_fast_path_options_are_the_parsers():
         assert options == set(table), verb
 
 
-def test_exec_imports_no_argparse_on_the_fast_path(tmp_path):
+@pytest.mark.parametrize("argv", [["true"], ["bash", "-c", "true"]], ids=" ".join)
+def test_exec_imports_no_argparse_on_the_fast_path(tmp_path, argv):
+    """Nor the rules' judge: no rule could meet these (`rules.argv_may_apply`)."""
     probe = (
         "import os, sys\n"
         "def execvp(file, argv, env=None):\n"
-        "    print(sorted({'argparse', 'trio', 'msgspec', 'typing', 're', 'dataclasses'}"
-        " & set(sys.modules)))\n"
+        "    print(sorted({'argparse', 'trio', 'msgspec', 'typing', 're', 'dataclasses',"
+        " 'attrs', 'stockade.rules._ruleset'} & set(sys.modules)))\n"
         "    sys.exit(0)\n"
         "os.execvp = os.execvpe = execvp\n"
         "from stockade.entry import main\n"
-        "main(['exec', '--mode', 'danger-full-access', '--', 'true'])\n"
+        f"main(['exec', '--mode', 'danger-full-access', '--', *{argv!r}])\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],

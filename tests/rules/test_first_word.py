@@ -1,6 +1,6 @@
-"""`may_apply`, exec's standard-library pre-check, is exact: whenever it says no rule
-could touch an argv, the judge finds no rule that matches, none that may, and no doubt.
-Its tables are the judge's own."""
+"""`may_apply` and `argv_may_apply`, exec's and run's standard-library pre-check, are
+exact: whenever they say no rule could touch an argv (or a plain script), the judge finds no
+rule that matches, none that may, and no doubt. Their tables are the judge's own."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from stockade.rules import (
     Rule,
     RuleSet,
     WordPattern,
+    argv_may_apply,
     first_words,
     may_apply,
     plain_words,
@@ -279,6 +280,104 @@ def test_plain_words_reads_an_ordinary_argument_with_punctuation():
     assert plain_words("ssh user@host uptime") == ["ssh", "user@host", "uptime"]
     assert plain_words("g++ -O2 a.c") == ["g++", "-O2", "a.c"]
     assert plain_words("kill %1") == ["kill", "%1"]
+
+
+# --- argv_may_apply: a plain `SHELL -c SCRIPT` is judged by its script's words -----------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bash", "-c", "true"],
+        ["sh", "-c", "make test -j4"],
+        ["/bin/bash", "-c", "true"],
+        ["/usr//bin/dash", "-c", "ls -la"],
+        ["bash", "-c", "  python3 -m pytest  "],
+        ["bash", "-c", "true", "name", "arg1"],  # $0 and $1
+        ["busybox-sh", "-c", "true"],
+    ],
+)
+def test_a_plain_shell_script_no_rule_meets_skips_the_judge(argv):
+    assert not argv_may_apply(argv, DEFAULT_FIRST_WORDS)
+    judgement = RuleSet(DEFAULT_RULES).judge_argv(argv)
+    assert (judgement.decision, judgement.uncertain) == (None, ())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bash", "-c", "git push -f"],  # a rule's first word
+        ["bash", "-c", "rm -rf /"],
+        ["bash", "-c", "env git push -f"],  # what the judge looks inside
+        ["bash", "-c", "bash -c true"],
+        ["bash", "-c", "let x+1"],  # a doubt in a carried script
+        ["bash", "-c", "mapfile -C cb a"],
+        ["bash", "-c", "true; git push -f"],  # not plain
+        ["bash", "-c", "echo $x"],
+        ["bash", "-c", "-x"],  # the shell's options, not a script
+        ["bash", "-c", "+o"],
+        ["bash", "-c", "--"],
+        ["bash", "-c", ""],
+        ["bash", "-c"],
+        ["bash", "-lc", "true"],  # only exactly `-c`
+        ["bash", "-e", "-c", "true"],
+        ["bash", "script.sh"],
+        ["zsh", "-c", "true"],  # zsh's script is always a doubt
+        ["/bin/zsh", "-c", "true"],
+        ["BASH", "-c", "true"],  # a lookalike: a doubt
+        ["b\u0430sh", "-c", "true"],
+        ["fish", "-c", "true"],
+        ["env", "bash", "-c", "true"],
+    ],
+)
+def test_argv_may_apply_keeps_the_whole_argvs_answer_when_in_doubt(argv):
+    assert argv_may_apply(argv, DEFAULT_FIRST_WORDS)
+
+
+def test_a_rule_that_names_the_shell_keeps_the_shell_for_the_judge():
+    rule = Rule("no-bash", (WordPattern.of("/bin/bash"),), Decision.PROMPT, "r")
+    ruleset = RuleSet((rule,))
+    words = first_words(ruleset.rules)
+    for shell in ("/bin/bash", "//bin/bash", "/bin/./bash"):
+        argv = [shell, "-c", "true"]
+        assert argv_may_apply(argv, words)
+        assert ruleset.judge_argv(argv).must_ask
+    assert not argv_may_apply(["bash", "-c", "true"], words)  # `/bin/bash` is not `bash`
+    assert ruleset.judge_argv(["bash", "-c", "true"]).decision is None
+    by_name = Rule("no-bash", (WordPattern.of("bash"),), Decision.PROMPT, "r")
+    for shell in ("bash", "/bin/bash", "/opt/x/BASH"):
+        assert argv_may_apply([shell, "-c", "true"], first_words((*DEFAULT_RULES, by_name)))
+    assert argv_may_apply(["bash", "-c", "true"], None)
+
+
+def test_an_empty_argv_meets_no_rule():
+    assert not argv_may_apply([], DEFAULT_FIRST_WORDS)
+
+
+# --- first_words: a rule that asks for a pipe never meets an argv or a plain script ---------
+
+
+def test_a_rule_that_asks_for_a_pipe_is_left_out_of_the_first_words():
+    piped = Rule(
+        "p",
+        (WordPattern.of("python3"),),
+        Decision.FORBID,
+        "r",
+        piped_from=(WordPattern.of("curl"),),
+    )
+    assert first_words((piped,)) == frozenset()
+    assert {"git", "rm"} == DEFAULT_FIRST_WORDS
+    ruleset = RuleSet((*DEFAULT_RULES, piped))
+    for argv in (["python3", "-"], ["bash", "-c", "python3 x"], ["sh", "<(curl x)"]):
+        judgement = ruleset.judge_argv(argv)
+        assert (judgement.decision, judgement.uncertain) == (None, ()), argv
+    for script in ("python3 -", "python3 -c x"):
+        assert not argv_may_apply(plain_words(script) or [], first_words(ruleset.rules))
+        assert ruleset.judge(script).decision is None
+    # What is fed by a pipe is never plain: the judge sees the pipe.
+    for script in ("curl x | python3", "python3 <(curl x)", "bash <(curl -s x)"):
+        assert plain_words(script) is None
+        assert ruleset.judge(script).decision is not None, script
 
 
 # --- paths: a rule naming a path meets its other spellings, in the judge and here --------

@@ -238,9 +238,10 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
 def _judge_rules(settings: Plan, argv: Sequence[str]) -> None:
     """The command rules (docs/rules.md) on the argv, in every mode. exec never asks: a
     command a rule forbids, or one a rule would ask a person about, is refused and
-    nothing runs. The rules and the judge are loaded only when the argv's first word
-    could meet a rule (`rules.may_apply`, standard library): `exec -- true` pays nothing."""
-    from ..rules import DEFAULT_FIRST_WORDS, may_apply
+    nothing runs. The rules and the judge are loaded only when a rule could meet the argv
+    (`rules.argv_may_apply`, standard library: its first word, or a plain `bash -c`
+    script's): `exec -- true` and `exec -- bash -c true` pay nothing."""
+    from ..rules import DEFAULT_FIRST_WORDS, argv_may_apply
 
     if settings.composed:
         from ..rules import first_words
@@ -250,7 +251,7 @@ def _judge_rules(settings: Plan, argv: Sequence[str]) -> None:
         words = first_words(settings.rules.rules)
     else:
         words = DEFAULT_FIRST_WORDS  # the embedded plan's rules are the defaults
-    if not may_apply(argv[0], words):
+    if not argv_may_apply(argv, words):
         return
     from ..rules import render_refusal
 

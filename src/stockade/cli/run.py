@@ -412,11 +412,11 @@ class Verdict:
 def _judged(settings: Plan, command: str, *, asking: bool) -> Verdict:
     """The command rules' verdict on the script (docs/rules.md): a forbidden command, or
     one a rule asks about without --ask, ends the run here (nothing ran)."""
-    from ..rules import DEFAULT_FIRST_WORDS, may_apply, plain_words
+    from ..rules import DEFAULT_FIRST_WORDS, argv_may_apply, plain_words
 
     try:
-        # A script bash reads as one plain command (`true`, `make test`) whose first word
-        # no rule could meet is let through without loading the judge, as exec does.
+        # A script bash reads as one plain command (`true`, `make test`, `bash -c true`)
+        # that no rule could meet is let through without loading the judge, as exec does.
         words = plain_words(command)
         if words is not None:
             if settings.composed:
@@ -425,7 +425,7 @@ def _judged(settings: Plan, command: str, *, asking: bool) -> Verdict:
                 first = first_words(settings.rules.rules)
             else:
                 first = DEFAULT_FIRST_WORDS  # the embedded plan's rules are the defaults
-            if not may_apply(words[0], first):
+            if not argv_may_apply(words, first):
                 return Verdict()
         judgement = settings.rules.judge(command)
     except ConfigError as error:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._file import rules_document as rules_document
     from ._file import rules_from_text as rules_from_text
     from ._first_word import DEFAULT_FIRST_WORDS as DEFAULT_FIRST_WORDS
+    from ._first_word import argv_may_apply as argv_may_apply
     from ._first_word import first_words as first_words
     from ._first_word import may_apply as may_apply
     from ._first_word import plain_words as plain_words

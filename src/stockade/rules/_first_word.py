@@ -2,7 +2,7 @@
 alone: `stockade exec` and `stockade run` ask this before they pay for loading the rules and
 the judge.
 
-Exact, never a guess: when `may_apply` says False, `RuleSet.judge_argv`
+Exact, never a guess: when `may_apply` (or `argv_may_apply`) says False, `RuleSet.judge_argv`
 would find no rule that matches, no rule that may match and no doubt (tests/rules/
 test_first_word.py holds the tables here to the judge's own, and a property test the
 answers).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from ._rule import Rule
 
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 SHELLS = frozenset({"sh", "bash", "dash", "ksh", "mksh", "zsh", "ash", "busybox-sh"})
 # Shells whose language is not bash: what they are given cannot be judged.
 OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh"})
+# The shells whose plain `-c` script the pre-check reads itself (`argv_may_apply`): all but
+# zsh, whose script the judge always doubts.
+_UNWRAPPED_SHELLS = SHELLS - {"zsh"}
 # The wrappers whose inner command is judged (`_unwrap.WRAPPERS` is keyed by these), with
 # the multi-call binaries that run their first word as an applet (`busybox rm`).
 WRAPPER_NAMES = frozenset(
@@ -50,9 +53,10 @@ DOUBTED_BUILTINS = frozenset({"let", "mapfile", "readarray", "compgen"})
 # for a rule naming git). `may_apply` lets each through: it lower-cases an ASCII word (an
 # ASCII word's skeleton is its lower case) and lets every other through.
 LOOKED_INTO = UNWRAPPED | DOUBTED_BUILTINS
-# The default rules' first words, lower-case (`_defaults.DEFAULT_RULES`): what exec with no
-# composition checks without making a rule.
-DEFAULT_FIRST_WORDS = frozenset({"git", "rm", "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"})
+# The default rules' first words, lower-case (`_defaults.DEFAULT_RULES`; `download-to-shell`
+# asks for a pipe, which no argv has): what exec with no composition checks without
+# making a rule.
+DEFAULT_FIRST_WORDS = frozenset({"git", "rm"})
 
 
 def normal_path(value: str) -> str:
@@ -76,9 +80,12 @@ def normal_path(value: str) -> str:
 def first_words(rules: Iterable[Rule]) -> frozenset[str] | None:
     """The words (lower-case, paths as `normal_path` spells them) the rules' commands begin
     with; None when a rule begins with a pattern (a glob, an option, `~`, a non-ASCII
-    word), which any word may meet."""
+    word), which any word may meet. A rule that asks for a pipe (`piped_from`) is left out:
+    no command of an argv or of a plain script is fed by one."""
     found: set[str] = set()
     for rule in rules:
+        if rule.piped_from:
+            continue
         for alternative in rule.prefix[0].alternatives:
             literal = alternative.literal
             if (
@@ -110,6 +117,32 @@ def may_apply(first: str, words: frozenset[str] | None) -> bool:
     return _named(first, words | LOOKED_INTO)
 
 
+def argv_may_apply(argv: Sequence[str], words: frozenset[str] | None) -> bool:
+    """`may_apply` for a whole argv: the same answer, but for `SHELL -c SCRIPT [ARG...]`
+    (a shell the judge reads as bash, not zsh) whose script `plain_words` reads as one
+    plain command, where the script's words are asked about instead of the shell's name
+    (the judge finds the shell's `-c` script and nothing else in it). A rule beginning with
+    the shell's name, a script the shell could take for its options (`-x`, `+o`), a script
+    that is not plain: the whole argv's answer."""
+    if not argv:
+        return False
+    first = argv[0]
+    if (
+        words is None
+        or len(argv) < 3
+        or argv[1] != "-c"
+        or first.rpartition("/")[2] not in _UNWRAPPED_SHELLS
+        or not first.isascii()
+        or _named(first, words)
+        or argv[2][:1] in ("-", "+")
+    ):
+        return may_apply(first, words)
+    script = plain_words(argv[2])
+    if script is None:
+        return True
+    return may_apply(script[0], words)
+
+
 # What a script may hold for `plain_words` to read it as one command's words: letters,
 # digits, spaces and the punctuation that means nothing to bash in a word. Out: quotes,
 # `\`, `$`, backquotes, operators (`;&|<>()`), newlines, globs and brackets (`*?[]{}`),
@@ -132,7 +165,7 @@ def plain_words(script: str) -> list[str] | None:
     reserved word or declaration first), else None. A first word tree-sitter misreads is
     not plain either: one holding `@`, `%` or `+:` (read as parts of an expansion: `a@b`,
     `1%`, `x+:y`), or beginning with `-` or `+`. `stockade run` then judges those words as
-    exec does (`may_apply`)."""
+    exec does (`argv_may_apply`)."""
     if not script or not all(char in _PLAIN for char in script):
         return None
     words = script.split()
