@@ -1,12 +1,17 @@
 """`may_apply` and `argv_may_apply`, exec's and run's standard-library pre-check, are
 exact: whenever they say no rule could touch an argv (or a plain script), the judge finds no
-rule that matches, none that may, and no doubt. Their tables are the judge's own."""
+rule that matches, none that may, and no doubt. Their tables are the judge's own; a
+property test hunts for an argv or a script where they are not
+(`STOCKADE_PRECHECK_EXAMPLES=20000` for a longer hunt)."""
 
 from __future__ import annotations
 
 import itertools
+import os
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from stockade.rules import (
     DEFAULT_FIRST_WORDS,
@@ -23,9 +28,11 @@ from stockade.rules import (
 from stockade.rules._first_word import (
     DOUBTED_BUILTINS,
     LOOKED_INTO,
+    SHELLS,
     UNWRAPPED,
     normal_path,
 )
+from stockade.rules._parse import BashParser
 from stockade.rules._unwrap import WRAPPERS
 
 # Commands, builtins and wrappers the judge might one day look into, and lookalikes.
@@ -431,3 +438,199 @@ def test_a_builtin_is_found_by_its_name_not_its_lookalikes():
     ruleset = RuleSet(DEFAULT_RULES)
     assert ruleset.judge_argv(["bash", "-c", "Mapfile x"]).uncertain == ()
     assert UNWRAPPED.isdisjoint(DOUBTED_BUILTINS)
+
+
+# --- the property: whatever the pre-check lets through, the judge finds nothing in ----------
+
+EXAMPLES = settings(
+    max_examples=int(os.environ.get("STOCKADE_PRECHECK_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+# The words the pre-check might misjudge: everything it looks inside, the rules' words in
+# their spellings, punctuation tree-sitter reads apart, options shells and builtins take.
+_PUNCTUATION = (
+    *("a@b", "x@", "@", "1%", "a%b", "%", "%1", "x+:y", "+:", "x:+y", "a:b", "a,b", "x+", "g++"),
+    *(":", ".", "..", "/.", "./.", "-", "--", "+", "/", "//", "~", "*", "?", "x=1", "a+=b"),
+    *("$x", "'q'", '"d"', "\\", ";", "|", "&", "#", "!", "^", "(", ")", "<", ">", "{a,b}"),
+    *("`id`", "$(id)", "<(curl x)", "\t", "\n", "1", "0", "-1", "_", "a.b", "-_"),
+)
+_OPTIONS = (
+    *("-c", "-lc", "-ic", "-s", "-e", "-x", "+x", "-o", "+o", "-O", "-C", "-tC", "-Ccb", "-d"),
+    *("-i", "-n", "-p", "-v", "-u", "-f", "-r", "-rf", "-R", "--force", "--recursive", "-F"),
+)
+_WORDS = (
+    *("git", "rm", "make", "ls", "curl", "push", "deploy", "origin", "+main", "cb", "x"),
+    *("true", "echo", "python3", "hash", "enable", "command_not_found_handle", "wait"),
+    *("read", "printf", "getopts", "test", "[", "[[", "]]", "((", "{", "}", "!"),
+    *("Git", "GIT", "RM", "Rm", "MAKE", "Bash", "BASH", "ENV", "Eval", "LET", "Mapfile"),
+    *("g\u0456t", "r\u200bm", "\u0435nv", "b\u0430sh"),
+)
+_PATHS = (
+    *("/usr/bin/git", "/usr//bin/git", "//usr/bin/git", "/bin/./rm", "./rm", "../rm", "rm/"),
+    *("/usr/bin/make", "/usr//bin/make", "/usr/bin/./make", "/usr/bin/make/", "/usr/bin/make/."),
+    *("/bin/bash", "//bin/bash", "/bin//bash", "/bin/sh", "./bash", "/opt/x/bash", "/bin/BASH"),
+    *("./deploy.sh", ".//deploy.sh", "././deploy.sh", "deploy.sh", "bin/make", "bin//make"),
+    *("/usr/bin/env", "/usr/bin/zsh", "/bin/.", "/usr/bin/mapfile", "~/bin/git", "/", "~/"),
+)
+_RESERVED = (
+    *("if", "then", "fi", "for", "in", "do", "done", "case", "esac", "while", "until"),
+    *("select", "function", "time", "coproc", "declare", "typeset", "local", "export"),
+    *("readonly", "unset", "unsetenv", "elif", "else"),
+)
+# Bash's builtins and keywords (`compgen -b`, `compgen -k`), tree-sitter's keywords and the
+# commands that run others, written out here: not read from the tables under test.
+_BUILTINS = (
+    *(".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command"),
+    *("compgen", "complete", "compopt", "continue", "declare", "dirs", "disown", "echo"),
+    *("enable", "eval", "exec", "exit", "export", "false", "fc", "fg", "getopts", "hash"),
+    *("help", "history", "jobs", "kill", "let", "local", "logout", "mapfile", "popd"),
+    *("printf", "pushd", "pwd", "read", "readarray", "readonly", "return", "set", "shift"),
+    *("shopt", "source", "suspend", "test", "times", "trap", "true", "type", "typeset"),
+    *("ulimit", "umask", "unalias", "unset", "unsetenv", "wait", "[[", "]]", "{", "}", "!"),
+)
+_RUNNERS = (
+    *("sh", "bash", "dash", "ksh", "mksh", "zsh", "ash", "busybox-sh", "fish", "csh", "tcsh"),
+    *("nu", "elvish", "xonsh", "pwsh", "env", "nice", "timeout", "nohup", "coproc", "time"),
+    *("stdbuf", "ionice", "setsid", "xargs", "sudo", "doas", "chroot", "busybox", "toybox"),
+    *("find", "watch", "strace", "flock", "parallel", "unshare", "nsenter", "runuser", "su"),
+    *("systemd-run", "taskset", "script", "expect", "ssh", "perl", "python3", "node", "awk"),
+)
+VOCABULARY = tuple(
+    dict.fromkeys(
+        (
+            *sorted(LOOKED_INTO),
+            *_BUILTINS,
+            *_RUNNERS,
+            *_PUNCTUATION,
+            *_OPTIONS,
+            *_WORDS,
+            *_PATHS,
+            *_RESERVED,
+        )
+    )
+)
+_PLAIN_TEXT = st.text(
+    alphabet="abcgimrtxyzABGRZ0129-_./:,+@%", min_size=1, max_size=7
+)  # what plain_words lets in, tree-sitter's corner cases found at random
+# A later word: an option as likely as any word of the vocabulary.
+_WORD = st.one_of(
+    st.sampled_from(VOCABULARY), st.sampled_from(_OPTIONS), st.sampled_from(_WORDS), _PLAIN_TEXT
+)
+# A first word: each kind as likely as the others (the first word is what the pre-check
+# reads, and a builtin the judge doubts is one word of hundreds in the vocabulary).
+_FIRST = st.one_of(
+    st.sampled_from(_BUILTINS),
+    st.sampled_from(_RUNNERS),
+    st.sampled_from(_RESERVED),
+    st.sampled_from(_PUNCTUATION),
+    st.sampled_from(_PATHS),
+    st.sampled_from((*_WORDS, *_OPTIONS)),
+    _PLAIN_TEXT,
+)
+_SHELL = st.sampled_from(
+    (*sorted(SHELLS), "/bin/bash", "/usr//bin/sh", "./dash", "BASH", "/bin/zsh", "fish")
+)
+_SEPARATOR = st.sampled_from((" ", " ", " ", "  ", "\t", " \t "))
+
+
+@st.composite
+def _words(draw: st.DrawFn, depth: int = 0) -> list[str]:
+    if depth < 2 and draw(st.integers(0, 3)) == 0:
+        # A nested `SHELL -c SCRIPT`: plain only when the inner script is one word.
+        return [draw(_SHELL), "-c", draw(_script(depth + 1)), *draw(st.lists(_WORD, max_size=2))]
+    return [draw(_FIRST), *draw(st.lists(_WORD, max_size=4))]
+
+
+@st.composite
+def _script(draw: st.DrawFn, depth: int = 0) -> str:
+    words = draw(_words(depth))
+    separators = [draw(_SEPARATOR) for _ in words]
+    lead = draw(st.sampled_from(("", "", " ", "\t")))
+    return lead + "".join(w + s for w, s in zip(words, separators, strict=True))
+
+
+@st.composite
+def _argv(draw: st.DrawFn) -> list[str]:
+    if draw(st.booleans()):
+        option = draw(st.sampled_from(("-c", "-c", "-c", "-lc", "-e")))
+        return [draw(_SHELL), option, draw(_script()), *draw(st.lists(_WORD, max_size=2))]
+    return draw(_words())
+
+
+_RULE_WORDS = (
+    *("git", "rm", "make", "ls", "deploy", "true", "echo", "python3", "x", "a@b", "1%"),
+    *("/usr/bin/make", "/bin/bash", "bash", "sh", "./deploy.sh", "bin/make", "/usr/bin/git/"),
+    *("Git", "MAKE", "env", "eval", "let", "mapfile", "hash", "-x", "git*", "~/bin/x"),
+)
+
+
+@st.composite
+def _rules(draw: st.DrawFn) -> tuple[Rule, ...]:
+    count = draw(st.integers(1, 3))
+    made = []
+    for index in range(count):
+        prefix = [
+            WordPattern.of(*draw(st.lists(st.sampled_from(_RULE_WORDS), min_size=1, max_size=2)))
+        ]
+        if draw(st.booleans()):
+            prefix.append(
+                WordPattern.of(draw(st.sampled_from(("push", "-rf", "deploy", "x", "*"))))
+            )
+        args = ()
+        if draw(st.booleans()):
+            args = (WordPattern.of(draw(st.sampled_from(("-f", "--force*", "/", "~", "x")))),)
+        piped = (WordPattern.of("curl"),) if draw(st.integers(0, 4)) == 0 else ()
+        decision = draw(st.sampled_from(tuple(Decision)))
+        made.append(Rule(f"r{index}", tuple(prefix), decision, "r", args=args, piped_from=piped))
+    return tuple(made)
+
+
+_PARSER = BashParser()
+_RULE_SETS = st.one_of(
+    st.sampled_from((DEFAULT_RULES, CUSTOM, (*DEFAULT_RULES, *CUSTOM))),
+    _rules(),
+    _rules().map(lambda rules: (*DEFAULT_RULES, *rules)),
+)
+
+
+def _untouched(judgement, what) -> None:
+    assert judgement.decision is None, (what, judgement)
+    assert judgement.uncertain == (), (what, judgement)
+    assert all(not command.matched for command in judgement.commands), (what, judgement)
+
+
+@EXAMPLES
+@given(rules=_RULE_SETS, argv=_argv(), script=_script())
+def test_what_the_pre_check_lets_through_the_judge_finds_nothing_in(rules, argv, script):
+    """exec's pre-check on an argv (and the script as `bash -c`'s), run's on a script (and
+    the argv's words as a script): whatever they let through meets no rule and no doubt."""
+    ruleset = RuleSet(tuple(rules), parser=_PARSER)
+    words = first_words(ruleset.rules)
+    for one in (argv, ["bash", "-c", script]):
+        if not argv_may_apply(one, words):
+            event("an argv let through")
+            _untouched(ruleset.judge_argv(one), one)
+    for one in (script, " ".join(argv)):
+        plain = plain_words(one)
+        if plain is not None:
+            assert plain == one.split()
+            if not argv_may_apply(plain, words):
+                event("a script let through")
+                _untouched(ruleset.judge(one), one)
+
+
+def test_every_builtin_and_runner_with_every_option_is_held_to_the_judge():
+    """The sweep the property test samples: each first word with each option (and an
+    operand), as an argv and as `bash -c`'s script."""
+    ruleset = RuleSet(DEFAULT_RULES, parser=_PARSER)
+    words = first_words(ruleset.rules)
+    passed = 0
+    for first in dict.fromkeys((*_BUILTINS, *_RUNNERS, *_RESERVED, *_WORDS)):
+        for option, operand in itertools.product(("", *_OPTIONS), ("", "x", "1")):
+            argv = [first, *filter(None, (option, operand))]
+            for one in (argv, ["bash", "-c", " ".join(argv)]):
+                if not argv_may_apply(one, words):
+                    passed += 1
+                    _untouched(ruleset.judge_argv(one), one)
+    assert passed > 5000
