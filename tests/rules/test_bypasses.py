@@ -312,6 +312,10 @@ def test_a_carried_scripts_substitutions_still_meet_the_rules():
         "command compgen -C cb x",
         "builtin mapfile -C cb a",
         "mapfile $opts a",
+        # Not a string, but a name given another program: `ls` runs rm (confirmed in bash
+        # with /bin/echo standing in).
+        "hash -p /bin/rm ls; ls -rf /",
+        "hash -rp /bin/rm ls",
     ],
 )
 def test_a_builtin_given_a_string_to_run_is_uncertain(script):
@@ -321,7 +325,16 @@ def test_a_builtin_given_a_string_to_run_is_uncertain(script):
 
 
 @pytest.mark.parametrize(
-    "script", ["mapfile -t a < f", "readarray -d , a < f", "compgen -W 'a b' x", "mapfile -- -C"]
+    "script",
+    [
+        "mapfile -t a < f",
+        "readarray -d , a < f",
+        "compgen -W 'a b' x",
+        "mapfile -- -C",
+        "hash",
+        "hash -r",
+        "hash ls",
+    ],
 )
 def test_a_builtin_without_a_string_to_run_stays_certain(script):
     verdict = RuleSet.defaults().judge(script)

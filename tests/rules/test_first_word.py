@@ -428,7 +428,13 @@ def test_a_path_is_not_another_command():
 def test_every_builtin_the_judge_doubts_is_looked_into():
     ruleset = RuleSet(DEFAULT_RULES)
     assert DOUBTED_BUILTINS <= LOOKED_INTO
-    for script in ("let x+1", "mapfile -C cb a", "readarray -tC cb a", "compgen -C cmd x"):
+    for script in (
+        "let x+1",
+        "mapfile -C cb a",
+        "readarray -tC cb a",
+        "compgen -C cmd x",
+        "hash -p /bin/rm ls",
+    ):
         assert ruleset.judge_argv(["bash", "-c", script]).uncertain, script
         assert may_apply(script.split()[0], frozenset())
 

@@ -47,8 +47,8 @@ UNWRAPPED = frozenset(
 )
 # Builtins the judge doubts as such, by their exact name: `let` reads arithmetic (a doubt
 # in a carried script, whose variables its caller set), `mapfile`/`readarray -C` and
-# `compgen -C` run a string as code.
-DOUBTED_BUILTINS = frozenset({"let", "mapfile", "readarray", "compgen"})
+# `compgen -C` run a string as code, `hash -p` makes a name run another program.
+DOUBTED_BUILTINS = frozenset({"let", "mapfile", "readarray", "compgen", "hash"})
 # Every command the judge looks inside, whatever the rules (git, its global options, only
 # for a rule naming git). `may_apply` lets each through: it lower-cases an ASCII word (an
 # ASCII word's skeleton is its lower case) and lets every other through.

@@ -222,10 +222,13 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             doubts.append(f"`{name}` runs a file in this shell: its commands are not judged")
         elif name == "alias" and any(w.value is None or "=" in w.value for w in current[1:]):
             doubts.append("an alias definition changes what later words mean")
+        elif name == "hash" and _gives_an_option(current[1:], "p"):
+            # `hash -p /bin/rm ls; ls -rf /` runs rm as `ls` (confirmed in bash).
+            doubts.append("`hash -p` changes what a later command name runs")
         elif name == "find":
             more += _find_exec(current[1:])
         elif name in _RUNS_A_STRING_WITH_C:
-            if _gives_a_string_to_run(current[1:]):
+            if _gives_an_option(current[1:], "C"):
                 doubts.append(f"{name} {RUNS_A_STRING}")
             if name in _ASSIGNS:
                 unallowable.append(f"{name} assigns variables")
@@ -243,15 +246,16 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
 _ASSIGNS: Final = frozenset({"read", "mapfile", "readarray", "getopts"})
 
 
-def _gives_a_string_to_run(words: Sequence[Word]) -> bool:
-    """Whether a builtin's options may hold `-C` (`-C cb`, `-tC cb`, a word known only at
-    run time); option values too (`-d -C`): a doubt too many is only a question."""
+def _gives_an_option(words: Sequence[Word], letter: str) -> bool:
+    """Whether a builtin's options may hold `-LETTER` (`-C cb`, `-tC cb`, a word known only
+    at run time), up to `--`; option values too (`-d -C`): a doubt too many is only a
+    question."""
     for word in words:
         if not word.known or word.value is None:
             return True
         if word.value == "--":
             return False
-        if word.value[:1] == "-" and "C" in word.value[1:]:
+        if word.value[:1] == "-" and letter in word.value[1:]:
             return True
     return False
 
