@@ -412,6 +412,15 @@ def test_a_rule_naming_a_path_meets_its_other_spellings(literal, spellings):
         assert ruleset.judge(f"{spelling} x").forbidden, spelling
 
 
+def test_a_path_in_another_case_and_spelling_may_be_the_rules():
+    """On a case-insensitive file system `/USR//bin/make` is `/usr/bin/make`."""
+    rule = Rule("path", (WordPattern.of("/usr/bin/make"),), Decision.FORBID, "r")
+    ruleset = RuleSet((rule,))
+    for spelling in ("/USR//bin/make", "/usr/bin/./MAKE"):
+        assert may_apply(spelling, first_words(ruleset.rules))
+        assert ruleset.judge_argv([spelling]).must_ask, spelling
+
+
 def test_a_path_is_not_another_command():
     rule = Rule("path", (WordPattern.of("./deploy.sh"),), Decision.FORBID, "r")
     ruleset = RuleSet((rule,))

@@ -180,7 +180,9 @@ class Alternative:
             if _same_path(value, self.literal):
                 return Match.YES
             if _is_path(self.literal):  # `/USR//bin/make` looks like `/usr/bin/make`
-                return _lookalike(normal_path(value), normal_path(self.literal))
+                spelt = _lookalike(normal_path(value), normal_path(self.literal))
+                if spelt is Match.MAYBE:
+                    return spelt
             return _lookalike(value, self.literal)
         if _glob_match(self.pieces, value):
             return Match.YES
