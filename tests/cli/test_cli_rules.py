@@ -305,6 +305,11 @@ def test_exec_judges_the_default_rules_in_every_mode(tmp_path):
     assert "the command rule 'force-push' asks a person" in done.stderr
     ran = stockade("exec", "--mode", "danger-full-access", "--", "touch", "made", cwd=tmp_path)
     assert ran.returncode == 0 and (tmp_path / "made").exists()
+    # git's --version is its `version` subcommand: no rule is met, nothing asked.
+    version = stockade("exec", "--", "git", "--version", cwd=tmp_path)
+    assert (version.returncode, version.stdout.startswith("git version ")) == (0, True), (
+        version.stderr
+    )
 
 
 def loaded_by_exec(tmp_path: Path, *argv: str) -> bool:

@@ -245,3 +245,30 @@ def test_tree_sitter_is_imported_only_when_a_script_is_judged():
         "assert 'tree_sitter' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "git --version",
+        "git -v",
+        "git --help push",
+        "git -h push --force",
+        "git --version push -f",
+        "git -C repo --version",
+        "git --html-path",
+        "git --man-path push -f",
+    ],
+)
+def test_git_reads_version_and_help_as_its_subcommands_and_nothing_is_asked(script):
+    """git reads `--version`/`-v` and `--help`/`-h` as its `version` and `help`
+    subcommands (`git --version push -f` runs `git version push -f`), and a
+    path-printing option exits: none of them pushes, so no rule is met or doubted."""
+    verdict = RuleSet.defaults().judge(script)
+    assert verdict.decision is None, (script, verdict)
+    assert not verdict.must_ask, (script, verdict)
+
+
+def test_a_push_after_git_options_it_knows_still_asks():
+    for script in ("git -c a=b --no-pager push -f", "git --bare -P push --force"):
+        assert RuleSet.defaults().judge(script).decision is Decision.PROMPT, script

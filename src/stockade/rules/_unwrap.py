@@ -344,9 +344,23 @@ _GIT_FLAGS: Final = frozenset(
 )  # fmt: skip
 
 
+# What git reads as its subcommand, written as an option (git.c, for legacy reasons):
+# `git --version push -f` runs `git version push -f`, which pushes nothing.
+_GIT_COMMAND_OPTIONS: Final = {
+    "--version": "version",
+    "-v": "version",
+    "--help": "help",
+    "-h": "help",
+}
+# What prints a path and exits before any subcommand (git.c's handle_options).
+_GIT_PRINT_AND_EXIT: Final = frozenset({"--html-path", "--man-path", "--info-path"})
+
+
 def _git_without_options(words: tuple[Word, ...]) -> tuple[Word, ...]:
     """`git -C dir push -f` as `git push -f`, for forbid and prompt rules: the global options
-    before git's subcommand skipped. An option it does not know leaves an unknown word."""
+    before git's subcommand skipped. An option it does not know leaves an unknown word.
+    `--version`/`--help` (`-v`/`-h`) are git's `version`/`help` subcommands, as git reads
+    them; a path-printing option ends the command there (git exits)."""
     index = 1
     while index < len(words):
         word = words[index]
@@ -355,6 +369,11 @@ def _git_without_options(words: tuple[Word, ...]) -> tuple[Word, ...]:
             return (words[0], Word.unknown(word.text))
         if not value.startswith("-"):
             break
+        if value in _GIT_COMMAND_OPTIONS:
+            command = Word.exact(_GIT_COMMAND_OPTIONS[value], text=word.text)
+            return (words[0], command, *words[index + 1 :])
+        if value in _GIT_PRINT_AND_EXIT:
+            return (words[0], word)
         name = value.split("=", 1)[0]
         if name in _GIT_VALUES and "=" not in value and name != "--exec-path":
             index += 2
