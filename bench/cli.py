@@ -469,6 +469,21 @@ def _targets(working: list[Command], ctx: Context) -> list[Target]:
                 _exec_floor_note(by_name.get(EXEC_STDLIB_FLOOR), interpreter, floor, mine),
             )
         )
+        stdlib = by_name.get(EXEC_STDLIB_FLOOR)
+        if stdlib is not None:
+            script_floor = _median_ms(stdlib) + _median_ms(direct)
+            targets.append(
+                Target(
+                    "  its floor: the console script's interpreter, site, `re` and `signal`",
+                    "floor",
+                    f"{script_floor:.1f} ms ({_median_ms(stdlib):.1f} + {selected} direct "
+                    f"{_median_ms(direct):.1f}): +{script_floor - floor:.1f} ms of the excess "
+                    f"before any stockade code; stockade's own part +{mine - script_floor:.1f} ms "
+                    "(its imports and the confined call's preparation)",
+                    None,
+                    floor=True,
+                )
+            )
     codex_rows = [c for c in working if c.name.startswith("codex sandbox")]
     if auto and codex_rows:
         mine = _median_ms(auto)
@@ -483,6 +498,19 @@ def _targets(working: list[Command], ctx: Context) -> list[Target]:
                 "judged against the fastest way to run codex measured here",
             )
         )
+        stdlib = by_name.get(EXEC_STDLIB_FLOOR)
+        if stdlib is not None and direct is not None:
+            script_floor = _median_ms(stdlib) + _median_ms(direct)
+            targets.append(
+                Target(
+                    "  its floor: the console script and the runner alone, no stockade code",
+                    "floor",
+                    f"{theirs / script_floor:.2f}x at best ({script_floor:.1f} ms vs "
+                    f"{theirs:.1f} ms)",
+                    None,
+                    floor=True,
+                )
+            )
     elif auto:
         targets.append(
             Target(
