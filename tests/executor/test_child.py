@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -96,16 +97,33 @@ async def test_its_pipes_end_when_it_exits_even_if_never_read_before():
     assert await child.wait() == 0
 
 
+def _no_pidfds(pid: int, flags: int = 0) -> int:
+    raise OSError(38, "Function not implemented")  # a kernel before Linux 5.3
+
+
 async def test_without_pidfds_exit_is_still_seen_unreaped(monkeypatch):
     """A kernel before Linux 5.3: no pidfd, the exit is polled for, still not reaped."""
-
-    def refused(pid: int, flags: int = 0) -> int:
-        raise OSError(38, "Function not implemented")
-
-    monkeypatch.setattr(os, "pidfd_open", refused)
+    monkeypatch.setattr(os, "pidfd_open", _no_pidfds)
     child = start_child(["true"], stdin=subprocess.DEVNULL, stdout=None, stderr=None)
     assert child.pidfd is None
     with trio.fail_after(10):
         await child.wait_exited()
     assert _state(child.pid) == "Z"
     assert await child.wait() == 0
+
+
+@pytest.mark.parametrize("pidfds", [True, False])
+async def test_a_signal_to_an_exited_leader_does_not_reap_it(pidfds, monkeypatch):
+    """`subprocess.Popen.send_signal` polls first, which reaps an exited child: through
+    it a signal would let the leader's pid, its group's id, go before `settle` signals
+    the group. `Child`'s signals never reap (with a pidfd or without)."""
+    if not pidfds:
+        monkeypatch.setattr(os, "pidfd_open", _no_pidfds)
+    child = start_child(["true"], stdin=subprocess.DEVNULL, stdout=None, stderr=None)
+    with trio.fail_after(10):
+        await child.wait_exited()
+    for send in (partial(child.send_signal, signal.SIGCONT), child.terminate, child.kill):
+        send()
+        assert _state(child.pid) == "Z" and not child.reaped
+    assert await child.wait() == 0
+    child.send_signal(signal.SIGTERM)  # reaped: nothing is sent, nothing raised

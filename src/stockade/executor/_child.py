@@ -92,7 +92,15 @@ class Child:
             self.pidfd = None
 
     def send_signal(self, signum: int) -> None:
-        self._popen.send_signal(signum)
+        """Send `signum` to the leader, through its pidfd while that is open; nothing
+        once it was reaped (its pid may be another's). It never reaps: Popen's own
+        `send_signal` polls first, which would reap an exited leader and let its group's
+        id go before `settle` signals the group."""
+        with contextlib.suppress(ProcessLookupError):
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, signum)
+            elif not self.reaped:
+                os.kill(self.pid, signum)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
