@@ -175,11 +175,15 @@ async def spawn(
         "stdout": subprocess.PIPE,
         "stderr": subprocess.PIPE,
     }
-    if terminal is not None:
-        stdio = _on_terminal(
-            stdio, terminal, hold_signals=info_fd and has_filter_stage(argv[runner_at:])
-        )
+    output = None
     try:
+        if terminal is not None:
+            stdio = _on_terminal(
+                stdio, terminal, hold_signals=info_fd and has_filter_stage(argv[runner_at:])
+            )
+            # Before the start (its dup may fail, EMFILE): a failure after it would
+            # leave the command running with nobody to settle it.
+            output = TerminalOutput(terminal.master)
         process = start_child(
             argv,
             cwd=cwd,
@@ -192,15 +196,17 @@ async def spawn(
     except BaseException:
         if report is not None:
             os.close(report)
+        if output is not None:
+            output.close()
         raise
     finally:
         if write_end is not None:
             os.close(write_end)
         if terminal is not None:
             terminal.release()
-    if terminal is not None:
+    if output is not None:
         # The stream its output arrives on: the master, not a pipe of its own.
-        process.stdout = TerminalOutput(terminal.master)
+        process.stdout = output
     if report is not None:
         # Closed by `settle`, or with the process object if it never settles.
         _INIT_REPORTS[process] = (report, weakref.finalize(process, os.close, report))
