@@ -502,8 +502,10 @@ async def settle(
                 timed_out = True
                 await terminate_group(process, kill_grace)
             else:
-                # The leader is a zombie until `reap`: the group's id is still its own.
-                signal_group(process.pid, signal.SIGKILL)
+                # The leader is a zombie until `reap`: the group's id is still its own
+                # (asked, not assumed: nothing else may have reaped it meanwhile).
+                if not process.reaped:
+                    signal_group(process.pid, signal.SIGKILL)
                 await reap(process)
             grace.start()
     except BaseException:
