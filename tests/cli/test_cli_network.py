@@ -122,3 +122,20 @@ def test_exec_with_network_stays_on_the_standard_library(tmp_path):
         [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+def test_run_without_credentials_or_request_rules_loads_no_rule_module_of_theirs(tmp_path):
+    """`stockade run` with no `network_credentials`/`network_requests` configured runs
+    without importing the modules that parse them (their attrs classes cost every run)."""
+    probe = (
+        "import atexit, sys\n"
+        "names = ('stockade.network._credentials', 'stockade.network._request_rules')\n"
+        "atexit.register(lambda: print([n for n in names if n in sys.modules]))\n"
+        "from stockade.entry import main\n"
+        "sys.exit(main(['run', '--mode', 'danger-full-access', 'true']))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "STOCKADE_CONFIG"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr

@@ -52,6 +52,8 @@ def _entries(value: object) -> tuple[str, ...]:
 
 def _credential_rules(value: object) -> tuple[CredentialRule, ...]:
     """Credential rules as given (CredentialRule), or mappings parsed now."""
+    if isinstance(value, list | tuple) and not value:
+        return ()  # none: the network room's rule modules stay unimported (`stockade run`)
     from ..network import CredentialRule, parse_credential_rules
 
     if isinstance(value, list | tuple) and all(isinstance(v, CredentialRule) for v in value):
@@ -61,6 +63,8 @@ def _credential_rules(value: object) -> tuple[CredentialRule, ...]:
 
 def _request_rules(value: object) -> tuple[RequestRule, ...]:
     """Request rules as given (RequestRule), or mappings parsed now."""
+    if isinstance(value, list | tuple) and not value:
+        return ()
     from ..network import RequestRule, parse_request_rules
 
     if isinstance(value, list | tuple) and all(isinstance(v, RequestRule) for v in value):
