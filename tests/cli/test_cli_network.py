@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +108,17 @@ def test_exec_parses_network_onto_the_namespace(monkeypatch, tmp_path, flags, ex
     assert fastpath.exec_network(args) is expected
 
 
+def _probe_prints(probe: str, cwd: Path) -> str:
+    """What `probe` (Python run in a fresh interpreter, no STOCKADE_CONFIG) printed;
+    it must exit 0."""
+    env = {key: value for key, value in os.environ.items() if key != "STOCKADE_CONFIG"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_exec_with_network_stays_on_the_standard_library(tmp_path):
     probe = (
         "import os, sys\n"
@@ -117,11 +129,7 @@ def test_exec_with_network_stays_on_the_standard_library(tmp_path):
         "from stockade.entry import main\n"
         "main(['exec', '--mode', 'danger-full-access', '--network', 'on', '--', 'true'])\n"
     )
-    env = {key: value for key, value in os.environ.items() if key != "STOCKADE_CONFIG"}
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
-    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+    assert _probe_prints(probe, tmp_path) == "[]\n"
 
 
 def test_run_without_credentials_or_request_rules_loads_no_rule_module_of_theirs(tmp_path):
@@ -134,8 +142,4 @@ def test_run_without_credentials_or_request_rules_loads_no_rule_module_of_theirs
         "from stockade.entry import main\n"
         "sys.exit(main(['run', '--mode', 'danger-full-access', 'true']))\n"
     )
-    env = {key: value for key, value in os.environ.items() if key != "STOCKADE_CONFIG"}
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
-    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+    assert _probe_prints(probe, tmp_path) == "[]\n"
