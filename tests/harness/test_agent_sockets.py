@@ -17,7 +17,7 @@ import pytest
 
 from stockade import open_harness
 
-from ..launcher.test_launcher_fresh import listening
+from ..launcher.test_launcher_fresh import Received, listening
 from ..support import require_backend
 from .conftest import on_backend as composition
 
@@ -29,7 +29,7 @@ class Place:
     home: Path
     root: Path
     agent: Path
-    heard: list[bytes]
+    heard: Received
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ cat ~/.ssh/id_ed25519.pub ~/.ssh/known_hosts
 def test_the_control_reaches_the_agent_and_reads_the_key(place):
     done = subprocess.run(["bash", "-c", SCRIPT], capture_output=True, text=True, check=False)
     assert "REACHED" in done.stdout and "KEY-READ" in done.stdout
-    assert b"hello" in place.heard
+    assert b"hello" in place.heard.settled(1)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -97,7 +97,7 @@ async def test_the_opt_in_reaches_the_agent_and_hides_the_key(backend, place, gi
         await session.set_sandbox_mode("workspace-write")
         result = await session.run_tool("bash", {"command": SCRIPT})
         assert f"sock={place.agent}" in result.text, result.text
-        assert "REACHED" in result.text and b"hello" in place.heard
+        assert "REACHED" in result.text and b"hello" in place.heard.settled(1)
         assert "KEY-READ" not in result.text and "PRIVATE" not in result.text
         assert "PUBLIC" in result.text and "KNOWN" in result.text
         assert result.facts["enforcement"] == "partial"
@@ -110,4 +110,4 @@ async def test_the_opt_in_reaches_the_agent_and_hides_the_key(backend, place, gi
         resumed = await harness.resume_session(session_id)
         await resumed.set_sandbox_mode("workspace-write")
         again = await resumed.run_tool("bash", {"command": SCRIPT})
-        assert "REACHED" in again.text and b"hello" in place.heard, again.text
+        assert "REACHED" in again.text and b"hello" in place.heard.settled(1), again.text
