@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from stockade.trust.secrets import (
     DEFAULT_DENY_READ,
     ENV_FILE_BUDGET,
     ENV_FILE_DEPTH,
     DenyRead,
+    RootPatterns,
     check_pattern,
     glob_match,
     outermost,
@@ -409,3 +413,19 @@ def test_the_expansion_follows_the_environment_it_read(tmp_path):
         str(tmp_path / "b" / ".local" / "state" / "stockade"),
     ]
     assert deny.literal_paths(first)[0] == str(tmp_path / "a" / ".netrc")
+
+
+# Names and patterns over a small alphabet, so that matches are common.
+_PIECE = st.text(alphabet=".env/ab*?", min_size=0, max_size=8)
+
+
+@given(st.lists(_PIECE.filter(bool), max_size=4), _PIECE, _PIECE)
+def test_the_sorted_root_patterns_answer_as_each_glob_does(patterns, directory, name):
+    """`RootPatterns` (set, literal prefixes) answers exactly as testing each pattern
+    with `glob_match`: a bare pattern on the name, one with a slash on the path."""
+    relative = f"{directory}/{name}" if directory else name
+    expected = any(
+        glob_match(relative, pattern) if "/" in pattern else glob_match(name, pattern)
+        for pattern in patterns
+    )
+    assert RootPatterns(patterns).matches(name, directory) == expected

@@ -412,9 +412,8 @@ class DenyRead:
             # the root), no deeper than the bound, a file (`.env/bin/activate` is not).
             if len(parts) - 1 > ENV_FILE_DEPTH:
                 continue
-            if _matches_root_pattern(parts[-1], "/".join(parts), patterns) and not os.path.isdir(
-                real_path
-            ):
+            matched = RootPatterns(patterns).matches(parts[-1], "/".join(parts[:-1]))
+            if matched and not os.path.isdir(real_path):
                 return True
         return False
 
@@ -452,14 +451,45 @@ def _matches(pattern: str) -> list[str]:
     return [os.path.join(directory, entry) for entry in entries if glob_match(entry, name)]
 
 
-def _matches_root_pattern(name: str, relative: str, patterns: Sequence[str]) -> bool:
-    for pattern in patterns:
-        if "/" in pattern:
-            if glob_match(relative, pattern):
-                return True
-        elif glob_match(name, pattern):
+class RootPatterns:
+    """Root patterns sorted once for a search that tests every entry of a root against
+    them: a name without a glob by a set, a glob only past its literal prefix (most
+    names fail one `startswith`), a pattern with a slash by the entry's relative path.
+    The same answers as `glob_match` on each pattern, at a fraction of the cost."""
+
+    __slots__ = ("name_globs", "names", "path_patterns")
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.names = frozenset(p for p in patterns if "/" not in p and not is_glob(p))
+        self.name_globs = tuple(
+            (_literal_prefix(p), p) for p in patterns if "/" not in p and is_glob(p)
+        )
+        self.path_patterns = tuple((_literal_prefix(p), p) for p in patterns if "/" in p)
+
+    def matches(self, name: str, directory: str) -> bool:
+        """Whether an entry called `name`, in `directory` (relative to the root, "" for
+        the root itself), matches."""
+        if name in self.names:
             return True
-    return False
+        for prefix, pattern in self.name_globs:
+            if name.startswith(prefix) and glob_match(name, pattern):
+                return True
+        if self.path_patterns:
+            relative = f"{directory}/{name}" if directory else name
+            for prefix, pattern in self.path_patterns:
+                if relative.startswith(prefix) and glob_match(relative, pattern):
+                    return True
+        return False
+
+
+def _literal_prefix(pattern: str) -> str:
+    """What every match of `pattern` starts with: the text before its first glob."""
+    cut = len(pattern)
+    for glob in ("*", "?"):
+        found = pattern.find(glob)
+        if found != -1:
+            cut = min(cut, found)
+    return pattern[:cut]
 
 
 # Not searched: git's own store, installed packages (a virtualenv is a directory
@@ -478,6 +508,7 @@ def root_matches(
     SKIPPED_DIRECTORIES and virtualenvs. `seen` collects each directory listed with
     its identity: what a later call checks before it trusts this answer (`DenyRead`)."""
     found: list[str] = []
+    matcher = RootPatterns(patterns)
     pending: list[tuple[str, str, int]] = [(root, "", 0)]
     searched = 0
     while pending:
@@ -494,19 +525,21 @@ def root_matches(
             continue
         if depth > 0 and any(entry.name == VENV_MARKER for entry in listed):
             continue
+        descend = depth < ENV_FILE_DEPTH
         for entry in listed:
-            path_relative = f"{relative}/{entry.name}" if relative else entry.name
+            name = entry.name
             # Files only (a link to one too): a virtualenv named `.env` is a directory.
-            if _matches_root_pattern(entry.name, path_relative, patterns) and _is_file(entry):
+            if matcher.matches(name, relative) and _is_file(entry):
                 found.append(entry.path)
                 continue
-            if depth < ENV_FILE_DEPTH and entry.name not in SKIPPED_DIRECTORIES:
+            if descend and name not in SKIPPED_DIRECTORIES:
                 try:
                     is_directory = entry.is_dir(follow_symlinks=False)
                 except OSError:
                     is_directory = False
                 if is_directory:
-                    pending.append((entry.path, path_relative, depth + 1))
+                    below = f"{relative}/{name}" if relative else name
+                    pending.append((entry.path, below, depth + 1))
     return found, False
 
 
