@@ -296,6 +296,49 @@ def test_exec_refuses_forbid_and_prompt_and_runs_a_command_no_rule_names(backend
     assert (work / "plain").read_text() == "hi\n"
 
 
+def test_a_rules_path_reached_through_dotdot_is_asked_not_run(scratch, work):
+    """A rule forbidding a script by its path: `sub/../deploy.sh` reaches the same file
+    (the control runs it), so exec and run ask and nothing runs; a sibling path runs."""
+    script = work / "deploy.sh"
+    script.write_text(f"#!/bin/sh\necho deployed >> {work}/deployed\n")
+    script.chmod(0o755)
+    (work / "sub").mkdir()
+    conf = private_dir(scratch, "conf")
+    config = conf / "stockade.yml"
+    config.write_text(
+        "- {id: sandbox, name: stockade.sandbox.local}\n"
+        "- id: bash\n"
+        "  name: stockade.bash.sandbox\n"
+        "  config:\n"
+        f"    rules: [{{name: no-deploy, prefix: [{script}], decision: forbid, reason: r}}]\n"
+    )
+    dodge = f"{work}/sub/../deploy.sh"
+    control = subprocess.run([dodge], capture_output=True, text=True, check=False)
+    assert control.returncode == 0 and (work / "deployed").read_text() == "deployed\n"
+    (work / "deployed").unlink()
+    forbidden = stockade("exec", "--config", str(config), "--", str(script), cwd=work)
+    assert forbidden.returncode == 122, forbidden.stderr
+    for words in (
+        ("exec", "--config", str(config), "--", dodge),
+        ("exec", "--config", str(config), "--", "sh", "-c", dodge),
+        ("run", "--config", str(config), dodge),
+        ("run", "--config", str(config), f"true && {work}/sub/./../sub/../deploy.sh"),
+    ):
+        done = stockade(*words, cwd=work)
+        assert done.returncode == 121, (words, done.stderr)
+        assert "no-deploy" in done.stderr, done.stderr
+    assert not (work / "deployed").exists()
+    (work / "other").mkdir()
+    sibling = work / "other" / "deploy.sh"
+    sibling.write_text(script.read_text())
+    sibling.chmod(0o755)
+    ran = stockade(
+        "exec", "--config", str(config), "--", f"{work}/sub/../other/deploy.sh", cwd=work
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert (work / "deployed").read_text() == "deployed\n"
+
+
 def test_exec_judges_the_default_rules_in_every_mode(tmp_path):
     """No composition: the default rules, even unconfined (nothing would stop it there)."""
     done = stockade(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from stockade.rules import Decision, RuleSet
+from stockade.rules import Decision, RuleSet, argv_may_apply, first_words
 from stockade.rules._unwrap import NOT_EXACTLY_BASH
 
 
@@ -374,3 +374,54 @@ def test_a_rule_that_matches_inside_zsh_still_decides():
 def test_zsh_running_a_file_is_judged_as_any_program():
     verdict = RuleSet.defaults().judge("zsh build.zsh")
     assert verdict.decision is None and verdict.uncertain == ()
+
+
+# --- 7. a rule's path reached through `..` ----------------------------------------------------
+
+
+@pytest.fixture
+def naming_paths() -> RuleSet:
+    def forbid(name: str, *prefix: str) -> dict[str, object]:
+        return {"name": name, "prefix": list(prefix), "decision": "forbid", "reason": "no"}
+
+    return RuleSet.from_config(
+        [
+            forbid("data", "rm", "-rf", "/data"),
+            forbid("deploy", "/opt/deploy.sh"),
+            forbid("local", "./deploy.sh"),
+            forbid("bins", "/usr/bin/mak*"),
+        ],
+        defaults=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "rule"),
+    [
+        ("rm -rf /srv/../data", "data"),
+        ("rm -rf /srv/x/../../data/", "data"),
+        ("rm -rf /srv/../DATA", "data"),
+        ("/opt/x/../deploy.sh --prod", "deploy"),
+        ("/opt//x/./../deploy.sh", "deploy"),
+        ("x/../deploy.sh", "local"),
+        ("/usr/lib/../bin/make", "bins"),
+        ("bash -c '/opt/x/../deploy.sh'", "deploy"),
+    ],
+)
+def test_a_path_that_meets_a_rules_only_through_dotdot_is_asked(naming_paths, script, rule):
+    """`/srv/../data` is `/data` unless `/srv` is a symbolic link: the rule perhaps
+    matches, so its forbid is asked, never passed by; exec's pre-check lets none through."""
+    verdict = naming_paths.judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert [u.rule for u in verdict.uncertain] == [rule], verdict.uncertain
+    words = first_words(naming_paths.rules)
+    assert argv_may_apply(script.split(), words) and argv_may_apply(["sh", "-c", script], words)
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["rm -rf /srv/data", "rm -rf /data/../srv", "/opt/x/deploy.sh", "/opt/../deploy.sh", "../x"],
+)
+def test_a_path_that_leads_elsewhere_through_dotdot_meets_no_rule(naming_paths, script):
+    verdict = naming_paths.judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)

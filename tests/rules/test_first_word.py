@@ -487,6 +487,7 @@ _PATHS = (
     *("/bin/bash", "//bin/bash", "/bin//bash", "/bin/sh", "./bash", "/opt/x/bash", "/bin/BASH"),
     *("./deploy.sh", ".//deploy.sh", "././deploy.sh", "deploy.sh", "bin/make", "bin//make"),
     *("/usr/bin/env", "/usr/bin/zsh", "/bin/.", "/usr/bin/mapfile", "~/bin/git", "/", "~/"),
+    *("/usr/lib/../bin/make", "/opt/x/../../usr/bin/git", "x/../deploy.sh", "/bin/../..", "~/a/.."),
 )
 _RESERVED = (
     *("if", "then", "fi", "for", "in", "do", "done", "case", "esac", "while", "until"),

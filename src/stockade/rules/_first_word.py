@@ -10,6 +10,8 @@ answers).
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -77,6 +79,21 @@ def normal_path(value: str) -> str:
     return value.rstrip("/") or "/"
 
 
+def collapsed_path(value: str) -> str | None:
+    """`value` with each `..` taking away the component before it, as a path without
+    symbolic links resolves (`/srv/../data` is `/data`); None when it holds no `..`.
+    Only where no link stands on the way is this where the path leads, so a word that
+    meets a rule's path only so spelt may meet it: the judge is unsure, never certain."""
+    spelt = normal_path(value)
+    if ".." not in spelt.split("/"):
+        return None
+    collapsed = os.path.normpath(spelt)
+    # Still a path, not a name looked up in PATH: `x/../deploy.sh` is `./deploy.sh`.
+    if "/" not in collapsed and collapsed not in (".", ".."):
+        return "./" + collapsed
+    return collapsed
+
+
 def first_words(rules: Iterable[Rule]) -> frozenset[str] | None:
     """The words (lower-case, paths as `normal_path` spells them) the rules' commands begin
     with; None when a rule begins with a pattern (a glob, an option, `~`, a non-ASCII
@@ -101,9 +118,14 @@ def first_words(rules: Iterable[Rule]) -> frozenset[str] | None:
 
 def _named(first: str, words: frozenset[str]) -> bool:
     """Whether a rule beginning with one of `words` may name the ASCII word `first`: as
-    written in any case and spelling of its path, or by its base name (`/usr/bin/git`)."""
+    written in any case and spelling of its path (`..` taken away too), or by its base
+    name (`/usr/bin/git`)."""
     whole = first.lower()
-    return bool({whole, normal_path(whole), whole.rpartition("/")[2]} & words)
+    spellings = {whole, normal_path(whole), whole.rpartition("/")[2]}
+    collapsed = collapsed_path(whole)
+    if collapsed is not None:  # `/opt/x/../deploy.sh`, and its base name
+        spellings |= {collapsed, collapsed.rpartition("/")[2]}
+    return bool(spellings & words)
 
 
 def may_apply(first: str, words: frozenset[str] | None) -> bool:

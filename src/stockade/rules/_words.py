@@ -10,7 +10,7 @@ from typing import Final
 
 import attrs
 
-from ._first_word import normal_path
+from ._first_word import collapsed_path, normal_path
 
 
 class Decision(enum.StrEnum):
@@ -183,11 +183,16 @@ class Alternative:
                 spelt = _lookalike(normal_path(value), normal_path(self.literal))
                 if spelt is Match.MAYBE:
                     return spelt
+                if _through_dotdot(value, self.literal):
+                    return Match.MAYBE
             return _lookalike(value, self.literal)
         if _glob_match(self.pieces, value):
             return Match.YES
         path = self.pieces[0][:1] in ("/", "~")
-        return Match.YES if path and _glob_match(self.pieces, normal_path(value)) else Match.NO
+        if path and _glob_match(self.pieces, normal_path(value)):
+            return Match.YES
+        collapsed = collapsed_path(value) if path else None
+        return Match.MAYBE if collapsed and _glob_match(self.pieces, collapsed) else Match.NO
 
 
 def _is_path(literal: str) -> bool:
@@ -199,6 +204,17 @@ def _same_path(value: str, literal: str) -> bool:
     if value == literal:
         return True
     return _is_path(literal) and normal_path(value) == normal_path(literal)
+
+
+def _through_dotdot(value: str, literal: str) -> bool:
+    """Whether `value` meets the path `literal` once its `..` are taken away (in any
+    case): `/srv/../data` is `/data` unless `/srv` is a symbolic link, so it may be."""
+    collapsed = collapsed_path(value)
+    if collapsed is None:
+        return False
+    if _same_path(collapsed, literal):
+        return True
+    return _lookalike(collapsed, normal_path(literal)) is Match.MAYBE
 
 
 def _named_home(value: str) -> str | None:
