@@ -30,10 +30,14 @@ def _authorization(token: str | None) -> dict[str, str]:
 
 @asynccontextmanager
 async def bearer(
-    url: str, token: str | None, session_ids: list[str] | None = None
+    url: str,
+    token: str | None,
+    session_ids: list[str] | None = None,
+    statuses: list[int] | None = None,
 ) -> AsyncIterator[Any]:
     """The SDK's streamable-HTTP transport sending `Authorization: Bearer TOKEN` (none
-    when `token` is None); the MCP session ids the server hands out go to `session_ids`."""
+    when `token` is None); the MCP session ids the server hands out go to `session_ids`,
+    the status of every answer to `statuses`."""
     async with create_mcp_http_client(headers=_authorization(token)) as http:
         if session_ids is not None:
 
@@ -43,6 +47,12 @@ async def bearer(
                     session_ids.append(found)
 
             http.event_hooks["response"].append(record)
+        if statuses is not None:
+
+            async def note(response: httpx2.Response) -> None:
+                statuses.append(response.status_code)
+
+            http.event_hooks["response"].append(note)
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
@@ -65,12 +75,14 @@ async def escalate(url: str, token: str | None, command: str) -> dict[str, Any]:
         "sandbox_permissions": "danger-full-access",
         "justification": "the client approves its own request",
     }
+    statuses: list[int] = []
     try:
-        async with Client(bearer(url, token), elicitation_callback=approve) as client:
+        transport = bearer(url, token, statuses=statuses)
+        async with Client(transport, elicitation_callback=approve) as client:
             result = await client.call_tool("bash", arguments)
     except Exception as error:
-        return {"ok": False, "error": _describe(error)}
-    return {"ok": True, "text": result.content[0].text}
+        return {"ok": False, "error": _describe(error), "statuses": statuses}
+    return {"ok": True, "text": result.content[0].text, "statuses": statuses}
 
 
 async def hijack(url: str, token: str | None, session_id: str, command: str) -> dict[str, Any]:

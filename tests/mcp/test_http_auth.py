@@ -194,8 +194,9 @@ async def test_without_the_token_nothing_is_done(who, root, outside, state_dir):
             alive = await victim.call_tool("bash", {"command": "echo alive"})
             assert text(alive).startswith("alive\n")
             escalations, hijacks = results[:2], results[2:8]
-            assert all(
-                not r["ok"] and "Server returned an error" in r["error"] for r in escalations
+            # Refused by the server's 401 (the SDK's words for it vary with timing).
+            assert all(not r["ok"] and set(r["statuses"]) == {401} for r in escalations), (
+                escalations
             )
             assert [r["status"] for r in hijacks] == [401] * 6, hijacks
             if user == "nobody":
