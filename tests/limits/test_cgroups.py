@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
-import attrs
+import msgspec
 import pytest
 
 from stockade.limits.cgroups import (
@@ -326,11 +326,11 @@ def nested(host: CgroupHost) -> Iterator[CgroupHost]:
     never at the real harnesses sharing our cgroup."""
     made = CgroupTree.open(host, name_prefix="stockade-sweeptest")
     hierarchies = tuple(
-        attrs.evolve(h, path=f"{h.path.rstrip('/')}/{made.root.relative}", directory=d)
+        msgspec.structs.replace(h, path=f"{h.path.rstrip('/')}/{made.root.relative}", directory=d)
         for h, d in zip(host.hierarchies, made.root.directories, strict=True)
     )
     try:
-        yield attrs.evolve(host, hierarchies=hierarchies)
+        yield msgspec.structs.replace(host, hierarchies=hierarchies)
     finally:
         made.close()
 

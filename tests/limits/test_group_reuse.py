@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-import attrs
+import msgspec
 import pytest
 
 from stockade.executor._pool import POOL_CHARGE_LEFT, GroupPool, charge_allowed
@@ -35,7 +35,7 @@ def _reading(**changes) -> GroupUsage:
         oom_kills=1,
         memory_now=64 << 10,
     )
-    return attrs.evolve(base, **changes)
+    return msgspec.structs.replace(base, **changes)
 
 
 def test_usage_since_a_reading_counts_only_what_came_after():

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import msgspec
 
 from stockade.executor._limits import CallLimits
 from stockade.limits import (
@@ -67,9 +68,9 @@ def test_both_full_names_the_lower_limit_and_neither_the_host():
         command=AtLimit(value=512, reached=True), session=AtLimit(value=8192, reached=True)
     )
     assert whose(both) == (Scope.COMMAND,)
-    lower_session = attrs.evolve(both, session=AtLimit(value=100, reached=True))
+    lower_session = msgspec.structs.replace(both, session=AtLimit(value=100, reached=True))
     assert whose(lower_session) == (Scope.SESSION,)
-    tie = attrs.evolve(both, session=AtLimit(value=512, reached=True))
+    tie = msgspec.structs.replace(both, session=AtLimit(value=512, reached=True))
     assert whose(tie) == (Scope.COMMAND,)
     neither = Evidence(
         command=AtLimit(value=512, reached=False), session=AtLimit(value=8192, reached=False)
@@ -317,7 +318,7 @@ def test_v1_own_limits_are_peaks_and_failed_charges(tmp_path):
 def test_v1_memsw_failures_count_where_swap_is_capped_with_memory(tmp_path):
     files = {"memory.failcnt": "3\n", "memory.memsw.failcnt": "2\n"}
     group = _group(tmp_path, "v1", files, swap=True)
-    group = attrs.evolve(group, host=attrs.evolve(group.host, memsw=True))
+    group = attrs.evolve(group, host=msgspec.structs.replace(group.host, memsw=True))
     assert group.own_limits().memory_failures == 5
 
 
@@ -390,7 +391,7 @@ def test_a_reused_group_full_in_an_earlier_call_cannot_say_it_was_full_again():
     earlier = GroupUsage(
         cpu_seconds=0.0, memory_peak=None, processes_peak=514, processes_refused=3, oom_kills=0
     )
-    now = attrs.evolve(earlier, processes_refused=4)
+    now = msgspec.structs.replace(earlier, processes_refused=4)
     call = _call(
         _Reads(OwnLimits(processes_peak=514)),
         _Reads(OwnLimits(processes_peak=8)),

@@ -177,11 +177,11 @@ class CallLimits:
         if session is None:
             # v1 counts no refusal per group (or v2's count at the start was not read):
             # the session's group tells only whether it has been at its limits.
-            session = attrs.evolve(
+            session = msgspec.structs.replace(
                 self.session.own_limits(), processes_refused=None, memory_refused=None
             )
         if forks:
-            usage = attrs.evolve(
+            usage = msgspec.structs.replace(
                 usage,
                 processes_evidence=Evidence(
                     command=AtLimit(
@@ -199,7 +199,7 @@ class CallLimits:
                 ),
             )
         if usage.oom_kills > 0:
-            usage = attrs.evolve(
+            usage = msgspec.structs.replace(
                 usage,
                 memory_evidence=Evidence(
                     command=AtLimit(
@@ -293,8 +293,7 @@ def resource_use(usage: Usage) -> ResourceUse | None:
     )
 
 
-@attrs.frozen
-class _CallPlan:
+class _CallPlan(msgspec.Struct, frozen=True):
     limits: Limits
     planned: dict[str, Enforcement]
     claims: tuple[LimitClaim, ...]
@@ -348,7 +347,7 @@ class LimitsHost:
             planned = plan(effective, self.limits_host)
             for name, asked in lowered.items():
                 e = planned[name]
-                planned[name] = attrs.evolve(
+                planned[name] = msgspec.structs.replace(
                     e,
                     detail=f"{e.detail}; {asked} asked for, more than this harness's own "
                     "hard limit, which an unprivileged process cannot raise",
@@ -498,7 +497,7 @@ _KERNEL_HELD = (Mechanism.CGROUP_V1, Mechanism.CGROUP_V2, Mechanism.RLIMIT)
 def _unplaced(e: Enforcement) -> Enforcement:
     if e.mechanism not in _KERNEL_HELD:
         return e
-    return attrs.evolve(
+    return msgspec.structs.replace(
         e,
         mechanism=Mechanism.NONE,
         claim=Claim.NONE,
@@ -510,7 +509,7 @@ def _unplaced(e: Enforcement) -> Enforcement:
 def _leavable(e: Enforcement) -> Enforcement:
     if e.mechanism not in (Mechanism.CGROUP_V1, Mechanism.CGROUP_V2):
         return e
-    return attrs.evolve(
+    return msgspec.structs.replace(
         e,
         claim=Claim.PARTIAL,
         detail=f"{e.detail}; unconfined (danger-full-access), a command running as root "
@@ -548,7 +547,9 @@ def ended(
         timed_out=result.timed_out,
         killed=killed or (result.cancelled and not session_closed),
         session_closed=session_closed,
-        usage=attrs.evolve(usage, output_dropped=result.stdout_dropped + result.stderr_dropped),
+        usage=msgspec.structs.replace(
+            usage, output_dropped=result.stdout_dropped + result.stderr_dropped
+        ),
         limits=limits,
         host_oom_kills=oom,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 import signal
 
-import attrs
+import msgspec
 
 from ._scope import Evidence, Scope, whose
 from ._spec import Limits
@@ -44,8 +44,7 @@ class Cause(enum.StrEnum):
     NOT_STARTED = "not-started"
 
 
-@attrs.frozen(kw_only=True)
-class Usage:
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
     """What the command used, as far as the host could tell (None: unknown).
     `processes_refused` is the pids.events max count, `oom_kills` the command cgroup's
     OOM kills, `output_dropped` the bytes beyond output_bytes; `file_size_hit` is not
@@ -65,8 +64,7 @@ class Usage:
     memory_evidence: Evidence | None = None
 
 
-@attrs.frozen
-class LimitHit:
+class LimitHit(msgspec.Struct, frozen=True):
     """A limit the command reached: its value, and what was used (None: unknown), at
     its `scope`: the command's own limit, its session's (`value` and `used` are the
     session's), or one above stockade's groups ("host": neither is known)."""
@@ -77,8 +75,7 @@ class LimitHit:
     scope: Scope = Scope.COMMAND
 
 
-@attrs.frozen(kw_only=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     """The one cause of an end; `limit` is the hit that caused it (the timeout's
     wall_seconds too), `hits` every limit reached (the cause's first), `note` the
     model's lines for them, one line each (None: nothing to say), `usage` what was
@@ -219,7 +216,7 @@ def classify_end(
             cause, stopped = Cause.LIMIT, LimitHit("cpu_seconds", cpu, usage.cpu_seconds)
     if cause is None and limits.file_size is not None and status == XFSZ_STATUS:
         cause, stopped = Cause.LIMIT, LimitHit("file_size", limits.file_size)
-        usage = attrs.evolve(usage, file_size_hit=True)
+        usage = msgspec.structs.replace(usage, file_size_hit=True)
     at = usage.processes_evidence
     if usage.processes_refused > 0 or (at is not None and at.refused_here()):
         by_itself = status is not None and not _signalled(status) and status > 0

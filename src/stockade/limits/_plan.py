@@ -8,6 +8,7 @@ import enum
 import math
 
 import attrs
+import msgspec
 
 from ._spec import Limits
 
@@ -61,8 +62,7 @@ class HostLimits:
         return Mechanism.CGROUP_V2 if self.cgroup == "v2" else Mechanism.CGROUP_V1
 
 
-@attrs.frozen
-class Enforcement:
+class Enforcement(msgspec.Struct, frozen=True):
     """How one limit is held (`mechanism`), what may be claimed for it, and why."""
 
     name: str

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 
-import attrs
+import msgspec
 
 
 class Scope(enum.StrEnum):
@@ -39,8 +39,7 @@ class Scope(enum.StrEnum):
     HOST = "host"
 
 
-@attrs.frozen(kw_only=True)
-class AtLimit:
+class AtLimit(msgspec.Struct, frozen=True, kw_only=True):
     """One group's evidence about one of its limits, for one call.
 
     `value`: the limit as asked (None: unlimited at this scope, so never the one that
@@ -56,8 +55,7 @@ class AtLimit:
     used: int | float | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Evidence:
+class Evidence(msgspec.Struct, frozen=True, kw_only=True):
     """Both groups' evidence about one limit; `session` None: no session group holds
     a limit of that name for this call."""
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 
-import attrs
+import msgspec
 
 from ._host import CPU, MEMORY, PIDS
 
 
-@attrs.frozen
-class GroupUsage:
+class GroupUsage(msgspec.Struct, frozen=True):
     """What a group used; None where the host cannot tell.
 
     The event counts follow the kernel's own semantics: v1 counts a refused fork in the
@@ -60,8 +59,7 @@ class GroupUsage:
         )
 
 
-@attrs.frozen
-class OwnLimits:
+class OwnLimits(msgspec.Struct, frozen=True):
     """A group's counters of its OWN limits, which say whether that group's limit (not
     one above or below it) refused (docs/limits.md, "Whose limit it was"); None where
     this host has no such counter.
@@ -87,7 +85,7 @@ class OwnLimits:
         def minus(now: int | None, then: int | None) -> int | None:
             return None if now is None or then is None else max(0, now - then)
 
-        return attrs.evolve(
+        return msgspec.structs.replace(
             self,
             processes_refused=minus(self.processes_refused, before.processes_refused),
             memory_refused=minus(self.memory_refused, before.memory_refused),

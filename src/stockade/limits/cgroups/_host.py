@@ -8,7 +8,7 @@ import os
 import re
 import secrets
 
-import attrs
+import msgspec
 
 from ...errors import StockadeError
 
@@ -31,8 +31,7 @@ class CgroupError(StockadeError):
     The caller decides what follows (fall back to rlimits, or refuse the limit)."""
 
 
-@attrs.frozen
-class Hierarchy:
+class Hierarchy(msgspec.Struct, frozen=True):
     """One mounted hierarchy stockade uses, and where our own cgroup sits in it."""
 
     controllers: frozenset[str]  # ours ("pids", "memory", "cpu") this hierarchy serves
@@ -43,8 +42,7 @@ class Hierarchy:
     directory: str  # that cgroup's directory ("/sys/fs/cgroup/memory/process_api/x")
 
 
-@attrs.frozen
-class CgroupHost:
+class CgroupHost(msgspec.Struct, frozen=True):
     """What this process can use: `version` "v2", "v1" or None (then `reason` says why).
 
     `reason` also says, when usable, where each controller is and what was passed over."""
@@ -66,8 +64,7 @@ class CgroupHost:
         return {c: h.directory for h in self.hierarchies for c in sorted(h.controllers)}
 
 
-@attrs.frozen
-class _Mount:
+class _Mount(msgspec.Struct, frozen=True):
     root: str
     point: str
     fstype: str
@@ -167,7 +164,7 @@ def _detect_v1(mounts: list[_Mount], own: dict[str, str]) -> tuple[list[Hierarch
             continue
         if key in by_key:
             known = by_key[key]
-            by_key[key] = attrs.evolve(known, controllers=known.controllers | {ours})
+            by_key[key] = msgspec.structs.replace(known, controllers=known.controllers | {ours})
             continue
         directory = _reach(mounts, "cgroup", kernel, own[key])
         if directory is None:
