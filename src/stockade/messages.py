@@ -260,8 +260,7 @@ Sink = Callable[[bytes], Awaitable[None]]
 Source = Callable[[], Awaitable[bytes]]
 
 
-@attrs.frozen
-class Streams:
+class Streams(msgspec.Struct, frozen=True):
     """A foreground caller's own streams (`stockade run` on a terminal or in a pipe).
 
     The bounded capture is kept as always (classification and the result read it);
@@ -303,13 +302,14 @@ class Terminal:
                 os.close(self.slave)
 
 
-# Not a msgspec Struct, on purpose: its `streams` are this process's callables and file
-# descriptors, which no encoder can carry and no replay can restore. A Struct would
-# claim to be plain data; an attrs class says it is not. It still belongs to the union,
-# so the executor's dispatch is checked over every message its inbox can carry; only
-# `ExecutorClient.run(streams=...)`, inside the process, builds one.
-@attrs.frozen
-class AttachedRun:
+# Not plain data, though a Struct: its `streams` are this process's callables and file
+# descriptors, which no encoder can carry and no replay can restore. It has no tag, so
+# no decoder of the inbox's union can even be built. A Struct only because an attrs
+# class costs some twenty times as much to build at import (docs/performance.md,
+# "Value records as msgspec Structs"), and `stockade run` imports it. It still belongs
+# to the union, so the executor's dispatch is checked over every message its inbox can
+# carry; only `ExecutorClient.run(streams=...)`, inside the process, builds one.
+class AttachedRun(msgspec.Struct, frozen=True):
     """A foreground run whose output also goes, live, to the caller's `streams`
     (in-process only: the streams are callables, so this is no wire message)."""
 

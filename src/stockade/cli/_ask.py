@@ -6,7 +6,7 @@ allowed (`approval/asked`, `/answered`).
 
 from __future__ import annotations
 
-import attrs
+import msgspec
 
 from ..approval import NOBODY, Answer, Answerer, ApprovalRequest, Decision
 from ..errors import StockadeError
@@ -26,8 +26,7 @@ def wider(mode: SandboxMode) -> SandboxMode | None:
     return min(candidates) if candidates else None
 
 
-@attrs.frozen
-class Asked:
+class Asked(msgspec.Struct, frozen=True):
     """What came of offering a retry: the mode granted once (None: not granted), why
     not, and the session whose log holds the ask (None: nothing was asked)."""
 

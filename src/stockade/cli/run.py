@@ -274,7 +274,7 @@ class _Invocation:
             # terminal raw when it is the one typed on.
             raw = typing and tty.same_terminal(0, 2)
             streams = streams_for(self.args, self.screen, typing=typing, raw_stderr=raw)
-            streams = attrs.evolve(streams, terminal=pty.terminal)
+            streams = msgspec.structs.replace(streams, terminal=pty.terminal)
             try:
                 return await _run(command, self.timeout, self.settings, policy, streams)
             finally:
@@ -399,8 +399,7 @@ def exit_status(result: ShellResult) -> int:
     return result.exit_code if result.exit_code is not None else EXIT_FAILURE
 
 
-@attrs.frozen
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     """What the command rules decided before the run: `ask` (rule, reason) when a rule asks
     a person first (only with --ask: without it the run was refused), `allowed_by` the
     rule that approves a retry's escalation without asking."""

@@ -6,10 +6,10 @@ Pure bytes bookkeeping; memory never exceeds the two caps, whatever the command 
 from __future__ import annotations
 
 import attrs
+import msgspec
 
 
-@attrs.frozen
-class Chunk:
+class Chunk(msgspec.Struct, frozen=True):
     """Output read from a cursor on: what is held, and how many bytes were cut between."""
 
     before_gap: bytes

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-import attrs
+import msgspec
 
 from ..messages import NetworkConnection, RunnerFailureRule
 from ..modes import (
@@ -94,8 +94,7 @@ def is_denied(denial_signatures: Iterable[str], stderr: str) -> bool:
     return any(signature in stderr for signature in denial_signatures)
 
 
-@attrs.frozen
-class Evidence:
+class Evidence(msgspec.Struct, frozen=True):
     """What attributes a signature line to the sandbox besides its text: the call's
     writable roots and protected paths (real paths, as the profile was built), the
     host facts about the paths the lines name, whether the command may have left its
@@ -103,13 +102,12 @@ class Evidence:
 
     writable: tuple[str, ...]
     protected: tuple[str, ...]
-    paths: Mapping[str, PathFacts] = attrs.field(factory=dict)
+    paths: Mapping[str, PathFacts] = msgspec.field(default_factory=dict)
     moved: bool = False
     merged: bool = False
 
 
-@attrs.frozen
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     """What a settled process means: runner failure, else denial, else ordinary."""
 
     runner_failure: str | None
@@ -188,8 +186,7 @@ _CONNECT = re.compile(
 )
 
 
-@attrs.frozen
-class NetworkFailures:
+class NetworkFailures(msgspec.Struct, frozen=True):
     """What a command's error output says failed on the network: name lookups (with
     the names said, when said) and connections."""
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
+import msgspec
 
 from ..messages import (
     ConnectionsRefused,
@@ -165,7 +166,7 @@ class WrapFacts:
                 for entry in hidden
                 if any(is_under(entry[0], path) for path in self.unreadable)
             )
-            verdict = attrs.evolve(
+            verdict = msgspec.structs.replace(
                 verdict,
                 denied=True,
                 read_denied=verdict.read_denied or bool(covered),
@@ -175,7 +176,7 @@ class WrapFacts:
             return verdict
         words = named_paths(stderr, stdout if merges_stderr(self.command) else "")
         if words and read_denied(words, self.workdir, self.unreadable):
-            return attrs.evolve(verdict, denied=True, read_denied=True)
+            return msgspec.structs.replace(verdict, denied=True, read_denied=True)
         return verdict
 
     def unseen(self, stderr: str, stdout: str = "") -> tuple[tuple[str, str], ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-import attrs
+import msgspec
 
 from ..messages import CandidateReport, NetworkClaim
 from ..trust import NEW_REPOSITORY_GAP
@@ -87,8 +87,7 @@ def candidate_report(verdict: Verdict) -> CandidateReport:
     )
 
 
-@attrs.frozen
-class Selection:
+class Selection(msgspec.Struct, frozen=True):
     """The verdict of one provider lifetime: every candidate looked at, and the winner."""
 
     platform: str

@@ -9,6 +9,7 @@ import functools
 from typing import TYPE_CHECKING
 
 import attrs
+import msgspec
 
 from ..messages import RunnerFailureRule, Wrapped
 from ..trust import is_under
@@ -67,8 +68,7 @@ def network_claim(
     )
 
 
-@attrs.frozen
-class HostPaths:
+class HostPaths(msgspec.Struct, frozen=True):
     """Host facts a profile needs: the temp roots workspace-write may also write (the
     provider passes the call's own, `SandboxPolicy.temp_roots`)."""
 
