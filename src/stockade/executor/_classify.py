@@ -163,7 +163,9 @@ def classify(
 # A failed name lookup, in the wording of the resolvers and clients that print one:
 # glibc (EAI_AGAIN, EAI_NONAME, EAI_NODATA), curl and git, ssh, wget, Node, urllib3
 # (pip, requests), Go, Rust (cargo), apt, macOS. Group `host`: the name, when said.
-_LOOKUP = re.compile(
+# Both patterns are compiled on first use (re's cache): most calls never need them,
+# and compiling them cost every `stockade run` a millisecond of its start.
+_LOOKUP = (
     r"Could not resolve host(?:name)?:? (?P<host>[^\s:'\"]+)"
     r"|getaddrinfo (?:EAI_AGAIN|ENOTFOUND|EAI_NONAME|EAI_FAIL) (?P<host2>[^\s:'\"]+)"
     r"|Failed to resolve '(?P<host3>[^'\s]+)'"
@@ -177,7 +179,7 @@ _LOOKUP = re.compile(
 # A connection the network refused or never routed: no route (a namespace's lone
 # loopback), no socket family (the Landlock launcher's plain tier), nothing
 # listening (the command's own loopback, where the host's servers are not).
-_CONNECT = re.compile(
+_CONNECT = (
     r"Network is unreachable|network is unreachable|\bENETUNREACH\b"
     r"|No route to host|\bEHOSTUNREACH\b"
     r"|Address family not supported by protocol|\bEAFNOSUPPORT\b"
@@ -210,12 +212,12 @@ def network_failures(stderr: str) -> NetworkFailures:
     if not stderr:
         return NetworkFailures()
     lookups, hosts = False, dict[str, None]()
-    for match in _LOOKUP.finditer(stderr):
+    for match in re.finditer(_LOOKUP, stderr):
         lookups = True
         host = match["host"] or match["host2"] or match["host3"] or match["host4"]
         if host:
             hosts[host.lower().rstrip(".")] = None
-    connections = _CONNECT.search(stderr) is not None
+    connections = re.search(_CONNECT, stderr) is not None
     return NetworkFailures(lookups=lookups, hosts=tuple(hosts), connections=connections)
 
 
