@@ -1,3 +1,3 @@
-from .entry import main
+from .entry import console
 
-raise SystemExit(main())
+raise SystemExit(console())

@@ -94,6 +94,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def console() -> int:
+    """The `stockade` console script and `python -m stockade`: `main`, then the heap
+    frozen (`gc.freeze`), so that the interpreter's exit does not trace every object
+    the command loaded once more before it ends: some 40 ms of a `stockade run`
+    (docs/performance.md). What the exit owes still happens (atexit
+    hooks, weakref finalizers such as a temporary directory's, flushing, every
+    refcounted free); only cycles nothing reaches stay uncollected as the process ends.
+    Not `main`'s own doing: a test or an embedder calling `main` keeps its collector."""
+    status = main()
+    import gc
+
+    gc.freeze()
+    return status
+
+
 def _main(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:1] == ["acp"]:
