@@ -73,6 +73,20 @@ def composition(scratch: str, backend: str = "auto", mode: str = "workspace-writ
     return path
 
 
+def with_rules(scratch: str | Path, rules: str) -> Path:
+    """A composition (outside the workspace) of the local sandbox and a bash tool whose
+    `rules:` is `rules` (a YAML flow list); its path."""
+    config = private_dir(scratch, "conf") / "stockade.yml"
+    config.write_text(
+        "- {id: sandbox, name: stockade.sandbox.local}\n"
+        "- id: bash\n"
+        "  name: stockade.bash.sandbox\n"
+        "  config:\n"
+        f"    rules: {rules}\n"
+    )
+    return config
+
+
 @pytest.fixture
 def work(scratch) -> Path:
     return private_dir(scratch, "work")
@@ -154,15 +168,7 @@ def test_a_rules_file_in_the_workspace_is_one_line_and_exit_2_everywhere(scratch
 
 
 def test_a_wrong_rule_in_the_composition_is_one_line_and_exit_2(scratch, work):
-    conf = private_dir(scratch, "conf")
-    config = conf / "stockade.yml"
-    config.write_text(
-        "- {id: sandbox, name: stockade.sandbox.local}\n"
-        "- id: bash\n"
-        "  name: stockade.bash.sandbox\n"
-        "  config:\n"
-        "    rules: [{name: x, prefix: [make], decision: maybe, reason: r}]\n"
-    )
+    config = with_rules(scratch, "[{name: x, prefix: [make], decision: maybe, reason: r}]")
     done = stockade("rules", "check", "--config", str(config), "--", "make", cwd=work)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("stockade: ") and done.stderr.count("\n") == 1, done.stderr
@@ -303,14 +309,8 @@ def test_a_rules_path_reached_through_dotdot_is_asked_not_run(scratch, work):
     script.write_text(f"#!/bin/sh\necho deployed >> {work}/deployed\n")
     script.chmod(0o755)
     (work / "sub").mkdir()
-    conf = private_dir(scratch, "conf")
-    config = conf / "stockade.yml"
-    config.write_text(
-        "- {id: sandbox, name: stockade.sandbox.local}\n"
-        "- id: bash\n"
-        "  name: stockade.bash.sandbox\n"
-        "  config:\n"
-        f"    rules: [{{name: no-deploy, prefix: [{script}], decision: forbid, reason: r}}]\n"
+    config = with_rules(
+        scratch, f"[{{name: no-deploy, prefix: [{script}], decision: forbid, reason: r}}]"
     )
     dodge = f"{work}/sub/../deploy.sh"
     control = subprocess.run([dodge], capture_output=True, text=True, check=False)
