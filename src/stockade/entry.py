@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def console() -> int:
     """The `stockade` console script and `python -m stockade`: `main`, then the heap
     frozen (`gc.freeze`), so that the interpreter's exit does not trace every object
-    the command loaded once more before it ends: some 40 ms of a `stockade run`
+    the command loaded once more before it ends: some 30 ms of a `stockade run`
     (docs/performance.md). What the exit owes still happens (atexit
     hooks, weakref finalizers such as a temporary directory's, flushing, every
     refcounted free); only cycles nothing reaches stay uncollected as the process ends.

@@ -339,6 +339,36 @@ def test_a_rules_path_reached_through_dotdot_is_asked_not_run(scratch, work):
     assert (work / "deployed").read_text() == "deployed\n"
 
 
+@pytest.mark.parametrize(
+    "dodge",
+    [
+        "HOME={work}/sub; ~/../deploy.sh",  # a home that climbs above itself
+        "{work}/deplo[y].sh",  # a bracket set: pathname expansion finds the script
+        "{work}/deplo?.sh",
+        'W=env; "$W" {work}/deploy.sh',  # a command name that turns out to be a wrapper
+        'D={work}/sub; "$D"/../deploy.sh',
+    ],
+)
+def test_a_spelling_that_reaches_a_rules_path_is_asked_not_run(scratch, work, dodge):
+    """Each spelling runs the forbidden script when bash runs it alone (the control); under
+    the rule `stockade run` asks (exit 121) and the script never runs."""
+    script = work / "deploy.sh"
+    script.write_text(f"#!/bin/sh\necho deployed >> {work}/deployed\n")
+    script.chmod(0o755)
+    (work / "sub").mkdir()
+    config = with_rules(
+        scratch, f"[{{name: no-deploy, prefix: [{script}], decision: forbid, reason: r}}]"
+    )
+    text = dodge.format(work=work)
+    control = subprocess.run(["bash", "-c", text], capture_output=True, text=True, check=False)
+    assert control.returncode == 0, control.stderr
+    assert (work / "deployed").read_text() == "deployed\n"
+    (work / "deployed").unlink()
+    done = stockade("run", "--config", str(config), text, cwd=work)
+    assert done.returncode == 121, (text, done.stderr)
+    assert not (work / "deployed").exists()
+
+
 def test_exec_judges_the_default_rules_in_every_mode(tmp_path):
     """No composition: the default rules, even unconfined (nothing would stop it there)."""
     done = stockade(

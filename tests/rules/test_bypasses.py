@@ -425,3 +425,112 @@ def test_a_path_that_meets_a_rules_only_through_dotdot_is_asked(naming_paths, sc
 def test_a_path_that_leads_elsewhere_through_dotdot_meets_no_rule(naming_paths, script):
     verdict = naming_paths.judge(script)
     assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+# --- 8. a home that climbs, a glob's set, a command name known only in part --------------
+
+
+@pytest.fixture
+def naming_more() -> RuleSet:
+    def forbid(name: str, *prefix: str) -> dict[str, object]:
+        return {"name": name, "prefix": list(prefix), "decision": "forbid", "reason": "no"}
+
+    return RuleSet.from_config(
+        [
+            forbid("data", "rm", "-rf", "/data"),
+            forbid("deploy", "/opt/deploy.sh"),
+            forbid("local", "./deploy.sh"),
+            forbid("home-bin", "~/bin/x"),
+            forbid("scripts", "./scripts/*.sh"),
+            forbid("keys", "curl", "*.key"),
+            forbid("force", "git", "push", "-f"),
+        ],
+        defaults=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "rules"),
+    [
+        # `~root/..` is `/` when root's home is /root: a home that climbs above itself is
+        # some absolute path, which may be the rule's.
+        ("~root/../opt/deploy.sh", {"deploy"}),
+        ("rm -rf ~root/../data", {"data"}),
+        ("rm -rf ~/../../data", {"data"}),
+        ("rm -rf $HOME/../../data/", {"data"}),
+        ("$HOME/../../opt/deploy.sh --prod", {"deploy"}),
+        # Another user's home through `..` may still be the runner's.
+        ("~alice/bin/../bin/x", {"home-bin"}),
+        # `~+` is the working directory: `./deploy.sh`.
+        ("~+/deploy.sh", {"local"}),
+        ("~-/deploy.sh", {"local"}),
+        # A glob rule beginning with `./` compares spellings and `..` too, and case.
+        ("./x/../scripts/a.sh", {"scripts"}),
+        ("./SCRIPTS/a.sh", {"scripts"}),
+        # A bracket set is a glob whose known end is after its `]`, in one part or many.
+        ("rm -rf /dat[a]", {"data"}),
+        ("rm -rf /[d]ata", {"data"}),
+        ('rm -rf /dat["a"]', {"data"}),
+        ("rm -rf /da[]]a", {"data"}),
+        ("/opt/deploy.s[h]", {"deploy"}),
+        ("rm -rf /srv/../dat[a]", {"data"}),
+        # A partly known word's `..`: only what follows the last is known.
+        ('rm -rf "$D"/../data', {"data"}),
+        ('rm -rf "$D/../data"', {"data"}),
+        ('rm -rf "$D"/da?a', {"data"}),
+        # A command name known only in part: its base name, and what it may wrap.
+        ("/usr/bin/gi[t] push -f", {"force"}),
+        ("/usr/bin/g?t push -f", {"force"}),
+    ],
+)
+def test_a_spelling_that_may_reach_a_rules_word_is_asked(naming_more, script, rules):
+    verdict = naming_more.judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert {u.rule for u in verdict.uncertain} >= rules, verdict.uncertain
+
+
+@pytest.mark.parametrize(
+    "script",
+    ['"$W" git push -f', "/usr/bin/e?v git push -f", "bas? -c 'git push -f'", 'W=env; "$W" x'],
+)
+def test_a_command_name_that_may_be_a_wrapper_or_a_shell_is_a_doubt(naming_more, script):
+    """`"$W" git push -f` runs `git push -f` when W=env: what it wraps is not judged."""
+    verdict = naming_more.judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert any("whose command is not judged" in u.reason for u in verdict.uncertain), verdict
+
+
+def test_a_bracket_set_in_the_rule_itself_is_named_exactly(naming_more):
+    rules = RuleSet.from_config(
+        [{"name": "set", "prefix": ["rm", "/x[ab]"], "decision": "forbid", "reason": "no"}],
+        defaults=False,
+    )
+    assert rules.judge("rm /x[ab]").decision is Decision.FORBID
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "curl ~/x.key",  # a glob beginning with `*` meets a home word whatever the home is
+    ],
+)
+def test_a_glob_rule_meets_a_home_word_certainly(naming_more, script):
+    assert naming_more.judge(script).decision is Decision.FORBID
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "rm -rf ~/data",  # under the home: the home is not `/`
+        "rm -rf ~/../../datum",
+        "~/deploy.sh",  # a home path is not the working directory's
+        "/usr/bin/ca? x",  # cat, cal: no wrapper, no rule
+        "curl ~/x.txt",
+        "ls /x[ab]",
+        "rm -rf /data[",  # no `]`: a plain word
+        "[ -f x ]",
+    ],
+)
+def test_a_spelling_that_cannot_reach_a_rules_word_meets_none(naming_more, script):
+    verdict = naming_more.judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)

@@ -488,6 +488,8 @@ _PATHS = (
     *("./deploy.sh", ".//deploy.sh", "././deploy.sh", "deploy.sh", "bin/make", "bin//make"),
     *("/usr/bin/env", "/usr/bin/zsh", "/bin/.", "/usr/bin/mapfile", "~/bin/git", "/", "~/"),
     *("/usr/lib/../bin/make", "/opt/x/../../usr/bin/git", "x/../deploy.sh", "/bin/../..", "~/a/.."),
+    *("~root/../usr/bin/make", "x/../bin/make", "a/../scripts/a.sh", "~+/deploy.sh", "~/../bin/x"),
+    *("/usr/bin/g?t", "/usr/bin/gi[t]", "e?v", "/dat[a]", "$W"),
 )
 _RESERVED = (
     *("if", "then", "fi", "for", "in", "do", "done", "case", "esac", "while", "until"),
@@ -578,6 +580,7 @@ _RULE_WORDS = (
     *("git", "rm", "make", "ls", "deploy", "true", "echo", "python3", "x", "a@b", "1%"),
     *("/usr/bin/make", "/bin/bash", "bash", "sh", "./deploy.sh", "bin/make", "/usr/bin/git/"),
     *("Git", "MAKE", "env", "eval", "let", "mapfile", "hash", "-x", "git*", "~/bin/x"),
+    *("/opt/deploy.sh", "scripts/a.sh", "./scripts/a.sh", "./scripts/*.sh", "/dat[a]"),
 )
 
 

@@ -79,19 +79,23 @@ def normal_path(value: str) -> str:
     return value.rstrip("/") or "/"
 
 
-def collapsed_path(value: str) -> str | None:
+def collapsed_paths(value: str) -> tuple[str, ...]:
     """`value` with each `..` taking away the component before it, as a path without
-    symbolic links resolves (`/srv/../data` is `/data`); None when it holds no `..`.
+    symbolic links resolves (`/srv/../data` is `/data`); none when it holds no `..`.
     Only where no link stands on the way is this where the path leads, so a word that
-    meets a rule's path only so spelt may meet it: the judge is unsure, never certain."""
+    meets a rule's path only so spelt may meet it: the judge is unsure, never certain.
+    A relative result is given both ways a rule may spell it: `x/../bin/make` is
+    `./bin/make` and `bin/make` (and `x/../deploy.sh` is `./deploy.sh`: a word without
+    `/` would be a name looked up in PATH)."""
     spelt = normal_path(value)
     if ".." not in spelt.split("/"):
-        return None
+        return ()
     collapsed = os.path.normpath(spelt)
-    # Still a path, not a name looked up in PATH: `x/../deploy.sh` is `./deploy.sh`.
-    if "/" not in collapsed and collapsed not in (".", ".."):
-        return "./" + collapsed
-    return collapsed
+    if collapsed.startswith("/") or collapsed in (".", "..") or collapsed.startswith("../"):
+        return (collapsed,)
+    if "/" not in collapsed:
+        return ("./" + collapsed,)
+    return ("./" + collapsed, collapsed)
 
 
 def first_words(rules: Iterable[Rule]) -> frozenset[str] | None:
@@ -122,8 +126,7 @@ def _named(first: str, words: frozenset[str]) -> bool:
     name (`/usr/bin/git`)."""
     whole = first.lower()
     spellings = {whole, normal_path(whole), whole.rpartition("/")[2]}
-    collapsed = collapsed_path(whole)
-    if collapsed is not None:  # `/opt/x/../deploy.sh`, and its base name
+    for collapsed in collapsed_paths(whole):  # `/opt/x/../deploy.sh`, and its base name
         spellings |= {collapsed, collapsed.rpartition("/")[2]}
     return bool(spellings & words)
 

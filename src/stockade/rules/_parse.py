@@ -679,15 +679,24 @@ class _WordBuilder:
         self.splat = False
         self.has_unknown = False
         self.glob_at: list[int] = []
+        self.open_brackets: list[int] = []  # a `[` whose `]` may be in a later part
         self.is_home = False
 
     @property
     def empty(self) -> bool:
         return not self.value and not self.has_unknown
 
-    def literal(self, text: str, *, quoted: bool, glob_positions: tuple[int, ...] = ()) -> None:
+    def literal(
+        self,
+        text: str,
+        *,
+        quoted: bool,
+        glob_positions: tuple[int, ...] = (),
+        open_brackets: tuple[int, ...] = (),
+    ) -> None:
         start = sum(len(piece) for piece in self.value)
         self.glob_at += [start + index for index in glob_positions]
+        self.open_brackets += [start + index for index in open_brackets]
         self.value.append(text)
         self.unquoted.append("\x00" if quoted else text)
 
@@ -708,13 +717,23 @@ class _WordBuilder:
         value = "".join(self.value)
         unquoted = "".join(self.unquoted)
         splat = self.splat or bool(_BRACE_EXPANSION.search(unquoted))
+        glob_at = sorted(self.glob_at)
+        for at in self.open_brackets:  # `[` in one part, `]` in another (`/dat[a]`)
+            close = value.rfind("]")
+            if close > at:
+                glob_at += [at, close]
+        glob_at.sort()
         if self.has_unknown:
-            head = self.head or ""
-            tail = "".join(self.value[self.tail_from :])
+            # Known: the start before the first unknown or glob, the end after the last.
+            head = (self.head or "")[: glob_at[0]] if glob_at else self.head or ""
+            tail_start = sum(len(piece) for piece in self.value[: self.tail_from])
+            if glob_at:
+                tail_start = max(tail_start, glob_at[-1] + 1)
+            tail = value[tail_start:]
             return Word(text, None, head, tail, splat=splat, home=self.is_home)
-        if self.glob_at:
-            head = value[: self.glob_at[0]]
-            tail = value[self.glob_at[-1] + 1 :]
+        if glob_at:
+            head = value[: glob_at[0]]
+            tail = value[glob_at[-1] + 1 :]
             return Word(text, value, head, tail, splat=splat, glob=True, home=self.is_home)
         return Word(text, value, value, value, splat=splat, home=self.is_home)
 
@@ -738,6 +757,8 @@ def _unquoted_word(text: str, out: _WordBuilder) -> None:
             out.is_home = True
     chars: list[str] = []
     globs: list[int] = []
+    opened: list[int] = []
+    bracket_from = -1  # where the open `[...]`'s set begins (its first `]` is a member)
     index = 0
     while index < len(text):
         char = text[index]
@@ -746,11 +767,23 @@ def _unquoted_word(text: str, out: _WordBuilder) -> None:
                 chars.append(text[index + 1])
             index += 2
             continue
-        if char in "*?" or (char == "[" and "]" in text[index + 1 :]):
+        if bracket_from >= 0:
+            # Inside `[...]` every character is the set's: the word's known end is only
+            # what follows its `]` (`/dat[a]` ends in nothing known, not in `a]`).
+            if char == "]" and index > bracket_from:
+                bracket_from = -1
             globs.append(len(chars))
+        elif char in "*?" or (char == "[" and "]" in text[index + 1 :]):
+            globs.append(len(chars))
+            if char == "[":
+                bracket_from = index + 1 + (text[index + 1 : index + 2] in ("!", "^"))
+        elif char == "[":
+            opened.append(len(chars))
         chars.append(char)
         index += 1
-    out.literal("".join(chars), quoted=False, glob_positions=tuple(globs))
+    out.literal(
+        "".join(chars), quoted=False, glob_positions=tuple(globs), open_brackets=tuple(opened)
+    )
     if any(c == "\\" for c in text):
         # Escaped braces never expand: the brace check reads the escaped text as quoted.
         out.unquoted[-1] = re.sub(r"\\.", "\x00", text)

@@ -140,6 +140,31 @@ def name_of(word: Word) -> str | None:
     return word.value.rpartition("/")[2] if "/" in word.value else word.value
 
 
+def _partly_known_base_name(word: Word) -> Word | None:
+    """What is known of the base name of a path not known until run time (`/usr/bin/g?t`,
+    `"$D"/git`): the known start past its last `/`, the known end past its last `/`."""
+    if word.splat or ("/" not in word.head and "/" not in word.tail):
+        return None
+    tail = word.tail.rpartition("/")[2]
+    head = tail if "/" in word.tail else word.head.rpartition("/")[2]
+    return Word(word.text, None, head, tail)
+
+
+def _may_be_unwrapped(word: Word) -> str | None:
+    """The command names the judge would look inside (a wrapper, a shell, `eval`) that a
+    word known only in part may turn out to be, in any case, for a person; None for none."""
+    head, tail = word.head.lower(), word.tail.lower()
+    names = [
+        name
+        for name in sorted(UNWRAPPED, key=lambda name: (len(name) < 2, name))
+        if (name.startswith(head) or head.startswith(name))
+        and (name.endswith(tail) or tail.endswith(name))
+    ]
+    if not names:
+        return None
+    return ", ".join(names[:3]) + (" or another wrapper or shell" if len(names) > 3 else "")
+
+
 def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
     views: list[View] = [View(tuple(words), True)]
     carried: list[Carried] = []
@@ -155,6 +180,15 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
         first = current[0]
         name = name_of(first)
         if name is None:
+            based_word = _partly_known_base_name(first)
+            if based_word is not None:  # `/usr/bin/g?t`: perhaps git
+                views.append(View((based_word, *current[1:]), False, "base name"))
+            runner = None if first.splat else _may_be_unwrapped(based_word or first)
+            if runner is not None:  # `"$W" git push -f`, `bas? -c '...'`: not judged
+                doubts.append(
+                    f"{first.text} is known only at run time and may be {runner},"
+                    " whose command is not judged"
+                )
             break
         if first.value is not None and "/" in first.value:
             directory = first.value.rpartition("/")[0] or "/"

@@ -5,12 +5,13 @@ three-valued answer a pattern gives, and the word patterns rules are written in.
 from __future__ import annotations
 
 import enum
+import posixpath
 import unicodedata
 from typing import Final
 
 import attrs
 
-from ._first_word import collapsed_path, normal_path
+from ._first_word import collapsed_paths, normal_path
 
 
 class Decision(enum.StrEnum):
@@ -147,13 +148,9 @@ class Alternative:
         if word.splat:
             return Match.MAYBE
         if word.value is not None and not word.glob:
-            if word.home != self.home:
-                return Match.NO
-            answer = self._match_value(word.value)
-            named = _named_home(word.value) if self.home and answer is Match.NO else None
-            if named is not None and self._match_value(named) is Match.YES:
-                return Match.MAYBE  # `~alice` is the home directory when alice runs it
-            return answer
+            if word.home:
+                return self._match_home(word.value)
+            return Match.NO if self.home else self._match_value(word.value)
         # Partly known: a glob (pathname expansion) or a quoted expansion.
         if (
             word.glob
@@ -167,7 +164,56 @@ class Alternative:
                 return Match.NO
             return Match.MAYBE
         first, last = self.pieces[0], self.pieces[-1]
-        return Match.MAYBE if _compatible_ends(word.head, word.tail, first, last) else Match.NO
+        head, tail = word.head, word.tail
+        if self.path and (_climbs(head) or _climbs(tail)):
+            # What `..` climbs out of may be anything: only what follows the last is known.
+            if _climbs(tail):
+                shape: tuple[str, ...] = ("", _after_climbs(tail))
+            else:
+                shape = ("", _after_climbs(head), tail)
+            return Match.MAYBE if self._may_meet(shape) else Match.NO
+        if word.home != self.home:
+            return Match.NO
+        return Match.MAYBE if _compatible_ends(head, tail, first, last) else Match.NO
+
+    def _match_home(self, value: str) -> Match:
+        """A known word starting with `~` (or `$HOME`): the home directory, another
+        user's, or a working directory (`~+`, `~-`), none of which the script fixes."""
+        if self.short_flag is not None:
+            return Match.NO
+        rest = _above_home(value)
+        if rest is not None:  # `~root/..`, `~/../../opt/x`: some absolute path
+            if self.pieces[0][:1] not in ("/", "~"):
+                return self._match_any_directory(value)
+            return Match.MAYBE if not rest or self._may_meet(("", "/" + rest)) else Match.NO
+        if not self.home:
+            # `~+` is $PWD, the working directory (and `~-` $OLDPWD may be): `./x`.
+            working = value[1:2] in ("+", "-") and value[2:3] in ("", "/")
+            if working and self._match_value("." + value[2:]) is not Match.NO:
+                return Match.MAYBE
+            return self._match_any_directory(value)
+        answer = self._match_value(value)
+        named = _named_home(value) if answer is Match.NO else None
+        if named is not None and self._match_value(named) is not Match.NO:
+            return Match.MAYBE  # `~alice` is the home directory when alice runs it
+        return answer
+
+    def _match_any_directory(self, value: str) -> Match:
+        """A home word against a pattern that names no home and no absolute path: a glob
+        beginning with `*` (`*.key`, `*`) meets it whatever the directory is."""
+        if self.literal is not None or self.pieces[0]:
+            return Match.NO
+        slash = value.find("/")
+        rest = "" if slash < 0 else value[slash:]
+        if _glob_match(self.pieces, rest):
+            return Match.YES
+        return Match.MAYBE if self._may_meet(("", rest)) else Match.NO
+
+    def _may_meet(self, shape: tuple[str, ...]) -> bool:
+        """Whether some word of `shape` (literal pieces around `*`s, as a glob's) matches
+        the pattern, in any case or through a lookalike letter."""
+        pieces = self.pieces if self.literal is None else (normal_path(self.literal),)
+        return _globs_meet(pieces, shape)
 
     def _match_value(self, value: str) -> Match:
         if self.short_flag is not None:
@@ -188,11 +234,27 @@ class Alternative:
             return _lookalike(value, self.literal)
         if _glob_match(self.pieces, value):
             return Match.YES
-        path = self.pieces[0][:1] in ("/", "~")
-        if path and _glob_match(self.pieces, normal_path(value)):
+        if self.path and _glob_match(self.pieces, normal_path(value)):
             return Match.YES
-        collapsed = collapsed_path(value) if path else None
-        return Match.MAYBE if collapsed and _glob_match(self.pieces, collapsed) else Match.NO
+        spellings = collapsed_paths(value) if self.path else ()
+        if any(_glob_match(self.pieces, collapsed) for collapsed in spellings):
+            return Match.MAYBE
+        # Another case or a lookalike letter, as for a literal: run time decides.
+        if not spellings:
+            spellings = (normal_path(value) if self.path else value,)
+        if all(spelt.isascii() for spelt in spellings) and self.source.isascii():
+            pieces = tuple(piece.lower() for piece in self.pieces)
+            folded = any(_glob_match(pieces, spelt.lower()) for spelt in spellings)
+        else:
+            pieces = tuple(skeleton(piece) for piece in self.pieces)
+            folded = any(_glob_match(pieces, skeleton(spelt)) for spelt in spellings)
+        return Match.MAYBE if folded else Match.NO
+
+    @property
+    def path(self) -> bool:
+        """Whether the pattern names a path (`/usr/bin/mak*`, `./scripts/*`, `~/x`), whose
+        words are compared as the kernel resolves their spelling."""
+        return _is_path(self.pieces[0])
 
 
 def _is_path(literal: str) -> bool:
@@ -209,12 +271,86 @@ def _same_path(value: str, literal: str) -> bool:
 def _through_dotdot(value: str, literal: str) -> bool:
     """Whether `value` meets the path `literal` once its `..` are taken away (in any
     case): `/srv/../data` is `/data` unless `/srv` is a symbolic link, so it may be."""
-    collapsed = collapsed_path(value)
-    if collapsed is None:
-        return False
-    if _same_path(collapsed, literal):
-        return True
-    return _lookalike(collapsed, normal_path(literal)) is Match.MAYBE
+    spelt = normal_path(literal)
+    return any(
+        _same_path(collapsed, literal) or _lookalike(collapsed, spelt) is Match.MAYBE
+        for collapsed in collapsed_paths(value)
+    )
+
+
+def _climbs(known: str) -> bool:
+    """Whether a known start or end of a word may hold a `..` component (a part of one
+    counts: what follows is unknown)."""
+    return ".." in known
+
+
+def _after_climbs(known: str) -> str:
+    """A word's known part past its last `..` (`x/../opt/x.sh` -> `/opt/x.sh`): all that is
+    known of where it leads."""
+    parts = known.split("/")
+    climbs = [index for index, part in enumerate(parts) if ".." in part]
+    return "/" + "/".join(parts[climbs[-1] + 1 :]) if climbs else known
+
+
+_STAR: Final = ""  # a `*` among a glob's tokens (every other token is one character)
+_MEET_LIMIT: Final = 250_000  # past this many states two globs are taken to meet
+
+
+def _globs_meet(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
+    """Whether two globs (literal pieces around `*`s) match a common string, in any case
+    or through a lookalike letter: a walk over both at once, a `*` taking the other's
+    characters one by one."""
+    joined = "".join((*first, *second))
+    fold = str.lower if joined.isascii() else skeleton
+    a = _tokens(tuple(fold(piece) for piece in first))
+    b = _tokens(tuple(fold(piece) for piece in second))
+    if (len(a) + 1) * (len(b) + 1) > _MEET_LIMIT:
+        return True  # too long to walk: perhaps
+    seen: set[tuple[int, int]] = set()
+    stack = [(0, 0)]
+    while stack:
+        i, j = stack.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(a) and j == len(b):
+            return True
+        x = a[i] if i < len(a) else None
+        y = b[j] if j < len(b) else None
+        if x == _STAR:
+            stack.append((i + 1, j))
+            if y is not None:
+                stack.append((i, j + 1))
+        if y == _STAR:
+            stack.append((i, j + 1))
+            if x is not None:
+                stack.append((i + 1, j))
+        if x is not None and y is not None and x != _STAR and y != _STAR and x == y:
+            stack.append((i + 1, j + 1))
+    return False
+
+
+def _tokens(pieces: tuple[str, ...]) -> list[str]:
+    tokens: list[str] = list(pieces[0])
+    for piece in pieces[1:]:
+        tokens.append(_STAR)
+        tokens.extend(piece)
+    return tokens
+
+
+def _above_home(value: str) -> str | None:
+    """For a word starting with `~` whose `..` climb above that directory, what follows the
+    climb (`~/../../opt/x` -> `opt/x`, `~root/..` -> ``): the word is then some absolute
+    path ending so. None when it stays at or under the home."""
+    slash = value.find("/")
+    if slash < 0:
+        return None
+    inside = posixpath.normpath(value[slash + 1 :] or ".")
+    if inside != ".." and not inside.startswith("../"):
+        return None
+    while inside == ".." or inside.startswith("../"):
+        inside = inside[3:]
+    return inside
 
 
 def _named_home(value: str) -> str | None:
