@@ -534,3 +534,24 @@ def test_a_glob_rule_meets_a_home_word_certainly(naming_more, script):
 def test_a_spelling_that_cannot_reach_a_rules_word_meets_none(naming_more, script):
     verdict = naming_more.judge(script)
     assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+@pytest.mark.parametrize(
+    "script", ["cat ./docs/../../../etc/shadow", "cat ./docs/x/../../secret", "cat ./docs/.."]
+)
+def test_an_allow_glob_never_allows_a_word_whose_dotdot_may_leave_it(script):
+    """`cat ./docs/*` allows `cat ./docs/a.md`; the raw text `./docs/../../x` matches the
+    glob too, but leads out of ./docs: not allowed, and the reason says why."""
+    rules = RuleSet.from_config([allow("docs", "cat", "./docs/*")], defaults=False)
+    assert rules.judge("cat ./docs/a.md").decision is Decision.ALLOW
+    verdict = rules.judge(script)
+    assert verdict.decision is None, (script, verdict)
+    assert any("where its .. leads" in u.reason for u in verdict.uncertain), verdict
+
+
+def test_a_forbid_glob_still_forbids_a_word_whose_dotdot_it_matches():
+    rules = RuleSet.from_config(
+        [{"name": "tmp", "prefix": ["rm", "-rf", "/tmp/*"], "decision": "forbid", "reason": "r"}],
+        defaults=False,
+    )
+    assert rules.judge("rm -rf /tmp/../etc").decision is Decision.FORBID

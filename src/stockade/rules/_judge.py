@@ -241,5 +241,9 @@ def _why_maybe(rule: Rule, view: View) -> str:
     verb = "is not allowed by" if rule.decision is Decision.ALLOW else "may meet"
     if unknown is not None:
         return f"it {verb} rule {rule.name!r}: {unknown.text} is known only at run time"
+    climbing = next((w for w in view.words if ".." in (w.value or "").split("/")), None)
+    if climbing is not None:
+        where = "where its .. leads is known only at run time (a symbolic link, a home)"
+        return f"it {verb} rule {rule.name!r}: {climbing.text}: {where}"
     lookalike = "a word only looks like the rule's (another case, lookalike letters)"
     return f"it {verb} rule {rule.name!r}: {lookalike}"

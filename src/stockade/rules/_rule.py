@@ -36,6 +36,7 @@ class Rule:
     def judge(self, words: Sequence[Word], fed_by: Sequence[Word]) -> Match:
         """Whether the rule applies to a command with these words, fed by these commands."""
         answers: list[Match] = []
+        allowing = self.decision is Decision.ALLOW
         for position, pattern in enumerate(self.prefix):
             if position >= len(words):
                 return Match.NO
@@ -44,12 +45,12 @@ class Rule:
                 # It may become any words: the rest of the prefix and the conditions too.
                 answers.append(Match.MAYBE)
                 return _and(answers) if Match.NO in answers else Match.MAYBE
-            answers.append(pattern.match(word))
+            answers.append(pattern.match(word, allowing=allowing))
             if answers[-1] is Match.NO:
                 return Match.NO
         rest = words[len(self.prefix) :]
         for pattern in self.args:
-            answers.append(_any(pattern, rest))
+            answers.append(_any(pattern, rest, allowing=allowing))
             if answers[-1] is Match.NO:
                 return Match.NO
         if self.piped_from:
@@ -72,5 +73,5 @@ def _or(answers: Sequence[Match]) -> Match:
     return Match.MAYBE if Match.MAYBE in answers else Match.NO
 
 
-def _any(pattern: WordPattern, words: Sequence[Word]) -> Match:
-    return _or([pattern.match(word) for word in words])
+def _any(pattern: WordPattern, words: Sequence[Word], *, allowing: bool = False) -> Match:
+    return _or([pattern.match(word, allowing=allowing) for word in words])

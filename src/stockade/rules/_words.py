@@ -278,6 +278,10 @@ def _through_dotdot(value: str, literal: str) -> bool:
     )
 
 
+def _holds_dotdot(value: str | None) -> bool:
+    return value is not None and ".." in value.split("/")
+
+
 def _climbs(known: str) -> bool:
     """Whether a known start or end of a word may hold a `..` component (a part of one
     counts: what follows is unknown)."""
@@ -419,7 +423,9 @@ class WordPattern:
     def sources(self) -> tuple[str, ...]:
         return tuple(alternative.source for alternative in self.alternatives)
 
-    def match(self, word: Word) -> Match:
+    def match(self, word: Word, *, allowing: bool = False) -> Match:
+        """`allowing`: for an allow rule, whose glob never certainly meets a word that a
+        `..` may lead out of what the glob names (`./docs/*` and `./docs/../../x`)."""
         value = word.value
         fast = value is not None and word.known and not word.home and "/" not in value
         if self._only_plain and fast and value is not None:
@@ -430,6 +436,9 @@ class WordPattern:
         answer = Match.NO
         for alternative in self.alternatives:
             found = alternative.match(word)
+            leaves = allowing and alternative.literal is None and _holds_dotdot(value)
+            if found is Match.YES and leaves:
+                found = Match.MAYBE
             if found is Match.YES:
                 return Match.YES
             if found is Match.MAYBE:
