@@ -555,3 +555,64 @@ def test_a_forbid_glob_still_forbids_a_word_whose_dotdot_it_matches():
         defaults=False,
     )
     assert rules.judge("rm -rf /tmp/../etc").decision is Decision.FORBID
+
+
+@pytest.mark.parametrize(
+    ("script", "rules"),
+    [
+        # A glob or a partly known word is compared as the kernel spells it: a trailing
+        # `/`, `//`, `/./` (each removed /data in real bash).
+        ("rm -rf /dat?/", {"data"}),
+        ("rm -rf /dat[a]//", {"data"}),
+        ("rm -rf //dat?", {"data"}),
+        ("rm -rf /./dat[a]", {"data"}),
+        ('rm -rf "$D"/', {"data"}),
+        ('rm -rf "$D"/.', {"data"}),
+        ('rm -rf "$D"/../data/', {"data"}),
+        # `..` among a glob's characters, or a component a glob may make `..`.
+        ("rm -rf /s?v/../d?ta", {"data"}),
+        ("rm -rf /srv/.?/data", {"data"}),
+        ("rm -rf /data/*/..", {"data"}),
+        ("rm -rf /dat?/x/..", {"data"}),
+        # `shopt -s nocaseglob`: a glob in another case.
+        ("shopt -s nocaseglob; rm -rf /DAT?", {"data"}),
+        # Globstar's `**` may be no directory at all.
+        ("shopt -s globstar; rm -rf /data/**", {"data"}),
+        # Another user's home, the working directory, a glob beginning with `*`: as for
+        # a known word.
+        ("~root/bin/?", {"home-bin"}),
+        ("~+/deploy.s?", {"local"}),
+        ('curl ~/"$K".key', {"keys"}),
+        ("curl ~/s?.key", {"keys"}),
+        # git's global options, whatever spells git.
+        ("/usr/bin/git -C . push -f", {"force"}),
+        ("sudo /usr/bin/git -c a=b push -f", {"force"}),
+        ("GIT -C . push -f", {"force"}),
+        ("/usr/bin/g?t -C . push -f", {"force"}),
+        ('"$D"/git -C . push -f', {"force"}),
+    ],
+)
+def test_a_spelling_of_a_glob_or_a_command_that_may_reach_a_rule_is_asked(
+    naming_more, script, rules
+):
+    verdict = naming_more.judge(script)
+    assert verdict.decision is not None, (script, verdict)
+    found = {u.rule for u in verdict.uncertain} | {c.rule for c in verdict.commands}
+    assert found >= rules, verdict
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "rm -rf ~/.cache/*",  # a glob under the home is never the home itself
+        "rm -rf /tmp/build/*",
+        "rm -rf /tmp/x*/",
+        'rm -rf "$HOME"/.cache/x*/',
+        "git -C . push origin main",
+        "/usr/bin/git -C . push origin main",
+        '"$D"/git -C . status',
+    ],
+)
+def test_a_glob_under_a_directory_is_not_the_directory_under_the_defaults(script):
+    verdict = RuleSet.from_config([], defaults=True).judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)

@@ -165,6 +165,16 @@ def _may_be_unwrapped(word: Word) -> str | None:
     return ", ".join(names[:3]) + (" or another wrapper or shell" if len(names) > 3 else "")
 
 
+def _may_be_git(word: Word) -> bool:
+    """Whether a command word known only in part may be git, in any case."""
+    head, tail = word.head, word.tail
+    fold = str.lower if (head + tail).isascii() else skeleton
+    head, tail = fold(head), fold(tail)
+    return ("git".startswith(head) or head.startswith("git")) and (
+        "git".endswith(tail) or tail.endswith("git")
+    )
+
+
 def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
     views: list[View] = [View(tuple(words), True)]
     carried: list[Carried] = []
@@ -183,6 +193,10 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             based_word = _partly_known_base_name(first)
             if based_word is not None:  # `/usr/bin/g?t`: perhaps git
                 views.append(View((based_word, *current[1:]), False, "base name"))
+            if not first.splat and _may_be_git(based_word or first):
+                # `/usr/bin/g?t -C . push -f`: git's global options skipped as for git.
+                skipped = _git_without_options((based_word or first, *current[1:]))
+                views.append(View(skipped, False, "git options"))
             runner = None if first.splat else _may_be_unwrapped(based_word or first)
             if runner is not None:  # `"$W" git push -f`, `bas? -c '...'`: not judged
                 doubts.append(
@@ -190,6 +204,7 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
                     " whose command is not judged"
                 )
             break
+        based = current
         if first.value is not None and "/" in first.value:
             directory = first.value.rpartition("/")[0] or "/"
             based = (Word.exact(name, text=first.text), *current[1:])
@@ -222,8 +237,10 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             current = inner
             views.append(View(current, exact, name))
             continue
-        if name == "git":
-            views.append(View(_git_without_options(current), False, "git options"))
+        if (name.lower() if name.isascii() else skeleton(name)) == "git":
+            # By its base name (`/usr/bin/git -C . push -f`) and in any case (`GIT`), as
+            # forbid and prompt rules see the command itself.
+            views.append(View(_git_without_options(based), False, "git options"))
         elif name in SHELLS:
             script, problem, reads_stdin = _shell_script(current[1:])
             if problem is not None:

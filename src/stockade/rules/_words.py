@@ -102,7 +102,13 @@ _CONFUSABLES: Final = dict(
 
 def _compatible_ends(head: str, tail: str, literal_head: str, literal_tail: str) -> bool:
     """Whether a word known to start with `head` and end with `tail` may be a string that
-    a pattern says starts with `literal_head` and ends with `literal_tail`."""
+    a pattern says starts with `literal_head` and ends with `literal_tail`, in any case or
+    through a lookalike letter (as a literal may: `shopt -s nocaseglob` makes `/DAT?`
+    `/data`)."""
+    joined = head + tail + literal_head + literal_tail
+    fold = str.lower if joined.isascii() else skeleton
+    head, tail = fold(head), fold(tail)
+    literal_head, literal_tail = fold(literal_head), fold(literal_tail)
     return (head.startswith(literal_head) or literal_head.startswith(head)) and (
         tail.endswith(literal_tail) or literal_tail.endswith(tail)
     )
@@ -165,16 +171,42 @@ class Alternative:
             return Match.MAYBE
         first, last = self.pieces[0], self.pieces[-1]
         head, tail = word.head, word.tail
-        if self.path and (_climbs(head) or _climbs(tail)):
+        if self.path:
+            # As the kernel spells it: `/dat?/`, `//dat?` and `"$D"/` may be `/data`.
+            head, tail = _spelt_head(head), _spelt_tail(tail)
+            if self.literal is not None:
+                first = last = normal_path(self.literal)
+        if self.path and (
+            _climbs(head) or _climbs(tail) or _glob_climbs(word.value, len(word.head))
+        ):
             # What `..` climbs out of may be anything: only what follows the last is known.
             if _climbs(tail):
-                shape: tuple[str, ...] = ("", _after_climbs(tail))
+                shape: tuple[str, ...] = ("", _after_climbs(tail).rstrip("/"))
+            elif _glob_climbs(word.value, len(word.head)):
+                shape = ("", tail)  # `/s?v/../d?ta`, `/srv/.?/data`: a `..` among the globs
             else:
                 shape = ("", _after_climbs(head), tail)
             return Match.MAYBE if self._may_meet(shape) else Match.NO
-        if word.home != self.home:
+        heads = [head]
+        if word.home and not self.home:
+            # `~+/dat?` is `./dat?`; a pattern beginning with `*` meets any directory.
+            working = head[1:2] in ("+", "-") and head[2:3] in ("", "/")
+            heads = (["." + head[2:]] if working else []) + ([""] if not first else [])
+        elif word.home != self.home:
             return Match.NO
-        return Match.MAYBE if _compatible_ends(head, tail, first, last) else Match.NO
+        elif word.home and head[1:2] not in ("", "/"):
+            # `~alice/dat?` is the home directory's `dat?` when alice runs it.
+            slash = head.find("/")
+            heads.append("~" if slash < 0 else "~" + head[slash:])
+        if word.value is not None and self.literal is not None and "**" not in word.value:
+            # A glob (no `..` in it, as above) becomes a word of as many components: a
+            # literal it may be starts with its start and ends with its end, both whole
+            # (`~/.cache/*` is never `~`, `/tmp/x/*` never `/`); globstar's `**` may be
+            # none (`/data/**` is `/data/` too).
+            meets = any(_holds_ends(first, h, tail) for h in heads)
+        else:
+            meets = any(_compatible_ends(h, tail, first, last) for h in heads)
+        return Match.MAYBE if meets else Match.NO
 
     def _match_home(self, value: str) -> Match:
         """A known word starting with `~` (or `$HOME`): the home directory, another
@@ -286,6 +318,51 @@ def _climbs(known: str) -> bool:
     """Whether a known start or end of a word may hold a `..` component (a part of one
     counts: what follows is unknown)."""
     return ".." in known
+
+
+def _holds_ends(literal: str, head: str, tail: str) -> bool:
+    """Whether `literal` may be a glob's word that starts with `head` and ends with `tail`
+    (in any case, through a lookalike letter): both in it, apart."""
+    joined = literal + head + tail
+    fold = str.lower if joined.isascii() else skeleton
+    literal, head, tail = fold(literal), fold(head), fold(tail)
+    fits = len(literal) >= len(head) + len(tail)
+    return fits and literal.startswith(head) and literal.endswith(tail)
+
+
+def _spelt_head(head: str) -> str:
+    """A partly known word's known start as the kernel spells it: repeated `/` one, `/./`
+    dropped (its end is left: `/.` may go on as `/.x`)."""
+    while "//" in head or "/./" in head:
+        head = head.replace("//", "/").replace("/./", "/")
+    return head
+
+
+def _spelt_tail(tail: str) -> str:
+    """A partly known word's known end as the kernel spells it: repeated `/` one, `/./`
+    dropped, a trailing `/` or `/.` dropped (`"$D"/` may be `/data`; its start is left:
+    `./x` may follow a name, as in `a./x`)."""
+    while "//" in tail or "/./" in tail:
+        tail = tail.replace("//", "/").replace("/./", "/")
+    if tail.endswith("/."):
+        tail = tail[:-1]
+    return tail.rstrip("/")
+
+
+def _glob_climbs(value: str | None, known: int) -> bool:
+    """Whether a glob's `..` may stand past its known start (`value[:known]`): a `..`
+    component, or one that begins with `.` and a pattern character (`.?`, `.*`, `.[.]`
+    match `..` once `globskipdots` is off, as before bash 5.2)."""
+    if value is None:
+        return False
+    end = -1
+    for component in value.split("/"):
+        end += len(component) + 1
+        if end <= known:
+            continue
+        if component == ".." or (component[:1] == "." and component[1:2] in ("*", "?", "[")):
+            return True
+    return False
 
 
 def _after_climbs(known: str) -> str:
