@@ -584,6 +584,9 @@ def test_a_forbid_glob_still_forbids_a_word_whose_dotdot_it_matches():
         ("~+/deploy.s?", {"local"}),
         ('curl ~/"$K".key', {"keys"}),
         ("curl ~/s?.key", {"keys"}),
+        # A home's `//..` climbs as `/..` does.
+        ("rm -rf ~//../../data", {"data"}),
+        ("rm -rf $HOME//../../data", {"data"}),
         # git's global options, whatever spells git.
         ("/usr/bin/git -C . push -f", {"force"}),
         ("sudo /usr/bin/git -c a=b push -f", {"force"}),

@@ -426,7 +426,8 @@ def _above_home(value: str) -> str | None:
     slash = value.find("/")
     if slash < 0:
         return None
-    inside = posixpath.normpath(value[slash + 1 :] or ".")
+    # `~//..` climbs as `~/..` does (normpath would read `//..` as the root's `/`).
+    inside = posixpath.normpath(value[slash + 1 :].lstrip("/") or ".")
     if inside != ".." and not inside.startswith("../"):
         return None
     while inside == ".." or inside.startswith("../"):
