@@ -347,6 +347,8 @@ def test_a_rules_path_reached_through_dotdot_is_asked_not_run(scratch, work):
         "{work}/deplo?.sh",
         'W=env; "$W" {work}/deploy.sh',  # a command name that turns out to be a wrapper
         'D={work}/sub; "$D"/../deploy.sh',
+        'X=../deploy.sh; {work}/sub/"$X"',  # an expansion holding `..`
+        "HOME=/; ~{work}/deploy.sh",  # a script that moves the home
     ],
 )
 def test_a_spelling_that_reaches_a_rules_path_is_asked_not_run(scratch, work, dodge):

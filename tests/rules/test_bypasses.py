@@ -619,3 +619,52 @@ def test_a_spelling_of_a_glob_or_a_command_that_may_reach_a_rule_is_asked(
 def test_a_glob_under_a_directory_is_not_the_directory_under_the_defaults(script):
     verdict = RuleSet.from_config([], defaults=True).judge(script)
     assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # An expansion may hold `..`: past it, only the end after the last is known.
+        'X=../data; rm -rf /srv/"$X"',
+        'rm -rf /srv/"$X"/',
+        # A script that sets HOME (or PWD) moves every home word anywhere.
+        "HOME=/; rm -rf ~/data",
+        "export HOME=/; rm -rf ~/data",
+        "HOME=/ rm -rf ~/data",
+        "HOME=/ bash -c 'rm -rf ~/data'",
+        "read HOME; rm -rf ~/dat?",
+        "PWD=/; rm -rf ~+/data",
+        "declare HOME=/; rm -rf $HOME/data",
+    ],
+)
+def test_a_directory_the_script_may_choose_meets_a_rules_path(script):
+    rules = RuleSet.from_config(
+        [{"name": "data", "prefix": ["rm", "-rf", "/data"], "decision": "forbid", "reason": "r"}],
+        defaults=False,
+    )
+    verdict = rules.judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert {u.rule for u in verdict.uncertain} == {"data"}, verdict.uncertain
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'rm -rf "$dir"/build',  # its end is known: never /data
+        "rm -rf ~/data",  # the home is not `/` unless the script moves it
+        "echo $HOME ${HOME} ${#HOME}; rm -rf ~/data",  # reading HOME moves nothing
+        "read HOME; rm -rf ~/x?",  # anywhere, but never ending in `/data`
+    ],
+)
+def test_a_directory_the_script_cannot_choose_into_a_rules_path_meets_none(script):
+    rules = RuleSet.from_config(
+        [{"name": "data", "prefix": ["rm", "-rf", "/data"], "decision": "forbid", "reason": "r"}],
+        defaults=False,
+    )
+    verdict = rules.judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+def test_a_moved_home_keeps_the_home_rules_certain():
+    """`HOME=/x; rm -rf ~` still deletes the home, whatever it now is: forbidden."""
+    assert RuleSet.from_config([]).judge("HOME=/x; rm -rf ~").decision is Decision.FORBID

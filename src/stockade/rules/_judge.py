@@ -4,9 +4,11 @@ against the rules, the strictest decision kept, and every doubt turned away from
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Final
 
+import attrs
 import msgspec
 
 from ._parse import BashParser, Doubt, SimpleCommand, brief
@@ -85,6 +87,24 @@ class _Work(msgspec.Struct):
     words: tuple[Word, ...] = ()
     origin: str = ""
     depth: int = 0
+    moved: bool = False  # a script around it may set HOME, PWD or OLDPWD
+
+
+# A name of the variables a home word reads, not as `$NAME` or `${NAME...}` (where it is
+# read): where a script may set it (`HOME=/`, `export HOME`, `read HOME`, `env HOME=/`).
+_SETS_HOME: Final = re.compile(r"(?<![$\w{#!])(?:HOME|OLDPWD|PWD)\b")
+
+
+def _may_move_home(text: str) -> bool:
+    return ("HOME" in text or "PWD" in text) and _SETS_HOME.search(text) is not None
+
+
+def _moved(command: SimpleCommand) -> SimpleCommand:
+    """The command with each home word's directory taken as anywhere."""
+    if not any(word.home for word in (*command.words, *command.fed_by)):
+        return command
+    words = tuple(attrs.evolve(w, moved=True) if w.home else w for w in command.words)
+    return attrs.evolve(command, words=words)
 
 
 def judge(
@@ -96,7 +116,8 @@ def judge(
 ) -> Judgement:
     """Judge a bash script, or one command given as words (an argv)."""
     strict = any(rule.decision is not Decision.ALLOW for rule in rules)
-    queue = [_Work(script, tuple(words))]
+    shown = script if script is not None else " ".join(word.text for word in words)
+    queue = [_Work(script, tuple(words), moved=_may_move_home(shown))]
     commands: list[JudgedCommand] = []
     doubts: list[Uncertainty] = []
     held: list[Uncertainty] = []
@@ -112,6 +133,7 @@ def judge(
             doubts.append(Uncertainty(f"scripts nested deeper than {MAX_DEPTH}", "", work.origin))
             continue
         literals: list[Doubt] = []
+        moved = work.moved or (work.script is not None and _may_move_home(work.script))
         if work.script is not None:
             parsed = parser.parse(work.script, work.origin)
             found: Sequence[SimpleCommand] = parsed.commands
@@ -120,6 +142,8 @@ def judge(
             held += [_doubt(d) for d in parsed.unallowable]
         else:
             found = (SimpleCommand(work.words, " ".join(w.text for w in work.words), work.origin),)
+        if moved:
+            found = [_moved(command) for command in found]
         carried_here: set[str] = set()
         for command in found:
             unwrapped = unwrap(command.words, command.stdin)
@@ -134,9 +158,13 @@ def judge(
                     doubts.append(Uncertainty(reason, brief(command.text), command.origin))
                 else:
                     origin = _join(carried.origin, command.origin)
-                    queue.append(_Work(carried.script, origin=origin, depth=work.depth + 1))
+                    queue.append(
+                        _Work(carried.script, origin=origin, depth=work.depth + 1, moved=moved)
+                    )
             for more, how in unwrapped.more:
-                queue.append(_Work(None, more, _join(how, command.origin), work.depth + 1))
+                queue.append(
+                    _Work(None, more, _join(how, command.origin), work.depth + 1, moved=moved)
+                )
             judged, uncertain = _judge_command(rules, command, unwrapped)
             commands.append(judged)
             doubts += uncertain

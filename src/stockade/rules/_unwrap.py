@@ -146,8 +146,12 @@ def _partly_known_base_name(word: Word) -> Word | None:
     if word.splat or ("/" not in word.head and "/" not in word.tail):
         return None
     tail = word.tail.rpartition("/")[2]
-    head = tail if "/" in word.tail else word.head.rpartition("/")[2]
-    return Word(word.text, None, head, tail)
+    if "/" in word.tail:  # `/usr/*/git`, `"$D"/git`: the base name is known
+        return Word(word.text, tail, tail, tail)
+    head = word.head.rpartition("/")[2]
+    if word.value is not None:  # a glob (`/usr/bin/g?t`): the glob's base name
+        return Word(word.text, word.value.rpartition("/")[2], head, tail, glob=True)
+    return Word(word.text, None, head, tail)  # an expansion in the base name
 
 
 def _may_be_unwrapped(word: Word) -> str | None:

@@ -47,6 +47,7 @@ class Word:
     at run time (an unquoted expansion, a brace expansion). `glob`: an unquoted `*`,
     `?` or `[...]` that pathname expansion may replace by file names matching it.
     `home`: the leading `~` stands for the home directory (an unquoted `~`, `$HOME`).
+    `moved`: that directory may be anywhere, the script setting HOME (or PWD, OLDPWD).
     """
 
     text: str  # as written in the script
@@ -56,6 +57,9 @@ class Word:
     splat: bool = False
     glob: bool = False
     home: bool = False
+    # The script may set HOME, PWD or OLDPWD (`HOME=/; rm -rf ~/data`): a home word is
+    # then some absolute path, not only the runner's home.
+    moved: bool = False
 
     @classmethod
     def exact(cls, value: str, *, text: str | None = None, home: bool = False) -> Word:
@@ -155,7 +159,7 @@ class Alternative:
             return Match.MAYBE
         if word.value is not None and not word.glob:
             if word.home:
-                return self._match_home(word.value)
+                return self._match_home(word.value, moved=word.moved)
             return Match.NO if self.home else self._match_value(word.value)
         # Partly known: a glob (pathname expansion) or a quoted expansion.
         if (
@@ -177,13 +181,24 @@ class Alternative:
             if self.literal is not None:
                 first = last = normal_path(self.literal)
         if self.path and (
-            _climbs(head) or _climbs(tail) or _glob_climbs(word.value, len(word.head))
+            _climbs(head)
+            or _climbs(tail)
+            or _glob_climbs(word.value, len(word.head))
+            or word.value is None
+            or (word.moved and not self.home)
         ):
             # What `..` climbs out of may be anything: only what follows the last is known.
-            if _climbs(tail):
-                shape: tuple[str, ...] = ("", _after_climbs(tail).rstrip("/"))
+            # An expansion may hold `..` too (`/srv/"$X"` with X=../data): past it, only
+            # the end after the last expansion is known.
+            if word.value is None and not _climbs(tail):
+                shape: tuple[str, ...] = ("", tail)
+            elif _climbs(tail):
+                shape = ("", _after_climbs(tail).rstrip("/"))
             elif _glob_climbs(word.value, len(word.head)):
                 shape = ("", tail)  # `/s?v/../d?ta`, `/srv/.?/data`: a `..` among the globs
+            elif word.moved and not _climbs(head):  # `HOME=/; rm -rf ~/dat?`
+                slash = head.find("/")
+                shape = ("", "" if slash < 0 else head[slash:], tail)
             else:
                 shape = ("", _after_climbs(head), tail)
             return Match.MAYBE if self._may_meet(shape) else Match.NO
@@ -208,12 +223,15 @@ class Alternative:
             meets = any(_compatible_ends(h, tail, first, last) for h in heads)
         return Match.MAYBE if meets else Match.NO
 
-    def _match_home(self, value: str) -> Match:
+    def _match_home(self, value: str, *, moved: bool = False) -> Match:
         """A known word starting with `~` (or `$HOME`): the home directory, another
         user's, or a working directory (`~+`, `~-`), none of which the script fixes."""
         if self.short_flag is not None:
             return Match.NO
         rest = _above_home(value)
+        if rest is None and moved and not self.home:  # `HOME=/; rm -rf ~/data`
+            slash = value.find("/")
+            rest = "" if slash < 0 else normal_path(value[slash + 1 :])
         if rest is not None:  # `~root/..`, `~/../../opt/x`: some absolute path
             if self.pieces[0][:1] not in ("/", "~"):
                 return self._match_any_directory(value)
