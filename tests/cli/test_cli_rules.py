@@ -87,6 +87,19 @@ def with_rules(scratch: str | Path, rules: str) -> Path:
     return config
 
 
+def forbidden_script(scratch: str | Path, work: Path) -> tuple[Path, Path]:
+    """`work/deploy.sh` (it appends a line to `work/deployed`), an empty `work/sub`, and a
+    composition whose rule `no-deploy` forbids the script by its path."""
+    script = work / "deploy.sh"
+    script.write_text(f"#!/bin/sh\necho deployed >> {work}/deployed\n")
+    script.chmod(0o755)
+    (work / "sub").mkdir()
+    config = with_rules(
+        scratch, f"[{{name: no-deploy, prefix: [{script}], decision: forbid, reason: r}}]"
+    )
+    return script, config
+
+
 @pytest.fixture
 def work(scratch) -> Path:
     return private_dir(scratch, "work")
@@ -305,13 +318,7 @@ def test_exec_refuses_forbid_and_prompt_and_runs_a_command_no_rule_names(backend
 def test_a_rules_path_reached_through_dotdot_is_asked_not_run(scratch, work):
     """A rule forbidding a script by its path: `sub/../deploy.sh` reaches the same file
     (the control runs it), so exec and run ask and nothing runs; a sibling path runs."""
-    script = work / "deploy.sh"
-    script.write_text(f"#!/bin/sh\necho deployed >> {work}/deployed\n")
-    script.chmod(0o755)
-    (work / "sub").mkdir()
-    config = with_rules(
-        scratch, f"[{{name: no-deploy, prefix: [{script}], decision: forbid, reason: r}}]"
-    )
+    script, config = forbidden_script(scratch, work)
     dodge = f"{work}/sub/../deploy.sh"
     control = subprocess.run([dodge], capture_output=True, text=True, check=False)
     assert control.returncode == 0 and (work / "deployed").read_text() == "deployed\n"
@@ -354,13 +361,7 @@ def test_a_rules_path_reached_through_dotdot_is_asked_not_run(scratch, work):
 def test_a_spelling_that_reaches_a_rules_path_is_asked_not_run(scratch, work, dodge):
     """Each spelling runs the forbidden script when bash runs it alone (the control); under
     the rule `stockade run` asks (exit 121) and the script never runs."""
-    script = work / "deploy.sh"
-    script.write_text(f"#!/bin/sh\necho deployed >> {work}/deployed\n")
-    script.chmod(0o755)
-    (work / "sub").mkdir()
-    config = with_rules(
-        scratch, f"[{{name: no-deploy, prefix: [{script}], decision: forbid, reason: r}}]"
-    )
+    _, config = forbidden_script(scratch, work)
     text = dodge.format(work=work)
     control = subprocess.run(["bash", "-c", text], capture_output=True, text=True, check=False)
     assert control.returncode == 0, control.stderr
