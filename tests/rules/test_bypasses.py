@@ -668,3 +668,71 @@ def test_a_directory_the_script_cannot_choose_into_a_rules_path_meets_none(scrip
 def test_a_moved_home_keeps_the_home_rules_certain():
     """`HOME=/x; rm -rf ~` still deletes the home, whatever it now is: forbidden."""
     assert RuleSet.from_config([]).judge("HOME=/x; rm -rf ~").decision is Decision.FORBID
+
+
+# --- 9. what the second review found ---------------------------------------------------------
+
+
+def _data_rules() -> RuleSet:
+    return RuleSet.from_config(
+        [
+            {"name": "data", "prefix": ["rm", "-rf", "/data"], "decision": "forbid", "reason": "r"},
+            {"name": "local", "prefix": ["./deploy.sh"], "decision": "forbid", "reason": "r"},
+        ],
+        defaults=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # HOME's name spelt with quotes or a backslash, or in an ANSI-C string, is HOME to
+        # bash (each removed /data in real bash, HOME at a throwaway directory).
+        'read HO""ME <<< /; rm -rf ~/data',
+        "IFS= read -r HO\\ME <<< /; rm -rf ~/data",
+        "read -a HO''ME <<< /; rm -rf ~/data",
+        'printf -v HO""ME /; rm -rf ~/data',
+        "mapfile -t HO''ME <<< /; rm -rf ~/data",
+        "eval HO''ME=/; rm -rf ~/data",
+        'env HO""ME=/ bash -c "rm -rf ~/data"',
+        "env $'HOM\\x45=/' bash -c 'rm -rf ~/data'",
+        "f() { local HO\\ME=/; rm -rf ~/data; }; f",
+        'read $"HOME" <<< /; rm -rf ~/data',
+        # An option with the name attached, a default assigned in an expansion.
+        "printf -vHOME /; rm -rf ~/data",
+        "read -aHOME <<< /; rm -rf ~/data",
+        "env -i bash -c ': ${HOME:=/}; rm -rf ~/data'",
+        "unset HOME; : ${HOME=/}; rm -rf ~/data",
+    ],
+)
+def test_a_home_set_under_another_spelling_moves_the_home_words(script):
+    verdict = _data_rules().judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert {u.rule for u in verdict.uncertain} == {"data"}, verdict.uncertain
+    assert "may set HOME" in verdict.uncertain[0].reason
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "HOME=.; ~/deploy.sh",  # a moved home may be relative: `./deploy.sh` (ran it in bash)
+        "read HOME; ~/x/../deploy.sh",
+        "HOME=/x; rm ~ /data",  # `~` alone may be any word: HOME=-rf
+    ],
+)
+def test_a_moved_home_may_be_a_relative_path_or_any_word(script):
+    verdict = _data_rules().judge(script)
+    assert verdict.must_ask, (script, verdict)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'echo "$HOME" ${HOME} "${HOME}/x" ${#HOME} ${HOME:-/x}; rm -rf ~/data',
+        "HOME=.; ~/deploy.sh.bak",
+        "HOME=/tmp/h; rm -rf ~/x/data.txt",
+    ],
+)
+def test_reading_home_or_a_moved_home_elsewhere_meets_no_rule(script):
+    verdict = _data_rules().judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)

@@ -11,7 +11,7 @@ from typing import Final
 import attrs
 import msgspec
 
-from ._parse import BashParser, Doubt, SimpleCommand, brief
+from ._parse import BashParser, Doubt, SimpleCommand, ansi_c, brief
 from ._rule import Rule
 from ._unwrap import Unwrapped, View, unwrap
 from ._words import Decision, Match, Word
@@ -91,12 +91,28 @@ class _Work(msgspec.Struct):
 
 
 # A name of the variables a home word reads, not as `$NAME` or `${NAME...}` (where it is
-# read): where a script may set it (`HOME=/`, `export HOME`, `read HOME`, `env HOME=/`).
-_SETS_HOME: Final = re.compile(r"(?<![$\w{#!])(?:HOME|OLDPWD|PWD)\b")
+# read): where a script may set it (`HOME=/`, `export HOME`, `read HOME`, `env HOME=/`,
+# `printf -vHOME`, `exec {HOME}>f`, `${HOME:=/}`).
+_SETS_HOME: Final = re.compile(
+    r"(?<![$\w#!])(?<!\$\{)(?:HOME|OLDPWD|PWD)\b"
+    r"|-\w*(?:HOME|OLDPWD|PWD)\b"
+    r"|\$\{(?:HOME|OLDPWD|PWD):?="
+)
+_ANSI_C_STRING: Final = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
 
 
 def _may_move_home(text: str) -> bool:
-    return ("HOME" in text or "PWD" in text) and _SETS_HOME.search(text) is not None
+    """Whether a script may set HOME, PWD or OLDPWD: its text, and its text with quotes
+    removed (`read HO""ME`, `local HO\\ME=/`, `env $'HOM\\x45=/'` set HOME in bash)."""
+    if _SETS_HOME.search(text) is not None:
+        return True
+    if not any(mark in text for mark in "'\"\\"):
+        return False
+    spelt = _ANSI_C_STRING.sub(lambda m: ansi_c(m.group(1)) or m.group(0), text)
+    spelt = spelt.replace("\\\n", "").replace('$"', '"')
+    for mark in "'\"\\":
+        spelt = spelt.replace(mark, "")
+    return _SETS_HOME.search(spelt) is not None
 
 
 def _moved(command: SimpleCommand) -> SimpleCommand:
@@ -273,5 +289,9 @@ def _why_maybe(rule: Rule, view: View) -> str:
     if climbing is not None:
         where = "where its .. leads is known only at run time (a symbolic link, a home)"
         return f"it {verb} rule {rule.name!r}: {climbing.text}: {where}"
+    moved = next((w for w in view.words if w.home and w.moved), None)
+    if moved is not None:
+        where = "the script may set HOME (or PWD, OLDPWD), so where it leads is known at run time"
+        return f"it {verb} rule {rule.name!r}: {moved.text}: {where}"
     lookalike = "a word only looks like the rule's (another case, lookalike letters)"
     return f"it {verb} rule {rule.name!r}: {lookalike}"

@@ -643,7 +643,7 @@ class _Walk:
                 gap = self.source[position:end].decode("utf-8", "surrogateescape")
                 out.literal(_double_quoted(gap), quoted=True)
         elif kind == "ansi_c_string":
-            decoded = _ansi_c(text[2:-1])
+            decoded = ansi_c(text[2:-1])
             if decoded is None:
                 out.unknown(splat=False)
             else:
@@ -804,7 +804,7 @@ _ANSI_ESCAPE: Final = re.compile(
 )
 
 
-def _ansi_c(body: str) -> str | None:
+def ansi_c(body: str) -> str | None:
     """A `$'...'` string's value, or None for an escape this decoder does not know."""
     unknown = False
 

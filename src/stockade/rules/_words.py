@@ -228,10 +228,9 @@ class Alternative:
         user's, or a working directory (`~+`, `~-`), none of which the script fixes."""
         if self.short_flag is not None:
             return Match.NO
+        if moved and not self.home:
+            return self._match_moved_home(value)
         rest = _above_home(value)
-        if rest is None and moved and not self.home:  # `HOME=/; rm -rf ~/data`
-            slash = value.find("/")
-            rest = "" if slash < 0 else normal_path(value[slash + 1 :])
         if rest is not None:  # `~root/..`, `~/../../opt/x`: some absolute path
             if self.pieces[0][:1] not in ("/", "~"):
                 return self._match_any_directory(value)
@@ -247,6 +246,21 @@ class Alternative:
         if named is not None and self._match_value(named) is not Match.NO:
             return Match.MAYBE  # `~alice` is the home directory when alice runs it
         return answer
+
+    def _match_moved_home(self, value: str) -> Match:
+        """A home word of a script that may set HOME (or PWD, OLDPWD), against a pattern
+        that names no home: the directory may be any path, absolute or relative
+        (`HOME=/; rm -rf ~/data` is `/data`, `HOME=.; ~/deploy.sh` is `./deploy.sh`), so
+        only what follows it (past its last `..`) is known; `~` alone may be any word."""
+        if self.literal is None and not self.pieces[0]:
+            return self._match_any_directory(value)
+        slash = value.find("/")
+        if slash < 0:
+            return Match.MAYBE
+        rest = value[slash:]
+        if _climbs(rest):
+            rest = _after_climbs(rest)
+        return Match.MAYBE if self._may_meet(("", normal_path(rest))) else Match.NO
 
     def _match_any_directory(self, value: str) -> Match:
         """A home word against a pattern that names no home and no absolute path: a glob
