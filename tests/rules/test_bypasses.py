@@ -709,7 +709,7 @@ def test_a_home_set_under_another_spelling_moves_the_home_words(script):
     verdict = _data_rules().judge(script)
     assert verdict.must_ask, (script, verdict)
     assert {u.rule for u in verdict.uncertain} == {"data"}, verdict.uncertain
-    assert "may set HOME" in verdict.uncertain[0].reason
+    assert "OLDPWD the script may set" in verdict.uncertain[0].reason
 
 
 @pytest.mark.parametrize(
@@ -736,3 +736,21 @@ def test_a_moved_home_may_be_a_relative_path_or_any_word(script):
 def test_reading_home_or_a_moved_home_elsewhere_meets_no_rule(script):
     verdict = _data_rules().judge(script)
     assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # `~-` is OLDPWD and `~1`, `~+1`, `~-1` the directory stack: any directory, not the
+        # working one (each removed /data in real bash, after `cd /; cd /tmp` or `pushd`).
+        "rm -rf ~-/data",
+        "cd /; cd /tmp; rm -rf ~-/data",
+        "pushd /; pushd /tmp; rm -rf ~1/data",
+        "rm -rf ~+1/data",
+        "rm -rf ~-1/dat?",
+    ],
+)
+def test_oldpwd_and_the_directory_stack_lead_anywhere(script):
+    verdict = _data_rules().judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert {u.rule for u in verdict.uncertain} == {"data"}, verdict.uncertain

@@ -291,7 +291,7 @@ def _why_maybe(rule: Rule, view: View) -> str:
         return f"it {verb} rule {rule.name!r}: {climbing.text}: {where}"
     moved = next((w for w in view.words if w.home and w.moved), None)
     if moved is not None:
-        where = "the script may set HOME (or PWD, OLDPWD), so where it leads is known at run time"
+        where = "where it leads (a HOME, PWD or OLDPWD the script may set) is known at run time"
         return f"it {verb} rule {rule.name!r}: {moved.text}: {where}"
     lookalike = "a word only looks like the rule's (another case, lookalike letters)"
     return f"it {verb} rule {rule.name!r}: {lookalike}"

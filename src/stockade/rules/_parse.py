@@ -681,6 +681,9 @@ class _WordBuilder:
         self.glob_at: list[int] = []
         self.open_brackets: list[int] = []  # a `[` whose `]` may be in a later part
         self.is_home = False
+        # `~-` (OLDPWD) and a directory stack entry (`~1`, `~+1`, `~-1`): any directory,
+        # whatever the script says (the caller's OLDPWD, a `cd`, a `pushd`).
+        self.anywhere = False
 
     @property
     def empty(self) -> bool:
@@ -730,18 +733,32 @@ class _WordBuilder:
             if glob_at:
                 tail_start = max(tail_start, glob_at[-1] + 1)
             tail = value[tail_start:]
-            return Word(text, None, head, tail, splat=splat, home=self.is_home)
+            return Word(text, None, head, tail, splat=splat, home=self.is_home, moved=self.anywhere)
         if glob_at:
             head = value[: glob_at[0]]
             tail = value[glob_at[-1] + 1 :]
-            return Word(text, value, head, tail, splat=splat, glob=True, home=self.is_home)
-        return Word(text, value, value, value, splat=splat, home=self.is_home)
+            return Word(
+                text,
+                value,
+                head,
+                tail,
+                splat=splat,
+                glob=True,
+                home=self.is_home,
+                moved=self.anywhere,
+            )
+        return Word(text, value, value, value, splat=splat, home=self.is_home, moved=self.anywhere)
 
 
 def _base_name(word: Word) -> Word:
     if word.known and word.value is not None and "/" in word.value:
         return Word.exact(word.value.rpartition("/")[2], text=word.text)
     return word
+
+
+# A tilde prefix that names a directory of the shell's, not a home: OLDPWD, or an entry of
+# the directory stack (`~1`, `~+2`, `~-1`).
+_STACK_ENTRY: Final = re.compile(r"-|[+-]?[0-9]+")
 
 
 def _unquoted_word(text: str, out: _WordBuilder) -> None:
@@ -755,6 +772,7 @@ def _unquoted_word(text: str, out: _WordBuilder) -> None:
         user = text[1:] if user_end < 0 else text[1:user_end]
         if "\\" not in user and not any(c in user for c in "*?["):
             out.is_home = True
+            out.anywhere = _STACK_ENTRY.fullmatch(user) is not None
     chars: list[str] = []
     globs: list[int] = []
     opened: list[int] = []
