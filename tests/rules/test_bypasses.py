@@ -754,3 +754,14 @@ def test_oldpwd_and_the_directory_stack_lead_anywhere(script):
     verdict = _data_rules().judge(script)
     assert verdict.must_ask, (script, verdict)
     assert {u.rule for u in verdict.uncertain} == {"data"}, verdict.uncertain
+
+
+@pytest.mark.parametrize(
+    "script", ['"$D"/\u0435nv git push -f', '"$D"/\u0455udo git push -f', "/usr/bin/\u0435n? x"]
+)
+def test_a_partly_known_command_name_with_lookalike_letters_may_be_a_wrapper(script):
+    """A known name with a Cyrillic e looks like env (a doubt); so does a base name known
+    behind an expansion or with a glob."""
+    verdict = _data_rules().judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert any("whose command is not judged" in u.reason for u in verdict.uncertain), verdict

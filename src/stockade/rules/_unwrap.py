@@ -156,8 +156,10 @@ def _partly_known_base_name(word: Word) -> Word | None:
 
 def _may_be_unwrapped(word: Word) -> str | None:
     """The command names the judge would look inside (a wrapper, a shell, `eval`) that a
-    word known only in part may turn out to be, in any case, for a person; None for none."""
-    head, tail = word.head.lower(), word.tail.lower()
+    word known only in part may turn out to be, in any case or through a lookalike letter,
+    for a person (`"$D"/ENV`, `"$D"/` before env spelt with a Cyrillic e); None for none."""
+    fold = str.lower if (word.head + word.tail).isascii() else skeleton
+    head, tail = fold(word.head), fold(word.tail)
     names = [
         name
         for name in sorted(UNWRAPPED, key=lambda name: (len(name) < 2, name))
