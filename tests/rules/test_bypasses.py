@@ -765,3 +765,41 @@ def test_a_partly_known_command_name_with_lookalike_letters_may_be_a_wrapper(scr
     verdict = _data_rules().judge(script)
     assert verdict.must_ask, (script, verdict)
     assert any("whose command is not judged" in u.reason for u in verdict.uncertain), verdict
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # bash sources BASH_ENV's file before its script, as `source` would (each ran a
+        # stand-in /opt/deploy.sh past its rule in real bash); an interactive bash its
+        # --rcfile.
+        "BASH_ENV=/opt/deploy.sh bash -c :",
+        "env BASH_ENV=/opt/deploy.sh bash -c :",
+        "export BASH_ENV=/opt/deploy.sh; bash -c :",
+        'env BASH_E""NV=/opt/deploy.sh bash -c :',
+        "bash --rcfile /opt/deploy.sh -ic :",
+        "bash --init-file /opt/deploy.sh -i -c :",
+    ],
+)
+def test_a_file_bash_sources_first_is_a_doubt(script):
+    rules = RuleSet.from_config(
+        [{"name": "deploy", "prefix": ["/opt/deploy.sh"], "decision": "forbid", "reason": "r"}],
+        defaults=False,
+    )
+    verdict = rules.judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert any("source" in u.reason for u in verdict.uncertain), verdict
+
+
+def test_a_bash_env_in_an_argv_is_a_doubt_and_the_pre_check_lets_it_through():
+    argv = ["env", "BASH_ENV=/opt/deploy.sh", "bash", "-c", ":"]
+    assert RuleSet.from_config([]).judge_argv(argv).must_ask
+    assert argv_may_apply(["read", "BASH_ENV"], frozenset({"git"}))
+
+
+@pytest.mark.parametrize(
+    "script", ["echo $BASH_ENV ${BASH_ENV}", "MY_BASH_ENV=1 make", "bash -c : --rcfile"]
+)
+def test_reading_bash_env_or_an_operand_named_rcfile_is_no_doubt(script):
+    verdict = RuleSet.from_config([]).judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)

@@ -480,6 +480,7 @@ _WORDS = (
     *("read", "printf", "getopts", "test", "[", "[[", "]]", "((", "{", "}", "!"),
     *("Git", "GIT", "RM", "Rm", "MAKE", "Bash", "BASH", "ENV", "Eval", "LET", "Mapfile"),
     *("g\u0456t", "r\u200bm", "\u0435nv", "b\u0430sh"),
+    *("BASH_ENV", "BASH_ENV=x", "--rcfile", "--init-file", "HOME", "-vHOME"),
 )
 _PATHS = (
     *("/usr/bin/git", "/usr//bin/git", "//usr/bin/git", "/bin/./rm", "./rm", "../rm", "rm/"),
@@ -490,6 +491,7 @@ _PATHS = (
     *("/usr/lib/../bin/make", "/opt/x/../../usr/bin/git", "x/../deploy.sh", "/bin/../..", "~/a/.."),
     *("~root/../usr/bin/make", "x/../bin/make", "a/../scripts/a.sh", "~+/deploy.sh", "~/../bin/x"),
     *("/usr/bin/g?t", "/usr/bin/gi[t]", "e?v", "/dat[a]", "$W"),
+    *("~-/deploy.sh", "~1/bin/x", '"$D"/\u0435nv'),
 )
 _RESERVED = (
     *("if", "then", "fi", "for", "in", "do", "done", "case", "esac", "while", "until"),

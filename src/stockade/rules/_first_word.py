@@ -151,6 +151,8 @@ def argv_may_apply(argv: Sequence[str], words: frozenset[str] | None) -> bool:
     that is not plain: the whole argv's answer."""
     if not argv:
         return False
+    if any("BASH_ENV" in arg for arg in argv):
+        return True  # a later bash sources the file it names: the judge doubts it
     first = argv[0]
     if (
         words is None

@@ -90,21 +90,28 @@ class _Work(msgspec.Struct):
     moved: bool = False  # a script around it may set HOME, PWD or OLDPWD
 
 
-# A name of the variables a home word reads, not as `$NAME` or `${NAME...}` (where it is
-# read): where a script may set it (`HOME=/`, `export HOME`, `read HOME`, `env HOME=/`,
-# `printf -vHOME`, `exec {HOME}>f`, `${HOME:=/}`).
-_SETS_HOME: Final = re.compile(
-    r"(?<![$\w#!])(?<!\$\{)(?:HOME|OLDPWD|PWD)\b"
-    r"|-\w*(?:HOME|OLDPWD|PWD)\b"
-    r"|\$\{(?:HOME|OLDPWD|PWD):?="
-)
+def _sets(*names: str) -> re.Pattern[str]:
+    """Where a script may set one of `names`: the name anywhere but as `$NAME` or
+    `${NAME...}` (where it is read), attached to an option (`printf -vHOME`, `read
+    -aHOME`) or as an assigning default (`${HOME:=/}`)."""
+    name = "(?:" + "|".join(names) + ")"
+    return re.compile(rf"(?<![$\w#!])(?<!\$\{{){name}\b|-\w*{name}\b|\$\{{{name}:?=")
+
+
+# The variables a home word reads (`HOME=/`, `export HOME`, `read HOME`, `env HOME=/`,
+# `exec {HOME}>f`).
+_SETS_HOME: Final = _sets("HOME", "OLDPWD", "PWD")
+# A file every bash started after it sources before its own script, as `source` does.
+_SETS_BASH_ENV: Final = _sets("BASH_ENV")
+SOURCES_BASH_ENV: Final = "BASH_ENV makes bash source a file first: its commands are not judged"
 _ANSI_C_STRING: Final = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
 
 
-def _may_move_home(text: str) -> bool:
-    """Whether a script may set HOME, PWD or OLDPWD: its text, and its text with quotes
-    removed (`read HO""ME`, `local HO\\ME=/`, `env $'HOM\\x45=/'` set HOME in bash)."""
-    if _SETS_HOME.search(text) is not None:
+def _may_set(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether a script may set a variable `pattern` names: in its text, and in its text
+    with quotes removed (`read HO""ME`, `local HO\\ME=/`, `env $'HOM\\x45=/'` set HOME
+    in bash)."""
+    if pattern.search(text) is not None:
         return True
     if not any(mark in text for mark in "'\"\\"):
         return False
@@ -112,7 +119,23 @@ def _may_move_home(text: str) -> bool:
     spelt = spelt.replace("\\\n", "").replace('$"', '"')
     for mark in "'\"\\":
         spelt = spelt.replace(mark, "")
-    return _SETS_HOME.search(spelt) is not None
+    return pattern.search(spelt) is not None
+
+
+def _may_move_home(text: str) -> bool:
+    return _may_set(_SETS_HOME, text)
+
+
+def _sets_bash_env(work: _Work) -> bool:
+    """Whether a script (its name spelt as bash may read it), or an argv's words as they
+    are, may set BASH_ENV (exec's pre-check lets no argv naming BASH_ENV pass)."""
+    if work.script is not None:
+        return _may_set(_SETS_BASH_ENV, work.script)
+    return _SETS_BASH_ENV.search(_argv_text(work.words)) is not None
+
+
+def _argv_text(words: Sequence[Word]) -> str:
+    return " ".join(w.value if w.value is not None else w.text for w in words)
 
 
 def _moved(command: SimpleCommand) -> SimpleCommand:
@@ -150,6 +173,9 @@ def judge(
             continue
         literals: list[Doubt] = []
         moved = work.moved or (work.script is not None and _may_move_home(work.script))
+        if _sets_bash_env(work):
+            text = work.script if work.script is not None else _argv_text(work.words)
+            doubts.append(Uncertainty(SOURCES_BASH_ENV, brief(text), work.origin))
         if work.script is not None:
             parsed = parser.parse(work.script, work.origin)
             found: Sequence[SimpleCommand] = parsed.commands

@@ -249,6 +249,8 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             views.append(View(_git_without_options(based), False, "git options"))
         elif name in SHELLS:
             script, problem, reads_stdin = _shell_script(current[1:])
+            if _sources_a_file(current[1:]):
+                doubts.append(f"{name} sources the file its --rcfile names: it is not judged")
             if problem is not None:
                 doubts.append(f"{name}: {problem}")
             elif script is not None:
@@ -441,8 +443,21 @@ def _git_without_options(words: tuple[Word, ...]) -> tuple[Word, ...]:
     return (words[0], *words[index:])
 
 
+# bash's options naming a file it sources before its script (an interactive bash's).
+_SOURCED_FILE_OPTIONS: Final = frozenset({"--rcfile", "--init-file"})
 # A script file that is the shell's own standard input.
 _STDIN_PATHS: Final = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+
+
+def _sources_a_file(words: Sequence[Word]) -> bool:
+    """Whether a shell's options (before its script) name a file it sources first."""
+    for word in words:
+        value = word.value if word.known else None
+        if value in _SOURCED_FILE_OPTIONS:
+            return True
+        if value is None or value in ("--", "-") or value[:1] not in "-+":
+            return False
+    return False
 
 
 def _shell_script(words: Sequence[Word]) -> tuple[Word | None, str | None, bool]:
