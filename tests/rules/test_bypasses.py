@@ -687,7 +687,7 @@ def _data_rules() -> RuleSet:
     "script",
     [
         # HOME's name spelt with quotes or a backslash, or in an ANSI-C string, is HOME to
-        # bash (each removed /data in real bash, HOME at a throwaway directory).
+        # bash (in real bash each gave a stand-in rm the argv `-rf //data`).
         'read HO""ME <<< /; rm -rf ~/data',
         "IFS= read -r HO\\ME <<< /; rm -rf ~/data",
         "read -a HO''ME <<< /; rm -rf ~/data",
@@ -742,7 +742,7 @@ def test_reading_home_or_a_moved_home_elsewhere_meets_no_rule(script):
     "script",
     [
         # `~-` is OLDPWD and `~1`, `~+1`, `~-1` the directory stack: any directory, not the
-        # working one (each removed /data in real bash, after `cd /; cd /tmp` or `pushd`).
+        # working one (a stand-in rm got `//data`).
         "rm -rf ~-/data",
         "cd /; cd /tmp; rm -rf ~-/data",
         "pushd /; pushd /tmp; rm -rf ~1/data",
