@@ -356,6 +356,7 @@ def test_a_rules_path_reached_through_dotdot_is_asked_not_run(scratch, work):
         'D={work}/sub; "$D"/../deploy.sh',
         'X=../deploy.sh; {work}/sub/"$X"',  # an expansion holding `..`
         "HOME=/; ~{work}/deploy.sh",  # a script that moves the home
+        "/proc/self/root{work}/deploy.sh",  # the process's root, a magic link
     ],
 )
 def test_a_spelling_that_reaches_a_rules_path_is_asked_not_run(scratch, work, dodge):

@@ -14,6 +14,15 @@ def allow(name: str, *prefix: str) -> dict[str, object]:
     return {"name": name, "prefix": list(prefix), "decision": "allow", "reason": "ok"}
 
 
+def forbid(name: str, *prefix: str) -> dict[str, object]:
+    return {"name": name, "prefix": list(prefix), "decision": "forbid", "reason": "no"}
+
+
+def forbidding(*rules: dict[str, object]) -> RuleSet:
+    """Exactly these rules, without the defaults."""
+    return RuleSet.from_config(list(rules), defaults=False)
+
+
 @pytest.fixture
 def allowing() -> RuleSet:
     return RuleSet.from_config(
@@ -381,9 +390,6 @@ def test_zsh_running_a_file_is_judged_as_any_program():
 
 @pytest.fixture
 def naming_paths() -> RuleSet:
-    def forbid(name: str, *prefix: str) -> dict[str, object]:
-        return {"name": name, "prefix": list(prefix), "decision": "forbid", "reason": "no"}
-
     return RuleSet.from_config(
         [
             forbid("data", "rm", "-rf", "/data"),
@@ -432,9 +438,6 @@ def test_a_path_that_leads_elsewhere_through_dotdot_meets_no_rule(naming_paths, 
 
 @pytest.fixture
 def naming_more() -> RuleSet:
-    def forbid(name: str, *prefix: str) -> dict[str, object]:
-        return {"name": name, "prefix": list(prefix), "decision": "forbid", "reason": "no"}
-
     return RuleSet.from_config(
         [
             forbid("data", "rm", "-rf", "/data"),
@@ -500,11 +503,8 @@ def test_a_command_name_that_may_be_a_wrapper_or_a_shell_is_a_doubt(naming_more,
     assert any("whose command is not judged" in u.reason for u in verdict.uncertain), verdict
 
 
-def test_a_bracket_set_in_the_rule_itself_is_named_exactly(naming_more):
-    rules = RuleSet.from_config(
-        [{"name": "set", "prefix": ["rm", "/x[ab]"], "decision": "forbid", "reason": "no"}],
-        defaults=False,
-    )
+def test_a_bracket_set_in_the_rule_itself_is_named_exactly():
+    rules = forbidding(forbid("set", "rm", "/x[ab]"))
     assert rules.judge("rm /x[ab]").decision is Decision.FORBID
 
 
@@ -550,10 +550,7 @@ def test_an_allow_glob_never_allows_a_word_whose_dotdot_may_leave_it(script):
 
 
 def test_a_forbid_glob_still_forbids_a_word_whose_dotdot_it_matches():
-    rules = RuleSet.from_config(
-        [{"name": "tmp", "prefix": ["rm", "-rf", "/tmp/*"], "decision": "forbid", "reason": "r"}],
-        defaults=False,
-    )
+    rules = forbidding(forbid("tmp", "rm", "-rf", "/tmp/*"))
     assert rules.judge("rm -rf /tmp/../etc").decision is Decision.FORBID
 
 
@@ -638,10 +635,7 @@ def test_a_glob_under_a_directory_is_not_the_directory_under_the_defaults(script
     ],
 )
 def test_a_directory_the_script_may_choose_meets_a_rules_path(script):
-    rules = RuleSet.from_config(
-        [{"name": "data", "prefix": ["rm", "-rf", "/data"], "decision": "forbid", "reason": "r"}],
-        defaults=False,
-    )
+    rules = forbidding(forbid("data", "rm", "-rf", "/data"))
     verdict = rules.judge(script)
     assert verdict.must_ask, (script, verdict)
     assert {u.rule for u in verdict.uncertain} == {"data"}, verdict.uncertain
@@ -657,10 +651,7 @@ def test_a_directory_the_script_may_choose_meets_a_rules_path(script):
     ],
 )
 def test_a_directory_the_script_cannot_choose_into_a_rules_path_meets_none(script):
-    rules = RuleSet.from_config(
-        [{"name": "data", "prefix": ["rm", "-rf", "/data"], "decision": "forbid", "reason": "r"}],
-        defaults=False,
-    )
+    rules = forbidding(forbid("data", "rm", "-rf", "/data"))
     verdict = rules.judge(script)
     assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
 
@@ -674,13 +665,7 @@ def test_a_moved_home_keeps_the_home_rules_certain():
 
 
 def _data_rules() -> RuleSet:
-    return RuleSet.from_config(
-        [
-            {"name": "data", "prefix": ["rm", "-rf", "/data"], "decision": "forbid", "reason": "r"},
-            {"name": "local", "prefix": ["./deploy.sh"], "decision": "forbid", "reason": "r"},
-        ],
-        defaults=False,
-    )
+    return forbidding(forbid("data", "rm", "-rf", "/data"), forbid("local", "./deploy.sh"))
 
 
 @pytest.mark.parametrize(
@@ -782,10 +767,7 @@ def test_a_partly_known_command_name_with_lookalike_letters_may_be_a_wrapper(scr
     ],
 )
 def test_a_file_bash_sources_first_is_a_doubt(script):
-    rules = RuleSet.from_config(
-        [{"name": "deploy", "prefix": ["/opt/deploy.sh"], "decision": "forbid", "reason": "r"}],
-        defaults=False,
-    )
+    rules = forbidding(forbid("deploy", "/opt/deploy.sh"))
     verdict = rules.judge(script)
     assert verdict.must_ask, (script, verdict)
     assert any("source" in u.reason for u in verdict.uncertain), verdict
@@ -802,4 +784,39 @@ def test_a_bash_env_in_an_argv_is_a_doubt_and_the_pre_check_lets_it_through():
 )
 def test_reading_bash_env_or_an_operand_named_rcfile_is_no_doubt(script):
     verdict = RuleSet.from_config([]).judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+# --- 10. a directory the kernel reaches through a link of its own ------------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "rule"),
+    [
+        ("rm -rf /proc/self/root/data", "data"),  # the process's root: `/data`
+        ("rm -rf //proc/./self/root/data/", "data"),
+        ("rm -rf /proc/self/cwd/../../data", "data"),  # the working directory, climbed
+        ("rm -rf /proc/1/task/1/root/data", "data"),
+        ("rm -rf /proc/self/fd/3/data", "data"),  # a directory open on fd 3
+        ("rm -rf /dev/fd/3/data", "data"),
+        ("rm -rf /dev/stdin/../data", "data"),
+        ("rm -rf /proc/self/root/dat?", "data"),
+        ("/proc/self/root/opt/deploy.sh", "deploy"),
+    ],
+)
+def test_a_path_through_a_magic_link_may_be_the_rules(script, rule):
+    rules = forbidding(forbid("data", "rm", "-rf", "/data"), forbid("deploy", "/opt/deploy.sh"))
+    verdict = rules.judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert {u.rule for u in verdict.uncertain} == {rule}, verdict.uncertain
+    words = first_words(rules.rules)
+    assert argv_may_apply(script.split(), words)
+
+
+@pytest.mark.parametrize(
+    "script", ["rm -rf /proc/self/root/srv", "rm -rf /proc/cpuinfo", "rm -rf /dev/null"]
+)
+def test_a_path_through_a_magic_link_elsewhere_meets_no_rule(script):
+    rules = forbidding(forbid("data", "rm", "-rf", "/data"), forbid("deploy", "/opt/deploy.sh"))
+    verdict = rules.judge(script)
     assert verdict.decision is None and verdict.uncertain == (), (script, verdict)

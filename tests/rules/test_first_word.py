@@ -490,7 +490,8 @@ _PATHS = (
     *("/usr/bin/env", "/usr/bin/zsh", "/bin/.", "/usr/bin/mapfile", "~/bin/git", "/", "~/"),
     *("/usr/lib/../bin/make", "/opt/x/../../usr/bin/git", "x/../deploy.sh", "/bin/../..", "~/a/.."),
     *("~root/../usr/bin/make", "x/../bin/make", "a/../scripts/a.sh", "~+/deploy.sh", "~/../bin/x"),
-    *("/usr/bin/g?t", "/usr/bin/gi[t]", "e?v", "/dat[a]", "$W"),
+    *("/usr/bin/g?t", "/usr/bin/gi[t]", "e?v", "/dat[a]", "$W", "/proc/self/root/opt/deploy.sh"),
+    *("/dev/fd/3/deploy.sh", "/proc/1/cwd/../bin/make"),
     *("~-/deploy.sh", "~1/bin/x", '"$D"/\u0435nv'),
 )
 _RESERVED = (

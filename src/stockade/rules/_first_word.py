@@ -98,6 +98,43 @@ def collapsed_paths(value: str) -> tuple[str, ...]:
     return ("./" + collapsed, collapsed)
 
 
+# Directories the kernel reaches through a link of its own, whatever their spelling says:
+# a process's root and working directory, and a directory open on a file descriptor.
+_LINK_DIRS = frozenset({"root", "cwd"})
+_FD_DIRS = frozenset({"fd", "map_files"})
+
+
+def past_a_link(value: str) -> str | None:
+    """What follows a directory the kernel reaches through a magic link (`/proc/self/root`,
+    `/proc/1/cwd`, `/proc/self/task/1/root`, `/proc/self/fd/3`, `/dev/fd/3`, `/dev/stdin`):
+    `/proc/self/root/data` is `/data`, `/dev/fd/3/x` is `x` in whatever fd 3 holds. None
+    for any other path."""
+    if not value.startswith(("/", "//")) or ("/proc/" not in value and "/dev/" not in value):
+        return None
+    rest = _past_a_link_parts(normal_path(value).split("/")[1:])
+    if rest is None:
+        return None
+    climbs = [index for index, part in enumerate(rest) if part == ".."]
+    return "/" + "/".join(rest[climbs[-1] + 1 :] if climbs else rest)
+
+
+def _past_a_link_parts(parts: list[str]) -> list[str] | None:
+    if parts[:1] == ["proc"] and len(parts) >= 3:
+        rest = parts[2:]
+        if rest[:1] == ["task"] and len(rest) >= 3:
+            rest = rest[2:]
+        if rest[:1] and rest[0] in _LINK_DIRS:
+            return rest[1:]
+        if rest[:1] and rest[0] in _FD_DIRS and len(rest) >= 2:
+            return rest[2:]
+        return None
+    if parts[:2] == ["dev", "fd"] and len(parts) >= 3:
+        return parts[3:]
+    if parts[:1] == ["dev"] and len(parts) >= 2 and parts[1] in ("stdin", "stdout", "stderr"):
+        return parts[2:]
+    return None
+
+
 def first_words(rules: Iterable[Rule]) -> frozenset[str] | None:
     """The words (lower-case, paths as `normal_path` spells them) the rules' commands begin
     with; None when a rule begins with a pattern (a glob, an option, `~`, a non-ASCII
@@ -125,6 +162,8 @@ def _named(first: str, words: frozenset[str]) -> bool:
     written in any case and spelling of its path (`..` taken away too), or by its base
     name (`/usr/bin/git`)."""
     whole = first.lower()
+    if past_a_link(whole) is not None:  # `/proc/self/root/opt/deploy.sh`: anywhere
+        return True
     spellings = {whole, normal_path(whole), whole.rpartition("/")[2]}
     for collapsed in collapsed_paths(whole):  # `/opt/x/../deploy.sh`, and its base name
         spellings |= {collapsed, collapsed.rpartition("/")[2]}

@@ -11,7 +11,7 @@ from typing import Final
 
 import attrs
 
-from ._first_word import collapsed_paths, normal_path
+from ._first_word import collapsed_paths, normal_path, past_a_link
 
 
 class Decision(enum.StrEnum):
@@ -160,7 +160,13 @@ class Alternative:
         if word.value is not None and not word.glob:
             if word.home:
                 return self._match_home(word.value, moved=word.moved)
-            return Match.NO if self.home else self._match_value(word.value)
+            if self.home:
+                return Match.NO
+            answer = self._match_value(word.value)
+            beyond = past_a_link(word.value) if answer is Match.NO and self.path else None
+            if beyond is not None and self._may_meet(("", beyond)):
+                return Match.MAYBE  # `/proc/self/root/data` is `/data`
+            return answer
         # Partly known: a glob (pathname expansion) or a quoted expansion.
         if (
             word.glob
@@ -180,6 +186,9 @@ class Alternative:
             head, tail = _spelt_head(head), _spelt_tail(tail)
             if self.literal is not None:
                 first = last = normal_path(self.literal)
+        beyond = past_a_link(head) if self.path else None
+        if beyond is not None:  # `/proc/self/root/dat?`: where the link leads is unknown
+            return Match.MAYBE if self._may_meet(("", beyond, tail)) else Match.NO
         if self.path and (
             _climbs(head)
             or _climbs(tail)
