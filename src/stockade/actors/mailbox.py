@@ -16,7 +16,7 @@ import trio
 M = TypeVar("M")
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Envelope(Generic[M]):
     """A message in transit, with the one slot its reply goes into.
 

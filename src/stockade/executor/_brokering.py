@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..network import Broker
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Brokered:
     """A running harness's broker and the bundle its commands trust, in `directory`
     (removed by `close`). `withheld`: the credentials' variables and values, which no

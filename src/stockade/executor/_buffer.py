@@ -28,7 +28,7 @@ class Chunk(msgspec.Struct, frozen=True):
         )
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class OutputBuffer:
     head_cap: int
     tail_cap: int

@@ -42,7 +42,7 @@ class CallEnded(Exception):
     """A connection decided after its call's end began: refused, never relayed."""
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _Endpoint:
     """One call's endpoint: whose it is, what it decided, how many connections it may
     hold open, and its two ends (`done`: asked to close; `closed`: closed, every
@@ -57,7 +57,7 @@ class _Endpoint:
     closed: trio.Event = attrs.field(factory=trio.Event)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class ProxyEndpoints:
     """Per call it serves: the connections the proxy decided (until its result carries
     them) and the events that end its endpoint. `audit` logs each decision in its

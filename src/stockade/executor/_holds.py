@@ -52,7 +52,7 @@ async def _hold_one(path: str, directory: bool) -> int:
         await trio.sleep(0.002)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class PlaceholderHolds:
     """Which placeholders this executor's processes use, and the locks it holds."""
 

@@ -32,7 +32,7 @@ from ._facts import WrapFacts
 from ._limits import CallLimits
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Job:
     id: str
     spec: ShellSpec
@@ -167,7 +167,7 @@ FINISHED_JOBS_KEPT: Final = 100
 _JOB_ID = re.compile(r"job-([1-9][0-9]{0,18})")
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class JobTable:
     """Every job not yet forgotten, by id, and each owner's (session's) jobs in start order."""
 

@@ -75,7 +75,7 @@ def host_oom_kills() -> int:
     return int(match[1]) if match else 0
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class CallLimits:
     """One call's limits: the plan, its cgroup (None: rlimits only) and the launcher's
     options that make, limit and join that group, which it does before anything
@@ -301,7 +301,7 @@ class _CallPlan(msgspec.Struct, frozen=True):
     needs_group: bool
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class LimitsHost:
     """What this harness limits with: its own cgroup subtree (one group per session,
     one per call below it) where the host offers one, else rlimits alone."""

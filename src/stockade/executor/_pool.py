@@ -27,7 +27,7 @@ def charge_allowed(memory_limit: int | None) -> int:
     return min(POOL_CHARGE_LEFT, memory_limit // 64)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class GroupPool:
     """Each session's empty command groups, by the limits they were made with.
 

@@ -7,7 +7,7 @@ import attrs
 import trio
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Slots:
     """A holder (a call or a job) takes a slot of the harness's bound and, for a
     session's background job under a cap, one of its session's: session first, so a

@@ -332,7 +332,7 @@ async def terminate_group(process: Child, grace: float) -> None:
     await reap(process)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _Grace:
     """How long the pipes are still read once the leader has exited: DRAIN_GRACE, not
     counting the time a sink spent handing output on (a pager that reads slowly must

@@ -75,7 +75,7 @@ def _workdir_usable(workdir: str) -> bool:
     return os.path.isdir(workdir) and os.access(workdir, os.X_OK)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class ExecutorActor:
     """With a provider it confines (`confines` True); without one it is the local executor."""
 

@@ -58,7 +58,7 @@ def _now_identity(path: str, seen: Identity) -> Identity:
     return _kind(info) if seen is not None and seen[3] == -1 else _identity(info)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class GuardMemo:
     """`answer(key, roots, compute)`: compute(facts) once, then reuse while unchanged."""
 

@@ -48,7 +48,7 @@ from .config import ProviderConfig
 Selector = Callable[[ProviderConfig], Selection]
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class ProviderActor:
     config: ProviderConfig = attrs.field(factory=ProviderConfig)
     # Injectable so tests can stub the probes; the default runs the real ones.

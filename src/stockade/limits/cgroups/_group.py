@@ -46,7 +46,7 @@ def safe_name(identifier: str) -> str:
 _REUSE_ONLY = frozenset({"memory_now", "processes_now"})
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Group:
     """One group of ours, the same named directory in every hierarchy the host uses.
 

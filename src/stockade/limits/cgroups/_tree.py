@@ -14,7 +14,7 @@ from ._group import Group, _cgroup_dirs, _procs, _rmdir_until, safe_name
 from ._host import CgroupError, CgroupHost
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class CgroupTree:
     """A harness's own subtree, `<prefix>-<pid>-<random>` below our cgroup in every
     hierarchy the host uses; close() removes everything in it."""
