@@ -820,3 +820,87 @@ def test_a_path_through_a_magic_link_elsewhere_meets_no_rule(script):
     rules = forbidding(forbid("data", "rm", "-rf", "/data"), forbid("deploy", "/opt/deploy.sh"))
     verdict = rules.judge(script)
     assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+# --- 11. what the third review found -----------------------------------------------------
+
+
+def _linked_rules() -> RuleSet:
+    return forbidding(
+        forbid("data", "rm", "-rf", "/data"),
+        forbid("deploy", "/opt/deploy.sh"),
+        forbid("local", "./deploy.sh"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "rule"),
+    [
+        # In real bash a stand-in rm got each of these as a path resolving to the rule's
+        # directory (a throwaway one in place of /data).
+        ("rm -rf /proc/*/root/data", "data"),  # a glob's pid: /proc/self/root/data among them
+        ("rm -rf /proc/[0-9]*/root/data", "data"),
+        ("rm -rf /proc/self/r?ot/data", "data"),
+        ("rm -rf /pro?/self/root/data", "data"),
+        ("rm -rf /proc/self/root/proc/self/root/data", "data"),  # one link behind another
+        ("rm -rf /proc/self/../self/root/data", "data"),  # a link reached through `..`
+        ("rm -rf /tmp/../proc/self/root/data", "data"),
+        ('rm -rf /proc/"$$"/root/data', "data"),  # an expansion before the link's end
+        ('P=/proc/self; rm -rf "$P"/root/data', "data"),
+        ('rm -rf "$P"ot/data', "data"),
+        ('rm -rf "$D"/3/data', "data"),
+        ("exec 3</data; rm -rf /dev/fd/3/", "data"),  # the link itself: any directory
+        ("rm -rf /proc/self/root/data/x/..", "data"),
+        ("HOME=/proc/self; rm -rf ~/root/data", "data"),  # a moved home before a link's end
+        ("HOME=/a; rm -rf ~/data/x/..", "data"),  # a moved home's `..` at its end
+        ("rm -rf ~/../../../../proc/self/root/data", "data"),  # a home climbing to a link
+        ("rm -rf ~root/../proc/self/root/data", "data"),
+        ("/proc/self/root/proc/self/root/opt/deploy.sh", "deploy"),
+        ("/tmp/../proc/self/root/opt/deploy.sh", "deploy"),
+    ],
+)
+def test_a_magic_link_however_reached_may_be_the_rules(script, rule):
+    verdict = _linked_rules().judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert {u.rule for u in verdict.uncertain} == {rule}, verdict.uncertain
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # Each ran a stand-in rm with a throwaway HOME in real bash: the program a kernel
+        # link leads to is the shell itself (/proc/self/exe) or what a descriptor holds.
+        "/proc/self/exe -c 'rm -rf ~'",
+        "/proc/thread-self/exe -c 'rm -rf ~'",
+        "/proc/self/task/1/exe -c 'rm -rf ~'",
+        "exec 3</bin/bash; /dev/fd/3 -c 'rm -rf ~'",
+        "exec 3</bin/bash; /proc/self/fd/3 -c 'rm -rf ~'",
+        "/proc/*/exe -c 'rm -rf ~'",
+        "/proc/\"$P\"/exe -c 'rm -rf ~'",
+        "/dev/stdin < ./deploy.sh",  # ran a stand-in deploy.sh
+    ],
+)
+def test_a_program_a_kernel_link_leads_to_is_a_doubt(script):
+    verdict = RuleSet.from_config([]).judge(script)
+    assert verdict.must_ask, (script, verdict)
+    assert any("kernel link" in u.reason for u in verdict.uncertain), verdict
+    first = script.rpartition("; ")[2].split()[0]  # exec's pre-check lets it through
+    assert argv_may_apply([first, "-c", ":"], first_words(RuleSet.from_config([]).rules))
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "rm -rf /proc/self/root/srv",
+        "rm -rf /srv/*/data",
+        'rm -rf build/"$X"/out',
+        'rm -rf "$dir"/1',  # a descriptor's number with nothing past it: not a directory
+        "rm -rf out/0 out/1",
+        "cat /proc/self/status /proc/cpuinfo",
+        "ls -l /dev/fd/",
+        "/usr/bin/g?t status",
+    ],
+)
+def test_paths_near_a_magic_link_that_cannot_reach_the_rules_meet_none(script):
+    verdict = _linked_rules().judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)

@@ -491,7 +491,9 @@ _PATHS = (
     *("/usr/lib/../bin/make", "/opt/x/../../usr/bin/git", "x/../deploy.sh", "/bin/../..", "~/a/.."),
     *("~root/../usr/bin/make", "x/../bin/make", "a/../scripts/a.sh", "~+/deploy.sh", "~/../bin/x"),
     *("/usr/bin/g?t", "/usr/bin/gi[t]", "e?v", "/dat[a]", "$W", "/proc/self/root/opt/deploy.sh"),
-    *("/dev/fd/3/deploy.sh", "/proc/1/cwd/../bin/make"),
+    *("/dev/fd/3/deploy.sh", "/proc/1/cwd/../bin/make", "/proc/self/exe", "/dev/fd/3"),
+    *("/proc/self/root/proc/self/root/opt/deploy.sh", "/tmp/../proc/self/root/bin/make"),
+    *("/proc/1/task/2/exe", "/dev/stdin", "/proc/self/cwd/..", "/proc/self/root/bin/bash"),
     *("~-/deploy.sh", "~1/bin/x", '"$D"/\u0435nv'),
 )
 _RESERVED = (

@@ -102,37 +102,108 @@ def collapsed_paths(value: str) -> tuple[str, ...]:
 # a process's root and working directory, and a directory open on a file descriptor.
 _LINK_DIRS = frozenset({"root", "cwd"})
 _FD_DIRS = frozenset({"fd", "map_files"})
+_STANDARD = frozenset({"stdin", "stdout", "stderr"})
+# The last component of such a link, as a word's known end may begin past an unknown
+# start (`"$P"/root/data` with P=/proc/self): a file descriptor's number too.
+LINK_ENDS = _LINK_DIRS | _STANDARD
+_GLOB = frozenset("*?[")
 
 
-def past_a_link(value: str) -> str | None:
+def past_a_link(value: str, *, glob: bool = False) -> str | None:
     """What follows a directory the kernel reaches through a magic link (`/proc/self/root`,
     `/proc/1/cwd`, `/proc/self/task/1/root`, `/proc/self/fd/3`, `/dev/fd/3`, `/dev/stdin`):
-    `/proc/self/root/data` is `/data`, `/dev/fd/3/x` is `x` in whatever fd 3 holds. None
-    for any other path."""
-    if not value.startswith(("/", "//")) or ("/proc/" not in value and "/dev/" not in value):
+    `/proc/self/root/data` is `/data`, `/dev/fd/3/x` is `x` in whatever fd 3 holds; `` when
+    nothing follows, or a `..` climbs back out of it (`/proc/self/cwd`, `/dev/fd/3/x/..`):
+    any path. Links one behind another (`/proc/self/root/proc/self/root/data`) and a link
+    reached once `..` takes away the component before it (`/tmp/../proc/self/root/x`)
+    count. `glob`: a component holding `*`, `?` or `[` may be any name (`/proc/*/root`).
+    None for any other path."""
+    if not value.startswith("/"):
         return None
-    rest = _past_a_link_parts(normal_path(value).split("/")[1:])
-    if rest is None:
+    if not glob and "/proc/" not in value and "/dev/" not in value:
         return None
-    climbs = [index for index, part in enumerate(rest) if part == ".."]
-    return "/" + "/".join(rest[climbs[-1] + 1 :] if climbs else rest)
+    spelt = normal_path(value)
+    rest = _past_a_link_parts(spelt.split("/")[1:], glob)
+    for collapsed in collapsed_paths(spelt) if rest is None else ():
+        rest = _past_a_link_parts(collapsed.split("/")[1:], glob)
+    return None if rest is None else _beyond(rest, glob)
 
 
-def _past_a_link_parts(parts: list[str]) -> list[str] | None:
-    if parts[:1] == ["proc"] and len(parts) >= 3:
+def _beyond(rest: list[str], glob: bool) -> str:
+    """Where the components past a link lead, as far as known: past its last `..`, past a
+    further link."""
+    while rest:
+        climbs = [index for index, part in enumerate(rest) if _may_climb(part, glob)]
+        rest = rest[climbs[-1] + 1 :] if climbs else rest
+        further = _past_a_link_parts(rest, glob) if rest else None
+        if further is None:
+            break
+        rest = further
+    return "/" + "/".join(rest) if rest else ""
+
+
+def _may_climb(part: str, glob: bool) -> bool:
+    # A glob's `.?`, `.*`, `.[` match `..` once `globskipdots` is off (before bash 5.2).
+    return part == ".." or (glob and part[:1] == "." and part[1:2] in _GLOB)
+
+
+def _past_a_link_parts(parts: list[str], glob: bool = False) -> list[str] | None:
+    def named(part: str, *names: str) -> bool:
+        return part in names or (glob and not _GLOB.isdisjoint(part))
+
+    if len(parts) >= 3 and named(parts[0], "proc"):
         rest = parts[2:]
-        if rest[:1] == ["task"] and len(rest) >= 3:
-            rest = rest[2:]
-        if rest[:1] and rest[0] in _LINK_DIRS:
+        if named(rest[0], *_LINK_DIRS):
             return rest[1:]
-        if rest[:1] and rest[0] in _FD_DIRS and len(rest) >= 2:
+        if len(rest) >= 2 and named(rest[0], *_FD_DIRS):
             return rest[2:]
-        return None
-    if parts[:2] == ["dev", "fd"] and len(parts) >= 3:
+        if len(rest) >= 3 and named(rest[0], "task"):
+            return _past_a_link_parts(["proc", *rest[1:]], glob)
+        if not glob:
+            return None
+    if len(parts) >= 3 and named(parts[0], "dev") and named(parts[1], "fd"):
         return parts[3:]
-    if parts[:1] == ["dev"] and len(parts) >= 2 and parts[1] in ("stdin", "stdout", "stderr"):
+    if len(parts) >= 2 and named(parts[0], "dev") and named(parts[1], *_STANDARD):
         return parts[2:]
     return None
+
+
+def ends_past_a_link(known_end: str) -> tuple[str, ...]:
+    """The ends a word may have past a magic link when all before `known_end` is unknown
+    (an expansion's value, a moved home): what follows each of its components that may
+    end such a link (`root`, `cwd`, a descriptor's number, `stdin`; its first, cut,
+    component when it may be the end of one: `ot/data`), as `past_a_link` gives it
+    (`"$P"/root/data` may be `/data`). A number counts only with a name after it."""
+    parts = known_end.split("/")
+    ends: list[str] = []
+    for index, part in enumerate(parts):
+        # A descriptor's number ending the word is the link itself, no directory past it
+        # (`"$out"/1` is as common as a build's numbered directory).
+        numbered = part.isdigit() and any(parts[index + 1 :])
+        if index == 0:
+            ending = part != "" and (numbered or any(n.endswith(part) for n in LINK_ENDS))
+        else:
+            ending = part in LINK_ENDS or numbered
+        beyond = _beyond(parts[index + 1 :], glob=False) if ending else None
+        if beyond is not None and beyond not in ends:
+            ends.append(beyond)
+    return tuple(ends)
+
+
+def runs_a_link(value: str) -> bool:
+    """Whether a command word runs the program a kernel link leads to, which its spelling
+    does not name: a process's executable (`/proc/self/exe` is the shell that runs it), or
+    a file descriptor (`exec 3</bin/bash; /dev/fd/3 -c ...`, `/dev/stdin < x`)."""
+    if not value.startswith("/"):
+        return False
+    beyond = past_a_link(value)
+    if beyond == "":
+        return True
+    for spelt in (beyond, normal_path(value), *collapsed_paths(value)):
+        parts = (spelt or "").split("/")
+        if len(parts) >= 4 and parts[1] == "proc" and parts[-1] == "exe":
+            return True
+    return False
 
 
 def first_words(rules: Iterable[Rule]) -> frozenset[str] | None:
@@ -162,7 +233,7 @@ def _named(first: str, words: frozenset[str]) -> bool:
     written in any case and spelling of its path (`..` taken away too), or by its base
     name (`/usr/bin/git`)."""
     whole = first.lower()
-    if past_a_link(whole) is not None:  # `/proc/self/root/opt/deploy.sh`: anywhere
+    if past_a_link(whole) is not None or runs_a_link(whole):  # `/proc/self/root/x`: anywhere
         return True
     spellings = {whole, normal_path(whole), whole.rpartition("/")[2]}
     for collapsed in collapsed_paths(whole):  # `/opt/x/../deploy.sh`, and its base name

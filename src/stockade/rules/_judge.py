@@ -11,6 +11,7 @@ from typing import Final
 import attrs
 import msgspec
 
+from ._first_word import past_a_link
 from ._parse import BashParser, Doubt, SimpleCommand, ansi_c, brief
 from ._rule import Rule
 from ._unwrap import Unwrapped, View, unwrap
@@ -315,6 +316,14 @@ def _why_maybe(rule: Rule, view: View) -> str:
     if climbing is not None:
         where = "where its .. leads is known only at run time (a symbolic link, a home)"
         return f"it {verb} rule {rule.name!r}: {climbing.text}: {where}"
+    linked = next(
+        (w for w in view.words if w.value is not None and past_a_link(w.value) is not None), None
+    )
+    if linked is not None:
+        where = (
+            "where the kernel's link (/proc/PID/root, cwd, /dev/fd/N) leads is known at run time"
+        )
+        return f"it {verb} rule {rule.name!r}: {linked.text}: {where}"
     moved = next((w for w in view.words if w.home and w.moved), None)
     if moved is not None:
         where = "where it leads (a HOME, PWD or OLDPWD the script may set) is known at run time"

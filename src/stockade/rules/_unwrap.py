@@ -10,7 +10,15 @@ from typing import Any, Final
 
 import attrs
 
-from ._first_word import OTHER_SHELLS, SHELLS, UNWRAPPED, WRAPPER_NAMES
+from ._first_word import (
+    LINK_ENDS,
+    OTHER_SHELLS,
+    SHELLS,
+    UNWRAPPED,
+    WRAPPER_NAMES,
+    past_a_link,
+    runs_a_link,
+)
 from ._parse import Stdin
 from ._words import Word, skeleton
 
@@ -171,6 +179,33 @@ def _may_be_unwrapped(word: Word) -> str | None:
     return ", ".join(names[:3]) + (" or another wrapper or shell" if len(names) > 3 else "")
 
 
+_GLOB: Final = frozenset("*?[")
+RUNS_A_LINK: Final = (
+    "runs the program a kernel link leads to (a process's executable, an open file): it"
+    " may be a wrapper or a shell, whose command is not judged"
+)
+
+
+def _may_run_a_link(word: Word) -> bool:
+    """Whether a command word may run what a kernel link leads to (`/proc/self/exe`,
+    `/dev/fd/3`, `/proc/*/exe`, `/proc/"$P"/exe`, `"$D"/3`), a program its spelling does
+    not name."""
+    if word.splat:
+        return False  # any words: every rule may match already
+    if word.known and word.value is not None:
+        return runs_a_link(word.value)
+    if word.value is not None:  # a glob: its components may spell a link
+        if past_a_link(word.value, glob=True) == "":
+            return True
+        parts = word.value.split("/")
+        return len(parts) in (4, 6) and all(
+            part == name or not _GLOB.isdisjoint(part)
+            for part, name in ((parts[0], ""), (parts[1], "proc"), (parts[-1], "exe"))
+        )
+    base = word.tail.rpartition("/")[2]  # an expansion before its known end
+    return "/" in word.tail and (base in ("exe", *LINK_ENDS) or base.isdigit())
+
+
 def _may_be_git(word: Word) -> bool:
     """Whether a command word known only in part may be git, in any case."""
     head, tail = word.head, word.tail
@@ -195,6 +230,8 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             break
         first = current[0]
         name = name_of(first)
+        if _may_run_a_link(first):  # `/proc/self/exe -c 'rm -rf ~'` runs the shell
+            doubts.append(f"{first.text} {RUNS_A_LINK}")
         if name is None:
             based_word = _partly_known_base_name(first)
             if based_word is not None:  # `/usr/bin/g?t`: perhaps git

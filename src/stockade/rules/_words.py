@@ -11,7 +11,7 @@ from typing import Final
 
 import attrs
 
-from ._first_word import collapsed_paths, normal_path, past_a_link
+from ._first_word import collapsed_paths, ends_past_a_link, normal_path, past_a_link
 
 
 class Decision(enum.StrEnum):
@@ -164,8 +164,8 @@ class Alternative:
                 return Match.NO
             answer = self._match_value(word.value)
             beyond = past_a_link(word.value) if answer is Match.NO and self.path else None
-            if beyond is not None and self._may_meet(("", beyond)):
-                return Match.MAYBE  # `/proc/self/root/data` is `/data`
+            if beyond is not None and (beyond == "" or self._may_meet(("", beyond))):
+                return Match.MAYBE  # `/proc/self/root/data` is `/data`, `/dev/fd/3` any path
             return answer
         # Partly known: a glob (pathname expansion) or a quoted expansion.
         if (
@@ -186,9 +186,8 @@ class Alternative:
             head, tail = _spelt_head(head), _spelt_tail(tail)
             if self.literal is not None:
                 first = last = normal_path(self.literal)
-        beyond = past_a_link(head) if self.path else None
-        if beyond is not None:  # `/proc/self/root/dat?`: where the link leads is unknown
-            return Match.MAYBE if self._may_meet(("", beyond, tail)) else Match.NO
+        if self.path and self._past_a_link(word, head, tail):
+            return Match.MAYBE  # `/proc/self/root/dat?`, `/proc/*/root/data`
         if self.path and (
             _climbs(head)
             or _climbs(tail)
@@ -269,6 +268,8 @@ class Alternative:
         rest = value[slash:]
         if _climbs(rest):
             rest = _after_climbs(rest)
+            if normal_path(rest) == "/":  # `~/data/x/..`: any directory
+                return Match.MAYBE
         return Match.MAYBE if self._may_meet(("", normal_path(rest))) else Match.NO
 
     def _match_any_directory(self, value: str) -> Match:
@@ -282,11 +283,36 @@ class Alternative:
             return Match.YES
         return Match.MAYBE if self._may_meet(("", rest)) else Match.NO
 
+    def _past_a_link(self, word: Word, head: str, tail: str) -> bool:
+        """Whether a partly known word through a magic link may meet the pattern: a glob
+        whose components may spell one (`/proc/*/root/data`, `/proc/self/r?ot/x`), or a
+        known start that holds one (`/proc/self/root/"$X"`). An expansion's value may end
+        in one too (`"$P"/root/data`): `_may_meet` sees to that."""
+        value = word.value if word.value is not None and not word.home else head
+        beyond = past_a_link(value, glob=word.value is not None and not word.home)
+        if beyond is None:
+            return False
+        if beyond == "":
+            return True
+        star = next((i for i, char in enumerate(beyond) if char in "*?["), None)
+        if star is None:
+            return self._may_meet(("", beyond) if word.value is not None else ("", beyond, tail))
+        return self._may_meet(("", beyond[:star], tail))
+
     def _may_meet(self, shape: tuple[str, ...]) -> bool:
         """Whether some word of `shape` (literal pieces around `*`s, as a glob's) matches
-        the pattern, in any case or through a lookalike letter."""
+        the pattern, in any case or through a lookalike letter. What follows a `*` may
+        follow a magic link (`*/root/data` may be `/data`) against a path."""
         pieces = self.pieces if self.literal is None else (normal_path(self.literal),)
-        return _globs_meet(pieces, shape)
+        if _globs_meet(pieces, shape):
+            return True
+        if not self.path:
+            return False
+        for index in range(1, len(shape)):
+            for end in ends_past_a_link(shape[index]):
+                if end == "" or _globs_meet(pieces, ("", end, *shape[index + 1 :])):
+                    return True
+        return False
 
     def _match_value(self, value: str) -> Match:
         if self.short_flag is not None:
