@@ -194,7 +194,7 @@ def runs_a_link(value: str) -> bool:
     """Whether a command word runs the program a kernel link leads to, which its spelling
     does not name: a process's executable (`/proc/self/exe` is the shell that runs it), or
     a file descriptor (`exec 3</bin/bash; /dev/fd/3 -c ...`, `/dev/stdin < x`)."""
-    if not value.startswith("/"):
+    if not value.startswith("/") or ("/proc/" not in value and "/dev/" not in value):
         return False
     beyond = past_a_link(value)
     if beyond == "":
