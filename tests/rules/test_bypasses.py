@@ -904,3 +904,37 @@ def test_a_program_a_kernel_link_leads_to_is_a_doubt(script):
 def test_paths_near_a_magic_link_that_cannot_reach_the_rules_meet_none(script):
     verdict = _linked_rules().judge(script)
     assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+# --- 12. what stays quiet: one word is one word, a pid is a number -----------------------
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'for f in *.log; do rm -f "$f"; done',  # "$f" is one word: not both -r and `/`
+        "rm -f /tmp/lock.$$",  # `$$` is digits: one word, no `/`, no `..`
+        "rm -rf /tmp/build-$$",
+        'rm -rf "/tmp/build-$$"',
+        "rm -rf ./out.$?",
+    ],
+)
+def test_ordinary_cleanup_is_not_asked_under_the_defaults(script):
+    verdict = RuleSet.from_config([]).judge(script)
+    assert verdict.decision is None and verdict.uncertain == (), (script, verdict)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'rm -rf "$f"',  # an option and a target in two words: perhaps `rm -rf /`
+        'rm "$a" "$b"',
+        "rm -rf $f",  # unquoted: any number of words
+        "IFS=1; rm -rf /tmp/x$$/..",  # IFS may split a number
+        "rm -rf /proc/$$/root/",  # the shell's own root: `/`
+        'rm -rf /proc/"$$"/root/',
+    ],
+)
+def test_words_that_may_still_be_the_root_are_asked(script):
+    verdict = RuleSet.from_config([]).judge(script)
+    assert verdict.must_ask, (script, verdict)

@@ -608,6 +608,12 @@ class _Walk:
 
     # --- words ---------------------------------------------------------------------------
 
+    def _numbers_stay_numbers(self) -> bool:
+        """Whether `$$`, `$?`, `$#`, `$!` expand to one word of digits (or nothing) here:
+        unless IFS may hold a digit, which the script would name (a carried script's
+        caller could set it unseen)."""
+        return not self.takes_in and b"IFS" not in self.source
+
     def word(self, node: Node) -> Word:
         builder = _WordBuilder()
         self._parts(node, builder, quoted=False)
@@ -651,6 +657,8 @@ class _Walk:
         elif kind in ("simple_expansion", "expansion"):
             if text in ("$HOME", "${HOME}") and out.empty:
                 out.home()
+            elif text in _NUMBERS and self._numbers_stay_numbers():
+                out.unknown(splat=False, number=True)
             else:
                 out.unknown(splat=not quoted)
         elif kind == "command_substitution":
@@ -660,6 +668,12 @@ class _Walk:
         elif kind == "concatenation":
             position = node.start_byte
             for child in node.children:
+                # tree-sitter leaves an unquoted `$$` unnamed (`/tmp/lock.$$`)
+                pid = child.type == "$" and self.text(child) == "$$"
+                if child.start_byte == position and pid and self._numbers_stay_numbers():
+                    out.unknown(splat=False, number=True)
+                    position = child.end_byte
+                    continue
                 if child.start_byte != position or not child.is_named:
                     out.unknown(splat=True)  # something tree-sitter did not name: doubt
                 self._parts(child, out, quoted=quoted)
@@ -680,6 +694,7 @@ class _WordBuilder:
         self.has_unknown = False
         self.glob_at: list[int] = []
         self.open_brackets: list[int] = []  # a `[` whose `]` may be in a later part
+        self.only_numbers = False  # every unknown part is a number bash sets (`$$`)
         self.is_home = False
         # `~-` (OLDPWD) and a directory stack entry (`~1`, `~+1`, `~-1`): any directory,
         # whatever the script says (the caller's OLDPWD, a `cd`, a `pushd`).
@@ -707,9 +722,10 @@ class _WordBuilder:
         self.is_home = True
         self.literal("~", quoted=True)
 
-    def unknown(self, *, splat: bool) -> None:
+    def unknown(self, *, splat: bool, number: bool = False) -> None:
         if self.head is None:
             self.head = "".join(self.value)
+        self.only_numbers = (self.only_numbers or not self.has_unknown) and number
         self.has_unknown = True
         self.splat = self.splat or splat
         self.value.append("")
@@ -733,7 +749,16 @@ class _WordBuilder:
             if glob_at:
                 tail_start = max(tail_start, glob_at[-1] + 1)
             tail = value[tail_start:]
-            return Word(text, None, head, tail, splat=splat, home=self.is_home, moved=self.anywhere)
+            return Word(
+                text,
+                None,
+                head,
+                tail,
+                splat=splat,
+                home=self.is_home,
+                moved=self.anywhere,
+                numbers=self.only_numbers,
+            )
         if glob_at:
             head = value[: glob_at[0]]
             tail = value[glob_at[-1] + 1 :]
@@ -748,6 +773,11 @@ class _WordBuilder:
                 moved=self.anywhere,
             )
         return Word(text, value, value, value, splat=splat, home=self.is_home, moved=self.anywhere)
+
+
+# Special parameters that are always a number: the shell's pid, the argument count, the
+# last status, the last background pid.
+_NUMBERS: Final = frozenset({"$$", "$#", "$?", "$!", "${$}", "${#}", "${?}", "${!}"})
 
 
 def _base_name(word: Word) -> Word:

@@ -49,10 +49,15 @@ class Rule:
             if answers[-1] is Match.NO:
                 return Match.NO
         rest = words[len(self.prefix) :]
+        met: list[frozenset[int]] = []
         for pattern in self.args:
-            answers.append(_any(pattern, rest, allowing=allowing))
+            found = [pattern.match(word, allowing=allowing) for word in rest]
+            answers.append(_or(found))
             if answers[-1] is Match.NO:
                 return Match.NO
+            met.append(frozenset(i for i, answer in enumerate(found) if answer is not Match.NO))
+        if len(self.args) > 1 and _one_word_for_two(self.args, met, rest):
+            return Match.NO
         if self.piped_from:
             answers.append(
                 Match.NO if not fed_by else _or([_any(p, fed_by) for p in self.piped_from])
@@ -65,6 +70,25 @@ class Rule:
         words += [f"... {pattern.shown()}" for pattern in self.args]
         fed = " | ".join(pattern.shown() for pattern in self.piped_from)
         return (f"{fed} | " if fed else "") + " ".join(words)
+
+
+def _one_word_for_two(
+    patterns: Sequence[WordPattern], met: Sequence[frozenset[int]], words: Sequence[Word]
+) -> bool:
+    """Whether an option-only condition and a condition no option meets are each met
+    only by the same one word, which stays one word (quoted: `for f in *; do rm -f "$f"`
+    is not `rm -r /`): it cannot be both an option and not one."""
+    for a, pattern in enumerate(patterns):
+        if len(met[a]) != 1 or not pattern.options_only:
+            continue
+        (index,) = met[a]
+        word = words[index]
+        if word.splat or word.glob:
+            continue  # may become several words
+        for b, other in enumerate(patterns):
+            if b != a and met[b] == met[a] and other.never_an_option:
+                return True
+    return False
 
 
 def _or(answers: Sequence[Match]) -> Match:

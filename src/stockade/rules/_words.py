@@ -60,6 +60,8 @@ class Word:
     # The script may set HOME, PWD or OLDPWD (`HOME=/; rm -rf ~/data`): a home word is
     # then some absolute path, not only the runner's home.
     moved: bool = False
+    # Every unknown part is a number bash sets (`/tmp/lock.$$`): no `/`, no `..` in it.
+    numbers: bool = False
 
     @classmethod
     def exact(cls, value: str, *, text: str | None = None, home: bool = False) -> Word:
@@ -192,13 +194,13 @@ class Alternative:
             _climbs(head)
             or _climbs(tail)
             or _glob_climbs(word.value, len(word.head))
-            or word.value is None
+            or (word.value is None and not word.numbers)
             or (word.moved and not self.home)
         ):
             # What `..` climbs out of may be anything: only what follows the last is known.
             # An expansion may hold `..` too (`/srv/"$X"` with X=../data): past it, only
             # the end after the last expansion is known.
-            if word.value is None and not _climbs(tail):
+            if word.value is None and not word.numbers and not _climbs(tail):
                 shape: tuple[str, ...] = ("", tail)
             elif _climbs(tail):
                 shape = ("", _after_climbs(tail).rstrip("/"))
@@ -221,7 +223,9 @@ class Alternative:
             # `~alice/dat?` is the home directory's `dat?` when alice runs it.
             slash = head.find("/")
             heads.append("~" if slash < 0 else "~" + head[slash:])
-        if word.value is not None and self.literal is not None and "**" not in word.value:
+        if word.numbers:  # `/tmp/lock.$$`, `/proc/"$$"/root/x`: digits where unknown
+            meets = any(self._may_meet((h, tail)) for h in heads)
+        elif word.value is not None and self.literal is not None and "**" not in word.value:
             # A glob (no `..` in it, as above) becomes a word of as many components: a
             # literal it may be starts with its start and ends with its end, both whole
             # (`~/.cache/*` is never `~`, `/tmp/x/*` never `/`); globstar's `**` may be
@@ -563,6 +567,16 @@ class WordPattern:
     @classmethod
     def of(cls, *sources: str) -> WordPattern:
         return cls(tuple(Alternative.parse(source) for source in sources))
+
+    @property
+    def options_only(self) -> bool:
+        """Every spelling is an option (`[-r, -R, --recursive]`)."""
+        return all(a.source[:1] == "-" and len(a.source) > 1 for a in self.alternatives)
+
+    @property
+    def never_an_option(self) -> bool:
+        """No spelling can meet a word beginning with `-` (`[/, ~]`; not `*`, `*x`)."""
+        return all(a.pieces[0][:1] not in ("", "-") for a in self.alternatives)
 
     @property
     def sources(self) -> tuple[str, ...]:
