@@ -931,6 +931,9 @@ def test_ordinary_cleanup_is_not_asked_under_the_defaults(script):
         'rm "$a" "$b"',
         "rm -rf $f",  # unquoted: any number of words
         "IFS=1; rm -rf /tmp/x$$/..",  # IFS may split a number
+        'read I""FS <<< 1; rm -rf /tmp/x$$/..',  # however IFS is spelt
+        "I\\FS=1; rm -rf /tmp/x$$/..",
+        "x=$'\\x49FS'; rm -rf /tmp/x$$/..",  # a `$'...'` may spell it
         "rm -rf /proc/$$/root/",  # the shell's own root: `/`
         'rm -rf /proc/"$$"/root/',
     ],

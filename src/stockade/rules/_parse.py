@@ -610,9 +610,14 @@ class _Walk:
 
     def _numbers_stay_numbers(self) -> bool:
         """Whether `$$`, `$?`, `$#`, `$!` expand to one word of digits (or nothing) here:
-        unless IFS may hold a digit, which the script would name (a carried script's
-        caller could set it unseen)."""
-        return not self.takes_in and b"IFS" not in self.source
+        unless IFS may hold a digit, which the script would name however spelt (bash
+        does not take IFS from its environment; a carried script's caller could set it
+        unseen)."""
+        if self.takes_in or b"IFS" in self.source or b"$'" in self.source:
+            return False
+        # The name spelt with quotes or backslashes is IFS to bash (`read I""FS`).
+        bare = self.source.replace(b"'", b"").replace(b'"', b"").replace(b"\\", b"")
+        return b"IFS" not in bare
 
     def word(self, node: Node) -> Word:
         builder = _WordBuilder()

@@ -576,7 +576,7 @@ class WordPattern:
     @property
     def never_an_option(self) -> bool:
         """No spelling can meet a word beginning with `-` (`[/, ~]`; not `*`, `*x`)."""
-        return all(a.pieces[0][:1] not in ("", "-") for a in self.alternatives)
+        return all(skeleton(a.pieces[0][:1]) not in ("", "-") for a in self.alternatives)
 
     @property
     def sources(self) -> tuple[str, ...]:
