@@ -4,7 +4,6 @@ against the rules, the strictest decision kept, and every doubt turned away from
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -12,7 +11,7 @@ import attrs
 import msgspec
 
 from ._first_word import past_a_link
-from ._parse import BashParser, Doubt, SimpleCommand, ansi_c, brief
+from ._parse import BashParser, Doubt, SimpleCommand, brief, may_set, sets_variable
 from ._rule import Rule
 from ._unwrap import Unwrapped, View, unwrap
 from ._words import Decision, Match, Word
@@ -91,47 +90,23 @@ class _Work(msgspec.Struct):
     moved: bool = False  # a script around it may set HOME, PWD or OLDPWD
 
 
-def _sets(*names: str) -> re.Pattern[str]:
-    """Where a script may set one of `names`: the name anywhere but as `$NAME` or
-    `${NAME...}` (where it is read), attached to an option (`printf -vHOME`, `read
-    -aHOME`) or as an assigning default (`${HOME:=/}`)."""
-    name = "(?:" + "|".join(names) + ")"
-    return re.compile(rf"(?<![$\w#!])(?<!\$\{{){name}\b|-\w*{name}\b|\$\{{{name}:?=")
-
-
 # The variables a home word reads (`HOME=/`, `export HOME`, `read HOME`, `env HOME=/`,
 # `exec {HOME}>f`).
-_SETS_HOME: Final = _sets("HOME", "OLDPWD", "PWD")
+_SETS_HOME: Final = sets_variable("HOME", "OLDPWD", "PWD")
 # A file every bash started after it sources before its own script, as `source` does.
-_SETS_BASH_ENV: Final = _sets("BASH_ENV")
+_SETS_BASH_ENV: Final = sets_variable("BASH_ENV")
 SOURCES_BASH_ENV: Final = "BASH_ENV makes bash source a file first: its commands are not judged"
-_ANSI_C_STRING: Final = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
-
-
-def _may_set(pattern: re.Pattern[str], text: str) -> bool:
-    """Whether a script may set a variable `pattern` names: in its text, and in its text
-    with quotes removed (`read HO""ME`, `local HO\\ME=/`, `env $'HOM\\x45=/'` set HOME
-    in bash)."""
-    if pattern.search(text) is not None:
-        return True
-    if not any(mark in text for mark in "'\"\\"):
-        return False
-    spelt = _ANSI_C_STRING.sub(lambda m: ansi_c(m.group(1)) or m.group(0), text)
-    spelt = spelt.replace("\\\n", "").replace('$"', '"')
-    for mark in "'\"\\":
-        spelt = spelt.replace(mark, "")
-    return pattern.search(spelt) is not None
 
 
 def _may_move_home(text: str) -> bool:
-    return _may_set(_SETS_HOME, text)
+    return may_set(_SETS_HOME, text)
 
 
 def _sets_bash_env(work: _Work) -> bool:
     """Whether a script (its name spelt as bash may read it), or an argv's words as they
     are, may set BASH_ENV (exec's pre-check lets no argv naming BASH_ENV pass)."""
     if work.script is not None:
-        return _may_set(_SETS_BASH_ENV, work.script)
+        return may_set(_SETS_BASH_ENV, work.script)
     return _SETS_BASH_ENV.search(_argv_text(work.words)) is not None
 
 

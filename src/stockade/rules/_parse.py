@@ -613,11 +613,9 @@ class _Walk:
         unless IFS may hold a digit, which the script would name however spelt (bash
         does not take IFS from its environment; a carried script's caller could set it
         unseen)."""
-        if self.takes_in or b"IFS" in self.source or b"$'" in self.source:
+        if self.takes_in:
             return False
-        # The name spelt with quotes or backslashes is IFS to bash (`read I""FS`).
-        bare = self.source.replace(b"'", b"").replace(b'"', b"").replace(b"\\", b"")
-        return b"IFS" not in bare
+        return not may_set(_SETS_IFS, self.source.decode("utf-8", "surrogateescape"))
 
     def word(self, node: Node) -> Word:
         builder = _WordBuilder()
@@ -855,6 +853,36 @@ _ANSI_SIMPLE: Final = {
 _ANSI_ESCAPE: Final = re.compile(
     r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|(.))", re.S
 )
+
+
+def sets_variable(*names: str) -> re.Pattern[str]:
+    """Where a script may set one of `names`: the name anywhere but as `$NAME` or
+    `${NAME...}` (where it is read), attached to an option (`printf -vHOME`, `read
+    -aHOME`) or as an assigning default (`${HOME:=/}`)."""
+    name = "(?:" + "|".join(names) + ")"
+    return re.compile(rf"(?<![$\w#!])(?<!\$\{{){name}\b|-\w*{name}\b|\$\{{{name}:?=")
+
+
+_ANSI_C_STRING: Final = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
+
+
+def may_set(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether a script may set a variable `pattern` names: in its text, and in its text
+    with quotes removed (`read HO""ME`, `local HO\\ME=/`, `env $'HOM\\x45=/'` set HOME
+    in bash)."""
+    if pattern.search(text) is not None:
+        return True
+    if not any(mark in text for mark in "'\"\\"):
+        return False
+    spelt = _ANSI_C_STRING.sub(lambda m: ansi_c(m.group(1)) or m.group(0), text)
+    spelt = spelt.replace("\\\n", "").replace('$"', '"')
+    for mark in "'\"\\":
+        spelt = spelt.replace(mark, "")
+    return pattern.search(spelt) is not None
+
+
+# Where a script may set IFS, which splits `$$` into words when it holds a digit.
+_SETS_IFS: Final = sets_variable("IFS")
 
 
 def ansi_c(body: str) -> str | None:
