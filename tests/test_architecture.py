@@ -42,6 +42,7 @@ LOOP_NAMES = frozenset(
         "answerers",
         "_spawn",
         "_child",
+        "_job",
         "_jobs",
         "_holds",
         "_slots",

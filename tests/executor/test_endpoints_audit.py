@@ -11,6 +11,7 @@ import itertools
 import socket
 
 import attrs
+import msgspec
 import trio
 
 from stockade.executor._endpoints import ProxyEndpoints
@@ -44,7 +45,7 @@ def _spec(owner: str | None = "session-1") -> ShellSpec:
 
 
 def _facts(key: str) -> WrapFacts:
-    return attrs.evolve(WrapFacts.unconfined(), proxy_call=key)
+    return msgspec.structs.replace(WrapFacts.unconfined(), proxy_call=key)
 
 
 async def _ask(path: str, port: int) -> trio.SocketStream:

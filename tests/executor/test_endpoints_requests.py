@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 
-import attrs
+import msgspec
 import pytest
 
 from stockade.executor._endpoints import CallEnded, ProxyEndpoints
@@ -56,7 +56,7 @@ async def test_a_request_is_logged_then_kept_and_refused_after_its_call_ended(nu
         await endpoints.finish(key)
         with pytest.raises(CallEnded):
             await endpoints.requested(_record(key))
-        facts = attrs.evolve(WrapFacts.unconfined(), proxy_call=key)
+        facts = msgspec.structs.replace(WrapFacts.unconfined(), proxy_call=key)
         requests = endpoints.take_requests(facts)
         endpoints.take(facts)
     assert [(s, c) for s, c, _ in logged] == [("session-1", "tool-call-1")] * 2

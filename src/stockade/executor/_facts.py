@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-import attrs
 import msgspec
 
 from ..messages import (
@@ -31,9 +30,13 @@ UNCONFINED = "none"
 UNCONFINED_TRAITS = frozenset({SpawnTrait.LIMITS_STAGE})
 
 
-@attrs.frozen
-class WrapFacts:
-    """How one process was confined; kept with its handle, so overlapping jobs keep theirs."""
+class WrapFacts(msgspec.Struct, frozen=True, eq=False):
+    """How one process was confined; kept with its handle, so overlapping jobs keep theirs.
+
+    A Struct, not an attrs class (decisions.md, "Frozen value records"): built for every
+    call, and its class is built on every `stockade run`'s path. Compared by identity (no
+    caller compares two); its repr leaves out `environment`, which holds values.
+    """
 
     mode: SandboxMode
     backend: str
@@ -72,13 +75,21 @@ class WrapFacts:
     program: str | None = None
     # The environment policy's result for this call: the command's base environment
     # (never in a repr: it holds values) and the names of the harness's it dropped.
-    environment: Mapping[str, str] = attrs.field(factory=dict, repr=False, eq=False)
+    environment: Mapping[str, str] = msgspec.field(default_factory=dict)
     env_dropped: tuple[str, ...] = ()
     # network allowlist: the key of this call's proxy endpoint (its connections).
     proxy_call: str | None = None
     # The working directory as judged for a confined call (trust.judge_workdir): the
     # spawn enters that very directory, or nothing runs.
-    judged: JudgedDirectory | None = attrs.field(default=None, eq=False)
+    judged: JudgedDirectory | None = None
+
+    def __repr__(self) -> str:
+        shown = (
+            f"{name}={getattr(self, name)!r}"
+            for name in self.__struct_fields__
+            if name != "environment"
+        )
+        return f"WrapFacts({', '.join(shown)})"
 
     @classmethod
     def from_wrapped(

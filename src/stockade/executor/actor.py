@@ -59,7 +59,7 @@ from ._classify import spawn_failure_is_runner
 from ._endpoints import AuditConnection, ProxyEndpoints
 from ._facts import WrapFacts, settled_result, unstarted_result, waited_out_result
 from ._holds import PlaceholderHolds
-from ._jobs import Job, JobTable
+from ._jobs import JobTable
 from ._limits import LAUNCHER_PROCESSES, CallLimits, LimitsHost, ended, settle_limited
 from ._slots import Slots
 from ._spawn import Streams, env_prefix, exit_status, settle, spawn
@@ -69,6 +69,7 @@ from .environment import apply_policy
 
 if TYPE_CHECKING:
     from ..network import NetworkProxy
+    from ._job import Job
 
 
 def _workdir_usable(workdir: str) -> bool:
@@ -250,7 +251,7 @@ class ExecutorActor:
             network=spec.policy.network,
             program=argv[0],
         )
-        facts = attrs.evolve(facts, proxy_call=proxy_call, judged=judged)
+        facts = msgspec.structs.replace(facts, proxy_call=proxy_call, judged=judged)
         return wrapped.argv, self._with_environment(facts)
 
     async def _held(self, result: ShellResult, facts: WrapFacts) -> ShellResult:
@@ -285,7 +286,7 @@ class ExecutorActor:
             environment, dropped = apply_policy(os.environ, self.config.env, withheld=withheld)
             self._environment = (seen, environment, dropped)
         _, environment, dropped = self._environment
-        return attrs.evolve(facts, environment=dict(environment), env_dropped=dropped)
+        return msgspec.structs.replace(facts, environment=dict(environment), env_dropped=dropped)
 
     def _release(self, facts: WrapFacts) -> None:
         """The process of `facts` is gone: let go of its placeholders and its proxy
@@ -506,6 +507,8 @@ class ExecutorActor:
         """Spawn now when a slot is free (spawn errors raise here), else queue the job."""
         assert self._nursery is not None
         argv, facts = await self._prepare(spec)
+        from ._job import Job  # a foreground call never builds the class
+
         job = Job(
             id=self.jobs.new_id(),
             spec=spec,
