@@ -46,6 +46,12 @@ EXEC_ALLOWANCE_MS = 8.0
 EXEC_STDLIB_FLOOR = "python: import re, signal (the console script's standard library)"
 RUN_FLOOR = "python: import trio, msgspec + one trio.run_process (run's floor)"
 RUN_IMPORTS = "python: import stockade.cli.run (run's imports)"
+RUN_WITHOUT_GROUP = "stockade run 'true', no cgroup (processes, memory, cpu_seconds null)"
+RUN_WITHOUT_GROUP_ARGS = (
+    *("--limit", "processes=null"),
+    *("--limit", "memory=null"),
+    *("--limit", "cpu_seconds=null"),
+)
 CODEX_FACTOR = 1.5
 
 
@@ -209,6 +215,15 @@ def run(ctx: Context) -> FamilyResult:
                 f"stockade run 'true' (auto: {ctx.backends['selected']})",
                 "stockade",
                 [*stockade, "run", "true"],
+            )
+        )
+        # The same with no limit that needs a cgroup: what the call's group costs a
+        # process that makes one call (run's floor below).
+        commands.append(
+            Command(
+                RUN_WITHOUT_GROUP,
+                "stockade",
+                [*stockade, "run", *RUN_WITHOUT_GROUP_ARGS, "true"],
             )
         )
         if os.environ.get("PYTHONDONTWRITEBYTECODE"):
@@ -548,6 +563,22 @@ def _targets(working: list[Command], ctx: Context) -> list[Target]:
                     "what is left above the floor is stockade's imports (attrs classes, "
                     "msgspec structs, enums, patterns made at import) and the run: the "
                     "provider, the executor's cgroups, the confined call",
+                    floor=True,
+                )
+            )
+        ungrouped = by_name.get(RUN_WITHOUT_GROUP)
+        if ungrouped:
+            grouped = mine - _median_ms(ungrouped)
+            targets.append(
+                Target(
+                    "  its floor: the call's cgroup, joined once by a process that makes one call",
+                    "floor",
+                    f"+{grouped:.1f} ms (without a cgroup: {_median_ms(ungrouped):.0f} ms)",
+                    None,
+                    "the launcher's first join of a process's life waits for the kernel's "
+                    "RCU grace period (cgroup_threadgroup_rwsem); a harness's later calls "
+                    "join within one and pay ~1 ms (spawn's per-call cgroup row); hosts "
+                    "mounting cgroups with favordynmods do not wait",
                     floor=True,
                 )
             )
