@@ -128,3 +128,62 @@ def test_a_link_swapped_in_above_a_placeholder_sends_nothing_elsewhere(tmp_path)
     with pytest.raises(placeholders.NotAPlaceholder):
         placeholders.hold(str(root / "sub" / ".git"), directory=True)
     assert sorted(os.listdir(elsewhere)) == ["stockade.yml"]
+
+
+def test_a_made_directory_is_held_through_the_descriptor_that_made_it(tmp_path):
+    """A missing directory is made first and that very descriptor is the held one: the
+    hold names the marked placeholder on disk, and an exclusive lock is refused."""
+    path = tmp_path / ".vscode"
+    fd = placeholders.hold(str(path), directory=True)
+    assert fd is not None
+    held, there = os.fstat(fd), os.stat(path)
+    assert (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+    assert there.st_mtime_ns == 0
+    other = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(other)
+    os.close(fd)
+    assert placeholders.sweep(str(path)) and not path.exists()
+
+
+def test_a_batch_works_in_each_directory_as_it_was_opened(tmp_path):
+    """One call's placeholders share their directories' descriptors (`Parents`): a
+    directory swapped for a link during the batch sends none of its makes or removals
+    to what the link points at; they stay in the directory the batch checked."""
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    parents = placeholders.Parents()
+    try:
+        first = placeholders.hold(str(root / ".claude"), True, parents)
+        (root).rename(tmp_path / "away")
+        root.symlink_to(elsewhere)
+        second = placeholders.hold(str(root / ".codex"), True, parents)
+        assert first is not None and second is not None
+        assert os.listdir(elsewhere) == []
+        assert sorted(os.listdir(tmp_path / "away")) == [".claude", ".codex"]
+        os.close(first)
+        os.close(second)
+        placeholders.sweep(str(root / ".claude"), parents)
+        placeholders.sweep(str(root / ".codex"), parents)
+        assert os.listdir(tmp_path / "away") == []
+    finally:
+        parents.close()
+    # A new batch judges the directory afresh: now a link, so nothing is made.
+    with pytest.raises(placeholders.NotAPlaceholder):
+        placeholders.hold(str(root / ".idea"), directory=True)
+    assert os.listdir(elsewhere) == []
+
+
+def test_sweep_all_removes_a_batch_and_keeps_what_is_not_ours(tmp_path):
+    made = [str(tmp_path / name) for name in (".claude", ".codex", ".idea")]
+    fds = placeholders.hold_all([(path, True) for path in made])
+    for fd in fds:
+        os.close(fd)
+    own = tmp_path / ".vscode"
+    own.mkdir()  # the user's own: not marked
+    placeholders.sweep_all([*made, str(own)])
+    assert os.listdir(tmp_path) == [".vscode"]

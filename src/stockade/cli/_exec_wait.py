@@ -116,8 +116,7 @@ def run_holding(
         from ..sandbox import placeholders
 
         # The innermost first; each is removed only by the last of its holders.
-        for path in reversed(sweep):
-            placeholders.sweep(path)
+        placeholders.sweep_all(sweep[::-1])
     if done is not None:
         done()
     code = os.waitstatus_to_exitcode(status)

@@ -24,13 +24,13 @@ PLACEHOLDER_LINGER = 1.0
 _SHORTAGES = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC)
 
 
-async def _hold_one(path: str, directory: bool) -> int:
+async def _hold_one(path: str, directory: bool, parents: placeholders.Parents) -> int:
     """An fd holding the placeholder at `path`, waiting out a removal in progress;
     SandboxUnavailable when it cannot be held (CommandStartError for a shortage)."""
     deadline = trio.current_time() + HOLD_PATIENCE
     while True:
         try:
-            fd = placeholders.hold(path, directory)
+            fd = placeholders.hold(path, directory, parents)
         except placeholders.StaleView:
             raise  # the caller asks the provider again
         except OSError as error:
@@ -69,6 +69,7 @@ class PlaceholderHolds:
     async def hold(self, blockers: tuple[str, ...], directories: tuple[str, ...]) -> None:
         """Hold every placeholder a call's runner mounts over, before it starts."""
         counted: list[str] = []
+        parents = placeholders.Parents()
         try:
             for path in blockers:
                 held = self._held.get(path)
@@ -77,7 +78,7 @@ class PlaceholderHolds:
                     os.close(self._held.pop(path))
                     self._idle.pop(path, None)
                 if path not in self._held:
-                    fd = await _hold_one(path, path in directories)
+                    fd = await _hold_one(path, path in directories, parents)
                     if path in self._held:  # another call took it meanwhile
                         os.close(fd)
                     else:
@@ -88,6 +89,8 @@ class PlaceholderHolds:
         except BaseException:
             self.let_go(counted)
             raise
+        finally:
+            parents.close()
 
     def let_go(self, paths: tuple[str, ...] | list[str]) -> None:
         """One use fewer of each; a placeholder none of ours uses becomes idle: still
@@ -137,6 +140,10 @@ class PlaceholderHolds:
         self._unused.add(path)
 
     def _sweep(self) -> None:
-        for path in sorted(self._unused, reverse=True):  # the deepest first
-            if path in self._uses or placeholders.sweep(path):
-                self._unused.discard(path)
+        parents = placeholders.Parents()
+        try:
+            for path in sorted(self._unused, reverse=True):  # the deepest first
+                if path in self._uses or placeholders.sweep(path, parents):
+                    self._unused.discard(path)
+        finally:
+            parents.close()

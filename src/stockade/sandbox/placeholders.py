@@ -30,6 +30,10 @@ import stat
 
 from ..trust import placeholder_text
 
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 # Opening a path that a writable root's other users could have changed: never follow a
 # link, never block on a FIFO, never take a terminal.
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
@@ -47,11 +51,10 @@ class NotAPlaceholder(OSError):
     path is now reached through a symbolic link."""
 
 
-def _parent(path: str) -> tuple[int, str] | None:
-    """(fd of the parent directory, the name in it) when the parent is still the real
-    directory `path` names (no link swapped in on the way); None when it is gone or
-    reached through a link. Any other failure (EMFILE...) raises OSError."""
-    parent, name = os.path.split(path)
+def _open_parent(parent: str) -> int | None:
+    """An fd of the directory `parent` when it is still the real directory that path
+    names (no link swapped in on the way); None when it is gone or reached through a
+    link. Any other failure (EMFILE...) raises OSError."""
     try:
         fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError, ValueError):
@@ -60,19 +63,42 @@ def _parent(path: str) -> tuple[int, str] | None:
         reached: str | None = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         reached = None
-    if reached != parent or not name:
+    if reached != parent:
         os.close(fd)
         return None
-    return fd, name
+    return fd
 
 
-def _same(fd: int, parent: int, name: str) -> bool:
-    """Whether `name` in `parent` still is the inode `fd` holds."""
+class Parents:
+    """The directories one call's placeholders sit in (a few, for some twenty
+    placeholders), each opened and checked once for all the holds or sweeps in it;
+    every step still works in the directory as opened. `close()` when done."""
+
+    def __init__(self) -> None:
+        self._fds: dict[str, int | None] = {}
+
+    def find(self, path: str) -> tuple[int, str] | None:
+        """(fd of the parent directory, the name in it), as `_open_parent` judges the
+        parent; None when it is gone or reached through a link."""
+        parent, name = os.path.split(path)
+        if parent not in self._fds:
+            self._fds[parent] = _open_parent(parent)
+        fd = self._fds[parent]
+        return (fd, name) if fd is not None and name else None
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            if fd is not None:
+                os.close(fd)
+        self._fds.clear()
+
+
+def _same(held: os.stat_result, parent: int, name: str) -> bool:
+    """Whether `name` in `parent` still is the inode `held` (a descriptor's fstat) is."""
     try:
         now = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except OSError:
         return False
-    held = os.fstat(fd)
     return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
@@ -86,29 +112,35 @@ def still_held(fd: int, path: str) -> bool:
     return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
-def _make(parent: int, name: str, directory: bool) -> None:
-    """A marked placeholder `name` in `parent`, unless something is there: an empty
-    directory, or a file holding its name's placeholder text (trust.placeholder_text:
-    empty for most; "." for a `commondir`, which git cannot do without)."""
+def _make(parent: int, name: str, directory: bool) -> int | None:
+    """A marked placeholder `name` in `parent`, unless something is there (None): an
+    empty directory, or a file holding its name's placeholder text (trust.placeholder_text:
+    empty for most; "." for a `commondir`, which git cannot do without). A directory's
+    descriptor is returned to be held (it was opened as `hold` opens one); a file's is
+    closed (it was opened for writing), and None returned: `hold` opens it again."""
     try:
         if directory:
             os.mkdir(name, 0o755, dir_fd=parent)
-            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(name, flags, dir_fd=parent)
+            fd = os.open(name, _OPEN | os.O_DIRECTORY, dir_fd=parent)
         else:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(name, flags, 0o444, dir_fd=parent)
     except FileExistsError:
-        return
+        return None
     try:
         if not directory and (text := placeholder_text(name).encode()):
             os.write(fd, text)
         os.utime(fd, (0, 0))
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    if directory:
+        return fd
+    os.close(fd)
+    return None
 
 
-def hold(path: str, directory: bool) -> int | None:
+def hold(path: str, directory: bool, parents: Parents | None = None) -> int | None:
     """A CLOEXEC fd holding a shared lock on the placeholder at `path`, made first
     when missing (`directory`: an empty directory, else an empty read-only file).
 
@@ -116,37 +148,47 @@ def hold(path: str, directory: bool) -> int | None:
     Whatever else stands there (a directory or a regular file the guard judged a
     placeholder) is held as it is. NotAPlaceholder for a link, a FIFO, a device or a
     socket, or a parent now reached through a link; OSError when it cannot be made
-    or opened.
+    or opened. `parents`: the batch's directories, opened once (else this one's).
     """
-    opened = _parent(path)
-    if opened is None:
-        if not os.path.isdir(os.path.dirname(path)):
-            raise StaleView(errno.ENOENT, "its directory is gone", path)
-        raise NotAPlaceholder(errno.ELOOP, "its directory is reached through a link", path)
-    parent, name = opened
+    batch = parents if parents is not None else Parents()
     try:
+        opened = batch.find(path)
+        if opened is None:
+            if not os.path.isdir(os.path.dirname(path)):
+                raise StaleView(errno.ENOENT, "its directory is gone", path)
+            raise NotAPlaceholder(errno.ELOOP, "its directory is reached through a link", path)
+        parent, name = opened
         return _hold_in(parent, name, directory, path)
     finally:
-        os.close(parent)
+        if parents is None:
+            batch.close()
 
 
 def _hold_in(parent: int, name: str, directory: bool, path: str) -> int | None:
+    # A missing directory is the usual case (a cover on a name the root lacks): made
+    # first, and the descriptor that made it is the one held.
+    made = _make(parent, name, directory) if directory else None
     for _ in range(_ATTEMPTS):
+        if made is not None:
+            fd, made = made, None
+        else:
+            try:
+                fd = os.open(name, _OPEN, dir_fd=parent)
+            except FileNotFoundError:
+                made = _make(parent, name, directory)
+                continue
+            except OSError as error:
+                if error.errno == errno.ELOOP:
+                    raise NotAPlaceholder(
+                        errno.ELOOP, "a symbolic link stands there", path
+                    ) from None
+                raise
         try:
-            fd = os.open(name, _OPEN, dir_fd=parent)
-        except FileNotFoundError:
-            _make(parent, name, directory)
-            continue
-        except OSError as error:
-            if error.errno == errno.ELOOP:
-                raise NotAPlaceholder(errno.ELOOP, "a symbolic link stands there", path) from None
-            raise
-        try:
-            kind = os.fstat(fd).st_mode
-            if not (stat.S_ISDIR(kind) or stat.S_ISREG(kind)):
+            held = os.fstat(fd)
+            if not (stat.S_ISDIR(held.st_mode) or stat.S_ISREG(held.st_mode)):
                 raise NotAPlaceholder(errno.EINVAL, "neither a directory nor a file", path)
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            if _same(fd, parent, name):
+            if _same(held, parent, name):
                 return fd
             os.close(fd)  # removed, and perhaps made again, meanwhile
         except BlockingIOError:
@@ -158,27 +200,41 @@ def _hold_in(parent: int, name: str, directory: bool, path: str) -> int | None:
             except OSError:
                 pass
             raise
+    if made is not None:
+        os.close(made)
     return None
 
 
-def sweep(path: str) -> bool:
+def sweep(path: str, parents: Parents | None = None) -> bool:
     """Remove the placeholder at `path` when it is marked, empty and nobody holds it.
 
     True when done with it: removed, gone, in use by another process (its last user
     removes it), or not a placeholder of ours (kept). False while it is still a mount
     point in this process's own namespace ("Device or resource busy"): try later.
+    `parents`: the batch's directories, opened once (else this one's).
     """
+    batch = parents if parents is not None else Parents()
     try:
-        opened = _parent(path)
-    except OSError:
-        return False  # a passing shortage (EMFILE): try later
-    if opened is None:
-        return True  # gone, or reached through a link now: not ours to judge
-    parent, name = opened
-    try:
-        return _sweep_in(parent, name)
+        try:
+            opened = batch.find(path)
+        except OSError:
+            return False  # a passing shortage (EMFILE): try later
+        if opened is None:
+            return True  # gone, or reached through a link now: not ours to judge
+        return _sweep_in(*opened)
     finally:
-        os.close(parent)
+        if parents is None:
+            batch.close()
+
+
+def sweep_all(paths: Sequence[str]) -> None:
+    """`sweep` each of `paths` once, in order (the innermost first is the caller's)."""
+    parents = Parents()
+    try:
+        for path in paths:
+            sweep(path, parents)
+    finally:
+        parents.close()
 
 
 def _sweep_in(parent: int, name: str) -> bool:
@@ -189,7 +245,7 @@ def _sweep_in(parent: int, name: str) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         info = os.fstat(fd)
-        if info.st_mtime_ns != 0 or not _same(fd, parent, name):
+        if info.st_mtime_ns != 0 or not _same(info, parent, name):
             return True
         if stat.S_ISDIR(info.st_mode):
             os.rmdir(name, dir_fd=parent)  # refuses a directory that is not empty
@@ -220,9 +276,10 @@ def hold_all(blockers: list[tuple[str, bool]], patience: float = 2.0) -> list[in
 
     deadline = time.monotonic() + patience
     fds: list[int] = []
+    parents = Parents()
     try:
         for path, directory in blockers:
-            while (fd := hold(path, directory)) is None:
+            while (fd := hold(path, directory, parents)) is None:
                 if time.monotonic() > deadline:
                     raise BlockingIOError(errno.EAGAIN, "held by a process removing it", path)
                 time.sleep(0.002)
@@ -231,4 +288,6 @@ def hold_all(blockers: list[tuple[str, bool]], patience: float = 2.0) -> list[in
         for fd in fds:
             os.close(fd)
         raise
+    finally:
+        parents.close()
     return fds
