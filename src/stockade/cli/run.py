@@ -24,7 +24,6 @@ import attrs
 import msgspec
 import trio
 
-from ..approval import Answerer
 from ..errors import (
     CommandStartError,
     ConfigError,
@@ -55,8 +54,6 @@ from ..vocab import (
     network_denial_marker,
     request_refusal_marker,
 )
-from ._ask import ask_to_run, ask_to_widen
-from ._ask import wider as next_wider
 from ._screen import OutputClosed, Screen, on_a_terminal, streams_for
 from .errors import EXIT_ASK_FIRST, EXIT_BROKEN_PIPE, EXIT_FORBIDDEN, say, silence
 from .settings import (
@@ -69,6 +66,7 @@ from .settings import (
 if TYPE_CHECKING:
     import argparse
 
+    from ..approval import Answerer
     from ..config import Composition, Plan
 
 EXIT_USAGE = 2
@@ -386,6 +384,8 @@ def _human_denial(
             "docs/security.md); only --mode danger-full-access lifts it"
         )
     line = f"stockade: the sandbox refused a file write under {mode.value} mode"
+    from ._ask import wider as next_wider  # a denial on a terminal only
+
     wider = next_wider(mode)
     if asking or wider is None:
         return line
@@ -451,6 +451,8 @@ async def _run_asking(
 ) -> tuple[ShellResult, bool]:
     """Ask first when a rule says so; run; on a denial, ask once and rerun wider if
     granted. (result, already reported)."""
+    from ._ask import ask_to_run, ask_to_widen  # a person may be asked: not before
+
     if call.verdict.ask is not None:
         rule, reason = call.verdict.ask
         first = await ask_to_run(
