@@ -13,11 +13,11 @@ import contextlib
 import enum
 import os
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import msgspec
 
-from .events import SessionEvent
 from .vocab import (
     ApprovalPolicy,
     Enforcement,
@@ -27,6 +27,11 @@ from .vocab import (
     SandboxPolicy,
     SpawnTrait,
 )
+
+if TYPE_CHECKING:
+    # The session log's messages carry events; no message is decoded, so the name is
+    # needed by the type checker only (and `stockade run` need not build the events).
+    from .events import SessionEvent
 
 
 class RunnerFailureRule(msgspec.Struct, frozen=True):
