@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any, assert_never
 
 import attrs
+import msgspec
 import trio
 
 from ..actors import Envelope, Inbox, Mailbox, answer, open_inbox, request, running, serve_forever
@@ -95,8 +96,7 @@ class ApprovalActor:
         await self.audit(ask.session_id, event)
 
 
-@attrs.frozen
-class ApprovalClient:
+class ApprovalClient(msgspec.Struct, frozen=True):
     inbox: Inbox[ApprovalInbox]
 
     async def ask(self, ask: ApprovalRequest) -> Answer:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-import attrs
+import msgspec
 
 from ..actors import Inbox, request
 from ..messages import (
@@ -28,8 +28,7 @@ from ..vocab import ExecutionPolicy, SandboxMode
 from .config import ExecutorConfig
 
 
-@attrs.frozen
-class ExecutorClient:
+class ExecutorClient(msgspec.Struct, frozen=True):
     """What callers hold. `resolve` gives an agentless caller the configured default."""
 
     inbox: Inbox[ExecutorRequest]

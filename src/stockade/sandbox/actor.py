@@ -197,8 +197,7 @@ class ProviderActor:
         )
 
 
-@attrs.frozen
-class ProviderClient:
+class ProviderClient(msgspec.Struct, frozen=True):
     """What callers hold: `await provider.confine(argv, policy)`."""
 
     inbox: Inbox[ProviderRequest]

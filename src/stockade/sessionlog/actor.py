@@ -375,8 +375,7 @@ class SessionLogActor:
         return log.committed.view
 
 
-@attrs.frozen
-class SessionLogClient:
+class SessionLogClient(msgspec.Struct, frozen=True):
     """What callers hold: open, append, read and close session logs by id."""
 
     inbox: Inbox[SessionLogRequest]
