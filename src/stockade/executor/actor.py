@@ -52,7 +52,6 @@ from ..network import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
 from ..trust import enter_judged, judge_workdir, new_repository, spawn_cwd
 from ..vocab import SpawnTrait
-from ._brokering import Brokered, open_broker
 from ._buffer import OutputBuffer
 from ._child import Child
 from ._classify import spawn_failure_is_runner
@@ -69,6 +68,7 @@ from .environment import apply_policy
 
 if TYPE_CHECKING:
     from ..network import NetworkProxy
+    from ._brokering import Brokered
     from ._job import Job
 
 
@@ -136,7 +136,10 @@ class ExecutorActor:
                 stack.callback(self._limits.close)
                 # Made now, once: a missing credential is the start's error, never a
                 # call's; the bundle's directory goes with the executor.
-                self._brokered = open_broker(self.config, os.environ)
+                if self.config.has_ruled_hosts:
+                    from ._brokering import open_broker  # only a ruled host needs one
+
+                    self._brokered = open_broker(self.config, os.environ)
                 if self._brokered is not None:
                     stack.callback(self._brokered.close)
                 if self.confines:
