@@ -282,7 +282,7 @@ class Streams(msgspec.Struct, frozen=True):
     terminal: Terminal | None = None
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Terminal:
     """A pseudo-terminal a foreground caller opened for the command (`stockade run` on
     a person's terminal), in place of its stdout pipe (and stdin's, when `stdin`).
