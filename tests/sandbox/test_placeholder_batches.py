@@ -380,3 +380,32 @@ def test_the_leak_check_catches_a_make_that_keeps_its_descriptor(tmp_path, monke
     assert leaked
     for fd in leaked:
         os.close(int(fd))
+
+
+# --- a batch's directory changing under it -------------------------------------------
+
+
+@pytest.mark.parametrize("directory", [True, False])
+def test_a_directory_removed_during_a_batch_is_a_stale_view(tmp_path, no_fd_leak, directory):
+    """The batch opened `a`; by the next hold in it, `a` is gone (another call removed
+    it): the guard saw a disk that has changed, so StaleView (the caller guards again),
+    as a hold judging `a` afresh says, not a bare ENOENT the caller reports as an
+    unavailable sandbox."""
+    a = tmp_path / "a"
+    a.mkdir()
+    parents = placeholders.Parents()
+    try:
+        fd = placeholders.hold(str(a / ".claude"), True, parents)
+        assert fd is not None
+        os.close(fd)
+        placeholders.sweep(str(a / ".claude"))
+        a.rmdir()
+        with pytest.raises(placeholders.StaleView):
+            placeholders.hold(
+                str(a / ("stockade.yml" if not directory else ".codex")), directory, parents
+            )
+    finally:
+        parents.close()
+    # Unbatched, the same: the directory judged afresh is gone.
+    with pytest.raises(placeholders.StaleView):
+        placeholders.hold(str(a / ".codex"), directory)

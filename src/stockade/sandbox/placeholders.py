@@ -158,7 +158,14 @@ def hold(path: str, directory: bool, parents: Parents | None = None) -> int | No
                 raise StaleView(errno.ENOENT, "its directory is gone", path)
             raise NotAPlaceholder(errno.ELOOP, "its directory is reached through a link", path)
         parent, name = opened
-        return _hold_in(parent, name, directory, path)
+        try:
+            return _hold_in(parent, name, directory, path)
+        except FileNotFoundError:
+            # The batch opened the directory; it has been removed since (a lone hold
+            # judging it afresh would have found it gone): guard again.
+            if os.fstat(parent).st_nlink == 0 or not os.path.isdir(os.path.dirname(path)):
+                raise StaleView(errno.ENOENT, "its directory is gone", path) from None
+            raise
     finally:
         if parents is None:
             batch.close()
