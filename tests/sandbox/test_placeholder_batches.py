@@ -409,3 +409,64 @@ def test_a_directory_removed_during_a_batch_is_a_stale_view(tmp_path, no_fd_leak
     # Unbatched, the same: the directory judged afresh is gone.
     with pytest.raises(placeholders.StaleView):
         placeholders.hold(str(a / ".codex"), directory)
+
+
+def _swap_while_waiting(tmp_path, monkeypatch, link: bool):
+    """hold_all over root's `.claude` and `.codex`, `.codex` locked by a remover: while
+    the batch waits, root is moved away and a new `root` put in its place (a real
+    directory, or a link to one), and the remover lets go."""
+    import time
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / ".codex").mkdir()
+    os.utime(root / ".codex", (0, 0))
+    remover = os.open(root / ".codex", os.O_RDONLY)
+    fcntl.flock(remover, fcntl.LOCK_EX)
+    new = tmp_path / "new"
+    new.mkdir()
+    real_sleep = time.sleep
+
+    def swap(seconds):
+        if os.path.isdir(tmp_path / "away"):
+            return real_sleep(seconds)
+        root.rename(tmp_path / "away")
+        if link:
+            root.symlink_to(new)
+        else:
+            new.rename(root)
+        os.close(remover)
+
+    monkeypatch.setattr(time, "sleep", swap)
+    wanted = [(str(root / ".claude"), True), (str(root / ".codex"), True)]
+    return wanted, (new if link else root)
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_a_directory_replaced_while_a_batch_waits_is_a_stale_view(
+    tmp_path, monkeypatch, no_fd_leak, link
+):
+    """A command that can write root's parent locks one placeholder (the batch waits
+    up to 2 s for it) and swaps root meanwhile: the batch, still working in the
+    directory it opened, would hold placeholders that the paths bwrap mounts over no
+    longer name. Its end checks each directory afresh: StaleView (guard again), every
+    hold let go."""
+    wanted, now = _swap_while_waiting(tmp_path, monkeypatch, link)
+    with pytest.raises(placeholders.StaleView):
+        placeholders.hold_all(wanted)
+    assert os.listdir(now) == []
+
+
+def test_without_the_batch_end_check_the_holds_miss_their_paths(tmp_path, monkeypatch):
+    """Control: with the batch's end check switched off, the same swap leaves holds
+    on placeholders the paths no longer name (what bwrap mounts over is unheld)."""
+    monkeypatch.setattr(placeholders.Parents, "check", lambda self: None)
+    wanted, _ = _swap_while_waiting(tmp_path, monkeypatch, link=False)
+    fds = placeholders.hold_all(wanted)
+    try:
+        assert not all(
+            placeholders.still_held(fd, path) for fd, (path, _) in zip(fds, wanted, strict=True)
+        )
+    finally:
+        for fd in fds:
+            os.close(fd)

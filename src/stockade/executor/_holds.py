@@ -86,6 +86,7 @@ class PlaceholderHolds:
                 self._idle.pop(path, None)
                 self._uses[path] += 1
                 counted.append(path)
+            parents.check()  # each directory it held in is still where its paths lead
         except BaseException:
             self.let_go(counted)
             raise

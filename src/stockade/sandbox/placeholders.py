@@ -86,6 +86,28 @@ class Parents:
         fd = self._fds[parent]
         return (fd, name) if fd is not None and name else None
 
+    def check(self) -> None:
+        """The end of a batch of holds: StaleView unless each directory it opened is
+        still the real directory its path names, judged afresh (`_open_parent`) and
+        the same inode. A batch works in each directory as opened: one moved away or
+        replaced between its holds (a command that can write an ancestor can keep a
+        batch waiting for a locked placeholder, up to its patience) would leave holds
+        on placeholders that the paths bwrap mounts over no longer name."""
+        for parent, fd in self._fds.items():
+            if fd is None:
+                continue
+            again = _open_parent(parent)
+            if again is None:
+                same = False
+            else:
+                try:
+                    was, now = os.fstat(fd), os.fstat(again)
+                finally:
+                    os.close(again)
+                same = (was.st_dev, was.st_ino) == (now.st_dev, now.st_ino)
+            if not same:
+                raise StaleView(errno.ENOENT, "its directory was moved or replaced", parent)
+
     def close(self) -> None:
         for fd in self._fds.values():
             if fd is not None:
@@ -291,6 +313,7 @@ def hold_all(blockers: list[tuple[str, bool]], patience: float = 2.0) -> list[in
                     raise BlockingIOError(errno.EAGAIN, "held by a process removing it", path)
                 time.sleep(0.002)
             fds.append(fd)
+        parents.check()
     except BaseException:
         for fd in fds:
             os.close(fd)
