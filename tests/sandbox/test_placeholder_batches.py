@@ -470,3 +470,19 @@ def test_without_the_batch_end_check_the_holds_miss_their_paths(tmp_path, monkey
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def test_a_batchs_directory_descriptors_reach_no_command(tmp_path):
+    """The batch's descriptors stay open across the executor's waits, while other
+    calls' runners start: close-on-exec, as every hold is."""
+    (tmp_path / "a").mkdir()
+    parents = placeholders.Parents()
+    try:
+        fd = placeholders.hold(str(tmp_path / "a" / ".claude"), True, parents)
+        assert fd is not None
+        os.close(fd)
+        opened = [fd for fd in parents._fds.values() if fd is not None]
+        assert opened and not any(os.get_inheritable(fd) for fd in opened)
+    finally:
+        parents.close()
+    assert parents._fds == {}
