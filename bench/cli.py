@@ -582,6 +582,23 @@ def _targets(working: list[Command], ctx: Context) -> list[Target]:
                     floor=True,
                 )
             )
+            if floor and direct:
+                # The floors together: what any run of one confined call under trio pays
+                # here before a line of stockade runs, against the target.
+                together = _median_ms(floor) + _median_ms(direct) + grouped
+                targets.append(
+                    Target(
+                        "  its floors together: trio's, the runner's and the call's cgroup",
+                        "floor",
+                        f"{together:.0f} ms ({_median_ms(floor):.0f} + {selected} direct "
+                        f"{_median_ms(direct):.1f} + {grouped:.1f}); stockade's own part "
+                        f"+{mine - together:.0f} ms (its imports and the call's preparation)",
+                        None,
+                        f"the target is {'below' if together >= RUN_BEFORE_MS / 2 else 'above'}"
+                        " these floors alone",
+                        floor=True,
+                    )
+                )
     return targets
 
 
