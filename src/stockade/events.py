@@ -52,6 +52,7 @@ import attrs
 import msgspec
 
 from .errors import StockadeError
+from .reprs import fields_repr
 
 TAG_FIELD = "type"
 _TAG_RE = re.compile(r"^[a-z][a-z0-9_.-]*(/[a-z][a-z0-9_.-]*)*$")
@@ -182,6 +183,8 @@ class EventRegistry:
     Compose it once per harness (built-ins plus each mounted domain's types); a
     registry is a value, so tests build their own and nothing needs resetting.
     """
+
+    __repr__ = fields_repr
 
     types: tuple[type[SessionEvent], ...] = ()
     _by_tag: dict[str, type[SessionEvent]] = attrs.field(init=False, repr=False, eq=False)

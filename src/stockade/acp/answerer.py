@@ -29,6 +29,7 @@ import trio
 
 from ..approval import Answer, ApprovalRequest, Decision
 from ..errors import StockadeError
+from ..reprs import fields_repr
 from .permission import Outcome, ask_cwd, outcome, permission_params, tool_kind
 
 
@@ -57,6 +58,8 @@ class AskContext:
     `cancel()` is the turn's `session/cancel`: it resolves every open question
     `cancelled`, and any question asked later in the turn at once.
     """
+
+    __repr__ = fields_repr
 
     session_id: str
     root: str | None
@@ -88,6 +91,8 @@ class AcpAnswerer:
     """Asks the ACP client. `directory` maps a stockade session id to its context;
     `channel` is bound once the connection exists. `timeout` None or 0: wait as long
     as the client takes (or until the session is cancelled)."""
+
+    __repr__ = fields_repr
 
     directory: Directory
     channel: PermissionChannel | None = None

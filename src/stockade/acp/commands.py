@@ -16,6 +16,8 @@ from typing import Any, Final
 
 import attrs
 
+from ..reprs import fields_repr
+
 UNDO: Final = "undo"
 RESTORE: Final = "restore"
 
@@ -46,6 +48,8 @@ def commands_update() -> dict[str, Any]:
 @attrs.frozen
 class Command:
     """A prompt that is one of the commands: `undo` with `target` None lists."""
+
+    __repr__ = fields_repr
 
     name: str
     target: int | None = None

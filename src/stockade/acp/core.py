@@ -28,6 +28,7 @@ from ..approval import ApprovalRequest
 from ..errors import StockadeError
 from ..faces import calls_lines, outcome_line, refusal_line
 from ..harness import AgentSession, Harness, UndoRefused
+from ..reprs import fields_repr
 from ..sessionlog import check_session_id
 from ..trust import broad_root_refusal
 from ..vocab import Network
@@ -69,6 +70,8 @@ async def _no_notify(_session_id: str, _update: dict[str, Any]) -> None:
 class AcpSession:
     """One ACP session: its stockade session and the answerer's view of its turn."""
 
+    __repr__ = fields_repr
+
     agent: AgentSession
     context: AskContext
     busy: bool = False
@@ -79,6 +82,7 @@ class AcpSession:
 
 @attrs.define(eq=False)
 class AgentCore:
+    __repr__ = fields_repr
     harness: Harness
     model: Model
     # Offer `allow_always` (a session switch) where presets are mounted.

@@ -17,6 +17,8 @@ from typing import Any, Final
 
 import attrs
 
+from ..reprs import fields_repr
+
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 
@@ -25,6 +27,8 @@ INVALID_REQUEST: Final = -32600
 class Frame:
     """A checked line: `message` to pass on, or `reply` to send back (or neither:
     a blank line, or a malformed response, which JSON-RPC never answers)."""
+
+    __repr__ = fields_repr
 
     message: dict[str, Any] | None = None
     reply: dict[str, Any] | None = None

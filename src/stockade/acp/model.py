@@ -25,11 +25,13 @@ from typing import Any, Final, Protocol
 import attrs
 import trio
 
+from ..reprs import fields_repr
 from ..vocab import SandboxMode, allowed_modes
 
 
 @attrs.frozen
 class ToolCall:
+    __repr__ = fields_repr
     id: str
     name: str
     # As the model sent them: normally a JSON object, passed on verbatim otherwise.
@@ -38,6 +40,7 @@ class ToolCall:
 
 @attrs.frozen
 class ModelStep:
+    __repr__ = fields_repr
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
 
@@ -62,6 +65,8 @@ class Model(Protocol):
 class UnconfiguredModel:
     """What the agent runs when no model is configured: every prompt is answered with
     the one line that says what to configure, and nothing runs."""
+
+    __repr__ = fields_repr
 
     text: str
     description: str = "none configured"
@@ -104,6 +109,8 @@ class ScriptedModel:
     script is run as a bash command (with an escalation to the next mode when it is
     denied): that is the keyless demo in an editor.
     """
+
+    __repr__ = fields_repr
 
     turns: tuple[tuple[Mapping[str, Any], ...], ...] = ()
     description: str = "scripted"
@@ -280,6 +287,8 @@ def model_secrets(model: object) -> tuple[str, ...]:
 @attrs.frozen
 class ChatCompletionsModel:
     """An OpenAI-compatible chat-completions endpoint (`base_url` + `/chat/completions`)."""
+
+    __repr__ = fields_repr
 
     api_key: str = attrs.field(repr=False)
     model: str = "gpt-4o-mini"

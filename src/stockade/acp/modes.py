@@ -12,6 +12,7 @@ from typing import Any, Final
 import attrs
 
 from ..policy import CUSTOM, KnobState, PresetTable
+from ..reprs import fields_repr
 from ..vocab import Network, SandboxMode
 
 CUSTOM_DESCRIPTION: Final = (
@@ -58,6 +59,8 @@ def check_selectable(table: PresetTable, mode_id: str) -> str:
 class SwitchPlan:
     """What a person's `allow_always` writes: a preset to select (only its changed
     knobs are written), or else the one knob the request was about."""
+
+    __repr__ = fields_repr
 
     preset: str | None = None
     sandbox_mode: SandboxMode | None = None

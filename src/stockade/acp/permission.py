@@ -43,6 +43,7 @@ from typing import Any, Final
 import attrs
 
 from ..approval import ApprovalRequest, Decision, render
+from ..reprs import fields_repr
 
 ALLOW_ONCE: Final = "allow-once"
 REJECT: Final = "reject"
@@ -57,6 +58,8 @@ TITLE_LIMIT: Final = 120
 class Outcome:
     """What an answer means for the chain: a decision, why, and whether the person
     chose to switch the session (`allow_always`)."""
+
+    __repr__ = fields_repr
 
     decision: Decision
     detail: str | None = None

@@ -18,6 +18,7 @@ import trio
 from ..actors import Envelope, Inbox, Mailbox, answer, open_inbox, request, running, serve_forever
 from ..events import SessionEvent
 from ..messages import ApprovalInbox, AskApproval
+from ..reprs import fields_repr
 from ._chain import Answer, Answerer, ApprovalRequest, Decision, ask_chain, policy_gate
 from .events import ApprovalAnswered, ApprovalAsked
 
@@ -30,6 +31,7 @@ async def _no_audit(_session_id: str, _event: SessionEvent) -> None:
 
 @attrs.define(eq=False)
 class ApprovalActor:
+    __repr__ = fields_repr
     answerers: Sequence[Answerer] = ()
     # Appends an audit event to that session's log (the harness wires the log in).
     audit: Audit = _no_audit

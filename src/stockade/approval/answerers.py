@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import trio
 
+from ..reprs import fields_repr
 from . import render
 from ._chain import Answer, ApprovalRequest, Decision, as_answer
 
@@ -30,6 +31,7 @@ def _compile(pattern: str | re.Pattern[str]) -> re.Pattern[str]:
 
 @attrs.frozen
 class RejectRule:
+    __repr__ = fields_repr
     pattern: re.Pattern[str] = attrs.field(converter=_compile)
     reason: str = "this command is never escalated by this deployment"
 
@@ -37,6 +39,8 @@ class RejectRule:
 @attrs.frozen
 class RejectRules:
     """Auto-reject commands matching a deployment's patterns, with the rule's reason."""
+
+    __repr__ = fields_repr
 
     rules: tuple[RejectRule, ...] = ()
     name: str = "reject-rules"
@@ -69,6 +73,8 @@ class CallbackAnswerer:
     async, e.g. `await trio.to_thread.run_sync(ask_person, request)`.
     """
 
+    __repr__ = fields_repr
+
     callback: Decider
     name: str = "callback"
 
@@ -86,6 +92,8 @@ class AsyncioAnswerer:
     The harness must run inside `trio_asyncio.open_loop()`.
     """
 
+    __repr__ = fields_repr
+
     callback: AsyncDecider
     name: str = "asyncio-callback"
 
@@ -99,6 +107,8 @@ class AsyncioAnswerer:
 @attrs.define(eq=False)
 class ScriptedAnswerer:
     """Decides from a list, in order; records every request it saw; passes when empty."""
+
+    __repr__ = fields_repr
 
     decisions: list[Decision | str] = attrs.field(factory=list)
     name: str = "scripted"
@@ -195,6 +205,8 @@ class TerminalAnswerer:
     The command and justification are rendered by `approval.render`: every character
     a terminal would hide or act on is shown escaped.
     """
+
+    __repr__ = fields_repr
 
     name: str = "terminal"
     opener: Callable[[], Any | None] = _open_terminal

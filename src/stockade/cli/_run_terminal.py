@@ -19,6 +19,7 @@ import attrs
 import trio
 
 from ..executor import READ_SIZE, Terminal, signal_group
+from ..reprs import fields_repr
 
 # Ctrl-Z: how long a program that handles SIGTSTP itself (an editor putting its screen
 # back) has before its group is stopped.
@@ -53,6 +54,8 @@ def same_terminal(fd: int, other: int) -> bool:
 @attrs.define(eq=False)
 class _Person:
     """The person's terminal (`fd`) and the command's terminal's `master`."""
+
+    __repr__ = fields_repr
 
     fd: int
     typing: bool
@@ -174,6 +177,8 @@ class _Person:
 class CommandTerminal:
     """What `command_terminal` gives: the executor's `Terminal`, and whether the person
     interrupted the command (read once it has ended)."""
+
+    __repr__ = fields_repr
 
     terminal: Terminal
     _person: _Person

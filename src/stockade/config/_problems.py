@@ -20,6 +20,7 @@ from cattrs.errors import (
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from ..errors import ConfigError
+from ..reprs import fields_repr
 from .types import FieldProblem
 
 Step = str | int
@@ -34,6 +35,8 @@ class Problem:
     `subject` prefixes the message with the key path inside the entry (`config.mode: ...`)
     for value errors whose text does not name the key.
     """
+
+    __repr__ = fields_repr
 
     path: Path
     message: str

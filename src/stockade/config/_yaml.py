@@ -18,6 +18,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.reader import ReaderError
 
+from ..reprs import fields_repr
 from ._problems import Path, Problem
 
 TAGS: Final = ("!cwd", "!env", "!path")
@@ -26,6 +27,8 @@ TAGS: Final = ("!cwd", "!env", "!path")
 @attrs.frozen
 class Tagged:
     """A tagged scalar whose value is known only at load time (or an unknown tag)."""
+
+    __repr__ = fields_repr
 
     tag: str
     value: str | None  # None when the tag was put on a mapping or a list
@@ -43,6 +46,8 @@ REFERENCE_KEYS: Final = frozenset({("network_credentials", "value")})
 class EnvReference:
     """`!env NAME` where a secret goes: the variable's name only (its value is read by
     whoever needs it, the harness when it starts)."""
+
+    __repr__ = fields_repr
 
     name: str
 
@@ -68,6 +73,8 @@ _Constructor.add_constructor(None, _construct_tagged)
 @attrs.frozen
 class SyntaxProblem:
     """A document ruamel could not read: 0-based position and its own wording."""
+
+    __repr__ = fields_repr
 
     line: int
     col: int
@@ -158,6 +165,8 @@ def _line_col(text: str, position: int) -> tuple[int, int]:
 @attrs.frozen(kw_only=True)
 class TagContext:
     """What the tags expand against: the working directory, environment and file's directory."""
+
+    __repr__ = fields_repr
 
     cwd: str
     environ: Mapping[str, str]

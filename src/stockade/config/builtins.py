@@ -22,6 +22,7 @@ from ..executor import (
     is_stockade_own,
     is_variable_name,
 )
+from ..reprs import fields_repr
 from ..sandbox import ProviderConfig
 from ..vocab import ApprovalPolicy, Network, SandboxMode, network_under
 from .plugins import ENTRY_POINT_GROUP, Plugin, PluginTable
@@ -58,6 +59,8 @@ ToolName = Literal[
 class ToolCachesConfig:
     """`tool_caches:` on (the default), off, or a mapping: where the sandbox-private
     caches live (default $XDG_CACHE_HOME/stockade/tools) and which tools use them."""
+
+    __repr__ = fields_repr
 
     enabled: bool = True
     directory: AbsolutePath | None = None
@@ -98,6 +101,8 @@ class HistorySettings:
     `record_ignored`: what `.gitignore` leaves out too; `record_git`: `.git` too;
     `listed_paths`: how many paths a result names; `baseline_wait` (seconds): how long
     a call waits for the first look at a large root before it runs unrecorded."""
+
+    __repr__ = fields_repr
 
     enabled: bool = True
     record_ignored: bool = False
@@ -174,6 +179,8 @@ def _check_deny_read(
 @attrs.frozen(kw_only=True)
 class SandboxLocalConfig:
     """`stockade.sandbox.local`: which backend, or the operator's own runner."""
+
+    __repr__ = fields_repr
 
     runner_command: NonEmptyStr | None = None
     runner_failure_signatures: tuple[SingleLine, ...] = ()
@@ -253,6 +260,8 @@ def _frozen_set(value: Mapping[NonEmptyStr, str]) -> Mapping[NonEmptyStr, str]:
 class EnvConfig:
     """`env:` of an executor entry: which of the harness's variables a command gets
     (executor/environment.py applies it; docs/security.md, "Secrets: the environment")."""
+
+    __repr__ = fields_repr
 
     inherit: Inherit = "all"
     exclude: tuple[NonEmptyStr, ...] = ()
@@ -399,6 +408,8 @@ class SandboxBashConfig:
     `workspace_root` None means the process's current directory when a call resolves.
     """
 
+    __repr__ = fields_repr
+
     mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
     network: Network = Network.OFF
     workspace_root: AbsolutePath | None = None
@@ -451,6 +462,8 @@ class SandboxBashConfig:
 class LocalBashConfig:
     """`stockade.bash.local`: the same process limits, and nothing to confine with."""
 
+    __repr__ = fields_repr
+
     output_cap: PositiveInt = DEFAULT_OUTPUT_CAP
     kill_grace: NonNegativeFloat = DEFAULT_KILL_GRACE
     default_timeout: PositiveFloat | None = None
@@ -484,6 +497,8 @@ class LocalBashConfig:
 class RejectRule:
     """Auto-reject an escalation whose command matches `pattern` (re.search), saying `reason`."""
 
+    __repr__ = fields_repr
+
     pattern: Regex
     reason: NonEmptyStr
 
@@ -491,6 +506,8 @@ class RejectRule:
 @attrs.frozen(kw_only=True)
 class ApprovalConfig:
     """`stockade.approval.user`: the policy, the prepended reject rules, the answerer chain."""
+
+    __repr__ = fields_repr
 
     policy: ApprovalPolicy = ApprovalPolicy.ASK
     reject: tuple[RejectRule, ...] = ()
@@ -514,6 +531,8 @@ class PresetSpec:
 
     `network` absent (None): `off`, or `on` for a danger-full-access preset.
     """
+
+    __repr__ = fields_repr
 
     sandbox_mode: SandboxMode
     approval_policy: ApprovalPolicy
@@ -562,6 +581,8 @@ class PresetsConfig:
     A given `presets` mapping IS the table (it replaces the default, not extends it).
     """
 
+    __repr__ = fields_repr
+
     presets: Mapping[PresetName, PresetSpec] = attrs.field(
         default=DEFAULT_PRESET_SPECS, converter=_frozen_presets, validator=_check_not_empty
     )
@@ -602,6 +623,8 @@ class SessionLogConfig:
     holds the session locks).
     """
 
+    __repr__ = fields_repr
+
     store: SessionStoreKind = "jsonl"
     state_dir: AbsolutePath | None = attrs.field(default=None, validator=_check_log_store)
     dsn: NonEmptyStr | None = attrs.field(default=None, validator=_check_log_store, repr=False)
@@ -611,6 +634,8 @@ class SessionLogConfig:
 @attrs.frozen(kw_only=True)
 class FsConfig:
     """`stockade.fs.sandbox` / `stockade.fs.local`: the most bytes one read returns."""
+
+    __repr__ = fields_repr
 
     read_cap: PositiveInt = DEFAULT_READ_CAP
 
@@ -624,6 +649,8 @@ class McpFaceConfig:
     the client (elicitation), and refused where the client cannot ask: undo is the
     person's (issue 42).
     """
+
+    __repr__ = fields_repr
 
     model_may_undo: bool = False
 

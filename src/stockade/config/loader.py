@@ -14,6 +14,7 @@ from typing import Any, Final
 import attrs
 
 from ..errors import ConfigError
+from ..reprs import fields_repr
 from ._converter import make_converter
 from ._problems import (
     CompositionError,
@@ -42,6 +43,8 @@ Source = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None
 class EntrySpec:
     """The shape of one list item before its plugin is known."""
 
+    __repr__ = fields_repr
+
     id: NonEmptyStr
     name: NonEmptyStr
     config: dict[str, Any] | None = None
@@ -50,6 +53,8 @@ class EntrySpec:
 @attrs.frozen(kw_only=True)
 class Entry:
     """One mounted plugin: its id, name, descriptor, structured config and source location."""
+
+    __repr__ = fields_repr
 
     id: str
     name: str
@@ -65,6 +70,8 @@ class Entry:
 @attrs.frozen(kw_only=True)
 class Composition:
     """The validated entries, in source order, and where they came from."""
+
+    __repr__ = fields_repr
 
     entries: tuple[Entry, ...]
     source: str

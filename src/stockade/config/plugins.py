@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, Protocol, get_args
 import attrs
 
 from ..errors import ConfigError
+from ..reprs import fields_repr
 
 ENTRY_POINT_GROUP: Final = "stockade.plugins"
 
@@ -66,6 +67,8 @@ class Plugin:
     the structured config and starts the returned `PluginActor`. The built-ins leave
     it None because the harness constructs them itself.
     """
+
+    __repr__ = fields_repr
 
     name: str
     kind: PluginKind = attrs.field(validator=_check_kind)

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from ..reprs import fields_repr
 from ..trust import is_under
 
 
@@ -46,6 +47,8 @@ class Attribution(enum.Enum):
 class Refusal:
     """One output line carrying a denial signature, as far as its wording tells."""
 
+    __repr__ = fields_repr
+
     line: str
     signature: str
     on_stdout: bool
@@ -62,6 +65,8 @@ class Refusal:
 @attrs.frozen
 class PathFacts:
     """What the host says about one path a refusal names (see `_evidence.gather`)."""
+
+    __repr__ = fields_repr
 
     # Real location of what a write reaches: symlinks resolved, a missing tail kept.
     target: str
@@ -438,6 +443,8 @@ TOOL_DIRECTORIES: tuple[tuple[tuple[str, ...], str, str], ...] = (
 class ToolDirectory:
     """A toolchain's own directory a path lies under, and the tool-cache variable."""
 
+    __repr__ = fields_repr
+
     directory: str
     tool: str
     variable: str
@@ -502,6 +509,8 @@ _NODE_CREATE_CALLS = frozenset({"mkdir", "mkdtemp"})
 class Missing:
     """One output line saying `MISSING` of one path, as far as its wording tells."""
 
+    __repr__ = fields_repr
+
     line: str
     path: str  # as printed
     on_stdout: bool
@@ -514,6 +523,8 @@ class Missing:
 class HostSight:
     """What the host has at a path a `Missing` line names, beneath a fresh runtime
     directory of the call (see `_evidence.sight`); a path beneath none has none."""
+
+    __repr__ = fields_repr
 
     # Where the path leads on the host: its prefix up to the fresh directory resolved
     # (/var/run -> /run), the rest as printed (normalised).

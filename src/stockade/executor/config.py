@@ -10,6 +10,7 @@ import attrs
 from ..errors import ConfigError
 from ..limits import Limits, SessionLimits
 from ..modes import DEFAULT_MODE, DEFAULT_NETWORK
+from ..reprs import fields_repr
 from ..vocab import Network, SandboxMode
 from .environment import EnvPolicy, Withheld
 
@@ -79,6 +80,8 @@ class ExecutorConfig:
 
     `fallback_root` None means the process's current directory at resolution time.
     """
+
+    __repr__ = fields_repr
 
     # mypy's attrs plugin reads no classmethod as a converter (`converter=X.parse`):
     # ignored, it takes that argument as Any.

@@ -32,6 +32,7 @@ from ..history import (
     HistoryConfig,
     fold_history,
 )
+from ..reprs import fields_repr
 
 # The events and their fold only: the tracker, the store and the walk (sqlite3,
 # pathspec, ctypes) load when a root's history is first opened.
@@ -81,6 +82,8 @@ class UndoRefused(StockadeError):
 class UndoOutcome:
     """What an undo or a restore did: its event's seq, what it changed, what it left."""
 
+    __repr__ = fields_repr
+
     kind: Literal["undo", "restore"]
     target: int  # the call seq undone / the seq restored to before
     event_seq: int  # the seq of its files/undone or files/restored event
@@ -95,6 +98,8 @@ class UndoOutcome:
 @attrs.frozen
 class UndoableCall:
     """A call of the session whose changes are recorded."""
+
+    __repr__ = fields_repr
 
     seq: int  # the call's tool/call event seq
     tool: str  # "bash", "write_file", ...
@@ -111,6 +116,8 @@ class HistorySetup:
     waits for a root's first look, and where the stores go (`directory`, made when
     first needed; `scratch`: removed when the harness stops, for logs that die with the
     process). `off`: why history is not kept at all (None: it is)."""
+
+    __repr__ = fields_repr
 
     config: HistoryConfig = attrs.field(factory=HistoryConfig)
     baseline_wait: float = 10.0
@@ -129,6 +136,8 @@ class _Root:
     """One root's tracker, opened in a thread of its own (a large root's first look may
     outlast a call's wait; it finishes meanwhile)."""
 
+    __repr__ = fields_repr
+
     path: str
     store_dir: str
     tracker: Tracker | None = None
@@ -145,6 +154,8 @@ class _Hold:
     """A root's calls against its undo: calls (of every session working there) share
     it, an undo or restore has it alone (no recorded call writes the root while one
     runs, and it starts once every call writing there has ended)."""
+
+    __repr__ = fields_repr
 
     calls: int = 0
     undoing: bool = False
@@ -192,6 +203,8 @@ class Histories:
     command writing `root` (None: it could not); `jobs`: every background job of the
     harness (a job writing a root while a call's window is open makes its record
     partial; while one runs there, an undo of that root is refused)."""
+
+    __repr__ = fields_repr
 
     setup: HistorySetup
     protected: Callable[[str], bool]
@@ -450,6 +463,8 @@ class Histories:
 @attrs.frozen
 class CallWindow:
     """The recorder one call hands its tool: the window around what may write."""
+
+    __repr__ = fields_repr
 
     histories: Histories
     session: Session

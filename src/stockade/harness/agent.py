@@ -20,6 +20,7 @@ from .. import tools
 from ..events import SessionEvent, UnencodableEvent
 from ..messages import JobHandle, JobReport, ShellResult
 from ..policy import PolicyContext, SessionRuleAllowed
+from ..reprs import fields_repr
 from ..tools import FS_TOOLS, CallRecorder, PinnedRoots, ToolCalled, ToolResult, ToolResulted
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from ._history import UndoableCall, UndoOutcome, UndoRefused
@@ -258,6 +259,8 @@ class AgentSession:
 @attrs.frozen
 class SessionShell:
     """Programmatic run/start/job_output/kill under the session's resolved policy."""
+
+    __repr__ = fields_repr
 
     owner: AgentSession
 

@@ -18,6 +18,7 @@ from ..config import Composition
 from ..errors import ConfigError
 from ..executor import ExecutorClient
 from ..policy import PolicyDefaults, PresetTable
+from ..reprs import fields_repr
 from ..sandbox import CacheSetting, ProviderClient
 from ..sessionlog import SessionLogClient, check_store_files
 from ..tools import BashTool, FsTool, PinnedRoots, fs_schemas
@@ -31,6 +32,8 @@ from .session import Session, SessionNotFound, check_workspace_root
 @attrs.define(eq=False)
 class Harness:
     """The running composition. Create it with `open_harness()`."""
+
+    __repr__ = fields_repr
 
     composition: Composition
     log: SessionLogClient

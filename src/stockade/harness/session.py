@@ -44,6 +44,7 @@ from ..policy import (
     set_network,
     set_sandbox_mode,
 )
+from ..reprs import fields_repr
 from ..sandbox import PrivateTmp, default_parent, make_private_tmp, remove_private_tmp
 from ..sessionlog import SessionLogClient, check_session_id
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
@@ -433,6 +434,8 @@ def _seeded_what(seed: Sequence[SessionEvent], parent: str | None) -> str:
 @attrs.frozen
 class _Appender:
     """An EventLog over one session id, for use before the Session object exists."""
+
+    __repr__ = fields_repr
 
     log: SessionLogClient
     session_id: str

@@ -15,6 +15,7 @@ import stat
 
 import attrs
 
+from ..reprs import fields_repr
 from ._inotify import sync_filesystem
 from ._model import Entry, parent_of, tree_order
 from ._plan import Plan
@@ -27,6 +28,8 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 @attrs.frozen
 class Applied:
     """What applying a plan did: the paths put back, and those left with the reason."""
+
+    __repr__ = fields_repr
 
     done: tuple[str, ...] = ()
     left: tuple[tuple[str, str], ...] = ()

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 import pathspec
 
+from ..reprs import fields_repr
 from ._model import parent_of
 
 GITIGNORE = ".gitignore"
@@ -47,6 +48,8 @@ def parse_gitignore(text: bytes) -> pathspec.GitIgnoreSpec | None:
 class IgnoreRules:
     """The rules in force: one spec per directory holding a `.gitignore` ("" the root,
     whose spec also holds `.git/info/exclude`). A value: `with_file` makes the next."""
+
+    __repr__ = fields_repr
 
     record_ignored: bool = False
     record_git: bool = False

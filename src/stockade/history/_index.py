@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from ..reprs import fields_repr
 from ._model import Entry, parent_of
 
 # Under this many nanoseconds between a file's ctime and the moment its content was
@@ -41,6 +42,8 @@ def stamp_of(st: os.stat_result) -> str:
 class Known:
     """One path's entry, the stat identity it was read under, and when it was read."""
 
+    __repr__ = fields_repr
+
     entry: Entry
     key: StatKey | None = None
     checked_ns: int = 0
@@ -57,6 +60,8 @@ class Known:
 @attrs.define
 class Index:
     """Path -> Known, with each directory's child names ("" is the root)."""
+
+    __repr__ = fields_repr
 
     entries: dict[str, Known] = attrs.field(factory=dict)
     children: dict[str, set[str]] = attrs.field(factory=lambda: {"": set()})

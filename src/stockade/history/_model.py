@@ -15,6 +15,8 @@ from typing import Literal
 import attrs
 import msgspec
 
+from ..reprs import fields_repr
+
 Kind = Literal["file", "dir", "link", "other"]
 
 # Why a file's content is not in the store (it is then never written back).
@@ -83,6 +85,8 @@ class Change:
     `concurrent` that another window was open at the same time (anything running in
     the root then counts here too). `manifest` names the full list in the store.
     """
+
+    __repr__ = fields_repr
 
     items: Mapping[str, Pair] = attrs.field(factory=dict)
     method: str = "watch"

@@ -10,6 +10,7 @@ from typing import Literal
 
 import attrs
 
+from ..reprs import fields_repr
 from ._model import Entry, Pair, compose, parent_of, shown
 
 RecordKind = Literal["call", "outside", "undo", "restore"]
@@ -26,6 +27,8 @@ class Record:
     happened before it); for an undo, the call undone; for a restore, the seq it went
     back to.
     """
+
+    __repr__ = fields_repr
 
     seq: int
     kind: RecordKind
@@ -47,6 +50,8 @@ class Conflict:
     """Why `path` cannot be put back: `reason`, and the record that changed it since
     (its seq), when one did."""
 
+    __repr__ = fields_repr
+
     path: str
     reason: str
     seq: int | None = None
@@ -64,6 +69,8 @@ class Plan:
     forbids the plan; `unrecorded`: paths whose earlier state the store lacks (over the
     budget, unreadable, not a regular file), left as they are.
     """
+
+    __repr__ = fields_repr
 
     goal: str
     targets: Mapping[str, Entry | None] = attrs.field(factory=dict)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import attrs
 
 from ..errors import StockadeError
+from ..reprs import fields_repr
 from ._apply import Applied, apply_plan
 from ._ignore import GITIGNORE, IgnoreRules
 from ._index import Index, Known
@@ -49,6 +50,8 @@ class HistoryError(StockadeError):
 class Mark:
     """An open window: every path changed in it, with its state when the window opened."""
 
+    __repr__ = fields_repr
+
     number: int
     before: dict[str, Entry | None] = attrs.field(factory=dict)
     concurrent: bool = False
@@ -59,6 +62,8 @@ class Mark:
 class Started:
     """What `before()` returns: the call's open window, and what changed since the last
     window closed (outside any call; empty when nothing did)."""
+
+    __repr__ = fields_repr
 
     mark: Mark
     outside: Change

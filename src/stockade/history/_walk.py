@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import attrs
 
+from ..reprs import fields_repr
 from ..trust import placeholder_text
 from ._ignore import GIT, GITIGNORE, IgnoreRules
 from ._index import Known, stamp_of, stat_key
@@ -109,6 +110,8 @@ class Beneath:
 class Watcher:
     """The inotify instance of a root and which watch stands for which path."""
 
+    __repr__ = fields_repr
+
     inotify: Inotify
     watches: Watches = attrs.field(factory=Watches)
     pending: Nominations = attrs.field(factory=Nominations)
@@ -174,6 +177,8 @@ class Watcher:
 class Found:
     """One look at a subtree: every path in it now, and the paths left out as ignored."""
 
+    __repr__ = fields_repr
+
     entries: dict[str, Known] = attrs.field(factory=dict)
     ignored: set[str] = attrs.field(factory=set)
 
@@ -182,6 +187,8 @@ class Found:
 class Looker:
     """Turns what is on disk into entries, storing contents the store lacks; adds the
     watches of what it looks at (when watching), each before the look it guards."""
+
+    __repr__ = fields_repr
 
     beneath: Beneath
     rules: IgnoreRules

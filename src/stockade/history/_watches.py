@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from ..reprs import fields_repr
 from ._inotify import (
     IN_ATTRIB,
     IN_CREATE,
@@ -36,6 +37,8 @@ _SELF_GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT
 @attrs.define
 class Nominations:
     """What a batch of events asks the tracker to look at again."""
+
+    __repr__ = fields_repr
 
     paths: set[str] = attrs.field(factory=set)
     subtrees: set[str] = attrs.field(factory=set)
@@ -70,6 +73,8 @@ class Watches:
     """wd -> the paths it stands for (a directory's path; a file's names in the root,
     several when it is hard-linked), and path -> wd. Tuples, not sets: one is almost
     always one path, and a set per file was the largest part of a big tree's memory."""
+
+    __repr__ = fields_repr
 
     directories: dict[int, tuple[str, ...]] = attrs.field(factory=dict)
     files: dict[int, tuple[str, ...]] = attrs.field(factory=dict)

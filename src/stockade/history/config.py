@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import attrs
 
+from ..reprs import fields_repr
+
 MIB = 1024 * 1024
 
 
@@ -26,6 +28,8 @@ class HistoryConfig:
     `watch`: follow changes through the kernel's events (inotify) rather than comparing
     every path at each call; off, or where watching is not sound, every call scans.
     """
+
+    __repr__ = fields_repr
 
     file_budget: int = attrs.field(default=32 * MIB, validator=_positive)
     record_ignored: bool = False

@@ -14,6 +14,7 @@ import attrs
 import msgspec
 
 from ..events import SessionEvent
+from ..reprs import fields_repr
 from ._model import Change, shown
 from ._plan import RecordKind
 
@@ -110,6 +111,8 @@ HISTORY_EVENTS = (FilesChanged, FilesUndone, FilesRestored)
 @attrs.frozen
 class RecordRef:
     """A record as the log holds it: its seq, kind, call, and its manifest's name."""
+
+    __repr__ = fields_repr
 
     seq: int
     kind: RecordKind

@@ -10,6 +10,7 @@ import math
 import attrs
 import msgspec
 
+from ..reprs import fields_repr
 from ._spec import Limits
 
 # How often the harness reads a command cgroup's CPU time against cpu_seconds.
@@ -44,6 +45,8 @@ class HostLimits:
     writable there ("pids", "memory", "cpu": v2 cpu.stat or v1 cpuacct), the uid the
     commands run as, whether any swap is configured, and whether v1's memory.memsw.*
     files exist (swap counted with memory)."""
+
+    __repr__ = fields_repr
 
     cgroup: str | None = attrs.field(
         default=None, validator=attrs.validators.in_((None, "v1", "v2"))

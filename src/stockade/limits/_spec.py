@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import attrs
 
 from ..errors import ConfigError, brief
+from ..reprs import fields_repr
 from ._values import (
     COMMAND_MEMORY_SHARE,
     DEFAULT_FILE_SIZE,
@@ -47,6 +48,8 @@ class Limits:
     `Limits()` holds the defaults (memory: half of this host's MemTotal, read when it
     is built); `Limits.defaults(memtotal)` builds them for a given MemTotal."""
 
+    __repr__ = fields_repr
+
     processes: int | None = attrs.field(default=DEFAULT_PROCESSES, validator=_checked)
     memory: int | None = attrs.field(factory=_command_memory, validator=_checked)
     cpu_seconds: float | None = attrs.field(default=None, validator=_checked)
@@ -76,6 +79,8 @@ class Limits:
 class SessionLimits:
     """What a whole session may use together; None is unlimited. Background jobs beyond
     `running_jobs` queue until one ends."""
+
+    __repr__ = fields_repr
 
     processes: int | None = attrs.field(default=DEFAULT_SESSION_PROCESSES, validator=_checked)
     memory: int | None = attrs.field(factory=_session_memory, validator=_checked)

@@ -44,6 +44,7 @@ from ..approval import (
     rule_rows,
     session_choice,
 )
+from ..reprs import fields_repr
 
 if TYPE_CHECKING:
     from ..shown import Visible
@@ -93,6 +94,8 @@ def ask_schema(request: ApprovalRequest | None = None) -> dict[str, Any]:
 class Shown:
     """What the form shows beside the request: where it runs and, for the file
     tools, what would be written (fields the ApprovalRequest does not carry)."""
+
+    __repr__ = fields_repr
 
     cwd: str
     extra: tuple[tuple[str, str], ...] = ()

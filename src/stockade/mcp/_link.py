@@ -31,6 +31,7 @@ import trio
 
 from ..approval import Answer, ApprovalRequest, Decision
 from ..harness import AgentSession
+from ..reprs import fields_repr
 from ..tools import ToolResult
 from . import _ask
 from ._tools import fingerprint
@@ -54,6 +55,8 @@ class LinkClosed(Exception):
 class Ask:
     """One question to the person: the request as the chain got it, and what the form
     shows beside it. Resolved once; later answers are ignored."""
+
+    __repr__ = fields_repr
 
     request: ApprovalRequest
     shown: _ask.Shown
@@ -81,6 +84,8 @@ class Ask:
 @attrs.define(eq=False)
 class Call:
     """One tool call in flight: its outcome is a result, a failure, or an open Ask."""
+
+    __repr__ = fields_repr
 
     call_id: str
     name: str
@@ -149,6 +154,8 @@ class McpAnswerer:
     the ask is `unavailable`.
     """
 
+    __repr__ = fields_repr
+
     calls: CallRegistry = attrs.field(factory=dict)
     timeout: float = 300.0
     name: str = _ask.ANSWERER
@@ -174,6 +181,8 @@ class McpAnswerer:
 @attrs.define(eq=False)
 class Link:
     """One connection's session and the calls it runs. Open with `open_link`."""
+
+    __repr__ = fields_repr
 
     session: AgentSession
     calls: CallRegistry

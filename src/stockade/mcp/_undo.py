@@ -26,6 +26,7 @@ from typing import Any, Final
 import attrs
 
 from ..faces import counts
+from ..reprs import fields_repr
 from ..shown import one_line
 
 TOOL: Final = "undo"
@@ -86,6 +87,8 @@ class BadArguments(ValueError):
 @attrs.frozen
 class UndoArguments:
     """What the call asks: a list (both None), an undo (`call`) or a restore (`to`)."""
+
+    __repr__ = fields_repr
 
     call: int | None = None
     to: int | None = None

@@ -37,6 +37,7 @@ from ..faces import (
 )
 from ..harness import AgentSession, Harness, UndoRefused
 from ..policy import desired_policy_context
+from ..reprs import fields_repr
 from ..tools import ToolResult
 from . import _ask, _tools, _undo
 from ._link import ASK_KEY, PARKED_TTL, Ask, CallRegistry, Link, LinkClosed, Unbound, open_link
@@ -59,6 +60,8 @@ def say(message: str) -> None:
 class McpSettings:
     """What the host decided on the command line; the client decides none of it."""
 
+    __repr__ = fields_repr
+
     root: str
     session_id: str | None = None
     mode: str | None = None
@@ -77,6 +80,8 @@ class McpSettings:
 class _LinkHost:
     """An HTTP connection's link, run by its own task so any task may close it."""
 
+    __repr__ = fields_repr
+
     link: Link
     closed: trio.Event
     _close: trio.Event = attrs.field(factory=trio.Event)
@@ -89,6 +94,8 @@ class _LinkHost:
 @attrs.define(eq=False)
 class Face:
     """The MCP face of one harness: builds the server and maps requests onto sessions."""
+
+    __repr__ = fields_repr
 
     harness: Harness
     settings: McpSettings

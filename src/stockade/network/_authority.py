@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ..errors import ConfigError, brief
+from ..reprs import fields_repr
 from ._ruled import ruled_host
 from .rules import parse_address
 
@@ -103,6 +104,8 @@ def _now(now: datetime | None) -> datetime:
 @attrs.frozen
 class Leaf:
     """A leaf certificate for one host, with its key (never in repr)."""
+
+    __repr__ = fields_repr
 
     host: str
     certificate_pem: bytes

@@ -16,6 +16,7 @@ from typing import Literal
 import attrs
 
 from ..errors import ConfigError, brief
+from ..reprs import fields_repr
 from ._authority import CertificateAuthority
 from ._credentials import (
     Credential,
@@ -75,6 +76,8 @@ class RequestRecord:
     (its own record, made as the answer ends). Texts a command chooses are cut to
     `RECORD_LIMITS`."""
 
+    __repr__ = fields_repr
+
     call_id: str
     method: str = attrs.field(converter=_method)
     host: str = attrs.field(converter=_host)
@@ -119,6 +122,8 @@ class Broker:
     printed), the request rules, the CA minting the leaves the proxy presents, and the
     context that checks each origin. `placeholders` are the variables laid over every
     command's environment; `withheld` the harness's variables never passed to one."""
+
+    __repr__ = fields_repr
 
     credentials: tuple[Credential, ...]
     request_rules: tuple[RequestRule, ...]

@@ -17,6 +17,7 @@ from typing import Literal, TypeVar
 import attrs
 import trio
 
+from ..reprs import fields_repr
 from ._authority import Leaf
 from ._broker import Broker, OnRequest, RequestRecord
 from ._requests import ruled_name
@@ -68,6 +69,8 @@ async def connect_tcp(address: str, port: int) -> trio.abc.Stream:
 class Opened:
     """The upstream connection for an allowed attempt, and its reported decision."""
 
+    __repr__ = fields_repr
+
     stream: trio.abc.Stream
     decision: Decision
 
@@ -77,6 +80,8 @@ class Refused:
     """An attempt that reached nothing, and why: `rules` (refused by the rules),
     `resolve` (no address), `unreachable`, `refused` (the destination said no) or
     `timeout` (resolving or connecting took longer than the proxy waits)."""
+
+    __repr__ = fields_repr
 
     why: Literal["rules", "resolve", "unreachable", "refused", "timeout"]
     decision: Decision
@@ -95,6 +100,8 @@ async def _report(
 @attrs.define
 class Call:
     """One call's rules, served on one endpoint: what the protocol handlers ask."""
+
+    __repr__ = fields_repr
 
     call_id: str
     rules: Rules

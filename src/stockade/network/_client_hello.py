@@ -14,6 +14,8 @@ from typing import Literal
 
 import attrs
 
+from ..reprs import fields_repr
+
 _HANDSHAKE = 0x16  # TLS record content type
 _CLIENT_HELLO = 0x01  # handshake message type
 _ALPN = 16  # extension type (RFC 7301)
@@ -31,6 +33,8 @@ class Hello:
     """What the first bytes are: `tls` (a ClientHello; `alpn` its offered protocols,
     None when it offers none; `server_name` the host its SNI names, as sent), `plain`
     (not TLS), or `unknown` (TLS that could not be read here: the handshake decides)."""
+
+    __repr__ = fields_repr
 
     kind: Literal["tls", "plain", "unknown"]
     alpn: tuple[bytes, ...] | None = None

@@ -19,6 +19,7 @@ from urllib.parse import unquote_to_bytes
 import attrs
 
 from ..errors import ConfigError, brief
+from ..reprs import fields_repr
 from ._request_rules import RequestRule
 from ._ruled import is_token, optional_text, rule_fields, rule_list, ruled_host
 
@@ -67,6 +68,8 @@ class CredentialRule:
     (only in `header` when one is named; `Basic` credentials are looked inside); the
     client writes its own scheme there. `name` (the variable's name) is what the log
     says of it."""
+
+    __repr__ = fields_repr
 
     host: str
     header: str | None
@@ -192,6 +195,8 @@ class Credential:
     """A credential rule with its real value (from the harness's environment) and, in
     the placeholder form, the placeholder the command holds."""
 
+    __repr__ = fields_repr
+
     rule: CredentialRule
     value: Secret
     placeholder: str | None = None
@@ -278,6 +283,8 @@ class CredentialUsed:
     """A credential went into a request: its name, the host, the header, and how (the
     placeholder replaced, or the header set). Never the value."""
 
+    __repr__ = fields_repr
+
     credential: str
     host: str
     header: str
@@ -288,6 +295,8 @@ class CredentialUsed:
 class PlaceholderMisplaced:
     """A placeholder seen where it does not belong, not replaced: the caller logs it
     and refuses the request. `where` says where it was seen, `reason` is one line."""
+
+    __repr__ = fields_repr
 
     credential: str
     host: str

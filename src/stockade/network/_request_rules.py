@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import attrs
 
 from ..errors import ConfigError, brief
+from ..reprs import fields_repr
 from ._ruled import is_token, optional_text, rule_fields, rule_list, ruled_host
 
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
@@ -37,6 +38,8 @@ class TargetError(ValueError):
 class Target:
     """A request target, normalised: `path` as the origin will be sent it and rules
     judge it; `query` as sent (None when there was no `?`), never judged."""
+
+    __repr__ = fields_repr
 
     path: str
     query: str | None = None
@@ -243,6 +246,8 @@ class RequestRule:
     `name` names the rule in a verdict and the log (by default its host, methods and
     paths)."""
 
+    __repr__ = fields_repr
+
     host: str = attrs.field(converter=_rule_host)
     methods: frozenset[str] | None = attrs.field(default=None, converter=_rule_methods)
     paths: tuple[str, ...] | None = attrs.field(default=None, converter=_rule_paths)
@@ -310,6 +315,8 @@ class RequestVerdict:
     `rule` names the rule that allowed it (None when refused, or when no rule names
     the host); `method` and `target` are what to send the origin, normalised as judged
     (as asked when no rule names the host)."""
+
+    __repr__ = fields_repr
 
     allowed: bool
     reason: str

@@ -12,6 +12,7 @@ from typing import Literal
 import attrs
 
 from ..errors import ConfigError, brief
+from ..reprs import fields_repr
 from ._broker import Broker, RequestRecord
 from ._credentials import (
     Credential,
@@ -136,6 +137,8 @@ def origin_form(target: str, host: str) -> str:
 class Forward:
     """What goes to the origin: method, target (origin form) and headers."""
 
+    __repr__ = fields_repr
+
     method: bytes
     target: bytes
     headers: Headers
@@ -145,6 +148,8 @@ class Forward:
 class Judged:
     """One request judged: its `record` (reported before anything of it goes
     anywhere), and `forward` when it may go (else `refusal`, the 403's line)."""
+
+    __repr__ = fields_repr
 
     record: RequestRecord
     forward: Forward | None

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 
+from ..reprs import fields_repr
+
 # A base64 form shorter than this is not looked for: a handful of characters matches
 # by chance in binary bodies, and a value that short has no base64 core to speak of.
 MIN_ENCODED = 8
@@ -134,6 +136,8 @@ class Needle:
     where one could start, and the pattern after it), then `rest`; its longest match,
     and what replaces it."""
 
+    __repr__ = fields_repr
+
     first: tuple[_Start, ...]
     rest: bytes
     longest: int
@@ -180,6 +184,8 @@ class Secretive:
     """What a scrubber looks for: each credential's real value, what replaces it (its
     placeholder, or a marker naming it for the header form), and the `Basic` users its
     requests named. The value never leaves this object but into the pattern."""
+
+    __repr__ = fields_repr
 
     value: str = attrs.field(repr=False)
     replacement: str

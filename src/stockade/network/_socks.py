@@ -14,6 +14,7 @@ import trio
 from socksio import SOCKS5AType, SOCKS5AuthMethod, SOCKS5Command, SOCKS5ReplyCode
 from socksio.utils import AddressType, decode_address
 
+from ..reprs import fields_repr
 from ._call import BUFFER, Call, Opened, relay
 from ._terminate import reached_otherwise, terminate, tunnel_watch
 
@@ -26,6 +27,7 @@ class SocksError(Exception):
 
 @attrs.frozen
 class Greeting:
+    __repr__ = fields_repr
     methods: bytes
 
 
@@ -34,6 +36,8 @@ class Request:
     """A client's request: `command` and `atype` are the raw bytes (an unknown one is
     answered with its reply code), `host` the address or the name as sent (a name
     decoded as UTF-8, with backslash escapes where it is not; the rules refuse it)."""
+
+    __repr__ = fields_repr
 
     command: int
     atype: int

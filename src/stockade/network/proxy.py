@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 import attrs
 import trio
 
+from ..reprs import fields_repr
 from ._broker import Broker, OnRequest
 from ._call import (
     BUFFER,
@@ -48,6 +49,8 @@ class ConnectionBudget:
     one the harness's. A connection over any of them is refused as it is accepted,
     before anything of it is read: it costs the harness no descriptor for longer.
     `refused` and `refused_by` count those of a call, for its result."""
+
+    __repr__ = fields_repr
 
     limit: int
     what: str
@@ -87,6 +90,8 @@ class Endpoint:
     """Where one call's proxy listens: a Unix socket at `path` (mode 0666, in a private
     0700 directory), removed when the call's `open_call` block ends."""
 
+    __repr__ = fields_repr
+
     call_id: str
     path: str
 
@@ -105,6 +110,8 @@ class NetworkProxy:
     the temporary directory). `broker` (issue 41): the ruled hosts, whose TLS the proxy
     terminates and whose every request it judges, reporting each to `on_request`
     before it goes anywhere."""
+
+    __repr__ = fields_repr
 
     on_decision: OnDecision | None = None
     broker: Broker | None = None

@@ -16,6 +16,8 @@ from typing import Literal
 import attrs
 import msgspec
 
+from ..reprs import fields_repr
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -181,6 +183,8 @@ class Entry:
     `a.b.example.com`, not `example.com`), or an address `network` (a single address is
     a /32 or /128). `port` None matches every port."""
 
+    __repr__ = fields_repr
+
     text: str
     kind: Literal["name", "wildcard", "network"]
     port: int | None
@@ -302,6 +306,8 @@ class Verdict:
     empty allowlist, nothing matching, an invalid name); `reason` is plain words for
     the model and the log."""
 
+    __repr__ = fields_repr
+
     allowed: bool
     rule: str | None
     reason: str
@@ -327,6 +333,8 @@ class Rules:
     """The allow and deny entries of one call. Entries are strings (parsed, RuleError
     when invalid) or parsed `Entry`s. `check_name` decides before resolving,
     `check_address` after; deny wins over allow, and an empty allowlist allows nothing."""
+
+    __repr__ = fields_repr
 
     allow: tuple[Entry, ...] = attrs.field(default=(), converter=_entries)
     deny: tuple[Entry, ...] = attrs.field(default=(), converter=_entries)

@@ -19,6 +19,7 @@ import attrs
 
 from ..errors import ConfigError, InvalidPolicy, SandboxUnavailable
 from ..events import EventLog, SessionEvent, append_decided, find_last
+from ..reprs import fields_repr
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode, network_under
 
 TYPE_CHECKING = False
@@ -233,6 +234,8 @@ class PolicyDefaults:
     the process's working directory as the fallback workspace root.
     """
 
+    __repr__ = fields_repr
+
     # mypy's attrs plugin reads no classmethod as a converter (`converter=X.parse`):
     # ignored, it takes that argument as Any.
     sandbox_mode: SandboxMode = attrs.field(
@@ -281,6 +284,8 @@ class KnobState:
     `network` is the knob as set; `effective_network` is what a call gets (`on`
     under danger-full-access, whatever the knob says).
     """
+
+    __repr__ = fields_repr
 
     sandbox_mode: SandboxMode
     approval_policy: ApprovalPolicy

@@ -23,6 +23,7 @@ import attrs
 
 from ..errors import ConfigError
 from ..events import EventLog, SessionEvent, append_decided, find_last
+from ..reprs import fields_repr
 from ..vocab import ApprovalPolicy, Network, SandboxMode, network_under
 from .knobs import (
     ApprovalPolicySet,
@@ -68,6 +69,8 @@ def _check_network(preset: Preset, _attribute: object, network: Network) -> None
 class Preset:
     """One value per knob. `network` defaults to `off`, or `on` for danger-full-access."""
 
+    __repr__ = fields_repr
+
     name: str
     # mypy's attrs plugin reads no classmethod as a converter (`converter=X.parse`):
     # ignored, it takes that argument as Any.
@@ -101,6 +104,8 @@ def _presets(value: Iterable[Preset]) -> tuple[Preset, ...]:
 @attrs.frozen
 class PresetTable:
     """The deployment's presets, in display order."""
+
+    __repr__ = fields_repr
 
     presets: tuple[Preset, ...] = attrs.field(converter=_presets, validator=_check_presets)
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from ..reprs import fields_repr
 from ._words import Word
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ MAX_SCRIPT_CHARS: Final = 100_000
 class Doubt:
     """Something in the script that cannot be judged exactly, and why."""
 
+    __repr__ = fields_repr
+
     reason: str
     text: str  # the part of the script it is about (cut short)
     origin: str = ""
@@ -37,6 +40,8 @@ class Doubt:
 class Stdin:
     """Where a command's standard input comes from, when the script says."""
 
+    __repr__ = fields_repr
+
     kind: str  # "pipe", "heredoc", "herestring", "file"
     body: Word | None = None  # a heredoc's or here-string's text (None for a pipe or file)
     feeders: tuple[Word, ...] = ()  # the commands of `< <(...)`, a pipe by another name
@@ -46,6 +51,8 @@ class Stdin:
 class SimpleCommand:
     """One simple command as written: its words (assignments before it left out), where it
     sits (`in $(...)`, `in function f`, `bash -c`), and what feeds its standard input."""
+
+    __repr__ = fields_repr
 
     words: tuple[Word, ...]
     text: str
@@ -58,6 +65,8 @@ class SimpleCommand:
 class Parsed:
     """The commands, the doubts, and what keeps an allow rule from allowing the script
     (`unallowable`: an assignment, a redirection to a file): those are certain, not doubts."""
+
+    __repr__ = fields_repr
 
     commands: tuple[SimpleCommand, ...]
     doubts: tuple[Doubt, ...]

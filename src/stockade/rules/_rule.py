@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from ..reprs import fields_repr
 from ._words import Decision, Match, Word, WordPattern
 
 
@@ -23,6 +24,8 @@ class Rule:
     match some word after the prefix (anywhere: `git push origin -f`); `piped_from`,
     when given, asks that a command named by one of its patterns feed this one's
     standard input (an earlier stage of its pipeline, or a `<(...)` argument)."""
+
+    __repr__ = fields_repr
 
     name: str
     prefix: tuple[WordPattern, ...]

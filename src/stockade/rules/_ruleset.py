@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 
 from ..errors import ConfigError
+from ..reprs import fields_repr
 from ._judge import Judgement, judge
 from ._parse import BashParser
 from ._rule import Rule
@@ -22,6 +23,8 @@ class RuleSet:
 
     Judging parses with tree-sitter, imported on the first judgement; a set made and never
     used costs no import."""
+
+    __repr__ = fields_repr
 
     rules: tuple[Rule, ...] = ()
     _parser: BashParser = attrs.field(factory=BashParser, eq=False, repr=False, alias="parser")

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 import attrs
 
+from ..reprs import fields_repr
 from ._first_word import (
     LINK_ENDS,
     OTHER_SHELLS,
@@ -37,6 +38,8 @@ class Wrapper:
 
     `transparent`: an allow rule that matches the inner command allows it (the wrapper
     changes no one's identity or root); `sudo`, `doas`, `chroot` are not."""
+
+    __repr__ = fields_repr
 
     name: str
     values: frozenset[str] = frozenset()  # options that take a value (`-n 10`, `-n10`, `--x=1`)
@@ -117,6 +120,8 @@ class View:
     """The words a rule is matched against: the command as written, or as unwrapped.
     `exact`: an allow rule may match it too (forbid and prompt rules see every view)."""
 
+    __repr__ = fields_repr
+
     words: tuple[Word, ...]
     exact: bool
     via: str = ""  # what unwrapping led here ("env", "sudo", "base name", "git options")
@@ -127,12 +132,15 @@ class Carried:
     """A script a command carries, to be parsed and judged in turn; `script` None when it is
     not known until run time."""
 
+    __repr__ = fields_repr
+
     script: str | None
     origin: str
 
 
 @attrs.frozen
 class Unwrapped:
+    __repr__ = fields_repr
     views: tuple[View, ...]
     carried: tuple[Carried, ...] = ()
     more: tuple[tuple[tuple[Word, ...], str], ...] = ()  # further commands (find -exec)

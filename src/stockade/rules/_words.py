@@ -11,6 +11,7 @@ from typing import Final
 
 import attrs
 
+from ..reprs import fields_repr
 from ._first_word import collapsed_paths, ends_past_a_link, normal_path, past_a_link
 
 
@@ -49,6 +50,8 @@ class Word:
     `home`: the leading `~` stands for the home directory (an unquoted `~`, `$HOME`).
     `moved`: that directory may be anywhere, the script setting HOME (or PWD, OLDPWD).
     """
+
+    __repr__ = fields_repr
 
     text: str  # as written in the script
     value: str | None
@@ -124,6 +127,8 @@ def _compatible_ends(head: str, tail: str, literal_head: str, literal_tail: str)
 class Alternative:
     """One spelling a pattern accepts: a literal, a glob (`*` for any run of characters),
     or a short option that also matches inside a bundle (`-f` in `-rf`)."""
+
+    __repr__ = fields_repr
 
     source: str  # as the rule wrote it
     literal: str | None  # the exact word, when the spelling has no `*`
@@ -544,6 +549,8 @@ def _glob_match(pieces: tuple[str, ...], value: str) -> bool:
 @attrs.frozen
 class WordPattern:
     """A word a rule asks for: any of its alternatives (`[push, fetch]`)."""
+
+    __repr__ = fields_repr
 
     alternatives: tuple[Alternative, ...]
     # The plain literals (no `*`, no `-X` flag, no `~`), for a known word's fast path.

@@ -12,6 +12,7 @@ import attrs
 import msgspec
 
 from ..messages import RunnerFailureRule, Wrapped
+from ..reprs import fields_repr
 from ..trust import is_under
 from ..vocab import Enforcement, Network, SandboxMode, SandboxPolicy, SpawnTrait
 from . import _probe
@@ -113,6 +114,8 @@ class Backend:
     it is checked again before every spawn. `source` is the file on disk when `runner`
     is a sealed in-memory copy of it (then nothing on disk can change what runs).
     """
+
+    __repr__ = fields_repr
 
     name: str
     runner: str

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from ..errors import ConfigError
+from ..reprs import fields_repr
 from .backends import NAMES
 from .tool_caches import TOOLS, check_tools
 
@@ -66,6 +67,8 @@ class ProviderConfig:
     `runner_command` is the operator's assertion of a bwrap-compatible runner: the
     chain and its probes are skipped (also the fake-runner hook for tests).
     """
+
+    __repr__ = fields_repr
 
     backend: str = attrs.field(default="auto", validator=_check_backend)
     runner_command: str | None = None

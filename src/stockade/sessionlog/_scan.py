@@ -25,6 +25,7 @@ from contextlib import contextmanager
 import attrs
 
 from ..events import EventRegistry, LogCorrupt, SessionEvent, UndecodableLine
+from ..reprs import fields_repr
 
 # How much of the log one stretch covers (rounded up to a whole line): large enough
 # that the per-stretch work vanishes, small enough that its copy stays small.
@@ -35,6 +36,8 @@ _STRETCH = 1 << 22
 class TornTail:
     """The cut-off last line: where it started and why it was judged torn."""
 
+    __repr__ = fields_repr
+
     line: int
     offset: int
     length: int
@@ -43,6 +46,7 @@ class TornTail:
 
 @attrs.frozen
 class Scan:
+    __repr__ = fields_repr
     events: tuple[SessionEvent, ...]
     good_length: int
     torn: TornTail | None

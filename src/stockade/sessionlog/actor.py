@@ -56,6 +56,7 @@ from ..messages import (
     ReadLog,
     SessionLogRequest,
 )
+from ..reprs import fields_repr
 from .stores import OpenedLog, SessionStore
 
 
@@ -92,6 +93,7 @@ class _Pending:
 
 @attrs.define(eq=False)
 class _Log:
+    __repr__ = fields_repr
     session_id: str
     # The writer's queue: one batch's worth, so the inbox loop rarely has to wait.
     queue_size: int = 1024
@@ -114,6 +116,7 @@ class _Log:
 
 @attrs.define(eq=False)
 class SessionLogActor:
+    __repr__ = fields_repr
     store: SessionStore
     # Injectable so tests can pin timestamps.
     clock: Callable[[], float] = time.time

@@ -15,6 +15,7 @@ import attrs
 from ..approval import ApprovalClient, ApprovalRequest, Decision
 from ..events import SessionEvent
 from ..policy import SessionRuleAllowed
+from ..reprs import fields_repr
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from .events import ToolResulted
@@ -52,6 +53,8 @@ class Escalation:
     `network_destinations` (checked `host:port`s, with `with_network` only): the
     request is for those destinations alone, added to the call's allowlist.
     """
+
+    __repr__ = fields_repr
 
     call_id: str
     tool: str

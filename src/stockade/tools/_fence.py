@@ -19,6 +19,7 @@ from typing import Final, TypeVar
 
 import attrs
 
+from ..reprs import fields_repr
 from ..trust import is_under
 from ..vocab import ExecutionPolicy, SandboxMode
 from . import _protected
@@ -229,6 +230,8 @@ class Target:
     `stat` is the entry's lstat (None when it does not exist yet); `root` the writable
     root it was fenced beneath, None when unfenced.
     """
+
+    __repr__ = fields_repr
 
     dir_fd: int
     name: str

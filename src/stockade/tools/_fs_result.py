@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from ..reprs import fields_repr
 from ..vocab import DENIAL_INSTRUCTION, READ_DENIED_HINT, SandboxMode, denial_marker
 from ._roots import RootReplaced
 
@@ -22,6 +23,8 @@ class FsResult:
     `denied` means the fence refused a file effect (the text ends with the denial
     marker and instruction); `os_error` names the errno when the OS refused instead.
     """
+
+    __repr__ = fields_repr
 
     text: str
     mode: SandboxMode

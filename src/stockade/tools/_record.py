@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from ..reprs import fields_repr
 from ..vocab import ExecutionPolicy
 
 
@@ -18,6 +19,8 @@ from ..vocab import ExecutionPolicy
 class Recorded:
     """What a recording window found: the call's `changed` facts once the window closed
     (None: nothing was recorded, the policy could not write)."""
+
+    __repr__ = fields_repr
 
     facts: dict[str, Any] | None = None
 

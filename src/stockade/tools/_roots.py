@@ -16,6 +16,7 @@ from typing import Final
 
 import attrs
 
+from ..reprs import fields_repr
 from ._protected import dir_location
 
 WORKSPACE_ROOT: Final = "workspace root"
@@ -41,6 +42,8 @@ class RootReplaced(Exception):
 class Pin:
     """One root as pinned: `fd` is -1 and `problem` says why when it could not be
     (`error`: the errno of the open that failed, if one did)."""
+
+    __repr__ = fields_repr
 
     path: str
     kind: str
@@ -130,6 +133,8 @@ class PinnedRoots:
     Calls run in worker threads: `use()` keeps the fds open while a call holds them, so
     a close that races a call takes effect when it ends (no fd number reused under it).
     """
+
+    __repr__ = fields_repr
 
     workspace: Pin
     temps: tuple[Pin, ...]

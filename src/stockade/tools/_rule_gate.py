@@ -16,6 +16,7 @@ import attrs
 
 from ..approval import ApprovalRequest, Decision
 from ..policy import SessionRuleAllowed, session_allowances
+from ..reprs import fields_repr
 from ..rules import Decision as RuleDecision
 from ..vocab import ApprovalPolicy, SandboxMode
 from .result import ToolResult
@@ -48,6 +49,8 @@ class Gate:
     """What the rules said of one call: `refusal` (nothing runs), or go on, with
     `allowed_by` (an allow rule's name: it approves this call's escalation) and `facts`
     (what the result records: the rule and how a prompt was answered)."""
+
+    __repr__ = fields_repr
 
     refusal: ToolResult | None = None
     allowed_by: str | None = None

@@ -19,6 +19,7 @@ from ..approval import ApprovalClient
 from ..errors import CommandStartError, SandboxUnavailable, StockadeError
 from ..executor import ExecutorClient, refused_destinations, render_job, render_result
 from ..messages import JobReport, NetworkConnection, ShellResult, ShellSpec
+from ..reprs import fields_repr
 from ..vocab import WITH_NETWORK, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
@@ -57,6 +58,7 @@ class JobArguments(msgspec.Struct, forbid_unknown_fields=True):
 
 @attrs.frozen
 class BashTool:
+    __repr__ = fields_repr
     executor: ExecutorClient
     approval: ApprovalClient | None = None
     # The command rules judged on every call before it runs (None: none at all).

@@ -15,6 +15,7 @@ import msgspec
 import trio
 
 from ..approval import ApprovalClient
+from ..reprs import fields_repr
 from ..trust import DenyRead
 from ..vocab import ExecutionPolicy, SandboxMode, allowed_modes
 from . import _escalation as texts
@@ -151,6 +152,8 @@ class FsTool:
     `protected` adds the composition's protected paths (relative to each writable root,
     or absolute) to the defaults a fenced write is refused on (`stockade.trust`).
     """
+
+    __repr__ = fields_repr
 
     fenced: bool
     read_cap: int = fs.DEFAULT_READ_CAP

@@ -22,6 +22,7 @@ import attrs
 
 from ...errors import ConfigError, StockadeError
 from ...events import EventRegistry, SessionEvent
+from ...reprs import fields_repr
 from .._scan import Scan, TornTail
 
 logger = logging.getLogger("stockade.sessionlog")
@@ -70,6 +71,7 @@ class LogHandle(Protocol):
 
 @attrs.frozen
 class OpenedLog:
+    __repr__ = fields_repr
     handle: LogHandle
     events: tuple[SessionEvent, ...]
     location: str

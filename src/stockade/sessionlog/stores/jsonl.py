@@ -22,6 +22,7 @@ import attrs
 
 from ...errors import StockadeError
 from ...events import EventRegistry, LogCorrupt, SessionEvent
+from ...reprs import fields_repr
 from .._builtin import BUILTIN_EVENTS
 from .._scan import Scan, scan_log
 from ..catalog import CatalogUnreadable
@@ -180,6 +181,8 @@ class JsonlStore:
     `fsync` is injectable (tests count it); it receives a file descriptor.
     """
 
+    __repr__ = fields_repr
+
     directory: Path = attrs.field(converter=Path)
     registry: EventRegistry = BUILTIN_EVENTS
     fsync: Callable[[int], None] = os.fsync
@@ -289,6 +292,7 @@ class JsonlStore:
 
 @attrs.define(eq=False)
 class _JsonlHandle:
+    __repr__ = fields_repr
     fd: int
     size: int
     registry: EventRegistry

@@ -13,6 +13,7 @@ import attrs
 
 from ...errors import StockadeError
 from ...events import EventRegistry, SessionEvent
+from ...reprs import fields_repr
 from .._builtin import BUILTIN_EVENTS
 from .._scan import Scan, scan_log
 from .interface import Credentials, OpenedLog, SessionLocked, check_session_id, report_torn
@@ -24,6 +25,8 @@ class MemoryStore:
 
     Tests may edit `files[session_id]` directly, e.g. to leave a torn tail.
     """
+
+    __repr__ = fields_repr
 
     registry: EventRegistry = BUILTIN_EVENTS
     files: dict[str, bytearray] = attrs.field(factory=dict)
@@ -103,6 +106,7 @@ class MemoryStore:
 
 @attrs.define(eq=False)
 class _MemoryHandle:
+    __repr__ = fields_repr
     store: MemoryStore
     session_id: str
     _closed: bool = False

@@ -23,6 +23,7 @@ import attrs
 
 from ....errors import StockadeError
 from ....events import EventRegistry, LogCorrupt, SessionEvent
+from ....reprs import fields_repr
 from ..._builtin import BUILTIN_EVENTS
 from ..._scan import Scan
 from ..interface import Credentials, OpenedLog, SessionLocked, check_session_id
@@ -52,6 +53,8 @@ class PostgresStore:
     and reads share (plus one holder connection for the locks). Connections are made
     on first use; `close()` releases them (the harness does at exit).
     """
+
+    __repr__ = fields_repr
 
     dsn: str
     registry: EventRegistry = BUILTIN_EVENTS
@@ -309,6 +312,8 @@ class PostgresStore:
 class PostgresHandle:
     """One open session: its lock's key, the holder backend that holds it, the epoch
     its open took and the last seq it committed (what the group commit's gate checks)."""
+
+    __repr__ = fields_repr
 
     store: PostgresStore
     session_id: str
