@@ -5,9 +5,12 @@ them, formatting them for people, and the host's MemTotal that `N%` is a share o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 from ..errors import ConfigError, brief
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -64,9 +67,11 @@ def memtotal(path: str = "/proc/meminfo") -> int | None:
     """The host's MemTotal in bytes, or None when it cannot be read. (Inside a
     container this is still the host's memory, not the container's limit.)"""
     try:
-        with open(path, encoding="ascii") as meminfo:
-            for line in meminfo:
-                key, _, rest = line.partition(":")
+        # Bytes, decoded as ASCII: a text file's "ascii" codec is a module of its own,
+        # which `stockade exec` would load for this alone.
+        with open(path, "rb") as meminfo:
+            for raw in meminfo:
+                key, _, rest = raw.decode("ascii").partition(":")
                 if key == "MemTotal":
                     number, _, unit = rest.strip().partition(" ")
                     return int(number) * (KIB if unit == "kB" else 1)

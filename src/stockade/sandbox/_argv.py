@@ -7,13 +7,12 @@ builds its argv with these and nothing else.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 from ..modes import Network, SandboxMode
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Sequence
 
 
 def writable_roots(mode: SandboxMode, root: str, temp_roots: Sequence[str]) -> tuple[str, ...]:

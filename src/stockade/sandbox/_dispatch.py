@@ -5,8 +5,6 @@ library only: THE confine sequence (`_confine`) and the reply (`_profiles`) ask 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..errors import SandboxUnavailable
 from ..modes import Network, SandboxMode
 from ._argv import NO_FRESH, FreshPlan, Grants, agent_swaps, fresh_plan, may_hide_sockets
@@ -14,6 +12,8 @@ from .backends import named
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..trust import Protection
 
 

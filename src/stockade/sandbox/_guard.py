@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
-from collections.abc import Sequence
 
 from ..modes import SandboxMode
 from ..trust import (
@@ -23,6 +22,10 @@ from ..trust import (
 )
 from ._argv import writable_roots
 from .backends import known
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class Guard(

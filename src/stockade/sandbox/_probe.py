@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 from collections import namedtuple
-from collections.abc import Callable, Sequence
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    # A backend's probe: its verdict within a timeout (seconds).
+    Probe = Callable[[float], "Verdict"]
 
 # Plain namedtuples, not typing.NamedTuple: importing typing would be a fifth of
 # `stockade exec`'s whole run. Field types are in each docstring.
@@ -44,9 +49,6 @@ class Unfinished(namedtuple("Unfinished", "why transient", defaults=(False,))):
     __slots__ = ()
 
 
-Probe = Callable[[float], Verdict]
-
-
 def launcher_path() -> str:
     """The Landlock launcher shipped inside this package."""
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -65,7 +67,9 @@ def run_probe(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unf
     The probe runs in a session of its own, so a timeout kills whatever the runner
     started too, not only the runner.
     """
-    # Imported here: a remembered verdict (stockade exec) never needs them.
+    # Imported here: a remembered verdict (stockade exec) never needs them (`signal`
+    # builds its enums as it loads).
+    import signal
     import subprocess
 
     try:

@@ -12,10 +12,13 @@ from ..trust import host_temp_roots
 from . import _probe
 from ._chain import Selection
 from ._confine import runner_identity
-from ._probe import Probe
 from ._profiles import Backend, HostPaths, runner_command_rules
 from .backends import PROBES, choose, named
 from .config import ProviderConfig
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._probe import Probe
 
 
 def host_paths(environ: Mapping[str, str] = os.environ) -> HostPaths:

@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 import stat
 from collections import namedtuple
-from collections.abc import Iterable, Sequence
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 INSTALL_FIX = (
     "install stockade outside the workspace and the temp directories, e.g. with pipx "

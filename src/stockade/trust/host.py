@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
 
 from ..errors import ConfigError, InvalidPolicy
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 
 def host_temp_roots(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:

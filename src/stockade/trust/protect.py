@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import stat
 from collections import namedtuple
-from collections.abc import Iterable, Mapping, Sequence
 
 from .check import PathFacts, is_under, path_prefixes
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 # In every git directory of every repository inside a writable root: what runs code
 # later OUTSIDE any sandbox (hooks; core.fsmonitor, core.hooksPath in a config), or

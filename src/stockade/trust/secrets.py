@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 # Each default item: its name (what `!NAME` removes) is its pattern. `~` is the
 # harness's HOME. A glob (`*`, `?`, `[`) matches what exists when the call starts.

@@ -8,10 +8,15 @@ from __future__ import annotations
 import os
 import sys
 from collections import namedtuple
-from collections.abc import Callable, Mapping, Sequence
 
-from .._probe import TRANSIENT_ERRNOS, Probe, Verdict
+from .._probe import TRANSIENT_ERRNOS, Verdict
 from . import NAMES, RUNNER_COMMAND, chain_for, known, named
+
+TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from .._probe import Probe
 
 
 class _ItsProbe:
@@ -160,8 +165,9 @@ def cache_problem(path: str, writable_roots: Sequence[str]) -> str | None:
 def _identity(name: str, runner: str) -> str | None:
     try:
         info = os.stat(runner)
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:
-            boot_id = boot.read().strip()
+        # Bytes, decoded as ASCII: the "ascii" text codec is a module exec would load.
+        with open("/proc/sys/kernel/random/boot_id", "rb") as boot:
+            boot_id = boot.read().decode("ascii").strip()
     except OSError:
         return None
     parts = (name, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size)

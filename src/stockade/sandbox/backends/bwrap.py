@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Sequence
 
 from ...modes import Network, SandboxMode, SpawnTrait
 from ...network import PROXY_PORT
@@ -46,6 +45,7 @@ from .._probe import Unfinished, Verdict, run_probe, tail
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
     from typing import Final
 
     from ...messages import TierReport
