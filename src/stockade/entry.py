@@ -18,6 +18,7 @@ from .cli import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     emit_error,
+    ends_as_exec,
     fast_args,
     run_exec,
     say,
@@ -101,8 +102,16 @@ def console() -> int:
     (docs/performance.md). What the exit owes still happens (atexit
     hooks, weakref finalizers such as a temporary directory's, flushing, every
     refcounted free); only cycles nothing reaches stay uncollected as the process ends.
-    Not `main`'s own doing: a test or an embedder calling `main` keeps its collector."""
+    Not `main`'s own doing: a test or an embedder calling `main` keeps its collector.
+
+    A `stockade exec` that waited for its command (`ends_as_exec`) owes none of that
+    (its own clean-up is done, stdout and stderr flushed by `main`): it ends at once,
+    as the exec it stands in for would have, without the interpreter's teardown."""
     status = main()
+    if ends_as_exec():
+        import os
+
+        os._exit(status & 0xFF)
     import gc
 
     gc.freeze()

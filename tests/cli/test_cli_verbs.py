@@ -243,6 +243,30 @@ def test_exec_imports_no_argparse_on_the_fast_path(tmp_path, argv):
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
 
 
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_a_waited_exec_ends_with_its_commands_status_and_leaves_nothing_owed(tmp_path, backend):
+    """The console script ends an exec that waited for its command at once, without the
+    interpreter's teardown (`cli.ends_as_exec`): nothing it owes is lost on the way. Its
+    private temp directory and the placeholders are gone, its own last word (the note
+    on the repository the command made, written after the command ended) is out."""
+    require_backend(backend)
+    if shutil.which("git") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true and git is missing")
+        pytest.skip("no git")
+    script = (
+        'echo "$TMPDIR" > tmpdir; touch "$TMPDIR/left"; git init -q .; '
+        "printf '#!/bin/sh\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
+        "echo out; exit 5"
+    )
+    done = stockade("exec", "--backend", backend, "--", "sh", "-c", script, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (5, "out\n"), done.stderr
+    assert "held what git would run (.git/hooks/pre-commit)" in done.stderr
+    private = (tmp_path / "tmpdir").read_text().strip()
+    assert private.startswith("/") and not os.path.lexists(private)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "tmpdir"]
+
+
 # --- session show: one clear line ----------------------------------------------------
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .errors import emit_error as emit_error
     from .errors import say as say
     from .errors import silence as silence
+    from .fastpath import ends_as_exec as ends_as_exec
     from .fastpath import fast_args as fast_args
     from .fastpath import run_exec as run_exec
     from .parser import build_parser as build_parser

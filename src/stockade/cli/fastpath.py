@@ -398,6 +398,20 @@ def _start_proxy(
 
 _KEPT: list[Any] = []
 
+# Whether this process waited for exec's command (`_execute`): then nothing is left for
+# it but its end, which the console script makes as the exec it stands in for would
+# have been made (`ends_as_exec`).
+_WAITED: list[bool] = []
+
+
+def ends_as_exec() -> bool:
+    """Whether `stockade exec` ran its command as a child and waited for it, in this
+    process: its private temp directory is removed and its placeholders swept already,
+    and what else it holds (the proxy's pipe) ends with the process. So the console
+    script may end it without the interpreter's teardown, as an exec would have (some
+    2 ms of every confined exec here, docs/performance.md)."""
+    return bool(_WAITED)
+
 
 def _execute(
     argv: list[str],
@@ -455,6 +469,7 @@ def _execute(
 
             # The private directory is the command's TMPDIR (the runner reads none).
             env = {**environ, "TMPDIR": tmp.path} if tmp is not None else environ
+            _WAITED.append(True)
             run_holding(argv, held or [], sweep, bwrap=bwrap, done=done, env=env)
         # This process becomes the command: its environment is the policy's (so the
         # program is found on the PATH the command gets; kept unless told otherwise).
