@@ -4,8 +4,6 @@ them, formatting them for people, and the host's MemTotal that `N%` is a share o
 
 from __future__ import annotations
 
-import math
-
 from ..errors import ConfigError, brief
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
@@ -108,6 +106,8 @@ def check_value(name: str, value: object) -> int | float | None:
     if kind == SECONDS:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _unreadable(name, value)
+        import math  # a module of its own (exec reads no config values)
+
         if not math.isfinite(value):
             raise ConfigError(f"{name} must be a finite number of seconds, or null for unlimited")
         if value <= 0:
