@@ -488,10 +488,12 @@ def _execute(
 def _hold_new_repository(root: str) -> None:
     """Hold what git would run of the repository the command made in `root` (which
     had none as it started), and say so on stderr; one lstat when it made none."""
+    from ..trust import repository_made
+
+    if not repository_made(root):
+        return
     from ..trust import new_repository
 
-    if not new_repository.made(root):
-        return
     held, moved = new_repository.hold(root)
     if held:
         # As `stockade run` words a note for a person (its names escaped already).

@@ -50,7 +50,7 @@ from ..messages import (
 )
 from ..network import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
-from ..trust import enter_judged, judge_workdir, new_repository, spawn_cwd
+from ..trust import enter_judged, judge_workdir, new_repository, repository_made, spawn_cwd
 from ..vocab import SpawnTrait
 from ._buffer import OutputBuffer
 from ._child import Child
@@ -261,7 +261,7 @@ class ExecutorActor:
         """`result`, with what git would run held aside in a repository the call made
         in a root that had none (trust/new_repository.py), and a line saying so."""
         root = facts.new_repository
-        if root is None or not new_repository.made(root):
+        if root is None or not repository_made(root):
             return result
         held, moved = await trio.to_thread.run_sync(new_repository.hold, root)
         if not held:
@@ -423,7 +423,7 @@ class ExecutorActor:
             # call made in the root is held all the same.
             with trio.CancelScope(shield=True):
                 root = facts.new_repository
-                if root is not None and new_repository.made(root):
+                if root is not None and repository_made(root):
                     await trio.to_thread.run_sync(new_repository.hold, root)
             raise
         finally:

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .protect import protected_set as protected_set
     from .protect import protections as protections
     from .protect import relinkable as relinkable
+    from .protect import repository_made as repository_made
     from .protect import startup_files as startup_files
     from .secrets import DenyRead as DenyRead
     from .secrets import Hidden as Hidden

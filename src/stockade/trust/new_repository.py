@@ -79,12 +79,6 @@ GIT_ENV = {
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def made(root: str) -> bool:
-    """Whether `root` (a workspace root that had no repository as the call started:
-    `Guard.new_repository`) has a `.git` now: one lstat."""
-    return os.path.lexists(os.path.join(root, ".git"))
-
-
 def allowed_key(key: str) -> bool:
     """Whether `key` (as `git config --list` gives it: section[.subsection].name, the
     section and name lower-cased) runs nothing; a URL key runs nothing unless it

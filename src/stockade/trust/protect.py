@@ -545,3 +545,11 @@ def protections(
 
 
 # --- roots too broad to take implicitly ------------------------------------------------
+
+
+def repository_made(root: str) -> bool:
+    """Whether `root` (a workspace root that had no repository as the call started:
+    `Guard.new_repository`) has a `.git` now: one lstat. Every such call asks this as
+    it ends; only one that made a repository loads trust/new_repository.py to hold
+    what of it git would run."""
+    return os.path.lexists(os.path.join(root, ".git"))
