@@ -44,6 +44,18 @@ def variant_tier(variant: str) -> str | None:
     return "namespaced" if variant == "landlock" else None
 
 
+def need(*tools: str, path: str | None = None) -> None:
+    """Each tool on `path` (default: the host's), or skip locally and FAIL in CI (.ci/run
+    installs them)."""
+    search = os.pathsep.join([path or os.environ.get("PATH", ""), "/usr/sbin"])
+    missing = [tool for tool in tools if shutil.which(tool, path=search) is None]
+    if missing:
+        message = f"not installed: {', '.join(missing)}"
+        if IN_CI:
+            pytest.fail(f"CI=true and a tool is missing ({message}): .ci/run installs it")
+        pytest.skip(message)
+
+
 def require_backend(name: str) -> ProviderConfig:
     """A config forcing backend `name` (a BACKEND_VARIANTS name); skip locally, FAIL in
     CI, when it is unusable."""

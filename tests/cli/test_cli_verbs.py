@@ -21,7 +21,7 @@ from stockade.cli.errors import CODES
 from stockade.cli.parser import build_parser
 from stockade.cli.sessions import parse_duration
 
-from ..support import require_backend
+from ..support import need, require_backend
 
 VERBS = (
     (),
@@ -250,10 +250,7 @@ def test_a_waited_exec_ends_with_its_commands_status_and_leaves_nothing_owed(tmp
     private temp directory and the placeholders are gone, its own last word (the note
     on the repository the command made, written after the command ended) is out."""
     require_backend(backend)
-    if shutil.which("git") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true and git is missing")
-        pytest.skip("no git")
+    need("git")
     script = (
         'echo "$TMPDIR" > tmpdir; touch "$TMPDIR/left"; git init -q .; '
         "printf '#!/bin/sh\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support import host_mount_table
+from ..support import host_mount_table, need
 from .test_launcher import (
     IS_ROOT,
     NOBODY,
@@ -267,10 +267,7 @@ def test_no_pid_namespace_the_plain_tier(launcher, tmp_path):
     """Where no PID namespace can be made (here: a user namespace whose limit of PID
     namespaces is 0), the namespaced tier fails closed (nothing runs), the probe
     reports the plain tier and why, and --plain runs the command."""
-    if shutil.which("unshare") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true and unshare (util-linux) is missing")
-        pytest.skip("needs unshare (util-linux)")
+    need("unshare")
     script = (
         'echo 0 > /proc/sys/user/max_pid_namespaces || exit 99; "$0" --ro / --rw /dev/null '
         '--rw "$1" -- touch "$1/witness"; echo "run=$?"; "$0" --probe; echo "probe=$?"; '

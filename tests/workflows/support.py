@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import pytest
 
 from stockade.config.loader import default_composition_text
 
-from ..support import IN_CI, IS_ROOT, NOBODY, REAL_BACKENDS, NobodyView, require_backend
+from ..support import IS_ROOT, NOBODY, REAL_BACKENDS, NobodyView, need, require_backend
 
 HERE = Path(__file__).resolve().parent
 DRIVE = HERE / "_drive.py"
@@ -40,20 +39,6 @@ STOCKADE_OWN = (".cache/stockade", ".local/state/stockade")
 # The host's own cache places a toolchain would write without stockade's caches.
 HOST_CACHES = (".cache", ".npm", ".cargo", "go", ".m2", ".gradle", ".rustup")
 GIT_CONFIG = "[user]\n\tname = Work Flow\n\temail = workflow@example.invalid\n"
-
-
-def need(*tools: str, path: str | None = None) -> None:
-    """Each tool on `path` (default: the host's), or skip locally and FAIL in CI (.ci/run
-    installs them)."""
-    search = os.pathsep.join([path or os.environ.get("PATH", ""), "/usr/sbin"])
-    missing = [tool for tool in tools if shutil.which(tool, path=search) is None]
-    if missing:
-        message = f"not installed: {', '.join(missing)}"
-        if IN_CI:
-            pytest.fail(
-                f"CI=true and a workflow's tool is missing ({message}): .ci/run installs it"
-            )
-        pytest.skip(message)
 
 
 @dataclass
