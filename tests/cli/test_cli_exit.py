@@ -5,9 +5,16 @@ hooks, weakref finalizers, flushed output, the status) still happens."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
+
+from ..support import require_backend
 
 # A temporary directory left to its finalizer, in a cycle a collection would be needed
 # to free; `rules check` then runs as the console script runs it.
@@ -50,3 +57,70 @@ def test_main_leaves_the_callers_collector_alone(capsys):
     assert main(["rules", "check", "--", "true"]) == 0
     assert gc.get_freeze_count() == before
     assert capsys.readouterr().out.startswith("decision: none")
+
+
+def test_an_exec_ends_as_one_only_once_its_command_is_cleaned_up(monkeypatch):
+    """`ends_as_exec` (the console script's os._exit, which skips atexit hooks) holds
+    only once run_holding has cleaned up: a way out before that (a Ctrl-C before it
+    ignores SIGINT) keeps the atexit hook that removes the private temp directory."""
+    from stockade.cli import _exec_wait, fastpath
+
+    monkeypatch.setattr(fastpath, "_WAITED", [])
+
+    def interrupted(argv, held, sweep, *, bwrap, done, env):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_exec_wait, "run_holding", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fastpath._execute(["true"], runner_is_argv0=True, wait=True)
+    assert not fastpath.ends_as_exec()
+
+    def ran(argv, held, sweep, *, bwrap, done, env):
+        done()
+        raise SystemExit(5)
+
+    monkeypatch.setattr(_exec_wait, "run_holding", ran)
+    with pytest.raises(SystemExit):
+        fastpath._execute(["true"], runner_is_argv0=True, wait=True)
+    assert fastpath.ends_as_exec()
+
+
+# A Ctrl-C that reaches exec before run_holding ignores SIGINT (made here at its
+# os.pipe, the first thing it does for bwrap).
+INTERRUPTED = """
+import sys
+import stockade.cli._exec_wait as waiting
+
+class Os:
+    def __getattr__(self, name):
+        import os
+        return getattr(os, name)
+
+    def pipe(self):
+        raise KeyboardInterrupt
+
+waiting.os = Os()
+sys.argv = ["stockade", "exec", "--backend", "bwrap", "--", "true"]
+from stockade.entry import console
+raise SystemExit(console())
+"""
+
+
+def test_an_exec_interrupted_before_its_command_still_removes_its_temp_directory(tmp_path):
+    require_backend("bwrap")
+    # The command's private directory is made in $TMPDIR: a short one of this test's
+    # own (the probe's sockets would not fit a path as long as tmp_path's).
+    parent = Path(tempfile.mkdtemp(prefix="x-", dir="/tmp"))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", INTERRUPTED],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "TMPDIR": str(parent)},
+            timeout=60,
+        )
+        assert done.returncode == 130, done.stderr
+        assert list(parent.iterdir()) == []
+    finally:
+        shutil.rmtree(parent)

@@ -20,7 +20,7 @@ from .errors import EXIT_ASK_FIRST, EXIT_FORBIDDEN, EXIT_UNAVAILABLE, EXIT_USAGE
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any, NoReturn
 
     from ..config import Plan
@@ -398,10 +398,24 @@ def _start_proxy(
 
 _KEPT: list[Any] = []
 
-# Whether this process waited for exec's command (`_execute`): then nothing is left for
-# it but its end, which the console script makes as the exec it stands in for would
-# have been made (`ends_as_exec`).
+# Whether this process waited for exec's command (`_execute`) and cleaned up after it
+# (`_cleaned`): then nothing is left for it but its end, which the console script makes
+# as the exec it stands in for would have been made (`ends_as_exec`).
 _WAITED: list[bool] = []
+
+
+def _cleaned(done: Callable[[], None] | None) -> Callable[[], None]:
+    """`done`, then this process marked as one that may end as an exec: only once the
+    runner is gone and everything is cleaned up. A way out before that (a Ctrl-C before
+    run_holding ignores SIGINT, a runner that could not start) keeps the exit's own
+    duties: the atexit hook that removes the private temp directory (`run_exec`)."""
+
+    def cleaned() -> None:
+        if done is not None:
+            done()
+        _WAITED.append(True)
+
+    return cleaned
 
 
 def ends_as_exec() -> bool:
@@ -469,8 +483,7 @@ def _execute(
 
             # The private directory is the command's TMPDIR (the runner reads none).
             env = {**environ, "TMPDIR": tmp.path} if tmp is not None else environ
-            _WAITED.append(True)
-            run_holding(argv, held or [], sweep, bwrap=bwrap, done=done, env=env)
+            run_holding(argv, held or [], sweep, bwrap=bwrap, done=_cleaned(done), env=env)
         # This process becomes the command: its environment is the policy's (so the
         # program is found on the PATH the command gets; kept unless told otherwise).
         if environ != os.environ:
