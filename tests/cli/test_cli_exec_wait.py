@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -108,3 +109,27 @@ def test_a_command_gets_the_default_sigpipe(root: Path):
     )
     assert (done.returncode, done.stdout) == (0, "y\n"), done.stderr
     assert "Broken pipe" not in done.stderr, done.stderr
+
+
+# run_holding on a host without pidfds (os.pidfd_open: ENOSYS before Linux 5.3).
+NO_PIDFDS = """
+import errno, os, sys
+from stockade.cli import _exec_wait
+
+def no_pidfds(pid, flags=0):
+    raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+_exec_wait.os.pidfd_open = no_pidfds
+done = lambda: print("done after the runner:", os.path.exists("ran"), flush=True)
+_exec_wait.run_holding(["sh", "-c", "sleep 0.3; touch ran; exit 3"], [], done=done)
+"""
+
+
+def test_exec_waits_for_its_runner_without_pidfds(tmp_path):
+    """The runner is started before its pidfd is asked for: with none to be had, it is
+    waited for all the same, and cleaned up after, rather than left running while exec
+    says it could not start."""
+    done = subprocess.run(
+        [sys.executable, "-c", NO_PIDFDS], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert (done.returncode, done.stdout) == (3, "done after the runner: True\n"), done.stderr

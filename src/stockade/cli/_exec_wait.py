@@ -54,15 +54,19 @@ def run_holding(
     # The runner's pidfd: a signal passed on after its reap reaches nobody, where a
     # kill() by pid could reach whatever process was given that number since.
     runner = -1
+    # Without a pidfd (before Linux 5.3, or no descriptor left): by pid, until the reap.
+    by_pid = False
     passed_on = (_signal.SIGTERM, _signal.SIGHUP)
     ignored_here = (_signal.SIGINT, _signal.SIGQUIT)
 
     def pass_on(signum: int, _frame: object) -> None:
-        if runner >= 0:
-            try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
+        try:
+            if runner >= 0:
                 _signal.pidfd_send_signal(runner, signum)
-            except ProcessLookupError:
-                pass
+            elif by_pid:
+                os.kill(child, signum)
+        except ProcessLookupError:
+            pass
 
     handled = (*passed_on, *ignored_here)
     kept_ignored = {s for s in handled if _signal.getsignal(s) == _signal.SIG_IGN}
@@ -99,15 +103,23 @@ def run_holding(
         environ = os.environ if env is None else env
         mask = {*blocked, *held_for_command}
         child = os.posix_spawnp(argv[0], argv, environ, setsigdef=defaults, setsigmask=mask)
-        runner = os.pidfd_open(child)
+        # The runner runs now: whatever follows, it is waited for and cleaned up after
+        # (an OSError here would have ended this process with the command still running
+        # and its private temp directory removed under it).
+        try:
+            runner = os.pidfd_open(child)
+        except OSError:
+            by_pid = True
     finally:
         _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
         if info is not None:
             os.close(info[1])
     init = _namespace_init(info[0]) if info is not None else None
     _, status = os.waitpid(child, 0)
+    by_pid = False
     held_runner, runner = runner, -1
-    os.close(held_runner)
+    if held_runner >= 0:
+        os.close(held_runner)
     if init is not None:
         _wait_gone(init)
     for fd in held:
