@@ -154,3 +154,27 @@ class Plain:
     a: int
 """
     assert attrs_classes_with_a_generated_repr(text) == ["Generated"]
+
+
+def test_no_attrs_class_of_stockade_has_a_repr_of_attrs_making_however_it_is_spelled():
+    """What the AST check above cannot see, the classes themselves say: a decorator
+    imported by name (`from attrs import define`), `attr.define`, a module alias,
+    `repr=True` (which overrides the body's `__repr__`)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import stockade
+
+    generated = set()
+    for module in pkgutil.walk_packages(stockade.__path__, "stockade."):
+        if module.name.endswith("__main__"):
+            continue
+        for value in vars(importlib.import_module(module.name)).values():
+            if not (inspect.isclass(value) and attrs.has(value)):
+                continue
+            own = vars(value).get("__repr__")
+            code = getattr(own, "__code__", None)
+            if code is not None and code.co_filename.startswith("<attrs generated"):
+                generated.add(f"{value.__module__}.{value.__qualname__}")
+    assert not generated, "add `__repr__ = fields_repr` (stockade.reprs) to each"

@@ -4,7 +4,7 @@ class's fields when asked, instead of one generated and compiled per class at im
 attrs compiles each class's `__repr__` from an f-string as the class is made, about a
 quarter of a millisecond a class (docs/performance.md); a `stockade run` makes dozens.
 A class opts in with `__repr__ = fields_repr` in its body (attrs' `auto_detect` then
-makes none); tests/test_architecture.py holds every attrs class to it or `repr=False`.
+makes none); tests/test_reprs.py holds every attrs class to it or `repr=False`.
 """
 
 from __future__ import annotations
