@@ -133,3 +133,29 @@ def test_exec_waits_for_its_runner_without_pidfds(tmp_path):
         [sys.executable, "-c", NO_PIDFDS], capture_output=True, text=True, cwd=tmp_path
     )
     assert (done.returncode, done.stdout) == (3, "done after the runner: True\n"), done.stderr
+
+
+# run_holding whose clean-up after the command fails (a sweep, a removal, a note on a
+# stderr whose reader is gone).
+CLEANUP_FAILS = """
+import errno, os
+from stockade.cli import _exec_wait
+
+def done():
+    raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+_exec_wait.run_holding(["sh", "-c", "touch ran; exit 3"], [], done=done)
+"""
+
+
+def test_a_failed_clean_up_after_the_command_keeps_its_status(tmp_path):
+    """The command ran: a clean-up that fails after it is said on stderr, and exec ends
+    with the command's status, not as a runner that could not start (127)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLEANUP_FAILS], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 3, done.stderr
+    assert (tmp_path / "ran").exists()
+    assert done.stderr == (
+        "stockade: cleaning up after the command failed: [Errno 5] Input/output error\n"
+    )

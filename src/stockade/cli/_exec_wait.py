@@ -124,13 +124,18 @@ def run_holding(
         _wait_gone(init)
     for fd in held:
         os.close(fd)
-    if sweep:
-        from ..sandbox import placeholders
+    # The command ran: a clean-up that fails is said, and the command's status stands
+    # (an OSError raised from here would read as a runner that could not start).
+    try:
+        if sweep:
+            from ..sandbox import placeholders
 
-        # The innermost first; each is removed only by the last of its holders.
-        placeholders.sweep_all(sweep[::-1])
-    if done is not None:
-        done()
+            # The innermost first; each is removed only by the last of its holders.
+            placeholders.sweep_all(sweep[::-1])
+        if done is not None:
+            done()
+    except OSError as error:
+        _told(f"stockade: cleaning up after the command failed: {error}\n")
     code = os.waitstatus_to_exitcode(status)
     if os.WIFSIGNALED(status) or code - 128 in keys:
         # Ended by the signal, or (bwrap) by the key this process saw too: as a shell
@@ -145,6 +150,14 @@ def run_holding(
         os.kill(os.getpid(), signum)
         raise SystemExit(128 + signum)
     raise SystemExit(code)
+
+
+def _told(line: str) -> None:
+    """`line` on stderr, unbuffered; nothing when stderr's reader is gone."""
+    try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
+        os.write(2, line.encode(errors="replace"))
+    except OSError:
+        pass
 
 
 def _namespace_init(info: int) -> int | None:

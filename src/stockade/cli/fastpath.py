@@ -511,8 +511,8 @@ def _hold_new_repository(root: str) -> None:
     if held:
         # As `stockade run` words a note for a person (its names escaped already).
         line = new_repository.held_note(root, held, moved)
-        sys.stderr.write(line.replace("[sandbox: ", "stockade: ", 1).rstrip("]") + "\n")
-        sys.stderr.flush()
+        # A reader of stderr that went away ends it quietly (the command's status stands).
+        say(sys.stderr, line.replace("[sandbox: ", "stockade: ", 1).rstrip("]") + "\n")
 
 
 # The options `exec` and `run` read on the fast path: option -> destination (True: a
