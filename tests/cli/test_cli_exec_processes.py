@@ -81,9 +81,11 @@ def test_nothing_the_command_started_outlives_exec(backend, mode, root, marker):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_nothing_outlives_exec_killed_alone(backend, mode, root, marker):
+def test_nothing_outlives_exec_killed_alone(backend, mode, root, marker, tmp_path):
     """SIGKILL to the exec process only (not its group): bwrap's --die-with-parent, the
-    launcher's init tied to it, and the kernel ends the namespace."""
+    launcher's init tied to it, and the kernel ends the namespace. (An exec killed so
+    cannot remove its private temp directory: made under this test's own TMPDIR, not
+    left in the host's /tmp.)"""
     script = escaping(marker) + f"; exec -a {marker}-main sleep 300"
     process = subprocess.Popen(
         exec_argv(backend, mode, root, script),
@@ -91,6 +93,7 @@ def test_nothing_outlives_exec_killed_alone(backend, mode, root, marker):
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     try:
         wait_for(lambda: len(marked(marker)) == 5)
