@@ -97,7 +97,7 @@ async def test_a_commands_own_server_works_and_the_hosts_does_not(
         await session.set_sandbox_mode(mode)
         own = await session.run_tool("bash", {"command": SERVE_AND_FETCH})
         assert "OWN 200" in own.text, own.text
-        assert not own.facts["denied"] and own.facts["exit_code"] == 0, own.text
+        assert not own.facts["denied"] and own.facts.get("exit_code") == 0, own.text
         host = await session.run_tool("bash", {"command": reach(host_server)})
         assert "HOST-SECRET" not in host.text, host.text
-        assert host.facts["exit_code"] != 0
+        assert host.facts.get("exit_code") not in (0, None), host.text

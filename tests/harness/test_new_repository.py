@@ -84,7 +84,7 @@ async def test_what_git_would_run_is_held_when_the_call_ends(backend, root):
         session = await harness.open_session(cwd=str(root))
         await session.set_sandbox_mode("workspace-write")
         result = await session.run_tool("bash", {"command": attack(str(root))})
-    assert result.facts["exit_code"] == 0, result.text
+    assert result.facts.get("exit_code") == 0, result.text
     assert not result.facts["denied"]
     assert list(result.facts["held"]) == [".git/hooks/pre-commit", ".git/config: core.fsmonitor"]
     assert f"the repository this command made in {root} held what git would run" in result.text
@@ -108,7 +108,7 @@ async def test_an_ordinary_new_repository_is_left_alone(backend, root):
         session = await harness.open_session(cwd=str(root))
         await session.set_sandbox_mode("workspace-write")
         result = await session.run_tool("bash", {"command": script})
-    assert result.facts["exit_code"] == 0, result.text
+    assert result.facts.get("exit_code") == 0, result.text
     assert not result.facts["held"] and "held what git would run" not in result.text
     assert not list((root / ".git").glob("*.stockade-held"))
 
@@ -126,7 +126,7 @@ async def test_a_git_link_made_by_the_command_is_held_whole_unfollowed(backend, 
         session = await harness.open_session(cwd=str(root))
         await session.set_sandbox_mode("workspace-write")
         result = await session.run_tool("bash", {"command": script})
-    assert result.facts["exit_code"] == 0, result.text
+    assert result.facts.get("exit_code") == 0, result.text
     assert list(result.facts["held"]) == [".git"]
     assert "moved to .git.stockade-held" in result.text
     assert (root / ".git.stockade-held").is_symlink() and not os.path.lexists(root / ".git")
@@ -145,7 +145,7 @@ async def test_an_empty_git_directory_left_in_the_root_is_a_new_repository(backe
         session = await harness.open_session(cwd=str(root))
         await session.set_sandbox_mode("workspace-write")
         result = await session.run_tool("bash", {"command": attack(root)})
-    assert result.facts["exit_code"] == 0, result.text
+    assert result.facts.get("exit_code") == 0, result.text
     assert ".git/hooks/pre-commit" in result.facts["held"]
     host_git(root)
     assert not (root / "FSMONITOR-RAN").exists() and not (root / "HOOK-RAN").exists()

@@ -125,7 +125,8 @@ async def test_a_workdir_beneath_a_cover_is_refused_before_anything_runs(backend
         fine = await session.run_tool(
             "bash", {"command": "pwd; cat ../.ssh/id_rsa", "workdir": ".."}
         )
-        assert fine.facts["exit_code"] != 0 and KEY not in fine.text
+        assert fine.facts.get("exit_code") not in (0, None), fine.text
+        assert KEY not in fine.text
         assert fine.text.startswith(str(home.home)), fine.text
 
 

@@ -228,7 +228,7 @@ async def test_each_git_route_stays_closed_where_the_runner_binds(
         async with open_harness(composition(state_dir, backend=backend_name)) as harness:
             session = await harness.open_session(cwd=area.root)
             result = await session.run_tool("bash", {"command": command})
-        assert result.facts["exit_code"] != 0, result.text
+        assert result.facts.get("exit_code") not in (0, None), result.text
         assert any(text in result.text for text in BWRAP_DENIALS), result.text
         if route.reported:
             assert result.facts["denied"] is True, result.text
@@ -262,7 +262,7 @@ async def held_after_the_call(
         async with open_harness(composition(state_dir, backend=backend_name)) as harness:
             session = await harness.open_session(cwd=area.root)
             result = await session.run_tool("bash", {"command": command})
-        assert result.facts["exit_code"] == 0, result.text
+        assert result.facts.get("exit_code") == 0, result.text
         assert result.facts["held"] and held_line in result.text, result.text
     else:
         done = cli(
@@ -346,7 +346,7 @@ async def test_ordinary_git_use_keeps_working(area: Area, state_dir, backend_nam
     async with open_harness(composition(state_dir, **config)) as harness:
         session = await harness.open_session(cwd=root)
         result = await session.run_tool("bash", {"command": command})
-    assert result.facts["exit_code"] == 0 and not result.facts["denied"], result.text
+    assert result.facts.get("exit_code") == 0 and not result.facts["denied"], result.text
     # The host agrees: the commits, the branch, the merge, the worktree.
     log = git("log", "--format=%s", cwd=root).split()
     assert log[:3] == ["three", "two", "ignore"], log
