@@ -84,16 +84,19 @@ def test_nothing_the_command_started_outlives_exec(backend, mode, root, marker):
 def test_nothing_outlives_exec_killed_alone(backend, mode, root, marker, tmp_path):
     """SIGKILL to the exec process only (not its group): bwrap's --die-with-parent, the
     launcher's init tied to it, and the kernel ends the namespace. (An exec killed so
-    cannot remove its private temp directory: made under this test's own TMPDIR, not
-    left in the host's /tmp.)"""
+    cannot remove its private temp directory nor the placeholders it held: both made
+    under this test's own TMPDIR and cache, not left in the host's /tmp and the tool
+    cache every other test's calls share.)"""
     script = escaping(marker) + f"; exec -a {marker}-main sleep 300"
+    cache = tmp_path / "cache"
+    cache.mkdir()
     process = subprocess.Popen(
         exec_argv(backend, mode, root, script),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
+        env={**os.environ, "TMPDIR": str(tmp_path), "XDG_CACHE_HOME": str(cache)},
     )
     try:
         wait_for(lambda: len(marked(marker)) == 5)
