@@ -435,11 +435,12 @@ int parse_filters_only(int argc, char **argv, struct options *opt)
 		if (strcmp(argv[i], "--seal-metadata") == 0)
 			opt->seal_metadata = 1;
 		else if (!network_option(argv[i], opt) && !hiding_option(argc, argv, &i, opt) &&
+			 !mount_option(argc, argv, &i, opt) &&
 			 !bridge_option(argc, argv, &i, opt) &&
 			 !limits_option(argc, argv, &i, &opt->limits))
 			fatal("--filters-only takes only --seal-metadata, the network options, "
-			      "--proxy-bridge, --empty, --hide-socket, --deny-read, --cgroup-fd, "
-			      "--cgroup-procs and "
+			      "--proxy-bridge, --empty, --hide-socket, --deny-read, --bind-*, "
+			      "--empty-dir, --cgroup-fd, --cgroup-procs and "
 			      "--rlimit, not %s", argv[i]);
 	}
 	if (i == argc)

@@ -677,6 +677,24 @@ TESTABLE int has_covers(const struct options *opt)
 		opt->read_only_host || opt->fresh.ndirs > 0 || opt->fresh.nsockets > 0;
 }
 
+/*
+ * The protected paths alone, in the mount namespace this process was started in
+ * (--filters-only: bwrap's own, made for this call), and the working directory
+ * entered again through them.  There, and not in a namespace of the command's own,
+ * every process of the runner sees them too: /proc/PID/root of bwrap's init leads
+ * to the same protected tree, whether or not a Landlock domain seals it.
+ */
+void mount_protections(const struct options *opt)
+{
+	char workdir[4096];
+
+	if (opt->nmounts == 0)
+		return;
+	read_workdir(workdir, sizeof(workdir));
+	bind_protected(opt->mounts, opt->nmounts);
+	reenter_workdir(workdir, opt);
+}
+
 void mount_covers(const struct options *opt)
 {
 	char workdir[4096];

@@ -289,6 +289,7 @@ _Noreturn void run_under_guardian(const struct options *opt, int abi, int rulese
 
 /* Every cover the options ask for, in order, and the working directory entered again. */
 void mount_covers(const struct options *opt);
+void mount_protections(const struct options *opt);
 /* Whether `path` is `cover` or lies beneath it (as strings: both real paths). */
 int covered_by(const char *cover, const char *path);
 /* The fresh directory `path` lies strictly beneath (its index), or -1. */

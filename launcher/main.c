@@ -127,7 +127,8 @@ static void unblock_terminal_signals(void)
 
 /*
  * --filters-only [--seal-metadata] [--no-network | --netns-only] [--unix-pairs-only]
- * [--proxy-bridge PORT:PATH]... -- ARGV: inside a runner (bwrap) that already
+ * [--proxy-bridge PORT:PATH]... [--bind-ro | --bind-pin | --empty-dir PATH]...
+ * [--bind-file SOURCE PATH]... -- ARGV: inside a runner (bwrap) that already
  * confines files, holds no capability and gave the command an IPC namespace of its
  * own (and, with --netns-only, a network namespace); only the seccomp filters are
  * added, and the bridge (in the runner's namespaces, before any of the command's
@@ -156,18 +157,25 @@ static _Noreturn void filters_only(int argc, char **argv)
 	if (opt.nbridges > 0)
 		start_detached_bridge(&opt);
 	/*
-	 * The runner left CAP_SYS_ADMIN (and CAP_SETPCAP) for this only: the sockets are
-	 * covered in a mount namespace of the command's own (never the one this was
-	 * started in, whatever that is), then every capability goes.
+	 * The runner left CAP_SYS_ADMIN (and CAP_SETPCAP) for these only, then every
+	 * capability goes.  The protected paths are bound in the runner's own mount
+	 * namespace (bwrap's, made for this call), where its processes see them too;
+	 * bwrap's own read-only binds cost a pass over the mount table each, these none.
+	 * The sockets and unreadable paths are covered in a mount namespace of the
+	 * command's own (never the one this was started in, whatever that is).
 	 */
+	mount_protections(&opt);
 	if (opt.nhidden > 0 || opt.nunreadable > 0) {
+		struct options covers = opt;
 		int err = private_namespaces(CLONE_NEWNS);
 
 		if (err != 0)
 			fatal("cannot make a mount namespace to hide paths in: %s", strerror(err));
-		mount_covers(&opt);
-		drop_capabilities();
+		covers.nmounts = 0;
+		mount_covers(&covers);
 	}
+	if (opt.nmounts > 0 || opt.nhidden > 0 || opt.nunreadable > 0)
+		drop_capabilities();
 	install_filters(opt.seal_metadata, 0, opt.network, opt.unix_pairs_only);
 	if (opt.nhidden > 0 || opt.nunreadable > 0)
 		seal_outside_processes();

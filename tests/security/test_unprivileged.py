@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from stockade.sandbox._select import select_backend
+from stockade.sandbox.backends import bwrap as bwrap_backend
 from stockade.vocab import SandboxPolicy
 
 from ..support import variant_backend
@@ -58,8 +59,13 @@ ATTACKS = {
 
 
 @pytest.fixture
-def runner(variant, terrain) -> str:
-    """The selected runner, or a copy nobody can execute (the static launcher only)."""
+def runner(variant, terrain, monkeypatch) -> str:
+    """The selected runner, or a copy nobody can execute (the static launcher only).
+
+    The argv it runs is built here, by root, and spawned as nobody: built as nobody's
+    own stockade builds it, with bwrap binding the protected paths (a root caller's
+    filter stage binds them instead, which nobody's could not)."""
+    monkeypatch.setattr(bwrap_backend, "launcher_may_mount", lambda: False)
     name, config = variant
     name = variant_backend(name)
     path = select_backend(config).backend.runner

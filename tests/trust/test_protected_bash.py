@@ -21,8 +21,10 @@ from stockade import open_harness
 from stockade.sandbox import placeholders
 from stockade.sandbox._profiles import UNFOUND_SOCKETS_GAP
 from stockade.sandbox.actor import open_provider
+from stockade.sandbox.backends import bwrap as bwrap_backend
 from stockade.sandbox.backends.landlock import LANDLOCK_SHARED_IPC_GAP
 from stockade.trust import NEW_REPOSITORY_GAP
+from stockade.trust.secrets import DEFAULT_DENY_READ
 from stockade.vocab import SandboxMode, SandboxPolicy
 
 from ..support import require_backend
@@ -361,10 +363,14 @@ def as_nobody(argv, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(not IS_ROOT, reason="spawning as uid 65534 needs a root caller")
 @pytest.mark.parametrize("case", NOBODY_CASES, ids=lambda case: case.id)
-async def test_protected_paths_hold_for_an_unprivileged_caller(area: Area, case: Case):
+async def test_protected_paths_hold_for_an_unprivileged_caller(
+    area: Area, case: Case, monkeypatch: pytest.MonkeyPatch
+):
     """The workspace belongs to nobody, who could write its .git freely (the control
     below); the confined argv, spawned as nobody, still cannot."""
     config = require_backend("bwrap")
+    # The argv as nobody's own stockade builds it: bwrap binds the protections.
+    monkeypatch.setattr(bwrap_backend, "launcher_may_mount", lambda: False)
     root = area.root
     case.setup(root)
     chown_tree(root)
@@ -395,3 +401,39 @@ async def test_protected_paths_hold_for_an_unprivileged_caller(area: Area, case:
     control_before = snapshot(control)
     ran = as_nobody(("bash", "-c", case.command), control)
     assert snapshot(control) != control_before, f"not a real attack: {ran.stderr}"
+
+
+async def test_protections_hold_through_the_runners_own_processes(area: Area, state_dir):
+    """The protected paths are bound in bwrap's own mount namespace (by the filter stage
+    for a root caller, by bwrap for any other): bwrap's init (`/proc/1/root`), in sight
+    of the command when nothing is covered (no deny_read path, no socket hidden: no
+    Landlock seal), leads to them read-only as well. The control writes through the
+    same paths unconfined."""
+    require_backend("bwrap")
+    root = area.root
+    repo(root)
+    before = snapshot(root)
+    config = {"backend": "bwrap", "deny_read": [f"!{item}" for item in DEFAULT_DENY_READ]}
+    through_init = f"/proc/1/root{root}"
+    command = (
+        f"ls {through_init}/.git/config >/dev/null && echo reachable; "
+        f"echo '[core] fsmonitor = touch /pwned' >> {through_init}/.git/config; "
+        f"echo pwned > {through_init}/.git/hooks/pre-commit; "
+        f"echo pwned > {through_init}/.vscode"
+    )
+    async with open_harness(composition(state_dir, **config)) as harness:
+        session = await harness.open_session(cwd=root)
+        await session.set_network("on")
+        result = await session.run_tool("bash", {"command": command})
+    assert "reachable" in result.text, f"bwrap's init is out of sight: {result.text}"
+    assert snapshot(root) == before, describe_change(before, snapshot(root))
+    assert result.facts["denied"] is True, result.text
+    # The control: the same writes, unconfined, through this process's own root.
+    control = area.base / "control"
+    control.mkdir()
+    repo(control)
+    await trio.run_process(
+        ["sh", "-c", command.replace(through_init, str(control))], check=False, capture_stdout=True
+    )
+    assert "fsmonitor" in (control / ".git" / "config").read_text()
+    assert (control / ".git" / "hooks" / "pre-commit").read_text() == "pwned\n"

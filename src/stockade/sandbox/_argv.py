@@ -14,6 +14,8 @@ TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ..trust import Protection
+
 
 def writable_roots(mode: SandboxMode, root: str, temp_roots: Sequence[str]) -> tuple[str, ...]:
     """Directories the mode lets a command write under, in order, without repeats."""
@@ -149,6 +151,19 @@ def placeholder_source(path: str) -> str:
 
     name = os.path.basename(path)
     return os.path.join(DATA_DIR, name.lstrip(".")) if name in PLACEHOLDER_TEXT else EMPTY_FILE
+
+
+def launcher_protection_args(protection: Protection) -> list[str]:
+    """The launcher's options for one protected path (its namespaced tier, and its
+    filter stage under bwrap), as bwrap's `protection_args` gives bwrap's."""
+    path = protection.path
+    if protection.kind == "pin":
+        return ["--bind-pin", path]
+    if protection.kind == "read-only":
+        return ["--bind-ro", path]
+    if protection.directory:
+        return ["--empty-dir", path]
+    return ["--bind-file", placeholder_source(path), path]
 
 
 class Grants:

@@ -170,7 +170,8 @@ static void other_modes(void)
 	int argc;
 	char **argv = unit_argv("--filters-only --seal-metadata --netns-only --unix-pairs-only "
 				"--proxy-bridge 80:/s --empty /e --hide-socket /h --deny-read /d "
-				"--cgroup-fd 4 --rlimit as=1 -- cmd x", &argc);
+				"--cgroup-fd 4 --rlimit as=1 --bind-ro /r --bind-pin /p "
+				"--bind-file /s /f --empty-dir /d -- cmd x", &argc);
 
 	CHECK_STR(argv[parse_filters_only(argc, argv, &opt)], "cmd");
 	CHECK(opt.seal_metadata && opt.unix_pairs_only);
@@ -179,6 +180,13 @@ static void other_modes(void)
 	CHECK_EQ(opt.nhidden, 1);
 	CHECK_EQ(opt.nunreadable, 1);
 	CHECK_EQ(opt.limits.cgroup_fds[0], 4);
+	CHECK_EQ(opt.nmounts, 4);
+	CHECK_EQ(opt.mounts[0].kind, MOUNT_READ_ONLY);
+	CHECK_EQ(opt.mounts[1].kind, MOUNT_PIN);
+	CHECK_EQ(opt.mounts[2].kind, MOUNT_FILE);
+	CHECK_STR(opt.mounts[2].source, "/s");
+	CHECK_STR(opt.mounts[2].path, "/f");
+	CHECK_EQ(opt.mounts[3].kind, MOUNT_EMPTY_DIR);
 	argv = unit_argv("--limits-only --rlimit nproc=5 --cgroup-make /g -- cmd -- y", &argc);
 	CHECK_STR(argv[parse_limits_only(argc, argv, &limits)], "cmd");
 	CHECK_EQ(limits.nrlimits, 1);
@@ -296,8 +304,10 @@ static const struct refusal {
 	{ parse_filters_line, "--filters-only --", "no command given after --" },
 	{ parse_filters_line, "--filters-only --ro / -- x",
 	  "--filters-only takes only --seal-metadata, the network options, --proxy-bridge, "
-	  "--empty, --hide-socket, --deny-read, --cgroup-fd, --cgroup-procs and --rlimit, "
-	  "not --ro" },
+	  "--empty, --hide-socket, --deny-read, --bind-*, --empty-dir, --cgroup-fd, "
+	  "--cgroup-procs and --rlimit, not --ro" },
+	{ parse_filters_line, "--filters-only --bind-file /s -- x",
+	  "--bind-file needs absolute paths" },
 	{ parse_filters_line, "--filters-only --proxy-bridge 80:/s -- x",
 	  "--proxy-bridge needs --netns-only with --filters-only (the runner's network "
 	  "namespace)" },

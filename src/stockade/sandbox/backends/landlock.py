@@ -22,9 +22,9 @@ from .._argv import (
     FreshPlan,
     Grants,
     hiding_args,
+    launcher_protection_args,
     may_hide_sockets,
     pairs_only,
-    placeholder_source,
     unreadable_args,
     writable_roots,
 )
@@ -323,19 +323,6 @@ def landlock_argv(
         for source, view in (*fresh.agents, *swaps):
             args += ["--bind-socket", source, view]
     return (*args, "--", *argv)
-
-
-def launcher_protection_args(protection: Protection) -> list[str]:
-    """The launcher's options for one protected path (the namespaced tier), as
-    `protection_args` gives bwrap's."""
-    path = protection.path
-    if protection.kind == "pin":
-        return ["--bind-pin", path]
-    if protection.kind == "read-only":
-        return ["--bind-ro", path]
-    if protection.directory:
-        return ["--empty-dir", path]
-    return ["--bind-file", placeholder_source(path), path]
 
 
 # Its argv, as the confine sequence asks for one (`_dispatch.confined_argv`).
