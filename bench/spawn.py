@@ -132,9 +132,12 @@ def direct_argv(
     new_session: bool = False,
     network: str = "off",
     tier: str | None = None,
+    temp_roots: tuple[str, ...] | None = None,
 ) -> list[str]:
     """The argv the provider builds for `bash -c true` under workspace-write at `root`
-    (network off, the default, unless said).
+    (network off, the default, unless said), writing `temp_roots` beside it (None: the
+    host's, as `stockade exec`'s own temp directory adds a root; the executor's calls
+    here, made outside any session, write the root alone: `()`).
 
     Built by the code `confine` runs: the trust base's guard (its protections, and the
     placeholders they mount over, made and held as the executor holds them) and the
@@ -143,7 +146,7 @@ def direct_argv(
     """
     from stockade.sandbox._dispatch import hides_sockets
     from stockade.sandbox._guard import guard_call
-    from stockade.sandbox._profiles import Backend, wrap
+    from stockade.sandbox._profiles import Backend, HostPaths, wrap
     from stockade.sandbox._select import host_paths
     from stockade.sandbox._sockets import host_unix_sockets
     from stockade.trust import installation_paths
@@ -171,12 +174,13 @@ def direct_argv(
         private_ipc=selected.private_ipc,
     ):
         hidden = host_unix_sockets()
-    host = host_paths()
+    if temp_roots is None:
+        temp_roots = host_paths().temp_roots
     guard = guard_call(
         backend,
         policy.mode,
         root,
-        host.temp_roots,
+        temp_roots,
         runner=report["runner"],
         installation=installation_paths(),
         mounts=selected.mounts,
@@ -187,7 +191,7 @@ def direct_argv(
     wrapped = wrap(
         selected,
         policy,
-        host,
+        HostPaths(temp_roots=temp_roots),
         ARGV,
         new_session=new_session,
         protections=guard.protections,
@@ -325,11 +329,15 @@ async def _measure(ctx: Context, result: FamilyResult, rounds: int, warmup: int)
             )
             expected["executor: danger-full-access"] = ("none", SandboxMode.DANGER_FULL_ACCESS)
         for backend in backends:
-            argv = direct_argv(ctx, backend, root)
+            # The executor's calls here write the root alone (no session, no temp
+            # directory): the same roots, so the very same argv.
+            argv = direct_argv(ctx, backend, root, temp_roots=workspace.granted_roots)
             variants.append(Variant(f"{backend} direct (trio)", "direct", _trio(argv, root)))
             variants.append(Variant(f"{backend} direct (subprocess)", "direct", _sync(argv, root)))
         if "landlock" in backends:
-            argv = direct_argv(ctx, "landlock", root, tier="plain")
+            argv = direct_argv(
+                ctx, "landlock", root, tier="plain", temp_roots=workspace.granted_roots
+            )
             variants.append(Variant("landlock plain direct (trio)", "direct", _trio(argv, root)))
 
         # Slow peers run in fewer rounds (spread over the whole run, not bunched).
