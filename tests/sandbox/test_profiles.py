@@ -515,3 +515,50 @@ def test_the_host_temp_roots_are_a_named_gap():
         assert p.host_temp_gap(("/tmp",)) not in p.wrap(backend, private, HOST, CMD).gaps
         read_only = msgspec.structs.replace(policy, mode=SandboxMode.READ_ONLY)
         assert p.wrap(backend, read_only, HOST, CMD).gaps == ()
+
+
+def test_bwrap_protections_go_to_one_place_by_caller(monkeypatch):
+    """A root caller's filter stage binds the protected paths (in bwrap's own mount
+    namespace, after bwrap); any other caller's bwrap binds them itself. Never both,
+    never neither; without a filter stage, bwrap does."""
+    from stockade.trust import Protection
+
+    protections = (
+        Protection("/work/project/.git", "pin"),
+        Protection("/work/project/.git/config", "read-only"),
+        Protection("/work/project/.vscode", "block", True),
+        Protection("/work/project/stockade.yml", "block"),
+    )
+    bwrap_own = ["--bind", "--ro-bind", "--tmpfs", "--remount-ro"]
+    stage_own = ["--bind-pin", "--bind-ro", "--empty-dir", "--bind-file"]
+
+    def argv(may_mount: bool, launcher: str | None = "/x/landlock-run") -> tuple[str, ...]:
+        monkeypatch.setattr(bw, "launcher_may_mount", lambda: may_mount)
+        return bw.bwrap_argv(
+            "/usr/bin/bwrap", WW.mode, WW.workspace_root, TEMP, CMD,
+            protections=protections, launcher=launcher,
+        )  # fmt: skip
+
+    def split(full: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        """(bwrap's options, the filter stage's), each up to its `--`."""
+        runner_end = full.index("--")
+        staged = "--filters-only" in full
+        stage_end = full.index("--", runner_end + 1) if staged else runner_end
+        return list(full[:runner_end]), list(full[runner_end:stage_end])
+
+    runner, stage = split(argv(True))
+    for protection in protections:
+        assert protection.path not in runner
+        assert protection.path in stage
+    assert all(flag in stage for flag in stage_own)
+    assert runner.count("--cap-add") == 2  # CAP_SYS_ADMIN, CAP_SETPCAP: the stage mounts
+    runner, stage = split(argv(False))
+    for protection in protections:
+        assert protection.path in runner
+        assert protection.path not in stage
+    assert not any(flag in stage for flag in stage_own)
+    assert all(flag in runner for flag in bwrap_own)
+    assert "--cap-add" not in runner  # nothing to hide, cover or bind in the stage
+    runner, stage = split(argv(True, launcher=None))
+    assert all(protection.path in runner for protection in protections)
+    assert stage == []
