@@ -492,6 +492,25 @@ def test_first_missing_counts_an_empty_blocker_as_missing(tree):
     assert first_missing(str(ws / "stockade.yml"), [str(ws / "stockade.yml")]) is None
 
 
+def test_a_placeholder_swept_while_it_is_judged_counts_as_missing(tree):
+    """Another process's `.mcp.json` placeholder (it holds its text, so it is read to be
+    judged), removed between the look at it and the read: missing, so it is blocked and
+    held (not bound read-only as a file of the user's, which the runner would then not
+    find: "cannot protect .mcp.json: No such file or directory" under concurrent calls)."""
+    from stockade.trust import PathFacts
+
+    _, ws, _ = tree
+    placeholder = ws / ".mcp.json"
+    write(placeholder, placeholder_text(str(placeholder)))
+    facts = PathFacts()
+    assert facts.lexists(str(placeholder))  # looked at while it stood there
+    placeholder.unlink()  # swept by its last user
+    assert first_missing(str(placeholder), [str(placeholder)], facts=facts) == str(placeholder)
+    # A file of the user's that is read the same way and still there is no placeholder.
+    write(placeholder, '{"mcpServers": {"x": {}}}\n')
+    assert first_missing(str(placeholder), [str(placeholder)]) is None
+
+
 # --- protections ------------------------------------------------------------------------
 
 

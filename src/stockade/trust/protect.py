@@ -446,7 +446,13 @@ def _is_empty_blocker(path: str, facts: PathFacts) -> bool:
     text = placeholder_text(path).encode()
     if info.st_size == 0 or not text:
         return info.st_size == 0
-    return info.st_size == len(text) and facts.read_file(path, len(text)) == text
+    found = facts.read_file(path, len(text))
+    if found is None and not os.path.lexists(path):
+        # Removed since it was looked at (another process's placeholder, swept): missing,
+        # as a directory is above; judged a file of the user's, it would be bound as it
+        # is, unheld, and the runner would find nothing there to bind.
+        return True
+    return info.st_size == len(text) and found == text
 
 
 def first_missing(
