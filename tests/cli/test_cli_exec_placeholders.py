@@ -127,3 +127,43 @@ def test_a_placeholder_another_exec_holds_stays_until_its_end(root):
     # The first call's sandbox stayed protected to its end: .vscode refused its write.
     assert first.returncode != 0, err
     assert sorted(os.listdir(root)) == []
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_execs_own_places_get_no_placeholder_and_the_root_keeps_its_own(backend, root):
+    """The tool cache and exec's private temp directory are stockade's own: only
+    confined commands work in them (danger-full-access is never pointed at the cache;
+    the temp directory is removed when exec ends), so no name in them is blocked and
+    nothing is made or swept there; the root's names stay read-only."""
+    require_backend(backend)
+    cache = root.parent / f"{root.name}-cache"
+    temp = root.parent / f"{root.name}-tmp"
+    cache.mkdir()
+    temp.mkdir()
+    try:
+        script = (
+            'tools="$(dirname "$PIP_CACHE_DIR")"; '
+            'mkdir "$tools/.vscode" && echo x > "$tools/.vscode/settings.json" && '
+            'echo "{}" > "$TMPDIR/.mcp.json" && git init -q "$TMPDIR" && '
+            'test ! -e "$tools/.git" && ! touch .mcp.json 2>/dev/null && echo "$TMPDIR"'
+        )
+        argv = exec_argv(root, "bash", "-c", script)
+        argv[argv.index("bwrap")] = backend
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=root,
+            env={**os.environ, "XDG_CACHE_HOME": str(cache), "TMPDIR": str(temp)},
+        )
+        assert done.returncode == 0, done.stderr
+        tools = cache / "stockade" / "tools"
+        assert sorted(p.name for p in tools.iterdir() if p.name.startswith(".")) == [".vscode"]
+        assert (tools / ".vscode" / "settings.json").read_text() == "x\n"
+        assert not Path(done.stdout.strip()).exists()  # the private directory is gone
+        assert os.listdir(temp) == []
+        assert os.listdir(root) == []
+    finally:
+        shutil.rmtree(cache)
+        shutil.rmtree(temp)

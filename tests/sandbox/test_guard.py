@@ -521,3 +521,54 @@ def test_a_placeholder_removed_while_the_guard_looks_is_blocked_again(tmp_path, 
     blocked = {x.path for x in guard.protections if x.kind == BLOCK}
     assert str(ws / ".git") in blocked
     assert not any(path.startswith(str(ws / ".git") + "/") for path in blocked)
+
+
+def test_a_root_of_stockades_own_gets_no_protected_names(roots):
+    """A tool cache or exec's private temp directory (`own_roots`): only confined
+    commands work there, so no name in it is protected (neither the settings names nor
+    git metadata), while every other root keeps them."""
+    ws, temp, _ = roots
+    own = ws.parent / "own"
+    (own / ".git").mkdir(parents=True)
+    (own / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp), str(own)], own_roots=[str(own)])
+    found = kinds(guard)
+    assert not [path for path in found if path.startswith(str(own) + os.sep)]
+    for root in (ws, temp):
+        assert str(root / ".mcp.json") in found and str(root / ".vscode") in found
+    assert found[str(ws / ".git" / "config")] == BLOCK
+    assert found[str(temp / ".git")] == BLOCK
+
+
+def test_what_an_own_root_holds_of_the_persons_stays_protected(roots):
+    """What is protected wherever it lies stays so inside an own root: the startup
+    files of a home it holds, stockade's installation, the composition file, and an
+    absolute `protected_paths` entry."""
+    ws, temp, _ = roots
+    own = ws.parent / "own"
+    (own / "venv").mkdir(parents=True)
+    bashrc = str(own / ".bashrc")
+    guard = guard_call(
+        bw.NAME,
+        WW,
+        str(ws),
+        [str(temp), str(own)],
+        own_roots=[str(own)],
+        startup=[(".bashrc", bashrc)],
+        installation=[str(own / "venv")],
+        trusted_files=[str(own / "stockade.yml")],
+        extra_protected=[str(own / "keep")],
+    )
+    found = kinds(guard)
+    for path in (bashrc, str(own / "venv"), str(own / "stockade.yml"), str(own / "keep")):
+        assert path in found, path
+    assert str(own / ".mcp.json") not in found
+
+
+def test_the_workspace_root_is_never_an_own_root(roots):
+    ws, temp, _ = roots
+    guard = guard_call(bw.NAME, WW, str(ws), [str(temp)], own_roots=[str(ws), str(temp)])
+    found = kinds(guard)
+    assert found[str(ws / ".mcp.json")] == BLOCK
+    assert found[str(ws / ".git" / "config")] == BLOCK
+    assert str(temp / ".mcp.json") not in found

@@ -155,3 +155,28 @@ def test_an_answer_that_saw_a_fresh_change_is_computed_again(roots):
     ask(memo, BWRAP, ws, temp, calls)
     ask(memo, BWRAP, ws, temp, calls)
     assert len(calls) == 2 and memo.hits == 0
+
+
+def test_an_answer_with_a_root_of_stockades_own_is_kept_and_watches_what_it_looked_up(
+    settled, roots
+):
+    """A root of stockade's own (a tool cache: no repository looked for there) still
+    lets the answer be kept; a startup file looked up inside it is watched."""
+    ws, own = roots
+    bashrc = os.path.join(own, ".bashrc")
+    memo, calls = GuardMemo(), []
+
+    def ask_own() -> object:
+        def compute(facts):
+            calls.append(1)
+            return guard_call(
+                BWRAP, WW, ws, [own], facts=facts, own_roots=[own], startup=[(".bashrc", bashrc)]
+            )
+
+        return memo.answer((BWRAP, ws), writable_roots(WW, ws, [own]), compute, (own,))
+
+    first = ask_own()
+    assert ask_own() is first and len(calls) == 1 and memo.hits == 1
+    Path(bashrc).write_text("# the person's\n")
+    after = ask_own()
+    assert len(calls) == 2 and after != first

@@ -188,7 +188,8 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             workdir,
             agent_sockets=tuple((h, v) for _, h, v in granted.sockets) if granted else (),
             agent_files=granted.readable if granted else (),
-            unsearched=(cache,) if cache is not None else (),
+            # Stockade's own: the tool cache, and this call's private temp directory.
+            own_roots=tuple(filter(None, (cache, tmp.path if tmp is not None else None))),
             in_sight=provider.in_sight if provider is not None else (),
         ),
         runner,

@@ -104,9 +104,12 @@ class Call:
     path where the call sees the runtime directories fresh (`Confined.agents` says
     where each one is reachable)), agent_files (tuple[tuple[str, tuple[str, ...]],
     ...]: the key directories of the granted agents, each with the names in it that
-    stay readable, `DenyRead.expand`'s `readable`), unsearched (tuple[str, ...]: roots
-    beside the root not searched for deny_read's in-root names: the tool caches,
-    stockade's own directory, where no secret of the person's is kept), in_sight
+    stay readable, `DenyRead.expand`'s `readable`), own_roots (tuple[str, ...]: roots
+    beside the root that are stockade's own and that only confined commands work in:
+    the tool caches (danger-full-access is never pointed at them) and `stockade
+    exec`'s private temp directory (its one command's, removed when it ends), where no
+    secret of the person's is kept and no tool of the person's reads a name: neither
+    searched for deny_read's in-root names nor given protected names), in_sight
     (tuple[str, ...]: paths kept in sight where the runtime directories are fresh, as
     the working directory is: the harness's CA bundle directory, which `guard_rules`
     keeps read-only too; one missing is left out)."""
@@ -118,10 +121,10 @@ class Call:
         "in_sight",
         "mode",
         "network",
+        "own_roots",
         "proxy",
         "root",
         "temp_roots",
-        "unsearched",
         "workdir",
     )
 
@@ -136,13 +139,13 @@ class Call:
         workdir: str | None = None,
         agent_sockets: tuple[tuple[str, str], ...] = (),
         agent_files: tuple[tuple[str, tuple[str, ...]], ...] = (),
-        unsearched: tuple[str, ...] = (),
+        own_roots: tuple[str, ...] = (),
         in_sight: tuple[str, ...] = (),
     ) -> None:
         self.argv, self.mode, self.root = argv, mode, root
         self.temp_roots, self.network, self.proxy = temp_roots, network, proxy
         self.workdir, self.agent_sockets = workdir, agent_sockets
-        self.agent_files, self.unsearched = agent_files, unsearched
+        self.agent_files, self.own_roots = agent_files, own_roots
         self.in_sight = in_sight
 
 
@@ -330,10 +333,11 @@ def judge(
     temp_roots: tuple[str, ...],
     rules: GuardRules,
     memo: GuardMemo | None = None,
+    own_roots: tuple[str, ...] = (),
 ) -> Guard:
     """The trust base's answer for one call (`_guard.guard_call`; its refusal is not
     raised), from `memo` (the provider's, `_guard_memo`) while the disk it read is
-    unchanged."""
+    unchanged. `own_roots`: `Call.own_roots`."""
 
     def compute(facts: PathFacts | None) -> Guard:
         return guard_call(
@@ -349,12 +353,13 @@ def judge(
             allow_unprotected_installation=rules.allow_unprotected_installation,
             startup=rules.startup,
             facts=facts,
+            own_roots=own_roots,
         )
 
     if memo is None:
         return compute(None)
-    key = (runner.backend, runner.tier, runner.on_disk, mode, root, temp_roots)
-    return memo.answer(key, writable_roots(mode, root, temp_roots), compute)
+    key = (runner.backend, runner.tier, runner.on_disk, mode, root, temp_roots, own_roots)
+    return memo.answer(key, writable_roots(mode, root, temp_roots), compute, own_roots)
 
 
 def placeholders_of(runner: Runner, protections: Sequence[Protection]) -> list[tuple[str, bool]]:
@@ -505,14 +510,14 @@ def confine(
             raise SandboxUnavailable(problem)
     for attempt in placeholder_attempts():
         with attempt:
-            guard = judge(runner, mode, root, temp_roots, rules, memo)
+            guard = judge(runner, mode, root, temp_roots, rules, memo, call.own_roots)
             if guard.refusal is not None:
                 raise SandboxUnavailable(guard.refusal)
             held = hold_placeholders(placeholders_of(runner, guard.protections)) if hold else []
     unreadable = None
     grants = None
     if rules.deny_read is not None and mode is not SandboxMode.DANGER_FULL_ACCESS:
-        searched = tuple(r for r in (root, *temp_roots) if r not in call.unsearched)
+        searched = tuple(r for r in (root, *temp_roots) if r not in call.own_roots)
         unreadable = rules.deny_read.expand(
             searched,
             keep=temp_roots,

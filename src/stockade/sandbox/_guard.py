@@ -107,6 +107,7 @@ def guard_call(
     allow_unprotected_installation: bool = False,
     startup: Sequence[tuple[str, str]] | None = None,
     facts: PathFacts | None = None,
+    own_roots: Sequence[str] = (),
 ) -> Guard:
     """What `backend` must do so that nothing trusted later is writable in this call.
 
@@ -117,6 +118,9 @@ def guard_call(
     `startup`: the caller's startup files (trust.startup_files(), read now when None).
     `facts`: where the disk is read (a fresh PathFacts when not given); afterwards it
     tells what was looked at (the provider's memo).
+    `own_roots`: temp roots of stockade's own that no unconfined tool works in (the
+    tool caches, `stockade exec`'s private temp directory): no names are protected in
+    them (`protect.protected_set`'s `names`); never the workspace root.
     """
     # One call resolves the same roots and prefixes for every path: each lstat once.
     facts = facts or PathFacts()
@@ -131,6 +135,7 @@ def guard_call(
     if not roots:
         return NO_GUARD  # read-only: nothing is writable, everything holds
     real_roots = [facts.realpath(path) for path in roots]
+    real_own = {facts.realpath(path) for path in own_roots}
 
     def inside(path: str) -> str | None:
         real = facts.realpath(path)
@@ -140,7 +145,7 @@ def guard_call(
     metadata: list[str] = []
     unknown: list[str] = []
     new_repository: str | None = None
-    for writable in roots:
+    for writable, real in zip(roots, real_roots, strict=True):
         # Nested repositories in the workspace root only: below a temp root they are
         # what other processes make and remove (a bind to one gone fails the call).
         nested = writable == roots[0]
@@ -154,6 +159,10 @@ def guard_call(
             # The workspace root's new repository is held when the call ends (the
             # executor: trust/new_repository.py), not blocked; other roots' are.
             new_repository=nested,
+            # Only confined commands ever work in a root of stockade's own (no
+            # unconfined tool is pointed at it), and a name one level down was never
+            # protected in a temp root: its names would hold nothing back.
+            names=nested or real not in real_own,
         )
         metadata += found.paths
         unknown += found.unknown

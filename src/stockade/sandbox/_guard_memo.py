@@ -60,13 +60,19 @@ def _now_identity(path: str, seen: Identity) -> Identity:
 
 @attrs.define(eq=False, repr=False)
 class GuardMemo:
-    """`answer(key, roots, compute)`: compute(facts) once, then reuse while unchanged."""
+    """`answer(key, roots, compute)`: compute(facts) once, then reuse while unchanged.
+    `unsearched`: those of `roots` whose repositories the guard does not look for
+    (`guard_call`'s `own_roots`)."""
 
     _entries: dict[Any, tuple[Guard, Fingerprint]] = attrs.field(factory=dict)
     hits: int = 0
 
     def answer(
-        self, key: Any, roots: tuple[str, ...], compute: Callable[[PathFacts], Guard]
+        self,
+        key: Any,
+        roots: tuple[str, ...],
+        compute: Callable[[PathFacts], Guard],
+        unsearched: tuple[str, ...] = (),
     ) -> Guard:
         fingerprint: Fingerprint | None
         kept = self._entries.get(key)
@@ -79,7 +85,7 @@ class GuardMemo:
         began = time.time_ns()
         facts = PathFacts()
         guard = compute(facts)
-        fingerprint = _fingerprint(facts, roots, began)
+        fingerprint = _fingerprint(facts, roots, began, unsearched)
         if fingerprint is not None:
             if len(self._entries) >= CAPACITY:
                 self._entries.pop(next(iter(self._entries)))
@@ -87,13 +93,17 @@ class GuardMemo:
         return guard
 
 
-def _fingerprint(facts: PathFacts, roots: tuple[str, ...], began: int) -> Fingerprint | None:
+def _fingerprint(
+    facts: PathFacts, roots: tuple[str, ...], began: int, unsearched: tuple[str, ...] = ()
+) -> Fingerprint | None:
     """What the guard saw, or None when it cannot be trusted to stay the answer."""
     if facts.went_elsewhere:
         return None
     seen = facts.seen
-    # Each root's `.git` looked at: the guard got as far as its repositories.
-    if any(os.path.join(root, ".git") not in seen for root in roots):
+    # Each root's `.git` looked at: the guard got as far as its repositories (in every
+    # root where it looks for them; what it looked up in the others is watched all the
+    # same).
+    if any(os.path.join(root, ".git") not in seen for root in roots if root not in unsearched):
         return None
 
     def inside(path: str) -> bool:

@@ -108,7 +108,8 @@ def trust_checks(
             "protected paths",
             None,
             True,
-            f"{shown} in every writable root: read-only under bwrap and the Landlock "
+            f"{shown} in every writable root but stockade's own (the tool caches, "
+            "`stockade exec`'s private temp directory): read-only under bwrap and the Landlock "
             "launcher's namespaced tier (existing or not); not enforced by its plain tier "
             "(workspace-write claims partial); refused by the fs tools",
             status="protected",

@@ -157,7 +157,7 @@ class ProviderActor:
                 message.workdir,
                 agent_sockets=tuple((host, view) for _, host, view in granted.sockets),
                 agent_files=granted.readable,
-                unsearched=(policy.tool_cache,) if policy.tool_cache is not None else (),
+                own_roots=(policy.tool_cache,) if policy.tool_cache is not None else (),
                 in_sight=self.config.in_sight,
             ),
             backend.as_runner() if backend is not None else None,

@@ -150,6 +150,7 @@ def protected_set(
     within: Sequence[str] | None = None,
     facts: PathFacts | None = None,
     new_repository: bool = False,
+    names: bool = True,
 ) -> ProtectedSet:
     """What must stay unwritable in the writable root `root`.
 
@@ -162,12 +163,17 @@ def protected_set(
     is looked at). Every read goes through `facts`, so the guard memo sees it.
     `new_repository`: a missing `.git` in `root` is not blocked (a confined call's
     workspace root, whose new repository the executor holds when the call ends).
+    `names` False: a root of stockade's own that no unconfined tool works in (a tool
+    cache, `stockade exec`'s private temp directory): only the startup files and the
+    absolute `extra` paths that lie in it, no names relative to it and no git metadata.
     """
     facts = facts or PathFacts()
     dropped = {entry[1:].rstrip("/") for entry in extra if entry.startswith("!")}
     found: list[str] = []
     for relative in (*ROOT_PROTECTED, *extra):
         if relative.startswith("!") or relative.rstrip("/") in dropped:
+            continue
+        if not names and not os.path.isabs(relative):
             continue
         path = relative if os.path.isabs(relative) else os.path.join(root, relative)
         found.append(os.path.normpath(path) + ("/" if relative.endswith("/") else ""))
@@ -177,8 +183,9 @@ def protected_set(
             found.append(path)
     walk = _GitWalk(facts, within)
     walk.new_repository = new_repository
-    walk.dotgit(root, at_root=True)
-    if nested:
+    if names:
+        walk.dotgit(root, at_root=True)
+    if names and nested:
         walk.nested(root)
     if walk.dotgit_file is not None:
         # The `.git` file says where the repository is; nothing can be made beneath
