@@ -238,7 +238,8 @@ static void check_bridge_paths(const struct options *opt)
 
 /* ---- Protected paths and fresh views (covers.c) ---- */
 
-/* --bind-ro, --bind-pin, --bind-file SOURCE, --empty-dir; 1 when argv[*i] was one. */
+/* --bind-ro, --bind-pin, --bind-file SOURCE, --empty-dir, --bind-ro-try, --remount-ro;
+ * 1 when argv[*i] was one. */
 static int mount_option(int argc, char **argv, int *i, struct options *opt)
 {
 	const char *arg = argv[*i];
@@ -253,6 +254,10 @@ static int mount_option(int argc, char **argv, int *i, struct options *opt)
 		spec.kind = MOUNT_FILE;
 	else if (strcmp(arg, "--empty-dir") == 0)
 		spec.kind = MOUNT_EMPTY_DIR;
+	else if (strcmp(arg, "--bind-ro-try") == 0)
+		spec.kind = MOUNT_READ_ONLY_TRY;
+	else if (strcmp(arg, "--remount-ro") == 0)
+		spec.kind = MOUNT_REMOUNT_RO;
 	else
 		return 0;
 	values = spec.kind == MOUNT_FILE ? 2 : 1;

@@ -358,6 +358,18 @@ static void bind_protected(const struct mount_spec *mounts, int count)
 		const struct mount_spec *m = &mounts[i];
 		int target = open_grant(m->path), from = target, clone;
 
+		if (m->kind == MOUNT_REMOUNT_RO) {
+			/* That mount alone (no AT_RECURSIVE): what is bound beneath it stays
+			 * as it is.  A PATH that is no mount's root fails (EINVAL). */
+			if (target < 0 ||
+			    syscall(__NR_mount_setattr, target, "", AT_EMPTY_PATH, &attr,
+				    sizeof(attr)) != 0)
+				fatal("cannot make %s read-only: %s", m->path, strerror(errno));
+			close(target);
+			continue;
+		}
+		if (target < 0 && errno == ENOENT && m->kind == MOUNT_READ_ONLY_TRY)
+			continue;
 		if (target < 0 && errno == ENOENT &&
 		    (m->kind == MOUNT_EMPTY_DIR || m->kind == MOUNT_FILE))
 			target = make_placeholder(m->path, m->kind == MOUNT_EMPTY_DIR);

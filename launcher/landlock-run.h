@@ -99,8 +99,19 @@ enum network { NETWORK_ON, NETWORK_OFF, NETWORK_NETNS, NETWORK_PROXY };
  * PATH, bound onto itself (a mount point: it cannot be renamed or removed);
  * --bind-file SOURCE PATH, SOURCE bound read-only onto PATH (a placeholder file);
  * --empty-dir PATH, an empty read-only directory onto PATH (a placeholder directory).
+ * And two that bwrap's filter stage does for it (its own take a pass over the mount
+ * table each): --bind-ro-try PATH, --bind-ro where PATH exists (/proc/sys and its
+ * neighbours, over bwrap's /proc); --remount-ro PATH, the mount whose root PATH is
+ * made read-only, not those beneath it (bwrap's fresh tmpfs over /run, /tmp).
  */
-enum mount_kind { MOUNT_READ_ONLY, MOUNT_PIN, MOUNT_FILE, MOUNT_EMPTY_DIR };
+enum mount_kind {
+	MOUNT_READ_ONLY,
+	MOUNT_PIN,
+	MOUNT_FILE,
+	MOUNT_EMPTY_DIR,
+	MOUNT_READ_ONLY_TRY,
+	MOUNT_REMOUNT_RO,
+};
 
 struct mount_spec {
 	enum mount_kind kind;

@@ -159,8 +159,10 @@ static _Noreturn void filters_only(int argc, char **argv)
 	/*
 	 * The runner left CAP_SYS_ADMIN (and CAP_SETPCAP) for these only, then every
 	 * capability goes.  The protected paths are bound in the runner's own mount
-	 * namespace (bwrap's, made for this call), where its processes see them too;
-	 * bwrap's own read-only binds cost a pass over the mount table each, these none.
+	 * namespace (bwrap's, made for this call), where its processes see them too,
+	 * with the read-only /proc binds and fresh views bwrap leaves to this stage for a
+	 * root caller: bwrap's own read-only mounts cost a pass over the mount table
+	 * each, these none.
 	 * The sockets and unreadable paths are covered in a mount namespace of the
 	 * command's own (never the one this was started in, whatever that is).
 	 */

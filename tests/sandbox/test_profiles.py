@@ -26,6 +26,14 @@ def pairs(argv, flag):
     return [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == flag]
 
 
+@pytest.fixture
+def another_caller(monkeypatch):
+    """bwrap's argv as a caller other than root gets it: bwrap makes every mount (a
+    root caller's filter stage makes the read-only ones: see
+    test_bwrap_read_only_mounts_go_to_one_place_by_caller)."""
+    monkeypatch.setattr(bw, "launcher_may_mount", lambda: False)
+
+
 def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
     argv = bw.bwrap_argv("/usr/bin/bwrap", RO.mode, RO.workspace_root, TEMP, CMD)
     assert argv[0] == "/usr/bin/bwrap"
@@ -63,7 +71,7 @@ def test_bwrap_read_only_binds_host_read_only_and_drops_privilege():
     assert argv.index("--proc") < argv.index("--ro-bind-try")
 
 
-def test_bwrap_runs_the_launcher_as_its_filter_stage_and_unshares_ipc():
+def test_bwrap_runs_the_launcher_as_its_filter_stage_and_unshares_ipc(another_caller):
     argv = bw.bwrap_argv(
         "/usr/bin/bwrap",
         WW.mode,
@@ -88,7 +96,7 @@ def test_bwrap_runs_the_launcher_as_its_filter_stage_and_unshares_ipc():
     assert "/x/l" not in runner
 
 
-def test_bwrap_claims_setuid_bits_open_without_its_filter_stage():
+def test_bwrap_claims_setuid_bits_open_without_its_filter_stage(another_caller):
     shipped = p.Backend("bwrap", "/usr/bin/bwrap")
     assert shipped.launcher is not None and shipped.launcher.endswith("_bin/landlock-run")
     wrapped = p.wrap(shipped, WW, HOST, CMD)
@@ -290,7 +298,7 @@ def test_network_is_off_unless_said():
     assert "--no-network" in plain
 
 
-def test_bwrap_network_off_unshares_the_network_and_filters_families():
+def test_bwrap_network_off_unshares_the_network_and_filters_families(another_caller):
     launcher = "/x/landlock-run"
     on = bw.bwrap_argv("/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=ON)
     assert "--unshare-net" not in on and "--netns-only" not in on
@@ -305,7 +313,7 @@ def test_bwrap_network_off_unshares_the_network_and_filters_families():
     assert "--cap-add" not in ro_hidden
 
 
-def test_bwrap_workspace_write_hides_sockets_through_its_filter_stage():
+def test_bwrap_workspace_write_hides_sockets_through_its_filter_stage(another_caller):
     launcher = "/x/landlock-run"
     argv = bw.bwrap_argv(
         "/b", WW.mode, "/w", TEMP, CMD, launcher=launcher, network=OFF, hidden_sockets=SOCKETS
@@ -468,7 +476,7 @@ def test_network_claim_names_every_effect():
     assert namespaced[p.NET_ABSTRACT] == namespaced[p.NET_TCP] and "abstract" not in str(gaps)
 
 
-def test_sockets_under_dev_are_hidden_by_landlock_only():
+def test_sockets_under_dev_are_hidden_by_landlock_only(another_caller):
     """The Landlock launcher shows the command the host's /dev (a daemon's socket in
     /dev/shm is reachable there); bwrap's /dev is private, so its argv stays as it was."""
     shm = "/dev/shm/daemon.sock"
@@ -562,3 +570,46 @@ def test_bwrap_protections_go_to_one_place_by_caller(monkeypatch):
     runner, stage = split(argv(True, launcher=None))
     assert all(protection.path in runner for protection in protections)
     assert stage == []
+
+
+def test_bwrap_read_only_mounts_go_to_one_place_by_caller(monkeypatch):
+    """/proc/sys and its neighbours read-only, and each fresh view's tmpfs made
+    read-only once what it keeps is bound: a root caller's filter stage does both (in
+    bwrap's own namespace, after every bind, the remounts last); any other caller's
+    bwrap does (`--ro-bind-try`, `--remount-ro`), as bwrap does with no filter stage.
+    Never both, never neither."""
+    from stockade.trust import Protection
+
+    fresh = a.fresh_plan(("/run", "/tmp"), ("/work/project", "/tmp/stockade-tmp-1"))
+    protected = Protection("/work/project/.git/config", "read-only")
+
+    def split(may_mount: bool, launcher: str | None = "/x/landlock-run"):
+        monkeypatch.setattr(bw, "launcher_may_mount", lambda: may_mount)
+        full = bw.bwrap_argv(
+            "/usr/bin/bwrap", WW.mode, WW.workspace_root, ("/tmp/stockade-tmp-1",), CMD,
+            launcher=launcher, fresh=fresh, protections=(protected,),
+        )  # fmt: skip
+        runner_end = full.index("--")
+        stage_end = full.index("--", runner_end + 1) if launcher else runner_end
+        return list(full[:runner_end]), list(full[runner_end:stage_end])
+
+    def options(argv: list[str], flag: str) -> list[str]:
+        return [argv[i + 1] for i, item in enumerate(argv) if item == flag]
+
+    runner, stage = split(True)
+    assert "--ro-bind-try" not in runner and "--remount-ro" not in runner
+    assert options(stage, "--bind-ro-try") == list(bw.PROC_READ_ONLY)
+    assert options(stage, "--remount-ro") == ["/run", "/tmp"]
+    assert stage[-4:] == ["--remount-ro", "/run", "--remount-ro", "/tmp"]
+    assert stage.index("--bind-ro") < stage.index("--bind-ro-try")
+    assert runner.count("--cap-add") == 2  # the stage mounts, then drops every capability
+    for may_mount, launcher in ((False, "/x/landlock-run"), (True, None)):
+        runner, stage = split(may_mount, launcher)
+        assert "--bind-ro-try" not in stage and "--remount-ro" not in stage
+        assert [runner[i + 1] for i, f in enumerate(runner) if f == "--ro-bind-try"] == list(
+            bw.PROC_READ_ONLY
+        )
+        assert options(runner, "--remount-ro") == ["/run", "/tmp"]
+        # After the writable binds beneath them, and after bwrap's /proc.
+        assert runner.index("--remount-ro") > runner.index("--bind")
+        assert runner.index("--ro-bind-try") > runner.index("--proc")

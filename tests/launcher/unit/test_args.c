@@ -171,7 +171,8 @@ static void other_modes(void)
 	char **argv = unit_argv("--filters-only --seal-metadata --netns-only --unix-pairs-only "
 				"--proxy-bridge 80:/s --empty /e --hide-socket /h --deny-read /d "
 				"--cgroup-fd 4 --rlimit as=1 --bind-ro /r --bind-pin /p "
-				"--bind-file /s /f --empty-dir /d -- cmd x", &argc);
+				"--bind-file /s /f --empty-dir /d --bind-ro-try /proc/sys "
+				"--remount-ro /run -- cmd x", &argc);
 
 	CHECK_STR(argv[parse_filters_only(argc, argv, &opt)], "cmd");
 	CHECK(opt.seal_metadata && opt.unix_pairs_only);
@@ -180,13 +181,18 @@ static void other_modes(void)
 	CHECK_EQ(opt.nhidden, 1);
 	CHECK_EQ(opt.nunreadable, 1);
 	CHECK_EQ(opt.limits.cgroup_fds[0], 4);
-	CHECK_EQ(opt.nmounts, 4);
+	CHECK_EQ(opt.nmounts, 6);
 	CHECK_EQ(opt.mounts[0].kind, MOUNT_READ_ONLY);
 	CHECK_EQ(opt.mounts[1].kind, MOUNT_PIN);
 	CHECK_EQ(opt.mounts[2].kind, MOUNT_FILE);
 	CHECK_STR(opt.mounts[2].source, "/s");
 	CHECK_STR(opt.mounts[2].path, "/f");
 	CHECK_EQ(opt.mounts[3].kind, MOUNT_EMPTY_DIR);
+	/* bwrap's read-only /proc binds and fresh views' remounts, the stage's to make. */
+	CHECK_EQ(opt.mounts[4].kind, MOUNT_READ_ONLY_TRY);
+	CHECK_STR(opt.mounts[4].path, "/proc/sys");
+	CHECK_EQ(opt.mounts[5].kind, MOUNT_REMOUNT_RO);
+	CHECK_STR(opt.mounts[5].path, "/run");
 	argv = unit_argv("--limits-only --rlimit nproc=5 --cgroup-make /g -- cmd -- y", &argc);
 	CHECK_STR(argv[parse_limits_only(argc, argv, &limits)], "cmd");
 	CHECK_EQ(limits.nrlimits, 1);
@@ -255,6 +261,7 @@ static const struct refusal {
 	{ parse_line, "--plain --no-network --proxy-bridge 0:/s -- x",
 	  "--no-network and --proxy-bridge exclude each other" },
 	{ parse_line, "--bind-ro", "--bind-ro needs a path" },
+	{ parse_line, "--remount-ro run -- cmd", "--remount-ro needs absolute paths" },
 	{ parse_line, "--bind-file /a", "--bind-file needs SOURCE PATH" },
 	{ parse_line, "--bind-file /a rel -- x", "--bind-file needs absolute paths" },
 	{ parse_line, "--bind-file rel /a -- x", "--bind-file needs absolute paths" },

@@ -2,7 +2,7 @@
  * covers.c: the path rules the covers are planned by (what lies beneath what, which
  * kept path is cloned, where a kept path lands in a fresh view, whether the working
  * directory is clear of every cover), placeholders, and the covers mounted for real
- * in a mount namespace of a child's own.
+ * in a mount namespace of a child's own, as bwrap's filter stage's read-only mounts.
  */
 #include "unit.h"
 
@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -166,6 +167,58 @@ static void placeholders(const char *tmp)
 	CHECK(make_placeholder(unit_path(tmp, "missing/x"), 1) < 0 && errno == ENOENT);
 }
 
+static void remount_a_directory(void *path)
+{
+	struct mount_spec mount = { MOUNT_REMOUNT_RO, NULL, path };
+	struct options opt = { .mounts = &mount, .nmounts = 1 };
+
+	if (private_namespaces(CLONE_NEWNS) != 0)
+		_exit(3);
+	mount_protections(&opt);
+}
+
+/*
+ * bwrap's filter stage's own read-only mounts, in a child's own mount namespace:
+ * --bind-ro-try binds an existing path read-only and passes over a missing one (no
+ * placeholder made), --remount-ro makes that one mount read-only and leaves what is
+ * bound beneath it as it was; a path that is no mount's root is refused.
+ */
+static void read_only_mounts(const char *tmp)
+{
+	const char *ro = unit_path(tmp, "ro-try"), *gone = unit_path(tmp, "ro-gone");
+	const char *view = unit_path(tmp, "view"), *writable = unit_path(tmp, "view-rw");
+	char message[512];
+	int pid;
+
+	CHECK(mkdir(ro, 0755) == 0 && mkdir(view, 0755) == 0 && mkdir(writable, 0755) == 0);
+	pid = unit_fork();
+	if (pid == 0) {
+		struct mount_spec mounts[] = { { MOUNT_READ_ONLY_TRY, NULL, ro },
+					       { MOUNT_READ_ONLY_TRY, NULL, gone },
+					       { MOUNT_REMOUNT_RO, NULL, view } };
+		struct options opt = { .mounts = mounts, .nmounts = 3 };
+
+		CHECK_EQ(private_namespaces(CLONE_NEWNS), 0);
+		CHECK(mount("tmpfs", view, "tmpfs", 0, "mode=0755") == 0);
+		CHECK(mkdir(unit_path(view, "rw"), 0755) == 0);
+		CHECK(mount(writable, unit_path(view, "rw"), NULL, MS_BIND, NULL) == 0);
+		mount_protections(&opt);
+		errno = 0;
+		CHECK(mkdir(unit_path(ro, "x"), 0755) != 0 && errno == EROFS);
+		CHECK(access(gone, F_OK) != 0);
+		errno = 0;
+		CHECK(mkdir(unit_path(view, "x"), 0755) != 0 && errno == EROFS);
+		CHECK(mkdir(unit_path(unit_path(view, "rw"), "y"), 0755) == 0);
+		unit_child_exit();
+	}
+	CHECK_EQ(unit_wait(pid), 0);
+	/* On the host: the writable directory got the write made through the view. */
+	CHECK(is_directory(unit_path(writable, "y")));
+	CHECK(access(unit_path(ro, "."), W_OK) == 0);
+	snprintf(message, sizeof(message), "cannot make %s read-only: Invalid argument", ro);
+	EXPECT_FATAL(remount_a_directory, (void *)ro, message);
+}
+
 static void covers_hide_the_workdir(void *cwd)
 {
 	const char *cover[1] = { unit_path(unit_tmpdir(), "secret") };
@@ -254,5 +307,6 @@ int main(void)
 	workdir_clear(tmp);
 	placeholders(tmp);
 	mounted(tmp);
+	read_only_mounts(tmp);
 	return unit_done();
 }

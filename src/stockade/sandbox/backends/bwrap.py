@@ -378,8 +378,10 @@ def bwrap_argv(
     # (/proc/1/root) sees them too. Only root: for any other caller bwrap maps it to 0
     # to set up, then runs the command in a second user namespace, which holds no
     # right to mount in bwrap's namespace; bwrap binds them itself.
-    protect = bool(protections) and launcher is not None and launcher_may_mount()
-    mounts = hide or cover or protect
+    # The same for the read-only /proc binds (/proc/sys, ...) and the fresh views'
+    # read-only remounts, one pass over the mount table each under bwrap.
+    in_stage = launcher is not None and launcher_may_mount()
+    mounts = hide or cover or in_stage
     args: list[str] = [
         bwrap,
         "--die-with-parent",
@@ -408,8 +410,9 @@ def bwrap_argv(
         # The filter stage refuses TIOCSTI itself, and keeps the command in the
         # terminal's session, where Ctrl-C and Ctrl-Z reach it as in a shell.
         args.append("--new-session")
-    for entry in PROC_READ_ONLY:
-        args += ["--ro-bind-try", entry, entry]
+    if not in_stage:
+        for entry in PROC_READ_ONLY:
+            args += ["--ro-bind-try", entry, entry]
     if mode is SandboxMode.READ_ONLY:
         # bwrap's /dev is a private tmpfs; read-only keeps /dev/shm refused, as on
         # Landlock, so the model sees a denial rather than a write that vanishes.
@@ -425,12 +428,13 @@ def bwrap_argv(
         args += ["--ro-bind", source, view]
     for writable in writable_list:
         args += ["--bind", writable, writable]
-    if not protect:
+    if not in_stage:
         for protection in protections:
             args += protection_args(protection)
-    for top in fresh.dirs:
-        # Only the tmpfs itself (bwrap's --remount-ro is not recursive).
-        args += ["--remount-ro", top]
+    if not in_stage:
+        for top in fresh.dirs:
+            # Only the tmpfs itself (bwrap's --remount-ro is not recursive).
+            args += ["--remount-ro", top]
     if launcher is not None:
         # The mount table already refuses every metadata change and inode ioctl in
         # read-only (EROFS, bwrap's own denial text), so no --seal-metadata here.
@@ -443,9 +447,14 @@ def bwrap_argv(
             args += hiding_args(hidden_sockets)
         if cover:
             args += unreadable_args(unreadable)
-        if protect:
+        if in_stage:
             for protection in protections:
                 args += launcher_protection_args(protection)
+            for entry in PROC_READ_ONLY:
+                args += ["--bind-ro-try", entry]
+            # Last, and only each tmpfs itself (what is bound beneath stays writable).
+            for top in fresh.dirs:
+                args += ["--remount-ro", top]
         if proxy is not None and network is Network.ALLOWLIST:
             args += ["--proxy-bridge", f"{PROXY_PORT}:{proxy}"]
     return (*args, "--", *argv)
