@@ -431,7 +431,6 @@ def bwrap_argv(
     if not in_stage:
         for protection in protections:
             args += protection_args(protection)
-    if not in_stage:
         for top in fresh.dirs:
             # Only the tmpfs itself (bwrap's --remount-ro is not recursive).
             args += ["--remount-ro", top]
