@@ -167,3 +167,18 @@ def test_execs_own_places_get_no_placeholder_and_the_root_keeps_its_own(backend,
     finally:
         shutil.rmtree(cache)
         shutil.rmtree(temp)
+
+
+def test_exec_counts_only_the_default_tool_cache_as_its_own(monkeypatch, tmp_path):
+    """A tool cache directory the composition names may be the person's tools' too:
+    exec gives it protected names as any writable root (`Call.own_roots`)."""
+    from stockade.cli.fastpath import _own_roots
+    from stockade.sandbox import PrivateTmp
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    default = tmp_path / "stockade" / "tools"
+    default.mkdir(parents=True)
+    tmp = PrivateTmp(str(tmp_path / "stockade-tmp-x"), 0, 0)
+    assert _own_roots(str(default.resolve()), tmp) == (tmp.path, str(default.resolve()))
+    assert _own_roots(str(tmp_path / "named"), tmp) == (tmp.path,)
+    assert _own_roots(None, None) == ()

@@ -246,3 +246,54 @@ def test_the_config_literal_matches_the_table():
     from stockade.config.builtins import ToolName
 
     assert get_args(ToolName) == tool_caches.TOOLS
+
+
+# What a confined command would plant at the top of a tool cache directory, and say.
+PLANT_SETTINGS = (
+    'top="$(dirname "$PIP_CACHE_DIR")"; mkdir -p "$top/.vscode" && '
+    'echo planted > "$top/.vscode/settings.json" && echo "planted in $top"'
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_only_the_default_directory_is_stockades_own(backend, place):
+    """The default directory is stockade's own: only confined commands ever work there,
+    so no name in it is protected (security.md, "Stockade's own roots"). A directory the
+    composition names may be one the person's own tools read: its names stay
+    read-only as in any writable root. Judged by what is on disk."""
+    require_backend(backend)
+    async with open_harness(composition(backend)) as harness:
+        session = await harness.open_session(cwd=str(place.root))
+        await session.set_sandbox_mode("workspace-write")
+        result = await session.run_tool("bash", {"command": PLANT_SETTINGS})
+        assert f"planted in {place.cache}" in result.text, result.text
+    assert (place.cache / ".vscode" / "settings.json").read_text() == "planted\n"
+    chosen = place.root.parent / "caches"
+    config = {"directory": str(chosen), "tools": ["pip"]}
+    async with open_harness(composition(backend, tool_caches=config)) as harness:
+        session = await harness.open_session(cwd=str(place.root))
+        await session.set_sandbox_mode("workspace-write")
+        refused = await session.run_tool("bash", {"command": PLANT_SETTINGS})
+        assert "planted in" not in refused.text and refused.facts["denied"], refused.text
+        assert not (chosen / ".vscode" / "settings.json").exists()
+        # Its tool's own directory is written as ever.
+        wrote = await session.run_tool(
+            "bash",
+            {"command": 'mkdir -p "$PIP_CACHE_DIR" && echo e > "$PIP_CACHE_DIR/e" && echo wrote'},
+        )
+        assert "wrote" in wrote.text, wrote.text
+        # The control: unconfined, the same plant lands (the variable set by hand).
+        await session.set_sandbox_mode("danger-full-access")
+        control = await session.run_tool(
+            "bash", {"command": f"PIP_CACHE_DIR={chosen}/pip; {PLANT_SETTINGS}"}
+        )
+        assert f"planted in {chosen}" in control.text, control.text
+    assert (chosen / ".vscode" / "settings.json").read_text() == "planted\n"
+
+
+def test_is_default_names_only_the_default_directory(place):
+    default = tool_caches.default_directory()
+    assert default is not None
+    os.makedirs(default)
+    assert tool_caches.is_default(os.path.realpath(default))
+    assert not tool_caches.is_default(str(place.root))

@@ -201,7 +201,7 @@ async def test_the_provider_and_exec_build_the_same_argv(tmp_path, backend, mode
 
 
 def test_the_tool_caches_are_not_searched_for_env_files(tmp_path):
-    """A root the call names `own_roots` (the tool caches: stockade's own, written by
+    """A root the call names `unsearched` (the tool caches: stockade's own, written by
     confined commands) is granted but not searched for `.env`; the others are."""
     from stockade.trust.secrets import DenyRead
 
@@ -219,7 +219,7 @@ def test_the_tool_caches_are_not_searched_for_env_files(tmp_path):
     assert searched.unreadable is not None
     assert set(searched.unreadable.paths) == {str(root / ".env"), str(cache / ".env")}
     skipped = confine(
-        Call(CMD, SandboxMode.WORKSPACE_WRITE, str(root), roots, Network.ON, own_roots=roots),
+        Call(CMD, SandboxMode.WORKSPACE_WRITE, str(root), roots, Network.ON, unsearched=roots),
         Runner("bwrap", "/usr/bin/bwrap"),
         rules,
     )

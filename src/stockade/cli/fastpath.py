@@ -188,8 +188,8 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
             workdir,
             agent_sockets=tuple((h, v) for _, h, v in granted.sockets) if granted else (),
             agent_files=granted.readable if granted else (),
-            # Stockade's own: the tool cache, and this call's private temp directory.
-            own_roots=tuple(filter(None, (cache, tmp.path if tmp is not None else None))),
+            unsearched=(cache,) if cache is not None else (),
+            own_roots=_own_roots(cache, tmp),
             in_sight=provider.in_sight if provider is not None else (),
         ),
         runner,
@@ -395,6 +395,18 @@ def _start_proxy(
 
     announced = json.loads(server.stdout.readline().decode() or "{}")
     return path, dict(announced.get("environment") or {})
+
+
+def _own_roots(cache: str | None, tmp: PrivateTmp | None) -> tuple[str, ...]:
+    """Exec's roots of stockade's own (`Call.own_roots`): this call's private temp
+    directory, and the tool cache where it is the default one."""
+    own = [tmp.path] if tmp is not None else []
+    if cache is not None:
+        from ..sandbox import tool_caches
+
+        if tool_caches.is_default(cache):
+            own.append(cache)
+    return tuple(own)
 
 
 _KEPT: list[Any] = []

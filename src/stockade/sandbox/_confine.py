@@ -104,12 +104,13 @@ class Call:
     path where the call sees the runtime directories fresh (`Confined.agents` says
     where each one is reachable)), agent_files (tuple[tuple[str, tuple[str, ...]],
     ...]: the key directories of the granted agents, each with the names in it that
-    stay readable, `DenyRead.expand`'s `readable`), own_roots (tuple[str, ...]: roots
-    beside the root that are stockade's own and that only confined commands work in:
-    the tool caches (danger-full-access is never pointed at them) and `stockade
-    exec`'s private temp directory (its one command's, removed when it ends), where no
-    secret of the person's is kept and no tool of the person's reads a name: neither
-    searched for deny_read's in-root names nor given protected names), in_sight
+    stay readable, `DenyRead.expand`'s `readable`), unsearched (tuple[str, ...]: roots
+    beside the root not searched for deny_read's in-root names: the tool caches,
+    where no secret of the person's is kept), own_roots (tuple[str, ...]: roots beside
+    the root that are stockade's own and that only confined commands work in, given no
+    protected names: the default tool cache directory (danger-full-access is never
+    pointed at it; one a composition names may be the person's tools' too) and `stockade
+    exec`'s private temp directory (its one command's, removed when it ends)), in_sight
     (tuple[str, ...]: paths kept in sight where the runtime directories are fresh, as
     the working directory is: the harness's CA bundle directory, which `guard_rules`
     keeps read-only too; one missing is left out)."""
@@ -125,6 +126,7 @@ class Call:
         "proxy",
         "root",
         "temp_roots",
+        "unsearched",
         "workdir",
     )
 
@@ -139,13 +141,15 @@ class Call:
         workdir: str | None = None,
         agent_sockets: tuple[tuple[str, str], ...] = (),
         agent_files: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        unsearched: tuple[str, ...] = (),
         own_roots: tuple[str, ...] = (),
         in_sight: tuple[str, ...] = (),
     ) -> None:
         self.argv, self.mode, self.root = argv, mode, root
         self.temp_roots, self.network, self.proxy = temp_roots, network, proxy
         self.workdir, self.agent_sockets = workdir, agent_sockets
-        self.agent_files, self.own_roots = agent_files, own_roots
+        self.agent_files, self.unsearched = agent_files, unsearched
+        self.own_roots = own_roots
         self.in_sight = in_sight
 
 
@@ -517,7 +521,7 @@ def confine(
     unreadable = None
     grants = None
     if rules.deny_read is not None and mode is not SandboxMode.DANGER_FULL_ACCESS:
-        searched = tuple(r for r in (root, *temp_roots) if r not in call.own_roots)
+        searched = tuple(r for r in (root, *temp_roots) if r not in call.unsearched)
         unreadable = rules.deny_read.expand(
             searched,
             keep=temp_roots,

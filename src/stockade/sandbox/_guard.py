@@ -119,8 +119,9 @@ def guard_call(
     `facts`: where the disk is read (a fresh PathFacts when not given); afterwards it
     tells what was looked at (the provider's memo).
     `own_roots`: temp roots of stockade's own that no unconfined tool works in (the
-    tool caches, `stockade exec`'s private temp directory): no names are protected in
-    them (`protect.protected_set`'s `names`); never the workspace root.
+    default tool cache directory, `stockade exec`'s private temp directory): no names
+    are protected in them (`protect.protected_set`'s `names`); never the workspace
+    root.
     """
     # One call resolves the same roots and prefixes for every path: each lstat once.
     facts = facts or PathFacts()

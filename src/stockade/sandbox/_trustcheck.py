@@ -108,10 +108,10 @@ def trust_checks(
             "protected paths",
             None,
             True,
-            f"{shown} in every writable root but stockade's own (the tool caches, "
-            "`stockade exec`'s private temp directory): read-only under bwrap and the Landlock "
-            "launcher's namespaced tier (existing or not); not enforced by its plain tier "
-            "(workspace-write claims partial); refused by the fs tools",
+            f"{shown} in every writable root but stockade's own (the default tool cache "
+            "directory, `stockade exec`'s private temp directory): read-only under bwrap and "
+            "the Landlock launcher's namespaced tier (existing or not); not enforced by its "
+            "plain tier (workspace-write claims partial); refused by the fs tools",
             status="protected",
         )
     )

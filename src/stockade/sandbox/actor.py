@@ -36,7 +36,7 @@ from ..trust import (
     startup_files,
 )
 from ..vocab import SandboxPolicy
-from . import agents
+from . import agents, tool_caches
 from ._chain import Selection
 from ._confine import Call, confine, guard_rules
 from ._guard_memo import GuardMemo
@@ -62,6 +62,8 @@ class ProviderActor:
     _guards: GuardMemo = attrs.field(factory=GuardMemo, init=False)
     # The host's named Unix sockets, for network-off calls (sandbox/_sockets.py).
     _sockets: SocketScan = attrs.field(factory=SocketScan, init=False)
+    # Whether each tool cache directory seen is the default one (`Call.own_roots`).
+    _default_caches: dict[str, bool] = attrs.field(factory=dict, init=False)
     # deny_read's list, kept with its per-root search memo (trust/secrets.py).
     _deny_read: DenyRead = attrs.field(
         default=attrs.Factory(lambda self: deny_read_for(self.config), takes_self=True),
@@ -133,6 +135,16 @@ class ProviderActor:
         root = resolve_workspace_root(message.policy.workspace_root)
         return self._wrap(await self.selection(root), message)
 
+    def _own_roots(self, tool_cache: str | None) -> tuple[str, ...]:
+        """The call's tool cache when it is the default directory, stockade's own
+        (`Call.own_roots`; a named one may be the person's tools' too)."""
+        if tool_cache is None:
+            return ()
+        known = self._default_caches.get(tool_cache)
+        if known is None:
+            known = self._default_caches[tool_cache] = tool_caches.is_default(tool_cache)
+        return (tool_cache,) if known else ()
+
     def _wrap(self, selection: Selection, message: Confine) -> Wrapped:
         """THE confine sequence (`_confine`) on the cached verdict, with this actor's
         guard memo and socket scan; then the facts its argv carries (`wrap`)."""
@@ -157,7 +169,8 @@ class ProviderActor:
                 message.workdir,
                 agent_sockets=tuple((host, view) for _, host, view in granted.sockets),
                 agent_files=granted.readable,
-                own_roots=(policy.tool_cache,) if policy.tool_cache is not None else (),
+                unsearched=(policy.tool_cache,) if policy.tool_cache is not None else (),
+                own_roots=self._own_roots(policy.tool_cache),
                 in_sight=self.config.in_sight,
             ),
             backend.as_runner() if backend is not None else None,

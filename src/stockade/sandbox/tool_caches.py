@@ -57,6 +57,14 @@ def default_directory(environ: Mapping[str, str] = os.environ) -> str | None:
     return os.path.join(base, DIRECTORY_NAME)
 
 
+def is_default(directory: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether `directory` (a real path) is the default directory (`default_directory`):
+    stockade's own, at which no unconfined tool of the person's is pointed. One a
+    composition names (`tool_caches.directory`) may be the person's tools' too."""
+    default = default_directory(environ)
+    return default is not None and os.path.realpath(default) == directory
+
+
 def check_tools(names: Iterable[str]) -> tuple[str, ...]:
     """`names` in table order, or ValueError naming the unknown one and the allowed."""
     wanted = tuple(dict.fromkeys(names))
