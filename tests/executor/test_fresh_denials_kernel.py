@@ -126,3 +126,35 @@ async def test_a_genuine_missing_path_is_not_a_denial(
         assert ENOENT in result.stderr, (command, result.stderr)
         assert not result.denied and result.unseen == (), command
         assert "[sandbox:" not in render_result(result), command
+
+
+@pytest.mark.parametrize("variant", FRESH)
+async def test_the_fresh_views_themselves_are_read_only_and_the_root_in_them_writable(
+    variant: str, tmp_path: Path
+) -> None:
+    """A fresh /tmp or /run is an empty tmpfs made read-only once what it keeps is bound
+    (bwrap's --remount-ro, or the filter stage's for a root caller; the launcher's
+    --fresh-dir): a write at its top is the kernel's EROFS and a denial, never a file
+    that vanishes with the call, while the root kept inside /tmp stays writable. The
+    control: unconfined, the same write lands on the host."""
+    root = tmp_path / "root"  # beneath /tmp: kept in sight, bound back writable
+    root.mkdir()
+    name = f"stockade-fresh-top-{variant}-{tmp_path.name}"
+    tops = [Path(top) for top in ("/tmp", "/run") if Path(top).is_dir()]
+    targets = [top / name for top in tops]
+    try:
+        for target in targets:
+            result = await _run(variant, root, f"printf x > '{target}'", Network.OFF)
+            assert "Read-only file system" in result.stderr, (target, result.stderr)
+            assert result.denied and result.exit_code == 1, target
+            assert not target.exists()
+        kept = await _run(variant, root, "printf x > ok && cat ok", Network.OFF)
+        assert kept.exit_code == 0 and kept.stdout == "x", kept.stderr
+        assert (root / "ok").read_text() == "x"
+        control = await _run(
+            variant, root, f"printf x > '{targets[0]}'", Network.OFF, SandboxMode.DANGER_FULL_ACCESS
+        )
+        assert control.exit_code == 0 and targets[0].read_text() == "x", control.stderr
+    finally:
+        for target in targets:
+            target.unlink(missing_ok=True)
