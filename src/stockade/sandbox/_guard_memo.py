@@ -61,7 +61,7 @@ def _now_identity(path: str, seen: Identity) -> Identity:
 @attrs.define(eq=False, repr=False)
 class GuardMemo:
     """`answer(key, roots, compute)`: compute(facts) once, then reuse while unchanged.
-    `unsearched`: those of `roots` whose repositories the guard does not look for
+    `own_roots`: those of `roots` whose repositories the guard does not look for
     (`guard_call`'s `own_roots`)."""
 
     _entries: dict[Any, tuple[Guard, Fingerprint]] = attrs.field(factory=dict)
@@ -72,7 +72,7 @@ class GuardMemo:
         key: Any,
         roots: tuple[str, ...],
         compute: Callable[[PathFacts], Guard],
-        unsearched: tuple[str, ...] = (),
+        own_roots: tuple[str, ...] = (),
     ) -> Guard:
         fingerprint: Fingerprint | None
         kept = self._entries.get(key)
@@ -85,7 +85,7 @@ class GuardMemo:
         began = time.time_ns()
         facts = PathFacts()
         guard = compute(facts)
-        fingerprint = _fingerprint(facts, roots, began, unsearched)
+        fingerprint = _fingerprint(facts, roots, began, own_roots)
         if fingerprint is not None:
             if len(self._entries) >= CAPACITY:
                 self._entries.pop(next(iter(self._entries)))
@@ -94,7 +94,7 @@ class GuardMemo:
 
 
 def _fingerprint(
-    facts: PathFacts, roots: tuple[str, ...], began: int, unsearched: tuple[str, ...] = ()
+    facts: PathFacts, roots: tuple[str, ...], began: int, own_roots: tuple[str, ...] = ()
 ) -> Fingerprint | None:
     """What the guard saw, or None when it cannot be trusted to stay the answer."""
     if facts.went_elsewhere:
@@ -103,7 +103,7 @@ def _fingerprint(
     # Each root's `.git` looked at: the guard got as far as its repositories (in every
     # root where it looks for them; what it looked up in the others is watched all the
     # same).
-    if any(os.path.join(root, ".git") not in seen for root in roots if root not in unsearched):
+    if any(os.path.join(root, ".git") not in seen for root in roots if root not in own_roots):
         return None
 
     def inside(path: str) -> bool:
