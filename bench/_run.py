@@ -79,15 +79,24 @@ def _machine_md(meta: dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items() if v)
     load = ", ".join(f"{x:.2f}" for x in machine["loadavg_start"])
     dirty = " (dirty)" if machine["git_dirty"] else ""
-    return (
+    lines = [
         f"- machine: {machine['cpu']}, {machine['cores']} cores, {machine['mem_gib']} GiB; "
-        f"{machine['kernel']}; load at start {load}\n"
-        f"- python {machine['python']}; {versions}\n"
+        f"{machine['kernel']}; load at start {load}\n",
+        f"- python {machine['python']}; {versions}\n",
+    ]
+    if meta.get("shell_level"):
+        lines.append(f"- {meta['shell_level']}\n")
+    if machine.get("reclaim"):
+        lines.append(f"- reclaim: {'; '.join(machine['reclaim'])}\n")
+    if meta.get("held_in_memory"):
+        lines.append(f"- held in memory for the run: {', '.join(meta['held_in_memory'])}\n")
+    lines += [
         f"- backends: {candidates}; selected: {backends['selected']}; "
-        f"{backends.get('bwrap_version') or 'bwrap: -'}\n"
+        f"{backends.get('bwrap_version') or 'bwrap: -'}\n",
         f"- stockade {machine['stockade_source']} at {(machine['git_commit'] or '?')[:12]}{dirty}; "
-        f"mode: {'quick' if meta['quick'] else 'full'}; started {machine['started']}\n"
-    )
+        f"mode: {'quick' if meta['quick'] else 'full'}; started {machine['started']}\n",
+    ]
+    return "".join(lines)
 
 
 def render_markdown(meta: dict[str, Any], results: list[FamilyResult]) -> str:
@@ -151,8 +160,16 @@ def main(argv: list[str] | None = None) -> int:
             f"unknown family {', '.join(unknown)} (choose from {', '.join(FAMILIES)})"
         )
 
-    from ._env import backend_facts, machine, node_version
+    from ._env import (
+        backend_facts,
+        held_in_memory,
+        machine,
+        node_version,
+        ordinary_shell_level,
+        peer_binaries,
+    )
 
+    shell_level = ordinary_shell_level()
     # A harness holding 1000 jobs needs ~3000 descriptors; the executor sizes its
     # running bound from this limit, so raise the soft limit to the hard one.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -172,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "backends": backend_facts(),
         "node": node_version(),
+        "shell_level": shell_level,
     }
     scratch = Scratch(keep=args.keep_scratch)
     ctx = Context(
@@ -179,7 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     results: list[FamilyResult] = []
     crashed: list[str] = []
+    held = contextlib.ExitStack()
     try:
+        # Peers measured warm whatever the host's reclaim does (_env.held_in_memory).
+        meta["held_in_memory"] = held.enter_context(held_in_memory(peer_binaries(args.peers)))
         for name in families:
             module = importlib.import_module(f"bench.{name}")
             begun = time.monotonic()
@@ -195,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(result)
             sys.stderr.write(f"[{name}] done in {result.seconds:.1f}s\n")
     finally:
+        held.close()
         scratch.cleanup()
     meta["seconds"] = time.monotonic() - started
     meta["machine"]["loadavg_end"] = os.getloadavg()
