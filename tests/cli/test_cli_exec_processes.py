@@ -128,3 +128,64 @@ def test_sigterm_to_exec_ends_the_command_and_the_rest(backend, root, marker):
         process.wait()
     assert process.returncode == -signal.SIGTERM, err
     wait_for(lambda: marked(marker) == [], 10)
+
+
+def test_the_next_exec_removes_what_a_killed_exec_left_in_the_temp_root(
+    backend, root, marker, tmp_path
+):
+    """SIGKILL leaves exec's private temp directory behind (nothing of it runs to remove
+    it: the control); the next exec in the same temp root removes it while its own
+    command runs, and leaves the directory of an exec that still runs."""
+    # Short: the probe's socket path must fit (a pytest-xdist tmp_path is too long).
+    temp = Path(tempfile.mkdtemp(prefix="st-", dir="/var/tmp"))
+    env = {**os.environ, "TMPDIR": str(temp), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def start(name: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            exec_argv(
+                backend,
+                "workspace-write",
+                root,
+                f'touch "$TMPDIR/{name}"; exec -a {name} sleep 300',
+            ),
+            stdout=subprocess.DEVNULL,
+            stderr=(tmp_path / f"{name}.err").open("wb"),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+
+    def holding(name: str) -> list[Path]:
+        return [d for d in temp.iterdir() if (d / name).exists()]
+
+    killed, live = start(f"{marker}-killed"), start(f"{marker}-live")
+    try:
+        try:
+            wait_for(lambda: marked(f"{marker}-killed") and marked(f"{marker}-live"))
+            wait_for(lambda: holding(f"{marker}-killed") and holding(f"{marker}-live"))
+        except AssertionError:
+            said = {p.name: p.read_text() for p in tmp_path.glob("*.err")}
+            raise AssertionError((killed.poll(), live.poll(), said)) from None
+        left, kept = holding(f"{marker}-killed")[0], holding(f"{marker}-live")[0]
+        killed.kill()
+        killed.wait(10)
+        wait_for(lambda: marked(f"{marker}-killed") == [], 10)
+        assert left.is_dir()  # the control: a killed exec removes nothing
+        done = subprocess.run(
+            exec_argv(backend, "workspace-write", root, "true"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert not left.exists()
+        assert kept.is_dir() and (kept / f"{marker}-live").exists()
+        assert live.poll() is None and marked(f"{marker}-live")
+        assert sorted(temp.iterdir()) == [kept]  # the new exec removed its own too
+    finally:
+        for process in (killed, live):
+            process.kill()
+            process.wait()
+        shutil.rmtree(temp, ignore_errors=True)
