@@ -391,6 +391,42 @@ def test_stockade_exec_allow(backend, scratch, servers):
     assert not pids_with_marker("stockade.network.serve")
 
 
+def test_stockade_exec_allow_under_a_deep_tmpdir(backend, scratch, servers, tmp_path):
+    """A $TMPDIR deeper than a Unix socket's address may name (a build tool's, a CI
+    job's): the proxy's socket and a fresh bwrap probe's go to /tmp instead, and the
+    call is as under a short one (it failed with a traceback: "AF_UNIX path too long")."""
+    from stockade.network import UNIX_PATH_MAX
+
+    name, _ = backend
+    allowed, _ = servers
+    deep = Path(tempfile.mkdtemp(prefix="stockade-deep-", dir="/var/tmp"))
+    try:
+        tmpdir = deep / ("d" * 60) / ("e" * 40)
+        tmpdir.mkdir(parents=True)
+        # The control: a socket there would not fit (probe.sock, proxy.sock in a directory).
+        assert len(str(tmpdir / "stockade-proxy-12345678" / "proxy.sock")) > UNIX_PATH_MAX
+        done = stockade(
+            "exec",
+            "--backend",
+            name,
+            "--allow",
+            f"127.0.0.1:{allowed}",
+            "--",
+            "sh",
+            "-c",
+            f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/",
+            cwd=scratch,
+            # A fresh cache: no remembered verdict, so this call probes its backend.
+            env={"TMPDIR": str(tmpdir), "XDG_CACHE_HOME": str(tmp_path / "cache")},
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == f"hello from {allowed}\n"
+        assert "Traceback" not in done.stderr
+        assert not pids_with_marker("stockade.network.serve")
+    finally:
+        shutil.rmtree(deep, ignore_errors=True)
+
+
 async def test_a_running_job_reports_its_connections_once_each(backend, scratch, servers):
     """A background job's report carries the connections decided since the last one,
     while it runs too; each connection is in exactly one advancing report."""

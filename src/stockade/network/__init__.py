@@ -55,8 +55,10 @@ if TYPE_CHECKING:
     from ._trust_directory import remove_trust_directory as remove_trust_directory
     from ._trust_directory import trust_directory as trust_directory
     from .bridge import PROXY_PORT as PROXY_PORT
+    from .bridge import UNIX_PATH_MAX as UNIX_PATH_MAX
     from .bridge import names_loopback as names_loopback
     from .bridge import proxy_environment as proxy_environment
+    from .bridge import socket_parent as socket_parent
     from .proxy import ConnectionBudget as ConnectionBudget
     from .proxy import Endpoint as Endpoint
     from .proxy import NetworkProxy as NetworkProxy

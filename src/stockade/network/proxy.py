@@ -34,6 +34,7 @@ from ._call import (
 )
 from ._http import serve_http
 from ._socks import serve_socks5
+from .bridge import socket_parent
 from .rules import Rules
 
 SOCKET_NAME = "proxy.sock"
@@ -134,7 +135,9 @@ class NetworkProxy:
         are removed and the call's open connections closed."""
         if self._nursery is None:
             raise RuntimeError("the proxy is not running: use `async with open_proxy(...)`")
-        directory = tempfile.mkdtemp(prefix="stockade-proxy-", dir=self.directory)
+        # The random part of mkdtemp's name is 8 characters.
+        parent = socket_parent(self.directory, f"stockade-proxy-12345678/{SOCKET_NAME}")
+        directory = tempfile.mkdtemp(prefix="stockade-proxy-", dir=parent)
         try:
             path = os.path.join(directory, SOCKET_NAME)
             sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -101,18 +101,41 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"stockade: network rule: {error}\n")
         return 2
     if args.ruled is None:
-        trio.run(serve, rules)
-        return 0
+        return _served(rules)
     try:
         broker, directory, announce = _broker(args.ruled)
     except ConfigError as error:
         sys.stderr.write(f"stockade: {error}\n")
         return 2
     try:
-        trio.run(serve, rules, broker, announce)
+        return _served(rules, broker, announce)
     finally:
         remove_trust_directory(directory)
+
+
+def _served(rules: Rules, broker: Broker | None = None, announce: str | None = None) -> int:
+    """`serve` until its caller closes stdin; a proxy that cannot listen (no temp
+    directory to write, no socket to make) is one line on stderr, status 1."""
+    failed: list[OSError] = []
+    try:
+        trio.run(serve, rules, broker, announce)
+    except* OSError as group:
+        failed += _leaves(group)
+    if failed:
+        sys.stderr.write(f"stockade: the network proxy cannot listen: {failed[0]}\n")
+        return 1
     return 0
+
+
+def _leaves(group: BaseExceptionGroup[OSError]) -> list[OSError]:
+    """The OSErrors a (nested) group holds."""
+    found: list[OSError] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            found += _leaves(error)
+        else:
+            found.append(error)
+    return found
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import functools
 import os
 
 from ...modes import Network, SandboxMode, SpawnTrait
-from ...network import PROXY_PORT
+from ...network import PROXY_PORT, socket_parent
 from ...trust import host_temp_roots
 from .. import _argv, _probe
 from .._argv import (
@@ -218,8 +218,10 @@ def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str
     import tempfile
 
     launcher = _probe.filter_launcher()
+    # The random part of the directory's name is 8 characters.
+    parent = socket_parent(None, "stockade-probe-12345678/probe.sock")
     with (
-        tempfile.TemporaryDirectory(prefix="stockade-probe-") as scratch,
+        tempfile.TemporaryDirectory(prefix="stockade-probe-", dir=parent) as scratch,
         socket.socket(socket.AF_UNIX) as listener,
     ):
         target = os.path.join(scratch, "must-not-exist")
