@@ -67,7 +67,7 @@ def test_an_exec_ends_as_one_only_once_its_command_is_cleaned_up(monkeypatch):
 
     monkeypatch.setattr(fastpath, "_WAITED", [])
 
-    def interrupted(argv, held, sweep, *, bwrap, done, env, meanwhile):
+    def interrupted(argv, held, sweep, *, bwrap, done, env):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(_exec_wait, "run_holding", interrupted)
@@ -75,7 +75,7 @@ def test_an_exec_ends_as_one_only_once_its_command_is_cleaned_up(monkeypatch):
         fastpath._execute(["true"], runner_is_argv0=True, wait=True)
     assert not fastpath.ends_as_exec()
 
-    def ran(argv, held, sweep, *, bwrap, done, env, meanwhile):
+    def ran(argv, held, sweep, *, bwrap, done, env):
         done()
         raise SystemExit(5)
 

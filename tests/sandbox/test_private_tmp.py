@@ -4,7 +4,6 @@ and removes nothing it did not make."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 import subprocess
@@ -14,14 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stockade.sandbox.private_tmp import (
-    EXEC_PREFIX,
-    PREFIX,
-    make_held_private_tmp,
-    make_private_tmp,
-    remove_private_tmp,
-    sweep_abandoned,
-)
+from stockade.sandbox.private_tmp import PREFIX, make_private_tmp, remove_private_tmp
 
 pytestmark = pytest.mark.nobody  # runs something as uid 65534 (tests/README.md)
 
@@ -153,76 +145,3 @@ def test_a_caller_other_than_root_removes_what_a_command_made_unreadable(parent,
         timeout=30,
     )
     assert done.stdout.split() == ["True", "False"], done.stderr
-
-
-# --- exec's held directories, and the sweep of those a killed exec left ----------------
-
-
-def _locked_elsewhere(path: str) -> bool:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def _abandoned(parent: Path, part: str = "0123456789ab") -> Path:
-    """What a killed exec leaves: its directory, no lock, something nested inside."""
-    path = parent / f"{EXEC_PREFIX}{part}"
-    path.mkdir(mode=0o700)
-    (path / "deep" / "er").mkdir(parents=True)
-    (path / "deep" / "er" / "file").write_text("x")
-    return path
-
-
-def test_an_exec_directory_is_locked_from_its_first_moment_under_its_name(parent):
-    tmp, lock = make_held_private_tmp(str(parent))
-    try:
-        name = os.path.basename(tmp.path)
-        assert name.startswith(EXEC_PREFIX) and os.listdir(parent) == [name]
-        info = os.lstat(tmp.path)
-        assert stat.S_IMODE(info.st_mode) == 0o700
-        assert (info.st_dev, info.st_ino) == (tmp.device, tmp.inode)
-        assert _locked_elsewhere(tmp.path)
-        # Its own exec's sweep, another's: a held directory stays.
-        assert sweep_abandoned(str(parent)) == 0
-        assert os.path.isdir(tmp.path)
-    finally:
-        os.close(lock)
-    assert not _locked_elsewhere(tmp.path)
-    assert sweep_abandoned(str(parent)) == 1
-    assert os.listdir(parent) == []
-
-
-def test_the_sweep_removes_only_what_a_killed_exec_left(parent, tmp_path):
-    left = _abandoned(parent)
-    session = parent / f"{PREFIX}session-1"  # a session's: resumable, never swept
-    session.mkdir(mode=0o700)
-    named = _abandoned(parent, "x-" + "0" * 10)  # not exactly exec's name
-    other_mode = _abandoned(parent, "ffffffffffff")
-    other_mode.chmod(0o755)
-    # A link under exec's name (a command that may write /tmp planted it): not followed.
-    target = tmp_path / "precious"
-    target.mkdir()
-    (target / "keep").write_text("keep")
-    (parent / f"{EXEC_PREFIX}aaaaaaaaaaaa").symlink_to(target)
-    assert sweep_abandoned(str(parent)) == 1
-    assert not left.exists()
-    assert session.is_dir() and named.is_dir() and other_mode.is_dir()
-    assert (target / "keep").read_text() == "keep"
-    assert os.path.islink(parent / f"{EXEC_PREFIX}aaaaaaaaaaaa")
-
-
-@pytest.mark.skipif(not IS_ROOT, reason="only root can give a directory to another user")
-def test_the_sweep_leaves_another_users_directory(parent):
-    theirs = _abandoned(parent)
-    os.chown(theirs, NOBODY, NOBODY)
-    assert sweep_abandoned(str(parent)) == 0
-    assert theirs.is_dir()
-
-
-def test_the_sweep_of_a_missing_parent_is_nothing(tmp_path):
-    assert sweep_abandoned(str(tmp_path / "gone")) == 0

@@ -21,7 +21,7 @@ import trio
 
 from stockade import open_harness
 from stockade.sandbox._profiles import host_temp_gap
-from stockade.sandbox.private_tmp import EXEC_PREFIX, PREFIX, default_parent
+from stockade.sandbox.private_tmp import PREFIX, default_parent
 from stockade.trust import host_temp_roots
 
 from ._support import Area, cli, composition
@@ -305,9 +305,7 @@ def test_the_command_line_gives_a_private_tmp_and_removes_it(backend, area: Area
         done = cli("run", "--backend", backend, script, cwd=area.root)
     out = done.stdout
     tmp = next(line.split(":", 1)[1] for line in out.splitlines() if line.startswith("tmpdir:"))
-    # exec's is held for its lifetime under a name of its own (sweep_abandoned).
-    prefix = EXEC_PREFIX if verb == "exec" else PREFIX
-    assert os.path.dirname(tmp) == default_parent() and os.path.basename(tmp).startswith(prefix)
+    assert os.path.dirname(tmp) == default_parent() and os.path.basename(tmp).startswith(PREFIX)
     assert "mode:700" in out, out + done.stderr
     assert "read:data" in out and f"mk:{tmp}/tmp." in out and f"py:{tmp}/" in out, out
     assert host_residue(tag) == [], done.stderr

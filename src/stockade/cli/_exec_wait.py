@@ -26,7 +26,6 @@ def run_holding(
     bwrap: bool = False,
     done: Callable[[], None] | None = None,
     env: dict[str, str] | None = None,
-    meanwhile: Callable[[], None] | None = None,
 ) -> NoReturn:
     """Run the runner as a child and wait for it, holding `held` (placeholder locks,
     CLOEXEC) until the sandbox is gone, then let go of them and remove the placeholders
@@ -49,9 +48,7 @@ def run_holding(
     SIGXFSZ, which Python ignores, are the defaults again, as after an exec from a shell.
     `done` runs once the runner is gone, before this process ends as it did (the
     command's private temp directory is removed there); `env`: the runner's
-    environment (default: this process's). `meanwhile` runs while the runner does,
-    once its sandbox's init is known (this process would only wait): housekeeping
-    whose failure is said, never the call's.
+    environment (default: this process's).
     """
     child = 0
     # The runner's pidfd: a signal passed on after its reap reaches nobody, where a
@@ -118,11 +115,6 @@ def run_holding(
         if info is not None:
             os.close(info[1])
     init = _namespace_init(info[0]) if info is not None else None
-    if meanwhile is not None:
-        try:
-            meanwhile()
-        except Exception as error:  # housekeeping: the command runs on regardless
-            _told(f"stockade: housekeeping while the command ran failed: {error}\n")
     _, status = os.waitpid(child, 0)
     by_pid = False
     held_runner, runner = runner, -1

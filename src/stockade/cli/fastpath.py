@@ -137,12 +137,10 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     if mode is SandboxMode.WORKSPACE_WRITE:
         import atexit
 
-        from ..sandbox import host_temp, make_held_private_tmp, remove_private_tmp
+        from ..sandbox import host_temp, make_private_tmp, remove_private_tmp
 
         try:
-            # Held (locked) while this process lives: a later exec sweeps it only if
-            # this one is killed before it can remove it (`sweep_abandoned`).
-            tmp, _held = make_held_private_tmp()
+            tmp = make_private_tmp()
         except OSError as error:
             _unavailable(
                 f"cannot make the command's private temp directory: {error}; set TMPDIR "
@@ -498,15 +496,7 @@ def _execute(
 
             # The private directory is the command's TMPDIR (the runner reads none).
             env = {**environ, "TMPDIR": tmp.path} if tmp is not None else environ
-            run_holding(
-                argv,
-                held or [],
-                sweep,
-                bwrap=bwrap,
-                done=_cleaned(done),
-                env=env,
-                meanwhile=_abandoned_sweep(tmp),
-            )
+            run_holding(argv, held or [], sweep, bwrap=bwrap, done=_cleaned(done), env=env)
         # This process becomes the command: its environment is the policy's (so the
         # program is found on the PATH the command gets; kept unless told otherwise).
         if environ != os.environ:
@@ -519,21 +509,6 @@ def _execute(
         if runner_is_argv0 and error.errno in (errno.ENOENT, errno.EACCES):
             _unavailable(f"cannot start the sandbox runner {argv[0]}: {error.strerror}")
         _fail(f"cannot execute {argv[0]}: {error.strerror}", 127)
-
-
-def _abandoned_sweep(tmp: PrivateTmp | None) -> Callable[[], None] | None:
-    """With a private temp directory: what removes, beside it, those of execs killed
-    before they could (`sweep_abandoned`), done while the command runs."""
-    if tmp is None:
-        return None
-    parent = os.path.dirname(tmp.path)
-
-    def sweep() -> None:
-        from ..sandbox import sweep_abandoned
-
-        sweep_abandoned(parent)
-
-    return sweep
 
 
 def _hold_new_repository(root: str) -> None:

@@ -44,10 +44,8 @@ if TYPE_CHECKING:
     from .private_tmp import PrivateTmp as PrivateTmp
     from .private_tmp import default_parent as default_parent
     from .private_tmp import host_temp as host_temp
-    from .private_tmp import make_held_private_tmp as make_held_private_tmp
     from .private_tmp import make_private_tmp as make_private_tmp
     from .private_tmp import remove_private_tmp as remove_private_tmp
-    from .private_tmp import sweep_abandoned as sweep_abandoned
     from .tool_caches import CacheSetting as CacheSetting
 
 

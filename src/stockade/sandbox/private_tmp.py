@@ -1,5 +1,5 @@
-"""Private temp directories (mode 0700, in the host temp root): a session's, its commands'
-TMPDIR and only writable temp place; `stockade exec`'s, held locked, a killed one's swept.
+"""A session's private temp directory: made (mode 0700) in the host temp root when a
+session opens, its commands' TMPDIR and only writable temp place, removed when it ends.
 
 Standard library only (`stockade exec` makes one around its single command). Why not
 the host's `/tmp`: a command that can write the shared temp roots can plant files
@@ -10,7 +10,6 @@ workspace-write grants this directory instead (docs/security.md, "Temp directori
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import stat
 from collections import namedtuple
@@ -18,10 +17,6 @@ from collections import namedtuple
 from ..trust import host_temp_roots
 
 PREFIX = "stockade-tmp-"
-# `stockade exec`'s directories: each locked by its exec from its first moment under
-# this name, so one found unlocked was left by an exec that is gone (killed).
-EXEC_PREFIX = "stockade-exec-"
-_RANDOM_BYTES = 6  # a random name's part: 12 hex digits
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PATH_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC
 # A command still running (a survivor that left its process group) may fill the
@@ -63,11 +58,7 @@ def make_private_tmp(
             if left is not None:
                 return PrivateTmp(os.path.join(parent, PREFIX + name), *left)
         for attempt in range(100):
-            name = (
-                wanted[attempt]
-                if attempt < len(wanted)
-                else PREFIX + os.urandom(_RANDOM_BYTES).hex()
-            )
+            name = wanted[attempt] if attempt < len(wanted) else PREFIX + os.urandom(6).hex()
             try:
                 os.mkdir(name, 0o700, dir_fd=parent_fd)
             except FileExistsError:
@@ -82,95 +73,6 @@ def make_private_tmp(
         raise FileExistsError(errno.EEXIST, "no free name for a private temp directory", parent)
     finally:
         os.close(parent_fd)
-
-
-def make_held_private_tmp(parent: str | None = None) -> tuple[PrivateTmp, int]:
-    """A private temp directory for this process's lifetime (`stockade exec`'s) and
-    the descriptor holding its lock (flock, close-on-exec: the command never has it),
-    which this process keeps until it ends, however it ends.
-
-    Made under `PREFIX` and a random part, locked, then renamed to `EXEC_PREFIX` and
-    the same part: so every directory under that prefix was locked from its first
-    moment there, and `sweep_abandoned` takes an unlocked one for a killed exec's,
-    never one whose exec has not yet locked it. Raises OSError as `make_private_tmp`."""
-    tmp = make_private_tmp(parent)
-    folder, name = os.path.split(tmp.path)
-    held = os.path.join(folder, EXEC_PREFIX + name[len(PREFIX) :])
-    try:
-        lock = os.open(tmp.path, _DIR_FLAGS)
-    except OSError:
-        remove_private_tmp(tmp)
-        raise
-    try:
-        info = os.fstat(lock)
-        if (info.st_dev, info.st_ino) != (tmp.device, tmp.inode):
-            raise FileExistsError(errno.EEXIST, "the private temp directory was replaced", tmp.path)
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.rename(tmp.path, held)
-    except OSError:
-        os.close(lock)
-        remove_private_tmp(tmp)
-        raise
-    return PrivateTmp(held, tmp.device, tmp.inode), lock
-
-
-def sweep_abandoned(parent: str | None = None) -> int:
-    """Remove each directory `make_held_private_tmp` names in `parent` (default:
-    `default_parent()`) that no process holds locked: what an exec killed before it
-    could remove its own left. How many were removed; never raises.
-
-    A directory is taken only when its name is exactly such a name, it is opened
-    without following a link, and it is this user's with mode 0700 (a command that
-    changed its directory's mode leaves it behind, never something else). Its lock is
-    held while it is removed (`remove_private_tmp`, which never follows a link inside
-    and checks it still is the directory looked at). A command that may write the host
-    temp roots can plant a directory under that name: it is removed as its own
-    leftover would be, nothing outside it."""
-    removed = 0
-    folder = os.path.realpath(parent or default_parent())
-    try:
-        parent_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return 0
-    try:
-        with os.scandir(parent_fd) as entries:
-            names = [entry.name for entry in entries if _is_exec_name(entry.name)]
-        for name in names:
-            try:
-                fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-            except OSError:
-                continue  # gone, a link, not a directory
-            try:
-                info = os.fstat(fd)
-                if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o700:
-                    raise PermissionError(errno.EPERM, "not one exec made", name)
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                continue  # its exec lives (or it cannot be looked at)
-            try:
-                if remove_private_tmp(
-                    PrivateTmp(os.path.join(folder, name), info.st_dev, info.st_ino)
-                ):
-                    removed += 1
-            finally:
-                os.close(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(parent_fd)
-    return removed
-
-
-def _is_exec_name(name: str) -> bool:
-    """Whether `name` is one `make_held_private_tmp` gives: the prefix and exactly the
-    random part's 12 hex digits (never a directory someone named `stockade-exec-...`)."""
-    rest = name[len(EXEC_PREFIX) :]
-    return (
-        name.startswith(EXEC_PREFIX)
-        and len(rest) == _RANDOM_BYTES * 2
-        and all(c in "0123456789abcdef" for c in rest)
-    )
 
 
 def _ours(parent_fd: int, name: str) -> tuple[int, int] | None:
