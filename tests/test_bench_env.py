@@ -13,8 +13,10 @@ from bench._env import held_in_memory, ordinary_shell_level, proactive_reclaim
 
 @pytest.mark.parametrize("level", [None, "", "0"])
 def test_a_shell_level_below_one_is_set_to_one_and_said(monkeypatch, level):
+    # Set first, so the original (maybe none) is what the monkeypatch restores.
+    monkeypatch.setenv("SHLVL", "9")
     if level is None:
-        monkeypatch.delenv("SHLVL", raising=False)
+        monkeypatch.delenv("SHLVL")
     else:
         monkeypatch.setenv("SHLVL", level)
     said = ordinary_shell_level()

@@ -11,8 +11,11 @@ first: slower by whatever it does, and doing it.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,13 +28,18 @@ MARK = "BASHRC-RAN"
 
 
 @pytest.fixture
-def home_with_bashrc(tmp_path_factory, monkeypatch) -> Path:
-    home = tmp_path_factory.mktemp("home")
+def home_with_bashrc(monkeypatch) -> Iterator[Path]:
+    # Not under /tmp: bwrap and the namespaced tier give a command a fresh /tmp, where
+    # this ~/.bashrc would not be there to be read at all.
+    home = Path(tempfile.mkdtemp(prefix="stockade-home-", dir="/var/tmp"))
     (home / ".bashrc").write_text(f"echo {MARK}\n")
     monkeypatch.setenv("HOME", str(home))
     # As a job started by a non-interactive shell's `&` can have it.
     monkeypatch.setenv("SHLVL", "0")
-    return home
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_control_bash_reads_bashrc_when_stdin_seems_a_connection(home_with_bashrc):
@@ -62,9 +70,11 @@ async def test_a_confined_bash_reads_no_startup_file(home_with_bashrc, scratch, 
         for mode in (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE):
             result = await executor.run(
                 executor.resolve(
-                    "bash -c 'echo done'",
+                    # The file is there to be read: what bash did not read, it chose not to.
+                    "cat ~/.bashrc && bash -c 'echo done'",
                     policy=ExecutionPolicy(mode=mode, workspace_root=scratch),
                 )
             )
             assert result.exit_code == 0, result.stderr
-            assert result.stdout.strip() == "done", (mode, result.stdout, result.stderr)
+            # The file once (cat), and no line of its own running.
+            assert result.stdout.split() == ["echo", MARK, "done"], (mode, result.stdout)

@@ -422,7 +422,6 @@ def test_stockade_exec_allow_under_a_deep_tmpdir(backend, scratch, servers, tmp_
         assert done.returncode == 0, done.stderr
         assert done.stdout == f"hello from {allowed}\n"
         assert "Traceback" not in done.stderr
-        assert not pids_with_marker("stockade.network.serve")
     finally:
         shutil.rmtree(deep, ignore_errors=True)
 

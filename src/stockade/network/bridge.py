@@ -27,14 +27,17 @@ UNIX_PATH_MAX = 107
 
 
 def socket_parent(directory: str | None, below: str) -> str:
-    """Where to make a directory for a Unix socket: `directory` (default: the temp root,
-    $TMPDIR), or /tmp when the socket's real path there, `below` it, would not fit a
-    Unix socket's address (a deep $TMPDIR: the proxy could not listen, the bwrap probe
-    could not run). The sandbox sees the socket at that path either way."""
+    """Where to make a directory for a Unix socket: `directory` when given (the caller's
+    choice stands), else the temp root ($TMPDIR), or /tmp when the socket's real path
+    there, `below` it, would not fit a Unix socket's address (a deep $TMPDIR: the proxy
+    could not listen, the bwrap probe could not run). The sandbox sees the socket at
+    that path either way."""
     import os
     import tempfile
 
-    base = os.path.realpath(directory or tempfile.gettempdir())
+    if directory is not None:
+        return directory
+    base = os.path.realpath(tempfile.gettempdir())
     if len(os.fsencode(os.path.join(base, below))) <= UNIX_PATH_MAX:
         return base
     return "/tmp"

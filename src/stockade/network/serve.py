@@ -114,15 +114,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _served(rules: Rules, broker: Broker | None = None, announce: str | None = None) -> int:
-    """`serve` until its caller closes stdin; a proxy that cannot listen (no temp
-    directory to write, no socket to make) is one line on stderr, status 1."""
+    """`serve` until its caller closes stdin; a proxy that fails on the system (no temp
+    directory to write, no socket to make, its caller gone) is one line on stderr,
+    status 1."""
     failed: list[OSError] = []
     try:
         trio.run(serve, rules, broker, announce)
     except* OSError as group:
         failed += _leaves(group)
     if failed:
-        sys.stderr.write(f"stockade: the network proxy cannot listen: {failed[0]}\n")
+        sys.stderr.write(f"stockade: the network proxy failed: {failed[0]}\n")
         return 1
     return 0
 
