@@ -367,20 +367,22 @@ async def test_the_published_bypasses_fail(backend, scratch, servers, tmp_path):
     assert {"::1", "169.254.169.254"} <= set(refused), result.connections
 
 
+def exec_allowing(backend: str, port: int, script: str, **kwargs):
+    """`stockade exec --allow 127.0.0.1:PORT -- sh -c SCRIPT` on `backend`."""
+    return stockade(
+        "exec", "--backend", backend, "--allow", f"127.0.0.1:{port}", "--", "sh", "-c", script,
+        **kwargs,
+    )  # fmt: skip
+
+
 def test_stockade_exec_allow(backend, scratch, servers):
     """`stockade exec --allow`: exec runs no event loop, so the call's proxy runs in a
     process of its own, which ends with exec (no process, no socket left)."""
     name, _ = backend
     allowed, other = servers
-    done = stockade(
-        "exec",
-        "--backend",
+    done = exec_allowing(
         name,
-        "--allow",
-        f"127.0.0.1:{allowed}",
-        "--",
-        "sh",
-        "-c",
+        allowed,
         f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/; "
         f"curl -sS --max-time 5 http://127.0.0.1:{other}/ >/dev/null; true",
         cwd=scratch,
@@ -405,15 +407,9 @@ def test_stockade_exec_allow_under_a_deep_tmpdir(backend, scratch, servers, tmp_
         tmpdir.mkdir(parents=True)
         # The control: a socket there would not fit (probe.sock, proxy.sock in a directory).
         assert len(str(tmpdir / "stockade-proxy-12345678" / "proxy.sock")) > UNIX_PATH_MAX
-        done = stockade(
-            "exec",
-            "--backend",
+        done = exec_allowing(
             name,
-            "--allow",
-            f"127.0.0.1:{allowed}",
-            "--",
-            "sh",
-            "-c",
+            allowed,
             f"curl -sS --max-time 5 http://127.0.0.1:{allowed}/",
             cwd=scratch,
             # A fresh cache: no remembered verdict, so this call probes its backend.
