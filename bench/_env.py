@@ -273,13 +273,14 @@ def find_codex(explicit: str | None) -> list[Peer]:
 def peer_binaries(explicit: str | None) -> list[str]:
     """The real paths of the programs the peers run: codex's native binary (both of its
     rows run it), and node, which the npm launchers and srt run."""
+    codex = find_codex(explicit)  # asks each peer its version: once
     paths = [
         os.path.realpath(peer.argv_prefix[0])
-        for peer in find_codex(explicit)
+        for peer in codex
         if peer.name.endswith("(native binary)")
     ]
     node = shutil.which("node")
-    if node is not None and (find_codex(explicit) or find_srt(explicit)):
+    if node is not None and (codex or find_srt(explicit)):
         paths.append(os.path.realpath(node))
     return paths
 
