@@ -38,10 +38,13 @@ def _session(args: argparse.Namespace) -> int:
         # the harness's own.
         from .cli import run_undo
 
+        _loaded()
         return run_undo(args)
     from .cli import session_store
     from .faces import FACE_EVENTS
     from .harness import harness_registry
+
+    _loaded()
 
     # Logs hold tool and approval events too, and an ACP session's conversation:
     # decode with every type the shipped faces write.
@@ -106,16 +109,40 @@ def console() -> int:
 
     A `stockade exec` that waited for its command (`ends_as_exec`) owes none of that
     (its own clean-up is done, stdout and stderr flushed by `main`): it ends at once,
-    as the exec it stands in for would have, without the interpreter's teardown."""
+    as the exec it stands in for would have, without the interpreter's teardown.
+
+    The collector is held off while the verb's modules load, too: loading trio, attrs,
+    msgspec and stockade's own makes objects by the hundred thousand, and the collector
+    traced them all some 60 times over (~25 ms of a `stockade run`, docs/performance.md).
+    What loaded is then frozen and the collector resumes (`_loaded`), before the verb's
+    work, so a long `run`, `mcp` or `acp` collects as ever, over what it makes itself.
+    `exec` never resumes it: it ends in an exec or `os._exit`, making little on the way."""
+    import gc
+
+    gc.disable()
+    _HOLDING_COLLECTOR.append(True)
     status = main()
     if ends_as_exec():
         import os
 
         os._exit(status & 0xFF)
-    import gc
-
     gc.freeze()
     return status
+
+
+# Set by `console` while the collector waits for the verb's modules (`_loaded`).
+_HOLDING_COLLECTOR: list[bool] = []
+
+
+def _loaded() -> None:
+    """The verb's modules are in: freeze them and resume the collector, if `console`
+    held it (a caller of `main` keeps its own collector as it was)."""
+    if _HOLDING_COLLECTOR:
+        _HOLDING_COLLECTOR.clear()
+        import gc
+
+        gc.freeze()
+        gc.enable()
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -124,6 +151,7 @@ def _main(argv: Sequence[str] | None) -> int:
         # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
         from .acp import main as agent
 
+        _loaded()
         return agent.main(words[1:], prog="stockade acp")
     args = fast_args(words)
     parser = None
@@ -140,6 +168,7 @@ def _main(argv: Sequence[str] | None) -> int:
             case "probe":
                 from .cli import run_probe
 
+                _loaded()
                 return run_probe(args)
             case "exec":
                 run_exec(args)
@@ -148,24 +177,30 @@ def _main(argv: Sequence[str] | None) -> int:
             case "cache":
                 from .cli import run_cache
 
+                _loaded()
                 return run_cache(args)
             case "rules":
                 from .cli import run_rules_check
 
+                _loaded()
                 return run_rules_check(args)
             case "demo":
                 from .cli import run_demo
 
+                _loaded()
                 return run_demo(interactive=args.interactive, config=args.config)
             case "run":
                 from .cli import run_command
 
+                _loaded()
                 return run_command(args)
             case "mcp":
                 from .mcp import run_mcp
 
+                _loaded()
                 return run_mcp(args)
             case _:
+                _loaded()
                 assert parser is not None  # the fast path always names a verb
                 parser.print_help()
                 return EXIT_USAGE

@@ -59,6 +59,61 @@ def test_main_leaves_the_callers_collector_alone(capsys):
     assert capsys.readouterr().out.startswith("decision: none")
 
 
+# A verb stood in for by one that says how it finds the collector: `probe` (whose
+# module loads when it is asked) or `exec` (the entry's own import).
+COLLECTOR_SCRIPT = """
+import gc, sys, weakref
+import stockade.cli as cli
+
+class Cycle:
+    pass
+
+def report(args):
+    cycle = Cycle()
+    cycle.me = cycle
+    gone = []
+    weakref.finalize(cycle, gone.append, True)
+    del cycle
+    made = [[] for _ in range(100_000)]  # enough new objects for the collector to run
+    print(gc.isenabled(), gc.get_freeze_count() > 0, bool(gone), flush=True)
+    raise SystemExit(0)
+
+cli.run_probe = cli.run_exec = report
+sys.argv = ["stockade", sys.argv[1]]
+from stockade.entry import console
+raise SystemExit(console())
+"""
+
+
+@pytest.mark.parametrize(
+    ("verb", "seen"),
+    [
+        # What loaded is frozen, and the collector runs over what the verb makes.
+        ("probe", "True True True"),
+        # exec ends in an exec or os._exit: the collector never resumes, nothing is
+        # frozen, and a cycle it makes stays until the process ends.
+        ("exec", "False False False"),
+    ],
+)
+def test_the_collector_waits_for_the_verbs_modules(verb, seen):
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTOR_SCRIPT, verb], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == seen
+
+
+def test_main_leaves_a_callers_collector_running(capsys):
+    import gc
+
+    from stockade.entry import main
+
+    assert gc.isenabled()
+    assert main(["rules", "check", "--", "true"]) == 0
+    assert gc.isenabled()
+    capsys.readouterr()
+
+
 def test_an_exec_ends_as_one_only_once_its_command_is_cleaned_up(monkeypatch):
     """`ends_as_exec` (the console script's os._exit, which skips atexit hooks) holds
     only once run_holding has cleaned up: a way out before that (a Ctrl-C before it
