@@ -113,7 +113,7 @@ def console() -> int:
 
     The collector is held off while the verb's modules load, too: loading trio, attrs,
     msgspec and stockade's own makes objects by the hundred thousand, and the collector
-    traced them all some 60 times over (~25 ms of a `stockade run`, docs/performance.md).
+    traced them all some 60 times over (~4% of a `stockade run`, docs/performance.md).
     What loaded is then frozen and the collector resumes (`_loaded`), before the verb's
     work, so a long `run`, `mcp` or `acp` collects as ever, over what it makes itself.
     `exec` never resumes it: it ends in an exec or `os._exit`, making little on the way."""
