@@ -108,7 +108,6 @@ def stockade(*args: str, cwd=None, env=None):
 def pids_with_marker(name: str) -> list[int]:
     """Host pids (other than this one) whose command line carries `name`; visible
     across PID namespaces, so it finds what bwrap's sandboxes started too."""
-    """Host pids whose command line carries `name` (visible across pid namespaces)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -120,6 +119,33 @@ def pids_with_marker(name: str) -> list[int]:
         if name.encode() in cmdline:
             found.append(int(entry.name))
     return found
+
+
+def describe_processes(pids: Sequence[int]) -> str:
+    """What the kernel says of each of `pids`, one line each, for a test's failure
+    message: a process that outlived its kill is a flake to explain, not to rerun
+    (its state, parent, process group, session, namespaces' pids, cgroup, wait)."""
+    lines = []
+    for pid in pids:
+        base = Path(f"/proc/{pid}")
+        try:
+            cmdline = (base / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            fields = (base / "stat").read_text().rsplit(")", 1)[1].split()
+            status = dict(
+                line.split(":\t", 1) for line in (base / "status").read_text().splitlines()
+            )
+            cgroup = (base / "cgroup").read_text().strip().replace("\n", "; ")
+            wchan = (base / "wchan").read_text()
+        except OSError as error:
+            lines.append(f"{pid}: gone or unreadable ({error})")
+            continue
+        lines.append(
+            f"{pid}: state {fields[0]}, ppid {fields[1]}, pgrp {fields[2]}, "
+            f"session {fields[3]}, nspid {status.get('NSpid', '?').strip()}, "
+            f"sigblk {status.get('SigBlk', '?')}, sigign {status.get('SigIgn', '?')}, "
+            f"wchan {wchan}, cgroup {cgroup}, cmdline {cmdline!r}"
+        )
+    return f"(this process: pid {os.getpid()}, pgrp {os.getpgrp()}) " + " | ".join(lines)
 
 
 def pids_named(name: str) -> list[int]:

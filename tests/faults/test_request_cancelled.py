@@ -13,6 +13,7 @@ from stockade.executor.actor import open_executor
 from stockade.executor.config import ExecutorConfig
 from stockade.vocab import ExecutionPolicy, SandboxMode
 
+from ..support import describe_processes
 from ._support import marker, pids_with_marker, sleeper, zombie_children
 
 
@@ -90,7 +91,8 @@ async def test_a_call_cancelled_while_its_command_runs_leaves_nothing_running(pr
         with trio.move_on_after(10):
             while pids_with_marker(name):
                 await trio.sleep(0.01)
-        assert pids_with_marker(name) == []
+        left = pids_with_marker(name)
+        assert left == [], describe_processes(left)
         assert zombie_children() == []
         again = await executor.run(executor.resolve("echo served", policy=policy))
     assert again.stdout == "served\n"
