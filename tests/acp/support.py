@@ -109,9 +109,14 @@ def agent_command(*args: str) -> list[str]:
 
 @asynccontextmanager
 async def agent(
-    client: ScriptedClient, state_dir: str, *args: str, stderr_path: Path | None = None
+    client: ScriptedClient,
+    state_dir: str,
+    *args: str,
+    stderr_path: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """The example agent as a subprocess, the client connected; yields (conn, process)."""
+    """The example agent as a subprocess, the client connected; yields (conn, process).
+    `env` adds to (or replaces) the agent's variables (`agent_env`)."""
     # Opened before the agent starts; nothing else runs in this loop yet.
     path = stderr_path if stderr_path is not None else os.devnull
     stderr = open(path, "ab")  # noqa: ASYNC230, SIM115
@@ -121,7 +126,7 @@ async def agent(
             client,
             command[0],
             *command[1:],
-            env=agent_env(state_dir),
+            env={**agent_env(state_dir), **(env or {})},
             cwd=str(REPO),
             transport_kwargs={"stderr": stderr, "shutdown_timeout": 10.0},
         ) as (conn, process):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from stockade.acp import jsonrpc
@@ -31,6 +32,7 @@ from stockade.acp.transcript import (
 from stockade.acp.transcript import prompt_text as blocks_text
 from stockade.approval import ApprovalRequest, Decision
 from stockade.events import SessionHeader
+from stockade.history import ChangeSummary, FilesChanged, FilesRestored, FilesUndone
 from stockade.policy import DEFAULT_PRESETS, KnobState, PolicyContext
 from stockade.tools.events import ToolCalled, ToolResulted
 from stockade.vocab import ApprovalPolicy, Network, SandboxMode
@@ -307,6 +309,67 @@ def test_load_replays_the_conversation_and_closes_cut_off_calls():
     assert updates[2] == tool_call_done("c1", "a\n", is_error=False, facts={"exit_code": 0})
     assert updates[5]["status"] == "failed"
     assert updates[5]["content"][0]["content"]["text"] == INTERRUPTED
+
+
+def _undo_log() -> list:
+    """A turn whose call made two files, then the person's undo of it and a restore to
+    before a seq that is no tool call (stamped as the log stamps them)."""
+    return [
+        PromptReceived(text="make them", seq=2),
+        ToolCalled(call_id="c1", name="bash", arguments={"command": "touch a b"}, seq=3),
+        ToolResulted(call_id="c1", name="bash", text="", seq=4),
+        FilesChanged(call=3, change=ChangeSummary(created=2), seq=5),
+        ReplyGiven(text="made a and b", seq=6),
+        FilesUndone(
+            call=3,
+            change=ChangeSummary(deleted=2, deleted_paths=("a", "b")),
+            left=("c: changed since",),
+            unrecorded=("big.bin",),
+            seq=7,
+        ),
+        FilesRestored(before=2, change=ChangeSummary(), seq=8),
+    ]
+
+
+def test_an_undo_the_person_made_is_told_to_the_model():
+    messages = chat_messages(_undo_log(), "SYSTEM")
+    assert [m["role"] for m in messages] == [
+        "system", "user", "assistant", "tool", "assistant", "system", "system",
+    ]  # fmt: skip
+    undone, restored = messages[5]["content"], messages[6]["content"]
+    assert undone == (
+        "The person changed the workspace's files between your turns: undid call 3: "
+        "2 created removed; left as it is: c: changed since; not recorded, so not put "
+        "back: big.bin (seq 3 was your tool call c1: bash: touch a b). What earlier tool "
+        "results showed of these files may no longer hold: read them again before "
+        "relying on them."
+    )
+    # Seq 2 is a prompt, not a call of the model's: no call is named.
+    assert restored.startswith(
+        "The person changed the workspace's files between your turns: restored to "
+        "before seq 2: nothing on disk needed changing. What earlier"
+    )
+
+
+def test_load_replays_the_answer_to_an_undo_as_the_person_had_it():
+    updates = replay_updates(_undo_log(), "/w")
+    said = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert said == [
+        "made a and b",
+        "undid call 3: 2 created removed; left as it is: c: changed since; not recorded, "
+        "so not put back: big.bin",
+        "restored to before seq 2: nothing on disk needed changing",
+    ]
+
+
+def test_an_undo_logged_before_its_unrecorded_paths_were_kept_still_reads():
+    line = b'{"type":"files/undone","seq":9,"call":3,"change":{"deleted":1}}'
+    (event,) = msgspec.json.decode(b"[" + line + b"]", type=list[FilesUndone])
+    assert event.unrecorded == ()
+    assert chat_messages([event], "S")[1]["content"].startswith(
+        "The person changed the workspace's files between your turns: undid call 3: "
+        "1 created removed. What"
+    )
 
 
 def test_a_tool_call_title_is_escaped():

@@ -9,7 +9,11 @@ import json
 import re
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +140,82 @@ def test_undo_and_restore_commands_are_the_persons(workspace, scratch, state_dir
     assert listed.returncode == 0, listed.stdout + listed.stderr
     calls = json.loads(listed.stdout)["calls"]
     assert [(call["seq"], call["undone"]) for call in calls] == [(first, False), (second, True)]
+
+
+class ChatModel(BaseHTTPRequestHandler):
+    """A chat-completions endpoint on loopback that records what it is sent: its first
+    answer asks for one bash call, every later one ends the turn."""
+
+    seen: list[list[dict[str, Any]]]
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append(body["messages"])
+        if len(self.seen) == 1:
+            call = {"name": "bash", "arguments": json.dumps({"command": "echo one > a.txt"})}
+            message = {"content": None, "tool_calls": [{"id": "call_one", "function": call}]}
+        else:
+            message = {"content": "done"}
+        data = json.dumps({"choices": [{"message": message}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def chat_model() -> Iterator[tuple[str, list[list[dict[str, Any]]]]]:
+    seen: list[list[dict[str, Any]]] = []
+    handler = type("Recording", (ChatModel,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_model_is_told_of_the_persons_undo(workspace, state_dir_outside, chat_model):
+    """The person's `/undo` never reaches the model as a prompt, but its effect does: the
+    model's next request holds a system note naming the call it made and what the undo
+    put back, so it does not go on believing the file it wrote is there."""
+    base_url, seen = chat_model
+    client = ScriptedClient()
+
+    async def scenario() -> tuple[int, list[str]]:
+        env = {"OPENAI_API_KEY": "sk-test", "NO_PROXY": "*", "no_proxy": "*"}
+        async with agent(
+            client, state_dir_outside, "--model", "m", "--base-url", base_url, env=env
+        ) as (conn, _process):
+            session = await conn.new_session(cwd=str(workspace))
+            sid = session.session_id
+            await conn.prompt(session_id=sid, prompt=[acp.text_block("make a.txt")])
+            made = (workspace / "a.txt").read_text()
+            await conn.prompt(session_id=sid, prompt=[acp.text_block("/undo")])
+            [listing] = re.findall(r"^call (\d+): bash ", client.replies(sid)[-1], re.M)
+            await conn.prompt(session_id=sid, prompt=[acp.text_block(f"/undo {listing}")])
+            await conn.prompt(session_id=sid, prompt=[acp.text_block("what is in a.txt?")])
+            return int(listing), [made, client.replies(sid)[-2]]
+
+    seq, (made, answer) = run(scenario())
+    assert made == "one\n"
+    assert answer == f"undid call {seq}: 1 created removed"
+    assert not (workspace / "a.txt").exists()
+    # Three model requests: the call, its result, and the prompt after the undo.
+    assert len(seen) == 3
+    assert all("/undo" not in json.dumps(m) for m in seen[2] if m["role"] == "user")
+    system = [m["content"] for m in seen[2] if m["role"] == "system"]
+    notes = [text for text in system if text.startswith("The person")]
+    assert notes == [
+        "The person changed the workspace's files between your turns: "
+        f"undid call {seq}: 1 created removed (seq {seq} was your tool call call_one: "
+        "bash: echo one > a.txt). What earlier tool results showed of these files may no "
+        "longer hold: read them again before relying on them."
+    ]
+    assert seen[2][-1] == {"role": "user", "content": "what is in a.txt?"}

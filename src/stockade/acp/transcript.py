@@ -10,6 +10,9 @@ agent continues the conversation exactly where the log says it stands.
 - `tool/result` -> the tool message the model saw / a `tool_call_update`
 - `context/policy` -> a system message, at the point the model was given it
   (not replayed to the client: it is the model's input, not the conversation)
+- `files/undone`, `files/restored` (the person's `/undo`, `/restore`, or the CLI's
+  `session undo`) -> a system message telling the model what changed under it, and
+  the agent's one-line answer, as the person was given it
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any, Final
 
 from ..approval import render
 from ..events import SessionEvent
+from ..faces import logged_outcome, outcome_line
+from ..history import FilesRestored, FilesUndone
 from ..policy import PolicyContext
 from ..tools import ToolCalled, ToolResulted
 from .events import PromptReceived, ReplyGiven
@@ -59,6 +64,8 @@ def chat_messages(events: Sequence[SessionEvent], system: str) -> list[dict[str,
     """
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     open_calls: list[str] = []
+    # A tool call's seq -> its id and title, so that an undo names the call the model made.
+    called: dict[int, str] = {}
 
     def close_open() -> None:
         for call_id in open_calls:
@@ -79,6 +86,7 @@ def chat_messages(events: Sequence[SessionEvent], system: str) -> list[dict[str,
             case ToolCalled(call_id=call_id, name=name, arguments=arguments):
                 close_open()
                 open_calls.append(call_id)
+                called[event.seq] = f"{call_id}: {tool_title(name, arguments)}"
                 messages.append(
                     {
                         "role": "assistant",
@@ -96,10 +104,27 @@ def chat_messages(events: Sequence[SessionEvent], system: str) -> list[dict[str,
                 if call_id in open_calls:
                     open_calls.remove(call_id)
                     messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            case FilesUndone() | FilesRestored():
+                close_open()
+                messages.append({"role": "system", "content": undo_note(event, called)})
             case _:
                 pass
     close_open()
     return messages
+
+
+def undo_note(event: FilesUndone | FilesRestored, called: Mapping[int, str]) -> str:
+    """What the model is told of an undo or a restore the person made: the line the
+    person was given, the tool call it reached back to (when the model made it), and
+    that earlier results no longer say what the files hold."""
+    outcome = logged_outcome(event)
+    which = called.get(outcome.target)
+    named = "" if which is None else f" (seq {outcome.target} was your tool call {which})"
+    return (
+        f"The person changed the workspace's files between your turns: {outcome_line(outcome)}"
+        f"{named}. What earlier tool results showed of these files may no longer hold: "
+        "read them again before relying on them."
+    )
 
 
 def tool_title(name: str, arguments: Any) -> str:
@@ -167,6 +192,14 @@ def replay_updates(events: Sequence[SessionEvent], cwd: str | None) -> list[dict
                 if call_id in open_calls:
                     open_calls.remove(call_id)
                 updates.append(tool_call_done(call_id, text, is_error=is_error, facts=facts))
+            case FilesUndone() | FilesRestored():
+                # The agent's answer to the person's command, as it was sent.
+                updates.append(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": outcome_line(logged_outcome(event))},
+                    }
+                )
             case _:
                 pass
     # A call cut off by a cancel or a crash has no result: the client is told so.

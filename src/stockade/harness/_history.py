@@ -441,11 +441,16 @@ class Histories:
             with trio.CancelScope(shield=True):
                 change = await trio.to_thread.run_sync(tracker.after, started.mark)
                 summary = ChangeSummary.of(change, listed)
+                unrecorded = tuple(_shown(p) for p in planned.unrecorded)
                 event: SessionEvent
                 if kind == "undo":
-                    event = FilesUndone(call=target, change=summary, left=applied_left)
+                    event = FilesUndone(
+                        call=target, change=summary, left=applied_left, unrecorded=unrecorded
+                    )
                 else:
-                    event = FilesRestored(before=target, change=summary, left=applied_left)
+                    event = FilesRestored(
+                        before=target, change=summary, left=applied_left, unrecorded=unrecorded
+                    )
                 (stamped,) = await session.append(event)
         return UndoOutcome(
             kind=kind,
@@ -456,7 +461,7 @@ class Histories:
             deleted=summary.deleted,
             paths=(*summary.created_paths, *summary.modified_paths, *summary.deleted_paths),
             left=applied_left,
-            unrecorded=tuple(_shown(p) for p in planned.unrecorded),
+            unrecorded=unrecorded,
         )
 
 

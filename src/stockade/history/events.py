@@ -88,21 +88,24 @@ class FilesChanged(SessionEvent, kw_only=True, frozen=True, tag="files/changed")
 
 
 class FilesUndone(SessionEvent, kw_only=True, frozen=True, tag="files/undone"):
-    """Call `call`'s changes were reverted: what that changed, and the paths left as they
-    were (each with why)."""
+    """Call `call`'s changes were reverted: what that changed, the paths left as they
+    were (each with why), and those whose earlier state the store lacked (shown
+    escaped; not put back). A log written before `unrecorded` was kept reads ()."""
 
     call: int
     change: ChangeSummary = msgspec.field(default_factory=ChangeSummary)
     left: tuple[str, ...] = ()
+    unrecorded: tuple[str, ...] = ()
 
 
 class FilesRestored(SessionEvent, kw_only=True, frozen=True, tag="files/restored"):
-    """The root was put back as it was before seq `before`: what that changed, and the
-    paths left as they were (each with why)."""
+    """The root was put back as it was before seq `before`: what that changed, the
+    paths left as they were (each with why), and those not put back (as `FilesUndone`)."""
 
     before: int
     change: ChangeSummary = msgspec.field(default_factory=ChangeSummary)
     left: tuple[str, ...] = ()
+    unrecorded: tuple[str, ...] = ()
 
 
 HISTORY_EVENTS = (FilesChanged, FilesUndone, FilesRestored)
