@@ -111,3 +111,37 @@ def test_the_default_is_danger_full_access_and_runs(unconfined):
         "run", "--config", str(config), "--mode", "danger-full-access", "echo ok", cwd=workspace
     )
     assert (explicit.returncode, explicit.stdout) == (0, "ok\n"), explicit.stderr
+
+
+def test_probe_says_first_that_commands_run_without_a_sandbox(unconfined, scratch):
+    """A backend usable here says nothing of whether the composition's commands get it:
+    probe's first line (and `commands` in --json) says they run unconfined, and why."""
+    workspace, config, why = unconfined
+    text = stockade("probe", "--config", str(config), cwd=workspace)
+    if "executor entry" not in why:
+        # `stockade.bash.local` with no provider entry: probe has nothing to probe.
+        assert text.returncode == 125, text.stdout + text.stderr
+        assert "SANDBOX_UNAVAILABLE" in text.stderr
+        return
+    assert text.returncode in (0, 125), text.stderr
+    first = text.stdout.splitlines()[0]
+    assert first.startswith("commands: run WITHOUT a sandbox, whatever is usable below (")
+    assert why in first and "they default to danger-full-access" in first
+    assert "mount 'stockade.bash.sandbox' as the executor" in first
+    reply = stockade("probe", "--config", str(config), "--json", cwd=workspace)
+    commands = json.loads(reply.stdout)["commands"]
+    assert commands["confined"] is False
+    assert commands["default_mode"] == "danger-full-access"
+    assert why in commands["unconfined"]
+    # The same host and backend under a composition that confines: said so.
+    confining = write_config(
+        private_dir(scratch, "confining"),
+        "- {id: sandbox, name: stockade.sandbox.local}\n"
+        "- {id: bash, name: stockade.bash.sandbox}\n",
+    )
+    confined = stockade("probe", "--config", str(confining), "--json", cwd=workspace)
+    assert json.loads(confined.stdout)["commands"] == {
+        "confined": True,
+        "default_mode": "workspace-write",
+        "unconfined": None,
+    }

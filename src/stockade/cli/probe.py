@@ -1,5 +1,6 @@
-"""`stockade probe`: which sandbox backends work here and why not, what each enforces in
-each mode, which one a command gets, and the trust-base checks (text, or one JSON object).
+"""`stockade probe`: whether the composition's commands are confined at all, which
+sandbox backends work here and why not, what each enforces in each mode, which one a
+command gets, and the trust-base checks (text, or one JSON object).
 
 What it finds on disk is named in it (the deny_read paths hidden under the root, a
 `.env` a command made included; protected paths; the runner), so the whole text is
@@ -19,6 +20,7 @@ from ..executor import planned_here, render_policy
 from ..faces import load_face_composition
 from ..limits import Enforcement, HostLimits, SessionLimits, format_value
 from ..modes import SandboxMode
+from ..policy import knobs
 from ..sandbox import (
     guard_rules,
     judge,
@@ -110,11 +112,13 @@ def run_probe(args: argparse.Namespace) -> int:
             "beside_root": beside,
             "rules": _rules_json(rules, rules_refused),
             "network": _network(settings),
+            "commands": _commands(settings),
         }
         sys.stdout.write(json_escaped(msgspec.json.encode(reply).decode()) + "\n")
     else:
         text = (
-            render_selection(selection, refused_here=refused)
+            _render_commands(_commands(settings))
+            + render_selection(selection, refused_here=refused)
             + render_trust(trust)
             + render_policy(settings.executor.env, settings.executor.withheld)
             + deny_read.render(hidden, settings.root)
@@ -125,6 +129,34 @@ def run_probe(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(escaped_lines(text))
     return 0 if selection.backend is not None else EXIT_UNAVAILABLE
+
+
+def _commands(settings: Plan) -> dict[str, Any]:
+    """Whether the composition's commands run in the sandbox below at all: one whose
+    executor confines nothing (`stockade.bash.local`, or no executor entry) runs them
+    WITHOUT one, whatever backend is usable here, and `run` and `exec` then default to
+    danger-full-access. A fact of the whole configuration, so it is said here, once,
+    not on every call."""
+    return {
+        "confined": settings.unconfined is None,
+        "default_mode": settings.mode.value,
+        "unconfined": settings.unconfined,
+    }
+
+
+def _render_commands(commands: dict[str, Any]) -> str:
+    if commands["confined"]:
+        return (
+            "commands: in read-only and workspace-write, confined by the backend selected "
+            f"below (the default mode: {commands['default_mode']})\n"
+        )
+    return (
+        "commands: run WITHOUT a sandbox, whatever is usable below "
+        f"({commands['unconfined']}); they default to danger-full-access, and "
+        "--mode read-only or workspace-write is refused. To confine commands, mount "
+        f"{knobs.CONFINING_EXECUTOR!r} as the executor beside a "
+        f"{knobs.SANDBOX_PROVIDER!r} provider entry\n"
+    )
 
 
 def _beside_root(settings: Plan) -> dict[str, object]:
