@@ -23,8 +23,8 @@ from typing import Any, Final
 
 from ..approval import render
 from ..events import SessionEvent
-from ..faces import logged_outcome, outcome_line
-from ..history import FilesRestored, FilesUndone
+from ..faces import outcome_line
+from ..history import FilesRestored, FilesUndone, UndoOutcome
 from ..policy import PolicyContext
 from ..tools import ToolCalled, ToolResulted
 from .events import PromptReceived, ReplyGiven
@@ -117,7 +117,7 @@ def undo_note(event: FilesUndone | FilesRestored, called: Mapping[int, str]) -> 
     """What the model is told of an undo or a restore the person made: the line the
     person was given, the tool call it reached back to (when the model made it), and
     that earlier results no longer say what the files hold."""
-    outcome = logged_outcome(event)
+    outcome = UndoOutcome.of(event)
     which = called.get(outcome.target)
     named = "" if which is None else f" (seq {outcome.target} was your tool call {which})"
     return (
@@ -197,7 +197,7 @@ def replay_updates(events: Sequence[SessionEvent], cwd: str | None) -> list[dict
                 updates.append(
                     {
                         "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": outcome_line(logged_outcome(event))},
+                        "content": {"type": "text", "text": outcome_line(UndoOutcome.of(event))},
                     }
                 )
             case _:

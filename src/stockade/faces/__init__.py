@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from .undo import calls_lines as calls_lines
     from .undo import calls_table as calls_table
     from .undo import counts as counts
-    from .undo import logged_outcome as logged_outcome
     from .undo import outcome_facts as outcome_facts
     from .undo import outcome_line as outcome_line
     from .undo import refusal_facts as refusal_facts

@@ -11,14 +11,9 @@ are the harness's `UndoableCall`, `UndoOutcome` and `UndoRefused`, read by attri
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, Final, Protocol
 
-from ..history import FilesUndone
 from ..shown import one_line
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ..history import FilesRestored
 
 # How many paths an outcome line names of what it left (the JSON form names them all).
 SHOWN_PATHS: Final = 5
@@ -150,41 +145,6 @@ def _some(paths: Sequence[str]) -> str:
     shown = "; ".join(one_line(path, limit=200) for path in paths[:SHOWN_PATHS])
     more = len(paths) - SHOWN_PATHS
     return shown + (f" (and {more} more)" if more > 0 else "")
-
-
-class LoggedOutcome(NamedTuple):
-    """An undo's or a restore's `Outcome` as its event in the log keeps it."""
-
-    kind: str
-    target: int
-    event_seq: int
-    created: int
-    modified: int
-    deleted: int
-    paths: tuple[str, ...]
-    left: tuple[str, ...]
-    unrecorded: tuple[str, ...]
-
-
-def logged_outcome(event: FilesUndone | FilesRestored) -> LoggedOutcome:
-    """The outcome a `files/undone` or `files/restored` event records, so a face that
-    reads the log (a replay, the model's history) says what the face said at the time."""
-    change = event.change
-    if isinstance(event, FilesUndone):
-        kind, target = "undo", event.call
-    else:
-        kind, target = "restore", event.before
-    return LoggedOutcome(
-        kind=kind,
-        target=target,
-        event_seq=event.seq,
-        created=change.created,
-        modified=change.modified,
-        deleted=change.deleted,
-        paths=(*change.created_paths, *change.modified_paths, *change.deleted_paths),
-        left=event.left,
-        unrecorded=event.unrecorded,
-    )
 
 
 def refusal_line(refusal: Refusal) -> str:

@@ -5,9 +5,9 @@
 agent loop holds, `session` reads one session's policy from its log.
 """
 
+from ..history import UndoOutcome as UndoOutcome
 from ..lazy import surface
 from ._history import UndoableCall as UndoableCall
-from ._history import UndoOutcome as UndoOutcome
 from ._history import UndoRefused as UndoRefused
 from .agent import AgentSession as AgentSession
 from .agent import SessionShell as SessionShell

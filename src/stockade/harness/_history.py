@@ -30,6 +30,7 @@ from ..history import (
     FilesRestored,
     FilesUndone,
     HistoryConfig,
+    UndoOutcome,
     fold_history,
 )
 from ..reprs import fields_repr
@@ -76,23 +77,6 @@ class UndoRefused(StockadeError):
         # A path is a command's choice: a newline or an escape in a name must not
         # split this line or act on a terminal that prints it.
         super().__init__(one_line(line))
-
-
-@attrs.frozen
-class UndoOutcome:
-    """What an undo or a restore did: its event's seq, what it changed, what it left."""
-
-    __repr__ = fields_repr
-
-    kind: Literal["undo", "restore"]
-    target: int  # the call seq undone / the seq restored to before
-    event_seq: int  # the seq of its files/undone or files/restored event
-    created: int
-    modified: int
-    deleted: int
-    paths: tuple[str, ...]  # up to the bound
-    left: tuple[str, ...]  # "path: why" not done
-    unrecorded: tuple[str, ...]  # paths left as they are (over the budget etc.)
 
 
 @attrs.frozen
@@ -452,17 +436,8 @@ class Histories:
                         before=target, change=summary, left=applied_left, unrecorded=unrecorded
                     )
                 (stamped,) = await session.append(event)
-        return UndoOutcome(
-            kind=kind,
-            target=target,
-            event_seq=stamped.seq,
-            created=summary.created,
-            modified=summary.modified,
-            deleted=summary.deleted,
-            paths=(*summary.created_paths, *summary.modified_paths, *summary.deleted_paths),
-            left=applied_left,
-            unrecorded=unrecorded,
-        )
+        assert isinstance(stamped, FilesUndone | FilesRestored)
+        return UndoOutcome.of(stamped)
 
 
 @attrs.frozen

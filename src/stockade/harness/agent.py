@@ -18,12 +18,13 @@ import trio
 
 from .. import tools
 from ..events import SessionEvent, UnencodableEvent
+from ..history import UndoOutcome
 from ..messages import JobHandle, JobReport, ShellResult
 from ..policy import PolicyContext, SessionRuleAllowed
 from ..reprs import fields_repr
 from ..tools import FS_TOOLS, CallRecorder, PinnedRoots, ToolCalled, ToolResult, ToolResulted
 from ..vocab import ApprovalPolicy, ExecutionPolicy, Network, SandboxMode
-from ._history import UndoableCall, UndoOutcome, UndoRefused
+from ._history import UndoableCall, UndoRefused
 from .session import Session, check_workspace_root
 
 if TYPE_CHECKING:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .events import FilesRestored as FilesRestored
     from .events import FilesUndone as FilesUndone
     from .events import RecordRef as RecordRef
+    from .events import UndoOutcome as UndoOutcome
     from .events import fold_history as fold_history
 
 if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)

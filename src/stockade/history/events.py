@@ -9,6 +9,7 @@ call touched, and a resumed session knows its history.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 import attrs
 import msgspec
@@ -109,6 +110,46 @@ class FilesRestored(SessionEvent, kw_only=True, frozen=True, tag="files/restored
 
 
 HISTORY_EVENTS = (FilesChanged, FilesUndone, FilesRestored)
+
+
+@attrs.frozen
+class UndoOutcome:
+    """What an undo or a restore did: its event's seq, what it changed, what it left.
+    Read from its event (`of`), so the harness's answer and a face reading the log
+    later (a replay, a model's history) say the same."""
+
+    __repr__ = fields_repr
+
+    kind: Literal["undo", "restore"]
+    target: int  # the call seq undone / the seq restored to before
+    event_seq: int  # the seq of its files/undone or files/restored event
+    created: int
+    modified: int
+    deleted: int
+    paths: tuple[str, ...]  # up to the bound
+    left: tuple[str, ...]  # "path: why" not done
+    unrecorded: tuple[str, ...]  # paths left as they are (over the budget etc.)
+
+    @classmethod
+    def of(cls, event: FilesUndone | FilesRestored) -> UndoOutcome:
+        """The outcome `event` (as the log stamped it) records."""
+        kind: Literal["undo", "restore"]
+        if isinstance(event, FilesUndone):
+            kind, target = "undo", event.call
+        else:
+            kind, target = "restore", event.before
+        change = event.change
+        return cls(
+            kind=kind,
+            target=target,
+            event_seq=event.seq,
+            created=change.created,
+            modified=change.modified,
+            deleted=change.deleted,
+            paths=(*change.created_paths, *change.modified_paths, *change.deleted_paths),
+            left=event.left,
+            unrecorded=event.unrecorded,
+        )
 
 
 @attrs.frozen
