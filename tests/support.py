@@ -132,7 +132,9 @@ def describe_processes(pids: Sequence[int]) -> str:
             cmdline = (base / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             fields = (base / "stat").read_text().rsplit(")", 1)[1].split()
             status = dict(
-                line.split(":\t", 1) for line in (base / "status").read_text().splitlines()
+                line.split(":\t", 1)
+                for line in (base / "status").read_text().splitlines()
+                if ":\t" in line
             )
             cgroup = (base / "cgroup").read_text().strip().replace("\n", "; ")
             wchan = (base / "wchan").read_text()

@@ -59,16 +59,16 @@ def test_main_leaves_the_callers_collector_alone(capsys):
     assert capsys.readouterr().out.startswith("decision: none")
 
 
-# A verb stood in for by one that says how it finds the collector: `probe` (whose
-# module loads when it is asked) or `exec` (the entry's own import).
+# A verb stood in for by one that says how it finds the collector: MODULE.NAME (the
+# function the entry calls for it) is replaced, then the words run as the console
+# script runs them.
 COLLECTOR_SCRIPT = """
-import gc, sys, weakref
-import stockade.cli as cli
+import gc, importlib, sys, weakref
 
 class Cycle:
     pass
 
-def report(args):
+def report(*args, **kwargs):
     cycle = Cycle()
     cycle.me = cycle
     gone = []
@@ -78,29 +78,80 @@ def report(args):
     print(gc.isenabled(), gc.get_freeze_count() > 0, bool(gone), flush=True)
     raise SystemExit(0)
 
-cli.run_probe = cli.run_exec = report
-sys.argv = ["stockade", sys.argv[1]]
+module, name = sys.argv[1].rsplit(".", 1)
+setattr(importlib.import_module(module), name, report)
+sys.argv = ["stockade", *sys.argv[2:]]
 from stockade.entry import console
 raise SystemExit(console())
 """
 
+# Every verb the parser knows, with words that reach it, and the function that runs it.
+VERBS = {
+    "probe": ("stockade.cli.run_probe", ["probe"]),
+    "cache": ("stockade.cli.run_cache", ["cache", "show"]),
+    "rules": ("stockade.cli.run_rules_check", ["rules", "check", "--", "true"]),
+    "demo": ("stockade.cli.run_demo", ["demo"]),
+    "run": ("stockade.cli.run_command", ["run", "true"]),
+    "mcp": ("stockade.mcp.run_mcp", ["mcp"]),
+    "acp": ("stockade.acp.main.main", ["acp"]),
+    "session show": ("stockade.cli.run_show", ["session", "show", "an-id"]),
+    "session list": ("stockade.cli.run_list", ["session", "list"]),
+    "session prune": ("stockade.cli.run_prune", ["session", "prune", "--older-than", "9d"]),
+    "session undo": ("stockade.cli.run_undo", ["session", "undo", "an-id"]),
+}
 
-@pytest.mark.parametrize(
-    ("verb", "seen"),
-    [
-        # What loaded is frozen, and the collector runs over what the verb makes.
-        ("probe", "True True True"),
-        # exec ends in an exec or os._exit: the collector never resumes, nothing is
-        # frozen, and a cycle it makes stays until the process ends.
-        ("exec", "False False False"),
-    ],
-)
-def test_the_collector_waits_for_the_verbs_modules(verb, seen):
+
+def _parser_verbs() -> set[str]:
+    import argparse
+
+    from stockade.cli import build_parser
+
+    def verbs(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
+    found = set()
+    for name, sub in verbs(build_parser()).items():
+        found |= {f"{name} {inner}" for inner in verbs(sub)} if name == "session" else {name}
+    return found
+
+
+def test_every_verb_is_in_the_collectors_table():
+    assert _parser_verbs() == {*VERBS, "exec"}
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_a_verb_runs_with_the_collector_on_over_what_it_makes(verb, tmp_path):
+    """What loaded is frozen, and the collector runs over what the verb makes: a verb
+    that forgot to resume it would run for as long as it serves with none."""
+    target, words = VERBS[verb]
+    env = {**os.environ, "STOCKADE_STATE_DIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-c", COLLECTOR_SCRIPT, verb], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", COLLECTOR_SCRIPT, target, *words],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == seen
+    assert done.stdout.strip() == "True True True"
+
+
+def test_exec_never_resumes_the_collector(tmp_path):
+    """exec ends in an exec or os._exit: nothing is frozen, and a cycle it makes stays
+    until the process ends."""
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTOR_SCRIPT, "stockade.cli.run_exec", "exec", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False False False"
 
 
 def test_main_leaves_a_callers_collector_running(capsys):
