@@ -119,9 +119,15 @@ def test_probe_says_first_that_commands_run_without_a_sandbox(unconfined, scratc
     workspace, config, why = unconfined
     text = stockade("probe", "--config", str(config), cwd=workspace)
     if "executor entry" not in why:
-        # `stockade.bash.local` with no provider entry: probe has nothing to probe.
+        # `stockade.bash.local` with no provider entry: nothing to probe, and its one
+        # error line says what that means for the commands.
         assert text.returncode == 125, text.stdout + text.stderr
-        assert "SANDBOX_UNAVAILABLE" in text.stderr
+        (line,) = text.stderr.splitlines()
+        assert line.startswith("stockade: SANDBOX_UNAVAILABLE: the composition mounts no")
+        assert f"its commands run WITHOUT a sandbox ({why}" in line
+        assert line.endswith("they default to danger-full-access")
+        reply = stockade("probe", "--config", str(config), "--json", cwd=workspace)
+        assert "run WITHOUT a sandbox" in json.loads(reply.stdout)["error"]["detail"]
         return
     assert text.returncode in (0, 125), text.stderr
     first = text.stdout.splitlines()[0]

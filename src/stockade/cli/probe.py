@@ -51,7 +51,14 @@ def run_probe(args: argparse.Namespace) -> int:
     )
     provider, hidden = settings.provider, settings.deny_read
     if provider is None or hidden is None:
-        raise SandboxUnavailable(NO_PROVIDER)
+        detail = NO_PROVIDER
+        if settings.unconfined is not None:
+            # Nothing to probe, and the one line says what that means for its commands.
+            detail += (
+                f", and its commands run WITHOUT a sandbox ({settings.unconfined}); they "
+                "default to danger-full-access"
+            )
+        raise SandboxUnavailable(detail)
     selection = select_backend(provider, probe_all=True)
     trust = trust_checks(
         root=settings.root,
