@@ -121,11 +121,37 @@ def test_undo_and_restore_commands_are_the_persons(workspace, scratch, state_dir
     # The model never saw a command: two prompts, two tool calls, all from the script.
     log = log_events(state_dir_outside, sid)
     assert [event["text"] for event in of_type(log, "acp/prompt")] == ["first", "second"]
+    # Each command is logged with its answer, for session/load (never for the model).
+    answered = of_type(log, "acp/command")
+    assert [event["text"] for event in answered] == [
+        command.format(first=first, second=second) for command in commands
+    ]
+    assert [event["answer"] for event in answered] == replies
     assert len(of_type(log, "tool/call")) == 2
     assert [event["call"] for event in of_type(log, "files/undone")] == [second]
     assert [event["before"] for event in of_type(log, "files/restored")] == [first]
     tool_calls = [u for u in client.updates[sid] if u.session_update == "tool_call"]
     assert len(tool_calls) == 2
+
+    # A new agent loading the session replays each command and its answer, in order.
+    loader = ScriptedClient()
+
+    async def load() -> None:
+        async with agent(loader, state_dir_outside, "--script", script) as (conn, _process):
+            await conn.load_session(session_id=sid, cwd=str(workspace))
+
+    run(load())
+    chunks = [
+        (update.session_update, update.content.text)
+        for update in loader.updates[sid]
+        if update.session_update in ("user_message_chunk", "agent_message_chunk")
+    ]
+    expected = []
+    for command, reply in zip(commands, replies, strict=True):
+        typed = command.format(first=first, second=second)
+        expected += [("user_message_chunk", typed), ("agent_message_chunk", reply)]
+    assert chunks[0] == ("user_message_chunk", "first")
+    assert chunks[-len(expected) :] == expected
 
     # The agent gone, the person's command line reads the same session (its log holds
     # the ACP conversation's events too).
@@ -211,11 +237,11 @@ def test_the_model_is_told_of_the_persons_undo(workspace, state_dir_outside, cha
     assert len(seen) == 3
     assert all("/undo" not in json.dumps(m) for m in seen[2] if m["role"] == "user")
     system = [m["content"] for m in seen[2] if m["role"] == "system"]
-    notes = [text for text in system if text.startswith("The person")]
+    notes = [text for text in system if text.startswith("Between your turns")]
     assert notes == [
-        "The person changed the workspace's files between your turns: "
-        f"undid call {seq}: 1 created removed (seq {seq} was your tool call call_one: "
-        "bash: echo one > a.txt). What earlier tool results showed of these files may no "
+        f"Between your turns the person undid call {seq} (seq {seq} was your tool call "
+        "call_one, bash: echo one > a.txt): 1 created removed. Paths, as JSON strings: "
+        'put back: ["a.txt"]. What earlier tool results showed of these files may no '
         "longer hold: read them again before relying on them."
     ]
     assert seen[2][-1] == {"role": "user", "content": "what is in a.txt?"}

@@ -34,7 +34,7 @@ from ..trust import broad_root_refusal
 from ..vocab import Network
 from .answerer import AskContext
 from .commands import Command, Unusable, parse_command
-from .events import PromptReceived, ReplyGiven
+from .events import CommandAnswered, PromptReceived, ReplyGiven
 from .model import Model
 from .modes import NotSelectable, check_selectable, mode_state, switch_plan
 from .transcript import (
@@ -240,13 +240,13 @@ class AgentCore:
         try:
             command = parse_command(text)
         except Unusable as error:
-            await self._say(session_id, str(error))
+            await self._answer(state, text, str(error))
             return "end_turn"
         if command is not None:
             state.busy = True
             state.idle = trio.Event()
             try:
-                await self._say(session_id, await self._command(state.agent, command))
+                await self._answer(state, text, await self._command(state.agent, command))
             finally:
                 state.busy = False
                 state.idle.set()
@@ -270,6 +270,12 @@ class AgentCore:
             state.busy = False
             state.scope = None
             state.idle.set()
+
+    async def _answer(self, state: AcpSession, text: str, answer: str) -> None:
+        """The person's own command answered: logged (for `session/load`, never for the
+        model), then said."""
+        await state.agent.session.append(CommandAnswered(text=text, answer=answer))
+        await self._say(state.agent.id, answer)
 
     async def _say(self, session_id: str, text: str) -> None:
         await self.notify(

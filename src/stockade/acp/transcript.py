@@ -11,8 +11,10 @@ agent continues the conversation exactly where the log says it stands.
 - `context/policy` -> a system message, at the point the model was given it
   (not replayed to the client: it is the model's input, not the conversation)
 - `files/undone`, `files/restored` (the person's `/undo`, `/restore`, or the CLI's
-  `session undo`) -> a system message telling the model what changed under it, and
-  the agent's one-line answer, as the person was given it
+  `session undo`) -> a system message telling the model what changed under it (not
+  replayed: the client was told by the command's answer, below, if at all)
+- `acp/command` (the person's `/undo` or `/restore` and the agent's answer) -> not
+  sent to the model / the person's `user_message_chunk` and the agent's answer
 """
 
 from __future__ import annotations
@@ -23,17 +25,20 @@ from typing import Any, Final
 
 from ..approval import render
 from ..events import SessionEvent
-from ..faces import outcome_line
+from ..faces import done_on_disk
 from ..history import FilesRestored, FilesUndone, UndoOutcome
 from ..policy import PolicyContext
+from ..shown import one_line
 from ..tools import ToolCalled, ToolResulted
-from .events import PromptReceived, ReplyGiven
+from .events import CommandAnswered, PromptReceived, ReplyGiven
 from .permission import tool_kind
 
 INTERRUPTED: Final = (
     "[no result: the call was interrupted before it finished; nothing is known of its effects]"
 )
 TITLE_LIMIT: Final = 120
+# How many paths of each kind an undo's note to the model names (then a count).
+NOTE_PATHS: Final = 20
 
 
 def prompt_text(blocks: Sequence[Mapping[str, Any]]) -> str:
@@ -86,7 +91,7 @@ def chat_messages(events: Sequence[SessionEvent], system: str) -> list[dict[str,
             case ToolCalled(call_id=call_id, name=name, arguments=arguments):
                 close_open()
                 open_calls.append(call_id)
-                called[event.seq] = f"{call_id}: {tool_title(name, arguments)}"
+                called[event.seq] = f"{one_line(call_id, limit=200)}, {tool_title(name, arguments)}"
                 messages.append(
                     {
                         "role": "assistant",
@@ -114,17 +119,39 @@ def chat_messages(events: Sequence[SessionEvent], system: str) -> list[dict[str,
 
 
 def undo_note(event: FilesUndone | FilesRestored, called: Mapping[int, str]) -> str:
-    """What the model is told of an undo or a restore the person made: the line the
-    person was given, the tool call it reached back to (when the model made it), and
-    that earlier results no longer say what the files hold."""
+    """What the model is told of an undo or a restore the person made between its
+    turns: what it reached back to (the tool call, when the model made it), what it did
+    on disk, the paths as JSON strings (a file name a command chose is data here, never
+    words of the note), and that earlier results no longer say what the files hold."""
     outcome = UndoOutcome.of(event)
+    what = (
+        f"undid call {outcome.target}"
+        if outcome.kind == "undo"
+        else f"restored the workspace to how it was before seq {outcome.target}"
+    )
     which = called.get(outcome.target)
     named = "" if which is None else f" (seq {outcome.target} was your tool call {which})"
+    paths = [
+        f"{label} {_json_paths(found)}"
+        for label, found in (
+            ("put back:", outcome.paths),
+            ("left as they were:", outcome.left),
+            ("not recorded, so not put back:", outcome.unrecorded),
+        )
+        if found
+    ]
+    listed = f" Paths, as JSON strings: {'; '.join(paths)}." if paths else ""
     return (
-        f"The person changed the workspace's files between your turns: {outcome_line(outcome)}"
-        f"{named}. What earlier tool results showed of these files may no longer hold: "
+        f"Between your turns the person {what}{named}: {done_on_disk(outcome)}."
+        f"{listed} What earlier tool results showed of these files may no longer hold: "
         "read them again before relying on them."
     )
+
+
+def _json_paths(paths: Sequence[str]) -> str:
+    shown = json.dumps(list(paths[:NOTE_PATHS]))
+    more = len(paths) - NOTE_PATHS
+    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def tool_title(name: str, arguments: Any) -> str:
@@ -192,12 +219,18 @@ def replay_updates(events: Sequence[SessionEvent], cwd: str | None) -> list[dict
                 if call_id in open_calls:
                     open_calls.remove(call_id)
                 updates.append(tool_call_done(call_id, text, is_error=is_error, facts=facts))
-            case FilesUndone() | FilesRestored():
-                # The agent's answer to the person's command, as it was sent.
+            case CommandAnswered(text=text, answer=answer):
+                # The person's own command and the agent's answer, as they were sent.
+                updates.append(
+                    {
+                        "sessionUpdate": "user_message_chunk",
+                        "content": {"type": "text", "text": text},
+                    }
+                )
                 updates.append(
                     {
                         "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": outcome_line(UndoOutcome.of(event))},
+                        "content": {"type": "text", "text": answer},
                     }
                 )
             case _:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .composition import load_face_composition as load_face_composition
     from .events import ACP_EVENTS as ACP_EVENTS
     from .events import FACE_EVENTS as FACE_EVENTS
+    from .events import CommandAnswered as CommandAnswered
     from .events import PromptReceived as PromptReceived
     from .events import ReplyGiven as ReplyGiven
     from .sessions import Unshowable as Unshowable
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .undo import calls_lines as calls_lines
     from .undo import calls_table as calls_table
     from .undo import counts as counts
+    from .undo import done_on_disk as done_on_disk
     from .undo import outcome_facts as outcome_facts
     from .undo import outcome_line as outcome_line
     from .undo import refusal_facts as refusal_facts

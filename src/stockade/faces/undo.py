@@ -124,6 +124,17 @@ def outcome_line(outcome: Outcome) -> str:
         if outcome.kind == "undo"
         else f"restored to before seq {outcome.target}"
     )
+    line = f"{head}: {done_on_disk(outcome)}"
+    if outcome.left:
+        line += f"; left as it is: {_some(outcome.left)}"
+    if outcome.unrecorded:
+        line += f"; not recorded, so not put back: {_some(outcome.unrecorded)}"
+    return line
+
+
+def done_on_disk(outcome: Outcome) -> str:
+    """`2 created removed, 1 modified put back, 1 deleted restored`: the undo's own
+    changes on disk, or that none was needed."""
     done = [
         f"{count} {what}"
         for count, what in (
@@ -133,12 +144,7 @@ def outcome_line(outcome: Outcome) -> str:
         )
         if count
     ]
-    line = f"{head}: {', '.join(done) if done else 'nothing on disk needed changing'}"
-    if outcome.left:
-        line += f"; left as it is: {_some(outcome.left)}"
-    if outcome.unrecorded:
-        line += f"; not recorded, so not put back: {_some(outcome.unrecorded)}"
-    return line
+    return ", ".join(done) if done else "nothing on disk needed changing"
 
 
 def _some(paths: Sequence[str]) -> str:

@@ -1,9 +1,10 @@
 """The history's session events (`files/changed`, `files/undone`, `files/restored`), the
 bounded summary of a change they carry, and the fold that turns a log into records.
 
-An event carries counts and at most `listed_paths` paths of each kind; the full list
-is the manifest it names in the root's snapshot store, so a log stays small whatever a
-call touched, and a resumed session knows its history.
+An event carries counts and at most `listed_paths` paths of each kind it changed; the
+full list is the manifest it names in the root's snapshot store, so a log stays small
+whatever a call touched, and a resumed session knows its history. An undo's event keeps
+whole the paths it could not do (`left`, `unrecorded`): each is one it met and left.
 """
 
 from __future__ import annotations
