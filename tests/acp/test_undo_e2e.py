@@ -240,8 +240,8 @@ def test_the_model_is_told_of_the_persons_undo(workspace, state_dir_outside, cha
     notes = [text for text in system if text.startswith("Between your turns")]
     assert notes == [
         f"Between your turns the person undid call {seq} (seq {seq} was your tool call "
-        "call_one, bash: echo one > a.txt): 1 created removed. Paths, as JSON strings: "
-        'put back: ["a.txt"]. What earlier tool results showed of these files may no '
+        '"call_one", "bash: echo one > a.txt"): 1 created removed. Paths, as JSON strings: '
+        'removed: ["a.txt"]. What earlier tool results showed of these files may no '
         "longer hold: read them again before relying on them."
     ]
     assert seen[2][-1] == {"role": "user", "content": "what is in a.txt?"}

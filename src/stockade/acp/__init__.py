@@ -19,6 +19,7 @@ from .answerer import AskContext as AskContext
 from .answerer import AskFailed as AskFailed
 from .answerer import PermissionChannel as PermissionChannel
 from .events import ACP_EVENTS as ACP_EVENTS
+from .events import CommandAnswered as CommandAnswered
 from .events import PromptReceived as PromptReceived
 from .events import ReplyGiven as ReplyGiven
 from .permission import ALLOW_ONCE as ALLOW_ONCE

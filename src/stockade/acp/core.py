@@ -272,10 +272,11 @@ class AgentCore:
             state.idle.set()
 
     async def _answer(self, state: AcpSession, text: str, answer: str) -> None:
-        """The person's own command answered: logged (for `session/load`, never for the
-        model), then said."""
-        await state.agent.session.append(CommandAnswered(text=text, answer=answer))
+        """The person's own command answered: said, then logged (for `session/load`,
+        never for the model). Said first: a log that fails then must not hide from the
+        person what an undo already did on disk."""
         await self._say(state.agent.id, answer)
+        await state.agent.session.append(CommandAnswered(text=text, answer=answer))
 
     async def _say(self, session_id: str, text: str) -> None:
         await self.notify(

@@ -28,7 +28,6 @@ from ..events import SessionEvent
 from ..faces import done_on_disk
 from ..history import FilesRestored, FilesUndone, UndoOutcome
 from ..policy import PolicyContext
-from ..shown import one_line
 from ..tools import ToolCalled, ToolResulted
 from .events import CommandAnswered, PromptReceived, ReplyGiven
 from .permission import tool_kind
@@ -91,7 +90,10 @@ def chat_messages(events: Sequence[SessionEvent], system: str) -> list[dict[str,
             case ToolCalled(call_id=call_id, name=name, arguments=arguments):
                 close_open()
                 open_calls.append(call_id)
-                called[event.seq] = f"{one_line(call_id, limit=200)}, {tool_title(name, arguments)}"
+                # JSON strings: the id and the command are the model's (or what it read).
+                called[event.seq] = (
+                    f"{json.dumps(call_id)}, {json.dumps(tool_title(name, arguments))}"
+                )
                 messages.append(
                     {
                         "role": "assistant",
@@ -121,8 +123,9 @@ def chat_messages(events: Sequence[SessionEvent], system: str) -> list[dict[str,
 def undo_note(event: FilesUndone | FilesRestored, called: Mapping[int, str]) -> str:
     """What the model is told of an undo or a restore the person made between its
     turns: what it reached back to (the tool call, when the model made it), what it did
-    on disk, the paths as JSON strings (a file name a command chose is data here, never
-    words of the note), and that earlier results no longer say what the files hold."""
+    on disk, kind by kind, and that earlier results no longer say what the files hold.
+    Whatever a command or the model chose (a file name, the call's id and title) is a
+    JSON string here: data, never words of the note."""
     outcome = UndoOutcome.of(event)
     what = (
         f"undid call {outcome.target}"
@@ -131,16 +134,20 @@ def undo_note(event: FilesUndone | FilesRestored, called: Mapping[int, str]) -> 
     )
     which = called.get(outcome.target)
     named = "" if which is None else f" (seq {outcome.target} was your tool call {which})"
-    paths = [
-        f"{label} {_json_paths(found)}"
-        for label, found in (
-            ("put back:", outcome.paths),
-            ("left as they were:", outcome.left),
-            ("not recorded, so not put back:", outcome.unrecorded),
+    change = event.change
+    kinds = [
+        f"{label} {_json_paths(found, total)}"
+        for label, found, total in (
+            # The undo's own change: what it deleted is what the call had created.
+            ("removed:", change.deleted_paths, change.deleted),
+            ("written back:", change.modified_paths, change.modified),
+            ("made again:", change.created_paths, change.created),
+            ("left as they were:", outcome.left, len(outcome.left)),
+            ("not recorded, so not put back:", outcome.unrecorded, len(outcome.unrecorded)),
         )
-        if found
+        if total
     ]
-    listed = f" Paths, as JSON strings: {'; '.join(paths)}." if paths else ""
+    listed = f" Paths, as JSON strings: {'; '.join(kinds)}." if kinds else ""
     return (
         f"Between your turns the person {what}{named}: {done_on_disk(outcome)}."
         f"{listed} What earlier tool results showed of these files may no longer hold: "
@@ -148,10 +155,14 @@ def undo_note(event: FilesUndone | FilesRestored, called: Mapping[int, str]) -> 
     )
 
 
-def _json_paths(paths: Sequence[str]) -> str:
-    shown = json.dumps(list(paths[:NOTE_PATHS]))
-    more = len(paths) - NOTE_PATHS
-    return shown + (f" and {more} more" if more > 0 else "")
+def _json_paths(paths: Sequence[str], total: int) -> str:
+    """At most NOTE_PATHS of `paths` as a JSON list, and how many of `total` it leaves
+    out (an event lists only the first of each kind; `total` is the count)."""
+    shown = list(paths[:NOTE_PATHS])
+    if not shown:
+        return f"{total}, not named"
+    more = total - len(shown)
+    return json.dumps(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def tool_title(name: str, arguments: Any) -> str:

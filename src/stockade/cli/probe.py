@@ -56,7 +56,9 @@ def run_probe(args: argparse.Namespace) -> int:
             # Nothing to probe, and the one line says what that means for its commands.
             detail += (
                 f", and its commands run WITHOUT a sandbox ({settings.unconfined}); they "
-                "default to danger-full-access"
+                f"default to danger-full-access. To confine commands, mount "
+                f"{knobs.CONFINING_EXECUTOR!r} as the executor beside a "
+                f"{knobs.SANDBOX_PROVIDER!r} provider entry"
             )
         raise SandboxUnavailable(detail)
     selection = select_backend(provider, probe_all=True)
