@@ -296,6 +296,26 @@ async def test_resume_by_session_id_keeps_the_mode(root, state_dir):
     assert len(of_type(events(state_dir, sid), "tool/result")) == 2
 
 
+async def test_resume_a_session_another_face_wrote(root, state_dir, monkeypatch):
+    """A session the ACP agent began (its log holds `acp/prompt`) resumes here too: the
+    MCP face decodes every event a shipped face writes, as `stockade session` does."""
+    from stockade.acp import ACP_EVENTS, PromptReceived
+
+    sid = "mcp-resume-acp"
+    monkeypatch.setenv("STOCKADE_STATE_DIR", str(state_dir))
+    async with open_harness(None, cwd=str(root), extra_events=ACP_EVENTS) as harness:
+        session = await harness.open_session(sid, cwd=str(root))
+        await session.session.append(PromptReceived(text="begun over ACP"))
+    stderr = state_dir / "resumed.txt"
+    async with connect(root, state_dir, "--session-id", sid, stderr=stderr) as client:
+        status = await read_status(client)
+        ran = await client.call_tool("bash", {"command": "echo ok"})
+    assert status["session_id"] == sid, stderr.read_text()
+    assert "ok" in text(ran)
+    assert f"session {sid} (resumed)" in stderr.read_text()
+    assert [e["text"] for e in of_type(events(state_dir, sid), "acp/prompt")] == ["begun over ACP"]
+
+
 async def test_approval_never_fails_closed_without_asking(root, state_dir):
     seen: list = []
     elicit = answering("accept", "approve once", seen)

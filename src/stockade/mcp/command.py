@@ -164,12 +164,16 @@ async def serve(composition: Any, settings: McpSettings) -> int:
     # A token file kept elsewhere is deny_read's `mcp-token`: no confined command reads it
     # (a generated one lies in the state directory, hidden as `state`).
     token_files = (settings.token_file,) if settings.token_file else ()
+    from ..faces import FACE_EVENTS
+
     async with open_harness(
         composition,
         answerers=[answerer],
         cwd=settings.root,
         withhold=withhold,
         unreadable=token_files,
+        # A session another face began (`--session-id`) holds that face's events.
+        extra_events=FACE_EVENTS,
     ) as harness:
         face = Face(harness=harness, settings=settings, calls=answerer.calls)
         if settings.http is not None:
