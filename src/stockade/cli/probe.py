@@ -54,12 +54,7 @@ def run_probe(args: argparse.Namespace) -> int:
         detail = NO_PROVIDER
         if settings.unconfined is not None:
             # Nothing to probe, and the one line says what that means for its commands.
-            detail += (
-                f", and its commands run WITHOUT a sandbox ({settings.unconfined}); they "
-                f"default to danger-full-access. To confine commands, mount "
-                f"{knobs.CONFINING_EXECUTOR!r} as the executor beside a "
-                f"{knobs.SANDBOX_PROVIDER!r} provider entry"
-            )
+            detail += f", and its commands run WITHOUT a sandbox {_unconfined(settings.unconfined)}"
         raise SandboxUnavailable(detail)
     selection = select_backend(provider, probe_all=True)
     trust = trust_checks(
@@ -161,10 +156,17 @@ def _render_commands(commands: dict[str, Any]) -> str:
         )
     return (
         "commands: run WITHOUT a sandbox, whatever is usable below "
-        f"({commands['unconfined']}); they default to danger-full-access, and "
-        "--mode read-only or workspace-write is refused. To confine commands, mount "
+        f"{_unconfined(commands['unconfined'])}\n"
+    )
+
+
+def _unconfined(reason: str) -> str:
+    """Why commands run unconfined, what they get instead, and the fix."""
+    return (
+        f"({reason}); they default to danger-full-access, and --mode read-only or "
+        f"workspace-write is refused. To confine commands, mount "
         f"{knobs.CONFINING_EXECUTOR!r} as the executor beside a "
-        f"{knobs.SANDBOX_PROVIDER!r} provider entry\n"
+        f"{knobs.SANDBOX_PROVIDER!r} provider entry"
     )
 
 
