@@ -174,22 +174,22 @@ def _namespace_init(info: int) -> int | None:
         pass
     finally:
         os.close(info)
-    _, found, rest = report.partition(b'"child-pid":')
-    digits = rest.lstrip().split(b",")[0].split(b"\n")[0].strip()
-    if not found or not digits.isdigit():
-        return None
-    try:
-        return os.pidfd_open(int(digits))
-    except OSError:  # gone already (ESRCH), or no pidfds (ENOSYS): nothing to wait for
-        return None
+    from ..sandbox import namespace_init  # loaded already: bwrap's argv was built
+
+    return namespace_init(report)
 
 
 def _wait_gone(pidfd: int) -> None:
     """Until the process `pidfd` names has ended (bounded by TEARDOWN)."""
     import select
 
+    from ..sandbox import reap_orphaned_init
+
     try:
         select.select([pidfd], [], [], TEARDOWN)
+        # This process is the init's reaper only as a container's pid 1 (docker run
+        # IMAGE stockade exec ...), where no one else would reap it.
+        reap_orphaned_init(pidfd)
     except OSError:
         pass
     finally:

@@ -32,7 +32,7 @@ from ..messages import Sink as Sink
 from ..messages import Source as Source
 from ..messages import Streams as Streams
 from ..messages import Terminal as Terminal
-from ..sandbox import has_filter_stage
+from ..sandbox import has_filter_stage, namespace_init, reap_orphaned_init
 from ._buffer import OutputBuffer
 from ._child import Child, start_child
 
@@ -255,16 +255,7 @@ def _namespace_init(process: Child) -> int | None:
         text = b""
     finally:
         os.close(report)
-    match = _CHILD_PID.search(text)
-    if match is None:
-        return None
-    try:
-        return os.pidfd_open(int(match[1]))
-    except OSError:  # ESRCH: gone already
-        return None
-
-
-_CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)')
+    return namespace_init(text)
 
 
 async def _namespace_gone(process: Child) -> None:
@@ -276,6 +267,7 @@ async def _namespace_gone(process: Child) -> None:
     try:
         with trio.move_on_after(KILL_TEARDOWN):
             await trio.lowlevel.wait_readable(pidfd)
+        reap_orphaned_init(pidfd)
     finally:
         os.close(pidfd)
 

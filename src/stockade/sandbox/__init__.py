@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from .actor import Selector as Selector
     from .actor import open_provider as open_provider
     from .backends import has_filter_stage as has_filter_stage
+    from .backends import namespace_init as namespace_init
+    from .backends import reap_orphaned_init as reap_orphaned_init
     from .config import BACKEND_CHOICES as BACKEND_CHOICES
     from .config import ProviderConfig as ProviderConfig
     from .config import trusted_provider as trusted_provider

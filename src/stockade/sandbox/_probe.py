@@ -61,8 +61,11 @@ def filter_launcher() -> str | None:
     return path if os.access(path, os.X_OK) else None
 
 
-def run_probe(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unfinished:
-    """(status, stdout, stderr) of a probe, or why it could not finish.
+def run_probe(
+    argv: Sequence[str], timeout: float, pass_fds: Sequence[int] = ()
+) -> tuple[int, str, str] | Unfinished:
+    """(status, stdout, stderr) of a probe, or why it could not finish; `pass_fds`:
+    descriptors the runner is given (bwrap's --info-fd).
 
     The probe runs in a session of its own, so a timeout kills whatever the runner
     started too, not only the runner.
@@ -79,6 +82,7 @@ def run_probe(argv: Sequence[str], timeout: float) -> tuple[int, str, str] | Unf
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
     except OSError as error:
         return Unfinished(f"probe could not start: {error}", error.errno in TRANSIENT_ERRNOS)

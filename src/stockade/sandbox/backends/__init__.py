@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from .bwrap import BWRAP_LOCATIONS as BWRAP_LOCATIONS
     from .bwrap import bwrap_candidates as bwrap_candidates
     from .bwrap import has_filter_stage as has_filter_stage
+    from .bwrap import namespace_init as namespace_init
+    from .bwrap import reap_orphaned_init as reap_orphaned_init
     from .bwrap import runner_problem as runner_problem
 
     # mypy holds every backend module to the protocol here.

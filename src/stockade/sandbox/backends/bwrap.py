@@ -229,10 +229,43 @@ def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str
         if launcher is not None:
             held = os.path.join(os.path.realpath(scratch), "probe.sock")
             listener.bind(held)
-        ran = run_probe(bwrap_probe_argv(bwrap, scratch, target, launcher, held), timeout)
+        argv = bwrap_probe_argv(bwrap, scratch, target, launcher, held)
+        report, write_end = os.pipe()
+        try:
+            # Its init is reaped as a call's is (`reap_orphaned_init`).
+            ran = run_probe(
+                (argv[0], "--info-fd", str(write_end), *argv[1:]), timeout, (write_end,)
+            )
+            os.close(write_end)
+            write_end = -1
+            _reap_probe_init(report)
+        finally:
+            os.close(report)
+            if write_end >= 0:
+                os.close(write_end)
         if isinstance(ran, Unfinished):
             return Verdict(NAME, False, bwrap, ran.why, transient=ran.transient)
         return judge_bwrap_probe(bwrap, *ran, target_exists=os.path.lexists(target))
+
+
+def _reap_probe_init(report: int) -> None:
+    """Wait for the probe's namespace init named in `report` (the --info-fd pipe's read
+    end, its write end closed) to end, briefly, and reap it if it came to us."""
+    import select
+
+    os.set_blocking(report, False)
+    try:
+        text = os.read(report, 4096)
+    except OSError:  # EAGAIN: bwrap made no init
+        return
+    pidfd = namespace_init(text)
+    if pidfd is None:
+        return
+    try:
+        select.select([pidfd], [], [], 1.0)
+        reap_orphaned_init(pidfd)
+    finally:
+        os.close(pidfd)
 
 
 def probe(timeout: float, *, explicit: str | None = None, roots: Sequence[str] = ()) -> Verdict:
@@ -476,6 +509,33 @@ def has_filter_stage(argv: Sequence[str]) -> bool:
     except ValueError:
         return False
     return tuple(argv[end + 2 : end + 3]) == ("--filters-only",)
+
+
+def namespace_init(report: bytes) -> int | None:
+    """A pidfd of the init of the PID namespace bwrap made, from its `--info-fd` report
+    (`{"child-pid": N, ...}`); None when it names none, or the init is gone already
+    (reaped: so is its namespace) or pidfds are missing (ENOSYS). Read while the init
+    can still be unreaped (its caller's duty), so its pid cannot name another process."""
+    _, found, rest = report.partition(b'"child-pid":')
+    digits = rest.lstrip().split(b",")[0].split(b"}")[0].strip()
+    if not found or not digits.isdigit():
+        return None
+    try:
+        return os.pidfd_open(int(digits))
+    except OSError:
+        return None
+
+
+def reap_orphaned_init(pidfd: int) -> None:
+    """Reap bwrap's namespace init, ended, if it came to this process. bwrap exits
+    before its init does, which the nearest reaper inherits: the host's pid 1, or this
+    process where it is one (an agent run as a container's pid 1: `docker run` without
+    `--init`), which nothing else would ever reap: a zombie a call, for good. One
+    system call; ECHILD, the init not ours, is the usual answer."""
+    try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
+        os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOHANG)
+    except ChildProcessError:
+        pass
 
 
 def in_private_dev(path: str) -> bool:

@@ -1,0 +1,138 @@
+"""A harness run as its PID namespace's init (an agent as a container's pid 1, `docker
+run` without `--init`) is left no zombie by its bwrap calls. bwrap exits before the
+init of the PID namespace it made, which the nearest reaper inherits: that harness,
+which nobody else reaps for. Judged from inside a new PID namespace whose pid 1 is the
+harness: no zombie child of it is left once its calls (and its backend's probe) are
+done. The control: the same pid 1 running bwrap directly is left one per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stockade.sandbox import namespace_init
+
+from ..support import IN_CI, need, require_backend
+
+pytestmark = pytest.mark.kernel
+
+AS_PID_1 = r"""
+import json, os, subprocess, sys
+
+def zombies():
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = open(f"/proc/{entry}/stat").read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        state, parent = text[text.rindex(")") + 2 :].split()[:2]
+        if state == "Z" and int(parent) == os.getpid():
+            found.append(name)
+    return found
+
+async def through_the_executor(root):
+    from stockade.executor.actor import open_executor
+    from stockade.executor.config import ExecutorConfig
+    from stockade.sandbox.actor import open_provider
+    from stockade.sandbox.config import ProviderConfig
+    from stockade.vocab import ExecutionPolicy, SandboxMode
+
+    statuses = []
+    async with (
+        open_provider(ProviderConfig(backend="bwrap")) as provider,
+        open_executor(ExecutorConfig(kill_grace=0.5), provider) as executor,
+    ):
+        for mode in (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE):
+            for command in ("true", "(sleep 0.2 &) ; setsid sleep 0.1 & true"):
+                policy = ExecutionPolicy(mode=mode, workspace_root=root)
+                result = await executor.run(executor.resolve(command, policy=policy))
+                statuses.append((result.exit_code, result.backend))
+    return statuses
+
+how, root = sys.argv[1:]
+assert os.getpid() == 1
+if how == "executor":
+    import trio
+    statuses = trio.run(through_the_executor, root)
+else:
+    import shutil
+
+    bwrap = shutil.which("bwrap")
+    statuses = [
+        subprocess.run([bwrap, "--unshare-pid", "--dev-bind", "/", "/", "true"]).returncode
+        for _ in range(3)
+    ]
+print(json.dumps({"statuses": statuses, "zombies": zombies()}))
+"""
+
+
+def as_pid_1(how: str, root: Path, tmp_path: Path) -> dict:
+    """Run AS_PID_1 as the init of a new PID namespace; its JSON report."""
+    need("unshare")
+    script = tmp_path / "as_pid_1.py"
+    script.write_text(AS_PID_1)
+    namespaces = ["--pid", "--fork", "--mount-proc"]
+    if os.geteuid() != 0:
+        namespaces = ["--user", "--map-root-user", *namespaces]
+    done = subprocess.run(
+        ["unshare", *namespaces, sys.executable, str(script), how, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        # A fresh probe, whose own init is reaped as a call's is.
+        env={**os.environ, "STOCKADE_NO_PROBE_CACHE": "1"},
+    )
+    if done.returncode != 0 and "unshare failed" in done.stderr:
+        message = f"cannot make a PID namespace here: {done.stderr.strip()}"
+        if IN_CI:
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    require_backend("bwrap")
+    base = tmp_path / "root"
+    base.mkdir()
+    return base
+
+
+def test_control_pid_1_running_bwrap_directly_is_left_zombies(root, tmp_path):
+    report = as_pid_1("direct", root, tmp_path)
+    assert report["statuses"] == [0, 0, 0]
+    assert report["zombies"].count("bwrap") >= 1, report
+
+
+def test_a_harness_as_pid_1_is_left_no_zombie_by_its_bwrap_calls(root, tmp_path):
+    report = as_pid_1("executor", root, tmp_path)
+    assert report["statuses"] == [[0, "bwrap"]] * 4, report
+    assert report["zombies"] == [], report
+
+
+def test_an_info_fd_report_names_the_init_or_nothing():
+    me = os.getpid()
+    for report in (
+        f'{{\n    "child-pid": {me},\n    "cgroup-namespace": 1\n}}',
+        f'{{"child-pid":{me}}}',
+    ):
+        pidfd = namespace_init(report.encode())
+        assert pidfd is not None
+        try:
+            info = Path(f"/proc/self/fdinfo/{pidfd}").read_text()
+            assert f"Pid:\t{me}\n" in info
+        finally:
+            os.close(pidfd)
+    for report in (b"", b"{}", b'{"child-pid": "1"}', b'{"child-pid": -1}', b"garbage"):
+        assert namespace_init(report) is None
