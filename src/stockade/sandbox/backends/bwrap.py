@@ -531,10 +531,11 @@ def reap_orphaned_init(pidfd: int) -> None:
     before its init does, which the nearest reaper inherits: the host's pid 1, or this
     process where it is one (an agent run as a container's pid 1: `docker run` without
     `--init`), which nothing else would ever reap: a zombie a call, for good. One
-    system call; ECHILD, the init not ours, is the usual answer."""
+    system call; ECHILD, the init not ours, is the usual answer (EINVAL: a kernel
+    before 5.4, with pidfds but no waitid on one, leaves it to the host as before)."""
     try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
         os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOHANG)
-    except ChildProcessError:
+    except OSError:
         pass
 
 
