@@ -407,6 +407,10 @@ void parse_options(int argc, char **argv, struct options *opt)
 			opt->private_network = 1;
 		} else if (strcmp(arg, "--seal-metadata") == 0) {
 			opt->seal_metadata = 1;
+		} else if (strcmp(arg, "--started-fd") == 0) {
+			if (i + 1 == argc)
+				fatal("--started-fd needs a descriptor number");
+			opt->started_fd = started_fd_option(argv[++i]);
 		} else if (strcmp(arg, "--private-ipc") == 0) {
 			opt->private_ipc = 1;
 		} else if (strcmp(arg, "--die-with-parent") == 0) {
@@ -439,11 +443,13 @@ int parse_filters_only(int argc, char **argv, struct options *opt)
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--seal-metadata") == 0)
 			opt->seal_metadata = 1;
+		else if (strcmp(argv[i], "--started-fd") == 0 && i + 1 < argc)
+			opt->started_fd = started_fd_option(argv[++i]);
 		else if (!network_option(argv[i], opt) && !hiding_option(argc, argv, &i, opt) &&
 			 !mount_option(argc, argv, &i, opt) &&
 			 !bridge_option(argc, argv, &i, opt) &&
 			 !limits_option(argc, argv, &i, &opt->limits))
-			fatal("--filters-only takes only --seal-metadata, the network options, "
+			fatal("--filters-only takes only --seal-metadata, --started-fd, the network options, "
 			      "--proxy-bridge, --empty, --hide-socket, --deny-read, --bind-*, "
 			      "--empty-dir, --cgroup-fd, --cgroup-procs and "
 			      "--rlimit, not %s", argv[i]);

@@ -9,8 +9,9 @@
  *                 --empty-dir P]... [--fresh-dir DIR]... [--keep PATH]...
  *                [--bind-socket SOCKET VIEW]...
  *                [--cgroup-make DIR]... [--cgroup-set[-if-present] PATH=VALUE]...
- *                [--cgroup-fd N | --cgroup-procs PATH]... [--rlimit NAME=VALUE]... -- ARGV...
- *   landlock-run --filters-only [--seal-metadata]
+ *                [--cgroup-fd N | --cgroup-procs PATH]... [--rlimit NAME=VALUE]...
+ *                [--started-fd N] -- ARGV...
+ *   landlock-run --filters-only [--seal-metadata] [--started-fd N]
  *                [--no-network | --netns-only [--proxy-bridge PORT:PATH]...]
  *                [--unix-pairs-only]
  *                [--empty FILE --hide-socket PATH...] [--deny-read PATH...]
@@ -32,6 +33,9 @@
  * the launcher ends as the child did: its exit status, or its death by a signal.  A command it
  * cannot execute is the command's result, as in a shell: 127 (not found) or 126,
  * with the shell's line ("CMD: command not found", "CMD: Permission denied").
+ * With --started-fd N (a socket), one byte is sent there just before the exec: the
+ * caller's out-of-band word that the command started, so that a line of the command's
+ * own that reads like the launcher's failure is never taken for one.
  *
  * One C file per mechanism, each opening with what it does and why, and this header
  * between them (their interfaces, the option record):
@@ -189,6 +193,7 @@ struct options {
 	struct bridge_spec bridges[BRIDGE_MAX];
 	int nbridges;
 	struct limits limits;	/* --cgroup-fd, --rlimit */
+	int started_fd;		/* --started-fd: 0 when not given */
 	char **argv;
 };
 
@@ -331,6 +336,10 @@ void apply_rlimits(const struct limits *l);
 /* ARGV[0] as execvp would find it; else the shell's line and 127 or 126. */
 char *resolve_program(char *name);
 _Noreturn void exec_failed(const char *name, int err);
+/* --started-fd N: checked, and closed on the command's exec. */
+int started_fd_option(const char *value);
+/* Just before the command's exec: one byte on --started-fd (when given). */
+void announce_start(int fd);
 
 #ifdef LAUNCHER_UNIT_TEST
 /* ---- Internal to their files: declared for the unit tests only ---- */

@@ -126,7 +126,7 @@ static void unblock_terminal_signals(void)
 }
 
 /*
- * --filters-only [--seal-metadata] [--no-network | --netns-only] [--unix-pairs-only]
+ * --filters-only [--seal-metadata] [--started-fd N] [--no-network | --netns-only] [--unix-pairs-only]
  * [--proxy-bridge PORT:PATH]... [--bind-ro | --bind-pin | --empty-dir PATH]...
  * [--bind-file SOURCE PATH]... -- ARGV: inside a runner (bwrap) that already
  * confines files, holds no capability and gave the command an IPC namespace of its
@@ -184,6 +184,7 @@ static _Noreturn void filters_only(int argc, char **argv)
 	program = resolve_program(argv[command]);
 	apply_rlimits(&opt.limits);
 	unblock_terminal_signals();
+	announce_start(opt.started_fd);
 	execv(program, argv + command);
 	exec_failed(argv[command], errno);
 }

@@ -211,6 +211,7 @@ static int command(void *unused)
 	apply_rlimits(&call.opt->limits);
 	if (call.abi < FULL_ENFORCEMENT_ABI)
 		fputs("landlock-run: partial enforcement (older Landlock ABI)\n", stderr);
+	announce_start(call.opt->started_fd);
 	execv(program, call.opt->argv);
 	exec_failed(call.opt->argv[0], errno);
 }

@@ -170,6 +170,14 @@ class SpawnTrait(enum.Enum):
     # A one-shot caller (`stockade exec`) runs it as a child and waits for it, instead
     # of becoming it (the Landlock launcher dies with its caller: --die-with-parent).
     CALLER_WAITS = "caller-waits"
+    # argv[0] is the shipped launcher, which execs the command: it takes `--started-fd
+    # FD` right after argv[0] and says there, out of band, that the command starts, so
+    # a line of the command's own that reads like the runner's failure is never taken
+    # for one (the Landlock launcher; `sandbox.started_option_at`).
+    STARTED_FD = "started-fd"
+    # The same of the runner's filter stage, the shipped launcher run inside it
+    # (`--filters-only`), when its argv has one: right after that word (bwrap).
+    STAGE_STARTED_FD = "stage-started-fd"
 
 
 def denial_marker(mode: SandboxMode) -> str:

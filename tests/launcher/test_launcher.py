@@ -217,6 +217,74 @@ def test_child_status_and_output_pass_through(launcher):
     assert (result.returncode, result.stdout, result.stderr) == (7, "out\n", "")
 
 
+# ---- --started-fd: the word that the command starts ----
+
+STARTED_MODES = {
+    "landlock": ["--ro", "/", "--rw", "/dev/null"],
+    "plain": ["--plain", "--ro", "/", "--rw", "/dev/null"],
+    "filters-only": ["--filters-only"],
+}
+
+
+def run_telling(launcher, options, child):
+    """Run the launcher with `--started-fd` on one end of a socketpair, placed first
+    among `options` (after a mode word); (its result, what the other end received)."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.setblocking(False)
+        at = 1 if options[:1] == ["--filters-only"] else 0
+        args = [*options[:at], "--started-fd", str(theirs.fileno()), *options[at:]]
+        result = subprocess.run(
+            [str(launcher), *args, "--", *child],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            pass_fds=(theirs.fileno(),),
+        )
+        theirs.close()
+        try:
+            said = ours.recv(16)
+        except BlockingIOError:
+            said = b""
+    return result, said
+
+
+@pytest.mark.parametrize("mode", sorted(STARTED_MODES))
+def test_the_launcher_says_the_command_starts_and_the_command_never_holds_the_socket(
+    launcher, mode
+):
+    # The command mimics the launcher's fatal line and exit: only the word tells.
+    child = ["sh", "-c", "ls /proc/self/fd; echo 'landlock-run: cannot x' >&2; exit 125"]
+    result, said = run_telling(launcher, STARTED_MODES[mode], child)
+    assert said == b"1", result
+    assert result.returncode == LAUNCHER_FAILURE
+    # 0-2 and ls's own directory: the socket closed on the exec.
+    assert result.stdout.split() == ["0", "1", "2", "3"], result
+
+
+@pytest.mark.parametrize("mode", sorted(STARTED_MODES))
+def test_a_launcher_that_fails_says_nothing(launcher, mode):
+    # An unknown option after it: a failure of the launcher's own, nothing run.
+    options = STARTED_MODES[mode]
+    at = 1 if mode == "filters-only" else 0
+    result, said = run_telling(
+        launcher, [*options[:at], "--stockade-bogus", *options[at:]], ["true"]
+    )
+    assert_launcher_failure(result, "--stockade-bogus")
+    assert said == b""
+
+
+def test_a_command_that_cannot_be_found_was_not_started(launcher):
+    result, said = run_telling(launcher, STARTED_MODES["landlock"], ["stockade-no-such-prog"])
+    assert (result.returncode, said) == (127, b"")
+
+
+@pytest.mark.parametrize("value", ["2", "-1", "x", "99999"])
+def test_started_fd_needs_an_open_descriptor_above_2(launcher, value):
+    result = run(launcher, "--started-fd", value, "--ro", "/", "--", "true")
+    assert_launcher_failure(result, "--started-fd")
+
+
 # ---- read-only sandbox ----
 
 READ_ONLY = ["--ro", "/", "--rw", "/dev/null"]

@@ -40,8 +40,13 @@ def test_one_list_of_backend_names():
 
 
 TRAITS = {
-    "bwrap": {SpawnTrait.INFO_FD, SpawnTrait.LIMITS_STAGE},
-    "landlock": {SpawnTrait.LIMITS_IN_RUNNER, SpawnTrait.REAPS_ALL, SpawnTrait.CALLER_WAITS},
+    "bwrap": {SpawnTrait.INFO_FD, SpawnTrait.LIMITS_STAGE, SpawnTrait.STAGE_STARTED_FD},
+    "landlock": {
+        SpawnTrait.LIMITS_IN_RUNNER,
+        SpawnTrait.REAPS_ALL,
+        SpawnTrait.CALLER_WAITS,
+        SpawnTrait.STARTED_FD,
+    },
     "seatbelt": set(),
     "runner-command": set(),
 }
@@ -50,6 +55,20 @@ TRAITS = {
 @pytest.mark.parametrize("name", sorted(TRAITS))
 def test_each_backend_states_its_spawn_traits(name):
     assert TRAITS[name] == backends.named(name).TRAITS
+
+
+def test_the_started_option_goes_to_the_launcher_that_execs_the_command():
+    stage = ["/usr/bin/bwrap", "--info-fd", "9", "--ro-bind", "/", "/", "--", "/l"]
+    bwrap = backends.named("bwrap").TRAITS
+    landlock = backends.named("landlock").TRAITS
+    # bwrap: right after its filter stage's mode word; none without a stage.
+    assert backends.started_option_at([*stage, "--filters-only", "--", "bash"], bwrap) == 9
+    assert backends.started_option_at([*stage[:-1], "bash", "-c", "x"], bwrap) is None
+    # The Landlock launcher: right after argv[0], whatever follows.
+    assert backends.started_option_at(["/l", "--ro", "/", "--", "bash"], landlock) == 1
+    # An operator's runner takes none.
+    none = backends.named("runner-command").TRAITS
+    assert backends.started_option_at(["/r", "--", "/l", "--filters-only"], none) is None
 
 
 def test_the_reply_carries_the_traits_worked_out_once(tmp_path):

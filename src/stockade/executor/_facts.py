@@ -256,10 +256,15 @@ def settled_result(
     connections: tuple[NetworkConnection, ...] = (),
     connections_refused: ConnectionsRefused | None = None,
     requests: tuple[NetworkRequest, ...] = (),
+    started: bool | None = None,
 ) -> ShellResult:
     """The ShellResult of a settled process, classified by its own wrap facts, with
     the connections its proxy decided and refused unread, and the requests to ruled
-    hosts it judged (network allowlist)."""
+    hosts it judged (network allowlist). `started`: the launcher's word that the
+    command started (`_spawn.command_started`): then nothing it wrote reads as the
+    runner's failure, however its lines look."""
+    if started:
+        facts = msgspec.structs.replace(facts, runner_failure_rules=())
     stderr_text, stdout_text = stderr.text(), stdout.text()
     shell_status = command_exec_status(facts.program, exit_code, stderr_text)
     if shell_status is not None:

@@ -15,6 +15,7 @@ import math
 import os
 import re
 import signal
+import socket
 import subprocess
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -32,7 +33,8 @@ from ..messages import Sink as Sink
 from ..messages import Source as Source
 from ..messages import Streams as Streams
 from ..messages import Terminal as Terminal
-from ..sandbox import has_filter_stage, namespace_init, reap_orphaned_init
+from ..modes import SpawnTrait
+from ..sandbox import has_filter_stage, namespace_init, reap_orphaned_init, started_option_at
 from ._buffer import OutputBuffer
 from ._child import Child, start_child
 
@@ -144,6 +146,7 @@ async def spawn(
     info_fd: bool = False,
     terminal: Terminal | None = None,
     runner_at: int = 0,
+    traits: frozenset[SpawnTrait] = frozenset(),
 ) -> Child:
     """Start `argv` directly (no shell) as the leader of a new session (with
     `terminal`: on it, which becomes the session's controlling terminal), with `env`
@@ -170,6 +173,16 @@ async def spawn(
         at = runner_at + 1
         argv = (*argv[:at], "--info-fd", str(write_end), *argv[at:])
         passed += (write_end,)
+    # The launcher that execs the command says here that it does (`command_started`).
+    told, tells = None, None
+    option_at = started_option_at(argv[runner_at:], traits)
+    if option_at is not None:
+        ends = socket.socketpair()
+        told, tells = ends[0].detach(), ends[1].detach()
+        os.set_blocking(told, False)
+        at = runner_at + option_at
+        argv = (*argv[:at], "--started-fd", str(tells), *argv[at:])
+        passed += (tells,)
     stdio: dict[str, Any] = {
         "stdin": subprocess.PIPE if with_stdin else subprocess.DEVNULL,
         "stdout": subprocess.PIPE,
@@ -196,12 +209,16 @@ async def spawn(
     except BaseException:
         if report is not None:
             os.close(report)
+        if told is not None:
+            os.close(told)
         if output is not None:
             output.close()
         raise
     finally:
         if write_end is not None:
             os.close(write_end)
+        if tells is not None:
+            os.close(tells)
         if terminal is not None:
             terminal.release()
     if output is not None:
@@ -210,7 +227,35 @@ async def spawn(
     if report is not None:
         # Closed by `settle`, or with the process object if it never settles.
         _INIT_REPORTS[process] = (report, weakref.finalize(process, os.close, report))
+    if told is not None:
+        _STARTED[process] = (told, weakref.finalize(process, os.close, told))
     return process
+
+
+# The caller's end of each launcher's --started-fd socket not read yet: process ->
+# (its descriptor, its finalizer), closed by `command_started` or with the process.
+_STARTED: weakref.WeakKeyDictionary[Child, tuple[int, weakref.finalize[[int], Child]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def command_started(process: Child) -> bool | None:
+    """Whether the launcher that execs `process`'s command said it started it: True
+    (whatever the command then wrote: a line like the runner's failure is its own),
+    False (it never got that far), None (no launcher of its argv says either). Read
+    once the process has settled: the word is in the socket by then. No process but
+    the launcher ever held the other end: the command cannot take the word back."""
+    entry = _STARTED.pop(process, None)
+    if entry is None:
+        return None
+    told, finalizer = entry
+    finalizer.detach()
+    try:
+        return os.read(told, 1) == b"1"
+    except OSError:  # EAGAIN: nothing said
+        return False
+    finally:
+        os.close(told)
 
 
 async def leader_exited(process: Child) -> None:

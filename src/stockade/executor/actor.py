@@ -61,7 +61,7 @@ from ._holds import PlaceholderHolds
 from ._jobs import JobTable
 from ._limits import LAUNCHER_PROCESSES, CallLimits, LimitsHost, ended, settle_limited
 from ._slots import Slots
-from ._spawn import Streams, env_prefix, exit_status, settle, spawn
+from ._spawn import Streams, command_started, env_prefix, exit_status, settle, spawn
 from .client import ExecutorClient as ExecutorClient
 from .config import ExecutorConfig
 from .environment import apply_policy
@@ -363,6 +363,7 @@ class ExecutorActor:
                 info_fd=SpawnTrait.INFO_FD in facts.traits,
                 terminal=terminal,
                 runner_at=runner_at,
+                traits=facts.traits,
             )
         except CgroupError as error:
             raise CommandStartError(f"the command's limits cannot be set: {error}") from None
@@ -489,6 +490,7 @@ class ExecutorActor:
             exit_code=exit_status(process),
             stdout=stdout,
             stderr=stderr,
+            started=command_started(process),
             timed_out=timed_out,
             cancelled=False,
             duration=time.monotonic() - started,
@@ -623,6 +625,7 @@ class ExecutorActor:
                 exit_code=exit_status(process),
                 stdout=job.stdout,
                 stderr=job.stderr,
+                started=command_started(process),
                 timed_out=timed_out,
                 cancelled=job.scope.cancelled_caught or process.returncode is None,
                 duration=time.monotonic() - job.started_clock,

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .backends import has_filter_stage as has_filter_stage
     from .backends import namespace_init as namespace_init
     from .backends import reap_orphaned_init as reap_orphaned_init
+    from .backends import started_option_at as started_option_at
     from .config import BACKEND_CHOICES as BACKEND_CHOICES
     from .config import ProviderConfig as ProviderConfig
     from .config import trusted_provider as trusted_provider

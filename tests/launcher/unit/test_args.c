@@ -310,7 +310,7 @@ static const struct refusal {
 	{ parse_filters_line, "--filters-only", "missing -- before the command" },
 	{ parse_filters_line, "--filters-only --", "no command given after --" },
 	{ parse_filters_line, "--filters-only --ro / -- x",
-	  "--filters-only takes only --seal-metadata, the network options, --proxy-bridge, "
+	  "--filters-only takes only --seal-metadata, --started-fd, the network options, --proxy-bridge, "
 	  "--empty, --hide-socket, --deny-read, --bind-*, --empty-dir, --cgroup-fd, "
 	  "--cgroup-procs and --rlimit, not --ro" },
 	{ parse_filters_line, "--filters-only --bind-file /s -- x",

@@ -1,7 +1,8 @@
 /*
  * exec.c: the program found as execvp would find it, and one that cannot be run
  * reported as a shell reports it (127 not found, 126 not executable; no
- * "landlock-run:" prefix: that is the command's result, not the launcher's failure).
+ * "landlock-run:" prefix: that is the command's result, not the launcher's failure);
+ * and --started-fd, the word that the command starts.
  */
 #include "unit.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +27,34 @@ static void make_file(const char *path, mode_t mode)
 static void resolve(void *name)
 {
 	resolve_program(name);
+}
+
+static void started_fd(void *value)
+{
+	started_fd_option(value);
+}
+
+/* --started-fd: checked, made close-on-exec; one byte announced, none without it. */
+static void check_started_fd(void)
+{
+	int ends[2], flags;
+	char number[16], got[4];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+	snprintf(number, sizeof(number), "%d", ends[1]);
+	CHECK_EQ(started_fd_option(number), ends[1]);
+	flags = fcntl(ends[1], F_GETFD);
+	CHECK(flags >= 0 && (flags & FD_CLOEXEC));
+	announce_start(0);	/* not given: nothing anywhere */
+	announce_start(ends[1]);
+	CHECK_EQ(read(ends[0], got, sizeof(got)), 1);
+	CHECK_EQ(got[0], '1');
+	close(ends[0]);
+	announce_start(ends[1]);	/* the caller gone: no SIGPIPE, no failure */
+	close(ends[1]);
+	EXPECT_FATAL(started_fd, "2", "--started-fd needs a descriptor number above 2, not 2");
+	EXPECT_FATAL(started_fd, "3x", "--started-fd needs a descriptor number above 2, not 3x");
+	EXPECT_FATAL(started_fd, "999", "--started-fd 999: Bad file descriptor");
 }
 
 int main(void)
@@ -73,5 +103,6 @@ int main(void)
 		      strcmp(sh, "/bin/sh") == 0);
 	}
 	EXPECT_EXIT(resolve, "tool", 127, "tool: command not found\n");
+	check_started_fd();
 	return unit_done();
 }

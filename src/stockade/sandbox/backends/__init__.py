@@ -19,9 +19,12 @@ loads only the one it runs.
 from __future__ import annotations
 
 from ...lazy import surface
+from ...modes import SpawnTrait
 
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from . import bwrap, fake, landlock, seatbelt
     from ._choose import CACHE_ENV_OFF as CACHE_ENV_OFF
     from ._choose import PROBES as PROBES
@@ -82,6 +85,21 @@ def known(name: str) -> Backend | None:
 
 if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
     __getattr__ = surface(__name__, globals())
+
+
+def started_option_at(argv: Sequence[str], traits: frozenset[SpawnTrait]) -> int | None:
+    """Where `--started-fd FD` goes in a runner's `argv` (counted from its argv[0]):
+    right after argv[0] when the runner is the launcher itself (STARTED_FD), right
+    after the filter stage's `--filters-only` when it runs one (STAGE_STARTED_FD);
+    None when nothing in it takes the option."""
+    if SpawnTrait.STARTED_FD in traits:
+        return 1
+    if SpawnTrait.STAGE_STARTED_FD in traits:
+        from .bwrap import filter_stage_at
+
+        stage = filter_stage_at(argv)
+        return None if stage is None else stage + 1
+    return None
 
 
 def chain_for(platform: str, forced: str | None = None) -> tuple[str, ...]:

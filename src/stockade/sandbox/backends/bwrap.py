@@ -57,7 +57,7 @@ TIERS: tuple[str, ...] = ()
 # bwrap reports its PID namespace's init (`--info-fd`) and returns before that
 # namespace is gone; the launcher's `--limits-only` stage joins the call's cgroup
 # before bwrap starts (its filter stage runs under a read-only cgroup file system).
-TRAITS = frozenset({SpawnTrait.INFO_FD, SpawnTrait.LIMITS_STAGE})
+TRAITS = frozenset({SpawnTrait.INFO_FD, SpawnTrait.LIMITS_STAGE, SpawnTrait.STAGE_STARTED_FD})
 FILTER_STAGE = True
 PROTECTS = True
 ALLOWLIST = True
@@ -504,11 +504,17 @@ def has_filter_stage(argv: Sequence[str]) -> bool:
     """Whether bwrap's `argv` runs the launcher as its filter stage (`bwrap OPTIONS --
     LAUNCHER --filters-only ...`), which refuses TIOCSTI and unblocks the terminal's
     SIGINT and SIGQUIT for the command (the runner's caller holds them blocked)."""
+    return filter_stage_at(argv) is not None
+
+
+def filter_stage_at(argv: Sequence[str]) -> int | None:
+    """Where bwrap's `argv` says `--filters-only` (its filter stage's mode word), or
+    None when it runs no filter stage."""
     try:
         end = list(argv).index("--", 1)
     except ValueError:
-        return False
-    return tuple(argv[end + 2 : end + 3]) == ("--filters-only",)
+        return None
+    return end + 2 if tuple(argv[end + 2 : end + 3]) == ("--filters-only",) else None
 
 
 def namespace_init(report: bytes) -> int | None:

@@ -57,13 +57,20 @@ NAME: Final = "landlock"
 # call's own PID, mount and network namespaces (IPC where it can), or none at all.
 NAMESPACED = "namespaced"
 PLAIN = "plain"
-TIERS = (NAMESPACED, PLAIN)
+TIERS: tuple[str, ...] = (NAMESPACED, PLAIN)
 # Why a call runs in the plain tier where namespaces exist (`landlock_tier: plain`).
 FORCED_PLAIN = "the composition asks for it (landlock_tier: plain)"
 # The launcher is the runner: it reads the call's limit options itself, ends every
 # process it started before it exits (its group may be reused), and dies with its
 # caller (--die-with-parent), so a one-shot caller waits for it.
-TRAITS = frozenset({SpawnTrait.LIMITS_IN_RUNNER, SpawnTrait.REAPS_ALL, SpawnTrait.CALLER_WAITS})
+TRAITS = frozenset(
+    {
+        SpawnTrait.LIMITS_IN_RUNNER,
+        SpawnTrait.REAPS_ALL,
+        SpawnTrait.CALLER_WAITS,
+        SpawnTrait.STARTED_FD,
+    }
+)
 FILTER_STAGE = False
 # Only its namespaced tier binds the protected paths (`mounts`).
 PROTECTS = False
