@@ -12,6 +12,7 @@ needs when it runs.
 from __future__ import annotations
 
 import sys
+from functools import partial
 
 from .cli import (
     EXIT_BROKEN_PIPE,
@@ -29,44 +30,48 @@ from .errors import ConfigError, InvalidPolicy, SandboxUnavailable, StockadeErro
 TYPE_CHECKING = False  # typing itself is not imported on exec's fast path
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 
-def _session(args: argparse.Namespace) -> int:
+def _session(args: argparse.Namespace) -> Callable[[], int]:
+    """`session`'s verb, its modules loaded, not run yet."""
     if args.session_verb == "undo":
         # It opens a harness on the composition and resumes the session: the store is
         # the harness's own.
         from .cli import run_undo
 
-        _loaded()
-        return run_undo(args)
+        return partial(run_undo, args)
     from .cli import session_store
     from .faces import FACE_EVENTS
     from .harness import harness_registry
 
-    _loaded()
+    chosen: Callable[..., int]
+    match args.session_verb:
+        case "show":
+            from .cli import run_show
 
-    # Logs hold tool and approval events too, and an ACP session's conversation:
-    # decode with every type the shipped faces write.
-    registry = harness_registry(*FACE_EVENTS)
-    store = session_store(args, registry)
-    try:
-        match args.session_verb:
-            case "show":
-                from .cli import run_show
+            chosen = run_show
+        case "list":
+            from .cli import run_list
 
-                return run_show(args, registry=registry, store=store)
-            case "list":
-                from .cli import run_list
+            chosen = run_list
+        case _:
+            from .cli import run_prune
 
-                return run_list(args, registry=registry, store=store)
-            case _:
-                from .cli import run_prune
+            chosen = run_prune
 
-                return run_prune(args, registry=registry, store=store)
-    finally:
-        if store is not None:
-            store.close()
+    def run() -> int:
+        # Logs hold tool and approval events too, and an ACP session's conversation:
+        # decode with every type the shipped faces write.
+        registry = harness_registry(*FACE_EVENTS)
+        store = session_store(args, registry)
+        try:
+            return chosen(args, registry=registry, store=store)
+        finally:
+            if store is not None:
+                store.close()
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,63 +152,30 @@ def _loaded() -> None:
 
 def _main(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
-    if words[:1] == ["acp"]:
-        # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
-        from .acp import main as agent
-
-        _loaded()
-        return agent.main(words[1:], prog="stockade acp")
-    args = fast_args(words)
-    parser = None
-    if args is None:
-        from .cli import build_parser, wants_json
-
-        parser = build_parser()
-        # build_parser's own Parser class has it; its annotation says ArgumentParser.
-        type(parser).json_errors = wants_json(words)  # type: ignore[attr-defined]
-        args = parser.parse_args(words)
-    as_json = bool(getattr(args, "json", False))
+    as_json = False
     try:
-        match args.verb:
-            case "probe":
-                from .cli import run_probe
+        if words[:1] == ["acp"]:
+            # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
+            from .acp import main as agent
 
-                _loaded()
-                return run_probe(args)
-            case "exec":
+            verb: Callable[[], int] = partial(agent.main, words[1:], prog="stockade acp")
+        else:
+            args = fast_args(words)
+            parser = None
+            if args is None:
+                from .cli import build_parser, wants_json
+
+                parser = build_parser()
+                # build_parser's own Parser class has it; its annotation says ArgumentParser.
+                type(parser).json_errors = wants_json(words)  # type: ignore[attr-defined]
+                args = parser.parse_args(words)
+            as_json = bool(getattr(args, "json", False))
+            if args.verb == "exec":
+                # Never resumes the collector: it ends in an exec or os._exit.
                 run_exec(args)
-            case "session":
-                return _session(args)
-            case "cache":
-                from .cli import run_cache
-
-                _loaded()
-                return run_cache(args)
-            case "rules":
-                from .cli import run_rules_check
-
-                _loaded()
-                return run_rules_check(args)
-            case "demo":
-                from .cli import run_demo
-
-                _loaded()
-                return run_demo(interactive=args.interactive, config=args.config)
-            case "run":
-                from .cli import run_command
-
-                _loaded()
-                return run_command(args)
-            case "mcp":
-                from .mcp import run_mcp
-
-                _loaded()
-                return run_mcp(args)
-            case _:
-                _loaded()
-                assert parser is not None  # the fast path always names a verb
-                parser.print_help()
-                return EXIT_USAGE
+            verb = _verb(args, parser)
+        _loaded()
+        return verb()
     except StockadeError as error:
         if isinstance(error, SandboxUnavailable):
             code, detail, status = error.code, error.detail, EXIT_UNAVAILABLE
@@ -215,6 +187,46 @@ def _main(argv: Sequence[str] | None) -> int:
         # One object on stdout with --json, else `stockade: [CODE: ]DETAIL` on stderr.
         emit_error(code, detail, as_json=as_json)
         return status
+
+
+def _verb(args: argparse.Namespace, parser: argparse.ArgumentParser | None) -> Callable[[], int]:
+    """The verb `args` names, its modules loaded, not run yet: `_main` resumes the
+    collector between the two, once for every verb."""
+    match args.verb:
+        case "probe":
+            from .cli import run_probe
+
+            return partial(run_probe, args)
+        case "session":
+            return _session(args)
+        case "cache":
+            from .cli import run_cache
+
+            return partial(run_cache, args)
+        case "rules":
+            from .cli import run_rules_check
+
+            return partial(run_rules_check, args)
+        case "demo":
+            from .cli import run_demo
+
+            return partial(run_demo, interactive=args.interactive, config=args.config)
+        case "run":
+            from .cli import run_command
+
+            return partial(run_command, args)
+        case "mcp":
+            from .mcp import run_mcp
+
+            return partial(run_mcp, args)
+        case _:
+            assert parser is not None  # the fast path always names a verb
+
+            def usage() -> int:
+                parser.print_help()
+                return EXIT_USAGE
+
+            return usage
 
 
 if __name__ == "__main__":
