@@ -6,6 +6,7 @@
 #include "landlock-run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
@@ -22,7 +23,8 @@ _Static_assert(sizeof(limit_names) / sizeof(limit_names[0]) == LIMIT_NAME_COUNT,
 /* ---- Resource limits (--cgroup-*, --rlimit) ---- */
 
 /* --cgroup-fd N: a descriptor above 2 (stdio is the command's), given once. */
-static void cgroup_fd_option(const char *value, struct limits *l)
+/* The descriptor number `option` was given: decimal, above 2 (not stdio). */
+static int descriptor_number(const char *option, const char *value)
 {
 	char *end;
 	long fd;
@@ -31,13 +33,30 @@ static void cgroup_fd_option(const char *value, struct limits *l)
 	fd = strtol(value, &end, 10);
 	if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || fd < 3 ||
 	    fd > INT32_MAX)
-		fatal("--cgroup-fd needs a descriptor number above 2, not %s", value);
+		fatal("%s needs a descriptor number above 2, not %s", option, value);
+	return (int)fd;
+}
+
+/* --started-fd N: an open descriptor, closed on the command's exec (exec.c says why). */
+int started_fd_option(const char *value)
+{
+	int fd = descriptor_number("--started-fd", value);
+
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+		fatal("--started-fd %d: %s", fd, strerror(errno));
+	return fd;
+}
+
+static void cgroup_fd_option(const char *value, struct limits *l)
+{
+	int fd = descriptor_number("--cgroup-fd", value);
+
 	for (int k = 0; k < l->ncgroup_fds; k++)
 		if (l->cgroup_fds[k] == fd)
-			fatal("--cgroup-fd: descriptor %ld given twice", fd);
+			fatal("--cgroup-fd: descriptor %d given twice", fd);
 	if (l->ncgroup_fds == CGROUP_FD_MAX)
 		fatal("--cgroup-fd: at most %d cgroups", CGROUP_FD_MAX);
-	l->cgroup_fds[l->ncgroup_fds++] = (int)fd;
+	l->cgroup_fds[l->ncgroup_fds++] = fd;
 }
 
 /* --rlimit NAME=VALUE: VALUE a decimal number or "unlimited", each NAME once. */

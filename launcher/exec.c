@@ -94,31 +94,16 @@ char *resolve_program(char *name)
 }
 
 /*
- * --started-fd N: a socket (one end of the caller's socketpair) on which the launcher
- * says the command starts, out of band: the command's own stderr may hold any line,
- * one that reads like the launcher's fatal line too, and the caller tells a launcher
- * that failed from a command that ran by this alone.  Closed on exec, so the command
- * never holds it; a socket, so no process can reopen the caller's end through /proc.
- */
-int started_fd_option(const char *value)
-{
-	char *end;
-	long fd;
-
-	errno = 0;
-	fd = strtol(value, &end, 10);
-	if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || fd < 3 ||
-	    fd > INT32_MAX)
-		fatal("--started-fd needs a descriptor number above 2, not %s", value);
-	if (fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0)
-		fatal("--started-fd %ld: %s", fd, strerror(errno));
-	return (int)fd;
-}
-
-/*
- * After every fallible step of the launcher's own, just before the exec: what fails
- * from here on (the exec itself: 127 or 126, as a shell says it) is the command's.
- * A caller gone (EPIPE) or a full buffer is no reason to stop the command.
+ * --started-fd N: a socket (one end of the caller's socketpair, made close-on-exec by
+ * `started_fd_option`) on which the launcher says the command starts, out of band:
+ * the command's own stderr may hold any line, one that reads like the launcher's fatal
+ * line too, and the caller tells a launcher that failed from a command that ran by
+ * this alone.  Closed on exec, so the command never holds it; a socket, so no process
+ * can reopen the caller's end through /proc.
+ *
+ * Sent after every fallible step of the launcher's own, just before the exec: what
+ * fails from here on (the exec itself: 127 or 126, as a shell says it) is the
+ * command's.  A caller gone (EPIPE) or a full buffer is no reason to stop the command.
  */
 void announce_start(int fd)
 {

@@ -218,6 +218,8 @@ _Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 
 /* ---- args.c: the command line ---- */
 
+/* --started-fd N: checked, and closed on the command's exec. */
+int started_fd_option(const char *value);
 /* Landlock mode: argv[1..] up to and including "--"; opt->argv is the command. */
 void parse_options(int argc, char **argv, struct options *opt);
 /* --filters-only and --limits-only (argv[1]): the index of the command in argv. */
@@ -336,8 +338,6 @@ void apply_rlimits(const struct limits *l);
 /* ARGV[0] as execvp would find it; else the shell's line and 127 or 126. */
 char *resolve_program(char *name);
 _Noreturn void exec_failed(const char *name, int err);
-/* --started-fd N: checked, and closed on the command's exec. */
-int started_fd_option(const char *value);
 /* Just before the command's exec: one byte on --started-fd (when given). */
 void announce_start(int fd);
 

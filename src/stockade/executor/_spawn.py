@@ -20,7 +20,7 @@ import subprocess
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 import trio
@@ -226,17 +226,38 @@ async def spawn(
         process.stdout = output
     if report is not None:
         # Closed by `settle`, or with the process object if it never settles.
-        _INIT_REPORTS[process] = (report, weakref.finalize(process, os.close, report))
+        _kept_for(process, report, _INIT_REPORTS)
     if told is not None:
-        _STARTED[process] = (told, weakref.finalize(process, os.close, told))
+        _kept_for(process, told, _STARTED)
     return process
 
 
-# The caller's end of each launcher's --started-fd socket not read yet: process ->
-# (its descriptor, its finalizer), closed by `command_started` or with the process.
-_STARTED: weakref.WeakKeyDictionary[Child, tuple[int, weakref.finalize[[int], Child]]] = (
-    weakref.WeakKeyDictionary()
-)
+# A descriptor read once a process has settled, process -> (it, its finalizer): the
+# caller's end of the launcher's --started-fd socket, the read end of bwrap's --info-fd.
+if TYPE_CHECKING:
+    _Kept = weakref.WeakKeyDictionary[Child, tuple[int, weakref.finalize[[int], Child]]]
+# Closed by `command_started`, or with the process object if it never settles.
+_STARTED: _Kept = weakref.WeakKeyDictionary()
+
+
+def _kept_for(process: Child, descriptor: int, kept: _Kept) -> None:
+    kept[process] = (descriptor, weakref.finalize(process, os.close, descriptor))
+
+
+def _read_kept(process: Child, kept: _Kept, size: int) -> bytes | None:
+    """What `process`'s descriptor in `kept` holds now (b"" when nothing), then
+    closed; None when it has none."""
+    entry = kept.pop(process, None)
+    if entry is None:
+        return None
+    descriptor, finalizer = entry
+    finalizer.detach()
+    try:
+        return os.read(descriptor, size)
+    except OSError:  # EAGAIN: nothing written
+        return b""
+    finally:
+        os.close(descriptor)
 
 
 def command_started(process: Child) -> bool | None:
@@ -245,17 +266,8 @@ def command_started(process: Child) -> bool | None:
     False (it never got that far), None (no launcher of its argv says either). Read
     once the process has settled: the word is in the socket by then. No process but
     the launcher ever held the other end: the command cannot take the word back."""
-    entry = _STARTED.pop(process, None)
-    if entry is None:
-        return None
-    told, finalizer = entry
-    finalizer.detach()
-    try:
-        return os.read(told, 1) == b"1"
-    except OSError:  # EAGAIN: nothing said
-        return False
-    finally:
-        os.close(told)
+    said = _read_kept(process, _STARTED, 1)
+    return None if said is None else said == b"1"
 
 
 async def leader_exited(process: Child) -> None:
@@ -278,10 +290,8 @@ async def reap(process: Child) -> None:
     process.close_pidfd()
 
 
-# bwrap's --info-fd reports not read yet: process -> (read end, its finalizer).
-_INIT_REPORTS: weakref.WeakKeyDictionary[Child, tuple[int, weakref.finalize[[int], Child]]] = (
-    weakref.WeakKeyDictionary()
-)
+# bwrap's --info-fd reports not read yet (`_namespace_init`).
+_INIT_REPORTS: _Kept = weakref.WeakKeyDictionary()
 
 
 def _namespace_init(process: Child) -> int | None:
@@ -289,18 +299,8 @@ def _namespace_init(process: Child) -> int | None:
     N, ...}`, written and closed once the init is made); None without one, or when it
     is gone already (reaped: so is its namespace). Read once the leader has exited:
     the report is in its pipe by then, and nothing else is read from it."""
-    entry = _INIT_REPORTS.pop(process, None)
-    if entry is None:
-        return None
-    report, finalizer = entry
-    finalizer.detach()
-    try:
-        text = os.read(report, 4096)
-    except OSError:  # EAGAIN: bwrap never made one
-        text = b""
-    finally:
-        os.close(report)
-    return namespace_init(text)
+    text = _read_kept(process, _INIT_REPORTS, 4096)
+    return None if text is None else namespace_init(text)
 
 
 async def _namespace_gone(process: Child) -> None:

@@ -1,8 +1,10 @@
 /* args.c: the command line of each mode into the option record, and its refusals. */
 #include "unit.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct options parsed(const char *line)
 {
@@ -209,6 +211,11 @@ static const struct refusal {
 	{ parse_line, "--ro /", "missing -- before the command" },
 	{ parse_line, "--", "no command given after --" },
 	{ parse_line, "--help", "unknown option: --help" },
+	{ parse_line, "--started-fd 2 -- cmd", "--started-fd needs a descriptor number above 2, not 2" },
+	{ parse_line, "--started-fd 3x -- cmd",
+	  "--started-fd needs a descriptor number above 2, not 3x" },
+	{ parse_line, "--started-fd 999 -- cmd", "--started-fd 999: Bad file descriptor" },
+	{ parse_line, "--started-fd", "--started-fd needs a descriptor number" },
 	{ parse_line, "--netns-only --filters-only -- x", "unknown option: --filters-only" },
 	{ parse_line, "--ro", "--ro needs a path" },
 	{ parse_line, "--list", "--list needs a path" },
@@ -332,6 +339,29 @@ static const struct refusal {
 };
 
 /* A socket path must fit struct sockaddr_un (107 bytes and its NUL). */
+/* --started-fd in both modes that exec the command: checked, made close-on-exec. */
+static void started_fd(void)
+{
+	struct options opt = { 0 }, filters = { 0 };
+	int argc, fd = dup(2), flags;
+	char line[128];
+	char **argv;
+
+	CHECK(fd > 2);
+	snprintf(line, sizeof(line), "--started-fd %d --ro / -- cmd", fd);
+	opt = parsed(line);
+	CHECK_EQ(opt.started_fd, fd);
+	flags = fcntl(fd, F_GETFD);
+	CHECK(flags >= 0 && (flags & FD_CLOEXEC));
+	snprintf(line, sizeof(line), "--filters-only --started-fd %d -- cmd", fd);
+	argv = unit_argv(line, &argc);
+	CHECK_STR(argv[parse_filters_only(argc, argv, &filters)], "cmd");
+	CHECK_EQ(filters.started_fd, fd);
+	close(fd);
+	/* Not given: 0, which announces nothing. */
+	CHECK_EQ(parsed("--ro / -- cmd").started_fd, 0);
+}
+
 static void bridge_path_length(void)
 {
 	char line[256], message[256], path[200];
@@ -358,6 +388,7 @@ int main(void)
 	limits();
 	other_modes();
 	bridge_path_length();
+	started_fd();
 	for (size_t k = 0; k < sizeof(refusals) / sizeof(refusals[0]); k++)
 		EXPECT_FATAL(refusals[k].parse, (void *)refusals[k].line, refusals[k].message);
 	return unit_done();
