@@ -278,7 +278,9 @@ static int probe(void)
 	 * guardian ends the call's processes), with why not the stronger.
 	 */
 	err = namespaces_error(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET);
-	if (printf("landlock-run: probe ok: abi=%d enforcement=%s tier=%s ipc=%s%s%s\n", abi,
+	/* started=yes: it takes --started-fd (its caller passes it on every call). */
+	if (printf("landlock-run: probe ok: abi=%d enforcement=%s tier=%s ipc=%s started=yes"
+		   "%s%s\n", abi,
 		   abi >= FULL_ENFORCEMENT_ABI ? "full" : "partial",
 		   err == 0 ? "namespaced" : "plain",
 		   err == 0 && namespaces_error(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |

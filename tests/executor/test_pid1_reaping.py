@@ -12,11 +12,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from stockade.sandbox import namespace_init
+from stockade.sandbox import namespace_init, reap_orphaned_init
+from stockade.sandbox.backends.bwrap import is_namespace_init
 
 from ..support import IN_CI, need, require_backend
 
@@ -136,3 +138,47 @@ def test_an_info_fd_report_names_the_init_or_nothing():
             os.close(pidfd)
     for report in (b"", b"{}", b'{"child-pid": "1"}', b'{"child-pid": -1}', b"garbage"):
         assert namespace_init(report) is None
+
+
+def test_a_number_given_to_a_child_of_ours_since_is_never_reaped():
+    """The report is read late: its number may name a child of this process by then
+    (a call's exited leader its caller has yet to reap). Only a namespace's init is
+    reaped; the child's status stays its waiter's."""
+    child = subprocess.Popen(["sh", "-c", "exit 7"])
+    pidfd = os.pidfd_open(child.pid)
+    try:
+        os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT)  # exited, not reaped
+        reap_orphaned_init(pidfd)
+    finally:
+        os.close(pidfd)
+    assert child.wait(timeout=5) == 7
+
+
+def test_a_namespace_init_is_told_from_other_processes():
+    need("unshare")
+    holder = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "sleep", "30"],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        children = Path(f"/proc/{holder.pid}/task/{holder.pid}/children")
+        for _ in range(200):
+            found = children.read_text().split()
+            if found or holder.poll() is not None:
+                break
+            time.sleep(0.01)
+        if not found:
+            message = f"cannot make a PID namespace here: {holder.stderr.read()!r}"
+            if IN_CI:
+                pytest.fail(f"CI=true and {message}")
+            pytest.skip(message)
+        init = os.pidfd_open(int(found[0]))
+        mine = os.pidfd_open(holder.pid)
+        try:
+            assert (is_namespace_init(init), is_namespace_init(mine)) == (True, False)
+        finally:
+            os.close(init)
+            os.close(mine)
+    finally:
+        holder.kill()
+        holder.wait()

@@ -122,9 +122,10 @@ def test_probe_reports_the_running_abi(launcher):
     assert_clean_success(result)
     level = "full" if abi >= 6 else "partial"
     # With CAP_SYS_ADMIN the launcher can always give the command its own namespaces.
-    ipc = "private" if has_cap_sys_admin() else result.stdout.rsplit("=", 1)[1].strip()
+    ipc = "private" if has_cap_sys_admin() else result.stdout.split(" ipc=")[1].split()[0]
     assert result.stdout == (
-        f"landlock-run: probe ok: abi={abi} enforcement={level} tier=namespaced ipc={ipc}\n"
+        f"landlock-run: probe ok: abi={abi} enforcement={level} tier=namespaced ipc={ipc} "
+        "started=yes\n"
     )
 
 

@@ -124,7 +124,9 @@ def test_probe_judges():
     )
     assert not privileged.usable and "privileges" in privileged.why_not
 
-    line = "landlock-run: probe ok: abi=7 enforcement=full tier=namespaced ipc=private\n"
+    line = (
+        "landlock-run: probe ok: abi=7 enforcement=full tier=namespaced ipc=private started=yes\n"
+    )
     landlock = judge_landlock_probe("/l", 0, line, "")
     assert landlock.usable and landlock.abi == 7 and landlock.ipc == "private"
     assert landlock.tier == "namespaced" and landlock.tier_why is None
@@ -135,7 +137,7 @@ def test_probe_judges():
     # Where no namespace can be made: the plain tier, why, and what it leaves open.
     plain_line = (
         "landlock-run: probe ok: abi=7 enforcement=full tier=plain ipc=filtered "
-        "why=No space left on device\n"
+        "started=yes why=No space left on device\n"
     )
     plain = judge_landlock_probe("/l", 0, plain_line, "")
     assert plain.usable and plain.tier == "plain" and plain.ipc == "filtered"
@@ -148,8 +150,8 @@ def test_probe_judges():
     # No private IPC namespace possible (or not reported): existing host IPC objects
     # stay usable, and the claim says so in both modes.
     for line in (
-        "landlock-run: probe ok: abi=7 enforcement=full ipc=filtered\n",
-        "landlock-run: probe ok: abi=7 enforcement=full\n",
+        "landlock-run: probe ok: abi=7 enforcement=full ipc=filtered started=yes\n",
+        "landlock-run: probe ok: abi=7 enforcement=full started=yes\n",
     ):
         report = candidate_report(judge_landlock_probe("/l", 0, line, ""))
         assert report.enforcement["read-only"] is Enforcement.PARTIAL
@@ -157,13 +159,20 @@ def test_probe_judges():
     # Before ABI 6 signals and abstract sockets reach host processes.
     old = candidate_report(
         judge_landlock_probe(
-            "/l", 0, "landlock-run: probe ok: abi=5 enforcement=partial ipc=private\n", ""
+            "/l",
+            0,
+            "landlock-run: probe ok: abi=5 enforcement=partial ipc=private started=yes\n",
+            "",
         )
     )
     # Its PID namespace holds the host's processes; network on, abstract sockets stay.
     assert old.ungoverned["read-only"] == ("abstract unix sockets",)
     failed = judge_landlock_probe("/l", 125, "", "landlock-run: probe failed: ABI 0\n")
     assert not failed.usable and "ABI 0" in failed.why_not
+    # A launcher built before --started-fd: every call would be refused, so it is not
+    # usable, and the fix is named.
+    stale = judge_landlock_probe("/l", 0, "landlock-run: probe ok: abi=7 enforcement=full\n", "")
+    assert not stale.usable and "reinstall stockade" in stale.why_not
 
 
 async def test_fifty_concurrent_first_callers_share_one_probe(tmp_path):
@@ -274,7 +283,7 @@ def test_the_report_claims_each_mode_with_network_off_too():
     assert off["workspace-write"].ungoverned == (p.UNFOUND_SOCKETS_GAP,)
     assert tuple(off["read-only"].effects) == p.NETWORK_EFFECTS
 
-    line = "landlock-run: probe ok: abi=7 enforcement=full ipc=filtered\n"
+    line = "landlock-run: probe ok: abi=7 enforcement=full ipc=filtered started=yes\n"
     landlock = candidate_report(judge_landlock_probe("/l", 0, line, ""))
     gaps = landlock.network_off["workspace-write"].ungoverned
     assert ll.LANDLOCK_PATHNAME_GAP in gaps

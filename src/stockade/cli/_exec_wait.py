@@ -186,7 +186,9 @@ def _wait_gone(pidfd: int) -> None:
     from ..sandbox import reap_orphaned_init
 
     try:
-        select.select([pidfd], [], [], TEARDOWN)
+        waiting = select.poll()
+        waiting.register(pidfd, select.POLLIN)
+        waiting.poll(int(TEARDOWN * 1000))
         # This process is the init's reaper only as a container's pid 1 (docker run
         # IMAGE stockade exec ...), where no one else would reap it.
         reap_orphaned_init(pidfd)

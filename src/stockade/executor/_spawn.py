@@ -166,30 +166,34 @@ async def spawn(
     harness."""
     environment = dict(env)
     passed: tuple[int, ...] = ()
-    report, write_end = None, None
-    if info_fd:
-        report, write_end = os.pipe()
-        os.set_blocking(report, False)
-        at = runner_at + 1
-        argv = (*argv[:at], "--info-fd", str(write_end), *argv[at:])
-        passed += (write_end,)
-    # The launcher that execs the command says here that it does (`command_started`).
-    told, tells = None, None
-    option_at = started_option_at(argv[runner_at:], traits)
-    if option_at is not None:
-        ends = socket.socketpair()
-        told, tells = ends[0].detach(), ends[1].detach()
-        os.set_blocking(told, False)
-        at = runner_at + option_at
-        argv = (*argv[:at], "--started-fd", str(tells), *argv[at:])
-        passed += (tells,)
-    stdio: dict[str, Any] = {
-        "stdin": subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-        "stdout": subprocess.PIPE,
-        "stderr": subprocess.PIPE,
-    }
+    report: int | None = None
+    write_end: int | None = None
+    told: int | None = None
+    tells: int | None = None
     output = None
+    # Every descriptor made inside: one that cannot be made (EMFILE) closes those
+    # made before it, and the terminal is given back all the same.
     try:
+        if info_fd:
+            report, write_end = os.pipe()
+            os.set_blocking(report, False)
+            at = runner_at + 1
+            argv = (*argv[:at], "--info-fd", str(write_end), *argv[at:])
+            passed += (write_end,)
+        # The launcher that execs the command says here that it does (`command_started`).
+        option_at = started_option_at(argv[runner_at:], traits)
+        if option_at is not None:
+            ends = socket.socketpair()
+            told, tells = ends[0].detach(), ends[1].detach()
+            os.set_blocking(told, False)
+            at = runner_at + option_at
+            argv = (*argv[:at], "--started-fd", str(tells), *argv[at:])
+            passed += (tells,)
+        stdio: dict[str, Any] = {
+            "stdin": subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.PIPE,
+        }
         if terminal is not None:
             stdio = _on_terminal(
                 stdio, terminal, hold_signals=info_fd and has_filter_stage(argv[runner_at:])

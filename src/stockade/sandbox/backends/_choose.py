@@ -137,8 +137,8 @@ def _told(name: str, explicit: str | None, roots: Sequence[str]) -> Probe:
 CACHE_ENV_OFF = "STOCKADE_NO_PROBE_CACHE"
 # What the probes check; a verdict remembered from other probes is not reused (2: bwrap
 # is probed with network off, a named socket hidden by its filter stage; 3: the
-# launcher reports its tier).
-PROBE_VERSION = 3
+# launcher reports its tier; 4: the launcher takes --started-fd).
+PROBE_VERSION = 4
 
 
 def cache_file() -> str | None:

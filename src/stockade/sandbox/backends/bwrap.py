@@ -230,12 +230,17 @@ def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str
             held = os.path.join(os.path.realpath(scratch), "probe.sock")
             listener.bind(held)
         argv = bwrap_probe_argv(bwrap, scratch, target, launcher, held)
+        # As a call's: its init reaped (`reap_orphaned_init`), and its filter stage told
+        # to say the command started (a launcher built before it knew how fails here).
         report, write_end = os.pipe()
+        told, tells = socket.socketpair()
         try:
-            # Its init is reaped as a call's is (`reap_orphaned_init`).
-            ran = run_probe(
-                (argv[0], "--info-fd", str(write_end), *argv[1:]), timeout, (write_end,)
-            )
+            argv = (argv[0], "--info-fd", str(write_end), *argv[1:])
+            stage = filter_stage_at(argv)
+            if stage is not None:
+                at = stage + 1
+                argv = (*argv[:at], "--started-fd", str(tells.fileno()), *argv[at:])
+            ran = run_probe(argv, timeout, (write_end, tells.fileno()))
             os.close(write_end)
             write_end = -1
             _reap_probe_init(report)
@@ -243,6 +248,8 @@ def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str
             os.close(report)
             if write_end >= 0:
                 os.close(write_end)
+            told.close()
+            tells.close()
         if isinstance(ran, Unfinished):
             return Verdict(NAME, False, bwrap, ran.why, transient=ran.transient)
         return judge_bwrap_probe(bwrap, *ran, target_exists=os.path.lexists(target))
@@ -262,7 +269,10 @@ def _reap_probe_init(report: int) -> None:
     if pidfd is None:
         return
     try:
-        select.select([pidfd], [], [], 1.0)
+        # poll, not select: a harness may hold descriptors past select's 1,024.
+        waiting = select.poll()
+        waiting.register(pidfd, select.POLLIN)
+        waiting.poll(1000)
         reap_orphaned_init(pidfd)
     finally:
         os.close(pidfd)
@@ -518,10 +528,11 @@ def filter_stage_at(argv: Sequence[str]) -> int | None:
 
 
 def namespace_init(report: bytes) -> int | None:
-    """A pidfd of the init of the PID namespace bwrap made, from its `--info-fd` report
-    (`{"child-pid": N, ...}`); None when it names none, or the init is gone already
-    (reaped: so is its namespace) or pidfds are missing (ENOSYS). Read while the init
-    can still be unreaped (its caller's duty), so its pid cannot name another process."""
+    """A pidfd of the process bwrap's `--info-fd` report names (`{"child-pid": N,
+    ...}`: its PID namespace's init); None when it names none, or no such process is
+    left (ENOSYS: no pidfds). The number may be another process's by the time it is
+    read (the host reaped the init and reused its pid): `reap_orphaned_init` checks
+    what the pidfd names before it reaps anything."""
     _, found, rest = report.partition(b'"child-pid":')
     digits = rest.lstrip().split(b",")[0].split(b"}")[0].strip()
     if not found or not digits.isdigit():
@@ -532,17 +543,40 @@ def namespace_init(report: bytes) -> int | None:
         return None
 
 
+# waitid(P_PIDFD) (Linux 5.4); a Python built against older headers lacks the name.
+_P_PIDFD = getattr(os, "P_PIDFD", 3)
+
+
 def reap_orphaned_init(pidfd: int) -> None:
     """Reap bwrap's namespace init, ended, if it came to this process. bwrap exits
     before its init does, which the nearest reaper inherits: the host's pid 1, or this
     process where it is one (an agent run as a container's pid 1: `docker run` without
-    `--init`), which nothing else would ever reap: a zombie a call, for good. One
-    system call; ECHILD, the init not ours, is the usual answer (EINVAL: a kernel
-    before 5.4, with pidfds but no waitid on one, leaves it to the host as before)."""
+    `--init`), which nothing else would ever reap: a zombie a call, for good.
+
+    Only a process that is pid 1 of a PID namespace below this one is reaped (its
+    NSpid), whatever the pidfd came from: a number read late may have been given to
+    a process of this one's own since, a child another call waits for among them. Its
+    usual answer is ECHILD (the init is the host's to reap); EINVAL, a kernel before
+    5.4 with pidfds but no waitid on one, leaves it to the host as before."""
+    if not is_namespace_init(pidfd):
+        return
     try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
-        os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOHANG)
+        os.waitid(_P_PIDFD, pidfd, os.WEXITED | os.WNOHANG)
     except OSError:
         pass
+
+
+def is_namespace_init(pidfd: int) -> bool:
+    """Whether `pidfd` names the init of a PID namespace below this process's: its
+    `NSpid` (in /proc/self/fdinfo) has more than one number, the last 1."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}", "rb") as info:
+            text = info.read()
+    except OSError:
+        return False
+    _, found, rest = text.partition(b"\nNSpid:")
+    numbers = rest.split(b"\n", 1)[0].split()
+    return bool(found) and len(numbers) > 1 and numbers[-1] == b"1"
 
 
 def in_private_dev(path: str) -> bool:

@@ -85,7 +85,7 @@ CLAIMED = True
 _LANDLOCK_PROBE_LINE = (
     r"^landlock-run: probe ok: abi=(?P<abi>\d+) enforcement=(?P<enforcement>full|partial)"
     r"(?: tier=(?P<tier>namespaced|plain))?(?: ipc=(?P<ipc>private|filtered))?"
-    r"(?: why=(?P<why>.*))?$"
+    r"(?: (?P<started>started=yes))?(?: why=(?P<why>.*))?$"
 )
 
 
@@ -96,6 +96,14 @@ def judge_landlock_probe(launcher: str, returncode: int, stdout: str, stderr: st
     match = re.search(_LANDLOCK_PROBE_LINE, stdout, re.MULTILINE)
     if returncode != 0 or match is None:
         why = f"landlock-run --probe failed (exit {returncode}): {tail(stderr or stdout)}"
+        return Verdict(NAME, False, launcher, why)
+    if match["started"] is None:
+        # Every call passes --started-fd (SpawnTrait.STARTED_FD): such a launcher would
+        # refuse them all while its probe said it was usable.
+        why = (
+            f"the Landlock launcher at {launcher} was built before this stockade (its "
+            "probe does not say started=yes); reinstall stockade to rebuild it"
+        )
         return Verdict(NAME, False, launcher, why)
     tier = match["tier"] or NAMESPACED
     return Verdict(
