@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from stockade.sandbox import namespace_init, reap_orphaned_init
+from stockade.sandbox import _probe, namespace_init, reap_orphaned_init
+from stockade.sandbox._probe import launcher_path
+from stockade.sandbox.backends import bwrap
 from stockade.sandbox.backends.bwrap import is_namespace_init
 
 from ..support import IN_CI, need, require_backend
@@ -123,21 +126,19 @@ def test_a_harness_as_pid_1_is_left_no_zombie_by_its_bwrap_calls(root, tmp_path)
     assert report["zombies"] == [], report
 
 
-def test_an_info_fd_report_names_the_init_or_nothing():
+def test_an_info_fd_report_names_an_init_or_nothing():
+    # This process is no namespace's init: a number that names it now is not taken.
     me = os.getpid()
     for report in (
         f'{{\n    "child-pid": {me},\n    "cgroup-namespace": 1\n}}',
         f'{{"child-pid":{me}}}',
+        b"",
+        b"{}",
+        b'{"child-pid": "1"}',
+        b'{"child-pid": -1}',
+        b"garbage",
     ):
-        pidfd = namespace_init(report.encode())
-        assert pidfd is not None
-        try:
-            info = Path(f"/proc/self/fdinfo/{pidfd}").read_text()
-            assert f"Pid:\t{me}\n" in info
-        finally:
-            os.close(pidfd)
-    for report in (b"", b"{}", b'{"child-pid": "1"}', b'{"child-pid": -1}', b"garbage"):
-        assert namespace_init(report) is None
+        assert namespace_init(report.encode() if isinstance(report, str) else report) is None
 
 
 def test_a_number_given_to_a_child_of_ours_since_is_never_reaped():
@@ -156,12 +157,13 @@ def test_a_number_given_to_a_child_of_ours_since_is_never_reaped():
 
 def test_a_namespace_init_is_told_from_other_processes():
     need("unshare")
-    holder = subprocess.Popen(
-        ["unshare", "--pid", "--fork", "sleep", "30"],
-        stderr=subprocess.PIPE,
-    )
+    namespaces = ["--pid", "--fork"]
+    if os.geteuid() != 0:
+        namespaces = ["--user", "--map-root-user", *namespaces]
+    holder = subprocess.Popen(["unshare", *namespaces, "sleep", "30"], stderr=subprocess.PIPE)
     try:
         children = Path(f"/proc/{holder.pid}/task/{holder.pid}/children")
+        found: list[str] = []
         for _ in range(200):
             found = children.read_text().split()
             if found or holder.poll() is not None:
@@ -176,9 +178,40 @@ def test_a_namespace_init_is_told_from_other_processes():
         mine = os.pidfd_open(holder.pid)
         try:
             assert (is_namespace_init(init), is_namespace_init(mine)) == (True, False)
+            named = namespace_init(f'{{"child-pid": {found[0]}}}'.encode())
+            assert named is not None
+            os.close(named)
+            # Reaped (by unshare, its parent): no longer an init anyone may reap.
+            signal.pidfd_send_signal(init, signal.SIGKILL)
+            holder.wait(timeout=10)
+            assert is_namespace_init(init) is False
+            assert namespace_init(f'{{"child-pid": {found[0]}}}'.encode()) is None
         finally:
             os.close(init)
             os.close(mine)
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_the_bwrap_probe_tells_its_filter_stage_to_say_the_command_started(runner_dir, monkeypatch):
+    """As every call does: a filter stage that refuses --started-fd (a launcher built
+    before it) fails the probe, which would otherwise call it usable while every call
+    failed. The control: the same stage without the option passes it."""
+    require_backend("bwrap")
+    real = launcher_path()
+    stage = runner_dir / "landlock-run"
+    stage.write_text(
+        "#!/bin/sh\n"
+        'if [ "$2" = --started-fd ]; then\n'
+        "  echo 'landlock-run: unknown option: --started-fd' >&2; exit 125\n"
+        "fi\n"
+        f'exec {real} "$@"\n'
+    )
+    stage.chmod(0o755)
+    monkeypatch.setattr(_probe, "launcher_path", lambda: str(stage))
+    refused = bwrap.probe_bwrap(10.0)
+    assert not refused.usable and "--started-fd" in refused.why_not, refused
+    # The control: never told, the stage runs the probe as the real launcher would.
+    monkeypatch.setattr(bwrap, "filter_stage_at", lambda argv: None)
+    assert bwrap.probe_bwrap(10.0).usable

@@ -230,29 +230,60 @@ def probe_bwrap(timeout: float, explicit: str | None = None, roots: Sequence[str
             held = os.path.join(os.path.realpath(scratch), "probe.sock")
             listener.bind(held)
         argv = bwrap_probe_argv(bwrap, scratch, target, launcher, held)
-        # As a call's: its init reaped (`reap_orphaned_init`), and its filter stage told
-        # to say the command started (a launcher built before it knew how fails here).
-        report, write_end = os.pipe()
-        told, tells = socket.socketpair()
-        try:
-            argv = (argv[0], "--info-fd", str(write_end), *argv[1:])
-            stage = filter_stage_at(argv)
-            if stage is not None:
-                at = stage + 1
-                argv = (*argv[:at], "--started-fd", str(tells.fileno()), *argv[at:])
-            ran = run_probe(argv, timeout, (write_end, tells.fileno()))
-            os.close(write_end)
-            write_end = -1
-            _reap_probe_init(report)
-        finally:
-            os.close(report)
-            if write_end >= 0:
-                os.close(write_end)
-            told.close()
-            tells.close()
+        ran, started = _run_bwrap_probe(argv, timeout)
         if isinstance(ran, Unfinished):
             return Verdict(NAME, False, bwrap, ran.why, transient=ran.transient)
+        if started is False and PROBE_MARKER in ran[1]:
+            return Verdict(
+                NAME,
+                False,
+                bwrap,
+                "bwrap's filter stage ran the probe without saying it started "
+                f"(--started-fd); reinstall stockade to rebuild {launcher}",
+            )
         return judge_bwrap_probe(bwrap, *ran, target_exists=os.path.lexists(target))
+
+
+def _run_bwrap_probe(
+    argv: Sequence[str], timeout: float
+) -> tuple[tuple[int, str, str] | Unfinished, bool | None]:
+    """`run_probe` on bwrap's `argv` as a call's is run: its init reaped
+    (`reap_orphaned_init`), its filter stage told to say the command started (a
+    launcher built before it knew how fails here, as every call would). (what
+    `run_probe` says, whether the stage said so: None without a stage)."""
+    import socket
+
+    report = write_end = -1
+    told = tells = None
+    try:
+        report, write_end = os.pipe()
+        argv = (argv[0], "--info-fd", str(write_end), *argv[1:])
+        passed = [write_end]
+        stage = filter_stage_at(argv)
+        if stage is not None:
+            told, tells = socket.socketpair()
+            told.setblocking(False)
+            at = stage + 1
+            argv = (*argv[:at], "--started-fd", str(tells.fileno()), *argv[at:])
+            passed.append(tells.fileno())
+        ran = run_probe(argv, timeout, passed)
+        os.close(write_end)
+        write_end = -1
+        _reap_probe_init(report)
+        started = None
+        if told is not None:
+            try:
+                started = told.recv(1) == b"1"
+            except OSError:
+                started = False
+        return ran, started
+    finally:
+        for descriptor in (report, write_end):
+            if descriptor >= 0:
+                os.close(descriptor)
+        for end in (told, tells):
+            if end is not None:
+                end.close()
 
 
 def _reap_probe_init(report: int) -> None:
@@ -528,19 +559,24 @@ def filter_stage_at(argv: Sequence[str]) -> int | None:
 
 
 def namespace_init(report: bytes) -> int | None:
-    """A pidfd of the process bwrap's `--info-fd` report names (`{"child-pid": N,
-    ...}`: its PID namespace's init); None when it names none, or no such process is
-    left (ENOSYS: no pidfds). The number may be another process's by the time it is
-    read (the host reaped the init and reused its pid): `reap_orphaned_init` checks
-    what the pidfd names before it reaps anything."""
+    """A pidfd of the init of the PID namespace bwrap made, from its `--info-fd` report
+    (`{"child-pid": N, ...}`); None when it names none, or no init is left under that
+    number: reaped (so is its namespace), its number given to another process since
+    (a report read late, after bwrap ended), or no pidfds. Where the kernel cannot say
+    (before 5.5, no NSpid) it is kept, as before, for the wait alone; a reap through it
+    reaches nothing but a namespace's init (`reap_orphaned_init`)."""
     _, found, rest = report.partition(b'"child-pid":')
     digits = rest.lstrip().split(b",")[0].split(b"}")[0].strip()
     if not found or not digits.isdigit():
         return None
     try:
-        return os.pidfd_open(int(digits))
+        pidfd = os.pidfd_open(int(digits))
     except OSError:
         return None
+    if is_namespace_init(pidfd) is False:
+        os.close(pidfd)
+        return None
+    return pidfd
 
 
 # waitid(P_PIDFD) (Linux 5.4); a Python built against older headers lacks the name.
@@ -548,17 +584,18 @@ _P_PIDFD = getattr(os, "P_PIDFD", 3)
 
 
 def reap_orphaned_init(pidfd: int) -> None:
-    """Reap bwrap's namespace init, ended, if it came to this process. bwrap exits
-    before its init does, which the nearest reaper inherits: the host's pid 1, or this
-    process where it is one (an agent run as a container's pid 1: `docker run` without
-    `--init`), which nothing else would ever reap: a zombie a call, for good.
-
-    Only a process that is pid 1 of a PID namespace below this one is reaped (its
-    NSpid), whatever the pidfd came from: a number read late may have been given to
-    a process of this one's own since, a child another call waits for among them. Its
-    usual answer is ECHILD (the init is the host's to reap); EINVAL, a kernel before
-    5.4 with pidfds but no waitid on one, leaves it to the host as before."""
-    if not is_namespace_init(pidfd):
+    """Reap bwrap's namespace init (a pidfd `namespace_init` gave), ended, if it came to
+    this process. bwrap exits before its init does, which the nearest reaper inherits:
+    the host's pid 1, or this process where it is one (an agent run as a container's
+    pid 1: `docker run` without `--init`), which nothing else would ever reap: a zombie
+    a call, for good. Usually one system call, answered ECHILD (the init is not ours;
+    EINVAL: a kernel before 5.4, no waitid on a pidfd, leaves it to the host as ever);
+    a child of ours is reaped only when the kernel says it is a namespace's init."""
+    try:
+        ours = os.waitid(_P_PIDFD, pidfd, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except OSError:
+        return
+    if ours is None or is_namespace_init(pidfd) is not True:
         return
     try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
         os.waitid(_P_PIDFD, pidfd, os.WEXITED | os.WNOHANG)
@@ -566,17 +603,26 @@ def reap_orphaned_init(pidfd: int) -> None:
         pass
 
 
-def is_namespace_init(pidfd: int) -> bool:
-    """Whether `pidfd` names the init of a PID namespace below this process's: its
-    `NSpid` (in /proc/self/fdinfo) has more than one number, the last 1."""
-    try:
-        with open(f"/proc/self/fdinfo/{pidfd}", "rb") as info:
-            text = info.read()
+def is_namespace_init(pidfd: int) -> bool | None:
+    """Whether `pidfd` names the init of a PID namespace below this process's, alive or
+    not yet reaped: its `NSpid` (in /proc/self/fdinfo, from Linux 5.5) has more than
+    one number, the last 1 (a reaped one's says -1); None when the kernel does not say
+    (no NSpid, or /proc unreadable)."""
+    try:  # os, not open(): its buffered reader is most of this call's cost
+        info = os.open(f"/proc/self/fdinfo/{pidfd}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return False
+        return None
+    try:
+        text = os.read(info, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(info)
     _, found, rest = text.partition(b"\nNSpid:")
+    if not found:
+        return None
     numbers = rest.split(b"\n", 1)[0].split()
-    return bool(found) and len(numbers) > 1 and numbers[-1] == b"1"
+    return len(numbers) > 1 and numbers[-1] == b"1"
 
 
 def in_private_dev(path: str) -> bool:
