@@ -27,6 +27,7 @@ from stockade.limits.cgroups import (
     Group,
     Hierarchy,
     detect,
+    pid_namespace,
     safe_name,
     sweep,
 )
@@ -338,10 +339,16 @@ def nested(host: CgroupHost) -> Iterator[CgroupHost]:
 def test_sweep_removes_a_dead_harnesses_subtree_and_nothing_else(nested):
     dead = 99_999_999  # above any pid_max: no such process
     assert not os.path.exists(f"/proc/{dead}")
+    here = pid_namespace()
     names = {
-        "dead": f"stockade-{dead}-00c0ffee",
-        "dead_busy": f"stockade-{dead}-0000beef",
-        "other": f"other-{dead}-00c0ffee",
+        "dead": f"stockade-p{here}-{dead}-00c0ffee",
+        "dead_busy": f"stockade-p{here}-{dead}-0000beef",
+        "other": f"other-p{here}-{dead}-00c0ffee",
+        # A harness in another PID namespace sharing this cgroup: its pid runs nowhere
+        # here, and it may be alive all the same.
+        "elsewhere": f"stockade-p{here + 1}-{dead}-00c0ffee",
+        # Named before the namespace was: nothing says whose it is.
+        "unnamed": f"stockade-{dead}-00c0ffee",
     }
     for hierarchy in nested.hierarchies:
         for name in names.values():
@@ -364,7 +371,15 @@ def test_sweep_removes_a_dead_harnesses_subtree_and_nothing_else(nested):
         for hierarchy in nested.hierarchies:
             assert sorted(
                 os.path.basename(p) for p in os.scandir(hierarchy.directory) if p.is_dir()
-            ) == sorted([names["dead_busy"], names["other"], live.root.relative])
+            ) == sorted(
+                [
+                    names["dead_busy"],
+                    names["other"],
+                    names["elsewhere"],
+                    names["unnamed"],
+                    live.root.relative,
+                ]
+            )
     finally:
         busy.kill()
         child.wait(timeout=10)

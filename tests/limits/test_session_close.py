@@ -19,7 +19,7 @@ from ..support import pids_named, require_backend
 
 
 def _session_groups(name: str) -> list[str]:
-    return glob.glob(f"/sys/fs/cgroup/pids/stockade-{os.getpid()}-*/s-{name}")
+    return glob.glob(f"/sys/fs/cgroup/pids/stockade-p*-{os.getpid()}-*/s-{name}")
 
 
 @pytest.mark.parametrize("backend", ["landlock", "bwrap"])
@@ -61,4 +61,4 @@ async def test_closing_a_session_ends_its_jobs_and_its_cgroup(tmp_path, backend)
         assert len(pids_named(marker)) == 1
         await executor.close_session("s2")
     assert pids_named(marker) == []
-    assert glob.glob(f"/sys/fs/cgroup/pids/stockade-{os.getpid()}-*") == []
+    assert glob.glob(f"/sys/fs/cgroup/pids/stockade-p*-{os.getpid()}-*") == []

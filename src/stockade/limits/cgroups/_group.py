@@ -55,7 +55,7 @@ class Group:
 
     host: CgroupHost
     kind: str
-    relative: str  # below our own cgroup: "stockade-12-ab12cd34/s-x/c-y"
+    relative: str  # below our own cgroup: "stockade-p4026531836-12-ab12cd34/s-x/c-y"
     directories: tuple[str, ...]  # one per hierarchy, in order
     # The hierarchies it is in: all the host's, but a command group needs no memory
     # cgroup when neither it nor its session has a memory limit (one per call is the
