@@ -2,7 +2,8 @@
 which mechanism this process can use, and the session and command groups made below it.
 
 Every group is made below this process's OWN cgroup of each hierarchy, in a subtree
-`stockade-p<pid namespace>-<pid>-<random>`; nothing of ours is moved, no cgroup we did not make is written.
+`stockade-p<pid namespace>-<pid>-<random>`; nothing of ours is moved, no cgroup we did
+not make is written.
 v2's "no internal processes" rule: a non-root cgroup holding processes cannot enable
 controllers for its children, and ours holds us. So v2 is used only when our cgroup
 ALREADY delegates pids and memory (its cgroup.subtree_control lists them: systemd
