@@ -27,9 +27,8 @@ from ..support import IN_CI, need, require_backend
 
 pytestmark = pytest.mark.kernel
 
-AS_PID_1 = r"""
-import json, os, subprocess, sys
-
+# The zombies whose parent is this process (pid 1), by name.
+ZOMBIES = r"""
 def zombies():
     found = []
     for entry in os.listdir("/proc"):
@@ -44,7 +43,14 @@ def zombies():
         if state == "Z" and int(parent) == os.getpid():
             found.append(name)
     return found
+"""
 
+AS_PID_1 = (
+    r"""
+import json, os, subprocess, sys
+"""
+    + ZOMBIES
+    + r"""
 async def through_the_executor(root):
     from stockade.executor.actor import open_executor
     from stockade.executor.config import ExecutorConfig
@@ -64,11 +70,46 @@ async def through_the_executor(root):
                 statuses.append((result.exit_code, result.backend))
     return statuses
 
+async def unconfined(root):
+    # What the embedder itself runs and waits for (its own child, in a session of its
+    # own, ended before any call): its status stays its own.
+    own = subprocess.Popen(["sh", "-c", "exit 7"], start_new_session=True)
+    while not os.path.exists(f"/proc/{own.pid}/stat") or open(
+        f"/proc/{own.pid}/stat"
+    ).read().rsplit(")", 1)[1].split()[0] != "Z":
+        pass
+    from stockade.executor.actor import open_executor
+    from stockade.executor.config import ExecutorConfig
+    from stockade.limits import Limits, SessionLimits
+    from stockade.vocab import ExecutionPolicy, SandboxMode
+
+    off = ExecutorConfig(
+        kill_grace=0.5,
+        limits=Limits(processes=None, memory=None, file_size=None, open_files=None),
+        session_limits=SessionLimits(processes=None, memory=None),
+    )
+    statuses = []
+    policy = ExecutionPolicy(mode=SandboxMode.DANGER_FULL_ACCESS, workspace_root=root)
+    # Limits on: the call's cgroup ends what left its group (setsid, given the time to
+    # leave it before the call ends); off: the group's own.
+    for config, command in (
+        (ExecutorConfig(kill_grace=0.5), "(sleep 0.2 &) ; setsid sleep 30 & sleep 30 & sleep 0.3"),
+        (off, "(sleep 0.2 &) ; sleep 30 & (sleep 30 &) ; true"),
+    ):
+        async with open_executor(config) as executor:
+            result = await executor.run(executor.resolve(command, policy=policy))
+            statuses.append((result.exit_code, result.backend))
+    statuses.append(own.wait())
+    return statuses
+
 how, root = sys.argv[1:]
 assert os.getpid() == 1
 if how == "executor":
     import trio
     statuses = trio.run(through_the_executor, root)
+elif how == "unconfined":
+    import trio
+    statuses = trio.run(unconfined, root)
 else:
     import shutil
 
@@ -79,6 +120,7 @@ else:
     ]
 print(json.dumps({"statuses": statuses, "zombies": zombies()}))
 """
+)
 
 
 def as_pid_1(how: str, root: Path, tmp_path: Path) -> dict:
@@ -124,6 +166,49 @@ def test_a_harness_as_pid_1_is_left_no_zombie_by_its_bwrap_calls(root, tmp_path)
     report = as_pid_1("executor", root, tmp_path)
     assert report["statuses"] == [[0, "bwrap"]] * 4, report
     assert report["zombies"] == [], report
+
+
+def test_a_harness_as_pid_1_is_left_no_zombie_by_what_unconfined_calls_left(tmp_path):
+    """danger-full-access: no launcher's or namespace's init reaps inside; what the
+    command left behind (killed with its group, or by its cgroup) comes to the harness.
+    Every such zombie is reaped, and the embedder's own ended child is not: its status
+    (7) is still its waiter's. The control: the same commands run by pid 1 directly."""
+    base = tmp_path / "root"
+    base.mkdir()
+    report = as_pid_1("unconfined", base, tmp_path)
+    assert report["statuses"] == [[0, "none"], [0, "none"], 7], report
+    assert report["zombies"] == [], report
+
+
+def test_control_pid_1_running_the_same_commands_directly_is_left_zombies(tmp_path):
+    script = tmp_path / "direct.py"
+    script.write_text(
+        "import json, os, signal, subprocess, time\n"
+        + ZOMBIES
+        + "leader = subprocess.Popen(['bash', '-c', '(sleep 0.2 &) ; sleep 30 & true'],"
+        " start_new_session=True)\n"
+        "leader.wait()\n"
+        "os.killpg(leader.pid, signal.SIGKILL)\n"
+        "time.sleep(0.5)\n"
+        "print(json.dumps({'zombies': zombies()}))\n"
+    )
+    need("unshare")
+    namespaces = ["--pid", "--fork", "--mount-proc"]
+    if os.geteuid() != 0:
+        namespaces = ["--user", "--map-root-user", *namespaces]
+    done = subprocess.run(
+        ["unshare", *namespaces, sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode != 0 and "unshare failed" in done.stderr:
+        message = f"cannot make a PID namespace here: {done.stderr.strip()}"
+        if IN_CI:
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout.splitlines()[-1])["zombies"]) >= 2
 
 
 def test_an_info_fd_report_names_an_init_or_nothing():

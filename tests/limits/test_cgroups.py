@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -259,6 +260,34 @@ def test_remove_kills_what_is_left(tree):
     assert not any(os.path.exists(d) for d in command.directories)
 
 
+def _pinned_names(pinned: list[int], pid: int) -> bool:
+    """Whether one of `pinned` (pidfds) names `pid`: reaped through it, ended by SIGKILL."""
+    try:
+        for pidfd in pinned:
+            ended = os.waitid(os.P_PIDFD, pidfd, os.WEXITED)
+            if ended is not None and ended.si_pid == pid:
+                return ended.si_status == signal.SIGKILL
+        return False
+    finally:
+        for pidfd in pinned:
+            os.close(pidfd)
+
+
+def test_remove_can_pin_what_it_kills(tree):
+    # A harness that is pid 1 reaps what its calls' cgroups held (executor/_orphans.py):
+    # through pidfds taken while each was alive in the group, so only those.
+    command = tree.session("s").command("pinned")
+    child = start_in(command, ["sleep", "30"])
+    pinned: list[int] = []
+    try:
+        command.remove(pinned=pinned)
+        assert _pinned_names(pinned, child.pid)
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert not any(os.path.exists(d) for d in command.directories)
+
+
 def test_pids_max_refuses_the_sixth_process(tree):
     command = tree.session("s", processes=50).command("forks", processes=5)
     script = "for i in 1 2 3 4 5 6 7 8; do sleep 30 & done; echo started"
@@ -440,6 +469,15 @@ def test_v2_groups_are_made_joined_killed_and_removed_on_the_unified_hierarchy()
         finally:
             child.kill()
             child.wait(timeout=10)
+        # cgroup.kill ends every member at once: those there before it are pinned first.
+        again = start_in(command, ["sleep", "30"])
+        pinned: list[int] = []
+        try:
+            assert command.kill(pinned=pinned) is True
+            assert _pinned_names(pinned, again.pid)
+        finally:
+            again.kill()
+            again.wait(timeout=10)
         command.remove()
         assert not os.path.exists(command.directories[0])
     assert not os.path.exists(made.root.directories[0])

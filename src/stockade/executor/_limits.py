@@ -49,6 +49,7 @@ from ..limits.cgroups import (
 )
 from ..messages import LimitClaim, LimitHit, ResourceUse, ShellResult
 from ..vocab import SpawnTrait
+from ._orphans import reap_pinned, reaps_orphans
 from ._pool import GroupPool, PoolKey
 
 # A confined call's runner shares the command's cgroup (the Landlock launcher's monitor
@@ -258,11 +259,17 @@ class CallLimits:
 
     def end(self) -> None:
         """Kill what is left in its cgroup (a process that left its group and its
-        namespace's reach) and remove the group."""
+        namespace's reach) and remove the group. A harness that is its PID namespace's
+        init then reaps those of them that came to it (`_orphans`)."""
         if self.group is not None:
             group, self.group = self.group, None
-            with contextlib.suppress(OSError, CgroupError):
-                group.remove()
+            pinned: list[int] | None = [] if reaps_orphans() else None
+            try:
+                with contextlib.suppress(OSError, CgroupError):
+                    group.remove(pinned=pinned)
+            finally:
+                if pinned:
+                    reap_pinned(pinned)
 
 
 def _failed(failures: int | None) -> bool | None:

@@ -37,6 +37,7 @@ from ..modes import SpawnTrait
 from ..sandbox import has_filter_stage, namespace_init, reap_orphaned_init, started_option_at
 from ._buffer import OutputBuffer
 from ._child import Child, start_child
+from ._orphans import group_left, reap_group_zombies, reaps_orphans
 
 READ_SIZE = 65536
 # After the leader exits and its group is killed, pipes reach EOF at once; a process
@@ -556,6 +557,7 @@ async def settle(
                 await _drain_both(process, stdout, stderr)
                 await _group_gone(process.pid)
             await _namespace_gone(process)
+            await _orphans_reaped(process.pid)
             await _close(process)
         raise
     if timed_out:
@@ -564,8 +566,21 @@ async def settle(
     # What the command left in its PID namespace (setsid, a double fork: out of its
     # group) is gone too before the call returns.
     await _namespace_gone(process)
+    await _orphans_reaped(process.pid)
     await _close(process)
     return timed_out
+
+
+async def _orphans_reaped(pgid: int) -> None:
+    """A harness that is its PID namespace's init (`_orphans`): once every live process
+    of the call's group `pgid` is gone, reap the zombies the group left it. Elsewhere,
+    or when nothing of the group is left (every confined call: the launcher's or
+    bwrap's init reaps inside), one check."""
+    if not reaps_orphans() or not group_left(pgid):
+        return
+    with trio.move_on_after(KILL_TEARDOWN):
+        await _group_gone(pgid)
+    reap_group_zombies(pgid)
 
 
 async def _group_gone(pgid: int) -> None:

@@ -275,7 +275,7 @@ class Group:
                 found += [(pid, hierarchy, base) for pid in _procs(directory)]
         return found
 
-    def kill(self, timeout: float = KILL_TIMEOUT) -> bool:
+    def kill(self, timeout: float = KILL_TIMEOUT, pinned: list[int] | None = None) -> bool:
         """SIGKILL every process in the group and below; True once none is left, False
         if some still are after `timeout` seconds (stuck in the kernel).
 
@@ -283,7 +283,14 @@ class Group:
         cgroup.procs, pin each pid with a pidfd, re-check the pinned process is still in
         the group (a pid read from a file may be reused), SIGKILL it through the pidfd.
         No freezer (a fourth hierarchy to make and join per spawn): a killed process
-        forks no more, each round kills all it saw, and pids.max bounds the rest."""
+        forks no more, each round kills all it saw, and pids.max bounds the rest.
+
+        `pinned`: the pidfds of the processes killed are added to it, not closed (the
+        caller's to close): a harness that reaps what comes to it reaps those, and only
+        those, once they are gone (v2: the members found before cgroup.kill)."""
+        if pinned is not None and self.host.version == "v2":
+            for pid, hierarchy, path in self._members():
+                _kill_if_member(self.host.proc_root, pid, hierarchy.key, path, pinned)
         for directory in self.directories if self.host.version == "v2" else ():
             # No cgroup.kill before Linux 5.14 (or the group is gone): the loop does it.
             with contextlib.suppress(FileNotFoundError):
@@ -295,18 +302,19 @@ class Group:
             if not members:
                 return True
             for pid, hierarchy, path in members:
-                _kill_if_member(self.host.proc_root, pid, hierarchy.key, path)
+                _kill_if_member(self.host.proc_root, pid, hierarchy.key, path, pinned)
             if time.monotonic() > deadline:
                 return False
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
 
-    def remove(self, timeout: float = REMOVE_TIMEOUT) -> None:
+    def remove(self, timeout: float = REMOVE_TIMEOUT, pinned: list[int] | None = None) -> None:
         """Kill what is left, then remove the group and everything below it, leaves first.
-        Idempotent; an already-gone group is fine. CgroupError if one stays busy."""
+        Idempotent; an already-gone group is fine. CgroupError if one stays busy.
+        `pinned`: as `kill`'s."""
         if self.try_remove():
             return
-        self.kill()
+        self.kill(pinned=pinned)
         deadline = time.monotonic() + timeout
         for directory in self.directories:
             for each in reversed(list(_cgroup_dirs(directory))):
@@ -337,21 +345,29 @@ def _cgroup_dirs(top: str) -> Iterator[str]:
         todo += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
 
 
-def _kill_if_member(proc_root: str, pid: int, key: str, path: str) -> None:
+def _kill_if_member(
+    proc_root: str, pid: int, key: str, path: str, pinned: list[int] | None = None
+) -> None:
     """SIGKILL `pid` if it is (still) in the group at `path`, race-free: the pidfd pins
-    the process first, so a pid reused after the check cannot be the one signalled."""
+    the process first, so a pid reused after the check cannot be the one signalled.
+    `pinned`: the pidfd of a member is kept there instead of closed."""
     try:
         pidfd = os.pidfd_open(pid)
     except ProcessLookupError:
         return
+    kept = False
     try:
         now = _cgroups_of(os.path.join(proc_root, str(pid))).get(key, "")
         if now == path or now.startswith(path + "/"):
+            if pinned is not None:
+                pinned.append(pidfd)
+                kept = True
             signal.pidfd_send_signal(pidfd, signal.SIGKILL)
     except OSError:
         pass  # exited meanwhile (its /proc entry gone, or ESRCH)
     finally:
-        os.close(pidfd)
+        if not kept:
+            os.close(pidfd)
 
 
 def _rmdir_until(directory: str, deadline: float) -> None:

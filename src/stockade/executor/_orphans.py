@@ -1,0 +1,105 @@
+"""The zombies a call leaves a harness that is its PID namespace's init (an agent run as
+a container's pid 1, `docker run` without `--init`): its group's and its cgroup's.
+
+Orphans come to the nearest reaper. Where the harness is pid 1, nothing else reaps for
+it: a `danger-full-access` call whose command left a process behind (`sleep 9 &`)
+would leave one zombie per such process, for good, until the container's pid limit
+ends every fork. Only what is the call's is reaped, never a child of the embedder's
+(whose status is its own waiter's): a zombie whose process group is the call's (a
+group exists while any member does, so its number names no other process's group
+meanwhile), or one pinned by a pidfd while it was alive in the call's cgroup.
+"""
+
+from __future__ import annotations
+
+import os
+
+# waitid(P_PIDFD) (Linux 5.4); a Python built against older headers lacks the name.
+_P_PIDFD = getattr(os, "P_PIDFD", 3)
+
+
+def reaps_orphans() -> bool:
+    """Whether orphaned processes come to this process: it is its PID namespace's init.
+    (A subreaper the embedder made it cannot be told without `prctl`; it has chosen
+    to reap.)"""
+    return os.getpid() == 1
+
+
+def group_left(pgid: int) -> bool:
+    """Whether any process of group `pgid`, live or a zombie, is left."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _children() -> list[int]:
+    """This process's children: its main thread's list, where the kernel puts the
+    orphans it hands an init (whichever thread made their ancestors); every process
+    whose parent is this one where the kernel keeps no such list."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as listing:
+            return [int(pid) for pid in listing.read().split()]
+    except OSError:
+        pass
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and _facts(int(name)) is not None:
+            found.append(int(name))
+    return found
+
+
+def _facts(pid: int) -> tuple[bytes, int, int] | None:
+    """(state, parent, process group) of `pid`, or None when it is not this process's
+    child (or gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            fields = stat_file.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    state, parent, group = fields[0], int(fields[1]), int(fields[2])
+    return (state, parent, group) if parent == os.getpid() else None
+
+
+def reap_group_zombies(pgid: int) -> int:
+    """Reap each zombie child of this process whose process group is `pgid` (a call's,
+    once no live member is left: their orphans have come here by then); how many.
+    Each is pinned by a pidfd before it is judged, so what is reaped is what was
+    judged: a number reused meanwhile names another process, which the pidfd does not."""
+    reaped = 0
+    for pid in _children():
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:
+            facts = _facts(pid)
+            if facts is None or facts[0] != b"Z" or facts[2] != pgid:
+                continue
+            if os.waitid(_P_PIDFD, pidfd, os.WEXITED | os.WNOHANG) is not None:
+                reaped += 1
+        except OSError:
+            pass  # reaped by another waiter meanwhile (ECHILD)
+        finally:
+            os.close(pidfd)
+    return reaped
+
+
+def reap_pinned(pidfds: list[int]) -> int:
+    """Reap those of `pidfds` (processes a call's cgroup held, pinned while alive and
+    killed since) that are ended children of this process, and close every one; how
+    many were reaped. A pidfd names one process for good: none is another's child."""
+    reaped = 0
+    for pidfd in pidfds:
+        try:
+            if os.waitid(_P_PIDFD, pidfd, os.WEXITED | os.WNOHANG) is not None:
+                reaped += 1
+        except OSError:
+            pass  # not ours (ECHILD): its parent, or the host's init, reaps it
+        finally:
+            os.close(pidfd)
+    return reaped
