@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from stockade.executor import _orphans
 from stockade.sandbox import _probe, namespace_init, reap_orphaned_init
 from stockade.sandbox._probe import launcher_path
 from stockade.sandbox.backends import bwrap
@@ -74,10 +75,7 @@ async def unconfined(root):
     # What the embedder itself runs and waits for (its own child, in a session of its
     # own, ended before any call): its status stays its own.
     own = subprocess.Popen(["sh", "-c", "exit 7"], start_new_session=True)
-    while not os.path.exists(f"/proc/{own.pid}/stat") or open(
-        f"/proc/{own.pid}/stat"
-    ).read().rsplit(")", 1)[1].split()[0] != "Z":
-        pass
+    os.waitid(os.P_PID, own.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped
     from stockade.executor.actor import open_executor
     from stockade.executor.config import ExecutorConfig
     from stockade.limits import Limits, SessionLimits
@@ -178,6 +176,17 @@ def test_a_harness_as_pid_1_is_left_no_zombie_by_what_unconfined_calls_left(tmp_
     report = as_pid_1("unconfined", base, tmp_path)
     assert report["statuses"] == [[0, "none"], [0, "none"], 7], report
     assert report["zombies"] == [], report
+
+
+def test_pid_1_under_another_namespaces_proc_reaps_nothing(monkeypatch):
+    """/proc mounted for the namespace above (`unshare --pid --fork` without
+    `--mount-proc`) names other processes by the numbers a harness would read: such a
+    pid 1 reaps nothing. (A container mounts its own.)"""
+    monkeypatch.setattr(os, "getpid", lambda: 1)
+    monkeypatch.setattr(os, "readlink", lambda path: "4242")
+    assert _orphans.reaps_orphans() is False
+    monkeypatch.setattr(os, "readlink", lambda path: "1")
+    assert _orphans.reaps_orphans() is True
 
 
 def test_control_pid_1_running_the_same_commands_directly_is_left_zombies(tmp_path):

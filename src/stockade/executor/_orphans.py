@@ -19,10 +19,16 @@ _P_PIDFD = getattr(os, "P_PIDFD", 3)
 
 
 def reaps_orphans() -> bool:
-    """Whether orphaned processes come to this process: it is its PID namespace's init.
-    (A subreaper the embedder made it cannot be told without `prctl`; it has chosen
-    to reap.)"""
-    return os.getpid() == 1
+    """Whether orphaned processes come to this process: it is its PID namespace's init,
+    and /proc numbers processes as it does (one mounted for another namespace would
+    name others by the numbers read here: nothing is reaped then). A subreaper the
+    embedder made it cannot be told without `prctl`; it has chosen to reap."""
+    if os.getpid() != 1:
+        return False
+    try:
+        return os.readlink("/proc/self") == "1"
+    except OSError:
+        return False
 
 
 def group_left(pgid: int) -> bool:
