@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._store import StoreError as StoreError
     from ._tracker import HistoryError as HistoryError
     from ._tracker import Mark as Mark
+    from ._tracker import PathsOverBudget as PathsOverBudget
     from ._tracker import Started as Started
     from ._tracker import Tracker as Tracker
     from .config import HistoryConfig as HistoryConfig
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from .events import FilesChanged as FilesChanged
     from .events import FilesRestored as FilesRestored
     from .events import FilesUndone as FilesUndone
+    from .events import HistoryStopped as HistoryStopped
     from .events import RecordRef as RecordRef
     from .events import UndoOutcome as UndoOutcome
     from .events import fold_history as fold_history

@@ -4,14 +4,16 @@ is not sound), the windows of the calls in flight, and what each call changed.
 `before()` opens a call's window and hands back what changed since the last window
 closed (made outside any call); `after(mark)` closes it and returns the call's Change,
 its manifest committed to the store. Nothing here blocks on anything but the disk.
+Past its paths budget a root's history stops for good (`PathsOverBudget`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import attrs
 
@@ -33,17 +35,30 @@ from ._model import (
 )
 from ._plan import Plan, Record, plan_restore, plan_undo, restore_scope, undo_scope
 from ._store import SnapshotStore
-from ._walk import Beneath, Found, Looker, Watcher, WatchingStopped
+from ._walk import Beneath, Found, Looker, TooManyPaths, Watcher, WatchingStopped
+from ._watches import Nominations
 from .config import HistoryConfig
 from .events import RecordRef
 
 OVERFLOW = "the kernel's event queue overflowed"
 ROOT_MOVED = "the root itself was moved or deleted"
 RULES_CHANGED = "ignore rules changed"
+CROWDED = "more paths changed than the paths budget"
 
 
 class HistoryError(StockadeError):
     """The history of a root cannot be kept as asked (the message says why)."""
+
+
+class PathsOverBudget(HistoryError):
+    """The root holds more paths than its history's `paths_budget`: its history stopped
+    (the tracker freed its index, watches and descriptors, and refuses every window;
+    the store keeps what it had committed)."""
+
+    def __init__(self, root: str, budget: int) -> None:
+        self.root = root
+        self.budget = budget
+        super().__init__(f"{root} holds more than {budget:,} paths (paths_budget)")
 
 
 @attrs.define(eq=False)
@@ -77,7 +92,10 @@ class Tracker:
     """The history-keeping side of one root, shared by every session working in it.
 
     Thread-safe (one lock): a harness may call it from worker threads. Open it once per
-    root, outside any call; `close()` frees its watches and descriptors.
+    root, outside any call; `close()` frees its watches and descriptors. A root with more
+    paths than `config.paths_budget` stops its history for good (`PathsOverBudget`, from
+    `open` or from the window that found it): everything is freed then, and every later
+    window is refused without a look.
     """
 
     def __init__(
@@ -102,6 +120,12 @@ class Tracker:
         self._calls: dict[int, Mark] = {}
         self._outside = Mark(0)
         self._identity = config.identity()
+        self.stopped = False
+        # Within one boundary: whether a full look was made (it covers everything), and
+        # how many names the looks at parts of the root may still list before one full
+        # look (bounded by the budget) is the cheaper way to catch up.
+        self._whole = False
+        self._partial_left = config.paths_budget
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -125,18 +149,21 @@ class Tracker:
                 why = f"the root is on a filesystem (type {kind:#x}) inotify may not hear"
             else:
                 try:
-                    watcher = Watcher(Inotify())
+                    watcher = Watcher(Inotify(), config.paths_budget)
                 except OSError as error:  # fs.inotify.max_user_instances reached
                     why = f"no inotify instance could be made: {error.strerror}"
         tracker = cls(root, root_fd, store, config, watcher, why)
         try:
             tracker._first_look()
+        except TooManyPaths:
+            tracker.close()  # nothing of this look was committed: the batch rolled back
+            raise PathsOverBudget(root, config.paths_budget) from None
         except BaseException:
             tracker.close()
             raise
         return tracker
 
-    def _looker(self, prior: Mapping[str, Known]) -> Looker:
+    def _looker(self, prior: Mapping[str, Known], limit: int | None = None) -> Looker:
         return Looker(
             Beneath(self.root_fd),
             self.rules,
@@ -145,20 +172,29 @@ class Tracker:
             prior.get,
             self.watcher,
             os.fstat(self.root_fd).st_dev,
+            limit=limit,
         )
 
-    def _look_everywhere(self, prior: Mapping[str, Known]) -> Found:
-        looker = self._looker(prior)
+    def _walk(self, top: str, prior: Mapping[str, Known]) -> Found:
+        """Every path in `top` now; a full look lists at most the budget, a look at a part
+        at most what this boundary has left for such looks (TooManyPaths past it)."""
+        limit = self._partial_left if top else self.config.paths_budget
+        looker = self._looker(prior, limit)
         try:
-            found = looker.subtree("")
-        except WatchingStopped as stopped:
+            found = looker.subtree(top)
+        finally:
             looker.beneath.forget()
-            self._stop_watching(str(stopped))
-            looker = self._looker(prior)
-            found = looker.subtree("")
-        looker.beneath.forget()
+            if top:
+                self._partial_left -= looker.listed
         self.rules = looker.rules
         return found
+
+    def _look_everywhere(self, prior: Mapping[str, Known]) -> Found:
+        try:
+            return self._walk("", prior)
+        except WatchingStopped as stopped:
+            self._stop_watching(str(stopped))
+            return self._walk("", prior)
 
     def _first_look(self) -> None:
         known = self.store.known(self._identity)
@@ -201,6 +237,35 @@ class Tracker:
         self.watcher = None
         self.why_scanning = why
 
+    # --- past the budget ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _within_budget(self) -> Iterator[None]:
+        """A look or an update that passed the paths budget stops this root's history
+        (outside the store's batch, which has rolled back what the boundary wrote)."""
+        try:
+            yield
+        except TooManyPaths:
+            self._stop()
+            raise PathsOverBudget(self.root, self.config.paths_budget) from None
+
+    def _refuse_if_stopped(self) -> None:
+        if self.stopped:
+            raise PathsOverBudget(self.root, self.config.paths_budget)
+
+    def _stop(self) -> None:
+        """Free everything this root's history holds, for good: every later window is
+        refused at once, without a look."""
+        self.stopped = True
+        self._stop_watching("the history stopped: the root holds more paths than its budget")
+        self.index = Index()
+        self.rules = IgnoreRules(self.config.record_ignored, self.config.record_git)
+        self._calls.clear()
+        self._outside = Mark(0)
+        if self.root_fd >= 0:
+            os.close(self.root_fd)
+            self.root_fd = -1
+
     # --- the calls' windows ------------------------------------------------------------------
 
     @property
@@ -220,13 +285,17 @@ class Tracker:
 
     def before(self) -> Started:
         """Open a call's window. Changes since the last window closed are returned as the
-        outside change when no other call is in flight (else they belong to that call)."""
-        with self._lock, self.store.batch():  # one commit: the catch-up and the manifest
-            self._catch_up()
-            outside = Change()
-            if not self._calls:
-                outside = self._close(self._outside)
-                self._outside = Mark(0)
+        outside change when no other call is in flight (else they belong to that call).
+        PathsOverBudget: the root's history stopped (now, or before)."""
+        with self._lock:
+            self._refuse_if_stopped()
+            # One commit: the catch-up and the manifest.
+            with self._within_budget(), self.store.batch():
+                self._catch_up()
+                outside = Change()
+                if not self._calls:
+                    outside = self._close(self._outside)
+                    self._outside = Mark(0)
             mark = Mark(next(self._numbers), concurrent=bool(self._calls))
             for other in self._calls.values():
                 other.concurrent = True
@@ -234,11 +303,14 @@ class Tracker:
             return Started(mark, outside)
 
     def after(self, mark: Mark) -> Change:
-        """Close `mark`'s window: what changed in it, its manifest in the store."""
+        """Close `mark`'s window: what changed in it, its manifest in the store.
+        PathsOverBudget: the root's history stopped (now, or while the window was open)."""
         with self._lock:
+            self._refuse_if_stopped()
             if self._calls.get(mark.number) is not mark:
                 raise HistoryError(f"window {mark.number} is not open")
-            with self.store.batch():  # one commit: the catch-up and the manifest
+            # One commit: the catch-up and the manifest.
+            with self._within_budget(), self.store.batch():
                 self._catch_up()
                 del self._calls[mark.number]
                 change = self._close(mark)
@@ -262,7 +334,12 @@ class Tracker:
     # --- catching up with the tree -----------------------------------------------------------
 
     def _catch_up(self) -> None:
-        """Bring the index up to the tree: the nominated paths (or every path)."""
+        """Bring the index up to the tree: the nominated paths (or every path). When the
+        looks at parts of the root would list more than the budget between them, or the
+        index would pass it, one full look decides instead (TooManyPaths if it passes
+        the budget too: the history stops)."""
+        self._whole = False
+        self._partial_left = self.config.paths_budget
         if self.watcher is None:
             with self.store.batch():
                 self._rescan("", None)
@@ -271,18 +348,26 @@ class Tracker:
         if not nominations:
             return
         with self.store.batch():
-            if nominations.overflow or nominations.root_moved:
-                self._rescan("", OVERFLOW if nominations.overflow else ROOT_MOVED)
+            if nominations.whole:
+                self._rescan("", _why_whole(nominations))
                 return
-            subtrees = nominations.outermost_subtrees()
-            for top in subtrees:
-                self._rescan(top, None)
-            single = [
-                p
-                for p in nominations.paths
-                if not any(p == top or is_under(p, top) for top in subtrees)
-            ]
-            self._look_at(single)
+            try:
+                self._look_at_nominated(nominations)
+            except TooManyPaths:
+                if self._whole:
+                    raise  # a full look passed the budget
+                self._rescan("", CROWDED)
+
+    def _look_at_nominated(self, nominations: Nominations) -> None:
+        subtrees = nominations.outermost_subtrees()
+        for top in subtrees:
+            if self._whole:
+                return  # a full look was made meanwhile (watching stopped): it covered all
+            self._rescan(top, None)
+        if self._whole:
+            return
+        single = [p for p in nominations.paths if not any(_within(p, top) for top in subtrees)]
+        self._look_at(single)
 
     def _look_at(self, paths: Iterable[str]) -> None:
         looker = self._looker(self.index.entries)
@@ -314,25 +399,23 @@ class Tracker:
         looker.beneath.forget()
         self._update(updates, set())
         for top in walk_again:
+            if self._whole:
+                return
             self._rescan(top, None)
 
     def _rescan(self, top: str, reason: str | None) -> None:
         """Look at all of `top` again and record how it differs from the index."""
         old_rules = self.rules
-        looker = self._looker(self.index.entries)
         if top and not self._tracked_directory(parent_of(top)):
             found = Found()
         else:
+            self._whole = self._whole or not top
             try:
-                found = looker.subtree(top)
+                found = self._walk(top, self.index.entries)
             except WatchingStopped as stopped:
-                looker.beneath.forget()
                 self._stop_watching(str(stopped))
-                reason, top = str(stopped), ""
-                looker = self._looker(self.index.entries)
-                found = looker.subtree("")
-            self.rules = looker.rules
-        looker.beneath.forget()
+                self._rescan("", str(stopped))
+                return
         if reason is not None:
             for window in self._windows():
                 window.rescans.add(reason)
@@ -359,7 +442,7 @@ class Tracker:
                     silent.add(path)  # recorded from now on; its past is unknown
             elif old != known:
                 updates[path] = known
-        self._update(updates, silent)
+        self._update(updates, silent, walked=top)
 
     def _tracked_directory(self, path: str) -> bool:
         if not path:
@@ -367,10 +450,19 @@ class Tracker:
         entry = self.index.entry(path)
         return entry is not None and entry.kind == "dir"
 
-    def _update(self, updates: Mapping[str, Known | None], silent: set[str]) -> None:
-        """Apply new states to the index, the open windows, the watches and the store."""
+    def _update(
+        self, updates: Mapping[str, Known | None], silent: set[str], walked: str | None = None
+    ) -> None:
+        """Apply new states to the index, the open windows, the watches and the store
+        (TooManyPaths, and nothing applied, when the index would pass the budget).
+        `walked`: the subtree these come from, looked at whole under the current rules."""
         if not updates:
             return
+        held = self.index.entries
+        grows = sum(1 for p, k in updates.items() if k is not None and p not in held)
+        shrinks = sum(1 for p, k in updates.items() if k is None and p in held)
+        if len(self.index) + grows - shrinks > self.config.paths_budget:
+            raise TooManyPaths
         olds = {path: self.index.entry(path) for path in updates}
         windows = self._windows()
         rules_dirs: set[str] = set()
@@ -394,7 +486,10 @@ class Tracker:
                 if self._tracked_directory(directory):
                     for window in windows:
                         window.rescans.add(RULES_CHANGED)
-                    self._rescan(directory, None)
+                    if walked is None or not _within(directory, walked):
+                        # Inside `walked` the walk already read the new rules and left
+                        # out or took in what they say, silently: again would be a waste.
+                        self._rescan(directory, None)
 
     # --- reading, undoing, restoring -------------------------------------------------------
 
@@ -402,6 +497,7 @@ class Tracker:
         """Each path's state on disk now, content hashed afresh (ignore rules aside): what
         an undo must find before it overwrites anything."""
         with self._lock:
+            self._refuse_if_stopped()
             looker = Looker(
                 Beneath(self.root_fd),
                 IgnoreRules(record_ignored=True, record_git=True),
@@ -428,6 +524,7 @@ class Tracker:
         """Put `plan`'s states back (conflicts or not: the caller decided). Call it inside
         a window (`before()` ... `after()`), so what it changed is recorded like a call."""
         with self._lock:
+            self._refuse_if_stopped()
             return apply_plan(self.root_fd, plan, self.store)
 
     def records(self, refs: Iterable[RecordRef]) -> list[Record]:
@@ -446,6 +543,17 @@ class Tracker:
             if self.root_fd >= 0:
                 os.close(self.root_fd)
                 self.root_fd = -1
+
+
+def _why_whole(nominations: Nominations) -> str:
+    if nominations.overflow:
+        return OVERFLOW
+    return ROOT_MOVED if nominations.root_moved else CROWDED
+
+
+def _within(path: str, top: str) -> bool:
+    """`path` is `top` or inside it ("" is the root: everything is)."""
+    return not top or path == top or is_under(path, top)
 
 
 def _inside_any(path: str, directories: set[str]) -> bool:

@@ -11,7 +11,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -41,6 +41,11 @@ _IGNORE_FILE_LIMIT = 1 << 20
 
 class WatchingStopped(Exception):
     """Watching this root cannot be trusted or kept up; the tracker falls back to scans."""
+
+
+class TooManyPaths(Exception):
+    """A look listed more names than it may, or the index would pass the paths budget:
+    the look stops there, before it reads or holds any more (the tracker decides)."""
 
 
 def join(directory: str, name: str) -> str:
@@ -113,13 +118,17 @@ class Watcher:
     __repr__ = fields_repr
 
     inotify: Inotify
+    # The most paths the pending nominations name before they become one full look
+    # (bounded by the paths budget), so millions of events never become millions of
+    # names held between boundaries.
+    limit: int | None = None
     watches: Watches = attrs.field(factory=Watches)
     pending: Nominations = attrs.field(factory=Nominations)
 
     def drain(self) -> None:
         events = self.inotify.read()
         if events:
-            self.pending.merge(self.watches.nominate(events))
+            self.pending.merge(self.watches.nominate(events), self.limit)
 
     def take(self) -> Nominations:
         self.drain()
@@ -198,6 +207,10 @@ class Looker:
     watcher: Watcher | None = None
     root_dev: int = 0
     trusted_devices: set[int] = attrs.field(factory=set)
+    # The most names `subtree` may list (None: no bound) and how many it has listed:
+    # past the bound it raises TooManyPaths at once, never reading the rest.
+    limit: int | None = None
+    listed: int = 0
 
     def path(self, path: str) -> Known | None:
         """`path`'s state now (its parent known to be a looked-at directory); None when it
@@ -234,13 +247,10 @@ class Looker:
                 self.watcher.watch_directory(fd, directory)
             if not self.rules.record_ignored:
                 self.rules = self.rules.with_file(directory, self._ignore_texts(fd, directory))
-            try:
-                listing = list(os.scandir(fd))
-            except OSError as error:
-                if error.errno in _GONE or error.errno == errno.EACCES:
-                    continue
-                raise
-            for item in listing:
+            for item in _listing(fd):
+                self.listed += 1
+                if self.limit is not None and self.listed > self.limit:
+                    raise TooManyPaths
                 path = join(directory, item.name)
                 is_dir = item.is_dir(follow_symlinks=False)
                 if self.rules.ignored(path, is_dir):
@@ -323,6 +333,19 @@ class Looker:
                 if exclude is not None:
                     texts.insert(0, exclude)
         return texts
+
+
+def _listing(fd: int) -> Iterator[os.DirEntry[str]]:
+    """The entries of directory `fd`, one at a time (a directory of millions is never read
+    whole before the budget is checked); they end early when it went or became unreadable
+    (its parent's events follow)."""
+    try:
+        with os.scandir(fd) as entries:
+            yield from entries
+    except OSError as error:
+        if error.errno in _GONE or error.errno == errno.EACCES:
+            return
+        raise
 
 
 def is_placeholder(fd: int, name: str, st: os.stat_result) -> bool:

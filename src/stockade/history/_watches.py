@@ -44,15 +44,28 @@ class Nominations:
     subtrees: set[str] = attrs.field(factory=set)
     overflow: bool = False
     root_moved: bool = False
+    crowded: bool = False  # more paths than the bound: one full look instead
 
     def __bool__(self) -> bool:
-        return bool(self.paths or self.subtrees or self.overflow or self.root_moved)
+        return bool(self.paths or self.subtrees or self.overflow or self.root_moved or self.crowded)
 
-    def merge(self, other: Nominations) -> None:
-        self.paths |= other.paths
-        self.subtrees |= other.subtrees
+    @property
+    def whole(self) -> bool:
+        """Only a full look answers these (the names, if any, are not needed)."""
+        return self.overflow or self.root_moved or self.crowded
+
+    def merge(self, other: Nominations, limit: int | None = None) -> None:
+        """Add `other`'s; past `limit` paths, keep none of them and ask for a full look."""
         self.overflow |= other.overflow
         self.root_moved |= other.root_moved
+        self.crowded |= other.crowded
+        if self.whole:
+            self.paths, self.subtrees = set(), set()
+            return
+        self.paths |= other.paths
+        self.subtrees |= other.subtrees
+        if limit is not None and len(self.paths) + len(self.subtrees) > limit:
+            self.paths, self.subtrees, self.crowded = set(), set(), True
 
     def outermost_subtrees(self) -> list[str]:
         """The subtrees, none inside another (walking the outer one covers it)."""

@@ -1,5 +1,6 @@
-"""The history's session events (`files/changed`, `files/undone`, `files/restored`), the
-bounded summary of a change they carry, and the fold that turns a log into records.
+"""The history's session events (`files/changed`, `files/undone`, `files/restored`,
+`files/stopped`), the bounded summary of a change they carry, and the fold that turns a
+log into records.
 
 An event carries counts and at most `listed_paths` paths of each kind it changed; the
 full list is the manifest it names in the root's snapshot store, so a log stays small
@@ -110,7 +111,18 @@ class FilesRestored(SessionEvent, kw_only=True, frozen=True, tag="files/restored
     unrecorded: tuple[str, ...] = ()
 
 
-HISTORY_EVENTS = (FilesChanged, FilesUndone, FilesRestored)
+class HistoryStopped(SessionEvent, kw_only=True, frozen=True, tag="files/stopped"):
+    """The undo history of `root` stopped for the rest of the harness's life (`reason`
+    says why and what to do): no call there is recorded from then on, and an undo or a
+    restore there is refused. `call`: the call whose window found it (its tool/call seq;
+    None when an undo's did). Said once to each session that works there; no record."""
+
+    root: str
+    reason: str
+    call: int | None = None
+
+
+HISTORY_EVENTS = (FilesChanged, FilesUndone, FilesRestored, HistoryStopped)
 
 
 @attrs.frozen
