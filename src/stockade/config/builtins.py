@@ -89,6 +89,9 @@ class ToolCachesConfig:
 
 
 DEFAULT_FILE_BUDGET: Final = PositiveInt(32 * MIB)
+# history.config.DEFAULT_PATHS_BUDGET (tests/config keep them equal): about 0.9 KiB of
+# harness memory a path, so one root stays near 180 MiB.
+DEFAULT_PATHS_BUDGET: Final = PositiveInt(200_000)
 DEFAULT_LISTED_PATHS: Final = PositiveInt(20)
 DEFAULT_BASELINE_WAIT: Final = NonNegativeFloat(10.0)
 
@@ -98,6 +101,8 @@ class HistorySettings:
     """`history:` of a bash entry (issue 42, docs/undo.md): on (the default), off, or a
     mapping. What each call that may write changed in its root is recorded, so a
     person can undo it; `file_budget` (bytes): a larger file is reported, never stored;
+    `paths_budget`: the most paths a root's history holds (and one look at it lists),
+    past which that root's history stops until the harness restarts;
     `record_ignored`: what `.gitignore` leaves out too; `record_git`: `.git` too;
     `listed_paths`: how many paths a result names; `baseline_wait` (seconds): how long
     a call waits for the first look at a large root before it runs unrecorded."""
@@ -108,6 +113,7 @@ class HistorySettings:
     record_ignored: bool = False
     record_git: bool = False
     file_budget: PositiveInt = DEFAULT_FILE_BUDGET
+    paths_budget: PositiveInt = DEFAULT_PATHS_BUDGET
     listed_paths: PositiveInt = DEFAULT_LISTED_PATHS
     baseline_wait: NonNegativeFloat = DEFAULT_BASELINE_WAIT
 
@@ -118,8 +124,8 @@ class HistorySettings:
         if value in ("off", False):
             return cls(enabled=False)
         raise WrongType(
-            "on, off or a mapping (record_ignored, record_git, file_budget, listed_paths, "
-            "baseline_wait)",
+            "on, off or a mapping (record_ignored, record_git, file_budget, paths_budget, "
+            "listed_paths, baseline_wait)",
             value,
         )
 

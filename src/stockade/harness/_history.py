@@ -1,6 +1,10 @@
 """The harness's side of undo (issue 42): one Tracker per workspace root, opened before
 the first call that may write there, the window around each such call, undo and restore.
 
+A root with more paths than `paths_budget` stops its history for the harness's life: its
+tracker is dropped, its calls run unrecorded, its undo is refused, and each session
+working there is told once (`files/stopped`).
+
 The store of a root lies beside the session logs (`<log dir>/history/<root id>/`, or the
 state directory's `history/` for a store that is not a directory), which no confined
 command may read or write. Everything that touches the disk runs in a worker thread.
@@ -30,6 +34,7 @@ from ..history import (
     FilesRestored,
     FilesUndone,
     HistoryConfig,
+    HistoryStopped,
     UndoOutcome,
     fold_history,
 )
@@ -42,7 +47,7 @@ from ..tools import Recorded, ToolCalled
 from ..vocab import ExecutionPolicy, SandboxMode
 
 if TYPE_CHECKING:
-    from ..history import Change, Plan, Record, Tracker
+    from ..history import Applied, Change, Plan, Record, Tracker
     from .session import Session
 
 # The longest a summary of a call (its command's first line) is shown.
@@ -126,6 +131,10 @@ class _Root:
     store_dir: str
     tracker: Tracker | None = None
     failed: str | None = None
+    # Why its history stopped (more paths than the budget), for the harness's life; and
+    # the sessions whose logs say so already.
+    stopped: str | None = None
+    told: set[str] = attrs.field(factory=set)
     done: threading.Event = attrs.field(factory=threading.Event)
     lock: threading.Lock = attrs.field(factory=threading.Lock)
     closed: bool = False
@@ -231,7 +240,7 @@ class Histories:
 
     def _open(self, root: _Root) -> None:
         """In a thread of its own: the root's first look, its store opened."""
-        from ..history import HistoryError, SnapshotStore, StoreError, Tracker
+        from ..history import HistoryError, PathsOverBudget, SnapshotStore, StoreError, Tracker
 
         tracker = None
         try:
@@ -241,6 +250,8 @@ class Histories:
             except BaseException:
                 store.close()
                 raise
+        except PathsOverBudget:
+            root.stopped = self._stopped_line(root.path)  # it never starts
         except (OSError, HistoryError, StoreError) as error:
             root.failed = f"the undo history of {root.path} cannot be kept: {_one_line(error)}"
         with root.lock:
@@ -261,12 +272,55 @@ class Histories:
                 await trio.to_thread.run_sync(found.done.wait, wait, abandon_on_cancel=True)
         if found.tracker is not None:
             return found.tracker
+        if found.stopped is not None:
+            return found.stopped
         if found.failed is not None:
             return found.failed
         return (
             f"the first look at {found.path} is still running (it is recorded from the "
             "first call after it ends)"
         )
+
+    # --- a root past its paths budget -------------------------------------------------------
+
+    def _stopped_line(self, root: str) -> str:
+        budget = self.setup.config.paths_budget
+        return (
+            f"the undo history of {root} stopped: it holds more than {budget:,} paths "
+            "(history.paths_budget); undo is unavailable there: raise the budget or leave the "
+            "bulk's directories out in .gitignore, then restart the harness"
+        )
+
+    def _stopped_root(self, path: str) -> _Root | None:
+        """`path`'s root when its history stopped (without starting one)."""
+        found = self._roots.get(os.path.realpath(path))
+        return found if found is not None and found.stopped is not None else None
+
+    async def stop(self, root: _Root) -> str:
+        """`root`'s tracker stopped itself (more paths than the budget): drop it and close
+        its store (nothing in it is deleted), for the harness's life; the line that says
+        so, for a call's result and an undo's refusal."""
+        with root.lock:
+            if root.stopped is None:
+                root.stopped = self._stopped_line(root.path)
+            tracker, root.tracker = root.tracker, None
+            line = root.stopped
+        if tracker is not None:
+            await trio.to_thread.run_sync(_close_tracker, tracker)
+        return line
+
+    async def tell_stopped(self, root: _Root, session: Session, call: int | None) -> None:
+        """Say once in `session`'s log that `root`'s history stopped, and why."""
+        if root.stopped is None or session.id in root.told:
+            return
+        root.told.add(session.id)
+        await session.append(HistoryStopped(root=root.path, reason=root.stopped, call=call))
+
+    async def stopped_facts(self, root: _Root, session: Session, call: int) -> dict[str, Any]:
+        """A call's `changed` facts when its window found the root past its budget."""
+        line = await self.stop(root)
+        await self.tell_stopped(root, session, call)
+        return {"recorded": False, "reason": line}
 
     def hold(self, root: str) -> _Hold:
         """The hold of `root` (a real path): one per root, whichever sessions work there."""
@@ -357,15 +411,23 @@ class Histories:
             raise UndoRefused(f"undo history is off in this harness: {self.setup.off}")
         if isinstance(target, bool) or not isinstance(target, int):
             raise UndoRefused(f"{kind} takes a seq (an integer), not {target!r}")
+        workspace = session.cwd or session.defaults.fallback_root
+        halted = self._stopped_root(workspace)
+        if halted is not None and halted.stopped is not None:
+            # Said before the seq is judged: no call there can be undone now.
+            await self.tell_stopped(halted, session, None)
+            raise UndoRefused(halted.stopped)
         events = await session.events()
         _check_target(events, kind, target)
-        root = self._root(session.cwd or session.defaults.fallback_root).path
+        opened = self._root(workspace)
+        root = opened.path
         found = await self.tracker(root, None)
         if isinstance(found, str):
+            await self.tell_stopped(opened, session, None)
             raise UndoRefused(found)
         tracker = found
         listed = self.setup.config.listed_paths
-        store_dir = self._root(root).store_dir
+        store_dir = opened.store_dir
         async with self.hold(root).alone(), _exclusive_lock(store_dir, root):
             # A job of any session writing the root could change a path between the
             # plan's look and the apply, and the apply would overwrite it: refused. Asked
@@ -382,8 +444,14 @@ class Histories:
                     f"background job {names} is still running in {root}; wait for it or "
                     f"kill it (kill_job in the session that started it), then {kind} again"
                 )
-            started = await trio.to_thread.run_sync(tracker.before)
-            applied_left: tuple[str, ...] = ()
+            try:
+                started = await trio.to_thread.run_sync(tracker.before)
+            except Exception as error:
+                if not _is_over_budget(error):
+                    raise
+                line = await self.stop(opened)
+                await self.tell_stopped(opened, session, None)
+                raise UndoRefused(line) from None
             try:
                 if started.outside:
                     await session.append(
@@ -413,18 +481,35 @@ class Histories:
                         sorted({named.get(seq) or seq for seq in planned.conflicting_calls}),
                     )
                 applied = await trio.to_thread.run_sync(tracker.apply, planned)
-                applied_left = tuple(f"{_shown(p)}: {why}" for p, why in applied.left)
             except BaseException as error:
                 with trio.CancelScope(shield=True):
-                    await trio.to_thread.run_sync(tracker.after, started.mark)
+                    try:
+                        await trio.to_thread.run_sync(tracker.after, started.mark)
+                    except Exception as closing:
+                        if not _is_over_budget(closing):
+                            raise
+                        await self.stop(opened)
+                        await self.tell_stopped(opened, session, None)
                 if _is_store_error(error):
                     raise UndoRefused(
                         f"cannot {_goal(kind, target)}: {_one_line(error)}; nothing was changed"
                     ) from None
                 raise
             with trio.CancelScope(shield=True):
-                change = await trio.to_thread.run_sync(tracker.after, started.mark)
+                stopped = False
+                try:
+                    change = await trio.to_thread.run_sync(tracker.after, started.mark)
+                except Exception as error:
+                    if not _is_over_budget(error):
+                        raise
+                    # What it put back made the root pass its budget: the undo is done,
+                    # its own record cannot be kept (no manifest); the event says what
+                    # it did from the plan, and then that the history stopped.
+                    await self.stop(opened)
+                    change = _done_by(planned, applied)
+                    stopped = True
                 summary = ChangeSummary.of(change, listed)
+                applied_left = tuple(f"{_shown(p)}: {why}" for p, why in applied.left)
                 unrecorded = tuple(_shown(p) for p in planned.unrecorded)
                 event: SessionEvent
                 if kind == "undo":
@@ -436,6 +521,8 @@ class Histories:
                         before=target, change=summary, left=applied_left, unrecorded=unrecorded
                     )
                 (stamped,) = await session.append(event)
+                if stopped:
+                    await self.tell_stopped(opened, session, None)
         assert isinstance(stamped, FilesUndone | FilesRestored)
         return UndoOutcome.of(stamped)
 
@@ -472,6 +559,7 @@ class CallWindow:
         found = await histories.tracker(root.path, histories.setup.baseline_wait)
         if isinstance(found, str):
             recorded.facts = {"recorded": False, "reason": found}
+            await histories.tell_stopped(root, self.session, self.call)
             yield recorded
             return
         tracker = found
@@ -484,7 +572,10 @@ class CallWindow:
             try:
                 started = await trio.to_thread.run_sync(tracker.before)
             except Exception as error:  # the history failing never fails the call
-                recorded.facts = _unrecorded("its start could not be recorded", error)
+                if _is_over_budget(error):
+                    recorded.facts = await histories.stopped_facts(root, self.session, self.call)
+                else:
+                    recorded.facts = _unrecorded("its start could not be recorded", error)
             if recorded.facts is not None:
                 yield recorded
                 return
@@ -510,7 +601,14 @@ class CallWindow:
                     try:
                         change = await trio.to_thread.run_sync(tracker.after, started.mark)
                     except Exception as error:
-                        recorded.facts = _unrecorded("what it changed could not be recorded", error)
+                        if _is_over_budget(error):
+                            recorded.facts = await histories.stopped_facts(
+                                root, self.session, self.call
+                            )
+                        else:
+                            recorded.facts = _unrecorded(
+                                "what it changed could not be recorded", error
+                            )
                     else:
                         summary = ChangeSummary.of(change, listed)
                         if change:
@@ -686,6 +784,23 @@ def _is_store_error(error: BaseException) -> bool:
     from ..history import StoreError
 
     return isinstance(error, StoreError)
+
+
+def _is_over_budget(error: BaseException) -> bool:
+    """The root's tracker stopped itself: it holds more paths than the budget."""
+    from ..history import PathsOverBudget
+
+    return isinstance(error, PathsOverBudget)
+
+
+def _done_by(plan: Plan, applied: Applied) -> Change:
+    """What an apply did by its plan (for an undo whose own record could not be kept):
+    each path it put back, from what it held to what the plan gave it."""
+    from ..history import Change
+
+    return Change(
+        {p: (plan.expected.get(p), plan.targets[p]) for p in applied.done if p in plan.targets}
+    )
 
 
 def _close_tracker(tracker: Tracker) -> None:

@@ -293,6 +293,7 @@ def _history_setup(composition: Composition, store: Any) -> HistorySetup:
     if settings is not None:
         config = HistoryConfig(
             file_budget=settings.file_budget,
+            paths_budget=settings.paths_budget,
             record_ignored=settings.record_ignored,
             record_git=settings.record_git,
             listed_paths=settings.listed_paths,
