@@ -31,13 +31,14 @@ def test_on_by_default_and_off_when_asked(tmp_path):
 def test_a_mapping_sets_each_key(tmp_path):
     value = (
         "{record_ignored: true, record_git: true, file_budget: 1024, paths_budget: 500, "
-        "listed_paths: 5, baseline_wait: 0}"
+        "rules_budget: 50, listed_paths: 5, baseline_wait: 0}"
     )
     assert _history(tmp_path, value) == HistorySettings(
         record_ignored=True,
         record_git=True,
         file_budget=1024,
         paths_budget=500,
+        rules_budget=50,
         listed_paths=5,
         baseline_wait=0.0,
     )
@@ -59,6 +60,12 @@ def test_the_paths_budget_reaches_the_history_and_defaults_alike(tmp_path):
     assert _history_setup(default, _Logs()).config.paths_budget == 200_000
 
 
+def test_the_rules_budget_reaches_the_history_and_defaults_alike(tmp_path):
+    composition = load(tmp_path, BASH.format(kind="local", value="{rules_budget: 40}"))
+    assert _history_setup(composition, _Logs()).config.rules_budget == 40
+    assert HistorySettings().rules_budget == HistoryConfig().rules_budget == 500
+
+
 def test_mistakes_are_refused_with_their_key(tmp_path):
     (line,) = errors(tmp_path, BASH.format(kind="local", value="sometimes"))
     assert "history" in line and "on, off or a mapping" in line
@@ -68,5 +75,8 @@ def test_mistakes_are_refused_with_their_key(tmp_path):
         value = f"{{paths_budget: {wrong}}}"
         (line,) = errors(tmp_path, BASH.format(kind="local", value=value))
         assert "history.paths_budget" in line and "\n" not in line, line
+        value = f"{{rules_budget: {wrong}}}"
+        (line,) = errors(tmp_path, BASH.format(kind="local", value=value))
+        assert "history.rules_budget" in line and "\n" not in line, line
     (line,) = errors(tmp_path, BASH.format(kind="local", value="{colour: red}"))
     assert "unknown key 'colour'" in line and "baseline_wait" in line

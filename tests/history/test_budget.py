@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from stockade.history import HistoryConfig, PathsOverBudget, Tracker, fold_history
+from stockade.history import HistoryConfig, OverBudget, Tracker, fold_history
 from stockade.history._index import Index
 from stockade.history._watches import Nominations
 
@@ -109,7 +109,7 @@ def test_a_root_over_the_budget_never_opens_and_the_look_stops_at_it(root, store
     looked.listed = looked.stated = 0
     descriptors = _descriptors()
     config = HistoryConfig(watch=method == "watch", paths_budget=BUDGET)
-    with pytest.raises(PathsOverBudget) as over:
+    with pytest.raises(OverBudget) as over:
         Tracker.open(root, store, config)
     assert (
         str(over.value) == f"{os.path.realpath(root)} holds more than {BUDGET} paths (paths_budget)"
@@ -141,7 +141,7 @@ def test_a_call_past_the_budget_stops_the_history_and_frees_everything(
     known = store.known(tracker.config.identity())
     looked.listed = 0
     _make(root, 20 * BUDGET)
-    with pytest.raises(PathsOverBudget, match=f"more than {BUDGET} paths"):
+    with pytest.raises(OverBudget, match=f"more than {BUDGET} paths"):
         tracker.after(started.mark)
 
     # Bounded: the nominated directory's look stopped at the budget, then one full look
@@ -159,9 +159,9 @@ def test_a_call_past_the_budget_stops_the_history_and_frees_everything(
 
     # Every later window is refused at once, without a look.
     looked.listed = looked.stated = 0
-    with pytest.raises(PathsOverBudget):
+    with pytest.raises(OverBudget):
         tracker.before()
-    with pytest.raises(PathsOverBudget):
+    with pytest.raises(OverBudget):
         tracker.read(["a.txt"])
     assert (looked.listed, looked.stated) == (0, 0)
     tracker.drain()  # nothing to read, nothing to fail
@@ -174,7 +174,7 @@ def test_growth_by_single_files_never_holds_more_than_the_budget(root, open_trac
     tracker = open_tracker(paths_budget=BUDGET)
     started = tracker.before()
     _make(root, 12, first=BUDGET - 10)
-    with pytest.raises(PathsOverBudget):
+    with pytest.raises(OverBudget):
         tracker.after(started.mark)
     assert largest_index.listed <= BUDGET
 
@@ -204,7 +204,7 @@ def test_many_events_never_make_more_nominations_than_the_budget(root, open_trac
         assert tracker.watcher is not None
         pending = tracker.watcher.pending
         assert pending.crowded and not pending.paths and not pending.subtrees
-    with pytest.raises(PathsOverBudget):
+    with pytest.raises(OverBudget):
         tracker.after(started.mark)
 
 

@@ -130,3 +130,30 @@ async def test_an_undo_that_puts_back_past_the_budget_is_done_and_then_stops(sta
         with pytest.raises(UndoRefused, match="stopped: it holds more than 40 paths"):
             await session.restore(removal)
         assert (root / "d").exists() and (root / "e").exists()
+
+
+async def test_a_call_that_writes_long_ignore_files_stops_the_history_with_its_reason(
+    state_dir, root
+):
+    rules = 30
+    line = (
+        f"the undo history of {os.path.realpath(root)} stopped: it holds more than "
+        f"{20 * rules} rules in its ignore files (20 times history.rules_budget); undo is "
+        "unavailable there: raise the budget or shorten its ignore files, then restart the "
+        "harness"
+    )
+    async with open_harness(composition(state_dir, history={"rules_budget": rules})) as harness:
+        session = await harness.open_session(cwd=root)
+        first = await session.run_tool("bash", {"command": "echo a > a.txt"})
+        assert first.facts["changed"]["recorded"] is True
+        long = await session.run_tool(
+            "bash", {"command": "for i in $(seq 5000); do echo rule$i; done > .gitignore"}
+        )
+        assert long.facts.get("exit_code") == 0, long.text
+        assert long.facts["changed"] == {"recorded": False, "reason": line}
+        (stopped,) = [e for e in await session.events() if isinstance(e, HistoryStopped)]
+        assert stopped.reason == line
+        with pytest.raises(UndoRefused) as refused:
+            await session.undo(_call_seqs(await session.events())[0])
+        assert str(refused.value) == line
+    assert (root / "a.txt").exists()

@@ -92,6 +92,8 @@ DEFAULT_FILE_BUDGET: Final = PositiveInt(32 * MIB)
 # history.config.DEFAULT_PATHS_BUDGET (tests/config keep them equal): about 0.9 KiB of
 # harness memory a path, so one root stays near 180 MiB.
 DEFAULT_PATHS_BUDGET: Final = PositiveInt(200_000)
+# history.config.DEFAULT_RULES_BUDGET (tests/config keep them equal).
+DEFAULT_RULES_BUDGET: Final = PositiveInt(500)
 DEFAULT_LISTED_PATHS: Final = PositiveInt(20)
 DEFAULT_BASELINE_WAIT: Final = NonNegativeFloat(10.0)
 
@@ -102,7 +104,9 @@ class HistorySettings:
     mapping. What each call that may write changed in its root is recorded, so a
     person can undo it; `file_budget` (bytes): a larger file is reported, never stored;
     `paths_budget`: the most paths a root's history holds (and one look at it lists),
-    past which that root's history stops until the harness restarts;
+    past which that root's history stops until the harness restarts; `rules_budget`:
+    the most ignore rules one path is judged by (and 20 times it in all the root's
+    ignore files), past which it stops too;
     `record_ignored`: what `.gitignore` leaves out too; `record_git`: `.git` too;
     `listed_paths`: how many paths a result names; `baseline_wait` (seconds): how long
     a call waits for the first look at a large root before it runs unrecorded."""
@@ -114,6 +118,7 @@ class HistorySettings:
     record_git: bool = False
     file_budget: PositiveInt = DEFAULT_FILE_BUDGET
     paths_budget: PositiveInt = DEFAULT_PATHS_BUDGET
+    rules_budget: PositiveInt = DEFAULT_RULES_BUDGET
     listed_paths: PositiveInt = DEFAULT_LISTED_PATHS
     baseline_wait: NonNegativeFloat = DEFAULT_BASELINE_WAIT
 
@@ -125,7 +130,7 @@ class HistorySettings:
             return cls(enabled=False)
         raise WrongType(
             "on, off or a mapping (record_ignored, record_git, file_budget, paths_budget, "
-            "listed_paths, baseline_wait)",
+            "rules_budget, listed_paths, baseline_wait)",
             value,
         )
 

@@ -47,7 +47,7 @@ from ..tools import Recorded, ToolCalled
 from ..vocab import ExecutionPolicy, SandboxMode
 
 if TYPE_CHECKING:
-    from ..history import Applied, Change, Plan, Record, Tracker
+    from ..history import Applied, Change, OverBudget, Plan, Record, Tracker
     from .session import Session
 
 # The longest a summary of a call (its command's first line) is shown.
@@ -240,7 +240,7 @@ class Histories:
 
     def _open(self, root: _Root) -> None:
         """In a thread of its own: the root's first look, its store opened."""
-        from ..history import HistoryError, PathsOverBudget, SnapshotStore, StoreError, Tracker
+        from ..history import HistoryError, OverBudget, SnapshotStore, StoreError, Tracker
 
         tracker = None
         try:
@@ -250,8 +250,8 @@ class Histories:
             except BaseException:
                 store.close()
                 raise
-        except PathsOverBudget:
-            root.stopped = self._stopped_line(root.path)  # it never starts
+        except OverBudget as over:
+            root.stopped = self._stopped_line(root.path, over)  # it never starts
         except (OSError, HistoryError, StoreError) as error:
             root.failed = f"the undo history of {root.path} cannot be kept: {_one_line(error)}"
         with root.lock:
@@ -283,7 +283,13 @@ class Histories:
 
     # --- a root past its paths budget -------------------------------------------------------
 
-    def _stopped_line(self, root: str) -> str:
+    def _stopped_line(self, root: str, over: OverBudget | None) -> str:
+        if over is not None and over.kind == "rules":
+            return (
+                f"the undo history of {root} stopped: it {over.why}; "
+                "undo is unavailable there: raise the budget or shorten its ignore files, "
+                "then restart the harness"
+            )
         budget = self.setup.config.paths_budget
         return (
             f"the undo history of {root} stopped: it holds more than {budget:,} paths "
@@ -301,9 +307,10 @@ class Histories:
         its store (nothing in it is deleted), for the harness's life; the line that says
         so, for a call's result and an undo's refusal."""
         with root.lock:
-            if root.stopped is None:
-                root.stopped = self._stopped_line(root.path)
             tracker, root.tracker = root.tracker, None
+            if root.stopped is None:
+                over = tracker.stopped if tracker is not None else None
+                root.stopped = self._stopped_line(root.path, over)
             line = root.stopped
         if tracker is not None:
             await trio.to_thread.run_sync(_close_tracker, tracker)
@@ -788,9 +795,9 @@ def _is_store_error(error: BaseException) -> bool:
 
 def _is_over_budget(error: BaseException) -> bool:
     """The root's tracker stopped itself: it holds more paths than the budget."""
-    from ..history import PathsOverBudget
+    from ..history import OverBudget
 
-    return isinstance(error, PathsOverBudget)
+    return isinstance(error, OverBudget)
 
 
 def _done_by(plan: Plan, applied: Applied) -> Change:

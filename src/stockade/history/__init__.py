@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._store import StoreError as StoreError
     from ._tracker import HistoryError as HistoryError
     from ._tracker import Mark as Mark
-    from ._tracker import PathsOverBudget as PathsOverBudget
+    from ._tracker import OverBudget as OverBudget
     from ._tracker import Started as Started
     from ._tracker import Tracker as Tracker
     from .config import HistoryConfig as HistoryConfig

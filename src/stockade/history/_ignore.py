@@ -16,8 +16,13 @@ import pathspec
 
 from ..reprs import fields_repr
 from ._model import parent_of
+from .config import RULES_TOTAL_FACTOR
 
 GITIGNORE = ".gitignore"
+# pathspec's own matcher, whatever else is installed: with google-re2 present its default
+# is one RE2 set, which fails to compile past some thousands of rules (and would make
+# what the history records depend on the machine).
+BACKEND = "simple"
 GIT = ".git"
 
 
@@ -32,28 +37,48 @@ def parse_gitignore(text: bytes) -> pathspec.GitIgnoreSpec | None:
     if not lines:
         return None
     try:
-        return pathspec.GitIgnoreSpec.from_lines(lines)
+        return pathspec.GitIgnoreSpec.from_lines(lines, backend=BACKEND)
     except (ValueError, TypeError):  # one bad line: keep the good ones, as git does
         good = []
         for line in lines:
             try:
-                pathspec.GitIgnoreSpec.from_lines([line])
+                pathspec.GitIgnoreSpec.from_lines([line], backend=BACKEND)
             except (ValueError, TypeError):
                 continue
             good.append(line)
-        return pathspec.GitIgnoreSpec.from_lines(good) if good else None
+        return pathspec.GitIgnoreSpec.from_lines(good, backend=BACKEND) if good else None
+
+
+class TooManyRules(Exception):
+    """The ignore rules passed their budget (`IgnoreRules.budget`): `why` says which."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 
 
 @attrs.frozen
 class IgnoreRules:
     """The rules in force: one spec per directory holding a `.gitignore` ("" the root,
-    whose spec also holds `.git/info/exclude`). A value: `with_file` makes the next."""
+    whose spec also holds `.git/info/exclude`). A value: `with_file` makes the next.
+
+    `budget`: the most rules one path may be judged by (None: no bound); all the
+    directories' together may hold RULES_TOTAL_FACTOR times as many. Past either,
+    `ignored` or `with_file` raises TooManyRules: pathspec tries a path against each
+    rule in turn, so a command writing long ignore files would make every check of
+    every path cost in proportion."""
 
     __repr__ = fields_repr
 
     record_ignored: bool = False
     record_git: bool = False
     specs: Mapping[str, pathspec.GitIgnoreSpec] = attrs.field(factory=dict)
+    budget: int | None = None
+    # Each directory's ignore text as read (an unchanged one is not compiled again), its
+    # number of rules, and all of theirs.
+    texts: Mapping[str, bytes] = attrs.field(factory=dict)
+    counts: Mapping[str, int] = attrs.field(factory=dict)
+    total: int = 0
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """True when `path` is left out (its parent having been looked at)."""
@@ -62,7 +87,13 @@ class IgnoreRules:
             return True
         if self.record_ignored or not self.specs:
             return False
-        for directory in self._above(path):
+        above = self._above(path)
+        if self.budget is not None and sum(self.counts[d] for d in above) > self.budget:
+            raise TooManyRules(
+                f"has a path judged by more than {self.budget:,} ignore rules "
+                "(history.rules_budget)"
+            )
+        for directory in above:
             relative = path[len(directory) + 1 :] if directory else path
             verdict = self.specs[directory].check_file(relative + "/" if is_dir else relative)
             if verdict.include is not None:
@@ -89,15 +120,27 @@ class IgnoreRules:
         nothing: that directory has none)."""
         if self.record_ignored:
             return self
-        spec = parse_gitignore(b"\n".join(texts)) if texts else None
-        if spec is None and directory not in self.specs:
+        text = b"\n".join(texts) if texts else b""
+        if self.texts.get(directory) == text:
             return self  # the same rules: a caller compares them by identity
-        specs = dict(self.specs)
+        spec = parse_gitignore(text) if text else None
+        if spec is None and directory not in self.specs:
+            return self
+        count = len(spec.patterns) if spec is not None else 0
+        total = self.total - self.counts.get(directory, 0) + count
+        if self.budget is not None and total > self.budget * RULES_TOTAL_FACTOR:
+            raise TooManyRules(
+                f"holds more than {self.budget * RULES_TOTAL_FACTOR:,} rules in its ignore "
+                f"files ({RULES_TOTAL_FACTOR} times history.rules_budget)"
+            )
+        specs, texts_now, counts = dict(self.specs), dict(self.texts), dict(self.counts)
         if spec is None:
             specs.pop(directory, None)
+            texts_now.pop(directory, None)
+            counts.pop(directory, None)
         else:
-            specs[directory] = spec
-        return attrs.evolve(self, specs=specs)
+            specs[directory], texts_now[directory], counts[directory] = spec, text, count
+        return attrs.evolve(self, specs=specs, texts=texts_now, counts=counts, total=total)
 
     def same_for(self, directory: str, other: IgnoreRules) -> bool:
         """True when `directory`'s own rules are the same in both."""

@@ -4,7 +4,7 @@ is not sound), the windows of the calls in flight, and what each call changed.
 `before()` opens a call's window and hands back what changed since the last window
 closed (made outside any call); `after(mark)` closes it and returns the call's Change,
 its manifest committed to the store. Nothing here blocks on anything but the disk.
-Past its paths budget a root's history stops for good (`PathsOverBudget`).
+Past its paths budget a root's history stops for good (`OverBudget`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import attrs
 from ..errors import StockadeError
 from ..reprs import fields_repr
 from ._apply import Applied, apply_plan
-from ._ignore import GITIGNORE, IgnoreRules
+from ._ignore import GITIGNORE, IgnoreRules, TooManyRules
 from ._index import Index, Known
 from ._inotify import TRUSTED_FILESYSTEMS, Inotify, filesystem_type, unsupported_reason
 from ._model import (
@@ -50,15 +50,21 @@ class HistoryError(StockadeError):
     """The history of a root cannot be kept as asked (the message says why)."""
 
 
-class PathsOverBudget(HistoryError):
-    """The root holds more paths than its history's `paths_budget`: its history stopped
-    (the tracker freed its index, watches and descriptors, and refuses every window;
-    the store keeps what it had committed)."""
+class OverBudget(HistoryError):
+    """The root passed a budget of its history: more paths than `paths_budget` (`kind`
+    "paths"), or ignore rules past `rules_budget` ("rules"; `why` says which). Its
+    history stopped (the tracker freed its index, watches and descriptors, and refuses
+    every window; the store keeps what it had committed)."""
 
-    def __init__(self, root: str, budget: int) -> None:
+    def __init__(self, root: str, why: str, kind: str) -> None:
         self.root = root
-        self.budget = budget
-        super().__init__(f"{root} holds more than {budget:,} paths (paths_budget)")
+        self.why = why
+        self.kind = kind
+        super().__init__(f"{root} {why}")
+
+
+def _paths_over(budget: int) -> str:
+    return f"holds more than {budget:,} paths (paths_budget)"
 
 
 @attrs.define(eq=False)
@@ -93,7 +99,7 @@ class Tracker:
 
     Thread-safe (one lock): a harness may call it from worker threads. Open it once per
     root, outside any call; `close()` frees its watches and descriptors. A root with more
-    paths than `config.paths_budget` stops its history for good (`PathsOverBudget`, from
+    paths than `config.paths_budget` stops its history for good (`OverBudget`, from
     `open` or from the window that found it): everything is freed then, and every later
     window is refused without a look.
     """
@@ -114,13 +120,13 @@ class Tracker:
         self.watcher = watcher
         self.why_scanning = why_scanning
         self.index = Index()
-        self.rules = IgnoreRules(config.record_ignored, config.record_git)
+        self.rules = self._no_rules()
         self._lock = threading.RLock()
         self._numbers = itertools.count(1)
         self._calls: dict[int, Mark] = {}
         self._outside = Mark(0)
         self._identity = config.identity()
-        self.stopped = False
+        self.stopped: OverBudget | None = None
         # Within one boundary: whether a full look was made (it covers everything), and
         # how many names the looks at parts of the root may still list before one full
         # look (bounded by the budget) is the cheaper way to catch up.
@@ -155,9 +161,9 @@ class Tracker:
         tracker = cls(root, root_fd, store, config, watcher, why)
         try:
             tracker._first_look()
-        except TooManyPaths:
+        except (TooManyPaths, TooManyRules) as past:
             tracker.close()  # nothing of this look was committed: the batch rolled back
-            raise PathsOverBudget(root, config.paths_budget) from None
+            raise tracker._over(past) from None
         except BaseException:
             tracker.close()
             raise
@@ -225,7 +231,7 @@ class Tracker:
 
     def _rules_of(self, known: Mapping[str, Known]) -> IgnoreRules:
         """The ignore rules the store's last record of the root was made under."""
-        rules = IgnoreRules(self.config.record_ignored, self.config.record_git)
+        rules = self._no_rules()
         for path, item in known.items():
             if path.rpartition("/")[2] == GITIGNORE and item.entry.digest is not None:
                 rules = rules.with_file(parent_of(path), [self.store.get(item.entry.digest)])
@@ -239,27 +245,39 @@ class Tracker:
 
     # --- past the budget ---------------------------------------------------------------------
 
+    def _no_rules(self) -> IgnoreRules:
+        return IgnoreRules(
+            self.config.record_ignored, self.config.record_git, budget=self.config.rules_budget
+        )
+
+    def _over(self, past: TooManyPaths | TooManyRules) -> OverBudget:
+        if isinstance(past, TooManyRules):
+            return OverBudget(self.root, past.why, "rules")
+        return OverBudget(self.root, _paths_over(self.config.paths_budget), "paths")
+
     @contextlib.contextmanager
     def _within_budget(self) -> Iterator[None]:
-        """A look or an update that passed the paths budget stops this root's history
-        (outside the store's batch, which has rolled back what the boundary wrote)."""
+        """A look or an update that passed the paths or the rules budget stops this root's
+        history (outside the store's batch, which has rolled back what the boundary
+        wrote)."""
         try:
             yield
-        except TooManyPaths:
-            self._stop()
-            raise PathsOverBudget(self.root, self.config.paths_budget) from None
+        except (TooManyPaths, TooManyRules) as past:
+            over = self._over(past)
+            self._stop(over)
+            raise over from None
 
     def _refuse_if_stopped(self) -> None:
-        if self.stopped:
-            raise PathsOverBudget(self.root, self.config.paths_budget)
+        if self.stopped is not None:
+            raise OverBudget(self.stopped.root, self.stopped.why, self.stopped.kind)
 
-    def _stop(self) -> None:
+    def _stop(self, over: OverBudget) -> None:
         """Free everything this root's history holds, for good: every later window is
         refused at once, without a look."""
-        self.stopped = True
-        self._stop_watching("the history stopped: the root holds more paths than its budget")
+        self.stopped = over
+        self._stop_watching(f"the history stopped: the root {over.why}")
         self.index = Index()
-        self.rules = IgnoreRules(self.config.record_ignored, self.config.record_git)
+        self.rules = self._no_rules()
         self._calls.clear()
         self._outside = Mark(0)
         if self.root_fd >= 0:
@@ -286,7 +304,7 @@ class Tracker:
     def before(self) -> Started:
         """Open a call's window. Changes since the last window closed are returned as the
         outside change when no other call is in flight (else they belong to that call).
-        PathsOverBudget: the root's history stopped (now, or before)."""
+        OverBudget: the root's history stopped (now, or before)."""
         with self._lock:
             self._refuse_if_stopped()
             # One commit: the catch-up and the manifest.
@@ -304,7 +322,7 @@ class Tracker:
 
     def after(self, mark: Mark) -> Change:
         """Close `mark`'s window: what changed in it, its manifest in the store.
-        PathsOverBudget: the root's history stopped (now, or while the window was open)."""
+        OverBudget: the root's history stopped (now, or while the window was open)."""
         with self._lock:
             self._refuse_if_stopped()
             if self._calls.get(mark.number) is not mark:
@@ -353,7 +371,7 @@ class Tracker:
                 return
             try:
                 self._look_at_nominated(nominations)
-            except TooManyPaths:
+            except TooManyPaths:  # not TooManyRules: a full look would meet the rules again
                 if self._whole:
                     raise  # a full look passed the budget
                 self._rescan("", CROWDED)

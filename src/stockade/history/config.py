@@ -1,5 +1,5 @@
-"""What the history of a root records: the size budget per file, how many paths it may
-hold, whether ignored paths and `.git` are recorded, what a result lists, and watching."""
+"""What a root's history records and how: its budgets (a file's size, the paths and the
+ignore rules it holds), what it leaves out, what a result lists, and watching."""
 
 from __future__ import annotations
 
@@ -13,6 +13,15 @@ MIB = 1024 * 1024
 # near 180 MiB and a full look near 4 s, and hold a large repository (the Linux kernel
 # is about 90,000 paths) twice over.
 DEFAULT_PATHS_BUDGET = 200_000
+# A path's check against the ignore rules above it costs about 0.7 us a rule (pathspec
+# tries each in turn): 500 keep one look at the paths budget's 200,000 paths under about
+# 70 s at worst, and hold common ignore files many times over (GitHub's Python template
+# holds about 60 rules; the Linux kernel's root .gitignore about 55, its subdirectories'
+# a few each).
+DEFAULT_RULES_BUDGET = 500
+# The rules of all a root's ignore files together, as a multiple of the rules budget:
+# compiling one costs about 0.15 ms, so 10,000 about 1.5 s.
+RULES_TOTAL_FACTOR = 20
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -36,7 +45,12 @@ class HistoryConfig:
     history may hold; past it the root's history stops (the tracker frees everything and
     refuses every window), so a command that makes millions of files costs the harness
     a bounded look, not millions of entries at every call. Its default keeps one root
-    near 180 MiB of memory (about 0.9 KiB a path, measured). `record_ignored`:
+    near 180 MiB of memory (about 0.9 KiB a path, measured). `rules_budget`: the most
+    ignore rules one path may be judged by (its `.gitignore` files' and the root's
+    `.git/info/exclude`, from the root down), and RULES_TOTAL_FACTOR times it in all the
+    root's ignore files together; past either the root's history stops too, so a
+    command that writes long ignore files (each may hold a MiB of rules) costs the
+    harness a bounded look. `record_ignored`:
     record what the root's `.gitignore` files ignore (build output, caches) too.
     `record_git`: record the repository's own `.git` too (off: git keeps its own
     history, and `git status` rewriting its index would count as a change of every
@@ -49,6 +63,7 @@ class HistoryConfig:
 
     file_budget: int = attrs.field(default=32 * MIB, validator=_positive)
     paths_budget: int = attrs.field(default=DEFAULT_PATHS_BUDGET, validator=_at_least_one)
+    rules_budget: int = attrs.field(default=DEFAULT_RULES_BUDGET, validator=_at_least_one)
     record_ignored: bool = False
     record_git: bool = False
     listed_paths: int = attrs.field(default=20, validator=_positive)
