@@ -288,9 +288,18 @@ class Group:
         `pinned`: the pidfds of the processes killed are added to it, not closed (the
         caller's to close): a harness that reaps what comes to it reaps those, and only
         those, once they are gone (v2: the members found before cgroup.kill)."""
+        # Each process is pinned once (it is listed in every hierarchy, and again each
+        # round until it is gone): one descriptor a process, however long it takes.
+        seen: set[int] = set()
+
+        def kill_member(pid: int, hierarchy: Hierarchy, path: str) -> None:
+            keep = pinned if pinned is not None and pid not in seen else None
+            if _kill_if_member(self.host.proc_root, pid, hierarchy.key, path, keep):
+                seen.add(pid)
+
         if pinned is not None and self.host.version == "v2":
             for pid, hierarchy, path in self._members():
-                _kill_if_member(self.host.proc_root, pid, hierarchy.key, path, pinned)
+                kill_member(pid, hierarchy, path)
         for directory in self.directories if self.host.version == "v2" else ():
             # No cgroup.kill before Linux 5.14 (or the group is gone): the loop does it.
             with contextlib.suppress(FileNotFoundError):
@@ -302,7 +311,7 @@ class Group:
             if not members:
                 return True
             for pid, hierarchy, path in members:
-                _kill_if_member(self.host.proc_root, pid, hierarchy.key, path, pinned)
+                kill_member(pid, hierarchy, path)
             if time.monotonic() > deadline:
                 return False
             time.sleep(pause)
@@ -347,14 +356,14 @@ def _cgroup_dirs(top: str) -> Iterator[str]:
 
 def _kill_if_member(
     proc_root: str, pid: int, key: str, path: str, pinned: list[int] | None = None
-) -> None:
+) -> bool:
     """SIGKILL `pid` if it is (still) in the group at `path`, race-free: the pidfd pins
     the process first, so a pid reused after the check cannot be the one signalled.
-    `pinned`: the pidfd of a member is kept there instead of closed."""
+    `pinned`: the pidfd of a member is kept there instead of closed (True: it was)."""
     try:
         pidfd = os.pidfd_open(pid)
     except ProcessLookupError:
-        return
+        return False
     kept = False
     try:
         now = _cgroups_of(os.path.join(proc_root, str(pid))).get(key, "")
@@ -368,6 +377,7 @@ def _kill_if_member(
     finally:
         if not kept:
             os.close(pidfd)
+    return kept
 
 
 def _rmdir_until(directory: str, deadline: float) -> None:
