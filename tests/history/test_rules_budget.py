@@ -14,7 +14,7 @@ import pathspec
 import pytest
 
 from stockade.history import HistoryConfig, OverBudget, Tracker
-from stockade.history._ignore import BACKEND, IgnoreRules, TooManyRules
+from stockade.history._ignore import BACKEND, IgnoreRules, TooManyRules, costly
 
 from .support import Session, write
 
@@ -53,7 +53,7 @@ def test_a_root_whose_rules_pass_the_budget_never_opens(root, store, method):
     with pytest.raises(OverBudget) as over:
         Tracker.open(root, store, config)
     assert over.value.kind == "rules"
-    assert f"judged by more than {RULES} ignore rules (history.rules_budget)" in str(over.value)
+    assert f"more than {RULES} ignore rules in .gitignore (history.rules_budget)" in str(over.value)
 
 
 def test_rules_in_nested_files_count_together_for_the_paths_below_them(root, open_tracker):
@@ -61,7 +61,7 @@ def test_rules_in_nested_files_count_together_for_the_paths_below_them(root, ope
     write(f"{root}/.gitignore", _rules(RULES // 2 + 1, "top"))
     write(f"{root}/sub/.gitignore", _rules(RULES // 2 + 1, "sub"))
     write(f"{root}/sub/a.txt", "a\n")
-    with pytest.raises(OverBudget, match="ignore rules"):
+    with pytest.raises(OverBudget, match=f"a path judged by more than {RULES} ignore rules"):
         open_tracker(rules_budget=RULES)
 
 
@@ -73,11 +73,11 @@ def test_a_call_that_writes_long_ignore_files_stops_the_history(root, open_track
     started = tracker.before()
     write(f"{root}/.gitignore", _rules(RULES * 40))
     write(f"{root}/b.txt", "b\n")
-    with pytest.raises(OverBudget, match="rules in its ignore files") as over:
+    with pytest.raises(OverBudget, match=f"more than {RULES} ignore rules in .gitignore") as over:
         tracker.after(started.mark)
     assert over.value.kind == "rules"
     assert tracker.stopped and len(tracker.index) == 0 and tracker.root_fd == -1
-    with pytest.raises(OverBudget, match="rules in its ignore files"):
+    with pytest.raises(OverBudget, match=r"ignore rules in \.gitignore"):
         tracker.before()
 
 
@@ -99,4 +99,37 @@ def test_rules_within_the_budget_are_kept_and_an_unchanged_file_is_not_compiled_
     emptied = rules.with_file("", None)
     assert emptied.total == 0 and not emptied.specs
     with pytest.raises(TooManyRules):
-        rules.with_file("deep", [_rules(20 * RULES).encode()])
+        rules.with_file("deep", [_rules(RULES + 1).encode()])
+
+
+def test_rules_are_counted_before_anything_is_compiled(monkeypatch):
+    compiled: list[int] = []
+    from_lines = pathspec.GitIgnoreSpec.from_lines
+
+    def counting(lines, *args, **kwargs):
+        lines = list(lines)
+        compiled.append(len(lines))
+        return from_lines(lines, *args, **kwargs)
+
+    monkeypatch.setattr(pathspec.GitIgnoreSpec, "from_lines", counting)
+    with pytest.raises(TooManyRules, match=f"more than {RULES} ignore rules in .gitignore"):
+        IgnoreRules(budget=RULES).with_file("", [_rules(100_000).encode()])
+    assert compiled == []
+
+
+def test_a_rule_whose_matching_could_take_hours_is_refused_before_it_is_compiled():
+    """The control: pathspec's matcher backtracks; such a rule takes seconds for one
+    path of a few dozen characters. Such rules stop the history; common ones pass."""
+    slow = "*a*a*a*a*a*b"
+    spec = pathspec.GitIgnoreSpec.from_lines([slow], backend=BACKEND)
+    began = time.perf_counter()
+    spec.check_file("a" * 60)
+    assert time.perf_counter() - began > 0.05
+    for rule in (slow, "**/a/**/a/**/b", "**/a/**/b", "a/**/b/**/c", "*a*a*b"):
+        assert costly(rule), rule
+        with pytest.raises(TooManyRules, match="more wildcards than the history matches"):
+            IgnoreRules(budget=RULES).with_file("", [f"*.log\n{rule}\n".encode()])
+    for rule in ("*.log", "node_modules/", "**/node_modules/**", "a/**/b", "*a*b", "!keep*.log"):
+        assert not costly(rule), rule
+        IgnoreRules(budget=RULES).with_file("", [rule.encode()])
+    assert not costly("**/*.py[cod]") and not costly("src/**/*.pyc")

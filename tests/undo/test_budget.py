@@ -138,9 +138,8 @@ async def test_a_call_that_writes_long_ignore_files_stops_the_history_with_its_r
     rules = 30
     line = (
         f"the undo history of {os.path.realpath(root)} stopped: it holds more than "
-        f"{20 * rules} rules in its ignore files (20 times history.rules_budget); undo is "
-        "unavailable there: raise the budget or shorten its ignore files, then restart the "
-        "harness"
+        f"{rules} ignore rules in .gitignore (history.rules_budget); undo is unavailable "
+        "there: raise the budget or shorten its ignore files, then restart the harness"
     )
     async with open_harness(composition(state_dir, history={"rules_budget": rules})) as harness:
         session = await harness.open_session(cwd=root)

@@ -13,6 +13,8 @@ meanwhile), or one pinned by a pidfd while it was alive in the call's cgroup.
 from __future__ import annotations
 
 import os
+import select
+import time
 
 # waitid(P_PIDFD) (Linux 5.4); a Python built against older headers lacks the name.
 _P_PIDFD = getattr(os, "P_PIDFD", 3)
@@ -78,6 +80,11 @@ def reap_group_zombies(pgid: int) -> int:
     judged: a number reused meanwhile names another process, which the pidfd does not."""
     reaped = 0
     for pid in _children():
+        # The group's leader is the call's own, reaped by its waiter already: a process
+        # with its number now leads a new group (another call's, the embedder's child),
+        # whose status is its own waiter's. Its members, orphans like the call's, are not.
+        if pid == pgid:
+            continue
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:
@@ -95,10 +102,29 @@ def reap_group_zombies(pgid: int) -> int:
     return reaped
 
 
+# How long the pinned processes of a call's cgroup are given to become zombies once they
+# have left it (a process leaves its cgroup's list as its last thread exits, before the
+# kernel has made it a zombie: a large or many-threaded one takes a moment).
+PINNED_WAIT = 1.0
+
+
 def reap_pinned(pidfds: list[int]) -> int:
     """Reap those of `pidfds` (processes a call's cgroup held, pinned while alive and
     killed since) that are ended children of this process, and close every one; how
-    many were reaped. A pidfd names one process for good: none is another's child."""
+    many were reaped. A pidfd names one process for good: none is another's child. Each
+    is given PINNED_WAIT (in all) to end: a pidfd reads as ready once its process has."""
+    waiting = select.poll()
+    for pidfd in pidfds:
+        waiting.register(pidfd, select.POLLIN)
+    deadline = time.monotonic() + PINNED_WAIT
+    ended: set[int] = set()
+    while len(ended) < len(set(pidfds)):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        for pidfd, _ in waiting.poll(int(left * 1000) + 1):
+            ended.add(pidfd)
+            waiting.unregister(pidfd)
     reaped = 0
     for pidfd in pidfds:
         try:

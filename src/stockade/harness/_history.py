@@ -1,7 +1,7 @@
 """The harness's side of undo (issue 42): one Tracker per workspace root, opened before
 the first call that may write there, the window around each such call, undo and restore.
 
-A root with more paths than `paths_budget` stops its history for the harness's life: its
+A root past `paths_budget` or `rules_budget` stops its history for the harness's life: its
 tracker is dropped, its calls run unrecorded, its undo is refused, and each session
 working there is told once (`files/stopped`).
 
@@ -131,7 +131,7 @@ class _Root:
     store_dir: str
     tracker: Tracker | None = None
     failed: str | None = None
-    # Why its history stopped (more paths than the budget), for the harness's life; and
+    # Why its history stopped (past a budget: paths, ignore rules), for the harness's life; and
     # the sessions whose logs say so already.
     stopped: str | None = None
     told: set[str] = attrs.field(factory=set)
@@ -281,7 +281,7 @@ class Histories:
             "first call after it ends)"
         )
 
-    # --- a root past its paths budget -------------------------------------------------------
+    # --- a root past a budget (paths, ignore rules) -----------------------------------------
 
     def _stopped_line(self, root: str, over: OverBudget | None) -> str:
         if over is not None and over.kind == "rules":
@@ -303,7 +303,7 @@ class Histories:
         return found if found is not None and found.stopped is not None else None
 
     async def stop(self, root: _Root) -> str:
-        """`root`'s tracker stopped itself (more paths than the budget): drop it and close
+        """`root`'s tracker stopped itself (past a budget): drop it and close
         its store (nothing in it is deleted), for the harness's life; the line that says
         so, for a call's result and an undo's refusal."""
         with root.lock:
@@ -794,7 +794,7 @@ def _is_store_error(error: BaseException) -> bool:
 
 
 def _is_over_budget(error: BaseException) -> bool:
-    """The root's tracker stopped itself: it holds more paths than the budget."""
+    """The root's tracker stopped itself: past its paths or its ignore rules' budget."""
     from ..history import OverBudget
 
     return isinstance(error, OverBudget)

@@ -9,6 +9,7 @@ excludes file is never read (it is their git configuration, not the workspace's)
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 
 import attrs
@@ -26,9 +27,21 @@ BACKEND = "simple"
 GIT = ".git"
 
 
-def parse_gitignore(text: bytes) -> pathspec.GitIgnoreSpec | None:
+class TooManyRules(Exception):
+    """The ignore rules passed their budget (`IgnoreRules.budget`): `why` says how."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def parse_gitignore(
+    text: bytes, limit: int | None = None, where: str = GITIGNORE
+) -> pathspec.GitIgnoreSpec | None:
     """The rules of one `.gitignore`'s bytes (a line git could not read is skipped, as
-    git skips it); None when it holds none."""
+    git skips it); None when it holds none. With `limit`: TooManyRules, before anything
+    is compiled, for more rules than that or for one `costly` rule (`where` names the
+    file in the reason)."""
     lines = [
         line
         for line in text.decode("utf-8", "surrogateescape").splitlines()
@@ -36,6 +49,17 @@ def parse_gitignore(text: bytes) -> pathspec.GitIgnoreSpec | None:
     ]
     if not lines:
         return None
+    if limit is not None:
+        if len(lines) > limit:
+            raise TooManyRules(
+                f"holds more than {limit:,} ignore rules in {where} (history.rules_budget)"
+            )
+        for line in lines:
+            if costly(line):
+                raise TooManyRules(
+                    f"holds an ignore rule in {where} with more wildcards than the history "
+                    "matches in bounded time; see docs/undo.md"
+                )
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines, backend=BACKEND)
     except (ValueError, TypeError):  # one bad line: keep the good ones, as git does
@@ -49,12 +73,43 @@ def parse_gitignore(text: bytes) -> pathspec.GitIgnoreSpec | None:
         return pathspec.GitIgnoreSpec.from_lines(good, backend=BACKEND) if good else None
 
 
-class TooManyRules(Exception):
-    """The ignore rules passed their budget (`IgnoreRules.budget`): `why` says which."""
+def _rules_in(text: bytes) -> int:
+    """How many rules an ignore file's bytes hold (as `parse_gitignore` counts them)."""
+    return sum(
+        1
+        for line in text.decode("utf-8", "surrogateescape").splitlines()
+        if line.strip() and not line.startswith("#")
+    )
 
-    def __init__(self, why: str) -> None:
-        super().__init__(why)
-        self.why = why
+
+def costly(line: str) -> bool:
+    """Whether matching a path against this rule can take time out of proportion to the
+    path: pathspec makes each rule a backtracking regular expression, where every
+    wildcard that may match across directories multiplies the work by the path's length
+    and every `*` within a name by the name's (measured: `**/a/**/a/**/b` 79 s for one
+    4,000-character path; `*a*a*a*a*a*b` 5 s for one 100-character name). Allowed: one
+    wildcard across directories (a rule that matches at any depth counts as one; a
+    trailing `/**` none) and two `*` runs within names."""
+    body = line.rstrip()
+    body = body[1:] if body.startswith("!") else body
+    body = body.replace("\\*", "")  # an escaped star is a plain character
+    if body.endswith("/**"):
+        body = body[:-3]
+    anywhere = body.startswith("**/") or "/" not in body.rstrip("/")
+    body = body.removeprefix("**/")
+    across = body.count("/**/") + (1 if anywhere else 0)
+    within = len([run for run in body.replace("/**/", "/").split("/") for run in _star_runs(run)])
+    return across > 1 or within > 2
+
+
+def _star_runs(segment: str) -> list[str]:
+    """The runs of `*` in one segment of a rule."""
+    runs, inside = [], False
+    for character in segment:
+        if character == "*" and not inside:
+            runs.append("*")
+        inside = character == "*"
+    return runs
 
 
 @attrs.frozen
@@ -74,8 +129,9 @@ class IgnoreRules:
     record_git: bool = False
     specs: Mapping[str, pathspec.GitIgnoreSpec] = attrs.field(factory=dict)
     budget: int | None = None
-    # Each directory's ignore text as read (an unchanged one is not compiled again), its
-    # number of rules, and all of theirs.
+    # Each directory's ignore text's digest as read (an unchanged one is not compiled
+    # again; the text itself is not kept: comments cost no rule), its number of rules,
+    # and all of theirs.
     texts: Mapping[str, bytes] = attrs.field(factory=dict)
     counts: Mapping[str, int] = attrs.field(factory=dict)
     total: int = 0
@@ -121,25 +177,33 @@ class IgnoreRules:
         if self.record_ignored:
             return self
         text = b"\n".join(texts) if texts else b""
-        if self.texts.get(directory) == text:
+        digest = hashlib.sha256(text).digest()
+        if self.texts.get(directory) == digest:
             return self  # the same rules: a caller compares them by identity
-        spec = parse_gitignore(text) if text else None
+        limit = None
+        if self.budget is not None:
+            # One file's rules judge every path below it, and all files together are
+            # bounded too: counted before anything is compiled.
+            room = self.budget * RULES_TOTAL_FACTOR - (self.total - self.counts.get(directory, 0))
+            if room < self.budget and _rules_in(text) > room:
+                raise TooManyRules(
+                    f"holds more than {self.budget * RULES_TOTAL_FACTOR:,} rules in its "
+                    f"ignore files ({RULES_TOTAL_FACTOR} times history.rules_budget)"
+                )
+            limit = self.budget
+        where = f"{directory}/{GITIGNORE}" if directory else GITIGNORE
+        spec = parse_gitignore(text, limit, where) if text else None
         if spec is None and directory not in self.specs:
             return self
         count = len(spec.patterns) if spec is not None else 0
         total = self.total - self.counts.get(directory, 0) + count
-        if self.budget is not None and total > self.budget * RULES_TOTAL_FACTOR:
-            raise TooManyRules(
-                f"holds more than {self.budget * RULES_TOTAL_FACTOR:,} rules in its ignore "
-                f"files ({RULES_TOTAL_FACTOR} times history.rules_budget)"
-            )
         specs, texts_now, counts = dict(self.specs), dict(self.texts), dict(self.counts)
         if spec is None:
             specs.pop(directory, None)
             texts_now.pop(directory, None)
             counts.pop(directory, None)
         else:
-            specs[directory], texts_now[directory], counts[directory] = spec, text, count
+            specs[directory], texts_now[directory], counts[directory] = spec, digest, count
         return attrs.evolve(self, specs=specs, texts=texts_now, counts=counts, total=total)
 
     def same_for(self, directory: str, other: IgnoreRules) -> bool:

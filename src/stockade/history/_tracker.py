@@ -162,7 +162,7 @@ class Tracker:
         try:
             tracker._first_look()
         except (TooManyPaths, TooManyRules) as past:
-            tracker.close()  # nothing of this look was committed: the batch rolled back
+            tracker.close()  # it keeps nothing; the store keeps what its first look committed
             raise tracker._over(past) from None
         except BaseException:
             tracker.close()
@@ -414,6 +414,9 @@ class Tracker:
             self._stop_watching(str(stopped))
             self._rescan("", str(stopped))
             return
+        except BaseException:
+            looker.beneath.forget()  # past a budget: its directories' descriptors too
+            raise
         looker.beneath.forget()
         self._update(updates, set())
         for top in walk_again:

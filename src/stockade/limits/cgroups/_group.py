@@ -286,14 +286,17 @@ class Group:
         forks no more, each round kills all it saw, and pids.max bounds the rest.
 
         `pinned`: the pidfds of the processes killed are added to it, not closed (the
-        caller's to close): a harness that reaps what comes to it reaps those, and only
-        those, once they are gone (v2: the members found before cgroup.kill)."""
+        caller's to close; PINNED_MAX at most): a harness that reaps what comes to it
+        reaps those, and only those, once they are gone (v2: the members found before
+        cgroup.kill)."""
         # Each process is pinned once (it is listed in every hierarchy, and again each
         # round until it is gone): one descriptor a process, however long it takes.
         seen: set[int] = set()
 
         def kill_member(pid: int, hierarchy: Hierarchy, path: str) -> None:
             keep = pinned if pinned is not None and pid not in seen else None
+            if keep is not None and len(keep) >= PINNED_MAX:
+                keep = None  # a descriptor each: past this many, killed and left as ever
             if _kill_if_member(self.host.proc_root, pid, hierarchy.key, path, keep):
                 seen.add(pid)
 
@@ -339,6 +342,11 @@ class Group:
             except OSError:
                 return False
         return True
+
+
+# The most processes one kill pins for its caller (a descriptor each): past it, the rest
+# are killed as ever and not pinned.
+PINNED_MAX = 1024
 
 
 def _cgroup_dirs(top: str) -> Iterator[str]:
