@@ -61,13 +61,21 @@ def _children() -> list[int]:
     return found
 
 
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of `/proc/PID/stat` after the command's name (state first, then
+    parent, process group, ...); None when it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            return stat_file.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def _facts(pid: int) -> tuple[bytes, int, int] | None:
     """(state, parent, process group) of `pid`, or None when it is not this process's
     child (or gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            fields = stat_file.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
+    fields = stat_fields(pid)
+    if fields is None:
         return None
     state, parent, group = fields[0], int(fields[1]), int(fields[2])
     return (state, parent, group) if parent == os.getpid() else None
@@ -117,14 +125,11 @@ def reap_pinned(pidfds: list[int]) -> int:
     for pidfd in pidfds:
         waiting.register(pidfd, select.POLLIN)
     deadline = time.monotonic() + PINNED_WAIT
-    ended: set[int] = set()
-    while len(ended) < len(set(pidfds)):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
+    running = len(pidfds)
+    while running and (left := deadline - time.monotonic()) > 0:
         for pidfd, _ in waiting.poll(int(left * 1000) + 1):
-            ended.add(pidfd)
             waiting.unregister(pidfd)
+            running -= 1
     reaped = 0
     for pidfd in pidfds:
         try:

@@ -37,7 +37,7 @@ from ..modes import SpawnTrait
 from ..sandbox import has_filter_stage, namespace_init, reap_orphaned_init, started_option_at
 from ._buffer import OutputBuffer
 from ._child import Child, start_child
-from ._orphans import group_left, reap_group_zombies, reaps_orphans
+from ._orphans import group_left, reap_group_zombies, reaps_orphans, stat_fields
 
 READ_SIZE = 65536
 # After the leader exits and its group is killed, pipes reach EOF at once; a process
@@ -602,12 +602,8 @@ def _group_alive(pgid: int) -> bool:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat_file:
-                fields = stat_file.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
+        fields = stat_fields(int(entry.name))
+        if fields is not None and int(fields[2]) == pgid and fields[0] != b"Z":
             return True
     return False
 

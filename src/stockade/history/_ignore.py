@@ -36,12 +36,17 @@ class TooManyRules(Exception):
 
 
 def parse_gitignore(
-    text: bytes, limit: int | None = None, where: str = GITIGNORE
+    text: bytes,
+    limit: int | None = None,
+    where: str = GITIGNORE,
+    room: int | None = None,
+    total: int | None = None,
 ) -> pathspec.GitIgnoreSpec | None:
     """The rules of one `.gitignore`'s bytes (a line git could not read is skipped, as
-    git skips it); None when it holds none. With `limit`: TooManyRules, before anything
-    is compiled, for more rules than that or for one `costly` rule (`where` names the
-    file in the reason)."""
+    git skips it); None when it holds none. TooManyRules, before anything is compiled:
+    with `limit`, for more rules than that or for one `costly` rule (`where` names the
+    file in the reason); with `room`, for more rules than the `total` of all files
+    leaves."""
     lines = [
         line
         for line in text.decode("utf-8", "surrogateescape").splitlines()
@@ -49,11 +54,16 @@ def parse_gitignore(
     ]
     if not lines:
         return None
+    if limit is not None and len(lines) > limit:
+        raise TooManyRules(
+            f"holds more than {limit:,} ignore rules in {where} (history.rules_budget)"
+        )
+    if room is not None and len(lines) > room:
+        raise TooManyRules(
+            f"holds more than {total:,} rules in its ignore files ({RULES_TOTAL_FACTOR} "
+            "times history.rules_budget)"
+        )
     if limit is not None:
-        if len(lines) > limit:
-            raise TooManyRules(
-                f"holds more than {limit:,} ignore rules in {where} (history.rules_budget)"
-            )
         for line in lines:
             if costly(line):
                 raise TooManyRules(
@@ -71,15 +81,6 @@ def parse_gitignore(
                 continue
             good.append(line)
         return pathspec.GitIgnoreSpec.from_lines(good, backend=BACKEND) if good else None
-
-
-def _rules_in(text: bytes) -> int:
-    """How many rules an ignore file's bytes hold (as `parse_gitignore` counts them)."""
-    return sum(
-        1
-        for line in text.decode("utf-8", "surrogateescape").splitlines()
-        if line.strip() and not line.startswith("#")
-    )
 
 
 def costly(line: str) -> bool:
@@ -132,7 +133,7 @@ class IgnoreRules:
     # Each directory's ignore text's digest as read (an unchanged one is not compiled
     # again; the text itself is not kept: comments cost no rule), its number of rules,
     # and all of theirs.
-    texts: Mapping[str, bytes] = attrs.field(factory=dict)
+    digests: Mapping[str, bytes] = attrs.field(factory=dict)
     counts: Mapping[str, int] = attrs.field(factory=dict)
     total: int = 0
 
@@ -178,33 +179,28 @@ class IgnoreRules:
             return self
         text = b"\n".join(texts) if texts else b""
         digest = hashlib.sha256(text).digest()
-        if self.texts.get(directory) == digest:
+        if self.digests.get(directory) == digest:
             return self  # the same rules: a caller compares them by identity
-        limit = None
+        room = total_budget = None
         if self.budget is not None:
-            # One file's rules judge every path below it, and all files together are
-            # bounded too: counted before anything is compiled.
-            room = self.budget * RULES_TOTAL_FACTOR - (self.total - self.counts.get(directory, 0))
-            if room < self.budget and _rules_in(text) > room:
-                raise TooManyRules(
-                    f"holds more than {self.budget * RULES_TOTAL_FACTOR:,} rules in its "
-                    f"ignore files ({RULES_TOTAL_FACTOR} times history.rules_budget)"
-                )
-            limit = self.budget
+            # One file's rules judge every path below it (at most the budget), and all
+            # files together are bounded too: counted before anything is compiled.
+            total_budget = self.budget * RULES_TOTAL_FACTOR
+            room = total_budget - (self.total - self.counts.get(directory, 0))
         where = f"{directory}/{GITIGNORE}" if directory else GITIGNORE
-        spec = parse_gitignore(text, limit, where) if text else None
+        spec = parse_gitignore(text, self.budget, where, room, total_budget) if text else None
         if spec is None and directory not in self.specs:
             return self
         count = len(spec.patterns) if spec is not None else 0
         total = self.total - self.counts.get(directory, 0) + count
-        specs, texts_now, counts = dict(self.specs), dict(self.texts), dict(self.counts)
+        specs, digests, counts = dict(self.specs), dict(self.digests), dict(self.counts)
         if spec is None:
             specs.pop(directory, None)
-            texts_now.pop(directory, None)
+            digests.pop(directory, None)
             counts.pop(directory, None)
         else:
-            specs[directory], texts_now[directory], counts[directory] = spec, digest, count
-        return attrs.evolve(self, specs=specs, texts=texts_now, counts=counts, total=total)
+            specs[directory], digests[directory], counts[directory] = spec, digest, count
+        return attrs.evolve(self, specs=specs, digests=digests, counts=counts, total=total)
 
     def same_for(self, directory: str, other: IgnoreRules) -> bool:
         """True when `directory`'s own rules are the same in both."""
