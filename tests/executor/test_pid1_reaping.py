@@ -90,9 +90,13 @@ async def unconfined(root):
     policy = ExecutionPolicy(mode=SandboxMode.DANGER_FULL_ACCESS, workspace_root=root)
     # Limits on: the call's cgroup ends what left its group (setsid, given the time to
     # leave it before the call ends); off: the group's own.
+    # And the harness's cpu_seconds watch, which kills the call's cgroup mid-call: what
+    # left its group (setsid) is killed then, long before the call's end looks.
+    cpu = ExecutorConfig(kill_grace=0.5, limits=Limits(cpu_seconds=0.3))
     for config, command in (
         (ExecutorConfig(kill_grace=0.5), "(sleep 0.2 &) ; setsid sleep 30 & sleep 30 & sleep 0.3"),
         (off, "(sleep 0.2 &) ; sleep 30 & (sleep 30 &) ; true"),
+        (cpu, "setsid sleep 30 & sleep 0.2; while :; do :; done"),
     ):
         async with open_executor(config) as executor:
             result = await executor.run(executor.resolve(command, policy=policy))
@@ -180,7 +184,7 @@ def test_a_harness_as_pid_1_is_left_no_zombie_by_what_unconfined_calls_left(tmp_
     base = tmp_path / "root"
     base.mkdir()
     report = as_pid_1("unconfined", base, tmp_path)
-    assert report["statuses"] == [[0, "none"], [0, "none"], 7], report
+    assert report["statuses"] == [[0, "none"], [0, "none"], [137, "none"], 7], report
     assert report["zombies"] == [], report
 
 

@@ -14,6 +14,7 @@ import re
 import resource
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 import attrs
 import msgspec
@@ -107,6 +108,10 @@ class CallLimits:
     session_limits: SessionLimits | None = None
     held_processes: int | None = None
     session_before: OwnLimits | None = None
+    # What the cpu_seconds watch killed mid-call, pinned by pidfds (a harness that is
+    # its PID namespace's init only): reaped at the call's end (`end`), as what the end
+    # itself kills is.
+    killed: list[int] = attrs.field(factory=list)
 
     def launcher_options(self) -> tuple[str, ...]:
         options = list(self.group_options)
@@ -244,6 +249,8 @@ class CallLimits:
     def try_end(self) -> bool:
         """The usual end, cheaply: an empty group back in the pool, or removed (False:
         `end` must do it)."""
+        if self.killed:
+            return False  # `end` reaps them, off the event loop
         if self.group is None:
             return True
         kept = self.pool is not None and self.pool.keep(
@@ -260,16 +267,18 @@ class CallLimits:
     def end(self) -> None:
         """Kill what is left in its cgroup (a process that left its group and its
         namespace's reach) and remove the group. A harness that is its PID namespace's
-        init then reaps those of them that came to it (`_orphans`)."""
-        if self.group is not None:
-            group, self.group = self.group, None
-            pinned: list[int] | None = [] if reaps_orphans() else None
-            try:
+        init then reaps those of them that came to it, and what the cpu_seconds watch
+        killed before (`_orphans`)."""
+        pinned: list[int] | None = self.killed if reaps_orphans() else None
+        try:
+            if self.group is not None:
+                group, self.group = self.group, None
                 with contextlib.suppress(OSError, CgroupError):
                     group.remove(pinned=pinned)
-            finally:
-                if pinned:
-                    reap_pinned(pinned)
+        finally:
+            if pinned:
+                reap_pinned(pinned)
+            self.killed = []
 
 
 def _failed(failures: int | None) -> bool | None:
@@ -595,7 +604,10 @@ async def settle_limited(
                 await trio.sleep(CPU_CHECK_INTERVAL)
                 used = limited.cpu_used()
                 if used is not None and used >= cpu:
-                    await trio.to_thread.run_sync(group.kill)
+                    # Pinned where the harness reaps orphans: what left the command's
+                    # group is killed now, and comes to it as a zombie (`end`).
+                    pinned = limited.killed if reaps_orphans() else None
+                    await trio.to_thread.run_sync(partial(group.kill, pinned=pinned))
                     return
 
     async with trio.open_nursery() as nursery:
