@@ -142,8 +142,8 @@ def undo_note(event: FilesUndone | FilesRestored, called: Mapping[int, str]) -> 
             ("removed:", change.deleted_paths, change.deleted),
             ("written back:", change.modified_paths, change.modified),
             ("made again:", change.created_paths, change.created),
-            ("left as they were:", outcome.left, len(outcome.left)),
-            ("not recorded, so not put back:", outcome.unrecorded, len(outcome.unrecorded)),
+            ("left as they were:", outcome.left, outcome.left_count),
+            ("not recorded, so not put back:", outcome.unrecorded, outcome.unrecorded_count),
         )
         if total
     ]

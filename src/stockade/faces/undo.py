@@ -15,7 +15,8 @@ from typing import Any, Final, Protocol
 
 from ..shown import one_line
 
-# How many paths an outcome line names of what it left (the JSON form names them all).
+# How many paths an outcome line names of what it left (the JSON form names all the
+# event lists: at most `listed_paths` of each, with the counts).
 SHOWN_PATHS: Final = 5
 
 
@@ -59,6 +60,10 @@ class Outcome(Protocol):
     def left(self) -> tuple[str, ...]: ...
     @property
     def unrecorded(self) -> tuple[str, ...]: ...
+    @property
+    def left_count(self) -> int: ...
+    @property
+    def unrecorded_count(self) -> int: ...
 
 
 class Refusal(Protocol):
@@ -125,10 +130,13 @@ def outcome_line(outcome: Outcome) -> str:
         else f"restored to before seq {outcome.target}"
     )
     line = f"{head}: {done_on_disk(outcome)}"
-    if outcome.left:
-        line += f"; left as it is: {_some(outcome.left)}"
-    if outcome.unrecorded:
-        line += f"; not recorded, so not put back: {_some(outcome.unrecorded)}"
+    if outcome.left_count:
+        line += f"; left as it is: {_some(outcome.left, outcome.left_count)}"
+    if outcome.unrecorded_count:
+        line += (
+            "; not recorded, so not put back: "
+            f"{_some(outcome.unrecorded, outcome.unrecorded_count)}"
+        )
     return line
 
 
@@ -147,9 +155,14 @@ def done_on_disk(outcome: Outcome) -> str:
     return ", ".join(done) if done else "nothing on disk needed changing"
 
 
-def _some(paths: Sequence[str]) -> str:
-    shown = "; ".join(one_line(path, limit=200) for path in paths[:SHOWN_PATHS])
-    more = len(paths) - SHOWN_PATHS
+def _some(paths: Sequence[str], total: int) -> str:
+    """The first SHOWN_PATHS of `paths`, and how many more of `total` there were (the
+    event lists only the first; `total` is its count)."""
+    named = paths[:SHOWN_PATHS]
+    if not named:
+        return f"{total}, not named"
+    shown = "; ".join(one_line(path, limit=200) for path in named)
+    more = total - len(named)
     return shown + (f" (and {more} more)" if more > 0 else "")
 
 
@@ -186,6 +199,9 @@ def outcome_facts(outcome: Outcome) -> dict[str, Any]:
         "paths": list(outcome.paths),
         "left": list(outcome.left),
         "unrecorded": list(outcome.unrecorded),
+        # The lists hold at most `listed_paths` each; these count them all.
+        "left_count": outcome.left_count,
+        "unrecorded_count": outcome.unrecorded_count,
     }
 
 

@@ -516,16 +516,30 @@ class Histories:
                     change = _done_by(planned, applied)
                     stopped = True
                 summary = ChangeSummary.of(change, listed)
-                applied_left = tuple(f"{_shown(p)}: {why}" for p, why in applied.left)
-                unrecorded = tuple(_shown(p) for p in planned.unrecorded)
+                # The first `listed` of each, and how many more: a command chooses how
+                # many paths an undo leaves, and the event is a line of the log.
+                left = tuple(f"{_shown(p)}: {why}" for p, why in applied.left[:listed])
+                unrecorded = tuple(_shown(p) for p in planned.unrecorded[:listed])
+                left_unlisted = len(applied.left) - len(left)
+                unrecorded_unlisted = len(planned.unrecorded) - len(unrecorded)
                 event: SessionEvent
                 if kind == "undo":
                     event = FilesUndone(
-                        call=target, change=summary, left=applied_left, unrecorded=unrecorded
+                        call=target,
+                        change=summary,
+                        left=left,
+                        unrecorded=unrecorded,
+                        left_unlisted=left_unlisted,
+                        unrecorded_unlisted=unrecorded_unlisted,
                     )
                 else:
                     event = FilesRestored(
-                        before=target, change=summary, left=applied_left, unrecorded=unrecorded
+                        before=target,
+                        change=summary,
+                        left=left,
+                        unrecorded=unrecorded,
+                        left_unlisted=left_unlisted,
+                        unrecorded_unlisted=unrecorded_unlisted,
                     )
                 (stamped,) = await session.append(event)
                 if stopped:

@@ -4,8 +4,9 @@ log into records.
 
 An event carries counts and at most `listed_paths` paths of each kind it changed; the
 full list is the manifest it names in the root's snapshot store, so a log stays small
-whatever a call touched, and a resumed session knows its history. An undo's event keeps
-whole the paths it could not do (`left`, `unrecorded`): each is one it met and left.
+whatever a call touched, and a resumed session knows its history. An undo's event lists
+at most as many of the paths it could not do (`left`, `unrecorded`) and counts the rest:
+a confined command chooses how many there are, and every replay decodes the line.
 """
 
 from __future__ import annotations
@@ -91,24 +92,49 @@ class FilesChanged(SessionEvent, kw_only=True, frozen=True, tag="files/changed")
 
 
 class FilesUndone(SessionEvent, kw_only=True, frozen=True, tag="files/undone"):
-    """Call `call`'s changes were reverted: what that changed, the paths left as they
-    were (each with why), and those whose earlier state the store lacked (shown
-    escaped; not put back). A log written before `unrecorded` was kept reads ()."""
+    """Call `call`'s changes were reverted: what that changed, the first `listed_paths`
+    paths left as they were (each with why) and how many more, and likewise those whose
+    earlier state the store lacked (shown escaped; not put back). A log written before
+    `unrecorded` was kept reads (); one written before the lists were bounded holds them
+    whole and no count of more (0), so its counts are its lists' lengths."""
 
     call: int
     change: ChangeSummary = msgspec.field(default_factory=ChangeSummary)
     left: tuple[str, ...] = ()
     unrecorded: tuple[str, ...] = ()
+    # How many there were beyond the lists: 0 (left out of the line) whenever they are
+    # whole, so such an event's line is the same as before the lists were bounded.
+    left_unlisted: int = 0
+    unrecorded_unlisted: int = 0
+
+    @property
+    def left_count(self) -> int:
+        return len(self.left) + self.left_unlisted
+
+    @property
+    def unrecorded_count(self) -> int:
+        return len(self.unrecorded) + self.unrecorded_unlisted
 
 
 class FilesRestored(SessionEvent, kw_only=True, frozen=True, tag="files/restored"):
     """The root was put back as it was before seq `before`: what that changed, the
-    paths left as they were (each with why), and those not put back (as `FilesUndone`)."""
+    paths left as they were (each with why), and those not put back (both bounded and
+    counted as `FilesUndone`'s)."""
 
     before: int
     change: ChangeSummary = msgspec.field(default_factory=ChangeSummary)
     left: tuple[str, ...] = ()
     unrecorded: tuple[str, ...] = ()
+    left_unlisted: int = 0  # as FilesUndone's
+    unrecorded_unlisted: int = 0
+
+    @property
+    def left_count(self) -> int:
+        return len(self.left) + self.left_unlisted
+
+    @property
+    def unrecorded_count(self) -> int:
+        return len(self.unrecorded) + self.unrecorded_unlisted
 
 
 class HistoryStopped(SessionEvent, kw_only=True, frozen=True, tag="files/stopped"):
@@ -140,8 +166,10 @@ class UndoOutcome:
     modified: int
     deleted: int
     paths: tuple[str, ...]  # up to the bound
-    left: tuple[str, ...]  # "path: why" not done
-    unrecorded: tuple[str, ...]  # paths left as they are (over the budget etc.)
+    left: tuple[str, ...]  # "path: why" not done, up to the bound
+    unrecorded: tuple[str, ...]  # paths left as they are (over the budget etc.), as `left`
+    left_count: int  # how many were left in all, listed or not
+    unrecorded_count: int
 
     @classmethod
     def of(cls, event: FilesUndone | FilesRestored) -> UndoOutcome:
@@ -162,6 +190,8 @@ class UndoOutcome:
             paths=(*change.created_paths, *change.modified_paths, *change.deleted_paths),
             left=event.left,
             unrecorded=event.unrecorded,
+            left_count=event.left_count,
+            unrecorded_count=event.unrecorded_count,
         )
 
 
