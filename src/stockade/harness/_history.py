@@ -389,6 +389,14 @@ class Histories:
     # --- undo, restore --------------------------------------------------------------------
 
     async def undoable_calls(self, session: Session) -> list[UndoableCall]:
+        """The session's recorded calls; refused (UndoRefused, the line saying why and
+        what to do) where the workspace's history stopped, as an undo there would be:
+        none of them can be undone while it is."""
+        if self.enabled:
+            halted = self._stopped_root(session.cwd or session.defaults.fallback_root)
+            if halted is not None and halted.stopped is not None:
+                await self.tell_stopped(halted, session, None)
+                raise UndoRefused(halted.stopped)
         events = await session.events()
         undone = {e.call for e in events if isinstance(e, FilesUndone)}
         calls: list[UndoableCall] = []

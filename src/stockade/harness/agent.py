@@ -149,7 +149,8 @@ class AgentSession:
 
     async def undoable_calls(self) -> Sequence[UndoableCall]:
         """The calls of this session whose changes are recorded, in log order (each
-        says whether an undo of it is already in the log)."""
+        says whether an undo of it is already in the log). UndoRefused, saying why,
+        where the workspace's history stopped (past a budget)."""
         history = self.harness.history
         if history is None:
             return []
