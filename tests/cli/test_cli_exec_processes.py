@@ -84,9 +84,9 @@ def test_nothing_the_command_started_outlives_exec(backend, mode, root, marker):
 def test_nothing_outlives_exec_killed_alone(backend, mode, root, marker, tmp_path):
     """SIGKILL to the exec process only (not its group): bwrap's --die-with-parent, the
     launcher's init tied to it, and the kernel ends the namespace. (An exec killed so
-    cannot remove its private temp directory nor the placeholders it held: both made
-    under this test's own TMPDIR and cache, not left in the host's /tmp and the tool
-    cache every other test's calls share.)"""
+    cannot sweep the placeholders it held, which the next exec there does: made under
+    this test's own TMPDIR and cache, not in the host's /tmp and the tool cache every
+    other test's calls share. Its private temp directory: the test below.)"""
     script = escaping(marker) + f"; exec -a {marker}-main sleep 300"
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -128,3 +128,62 @@ def test_sigterm_to_exec_ends_the_command_and_the_rest(backend, root, marker):
         process.wait()
     assert process.returncode == -signal.SIGTERM, err
     wait_for(lambda: marked(marker) == [], 10)
+
+
+@pytest.mark.parametrize("kill", ["alone", "its group"])
+def test_a_killed_exec_leaves_no_private_temp_directory(backend, root, marker, tmp_path, kill):
+    """An agent's timeout kills exec (SIGKILL, to it alone or to its process group)
+    while its command runs: the command's private temp directory, and what it wrote
+    there, are removed all the same (its watcher, sandbox/private_tmp.py). The control,
+    the watcher killed too: tests/sandbox/test_private_tmp_watch.py."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    script = f'head -c 1000000 /dev/zero > "$TMPDIR/big" && exec -a {marker}-main sleep 300'
+    process = subprocess.Popen(
+        exec_argv(backend, "workspace-write", root, script),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(temp), "XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
+    try:
+        wait_for(lambda: len(marked(marker)) == 1)
+        (made,) = temp.iterdir()
+        assert (made / "big").stat().st_size == 1_000_000
+        if kill == "alone":
+            process.kill()
+        else:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+        wait_for(lambda: list(temp.iterdir()) == [], 10)
+        wait_for(lambda: marked(marker) == [], 10)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_an_exec_that_ends_leaves_no_watcher(root, tmp_path):
+    """The watcher of exec's private temp directory ends with exec, waited for: no
+    process naming that directory outlives it, and the directory is gone when it
+    returns."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    done = subprocess.run(
+        [*STOCKADE, "exec", "--mode", "workspace-write", "--root", str(root), "--",
+         "sh", "-c", 'echo x > "$TMPDIR/x"'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(temp), "XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(temp.iterdir()) == []
+    # The watcher's command line names the directory (its argument).
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                assert str(temp).encode() not in (entry / "cmdline").read_bytes(), entry.name
+            except OSError:
+                continue

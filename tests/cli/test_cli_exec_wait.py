@@ -92,7 +92,12 @@ def test_the_runner_killed_by_sigkill_kills_exec_the_same_way(root: Path):
     )
     try:
         wait_for(lambda: pids_named(marker))
-        (runner,) = children_of(process.pid)
+        # Its children: bwrap, and the watcher of its private temp directory (a shell).
+        (runner,) = [
+            pid
+            for pid in children_of(process.pid)
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap"
+        ]
         os.kill(runner, signal.SIGKILL)
         _, err = process.communicate(timeout=20)
     finally:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
     from ..config import Plan
-    from ..sandbox import PrivateTmp
+    from ..sandbox import PrivateTmp, TmpWatch
 
 # `--backend`: the chain's list (sandbox/backends/), or "auto".
 BACKENDS = ("auto", *NAMES)
@@ -133,11 +133,12 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     # One exec is one session: a private temp directory instead of /tmp, its TMPDIR,
     # removed when the command is done (read-only could not write it anyway).
     tmp: PrivateTmp | None = None
+    tmp_watch: TmpWatch | None = None
     temp_roots: tuple[str, ...] = ()
     if mode is SandboxMode.WORKSPACE_WRITE:
         import atexit
 
-        from ..sandbox import host_temp, make_private_tmp, remove_private_tmp
+        from ..sandbox import host_temp, make_private_tmp, remove_private_tmp, watch_private_tmp
 
         try:
             tmp = make_private_tmp()
@@ -146,6 +147,13 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
                 f"cannot make the command's private temp directory: {error}; set TMPDIR "
                 "to a directory you may write"
             )
+        # A process of its own removes it should this one be killed (SIGKILL, its group's
+        # kill: an agent's timeout) while the command runs; told to end once this one
+        # removed it (atexit runs the last registered first: the removal, then this).
+        _close_on_exec(passed)  # it inherits none of the caller's (below, for the runner)
+        tmp_watch = watch_private_tmp(tmp, passed=passed)
+        if tmp_watch is not None:
+            atexit.register(tmp_watch.release)
         # Every way out but a signal's passes here (a refusal below, the runner's end);
         # `_execute` removes it itself before ending by the runner's signal.
         atexit.register(remove_private_tmp, tmp)
@@ -229,6 +237,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # A runner that dies with its caller (the Landlock launcher): this process waits.
         wait=SpawnTrait.CALLER_WAITS in confined.traits,
         tmp=tmp,
+        tmp_watch=tmp_watch,
         environ=environ,
         # The root had no repository: what git would run of one made now is held
         # when the command is done (trust/new_repository.py), as the executor does.
@@ -449,6 +458,7 @@ def _execute(
     sweep: Sequence[str] = (),
     bwrap: bool = False,
     tmp: PrivateTmp | None = None,
+    tmp_watch: TmpWatch | None = None,
     wait: bool = False,
     environ: dict[str, str] | None = None,
     new_repository: str | None = None,
@@ -458,7 +468,8 @@ def _execute(
     `bwrap` argv is always run and waited for, until its PID namespace is gone
     (_exec_wait.run_holding): nothing the command started outlives exec. With `tmp`
     (the call's private temp directory, its TMPDIR) it is waited for too, and the
-    directory removed afterwards; with `wait`, waited for all the same.
+    directory removed afterwards (and `tmp_watch`, its watcher, released); with
+    `wait`, waited for all the same.
 
     `passed` None: every descriptor goes with it (danger-full-access: a plain exec).
     Else only 0, 1, 2 and `passed` (--pass-fd) do, which stderr says first: the
@@ -487,6 +498,8 @@ def _execute(
                 from ..sandbox import remove_private_tmp
 
                 remove_private_tmp(tmp)
+            if tmp_watch is not None:
+                tmp_watch.release()
             if new_repository is not None:
                 _hold_new_repository(new_repository)
 

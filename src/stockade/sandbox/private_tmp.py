@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from collections import namedtuple
 
 from ..trust import host_temp_roots
@@ -94,15 +95,17 @@ def _ours(parent_fd: int, name: str) -> tuple[int, int] | None:
 def remove_private_tmp(tmp: PrivateTmp) -> bool:
     """Remove `tmp` and everything in it; True when it is gone.
 
-    Never follows a link a command planted inside: what lies directly in it is removed
-    through the directory's own descriptor (a link is unlinked itself), and anything
-    nested deeper by `shutil.rmtree`'s descriptor-based walk (`avoids_symlink_attacks`
-    on Linux), which opens each directory relative to its parent, checked to be the
-    entry it listed. Nothing is
-    removed when the path no longer names the directory made (a command that may
-    write the host temp roots renamed it away: what stands there is not ours).
-    Directories a command made unreadable are made readable again first (a caller
-    other than root would otherwise leave them). Never raises.
+    Only what is in the directory made is removed, through its own descriptor, opened
+    once and checked to be it (device and inode): nothing when the path no longer
+    names it (a command that may write its parent renamed it away: what stands there
+    is not ours), and nothing of what stands at the name later (only an empty
+    directory is removed by name, last). Never follows a link a command planted
+    inside: what lies directly in it is removed through that descriptor (a link is
+    unlinked itself), anything nested deeper by `shutil.rmtree`'s descriptor-based walk
+    (`avoids_symlink_attacks` on Linux), which opens each directory relative to its
+    parent, checked to be the entry it listed. Directories a command made unreadable
+    are made readable again first (a caller other than root would otherwise leave
+    them). Never raises.
     """
     parent, name = os.path.split(tmp.path)
     try:
@@ -120,36 +123,28 @@ def remove_private_tmp(tmp: PrivateTmp) -> bool:
             info = os.fstat(fd)
             if (info.st_dev, info.st_ino) != (tmp.device, tmp.inode):
                 return False
-            flat = _empty_flat(fd)
+            for _ in range(_ATTEMPTS):
+                if _emptied(fd):
+                    break
+                _unlock(fd)
         finally:
             os.close(fd)
-        if flat:
-            try:
-                os.rmdir(name, dir_fd=parent_fd)
-                return True
-            except FileNotFoundError:
-                return True
-            except OSError:
-                pass
-        import shutil  # only for what is nested deeper: exec's fast path goes without
-
-        for _ in range(_ATTEMPTS):
-            try:
-                shutil.rmtree(name, dir_fd=parent_fd)
-                return True
-            except FileNotFoundError:
-                return True
-            except (OSError, RecursionError):
-                _unlock(parent_fd, name)
-        return False
+        try:
+            os.rmdir(name, dir_fd=parent_fd)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False  # not emptied (a survivor kept filling it), or not ours now
+        return True
     finally:
         os.close(parent_fd)
 
 
-def _empty_flat(fd: int) -> bool:
-    """Remove the files, links and empty directories directly in the directory `fd`
-    (what a call usually leaves: a few files, bwrap's placeholders); True when none is
-    left. A link is unlinked itself, never followed."""
+def _emptied(fd: int) -> bool:
+    """Remove everything in the directory `fd`; True when nothing is left. Files,
+    links and empty directories (what a call usually leaves: a few files, bwrap's
+    placeholders) directly; a directory with something in it by `shutil.rmtree`
+    relative to `fd` (imported only then: exec's fast path goes without)."""
     try:
         with os.scandir(fd) as entries:
             names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
@@ -158,11 +153,20 @@ def _empty_flat(fd: int) -> bool:
     left = False
     for entry, is_dir in names:
         try:
-            if is_dir:
-                os.rmdir(entry, dir_fd=fd)
-            else:
+            if not is_dir:
                 os.unlink(entry, dir_fd=fd)
-        except OSError:
+                continue
+            try:
+                os.rmdir(entry, dir_fd=fd)
+            except OSError as error:
+                if error.errno != errno.ENOTEMPTY:
+                    raise
+                import shutil
+
+                shutil.rmtree(entry, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        except (OSError, RecursionError):
             left = True
     return not left
 
@@ -183,19 +187,125 @@ def _chmod_directory(dir_fd: int, name: str) -> None:
         os.close(fd)
 
 
-def _unlock(parent_fd: int, name: str) -> None:
-    """Every directory under `name` made 0700, top down, so the next rmtree can list
-    and empty it; `os.fwalk` walks by descriptor and never follows a link."""
-    _chmod_directory(parent_fd, name)
+def _unlock(fd: int) -> None:
+    """The directory `fd` and every directory under it made 0700, top down, so the
+    next pass can list and empty them; `os.fwalk` walks by descriptor and never
+    follows a link."""
     try:  # contextlib is not imported on exec's fast path
-        for _, directories, _, fd in os.fwalk(name, dir_fd=parent_fd, follow_symlinks=False):
+        os.fchmod(fd, 0o700)
+        for _, directories, _, walked in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
             for directory in directories:
-                _chmod_directory(fd, directory)
+                _chmod_directory(walked, directory)
     except (OSError, RecursionError):
         pass
+
+
+class TmpWatch:
+    """The watcher `watch_private_tmp` started: pid (int) and fd (int: the pipe's end
+    this process holds; -1 once released)."""
+
+    __slots__ = ("fd", "pid")
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid, self.fd = pid, fd
+
+    def release(self) -> None:
+        """This process removed the directory itself (or tried): the watcher is told so
+        and waited for, so none outlives this process. Idempotent."""
+        if self.fd < 0:
+            return
+        fd, self.fd = self.fd, -1
+        try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
+            os.write(fd, b"R\n")
+        except OSError:
+            pass  # it is gone already: nothing to tell
+        os.close(fd)
+        try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+# The watcher: a POSIX shell (no interpreter of its own to start: Python's fork would
+# cost its parent a copy of each page it then writes, some 4 ms of exec's) that reads
+# fd 3, a pipe only its owner holds. "R" says the owner removed the directory itself;
+# the pipe's end without it (the owner killed) runs this module's removal, which finds
+# the directory held open on fd 4 meanwhile. $0: the interpreter; $1-$3: the PrivateTmp.
+_WATCHER = (
+    'IFS= read -r said <&3; [ "$said" = R ] || '
+    'exec "$0" -I -m stockade.sandbox.private_tmp --remove-watched "$1" "$2" "$3"'
+)
+_PINNED_FD = 4
+
+
+def watch_private_tmp(
+    tmp: PrivateTmp, shell: str = "/bin/sh", passed: tuple[int, ...] = ()
+) -> TmpWatch | None:
+    """A process of its own that removes `tmp` once this one ended without removing
+    it: killed (a SIGKILL, a kill of its process group) while its command ran. It holds
+    the directory open, so its inode number names no other directory meanwhile and the
+    removal's identity check is exact, and waits on a pipe only this process holds
+    (`TmpWatch.release`, or this process's end). In a session of its own (a kill of
+    this process group leaves it), /dev/null for its standard streams and none of this
+    process's descriptors (`passed`: those it was given to pass on, closed there). None
+    when it cannot be started: then only this process removes the directory."""
+    import fcntl  # exec has it already (the placeholders' locks)
+
+    opened: list[int] = []
+    write_end = -1
+    try:
+        pinned = os.open(tmp.path, _DIR_FLAGS)
+        opened.append(pinned)
+        info = os.fstat(pinned)
+        if (info.st_dev, info.st_ino) != (tmp.device, tmp.inode):
+            return None
+        read_end, write_end = os.pipe()
+        opened.append(read_end)
+        # Above the watcher's 0-4 (none is clobbered on its way to its place there),
+        # and inheritable: the child's own copies, closed once placed.
+        sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, _PINNED_FD + 1) for fd in (read_end, pinned)]
+        opened += sources
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_DUP2, 1, 2),
+            (os.POSIX_SPAWN_DUP2, sources[0], 3),
+            (os.POSIX_SPAWN_DUP2, sources[1], _PINNED_FD),
+            *((os.POSIX_SPAWN_CLOSE, fd) for fd in (*sources, *passed) if fd > _PINNED_FD),
+        ]
+        argv = [shell, "-c", _WATCHER, sys.executable, tmp.path, str(tmp.device), str(tmp.inode)]
+        pid = os.posix_spawn(shell, argv, {"PATH": os.defpath}, file_actions=actions, setsid=True)
+        watch = TmpWatch(pid, write_end)
+        write_end = -1
+        return watch
+    except OSError:
+        return None
+    finally:
+        for fd in (*opened, write_end):
+            if fd >= 0:
+                os.close(fd)
+
+
+def _remove_watched(path: str, device: str, inode: str) -> int:
+    """The watcher's removal, its owner gone: `path` when it is still the directory held
+    open on fd 4 (made by the owner, so its identity)."""
+    try:
+        held = os.fstat(_PINNED_FD)
+    except OSError:
+        return 1
+    tmp = PrivateTmp(path, int(device), int(inode))
+    if (held.st_dev, held.st_ino) != (tmp.device, tmp.inode):
+        return 1
+    return 0 if remove_private_tmp(tmp) else 1
 
 
 def host_temp(allowed: bool) -> tuple[str, ...]:
     """The host's shared temp roots a policy also grants: all of them when the
     composition restores them (`allow_host_temp`), else none."""
     return host_temp_roots() if allowed else ()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--remove-watched"] and len(sys.argv) == 5:
+        raise SystemExit(_remove_watched(*sys.argv[2:5]))
+    raise SystemExit("usage: python -m stockade.sandbox.private_tmp --remove-watched PATH DEV INO")
