@@ -230,10 +230,12 @@ class TmpWatch:
 # cost its parent a copy of each page it then writes, some 4 ms of exec's) that reads
 # fd 3, a pipe only its owner holds. "R" says the owner removed the directory itself;
 # the pipe's end without it (the owner killed) runs this module's removal, which finds
-# the directory held open on fd 4 meanwhile. $0: the interpreter; $1-$3: the PrivateTmp.
+# the directory held open on fd 4 meanwhile, from / (never a module found where the
+# command worked: -I already leaves the working directory off the path on 3.11).
+# $0: the interpreter; $1-$3: the PrivateTmp.
 _WATCHER = (
-    'IFS= read -r said <&3; [ "$said" = R ] || '
-    'exec "$0" -I -m stockade.sandbox.private_tmp --remove-watched "$1" "$2" "$3"'
+    'IFS= read -r said <&3; [ "$said" = R ] || { cd / && '
+    'exec "$0" -I -m stockade.sandbox.private_tmp --remove-watched "$1" "$2" "$3"; }'
 )
 _PINNED_FD = 4
 
