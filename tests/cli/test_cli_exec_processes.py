@@ -130,17 +130,22 @@ def test_sigterm_to_exec_ends_the_command_and_the_rest(backend, root, marker):
     wait_for(lambda: marked(marker) == [], 10)
 
 
+@pytest.mark.parametrize("verb", ["exec", "run"])
 @pytest.mark.parametrize("kill", ["alone", "its group"])
-def test_a_killed_exec_leaves_no_private_temp_directory(backend, root, marker, tmp_path, kill):
-    """An agent's timeout kills exec (SIGKILL, to it alone or to its process group)
-    while its command runs: the command's private temp directory, and what it wrote
-    there, are removed all the same (its watcher, sandbox/private_tmp.py). The control,
-    the watcher killed too: tests/sandbox/test_private_tmp_watch.py."""
+def test_a_killed_exec_leaves_no_private_temp_directory(
+    backend, root, marker, tmp_path, kill, verb
+):
+    """An agent's timeout kills exec, or run (SIGKILL, to it alone or to its process
+    group) while its command runs: the command's private temp directory, and what it
+    wrote there, are removed all the same (its watcher, sandbox/private_tmp.py). The
+    control, the watcher killed too: tests/sandbox/test_private_tmp_watch.py."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     script = f'head -c 1000000 /dev/zero > "$TMPDIR/big" && exec -a {marker}-main sleep 300'
+    argv = exec_argv(backend, "workspace-write", root, script)
+    argv[argv.index("exec")] = verb
     process = subprocess.Popen(
-        exec_argv(backend, "workspace-write", root, script),
+        argv,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,

@@ -43,12 +43,15 @@ def parent() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def start_owner(parent: Path) -> tuple[subprocess.Popen[str], Path, int]:
+def start_owner(
+    parent: Path, pass_fds: tuple[int, ...] = ()
+) -> tuple[subprocess.Popen[str], Path, int]:
     owner = subprocess.Popen(
         [sys.executable, "-c", OWNER, str(parent)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        pass_fds=pass_fds,
     )
     assert owner.stdout is not None
     said = json.loads(owner.stdout.readline())
@@ -125,8 +128,11 @@ def test_the_watcher_holds_none_of_its_owners_descriptors(parent):
     """Its owner's pipes (a caller reading the owner's output until its end) are not
     held past the owner: the watcher's standard streams are /dev/null (its shell reads
     the pipe on 0 while it waits), and nothing else of the owner's is open in it: only
-    the pipe it waits on and the directory it pins."""
-    owner, path, watcher = start_owner(parent)
+    the pipe it waits on and the directory it pins (not the pipe its owner inherited,
+    open for whatever the owner runs)."""
+    inherited, kept = os.pipe()
+    owner, path, watcher = start_owner(parent, pass_fds=(kept,))
+    os.close(kept)
     try:
         wait_for(lambda: Path(f"/proc/{watcher}/fd/3").exists())
         fds = {int(fd.name): os.readlink(fd) for fd in Path(f"/proc/{watcher}/fd").iterdir()}
@@ -138,3 +144,5 @@ def test_the_watcher_holds_none_of_its_owners_descriptors(parent):
         owner.kill()
         owner.wait()
         wait_for(lambda: gone(watcher))
+    assert os.read(inherited, 1) == b""  # nobody holds the inherited end now
+    os.close(inherited)

@@ -150,8 +150,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
         # A process of its own removes it should this one be killed (SIGKILL, its group's
         # kill: an agent's timeout) while the command runs; told to end once this one
         # removed it (atexit runs the last registered first: the removal, then this).
-        _close_on_exec(passed)  # it inherits none of the caller's (below, for the runner)
-        tmp_watch = watch_private_tmp(tmp, passed=passed)
+        tmp_watch = watch_private_tmp(tmp)
         if tmp_watch is not None:
             atexit.register(tmp_watch.release)
         # Every way out but a signal's passes here (a refusal below, the runner's end);

@@ -42,7 +42,13 @@ from ..executor import (
 )
 from ..faces import load_face_composition
 from ..messages import ShellResult
-from ..sandbox import host_temp, make_private_tmp, open_provider, remove_private_tmp
+from ..sandbox import (
+    host_temp,
+    make_private_tmp,
+    open_provider,
+    remove_private_tmp,
+    watch_private_tmp,
+)
 from ..shown import TERMINAL_STATE_RESET, escaped_lines, json_escaped, one_line
 from ..vocab import (
     DENIAL_INSTRUCTION,
@@ -635,11 +641,14 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
     call = _Invocation(args, command, timeout, settings, composition, verdict)
     shown = False
     tmp = None
+    tmp_watch = None
     try:
         if settings.confines and policy.mode.confines:
             # One run is one session: a private temp directory instead of /tmp, for
             # its command (and a retry), removed when it is done.
             tmp = make_private_tmp()
+            # Removed should this process be killed meanwhile (sandbox/private_tmp.py).
+            tmp_watch = watch_private_tmp(tmp)
             allowed = settings.provider is not None and settings.provider.allow_host_temp
             extra, cache = _extra_roots(settings, getattr(args, "writable", None) or ())
             policy = msgspec.structs.replace(
@@ -670,6 +679,8 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
     finally:
         if tmp is not None:
             remove_private_tmp(tmp)
+        if tmp_watch is not None:
+            tmp_watch.release()
     if args.json:
         call.json(result)
         return 0

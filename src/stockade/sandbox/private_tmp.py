@@ -240,17 +240,15 @@ _WATCHER = (
 _PINNED_FD = 4
 
 
-def watch_private_tmp(
-    tmp: PrivateTmp, shell: str = "/bin/sh", passed: tuple[int, ...] = ()
-) -> TmpWatch | None:
+def watch_private_tmp(tmp: PrivateTmp, shell: str = "/bin/sh") -> TmpWatch | None:
     """A process of its own that removes `tmp` once this one ended without removing
     it: killed (a SIGKILL, a kill of its process group) while its command ran. It holds
     the directory open, so its inode number names no other directory meanwhile and the
     removal's identity check is exact, and waits on a pipe only this process holds
     (`TmpWatch.release`, or this process's end). In a session of its own (a kill of
     this process group leaves it), /dev/null for its standard streams and none of this
-    process's descriptors (`passed`: those it was given to pass on, closed there). None
-    when it cannot be started: then only this process removes the directory."""
+    process's descriptors (those it inherited, or was given to pass on, are closed
+    there). None when it cannot be started: then only this process removes it."""
     import fcntl  # exec has it already (the placeholders' locks)
 
     opened: list[int] = []
@@ -273,7 +271,7 @@ def watch_private_tmp(
             (os.POSIX_SPAWN_DUP2, 1, 2),
             (os.POSIX_SPAWN_DUP2, sources[0], 3),
             (os.POSIX_SPAWN_DUP2, sources[1], _PINNED_FD),
-            *((os.POSIX_SPAWN_CLOSE, fd) for fd in (*sources, *passed) if fd > _PINNED_FD),
+            *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable() if fd > _PINNED_FD),
         ]
         argv = [shell, "-c", _WATCHER, sys.executable, tmp.path, str(tmp.device), str(tmp.inode)]
         pid = os.posix_spawn(shell, argv, {"PATH": os.defpath}, file_actions=actions, setsid=True)
@@ -286,6 +284,23 @@ def watch_private_tmp(
         for fd in (*opened, write_end):
             if fd >= 0:
                 os.close(fd)
+
+
+def _inheritable() -> list[int]:
+    """This process's descriptors a spawned process would inherit (its callers' left
+    open, those it was given to pass on, and `watch_private_tmp`'s own copies)."""
+    try:
+        found = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        return []
+    inherited = []
+    for fd in found:
+        try:
+            if os.get_inheritable(fd):
+                inherited.append(fd)
+        except OSError:
+            pass  # the listing's own descriptor, closed since
+    return inherited
 
 
 def _remove_watched(path: str, device: str, inode: str) -> int:
