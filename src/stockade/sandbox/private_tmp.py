@@ -249,6 +249,8 @@ def watch_private_tmp(tmp: PrivateTmp, shell: str = "/bin/sh") -> TmpWatch | Non
     this process group leaves it), /dev/null for its standard streams and none of this
     process's descriptors (those it inherited, or was given to pass on, are closed
     there). None when it cannot be started: then only this process removes it."""
+    if not sys.executable:
+        return None  # an embedded interpreter: nothing to run the removal with
     import fcntl  # exec has it already (the placeholders' locks)
 
     opened: list[int] = []
