@@ -145,3 +145,71 @@ def test_a_caller_other_than_root_removes_what_a_command_made_unreadable(parent,
         timeout=30,
     )
     assert done.stdout.split() == ["True", "False"], done.stderr
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to become nobody")
+@pytest.mark.skipif(not os.access(SYSTEM_PYTHON, os.X_OK), reason="needs the system python")
+def test_a_command_that_took_the_directorys_own_rights_away_leaves_nothing(parent, nobody_public):
+    """`chmod 0 "$TMPDIR"`: the directory is opened without rights, made 0700 through
+    that descriptor and opened again through it (never the name), then emptied; a link
+    inside, and a FIFO (which a plain open would block on), are removed themselves,
+    never opened."""
+    parent.chmod(0o777)
+    script = (
+        f"import os, sys; sys.path.insert(0, {nobody_public.path(SRC)!r})\n"
+        "from stockade.sandbox.private_tmp import make_private_tmp, remove_private_tmp\n"
+        f"tmp = make_private_tmp({str(parent)!r})\n"
+        "os.makedirs(tmp.path + '/a/b'); os.mkfifo(tmp.path + '/a/fifo')\n"
+        "os.symlink(tmp.path + '/a/fifo', tmp.path + '/a/link')\n"
+        "os.symlink('/etc', tmp.path + '/a/b/etc')\n"
+        "os.chmod(tmp.path + '/a', 0o500); os.chmod(tmp.path, 0)\n"
+        "print(remove_private_tmp(tmp), os.path.lexists(tmp.path))\n"
+    )
+    done = subprocess.run(
+        [SYSTEM_PYTHON, "-I", "-S", "-c", script],
+        capture_output=True,
+        text=True,
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        timeout=30,
+    )
+    assert done.stdout.split() == ["True", "False"], done.stderr
+
+
+def test_a_directory_inside_is_opened_never_through_a_link_nor_a_fifo(tmp_path):
+    """What the walk opens below the directory: a directory only, never a link to one,
+    and a FIFO fails at once instead of blocking its open."""
+    from stockade.sandbox.private_tmp import _opened_below
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "to-d").symlink_to(tmp_path / "d")
+    os.mkfifo(tmp_path / "fifo")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        opened = _opened_below(fd, "d")
+        assert opened >= 0
+        os.close(opened)
+        assert _opened_below(fd, "to-d") == -1
+        assert _opened_below(fd, "fifo") == -1
+    finally:
+        os.close(fd)
+
+
+def test_a_deep_tree_is_removed_without_recursion_and_one_past_the_bound_is_left(parent):
+    """The walk holds one descriptor a level and no Python frame: 300 levels go; past
+    `_MAX_DEPTH` (512) the rest stays, said by False, and nothing raises."""
+    for depth, gone in ((300, True), (600, False)):
+        tmp = make_private_tmp(str(parent))
+        fd = os.open(tmp.path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for _ in range(depth):
+                os.mkdir("d", dir_fd=fd)
+                below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = below
+            os.close(os.open("f", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+        finally:
+            os.close(fd)
+        assert remove_private_tmp(tmp) is gone
+        assert os.path.lexists(tmp.path) is not gone

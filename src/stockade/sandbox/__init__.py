@@ -45,12 +45,10 @@ if TYPE_CHECKING:
     from .config import ProviderConfig as ProviderConfig
     from .config import trusted_provider as trusted_provider
     from .private_tmp import PrivateTmp as PrivateTmp
-    from .private_tmp import TmpWatch as TmpWatch
     from .private_tmp import default_parent as default_parent
     from .private_tmp import host_temp as host_temp
     from .private_tmp import make_private_tmp as make_private_tmp
     from .private_tmp import remove_private_tmp as remove_private_tmp
-    from .private_tmp import watch_private_tmp as watch_private_tmp
     from .tool_caches import CacheSetting as CacheSetting
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import sys
 from collections import namedtuple
 
 from ..trust import host_temp_roots
@@ -93,19 +92,17 @@ def _ours(parent_fd: int, name: str) -> tuple[int, int] | None:
 
 
 def remove_private_tmp(tmp: PrivateTmp) -> bool:
-    """Remove `tmp` and everything in it; True when it is gone.
+    """Remove `tmp` and everything in it; True when it is gone. Never raises.
 
-    Only what is in the directory made is removed, through its own descriptor, opened
-    once and checked to be it (device and inode): nothing when the path no longer
-    names it (a command that may write its parent renamed it away: what stands there
-    is not ours), and nothing of what stands at the name later (only an empty
-    directory is removed by name, last). Never follows a link a command planted
-    inside: what lies directly in it is removed through that descriptor (a link is
-    unlinked itself), anything nested deeper by `shutil.rmtree`'s descriptor-based walk
-    (`avoids_symlink_attacks` on Linux), which opens each directory relative to its
-    parent, checked to be the entry it listed. Directories a command made unreadable
-    are made readable again first (a caller other than root would otherwise leave
-    them). Never raises.
+    Only what is in the directory made is removed, through a descriptor checked to be
+    it (device and inode): nothing when the path no longer names it (a command that may
+    write its parent renamed it away: what stands there is not ours), and by name only
+    the emptied directory, checked again. Inside, every directory is opened relative to
+    the one above it, never through a link and never blocking (`_empty_tree`: not
+    `shutil.rmtree` and `os.fwalk`, which on 3.11 open what they listed, a link or a
+    FIFO swapped in since, before they check it). Directories a command made
+    unreadable or unwritable, the directory itself too, are made 0700 first (a caller
+    other than root would otherwise leave them).
     """
     parent, name = os.path.split(tmp.path)
     try:
@@ -113,61 +110,180 @@ def remove_private_tmp(tmp: PrivateTmp) -> bool:
     except OSError:
         return False
     try:
-        try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-        except FileNotFoundError:
+        fd = _opened(parent_fd, name, tmp)
+        if fd == _GONE:
             return True
-        except OSError:
-            return False  # a link now, or unreadable: not the directory made
+        if fd < 0:
+            return False
         try:
-            info = os.fstat(fd)
-            if (info.st_dev, info.st_ino) != (tmp.device, tmp.inode):
-                return False
-            for _ in range(_ATTEMPTS):
-                if _emptied(fd):
-                    break
-                _unlock(fd)
+            emptied = any(_empty_tree(fd) for _ in range(_ATTEMPTS))
         finally:
             os.close(fd)
+        if not emptied:
+            return False  # a survivor kept filling it
         try:
-            os.rmdir(name, dir_fd=parent_fd)
+            now = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            if (now.st_dev, now.st_ino) == (tmp.device, tmp.inode):
+                os.rmdir(name, dir_fd=parent_fd)  # only an empty directory
         except FileNotFoundError:
             return True
         except OSError:
-            return False  # not emptied (a survivor kept filling it), or not ours now
-        return True
+            return False
+        return (now.st_dev, now.st_ino) == (tmp.device, tmp.inode)
     finally:
         os.close(parent_fd)
 
 
-def _emptied(fd: int) -> bool:
-    """Remove everything in the directory `fd`; True when nothing is left. Files,
-    links and empty directories (what a call usually leaves: a few files, bwrap's
-    placeholders) directly; a directory with something in it by `shutil.rmtree`
-    relative to `fd` (imported only then: exec's fast path goes without)."""
+_GONE = -2
+# A directory inside, opened relative to the one above: never through a link
+# (O_NOFOLLOW), never anything but a directory (O_DIRECTORY: a FIFO swapped in fails
+# before its open could block), never blocking.
+_WALK_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# Deeper than this stays (one descriptor a level while the walk is down there).
+_MAX_DEPTH = 512
+
+
+def _opened(parent_fd: int, name: str, tmp: PrivateTmp) -> int:
+    """The directory `name` in `parent_fd` opened for reading when it is `tmp` (made
+    0700 first when a command took its rights away: opened without any, changed and
+    opened again through the descriptor, never the name); -1 when it is not, _GONE when
+    nothing is there."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except FileNotFoundError:
+        return _GONE
+    except PermissionError:
+        return _reopened(parent_fd, name, tmp)
+    except OSError:
+        return -1  # a link now, or not a directory: not the directory made
+    try:
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != (tmp.device, tmp.inode):
+            os.close(fd)
+            return -1
+        _owner_rights(fd)
+    except OSError:
+        os.close(fd)
+        return -1
+    return fd
+
+
+def _reopened(parent_fd: int, name: str, tmp: PrivateTmp) -> int:
+    try:
+        bare = os.open(name, _PATH_FLAGS | os.O_DIRECTORY, dir_fd=parent_fd)
+    except OSError:
+        return -1
+    try:
+        info = os.fstat(bare)
+        if (info.st_dev, info.st_ino) != (tmp.device, tmp.inode):
+            return -1
+        os.chmod(f"/proc/self/fd/{bare}", 0o700)
+        return os.open(f"/proc/self/fd/{bare}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+    finally:
+        os.close(bare)
+
+
+def _owner_rights(fd: int) -> None:
+    """The directory `fd` made 0700 when a command took its owner's rights away (its
+    entries could not be removed); best effort."""
+    try:  # contextlib is not imported on exec's fast path
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
+            os.fchmod(fd, 0o700)
+    except OSError:
+        pass
+
+
+def _listed(fd: int) -> list[tuple[str, bool]] | None:
+    """The entries of the directory `fd`: (name, a directory itself, not a link)."""
     try:
         with os.scandir(fd) as entries:
-            names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+            return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
     except OSError:
-        return False
-    left = False
-    for entry, is_dir in names:
-        try:
-            if not is_dir:
-                os.unlink(entry, dir_fd=fd)
-                continue
-            try:
-                os.rmdir(entry, dir_fd=fd)
-            except OSError as error:
-                if error.errno != errno.ENOTEMPTY:
-                    raise
-                import shutil
+        return None
 
-                shutil.rmtree(entry, dir_fd=fd)
+
+def _removed_flat(fd: int, entries: list[tuple[str, bool]]) -> tuple[list[str], bool]:
+    """Remove what lies directly in `fd`: files, links (themselves) and empty
+    directories; (the directories with something in them, whether anything failed)."""
+    full: list[str] = []
+    failed = False
+    for name, is_dir in entries:
+        try:
+            if is_dir:
+                os.rmdir(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
         except FileNotFoundError:
             pass
-        except (OSError, RecursionError):
-            left = True
+        except OSError as error:
+            if is_dir and error.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                full.append(name)
+            else:
+                failed = True
+    return full, failed
+
+
+def _opened_below(fd: int, name: str) -> int:
+    """The directory `name` in `fd` (`_WALK_FLAGS`), made 0700 first when it could not
+    be opened for its mode (through an O_PATH descriptor); -1 when it cannot be."""
+    try:
+        return os.open(name, _WALK_FLAGS, dir_fd=fd)
+    except PermissionError:
+        _chmod_directory(fd, name)
+    except OSError:
+        return -1
+    try:
+        return os.open(name, _WALK_FLAGS, dir_fd=fd)
+    except OSError:
+        return -1
+
+
+def _empty_tree(top: int) -> bool:
+    """Remove everything in the directory `top`, depth first without recursion; True
+    when nothing is left. Each directory is opened by `_opened_below` and made writable
+    for its owner before its entries go."""
+    entries = _listed(top)
+    if entries is None:
+        return False
+    full, left = _removed_flat(top, entries)
+    # (descriptor, its name in the directory below it in the stack, its full subdirectories)
+    stack: list[tuple[int, str, list[str]]] = [(top, "", full)]
+    try:
+        while stack:
+            fd, name, pending = stack[-1]
+            if not pending:
+                stack.pop()
+                if stack:
+                    os.close(fd)
+                    try:
+                        os.rmdir(name, dir_fd=stack[-1][0])
+                    except FileNotFoundError:
+                        pass
+                    except OSError:
+                        left = True
+                continue
+            below = pending.pop()
+            if len(stack) > _MAX_DEPTH:
+                left = True
+                continue
+            child = _opened_below(fd, below)
+            if child < 0:
+                left = True
+                continue
+            _owner_rights(child)
+            entries = _listed(child)
+            if entries is None:
+                os.close(child)
+                left = True
+                continue
+            full, failed = _removed_flat(child, entries)
+            left = left or failed
+            stack.append((child, below, full))
+    finally:
+        for fd, _, _ in stack[1:]:
+            os.close(fd)
     return not left
 
 
@@ -187,144 +303,7 @@ def _chmod_directory(dir_fd: int, name: str) -> None:
         os.close(fd)
 
 
-def _unlock(fd: int) -> None:
-    """The directory `fd` and every directory under it made 0700, top down, so the
-    next pass can list and empty them; `os.fwalk` walks by descriptor and never
-    follows a link."""
-    try:  # contextlib is not imported on exec's fast path
-        os.fchmod(fd, 0o700)
-        for _, directories, _, walked in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
-            for directory in directories:
-                _chmod_directory(walked, directory)
-    except (OSError, RecursionError):
-        pass
-
-
-class TmpWatch:
-    """The watcher `watch_private_tmp` started: pid (int) and fd (int: the pipe's end
-    this process holds; -1 once released)."""
-
-    __slots__ = ("fd", "pid")
-
-    def __init__(self, pid: int, fd: int) -> None:
-        self.pid, self.fd = pid, fd
-
-    def release(self) -> None:
-        """This process removed the directory itself (or tried): the watcher is told so
-        and waited for, so none outlives this process. Idempotent."""
-        if self.fd < 0:
-            return
-        fd, self.fd = self.fd, -1
-        try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
-            os.write(fd, b"R\n")
-        except OSError:
-            pass  # it is gone already: nothing to tell
-        os.close(fd)
-        try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
-
-
-# The watcher: a POSIX shell (no interpreter of its own to start: Python's fork would
-# cost its parent a copy of each page it then writes, some 4 ms of exec's) that reads
-# fd 3, a pipe only its owner holds. "R" says the owner removed the directory itself;
-# the pipe's end without it (the owner killed) runs this module's removal, which finds
-# the directory held open on fd 4 meanwhile, from / (never a module found where the
-# command worked: -I already leaves the working directory off the path on 3.11).
-# $0: the interpreter; $1-$3: the PrivateTmp.
-_WATCHER = (
-    'IFS= read -r said <&3; [ "$said" = R ] || { cd / && '
-    'exec "$0" -I -m stockade.sandbox.private_tmp --remove-watched "$1" "$2" "$3"; }'
-)
-_PINNED_FD = 4
-
-
-def watch_private_tmp(tmp: PrivateTmp, shell: str = "/bin/sh") -> TmpWatch | None:
-    """A process of its own that removes `tmp` once this one ended without removing
-    it: killed (a SIGKILL, a kill of its process group) while its command ran. It holds
-    the directory open, so its inode number names no other directory meanwhile and the
-    removal's identity check is exact, and waits on a pipe only this process holds
-    (`TmpWatch.release`, or this process's end). In a session of its own (a kill of
-    this process group leaves it), /dev/null for its standard streams and none of this
-    process's descriptors (those it inherited, or was given to pass on, are closed
-    there). None when it cannot be started: then only this process removes it."""
-    if not sys.executable:
-        return None  # an embedded interpreter: nothing to run the removal with
-    import fcntl  # exec has it already (the placeholders' locks)
-
-    opened: list[int] = []
-    write_end = -1
-    try:
-        pinned = os.open(tmp.path, _DIR_FLAGS)
-        opened.append(pinned)
-        info = os.fstat(pinned)
-        if (info.st_dev, info.st_ino) != (tmp.device, tmp.inode):
-            return None
-        read_end, write_end = os.pipe()
-        opened.append(read_end)
-        # Above the watcher's 0-4 (none is clobbered on its way to its place there),
-        # and inheritable: the child's own copies, closed once placed.
-        sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, _PINNED_FD + 1) for fd in (read_end, pinned)]
-        opened += sources
-        actions = [
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-            (os.POSIX_SPAWN_DUP2, 1, 2),
-            (os.POSIX_SPAWN_DUP2, sources[0], 3),
-            (os.POSIX_SPAWN_DUP2, sources[1], _PINNED_FD),
-            *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable() if fd > _PINNED_FD),
-        ]
-        argv = [shell, "-c", _WATCHER, sys.executable, tmp.path, str(tmp.device), str(tmp.inode)]
-        pid = os.posix_spawn(shell, argv, {"PATH": os.defpath}, file_actions=actions, setsid=True)
-        watch = TmpWatch(pid, write_end)
-        write_end = -1
-        return watch
-    except OSError:
-        return None
-    finally:
-        for fd in (*opened, write_end):
-            if fd >= 0:
-                os.close(fd)
-
-
-def _inheritable() -> list[int]:
-    """This process's descriptors a spawned process would inherit (its callers' left
-    open, those it was given to pass on, and `watch_private_tmp`'s own copies)."""
-    try:
-        found = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        return []
-    inherited = []
-    for fd in found:
-        try:
-            if os.get_inheritable(fd):
-                inherited.append(fd)
-        except OSError:
-            pass  # the listing's own descriptor, closed since
-    return inherited
-
-
-def _remove_watched(path: str, device: str, inode: str) -> int:
-    """The watcher's removal, its owner gone: `path` when it is still the directory held
-    open on fd 4 (made by the owner, so its identity)."""
-    try:
-        held = os.fstat(_PINNED_FD)
-    except OSError:
-        return 1
-    tmp = PrivateTmp(path, int(device), int(inode))
-    if (held.st_dev, held.st_ino) != (tmp.device, tmp.inode):
-        return 1
-    return 0 if remove_private_tmp(tmp) else 1
-
-
 def host_temp(allowed: bool) -> tuple[str, ...]:
     """The host's shared temp roots a policy also grants: all of them when the
     composition restores them (`allow_host_temp`), else none."""
     return host_temp_roots() if allowed else ()
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--remove-watched"] and len(sys.argv) == 5:
-        raise SystemExit(_remove_watched(*sys.argv[2:5]))
-    raise SystemExit("usage: python -m stockade.sandbox.private_tmp --remove-watched PATH DEV INO")
