@@ -137,8 +137,8 @@ def test_a_killed_exec_leaves_no_private_temp_directory(
 ):
     """An agent's timeout kills exec, or run (SIGKILL, to it alone or to its process
     group) while its command runs: the command's private temp directory, and what it
-    wrote there, are removed all the same (its watcher, sandbox/private_tmp.py). The
-    control, the watcher killed too: tests/sandbox/test_private_tmp_watch.py."""
+    wrote there, are removed all the same (its watcher, cli/_tmp_watch.py). The
+    control, the watcher killed too: tests/cli/test_tmp_watch.py."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     script = f'head -c 1000000 /dev/zero > "$TMPDIR/big" && exec -a {marker}-main sleep 300'

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
     from ..config import Plan
-    from ..sandbox import PrivateTmp, TmpWatch
+    from ..sandbox import PrivateTmp
+    from ._tmp_watch import TmpWatch
 
 # `--backend`: the chain's list (sandbox/backends/), or "auto".
 BACKENDS = ("auto", *NAMES)
@@ -138,7 +139,8 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     if mode is SandboxMode.WORKSPACE_WRITE:
         import atexit
 
-        from ..sandbox import host_temp, make_private_tmp, remove_private_tmp, watch_private_tmp
+        from ..sandbox import host_temp, make_private_tmp
+        from ._tmp_watch import remove_and_release, watch_private_tmp
 
         try:
             tmp = make_private_tmp()
@@ -148,14 +150,11 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
                 "to a directory you may write"
             )
         # A process of its own removes it should this one be killed (SIGKILL, its group's
-        # kill: an agent's timeout) while the command runs; told to end once this one
-        # removed it (atexit runs the last registered first: the removal, then this).
+        # kill: an agent's timeout) while the command runs; ended once this one did.
         tmp_watch = watch_private_tmp(tmp)
-        if tmp_watch is not None:
-            atexit.register(tmp_watch.release)
         # Every way out but a signal's passes here (a refusal below, the runner's end);
         # `_execute` removes it itself before ending by the runner's signal.
-        atexit.register(remove_private_tmp, tmp)
+        atexit.register(remove_and_release, tmp, tmp_watch)
         temp_roots = (tmp.path, *host_temp(bool(provider and provider.allow_host_temp)))
     if mode is SandboxMode.WORKSPACE_WRITE:
         temp_roots = tuple(dict.fromkeys((*temp_roots, *extra, *filter(None, (cache,)))))
@@ -494,11 +493,9 @@ def _execute(
 
         def done() -> None:
             if tmp is not None:
-                from ..sandbox import remove_private_tmp
+                from ._tmp_watch import remove_and_release
 
-                remove_private_tmp(tmp)
-            if tmp_watch is not None:
-                tmp_watch.release()
+                remove_and_release(tmp, tmp_watch)
             if new_repository is not None:
                 _hold_new_repository(new_repository)
 

@@ -42,13 +42,7 @@ from ..executor import (
 )
 from ..faces import load_face_composition
 from ..messages import ShellResult
-from ..sandbox import (
-    host_temp,
-    make_private_tmp,
-    open_provider,
-    remove_private_tmp,
-    watch_private_tmp,
-)
+from ..sandbox import host_temp, make_private_tmp, open_provider
 from ..shown import TERMINAL_STATE_RESET, escaped_lines, json_escaped, one_line
 from ..vocab import (
     DENIAL_INSTRUCTION,
@@ -61,6 +55,7 @@ from ..vocab import (
     request_refusal_marker,
 )
 from ._screen import OutputClosed, Screen, on_a_terminal, streams_for
+from ._tmp_watch import remove_and_release, watch_private_tmp
 from .errors import EXIT_ASK_FIRST, EXIT_BROKEN_PIPE, EXIT_FORBIDDEN, say, silence
 from .settings import (
     NO_PROVIDER,
@@ -647,7 +642,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
             # One run is one session: a private temp directory instead of /tmp, for
             # its command (and a retry), removed when it is done.
             tmp = make_private_tmp()
-            # Removed should this process be killed meanwhile (sandbox/private_tmp.py).
+            # Removed should this process be killed meanwhile (cli/_tmp_watch.py).
             tmp_watch = watch_private_tmp(tmp)
             allowed = settings.provider is not None and settings.provider.allow_host_temp
             extra, cache = _extra_roots(settings, getattr(args, "writable", None) or ())
@@ -678,9 +673,7 @@ def _run_command(args: argparse.Namespace, answerer: Answerer | None) -> int:
         raise RunError("ENVIRONMENT", _said(error), EXIT_FAILURE) from None
     finally:
         if tmp is not None:
-            remove_private_tmp(tmp)
-        if tmp_watch is not None:
-            tmp_watch.release()
+            remove_and_release(tmp, tmp_watch)
     if args.json:
         call.json(result)
         return 0
