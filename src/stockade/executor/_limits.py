@@ -269,7 +269,8 @@ class CallLimits:
         namespace's reach) and remove the group. A harness that is its PID namespace's
         init then reaps those of them that came to it, and what the cpu_seconds watch
         killed before (`_orphans`)."""
-        pinned: list[int] | None = self.killed if reaps_orphans() else None
+        # (`killed` is filled only where orphans are reaped; closed here whatever.)
+        pinned: list[int] | None = self.killed if self.killed or reaps_orphans() else None
         try:
             if self.group is not None:
                 group, self.group = self.group, None

@@ -168,8 +168,13 @@ class UndoOutcome:
     paths: tuple[str, ...]  # up to the bound
     left: tuple[str, ...]  # "path: why" not done, up to the bound
     unrecorded: tuple[str, ...]  # paths left as they are (over the budget etc.), as `left`
-    left_count: int  # how many were left in all, listed or not
-    unrecorded_count: int
+    # How many were left in all, listed or not (made by hand: the lists' lengths).
+    left_count: int = attrs.field(
+        default=attrs.Factory(lambda self: len(self.left), takes_self=True)
+    )
+    unrecorded_count: int = attrs.field(
+        default=attrs.Factory(lambda self: len(self.unrecorded), takes_self=True)
+    )
 
     @classmethod
     def of(cls, event: FilesUndone | FilesRestored) -> UndoOutcome:
