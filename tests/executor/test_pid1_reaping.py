@@ -188,6 +188,41 @@ def test_a_harness_as_pid_1_is_left_no_zombie_by_what_unconfined_calls_left(tmp_
     assert report["zombies"] == [], report
 
 
+EXEC_UNDER_PID_1 = (
+    r"""
+import json, os, subprocess, sys, time
+"""
+    + ZOMBIES
+    + r"""
+root, backend = sys.argv[1:]
+assert os.getpid() == 1
+statuses = []
+for mode in ("read-only", "workspace-write"):
+    # As an agent's runtime does: pid 1 waits for its own child (exec) and nothing else.
+    statuses.append(subprocess.run(
+        [sys.executable, "-m", "stockade", "exec", "--backend", backend, "--mode", mode,
+         "--", "sh", "-c", "(sleep 0.2 &) ; setsid sleep 0.1 & true"],
+        cwd=root,
+    ).returncode)
+time.sleep(0.5)
+print(json.dumps({"statuses": statuses, "zombies": zombies()}))
+"""
+)
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_exec_leaves_a_non_reaping_pid_1_parent_no_zombie(backend, tmp_path):
+    """An agent run as a container's pid 1 that reaps only its own children, running
+    `stockade exec` per command: bwrap's namespace inits (the fresh probe's, the call's)
+    come to exec, made their reaper, not to that pid 1. The control:
+    `test_control_pid_1_running_bwrap_directly_is_left_zombies`."""
+    require_backend(backend)
+    base = tmp_path / "root"
+    base.mkdir()
+    report = run_as_pid_1(EXEC_UNDER_PID_1, [str(base), backend], tmp_path)
+    assert report == {"statuses": [0, 0], "zombies": []}, report
+
+
 def test_pid_1_under_another_namespaces_proc_reaps_nothing(monkeypatch):
     """/proc mounted for the namespace above (`unshare --pid --fork` without
     `--mount-proc`) names other processes by the numbers a harness would read: such a

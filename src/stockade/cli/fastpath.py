@@ -112,6 +112,13 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     from ..sandbox import Call, confine, guard_rules, remembered_runner
     from ..trust import host_temp_roots, installation_paths, resolve_workspace_root
 
+    if os.getppid() == 1:
+        # bwrap's namespace inits (a probe's, the call's) outlive bwrap: they come to
+        # this process, not to a parent that may never reap them (an agent as pid 1).
+        from ._exec_wait import adopt_orphans
+
+        adopt_orphans()
+
     root = resolve_workspace_root(root)
     # The extra writable roots (the composition's, --writable) and the tool caches:
     # written in workspace-write, the caches' variables set in every confining mode.
@@ -511,6 +518,10 @@ def _execute(
         if environ != os.environ:
             os.environ.clear()
             os.environ.update(environ)
+        if runner_is_argv0 and os.getppid() == 1:
+            from ._exec_wait import disown_orphans
+
+            disown_orphans()
         os.execvp(argv[0], argv)
     except OSError as error:
         if done is not None:
