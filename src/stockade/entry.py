@@ -126,6 +126,7 @@ def console() -> int:
 
     gc.disable()
     _HOLDING_COLLECTOR.append(True)
+    _OWN_PROCESS.append(True)
     status = main()
     if ends_as_exec():
         import os
@@ -137,6 +138,22 @@ def console() -> int:
 
 # Set by `console` while the collector waits for the verb's modules (`_loaded`).
 _HOLDING_COLLECTOR: list[bool] = []
+# Set by `console`: this process is stockade's own, not a caller of `main`'s.
+_OWN_PROCESS: list[bool] = []
+
+
+def _adopt_orphans() -> None:
+    """In stockade's own process (not a caller of `main`'s), started by its PID
+    namespace's init: made the reaper of what its calls leave (bwrap's namespace inits,
+    a command's leftovers), which that init, an agent as a container's pid 1, may never
+    reap (`executor.adopt_orphans`). Not for `exec`, which does it once it knows it
+    confines (an unconfined exec becomes the command, which must not inherit it)."""
+    import os
+
+    if _OWN_PROCESS and os.getppid() == 1:
+        from .executor import adopt_orphans
+
+        adopt_orphans()
 
 
 def _loaded() -> None:
@@ -158,6 +175,7 @@ def _main(argv: Sequence[str] | None) -> int:
             # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
             from .acp import main as agent
 
+            _adopt_orphans()
             verb: Callable[[], int] = partial(agent.main, words[1:], prog="stockade acp")
         else:
             args = fast_args(words)
@@ -173,6 +191,7 @@ def _main(argv: Sequence[str] | None) -> int:
             if args.verb == "exec":
                 # Never resumes the collector: it ends in an exec or os._exit.
                 run_exec(args)
+            _adopt_orphans()
             verb = _verb(args, parser)
         _loaded()
         return verb()

@@ -188,39 +188,58 @@ def test_a_harness_as_pid_1_is_left_no_zombie_by_what_unconfined_calls_left(tmp_
     assert report["zombies"] == [], report
 
 
-EXEC_UNDER_PID_1 = (
+UNDER_PID_1 = (
     r"""
 import json, os, subprocess, sys, time
 """
     + ZOMBIES
     + r"""
-root, backend = sys.argv[1:]
+root, verb, backend = sys.argv[1:]
 assert os.getpid() == 1
+leaving = "(sleep 0.2 &) ; setsid sleep 0.1 & true"
+modes = ["read-only", "workspace-write"]
+if verb == "run":
+    modes.append("danger-full-access")
 statuses = []
-for mode in ("read-only", "workspace-write"):
-    # As an agent's runtime does: pid 1 waits for its own child (exec) and nothing else.
+for mode in modes:
+    words = ["sh", "-c", leaving] if verb == "exec" else [leaving]
+    # As an agent's runtime does: pid 1 waits for its own child (stockade) and for
+    # nothing else.
     statuses.append(subprocess.run(
-        [sys.executable, "-m", "stockade", "exec", "--backend", backend, "--mode", mode,
-         "--", "sh", "-c", "(sleep 0.2 &) ; setsid sleep 0.1 & true"],
-        cwd=root,
+        [sys.executable, "-m", "stockade", verb, "--backend", backend, "--mode", mode,
+         "--", *words],
+        cwd=root, capture_output=True,
     ).returncode)
+# An unconfined exec becomes the command, which is not made anyone's reaper.
+ASKS = "import ctypes; r = ctypes.c_int(); ctypes.CDLL(None).prctl(37, ctypes.byref(r)); print(r.value)"
+unconfined = subprocess.run(
+    [sys.executable, "-m", "stockade", verb, "--mode", "danger-full-access", "--",
+     *([sys.executable, "-c", ASKS] if verb == "exec" else [f"{sys.executable} -c '{ASKS}'"])],
+    cwd=root, capture_output=True, text=True,
+)
 time.sleep(0.5)
-print(json.dumps({"statuses": statuses, "zombies": zombies()}))
+print(json.dumps({
+    "statuses": statuses, "zombies": zombies(), "reaper": unconfined.stdout.strip()[-1:]
+}))
 """
 )
 
 
 @pytest.mark.parametrize("backend", ["bwrap", "landlock"])
-def test_exec_leaves_a_non_reaping_pid_1_parent_no_zombie(backend, tmp_path):
+@pytest.mark.parametrize("verb", ["exec", "run"])
+def test_stockade_leaves_a_non_reaping_pid_1_parent_no_zombie(verb, backend, tmp_path):
     """An agent run as a container's pid 1 that reaps only its own children, running
-    `stockade exec` per command: bwrap's namespace inits (the fresh probe's, the call's)
-    come to exec, made their reaper, not to that pid 1. The control:
-    `test_control_pid_1_running_bwrap_directly_is_left_zombies`."""
+    `stockade exec` (or `run`, or serving through `mcp`) per command: bwrap's namespace
+    inits (the fresh probe's, each call's) and what an unconfined command left come to
+    stockade, made their reaper, not to that pid 1. The controls:
+    `test_control_pid_1_running_bwrap_directly_is_left_zombies` and
+    `test_control_pid_1_running_the_same_commands_directly_is_left_zombies`."""
     require_backend(backend)
     base = tmp_path / "root"
     base.mkdir()
-    report = run_as_pid_1(EXEC_UNDER_PID_1, [str(base), backend], tmp_path)
-    assert report == {"statuses": [0, 0], "zombies": []}, report
+    report = run_as_pid_1(UNDER_PID_1, [str(base), verb, backend], tmp_path)
+    modes = 2 if verb == "exec" else 3
+    assert report == {"statuses": [0] * modes, "zombies": [], "reaper": "0"}, report
 
 
 def test_pid_1_under_another_namespaces_proc_reaps_nothing(monkeypatch):

@@ -152,44 +152,6 @@ def run_holding(
     raise SystemExit(code)
 
 
-# prctl(2)'s option: the orphans of this process's descendants come to it.
-PR_SET_CHILD_SUBREAPER = 36
-# Whether `adopt_orphans` made this process a subreaper (which an exec would pass on).
-_adopted: list[bool] = []
-
-
-def adopt_orphans() -> None:
-    """Where this process's parent is its PID namespace's init, make this process its
-    descendants' reaper (PR_SET_CHILD_SUBREAPER), so that bwrap's namespace init, which
-    outlives bwrap (the probe's, the call's), comes here and is reaped with the call
-    (`_wait_gone`, the probe's own reap) instead of going to that init: an agent run as
-    a container's pid 1 (`docker run` without `--init`) that reaps only its own
-    children was left one zombie per call, until the container's pid limit ended every
-    fork. ctypes (~5 ms) is loaded only then: exec started by any other parent costs
-    nothing more. Left as it was: exec whose parent is not pid 1 under such an init
-    (orphans skip every ancestor but a subreaper, and none can be told from here); a
-    shell that runs exec as its last command execs it, so its parent is pid 1 again."""
-    if os.getppid() != 1 or os.getpid() == 1:
-        return  # pid 1 itself reaps them (`reap_orphaned_init`)
-    try:
-        import ctypes
-
-        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
-            _adopted.append(True)
-    except (ImportError, OSError, AttributeError):
-        pass  # no ctypes (a minimal build) or no prctl: the init goes where it went
-
-
-def disown_orphans() -> None:
-    """Undo `adopt_orphans` before this process becomes another program (the setting
-    survives an exec): a runner exec'd in place is not made a reaper."""
-    if _adopted:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-        _adopted.clear()
-
-
 def _told(line: str) -> None:
     """`line` on stderr, unbuffered; nothing when stderr's reader is gone."""
     try:  # noqa: SIM105 (contextlib is not imported on exec's fast path)
@@ -229,7 +191,7 @@ def _wait_gone(pidfd: int) -> None:
         waiting.poll(int(TEARDOWN * 1000))
         # This process is the init's reaper only as a container's pid 1 (docker run
         # IMAGE stockade exec ...), or as pid 1's child made a subreaper
-        # (`adopt_orphans`): where no one else would reap it.
+        # (`executor.adopt_orphans`): where no one else would reap it.
         reap_orphaned_init(pidfd)
     except OSError:
         pass

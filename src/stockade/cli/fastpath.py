@@ -115,7 +115,7 @@ def run_exec(args: argparse.Namespace) -> NoReturn:
     if os.getppid() == 1:
         # bwrap's namespace inits (a probe's, the call's) outlive bwrap: they come to
         # this process, not to a parent that may never reap them (an agent as pid 1).
-        from ._exec_wait import adopt_orphans
+        from ..executor import adopt_orphans
 
         adopt_orphans()
 
@@ -519,7 +519,7 @@ def _execute(
             os.environ.clear()
             os.environ.update(environ)
         if runner_is_argv0 and os.getppid() == 1:
-            from ._exec_wait import disown_orphans
+            from ..executor import disown_orphans
 
             disown_orphans()
         os.execvp(argv[0], argv)

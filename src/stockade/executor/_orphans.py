@@ -20,11 +20,55 @@ import time
 _P_PIDFD = getattr(os, "P_PIDFD", 3)
 
 
+# prctl(2)'s option: the orphans of this process's descendants come to it.
+PR_SET_CHILD_SUBREAPER = 36
+# Whether `adopt_orphans` made this process a subreaper (an exec would pass it on).
+_adopted: list[bool] = []
+
+
+def adopt_orphans() -> bool:
+    """Where this process's parent is its PID namespace's init, make this process its
+    descendants' reaper (PR_SET_CHILD_SUBREAPER); True when it is now one. bwrap's
+    namespace init outlives bwrap (a probe's, every call's), and what a command leaves
+    outlives it: they come here, where the calls reap them (`reaps_orphans`), not to
+    an init that may never reap them: an agent run as a container's pid 1 (`docker run`
+    without `--init`) that reaps only its own children was left a zombie per call, until
+    the container's pid limit ended every fork. Called by stockade's own processes only
+    (the `stockade` command, the ACP agent), never by a harness in an embedder's: ctypes
+    (~5 ms) loads only then. Left as it was: a process whose parent is not pid 1 under
+    such an init (orphans skip every ancestor but a subreaper, and none can be told
+    from here); a shell that runs stockade as its last command execs it, so its parent
+    is pid 1 again."""
+    if os.getppid() != 1 or os.getpid() == 1:
+        return False  # pid 1 itself is every orphan's reaper already
+    try:
+        import ctypes
+
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+            _adopted.append(True)
+    except (ImportError, OSError, AttributeError):
+        pass  # no ctypes (a minimal build) or no prctl: orphans go where they went
+    return bool(_adopted)
+
+
+def disown_orphans() -> None:
+    """Undo `adopt_orphans` before this process becomes another program (the setting
+    survives an exec): a runner exec'd in place is not made a reaper."""
+    if _adopted:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        _adopted.clear()
+
+
 def reaps_orphans() -> bool:
     """Whether orphaned processes come to this process: it is its PID namespace's init,
     and /proc numbers processes as it does (one mounted for another namespace would
-    name others by the numbers read here: nothing is reaped then). A subreaper the
-    embedder made it cannot be told without `prctl`; it has chosen to reap."""
+    name others by the numbers read here: nothing is reaped then), or `adopt_orphans`
+    made it a subreaper. A subreaper the embedder made it cannot be told without
+    `prctl`; it has chosen to reap."""
+    if _adopted:
+        return True
     if os.getpid() != 1:
         return False
     try:
