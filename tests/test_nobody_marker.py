@@ -1,9 +1,8 @@
 """Every test module that runs something as uid 65534 carries the `nobody` marker.
 
 .ci/run runs the suite from a copy in a mode-700 directory, where nobody cannot read
-the checkout, and a marked module reads what nobody runs through the public mirror
-(support.py); the marker also keeps such a module from running, and failing, as an
-ordinary user. "Runs as nobody": a call with `user=NOBODY` (or 65534), a mapping with
+the checkout: a marked module reads what nobody runs through the public mirror
+(support.py), and `-m nobody` selects every test that does so. "Runs as nobody": a call with `user=NOBODY` (or 65534), a mapping with
 `"user": NOBODY`, an `os.set*uid` call, or a use of a tests' function that does one
 (defined in the module or imported from another tests module), transitively.
 """

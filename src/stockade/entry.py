@@ -146,8 +146,13 @@ def _adopt_orphans() -> None:
     """In stockade's own process (not a caller of `main`'s), started by its PID
     namespace's init: made the reaper of what its calls leave (bwrap's namespace inits,
     a command's leftovers), which that init, an agent as a container's pid 1, may never
-    reap (`executor.adopt_orphans`). Not for `exec`, which does it once it knows it
-    confines (an unconfined exec becomes the command, which must not inherit it)."""
+    reap (`executor.adopt_orphans`). For the verbs that end with their command (`run`,
+    `demo`, `probe`, a session's undo): what they could not reap goes on to that init
+    as they end, as it went before. Not for the servers (`mcp`, `acp`): under an init
+    that does reap (tini, `docker run --init`), an unconfined command's process that
+    left its group and ended on its own would be theirs, unreaped, for their whole life
+    (docs/embedding.md). Not for `exec`, which does it once it knows it confines (an
+    unconfined exec becomes its command, which must not inherit it)."""
     import os
 
     if _OWN_PROCESS and os.getppid() == 1:
@@ -175,7 +180,6 @@ def _main(argv: Sequence[str] | None) -> int:
             # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
             from .acp import main as agent
 
-            _adopt_orphans()
             verb: Callable[[], int] = partial(agent.main, words[1:], prog="stockade acp")
         else:
             args = fast_args(words)
@@ -191,7 +195,8 @@ def _main(argv: Sequence[str] | None) -> int:
             if args.verb == "exec":
                 # Never resumes the collector: it ends in an exec or os._exit.
                 run_exec(args)
-            _adopt_orphans()
+            if args.verb != "mcp":
+                _adopt_orphans()
             verb = _verb(args, parser)
         _loaded()
         return verb()

@@ -210,6 +210,13 @@ for mode in modes:
          "--", *words],
         cwd=root, capture_output=True,
     ).returncode)
+if verb == "exec":
+    # exec's network proxy, its own child, ended and reaped with the call.
+    statuses.append(subprocess.run(
+        [sys.executable, "-m", "stockade", "exec", "--backend", backend,
+         "--allow", "example.com", "--", "true"],
+        cwd=root, capture_output=True,
+    ).returncode)
 # An unconfined exec becomes the command, which is not made anyone's reaper.
 ASKS = "import ctypes; r = ctypes.c_int(); ctypes.CDLL(None).prctl(37, ctypes.byref(r)); print(r.value)"
 unconfined = subprocess.run(
@@ -229,8 +236,8 @@ print(json.dumps({
 @pytest.mark.parametrize("verb", ["exec", "run"])
 def test_stockade_leaves_a_non_reaping_pid_1_parent_no_zombie(verb, backend, tmp_path):
     """An agent run as a container's pid 1 that reaps only its own children, running
-    `stockade exec` (or `run`, or serving through `mcp`) per command: bwrap's namespace
-    inits (the fresh probe's, each call's) and what an unconfined command left come to
+    `stockade exec` (or `run`) per command: bwrap's namespace inits (the fresh probe's,
+    each call's), exec's network proxy and what an unconfined command left come to
     stockade, made their reaper, not to that pid 1. The controls:
     `test_control_pid_1_running_bwrap_directly_is_left_zombies` and
     `test_control_pid_1_running_the_same_commands_directly_is_left_zombies`."""
@@ -238,7 +245,7 @@ def test_stockade_leaves_a_non_reaping_pid_1_parent_no_zombie(verb, backend, tmp
     base = tmp_path / "root"
     base.mkdir()
     report = run_as_pid_1(UNDER_PID_1, [str(base), verb, backend], tmp_path)
-    modes = 2 if verb == "exec" else 3
+    modes = 3  # read-only, workspace-write, and exec's allowlist or run's unconfined
     assert report == {"statuses": [0] * modes, "zombies": [], "reaper": "0"}, report
 
 

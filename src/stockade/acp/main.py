@@ -211,14 +211,8 @@ def _failed(prog: str, error: BaseException) -> int:
 
 def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     """The agent over stdio; `prog` names it in its messages (`stockade acp`). A
-    Ctrl-C at any moment, even while it imports, exits 130 without a traceback.
-    Run as its own program (`stockade-acp-agent`: no `argv` given) by its PID
-    namespace's init, it reaps what its calls leave (`executor.adopt_orphans`)."""
+    Ctrl-C at any moment, even while it imports, exits 130 without a traceback."""
     try:
-        if argv is None and os.getppid() == 1:
-            from ..executor import adopt_orphans
-
-            adopt_orphans()
         return _main(argv, prog)
     except KeyboardInterrupt:
         return 130

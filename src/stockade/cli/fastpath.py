@@ -440,9 +440,29 @@ def _cleaned(done: Callable[[], None] | None) -> Callable[[], None]:
     def cleaned() -> None:
         if done is not None:
             done()
+        if _KEPT and os.getppid() == 1:
+            _end_proxy()
         _WAITED.append(True)
 
     return cleaned
+
+
+def _end_proxy() -> None:
+    """The call's proxy told to end (its stdin closed) and reaped, bounded: where this
+    process's parent is its PID namespace's init, which may never reap what exec leaves
+    it (an agent as a container's pid 1). Elsewhere it ends with this process, unwaited."""
+    import subprocess
+
+    for server in _KEPT:
+        try:
+            server.stdin.close()
+            server.wait(timeout=PROXY_END)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+# How long exec waits for its proxy to end once told (`_end_proxy`).
+PROXY_END = 2.0
 
 
 def ends_as_exec() -> bool:

@@ -1,5 +1,6 @@
 """The zombies a call leaves a harness that is its PID namespace's init (an agent run as
-a container's pid 1, `docker run` without `--init`): its group's and its cgroup's.
+a container's pid 1, `docker run` without `--init`), or a stockade process that made
+itself its descendants' reaper under such an init: its group's and its cgroup's.
 
 Orphans come to the nearest reaper. Where the harness is pid 1, nothing else reaps for
 it: a `danger-full-access` call whose command left a process behind (`sleep 9 &`)
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import select
+import sys
 import time
 
 # waitid(P_PIDFD) (Linux 5.4); a Python built against older headers lacks the name.
@@ -39,8 +41,8 @@ def adopt_orphans() -> bool:
     such an init (orphans skip every ancestor but a subreaper, and none can be told
     from here); a shell that runs stockade as its last command execs it, so its parent
     is pid 1 again."""
-    if os.getppid() != 1 or os.getpid() == 1:
-        return False  # pid 1 itself is every orphan's reaper already
+    if os.getppid() != 1 or os.getpid() == 1 or not sys.platform.startswith("linux"):
+        return False  # pid 1 itself is every orphan's reaper already; no prctl elsewhere
     try:
         import ctypes
 
@@ -57,22 +59,21 @@ def disown_orphans() -> None:
     if _adopted:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-        _adopted.clear()
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) == 0:
+            _adopted.clear()
 
 
 def reaps_orphans() -> bool:
     """Whether orphaned processes come to this process: it is its PID namespace's init,
     and /proc numbers processes as it does (one mounted for another namespace would
     name others by the numbers read here: nothing is reaped then), or `adopt_orphans`
-    made it a subreaper. A subreaper the embedder made it cannot be told without
-    `prctl`; it has chosen to reap."""
-    if _adopted:
-        return True
-    if os.getpid() != 1:
+    made it a subreaper (with /proc as its own too). A subreaper the embedder made it
+    cannot be told without `prctl`; it has chosen to reap."""
+    me = os.getpid()
+    if not _adopted and me != 1:
         return False
     try:
-        return os.readlink("/proc/self") == "1"
+        return os.readlink("/proc/self") == str(me)
     except OSError:
         return False
 
