@@ -109,8 +109,8 @@ class CallLimits:
     held_processes: int | None = None
     session_before: OwnLimits | None = None
     # What the cpu_seconds watch killed mid-call, pinned by pidfds (a harness that is
-    # its PID namespace's init only): reaped at the call's end (`end`), as what the end
-    # itself kills is.
+    # its PID namespace's init, or their reaper, only): reaped at the call's end
+    # (`end`), as what the end itself kills is.
     killed: list[int] = attrs.field(factory=list)
 
     def launcher_options(self) -> tuple[str, ...]:
@@ -267,8 +267,8 @@ class CallLimits:
     def end(self) -> None:
         """Kill what is left in its cgroup (a process that left its group and its
         namespace's reach) and remove the group. A harness that is its PID namespace's
-        init then reaps those of them that came to it, and what the cpu_seconds watch
-        killed before (`_orphans`)."""
+        init, or their reaper, then reaps those of them that came to it, and what the
+        cpu_seconds watch killed before (`_orphans`)."""
         # (`killed` is filled only where orphans are reaped; closed here whatever.)
         pinned: list[int] | None = self.killed if self.killed or reaps_orphans() else None
         try:

@@ -36,8 +36,9 @@ def adopt_orphans() -> bool:
     an init that may never reap them: an agent run as a container's pid 1 (`docker run`
     without `--init`) that reaps only its own children was left a zombie per call, until
     the container's pid limit ended every fork. Called by stockade's own processes only
-    (the `stockade` command, the ACP agent), never by a harness in an embedder's: ctypes
-    (~5 ms) loads only then. Left as it was: a process whose parent is not pid 1 under
+    (a confining `exec`, the verbs that end with their command: not the servers, whose
+    life is long; entry.py), never by a harness in an embedder's: ctypes (~5 ms) loads
+    only then. Left as it was: a process whose parent is not pid 1 under
     such an init (orphans skip every ancestor but a subreaper, and none can be told
     from here); a shell that runs stockade as its last command execs it, so its parent
     is pid 1 again."""

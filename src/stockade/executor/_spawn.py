@@ -572,10 +572,10 @@ async def settle(
 
 
 async def _orphans_reaped(pgid: int) -> None:
-    """A harness that is its PID namespace's init (`_orphans`): once every live process
-    of the call's group `pgid` is gone, reap the zombies the group left it. Elsewhere,
-    or when nothing of the group is left (every confined call: the launcher's or
-    bwrap's init reaps inside), one check."""
+    """A harness that is its PID namespace's init, or made their reaper (`_orphans`):
+    once every live process of the call's group `pgid` is gone, reap the zombies the
+    group left it. Elsewhere, or when nothing of the group is left (every confined
+    call: the launcher's or bwrap's init reaps inside), one check."""
     if not reaps_orphans() or not group_left(pgid):
         return
     with trio.move_on_after(KILL_TEARDOWN):
