@@ -142,23 +142,24 @@ _HOLDING_COLLECTOR: list[bool] = []
 _OWN_PROCESS: list[bool] = []
 
 
-def _adopt_orphans() -> None:
+def _adopt_orphans(*, server: bool = False) -> None:
     """In stockade's own process (not a caller of `main`'s), started by its PID
     namespace's init: made the reaper of what its calls leave (bwrap's namespace inits,
     a command's leftovers), which that init, an agent as a container's pid 1, may never
-    reap (`executor.adopt_orphans`). For the verbs that end with their command (`run`,
-    `demo`, `probe`, a session's undo): what they could not reap goes on to that init
-    as they end, as it went before. Not for the servers (`mcp`, `acp`): under an init
-    that does reap (tini, `docker run --init`), an unconfined command's process that
-    left its group and ended on its own would be theirs, unreaped, for their whole life
-    (docs/embedding.md). Not for `exec`, which does it once it knows it confines (an
-    unconfined exec becomes its command, which must not inherit it)."""
+    reap (`executor.adopt_orphans`). The verbs that end with their command (`run`,
+    `demo`, `probe`, a session's undo) are: what they could not reap goes on to that
+    init as they end, as it went before. A `server` (`mcp`, `acp`) is only where the
+    init does not reap a test orphan (`executor.init_reaps`): under one that does
+    (tini, `docker run --init`), an unconfined command's process that left its group
+    and ended on its own would be the server's, unreaped, for its whole life. Not for
+    `exec`, which does it once it knows it confines (an unconfined exec becomes its
+    command, which must not inherit it)."""
     import os
 
     if _OWN_PROCESS and os.getppid() == 1:
         from .executor import adopt_orphans
 
-        adopt_orphans()
+        adopt_orphans(unless_init_reaps=server)
 
 
 def _loaded() -> None:
@@ -180,6 +181,7 @@ def _main(argv: Sequence[str] | None) -> int:
             # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
             from .acp import main as agent
 
+            _adopt_orphans(server=True)
             verb: Callable[[], int] = partial(agent.main, words[1:], prog="stockade acp")
         else:
             args = fast_args(words)
@@ -195,8 +197,7 @@ def _main(argv: Sequence[str] | None) -> int:
             if args.verb == "exec":
                 # Never resumes the collector: it ends in an exec or os._exit.
                 run_exec(args)
-            if args.verb != "mcp":
-                _adopt_orphans()
+            _adopt_orphans(server=args.verb == "mcp")
             verb = _verb(args, parser)
         _loaded()
         return verb()

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -247,6 +249,86 @@ def test_stockade_leaves_a_non_reaping_pid_1_parent_no_zombie(verb, backend, tmp
     report = run_as_pid_1(UNDER_PID_1, [str(base), verb, backend], tmp_path)
     modes = 3  # read-only, workspace-write, and exec's allowlist or run's unconfined
     assert report == {"statuses": [0] * modes, "zombies": [], "reaper": "0"}, report
+
+
+INIT_REAPS = (
+    r"""
+import json, os, subprocess, sys, threading, time
+"""
+    + ZOMBIES
+    + r"""
+assert os.getpid() == 1
+if sys.argv[1] == "reaps":  # as tini does: every child, as it ends
+    def reap():
+        while True:
+            try:
+                os.wait()
+            except ChildProcessError:
+                time.sleep(0.01)
+    threading.Thread(target=reap, daemon=True).start()
+asked = subprocess.Popen(
+    [sys.executable, "-c", "from stockade.executor import init_reaps; print(init_reaps())"],
+    stdout=subprocess.PIPE, text=True,
+)
+said = asked.stdout.read().strip()
+print(json.dumps({"said": said}))
+"""
+)
+
+
+@pytest.mark.parametrize("init", ["reaps", "never"])
+def test_whether_the_init_reaps_is_told(init, tmp_path):
+    """What the servers adopt by (`executor.init_reaps`): a test orphan, reaped at once
+    by an init that reaps (as tini), left by one that does not (an agent's runtime)."""
+    report = run_as_pid_1(INIT_REAPS, [init], tmp_path)
+    assert report == {"said": "True" if init == "reaps" else "False"}, report
+
+
+MCP_UNDER_PID_1 = (
+    r"""
+import json, os, sys, time
+"""
+    + ZOMBIES
+    + r"""
+import trio
+repo, root, state = sys.argv[1:]
+sys.path.insert(0, repo)
+from tests.mcp.support import connect, text
+
+async def calls():
+    said = []
+    async with connect(Path(root), Path(state), "--mode", "read-only") as client:
+        for _ in range(3):
+            said.append(text(await client.call_tool("bash", {"command": "true"})))
+    return said
+
+from pathlib import Path
+assert os.getpid() == 1
+said = trio.run(calls)
+time.sleep(0.5)
+print(json.dumps({"said": len(said), "zombies": zombies()}))
+"""
+)
+
+
+def test_an_mcp_server_under_a_non_reaping_pid_1_leaves_it_one_zombie_not_one_a_call(
+    tmp_path,
+):
+    """`stockade mcp` started by an agent as a container's pid 1 that never reaps: its
+    test orphan (`init_reaps`) is that init's, and nothing of its calls is (three bwrap
+    calls left three zombies before). The controls above show bwrap's init is real."""
+    require_backend("bwrap")
+    base = tmp_path / "root"
+    base.mkdir()
+    # Session logs outside every temp root (the harness refuses one a command could write).
+    state = Path(tempfile.mkdtemp(prefix="stockade-pid1-state-", dir="/var/tmp"))
+    try:
+        repo = Path(__file__).resolve().parents[2]
+        report = run_as_pid_1(MCP_UNDER_PID_1, [str(repo), str(base), str(state)], tmp_path)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    assert report["said"] == 3, report
+    assert len(report["zombies"]) == 1 and "bwrap" not in report["zombies"], report
 
 
 def test_pid_1_under_another_namespaces_proc_reaps_nothing(monkeypatch):

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._limits import planned_here as planned_here
     from ._orphans import adopt_orphans as adopt_orphans
     from ._orphans import disown_orphans as disown_orphans
+    from ._orphans import init_reaps as init_reaps
     from ._spawn import READ_SIZE as READ_SIZE
     from ._spawn import Sink as Sink
     from ._spawn import Source as Source

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import sys
 import time
 
@@ -28,7 +29,7 @@ PR_SET_CHILD_SUBREAPER = 36
 _adopted: list[bool] = []
 
 
-def adopt_orphans() -> bool:
+def adopt_orphans(*, unless_init_reaps: bool = False) -> bool:
     """Where this process's parent is its PID namespace's init, make this process its
     descendants' reaper (PR_SET_CHILD_SUBREAPER); True when it is now one. bwrap's
     namespace init outlives bwrap (a probe's, every call's), and what a command leaves
@@ -36,14 +37,19 @@ def adopt_orphans() -> bool:
     an init that may never reap them: an agent run as a container's pid 1 (`docker run`
     without `--init`) that reaps only its own children was left a zombie per call, until
     the container's pid limit ended every fork. Called by stockade's own processes only
-    (a confining `exec`, the verbs that end with their command: not the servers, whose
-    life is long; entry.py), never by a harness in an embedder's: ctypes (~5 ms) loads
-    only then. Left as it was: a process whose parent is not pid 1 under
-    such an init (orphans skip every ancestor but a subreaper, and none can be told
-    from here); a shell that runs stockade as its last command execs it, so its parent
-    is pid 1 again."""
+    (a confining `exec`, the verbs that end with their command, and the servers
+    `unless_init_reaps`: entry.py), never by a harness in an embedder's: ctypes (~5 ms)
+    loads only then. `unless_init_reaps`: not where the init reaps a test orphan
+    (`init_reaps`): a long-lived process adopted under a reaping init would keep, for
+    its whole life, the zombies of an unconfined command's processes that left its
+    group and ended on their own, which that init reaped. Left as it was: a process
+    whose parent is not pid 1 under such an init (orphans skip every ancestor but a
+    subreaper, and none can be told from here); a shell that runs stockade as its
+    last command execs it, so its parent is pid 1 again."""
     if os.getppid() != 1 or os.getpid() == 1 or not sys.platform.startswith("linux"):
         return False  # pid 1 itself is every orphan's reaper already; no prctl elsewhere
+    if unless_init_reaps and init_reaps():
+        return False
     try:
         import ctypes
 
@@ -52,6 +58,68 @@ def adopt_orphans() -> bool:
     except (ImportError, OSError, AttributeError):
         pass  # no ctypes (a minimal build) or no prctl: orphans go where they went
     return bool(_adopted)
+
+
+# How long an init is given to reap a test orphan (`init_reaps`): tini, docker's init
+# and systemd reap at once, on SIGCHLD.
+INIT_REAPS_WITHIN = 0.25
+
+
+def init_reaps() -> bool:
+    """Whether this PID namespace's init reaps an orphan handed to it: a test process
+    whose parent ended is watched, by a pidfd opened while it still ran, until it ends
+    and then until it is reaped (`INIT_REAPS_WITHIN`). Where the init does not, the test
+    process is its zombie for good: one, where every call would leave one. True
+    whenever it cannot be told (no fork, no pidfd)."""
+    go_read, go_write = os.pipe()
+    said_read, said_write = os.pipe()
+    try:
+        middle = os.fork()
+    except OSError:
+        for fd in (go_read, go_write, said_read, said_write):
+            os.close(fd)
+        return True
+    if middle == 0:  # pragma: no cover - the forked child, ended by os._exit
+        try:
+            orphan = os.fork()
+            if orphan == 0:
+                os.close(go_write)
+                os.read(go_read, 1)  # until the parent holds its pidfd
+                os._exit(0)
+            os.write(said_write, str(orphan).encode())
+        finally:
+            os._exit(0)
+    os.close(said_write)
+    os.close(go_read)
+    pidfd = -1
+    try:
+        told = os.read(said_read, 32)
+        os.waitpid(middle, 0)  # the test process is an orphan now, the init's
+        if not told:
+            return True
+        pidfd = os.pidfd_open(int(told))
+    except OSError:
+        return True
+    finally:
+        os.close(said_read)
+        os.close(go_write)  # the test process ends
+    try:
+        waiting = select.poll()
+        waiting.register(pidfd, select.POLLIN)
+        if not waiting.poll(int(INIT_REAPS_WITHIN * 1000)):
+            return True  # still running: nothing was learned
+        deadline = time.monotonic() + INIT_REAPS_WITHIN
+        while time.monotonic() < deadline:
+            try:
+                signal.pidfd_send_signal(pidfd, 0)  # answered until it is reaped
+            except ProcessLookupError:
+                return True
+            time.sleep(0.005)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(pidfd)
 
 
 def disown_orphans() -> None:
