@@ -198,7 +198,9 @@ import json, os, subprocess, sys, time
     + r"""
 root, verb, backend = sys.argv[1:]
 assert os.getpid() == 1
-leaving = "(sleep 0.2 &) ; setsid sleep 0.1 & true"
+# What it leaves runs on past the call's end (unconfined: its cgroup's end kills it),
+# so none ends on its own before that (which no pid-1 harness reaps either).
+leaving = "(sleep 30 &) ; setsid sleep 30 & sleep 30 & true"
 modes = ["read-only", "workspace-write"]
 if verb == "run":
     modes.append("danger-full-access")
