@@ -1,5 +1,5 @@
 """python -m examples.acp_agent [OPTIONS]: the ACP agent over stdio (see docs/acp.md)."""
 
-from stockade.acp.main import main
+from stockade.acp.main import console
 
-raise SystemExit(main())
+raise SystemExit(console())

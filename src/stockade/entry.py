@@ -181,8 +181,13 @@ def _main(argv: Sequence[str] | None) -> int:
             # The ACP agent keeps one parser of its own (`stockade-acp-agent` is the same).
             from .acp import main as agent
 
-            _adopt_orphans(server=True)
-            verb: Callable[[], int] = partial(agent.main, words[1:], prog="stockade acp")
+            # Adopts once its words are read and it serves (not for --help or --show).
+            verb: Callable[[], int] = partial(
+                agent.main,
+                words[1:],
+                prog="stockade acp",
+                serving=partial(_adopt_orphans, server=True),
+            )
         else:
             args = fast_args(words)
             parser = None

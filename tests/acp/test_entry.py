@@ -106,7 +106,7 @@ def test_without_the_sdk_the_command_says_so_in_one_line():
 
 def test_the_console_script_and_the_extras_are_declared():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["stockade-acp-agent"] == "stockade.acp.main:main"
+    assert project["scripts"]["stockade-acp-agent"] == "stockade.acp.main:console"
     sdk = "agent-client-protocol>=0.12.1,<0.13"
     assert project["optional-dependencies"]["acp"] == [sdk]
     # CI installs `.[test,bwrap]`: the ACP tests need the SDK from `test`.

@@ -333,6 +333,95 @@ def test_an_mcp_server_under_a_non_reaping_pid_1_leaves_it_one_zombie_not_one_a_
     assert len(report["zombies"]) == 1 and "bwrap" not in report["zombies"], report
 
 
+ACP_UNDER_PID_1 = (
+    r"""
+import asyncio, json, os, sys, time
+from pathlib import Path
+"""
+    + ZOMBIES
+    + r"""
+repo, script, workspace, state = sys.argv[1:]
+sys.path.insert(0, repo)
+import acp
+from tests.acp.support import ScriptedClient, agent_env
+
+async def prompts():
+    client = ScriptedClient()
+    async with acp.spawn_agent_process(
+        client, script, "--model", "shell", "--mode", "read-only",
+        env=agent_env(state), cwd=workspace,
+        transport_kwargs={"shutdown_timeout": 10.0},
+    ) as (conn, _):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        session = await conn.new_session(cwd=workspace)
+        for _ in range(3):
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("true")])
+        return len(client.tool_results(session.session_id)), len(client.asked)
+
+assert os.getpid() == 1
+results, asked = asyncio.run(asyncio.wait_for(prompts(), 90))
+time.sleep(0.5)
+print(json.dumps({"results": results, "asked": asked, "zombies": zombies()}))
+"""
+)
+
+
+def _acp_agent_script() -> str:
+    """The installed `stockade-acp-agent` script beside this interpreter (the venv's)."""
+    script = Path(sys.executable).parent / "stockade-acp-agent"
+    need(script.name, path=str(script.parent))
+    return str(script)
+
+
+def test_the_acp_agent_script_under_a_non_reaping_pid_1_leaves_it_one_zombie(tmp_path):
+    """`stockade-acp-agent` (its own script, not `stockade acp`) started by an editor or
+    agent as a container's pid 1 that never reaps, driven by the ACP SDK's client: its
+    test orphan is that init's, and nothing of its three bwrap calls is. Before, it did
+    not adopt at all (one bwrap init a call; the controls above show they are real)."""
+    require_backend("bwrap")
+    script = _acp_agent_script()
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    state = Path(tempfile.mkdtemp(prefix="stockade-pid1-state-", dir="/var/tmp"))
+    try:
+        repo = Path(__file__).resolve().parents[2]
+        report = run_as_pid_1(
+            ACP_UNDER_PID_1, [str(repo), script, str(workspace), str(state)], tmp_path
+        )
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    assert report["results"] >= 3 and report["asked"] == 0, report
+    assert len(report["zombies"]) == 1 and "bwrap" not in report["zombies"], report
+
+
+HELP_UNDER_PID_1 = (
+    r"""
+import json, os, subprocess, sys, time
+"""
+    + ZOMBIES
+    + r"""
+assert os.getpid() == 1
+statuses = [
+    subprocess.run(json.loads(words), capture_output=True).returncode
+    for words in sys.argv[1:]
+]
+time.sleep(0.5)
+print(json.dumps({"statuses": statuses, "zombies": zombies()}))
+"""
+)
+
+
+def test_the_acp_agents_help_under_a_non_reaping_pid_1_leaves_it_nothing(tmp_path):
+    """`--help` serves nothing, so it hands the init no test orphan (which would stay its
+    zombie): the servers adopt once their words are read. The same words serving do
+    leave one (the test above), so the orphan is real."""
+    stockade = str(Path(sys.executable).parent / "stockade")
+    need("stockade", path=str(Path(stockade).parent))
+    commands = [[stockade, "acp", "--help"], [_acp_agent_script(), "--help"]]
+    report = run_as_pid_1(HELP_UNDER_PID_1, [json.dumps(c) for c in commands], tmp_path)
+    assert report == {"statuses": [0, 0], "zombies": []}, report
+
+
 def test_pid_1_under_another_namespaces_proc_reaps_nothing(monkeypatch):
     """/proc mounted for the namespace above (`unshare --pid --fork` without
     `--mount-proc`) names other processes by the numbers a harness would read: such a

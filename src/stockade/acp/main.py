@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any, Final
 
@@ -209,16 +209,42 @@ def _failed(prog: str, error: BaseException) -> int:
     return 2 if isinstance(error, ConfigError | InvalidPolicy) else 1
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str = PROG,
+    serving: Callable[[], None] | None = None,
+) -> int:
     """The agent over stdio; `prog` names it in its messages (`stockade acp`). A
-    Ctrl-C at any moment, even while it imports, exits 130 without a traceback."""
+    Ctrl-C at any moment, even while it imports, exits 130 without a traceback.
+    `serving` is called once the words are read and the agent is about to serve (not
+    for `--help` or `--show`): what stockade's own process does then (`console`)."""
     try:
-        return _main(argv, prog)
+        return _main(argv, prog, serving)
     except KeyboardInterrupt:
         return 130
 
 
-def _main(argv: Sequence[str] | None, prog: str) -> int:
+def console() -> int:
+    """The `stockade-acp-agent` script: `main` in stockade's own process, which becomes
+    the reaper of what its calls leave (bwrap's namespace inits) where its parent is a
+    pid 1 that does not reap them, as `stockade acp` does (`executor.init_reaps`).
+    Not `main`'s own doing: an embedder calling it keeps its process as it was."""
+    return main(serving=adopt_orphans_as_server)
+
+
+def adopt_orphans_as_server() -> None:
+    """Where this process's parent is its PID namespace's init and that init does not
+    reap a test orphan (an agent as a container's pid 1): this process reaps its calls'
+    orphans instead (`executor.adopt_orphans`). Under a reaping init (tini, `docker run
+    --init`) nothing changes: an unconfined command's escapees stay that init's."""
+    if os.getppid() == 1:
+        from ..executor import adopt_orphans
+
+        adopt_orphans(unless_init_reaps=True)
+
+
+def _main(argv: Sequence[str] | None, prog: str, serving: Callable[[], None] | None) -> int:
     args = parser(prog).parse_args(argv)
     if args.show is not None:
         from ..errors import StockadeError
@@ -250,6 +276,8 @@ def _main(argv: Sequence[str] | None, prog: str) -> int:
     )
     if model.description == "none configured":
         print(f"{prog}: {NO_MODEL}", file=sys.stderr)
+    if serving is not None:
+        serving()
     try:
         stopped_by = trio.run(
             lambda: serve(
