@@ -109,6 +109,33 @@ def test_the_watcher_finds_stockade_where_its_owner_did_not_through_site(parent)
     assert not path.exists()
 
 
+def test_the_watcher_runs_the_real_interpreter_not_the_links_its_owner_was_started_by(
+    parent,
+):
+    """An owner started through links (its interpreter and its import root, as a venv
+    reached through a link in the workspace is) that a command re-points while it runs:
+    the watcher, unconfined, runs the real interpreter and imports from the real
+    directory (what the installation's protection holds), not what the links lead to
+    once the owner is killed."""
+    links = parent / "links"
+    links.mkdir()
+    (links / "python").symlink_to(sys.executable)
+    (links / "src").symlink_to(SRC)
+    python = (str(links / "python"), f"import sys; sys.path.insert(0, {str(links / 'src')!r})")
+    owner, path, watcher = start_owner(parent, python=python)
+    marker = parent / "ran-the-planted-interpreter"
+    (links / "python").unlink()
+    (links / "python").write_text(f"#!/bin/sh\necho \"$@\" > {marker}\n")
+    (links / "python").chmod(0o755)
+    (links / "src").unlink()
+    (links / "src").mkdir()
+    owner.kill()
+    owner.wait()
+    wait_for(lambda: gone(watcher))
+    assert not marker.exists()
+    assert not path.exists()
+
+
 def test_control_a_killed_owner_whose_watcher_is_killed_too_leaves_its_directory(parent):
     owner, path, watcher = start_owner(parent)
     os.kill(watcher, signal.SIGKILL)

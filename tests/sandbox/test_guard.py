@@ -226,6 +226,70 @@ def test_landlock_may_accept_an_unprotected_installation_as_a_partial_claim(root
     )
 
 
+@pytest.mark.parametrize("backend", [bw.NAME, ll.NAME])
+def test_a_link_on_the_way_to_the_installation_inside_a_root_is_refused(roots, backend):
+    """stockade started through `ws/venv -> outside` (a venv reached through a link in
+    the workspace): no bind holds the link, so a command could re-point it for the next
+    stockade process started that way. Refused on every backend; read-only has nothing
+    writable; the same link outside every root, or inside the installation (kept
+    read-only), is none of the call's business."""
+    ws, temp, outside = roots
+    link = ws / "venv"
+    link.symlink_to(outside)
+    guard = guard_call(
+        backend,
+        WW,
+        str(ws),
+        [str(temp)],
+        installation=[str(outside)],
+        installation_links=[str(link)],
+    )
+    assert guard.protections == () and guard.refusal is not None
+    assert guard.refusal.startswith(f"stockade was started through the symlink {link}, ")
+    assert f"inside the writable root {ws}" in guard.refusal
+    assert f"(here {outside})" in guard.refusal
+    ro = guard_call(
+        backend,
+        RO,
+        str(ws),
+        [str(temp)],
+        installation=[str(outside)],
+        installation_links=[str(link)],
+    )
+    assert ro.refusal is None
+    elsewhere = outside / "bin"
+    elsewhere.symlink_to(outside)
+    for harmless in ([str(elsewhere)], [str(ws / "venv-real" / "bin" / "python")]):
+        (ws / "venv-real" / "bin").mkdir(parents=True, exist_ok=True)
+        guard = guard_call(
+            backend,
+            WW,
+            str(ws),
+            [str(temp)],
+            mounts=True,  # the Landlock launcher namespaced: it binds the installation
+            installation=[str(outside), str(ws / "venv-real")],
+            installation_links=harmless,
+        )
+        assert guard.refusal is None, harmless
+
+
+def test_a_link_to_the_installation_may_be_accepted_as_a_partial_claim(roots):
+    ws, temp, outside = roots
+    link = ws / "venv"
+    link.symlink_to(outside)
+    guard = guard_call(
+        bw.NAME,
+        WW,
+        str(ws),
+        [str(temp)],
+        installation=[str(outside)],
+        installation_links=[str(link)],
+        allow_unprotected_installation=True,
+    )
+    assert guard.refusal is None
+    assert f"stockade was started through the link {link}" in guard.gaps
+
+
 def test_landlock_ignores_an_installation_outside_every_root(roots):
     ws, temp, outside = roots
     guard = guard_call(ll.NAME, WW, str(ws), [str(temp)], installation=[str(outside)])

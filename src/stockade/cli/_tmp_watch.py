@@ -69,7 +69,9 @@ _WATCHER = (
     'raise SystemExit(remove(*sys.argv[2:5]))\' "$1" "$2" "$3" "$4"'
 )
 _PINNED_FD = 4
-_IMPORT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Real paths, the interpreter's too: what `installation_paths` keeps read-only, never a
+# way through a link a command could re-point before the watcher runs (as root, unconfined).
+_IMPORT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 def watch_private_tmp(tmp: PrivateTmp, shell: str = "/bin/sh") -> TmpWatch | None:
@@ -114,7 +116,7 @@ def watch_private_tmp(tmp: PrivateTmp, shell: str = "/bin/sh") -> TmpWatch | Non
             (os.POSIX_SPAWN_DUP2, sources[1], _PINNED_FD),
             *((os.POSIX_SPAWN_CLOSE, fd) for fd in (*inherited, *sources) if fd > _PINNED_FD),
         ]
-        argv = [shell, "-c", _WATCHER, sys.executable, _IMPORT_ROOT]
+        argv = [shell, "-c", _WATCHER, os.path.realpath(sys.executable), _IMPORT_ROOT]
         argv += [tmp.path, str(tmp.device), str(tmp.inode)]
         pid = os.posix_spawn(shell, argv, {"PATH": os.defpath}, file_actions=actions, setsid=True)
         watch = TmpWatch(pid, write_end)

@@ -16,7 +16,7 @@ import os
 
 from ..errors import CommandStartError, InvalidPolicy, SandboxUnavailable
 from ..modes import Network, SandboxMode, SpawnTrait
-from ..trust import check_temp_roots, resolve_workspace_root
+from ..trust import check_temp_roots, installation_links, resolve_workspace_root
 from . import _probe
 from ._argv import NO_FRESH, agent_swaps, writable_roots
 from ._dispatch import call_fresh_plan, confined_argv, freshens, hides_sockets, refuse_allowlist
@@ -159,12 +159,14 @@ class GuardRules:
     composition files), installation (tuple[str, ...]: stockade's own files),
     allow_unprotected_installation (bool), startup (the caller's startup files, or
     None: read at each guard), deny_read (DenyRead | None: what no confined call may
-    read; None: nothing hidden)."""
+    read; None: nothing hidden), installation_links (tuple[str, ...]: the links on the
+    way to the installation, trust.installation_links())."""
 
     __slots__ = (
         "allow_unprotected_installation",
         "deny_read",
         "installation",
+        "installation_links",
         "protected",
         "startup",
         "trusted_files",
@@ -178,8 +180,10 @@ class GuardRules:
         allow_unprotected_installation: bool = False,
         startup: Sequence[tuple[str, str]] | None = None,
         deny_read: DenyRead | None = None,
+        installation_links: Sequence[str] = (),
     ) -> None:
         self.deny_read = deny_read
+        self.installation_links = installation_links
         self.protected = protected
         self.trusted_files = trusted_files
         self.installation = installation
@@ -242,8 +246,9 @@ def guard_rules(
     the config's, made now)."""
     if deny_read is None:
         deny_read = _deny_read(config)
+    links = installation_links()
     if config is None:
-        return GuardRules((), (), installation, False, startup, deny_read)
+        return GuardRules((), (), installation, False, startup, deny_read, links)
     return GuardRules(
         # What every call keeps in sight it may not write either (the CA bundle).
         (*config.protected_paths, *config.in_sight),  # type: ignore[attr-defined]
@@ -252,6 +257,7 @@ def guard_rules(
         config.allow_unprotected_installation,  # type: ignore[attr-defined]
         startup,
         deny_read,
+        links,
     )
 
 
@@ -358,6 +364,7 @@ def judge(
             startup=rules.startup,
             facts=facts,
             own_roots=own_roots,
+            installation_links=rules.installation_links,
         )
 
     if memo is None:

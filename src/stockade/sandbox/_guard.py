@@ -93,6 +93,29 @@ def runner_refusal(
     )
 
 
+def _relinkable_installation(
+    links: Sequence[str], installation: Sequence[str], real_roots: Sequence[str]
+) -> tuple[str, str] | None:
+    """The first of `links` (real directories joined with a name) that lies in one of
+    `real_roots` and not inside the installation, with that root; None when none does."""
+    for link in links:
+        where = next((r for r in real_roots if is_under(os.path.dirname(link), r)), None)
+        if where is not None and not any(is_under(link, path) for path in installation):
+            return link, where
+    return None
+
+
+def _relinked_refusal(link: str, where: str) -> str:
+    return (
+        f"stockade was started through the symlink {link}, inside the writable root "
+        f"{where}: a workspace-write command could re-point it, and the next stockade "
+        "process started that way would run what the command chose; start stockade by "
+        f"a path with no link inside a writable root (here {os.path.realpath(link)}), "
+        "or set allow_unprotected_installation: true in the stockade.sandbox.local "
+        "entry to accept a partial claim"
+    )
+
+
 def guard_call(
     backend: str,
     mode: SandboxMode,
@@ -108,6 +131,7 @@ def guard_call(
     startup: Sequence[tuple[str, str]] | None = None,
     facts: PathFacts | None = None,
     own_roots: Sequence[str] = (),
+    installation_links: Sequence[str] = (),
 ) -> Guard:
     """What `backend` must do so that nothing trusted later is writable in this call.
 
@@ -122,6 +146,9 @@ def guard_call(
     default tool cache directory, `stockade exec`'s private temp directory): no names
     are protected in them (`protect.protected_set`'s `names`); never the workspace
     root.
+    `installation_links`: the links on the way to the installation
+    (trust.installation_links()): one inside a writable root, and not inside the
+    installation (kept read-only), refuses the call.
     """
     # One call resolves the same roots and prefixes for every path: each lstat once.
     facts = facts or PathFacts()
@@ -178,6 +205,15 @@ def guard_call(
     # Real paths already (trust.installation_paths), resolved when the process began:
     # only a path outside every root could re-point them, out of a command's reach.
     own = [path for path in installation if any(is_under(path, r) for r in real_roots)]
+    # But the way there as written (a venv reached through a link in the workspace):
+    # a link a command could re-point for the next stockade process, or this one's
+    # next import, which no bind holds (it would hold where the link leads).
+    relinked = _relinkable_installation(installation_links, installation, real_roots)
+    if relinked is not None:
+        relinked_path, link_root = relinked
+        if not allow_unprotected_installation:
+            return Guard((), (), _relinked_refusal(relinked_path, link_root))
+        repository_gaps.append(f"stockade was started through the link {relinked_path}")
     files = [path for path in trusted_files if inside(path)]
 
     kind = known(backend)

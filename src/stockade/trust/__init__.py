@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .host import check_temp_roots as check_temp_roots
     from .host import extra_root_refusal as extra_root_refusal
     from .host import host_temp_roots as host_temp_roots
+    from .host import installation_links as installation_links
     from .host import installation_paths as installation_paths
     from .host import resolve_workspace_root as resolve_workspace_root
     from .protect import BLOCK as BLOCK

@@ -123,6 +123,65 @@ def installation_paths() -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+# installation_links(), resolved once a process (what it reads does not change under it:
+# a link outside every writable root is out of a command's reach, one inside is refused).
+_LINKS: list[tuple[str, ...]] = []
+
+
+def installation_links() -> tuple[str, ...]:
+    """Every symlink met on the way from the paths, as written, by which this process
+    found stockade (sys.argv[0]: the console script as started; the interpreter; the
+    prefix; each import directory) to where they lead, each as its real directory and
+    its name. `installation_paths` protects where they lead now; a link inside a
+    writable root could be re-pointed, so that the next stockade process started the
+    same way (or this one's next import) runs what a command chose: the guard refuses
+    such a call (`sandbox._guard`). Resolved once a process."""
+    if not _LINKS:
+        spellings = [sys.executable, sys.prefix, sys.exec_prefix]
+        if sys.argv and os.sep in sys.argv[0]:
+            spellings.append(sys.argv[0])
+        spellings += [entry for entry in sys.path if entry]
+        found: dict[str, None] = {}
+        seen: dict[str, str | None] = {}
+        for spelled in spellings:
+            if spelled:
+                _links_on_the_way(os.path.abspath(spelled), found, seen)
+        _LINKS.append(tuple(found))
+    return _LINKS[0]
+
+
+def _links_on_the_way(path: str, found: dict[str, None], seen: dict[str, str | None]) -> None:
+    """Resolve `path` as the kernel would, a component at a time, adding each link met to
+    `found`; `seen` memoizes each entry's answer (None: not a link) across paths."""
+    pending = [part for part in path.split(os.sep) if part]
+    resolved = os.sep
+    for _ in range(4096):  # the kernel's 40 links; components besides
+        if not pending:
+            return
+        name = pending.pop(0)
+        if name == ".":
+            continue
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        entry = os.path.join(resolved, name)
+        if entry not in seen:
+            try:
+                seen[entry] = os.readlink(entry)
+            except OSError:  # not a link (EINVAL), or missing: as written, it leads here
+                seen[entry] = None
+        target = seen[entry]
+        if target is None:
+            resolved = entry
+            continue
+        found[entry] = None
+        if len(found) > 256:
+            return
+        if target.startswith(os.sep):
+            resolved = os.sep
+        pending[:0] = [part for part in target.split(os.sep) if part]
+
+
 def _cwd_exists() -> bool:
     try:
         os.getcwd()
