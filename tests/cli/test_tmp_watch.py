@@ -125,7 +125,7 @@ def test_the_watcher_runs_the_real_interpreter_not_the_links_its_owner_was_start
     owner, path, watcher = start_owner(parent, python=python)
     marker = parent / "ran-the-planted-interpreter"
     (links / "python").unlink()
-    (links / "python").write_text(f"#!/bin/sh\necho \"$@\" > {marker}\n")
+    (links / "python").write_text(f'#!/bin/sh\necho "$@" > {marker}\n')
     (links / "python").chmod(0o755)
     (links / "src").unlink()
     (links / "src").mkdir()
@@ -196,3 +196,25 @@ def test_the_watcher_holds_none_of_its_owners_descriptors(parent):
         wait_for(lambda: gone(watcher))
     assert os.read(inherited, 1) == b""  # nobody holds the inherited end now
     os.close(inherited)
+
+
+def test_a_directory_its_owner_could_not_remove_is_said_and_its_watcher_released(
+    parent, monkeypatch, capsys
+):
+    """What stays (a removal that failed: a mount inside, a survivor refilling it) is
+    said on stderr in one line, and the watcher is ended all the same."""
+    from stockade.cli import _tmp_watch
+    from stockade.sandbox import make_private_tmp
+
+    tmp = make_private_tmp(str(parent))
+    watch = _tmp_watch.watch_private_tmp(tmp)
+    assert watch is not None
+    monkeypatch.setattr(_tmp_watch, "remove_private_tmp", lambda _: False)
+    _tmp_watch.remove_and_release(tmp, watch)
+    said = capsys.readouterr().err
+    assert said == (
+        f"stockade: the command's temp directory {tmp.path} could not be removed whole: "
+        "remove it by hand\n"
+    )
+    assert watch.fd == -1 and gone(watch.pid)
+    assert os.path.isdir(tmp.path)  # what the failed removal left

@@ -311,3 +311,24 @@ def test_the_command_line_gives_a_private_tmp_and_removes_it(backend, area: Area
     assert host_residue(tag) == [], done.stderr
     assert not os.path.lexists(tmp)
     assert victim.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("verb", ["exec", "run"])
+def test_a_command_nesting_past_the_walks_bound_leaves_nothing_behind(backend, area: Area, verb):
+    """Directories nested 600 levels deep in its TMPDIR, a file at the bottom, and the
+    directory opened up to others: the removal lifts what lies past its 512 levels and
+    removes it too (it stayed, readable, with nothing said)."""
+    script = (
+        'echo "tmpdir:$TMPDIR"; chmod 755 "$TMPDIR"; cd "$TMPDIR"; '
+        "for i in $(seq 600); do mkdir d && cd d || exit 3; done; echo payload > deep.txt"
+    )
+    if verb == "exec":
+        done = cli("exec", "--backend", backend, "--", "sh", "-c", script, cwd=area.root)
+    else:
+        done = cli("run", "--backend", backend, script, cwd=area.root)
+    assert done.returncode == 0, done
+    said = done.stdout.splitlines()
+    tmp = next(line.split(":", 1)[1] for line in said if line.startswith("tmpdir:"))
+    assert os.path.basename(tmp).startswith(PREFIX)
+    assert not os.path.lexists(tmp)
+    assert "could not be removed" not in done.stderr

@@ -46,9 +46,18 @@ class TmpWatch:
 
 def remove_and_release(tmp: PrivateTmp, watch: TmpWatch | None) -> None:
     """`tmp` removed by its owner, then its watcher (if any) released: one step, so no
-    way out between them leaves a watcher ended and the directory in place."""
+    way out between them leaves a watcher ended and the directory in place. What could
+    not be removed is said on stderr, where the person sees the command's output."""
     try:
-        remove_private_tmp(tmp)
+        if not remove_private_tmp(tmp):
+            from ..shown import escaped_lines
+            from .errors import say
+
+            say(
+                sys.stderr,
+                f"stockade: the command's temp directory {escaped_lines(tmp.path)} could "
+                "not be removed whole: remove it by hand\n",
+            )
     finally:
         if watch is not None:
             watch.release()

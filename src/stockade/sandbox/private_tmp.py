@@ -139,8 +139,12 @@ _GONE = -2
 # (O_NOFOLLOW), never anything but a directory (O_DIRECTORY: a FIFO swapped in fails
 # before its open could block), never blocking.
 _WALK_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# Deeper than this stays (one descriptor a level while the walk is down there).
+# Deeper than this is moved up (one descriptor a level while the walk is down there):
+# a directory met this deep is renamed into the top one and walked from there.
 _MAX_DEPTH = 512
+# The most such moves one walk makes (each lifts a subtree at least _MAX_DEPTH levels
+# up; more than a whole tree of a thousand such chains means something refills it).
+_MAX_MOVES = 1 << 16
 
 
 def _opened(parent_fd: int, name: str, tmp: PrivateTmp) -> int:
@@ -243,13 +247,15 @@ def _opened_below(fd: int, name: str) -> int:
 def _empty_tree(top: int) -> bool:
     """Remove everything in the directory `top`, depth first without recursion; True
     when nothing is left. Each directory is opened by `_opened_below` and made writable
-    for its owner before its entries go."""
+    for its owner before its entries go. One met `_MAX_DEPTH` levels down is renamed
+    into `top` and walked from there (a command may nest directories past any bound)."""
     entries = _listed(top)
     if entries is None:
         return False
     full, left = _removed_flat(top, entries)
     # (descriptor, its name in the directory below it in the stack, its full subdirectories)
     stack: list[tuple[int, str, list[str]]] = [(top, "", full)]
+    moves = 0
     try:
         while stack:
             fd, name, pending = stack[-1]
@@ -266,7 +272,12 @@ def _empty_tree(top: int) -> bool:
                 continue
             below = pending.pop()
             if len(stack) > _MAX_DEPTH:
-                left = True
+                lifted = _lifted(fd, below, top, moves) if moves < _MAX_MOVES else None
+                if lifted is None:
+                    left = True
+                else:
+                    moves += 1
+                    stack[0][2].append(lifted)
                 continue
             child = _opened_below(fd, below)
             if child < 0:
@@ -285,6 +296,26 @@ def _empty_tree(top: int) -> bool:
         for fd, _, _ in stack[1:]:
             os.close(fd)
     return not left
+
+
+def _lifted(fd: int, name: str, top: int, count: int) -> str | None:
+    """The directory `name` in `fd` renamed into `top` under a name free there (the
+    walk's own: nothing else runs in the directory by now); its new name, or None."""
+    for attempt in range(16):
+        new = f".stockade-lifted-{count}-{attempt}"
+        try:
+            os.lstat(new, dir_fd=top)
+            continue  # taken: never replace an entry (an empty directory would be)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        try:
+            os.rename(name, new, src_dir_fd=fd, dst_dir_fd=top)
+        except OSError:
+            return None
+        return new
+    return None
 
 
 def _chmod_directory(dir_fd: int, name: str) -> None:
