@@ -174,6 +174,21 @@ def test_the_watcher_removes_nothing_that_stands_at_the_name_in_the_directorys_p
     assert (moved / "left-by-the-command").exists()
 
 
+def open_in(pid: int) -> dict[int, str]:
+    """The descriptors open in `pid` now, each with what it names."""
+    found = {}
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            found[int(fd.name)] = os.readlink(fd)
+        except FileNotFoundError:
+            continue  # closed since it was listed
+    return found
+
+
+def _settled(fds: dict[int, str]) -> bool:
+    return 3 in fds and 4 in fds and len({t for t in fds.values() if t.startswith("pipe:")}) == 1
+
+
 def test_the_watcher_holds_none_of_its_owners_descriptors(parent):
     """Its owner's pipes (a caller reading the owner's output until its end) are not
     held past the owner: the watcher's standard streams are /dev/null (its shell reads
@@ -184,8 +199,10 @@ def test_the_watcher_holds_none_of_its_owners_descriptors(parent):
     owner, path, watcher = start_owner(parent, pass_fds=(kept,))
     os.close(kept)
     try:
-        wait_for(lambda: Path(f"/proc/{watcher}/fd/3").exists())
-        fds = {int(fd.name): os.readlink(fd) for fd in Path(f"/proc/{watcher}/fd").iterdir()}
+        # Until its shell has placed its own and waits (a descriptor listed may be
+        # closed before it is read): then its set stays as it is.
+        wait_for(lambda: _settled(open_in(watcher)))
+        fds = open_in(watcher)
         (pipe,) = {target for target in fds.values() if target.startswith("pipe:")}
         assert fds[1] == fds[2] == "/dev/null" and fds[3] == pipe, fds
         assert fds[4] == str(path), fds

@@ -247,7 +247,7 @@ def test_a_link_on_the_way_to_the_installation_inside_a_root_is_refused(roots, b
     assert guard.protections == () and guard.refusal is not None
     assert guard.refusal.startswith(f"stockade was started through the symlink {link}, ")
     assert f"inside the writable root {ws}" in guard.refusal
-    assert f"(here {outside})" in guard.refusal
+    assert f"(that link leads to {outside})" in guard.refusal
     ro = guard_call(
         backend,
         RO,
@@ -271,6 +271,45 @@ def test_a_link_on_the_way_to_the_installation_inside_a_root_is_refused(roots, b
             installation_links=harmless,
         )
         assert guard.refusal is None, harmless
+
+
+@pytest.mark.parametrize("backend", [bw.NAME, ll.NAME])
+def test_a_link_inside_an_installation_path_above_the_root_is_refused(roots, backend):
+    """An installation path that holds the workspace (a venv around the project,
+    Debian's prefix /usr around /usr/src/app) is bound by nothing, so a link in the root
+    is not held by lying inside it: only a part of the installation the call binds
+    read-only (inside a root) holds a link."""
+    ws, temp, _ = roots
+    link = ws / "tool"
+    link.symlink_to(ws.parent)
+    guard = guard_call(
+        backend,
+        WW,
+        str(ws),
+        [str(temp)],
+        mounts=True,
+        installation=[str(ws.parent)],
+        installation_links=[str(link)],
+    )
+    assert guard.refusal is not None and str(link) in guard.refusal
+
+
+def test_the_plain_tier_refuses_an_installation_in_the_root_in_its_own_words(roots):
+    """Where nothing binds, a link inside the installation (a venv's own bin/python)
+    is not held either; the refusal is the installation's, which says what to do."""
+    ws, temp, _ = roots
+    (ws / "venv" / "bin").mkdir(parents=True)
+    (ws / "venv" / "bin" / "python").symlink_to("/usr/bin/env")
+    guard = guard_call(
+        ll.NAME,
+        WW,
+        str(ws),
+        [str(temp)],
+        installation=[str(ws / "venv")],
+        installation_links=[str(ws / "venv" / "bin" / "python")],
+    )
+    assert guard.refusal is not None
+    assert guard.refusal.startswith(f"stockade's installation ({ws / 'venv'}) lies inside")
 
 
 def test_a_link_to_the_installation_may_be_accepted_as_a_partial_claim(roots):

@@ -141,7 +141,68 @@ def test_the_links_on_the_way_are_found_through_a_chain(area: Area):
     found = json.loads(done.stdout)
     assert str(area.root / "via") in found
     assert str(area.outside / "venv") in found
-    # (A real venv's bin/python is itself a link to the base interpreter.)
-    assert os.path.realpath(area.root / "via" / "bin" / "python") == os.path.realpath(
-        venv / "bin" / "python"
+
+
+def test_a_dot_dot_after_a_link_leaves_the_links_target_and_the_link_is_found(area: Area):
+    """`ws/l/../x` resolves `..` from where `ws/l` leads, as the kernel does (a textual
+    normalization would drop the link), and an import directory reached so is found."""
+    (area.outside / "deep" / "lib").mkdir(parents=True)
+    (area.root / "l").symlink_to(area.outside / "deep" / "lib")
+    spelled = f"{area.root}/l/../lib"
+    done = _run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys; from stockade.trust import installation_links; "
+            f"sys.path.append({spelled!r}); print(json.dumps(installation_links()))",
+        ],
+        area.outside,
     )
+    assert done.returncode == 0, done
+    assert str(area.root / "l") in json.loads(done.stdout)
+
+
+def test_an_import_directory_through_a_link_in_the_workspace_is_refused(area: Area, backend: str):
+    """PYTHONPATH through a link in the workspace: the next stockade process, and this
+    one's own imports after its command, would read what the command re-pointed it to."""
+    (area.tools / "lib").mkdir()
+    (area.root / "lib").symlink_to(area.tools / "lib")
+    done = subprocess.run(
+        [*_start("script", _venv()), "exec", "--backend", backend, "--", "touch", "ran"],
+        cwd=area.root,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(area.root / "lib")},
+    )
+    assert done.returncode == REFUSED, done
+    assert f"started through the symlink {area.root / 'lib'}, " in done.stderr
+    assert not (area.root / "ran").exists()
+
+
+def test_a_missing_import_directory_in_the_workspace_stays_missing(area: Area, backend: str):
+    """PYTHONPATH naming a directory the workspace does not have yet: what a command made
+    there would be imported before the standard library (a json.py) by the next stockade
+    process. It is blocked for the call; the control, the same call without it, makes it."""
+    script = 'mkdir -p missing && echo "raise SystemExit(9)" > missing/json.py'
+    argv = [*_start("script", _venv()), "exec", "--backend", backend, "--", "sh", "-c", script]
+    environ = {**os.environ, "PYTHONPATH": str(area.root / "missing")}
+    done = subprocess.run(
+        argv, cwd=area.root, capture_output=True, text=True, env=environ, timeout=60
+    )
+    assert done.returncode != 0, done
+    assert not (area.root / "missing" / "json.py").exists()
+    control = subprocess.run(argv, cwd=area.root, capture_output=True, text=True, timeout=60)
+    assert control.returncode == 0, control
+    assert (area.root / "missing" / "json.py").exists()
+
+
+def test_the_base_interpreters_prefix_is_part_of_the_installation():
+    """Beneath a venv, the interpreter's own installation (its shared library, the links
+    to it, a python311.zip it would import first) is what the next process runs too."""
+    from stockade.trust import installation_paths
+
+    found = installation_paths()
+    assert os.path.realpath(sys.base_prefix) in found
+    assert all(os.path.realpath(entry) in found for entry in sys.path if entry.endswith(".zip"))

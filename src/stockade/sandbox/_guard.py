@@ -94,13 +94,14 @@ def runner_refusal(
 
 
 def _relinkable_installation(
-    links: Sequence[str], installation: Sequence[str], real_roots: Sequence[str]
+    links: Sequence[str], held: Sequence[str], real_roots: Sequence[str]
 ) -> tuple[str, str] | None:
     """The first of `links` (real directories joined with a name) that lies in one of
-    `real_roots` and not inside the installation, with that root; None when none does."""
+    `real_roots` and not inside a path of `held` (the installation's paths the call
+    binds read-only), with that root; None when none does."""
     for link in links:
         where = next((r for r in real_roots if is_under(os.path.dirname(link), r)), None)
-        if where is not None and not any(is_under(link, path) for path in installation):
+        if where is not None and not any(is_under(link, path) for path in held):
             return link, where
     return None
 
@@ -110,9 +111,10 @@ def _relinked_refusal(link: str, where: str) -> str:
         f"stockade was started through the symlink {link}, inside the writable root "
         f"{where}: a workspace-write command could re-point it, and the next stockade "
         "process started that way would run what the command chose; start stockade by "
-        f"a path with no link inside a writable root (here {os.path.realpath(link)}), "
-        "or set allow_unprotected_installation: true in the stockade.sandbox.local "
-        "entry to accept a partial claim"
+        f"a path with no link inside a writable root (that link leads to "
+        f"{os.path.realpath(link)}), or keep its interpreter and venv outside the "
+        "workspace (or set allow_unprotected_installation: true in the "
+        "stockade.sandbox.local entry to accept a partial claim)"
     )
 
 
@@ -205,20 +207,26 @@ def guard_call(
     # Real paths already (trust.installation_paths), resolved when the process began:
     # only a path outside every root could re-point them, out of a command's reach.
     own = [path for path in installation if any(is_under(path, r) for r in real_roots)]
-    # But the way there as written (a venv reached through a link in the workspace):
-    # a link a command could re-point for the next stockade process, or this one's
-    # next import, which no bind holds (it would hold where the link leads).
-    relinked = _relinkable_installation(installation_links, installation, real_roots)
-    if relinked is not None:
-        relinked_path, link_root = relinked
-        if not allow_unprotected_installation:
-            return Guard((), (), _relinked_refusal(relinked_path, link_root))
-        repository_gaps.append(f"stockade was started through the link {relinked_path}")
     files = [path for path in trusted_files if inside(path)]
 
     kind = known(backend)
+    binding = (kind is not None and kind.PROTECTS) or mounts
+    # But the way there as written (a venv reached through a link in the workspace):
+    # a link a command could re-point for the next stockade process, or this one's
+    # next import, which no bind holds (it would hold where the link leads). Only one
+    # inside a part of the installation this call binds read-only is held.
+    held = own if binding else []
+    relinked = _relinkable_installation(installation_links, held, real_roots)
+    if relinked is not None:
+        relinked_path, link_root = relinked
+        if not allow_unprotected_installation and (binding or not own):
+            return Guard((), (), _relinked_refusal(relinked_path, link_root))
+        # (Where nothing binds and the installation lies in the root, that is refused
+        # below in its own words.)
+        repository_gaps.append(f"stockade was started through the link {relinked_path}")
+
     # A backend that binds (or denies) protected paths inside a writable grant.
-    if (kind is not None and kind.PROTECTS) or mounts:
+    if binding:
         # A path whose real path is itself has no link on its way (the common case).
         maybe_linked = [p for p in metadata if facts.realpath(os.path.normpath(p)) != p.rstrip("/")]
         links = sorted(

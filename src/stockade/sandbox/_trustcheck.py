@@ -57,7 +57,11 @@ def trust_checks(
     for path in installation_paths():
         where = _inside(path, roots)
         if where is None:
-            problem = check_trusted(path, (), what="stockade's installation")
+            # An import directory that does not exist (a python311.zip never made) is
+            # named so that a call blocks it inside a root; outside, there is nothing.
+            problem = check_trusted(
+                path, (), what="stockade's installation", must_exist=os.path.lexists(path)
+            )
             how = problem.message("fix its owner or mode") if problem else "outside every root"
             status = "trusted" if problem is None else "untrusted"
             checks.append(TrustCheck("installation", path, problem is None, how, status))

@@ -97,8 +97,12 @@ def installation_paths() -> tuple[str, ...]:
     """The files and directories whose contents the next stockade process runs.
 
     The package directory, the interpreter and its standard library, the prefix
-    (a venv: its console script, site-packages and .pth files) and every import
-    directory on sys.path except the current directory (which `python -m` adds).
+    (a venv: its console script, site-packages and .pth files), the base prefix (the
+    interpreter's own installation beneath a venv: its shared library, the links to
+    it, a `python311.zip` it would import first) and every import directory on
+    sys.path except the current directory (which `python -m` adds). An import entry
+    that does not exist is named too (as the real path of its parent joined with its
+    name): what a command made there would be imported first, so the guard blocks it.
     """
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     cwd = os.path.realpath(os.getcwd()) if _cwd_exists() else None
@@ -107,11 +111,18 @@ def installation_paths() -> tuple[str, ...]:
         os.path.realpath(sys.executable) if sys.executable else "",
         sys.prefix,
         sys.exec_prefix,
+        sys.base_prefix,
+        sys.base_exec_prefix,
         os.path.dirname(os.path.realpath(os.__file__)),
     ]
+    missing: list[str] = []
     for entry in sys.path:
-        if entry and os.path.isdir(entry):
+        if not entry:
+            continue
+        if os.path.isdir(entry):
             candidates.append(entry)
+        elif not os.path.lexists(entry) and os.path.isabs(entry):
+            missing.append(entry)
     found: list[str] = []
     for candidate in candidates:
         if not candidate or not os.path.exists(candidate):
@@ -120,12 +131,17 @@ def installation_paths() -> tuple[str, ...]:
         if real == cwd:
             continue
         found.append(real)
+    found += [os.path.realpath(entry) for entry in missing]
     return tuple(dict.fromkeys(found))
 
 
-# installation_links(), resolved once a process (what it reads does not change under it:
-# a link outside every writable root is out of a command's reach, one inside is refused).
-_LINKS: list[tuple[str, ...]] = []
+# installation_links()'s answer for the spellings it was asked of (a link outside every
+# writable root is out of a command's reach, one inside is refused): resolved again only
+# when they change (an embedder adding to sys.path).
+_LINKS: dict[tuple[str, ...], tuple[str, ...]] = {}
+# Where this process was when this module was imported: a relative argv[0] names a path
+# from there, whatever directory a long-lived harness moves to since.
+_START: list[str] = []
 
 
 def installation_links() -> tuple[str, ...]:
@@ -135,19 +151,29 @@ def installation_links() -> tuple[str, ...]:
     its name. `installation_paths` protects where they lead now; a link inside a
     writable root could be re-pointed, so that the next stockade process started the
     same way (or this one's next import) runs what a command chose: the guard refuses
-    such a call (`sandbox._guard`). Resolved once a process."""
-    if not _LINKS:
-        spellings = [sys.executable, sys.prefix, sys.exec_prefix]
-        if sys.argv and os.sep in sys.argv[0]:
-            spellings.append(sys.argv[0])
-        spellings += [entry for entry in sys.path if entry]
+    such a call (`sandbox._guard`). Resolved again only when those paths change.
+    Each path is joined to the directory it was relative to, never normalized: a `..`
+    after a link leaves the link's target, as the kernel resolves it."""
+    spellings: tuple[str, ...] = (sys.executable, sys.prefix, sys.exec_prefix, sys.base_prefix)
+    spellings += (sys.argv[0],) if sys.argv and os.sep in sys.argv[0] else ()
+    spellings += tuple(entry for entry in sys.path if entry)
+    known = _LINKS.get(spellings)
+    if known is None:
         found: dict[str, None] = {}
         seen: dict[str, str | None] = {}
         for spelled in spellings:
             if spelled:
-                _links_on_the_way(os.path.abspath(spelled), found, seen)
-        _LINKS.append(tuple(found))
-    return _LINKS[0]
+                _links_on_the_way(os.path.join(_start(), spelled), found, seen)
+        known = tuple(found)
+        _LINKS.clear()
+        _LINKS[spellings] = known
+    return known
+
+
+def _start() -> str:
+    if not _START:
+        _START.append(os.getcwd() if _cwd_exists() else os.sep)
+    return _START[0]
 
 
 def _links_on_the_way(path: str, found: dict[str, None], seen: dict[str, str | None]) -> None:
@@ -188,6 +214,9 @@ def _cwd_exists() -> bool:
     except OSError:
         return False
     return True
+
+
+_start()  # recorded now (see _START)
 
 
 def broad_root_refusal(
