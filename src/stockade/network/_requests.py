@@ -328,10 +328,10 @@ def answer_secrets(
     value (an origin behind a shared front could echo another host's too), each
     replaced by its placeholder, or for the header form a marker naming it; none when
     no credential names `host` (no value went there). `headers` are the request's as
-    the client sent them: the `Basic` users they name."""
+    the client sent them: the `Basic` users they name beside a placeholder."""
     if not broker.credentials_for(host):
         return ()
-    users = basic_users(headers)
+    users = basic_users(headers, (c.placeholder for c in broker.credentials if c.placeholder))
     return tuple(
         Secretive(
             credential.value.reveal(),
