@@ -67,14 +67,17 @@ held.sendall(b"held")
 bridges = []
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
-        argv0 = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0]
+        words = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        argv0 = words[0]
         status = dict(
             line.split(":\t", 1) for line in open(f"/proc/{pid}/status").read().splitlines()
             if ":\t" in line
         )
     except OSError:
         continue
-    if argv0.endswith(b"landlock-run") and status["Seccomp"].strip() == "2":
+    # This call's (a PID namespace shared with the host shows another call's too).
+    ours = f"{port}:{proxy}".encode() in words
+    if argv0.endswith(b"landlock-run") and ours and status["Seccomp"].strip() == "2":
         bridges.append({
             "caps": [int(status[k], 16) for k in ("CapPrm", "CapEff", "CapBnd", "CapAmb")],
             "no_new_privs": status["NoNewPrivs"].strip(),
