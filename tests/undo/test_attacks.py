@@ -15,7 +15,7 @@ import trio
 from stockade import open_harness
 from stockade.harness import UndoRefused
 
-from ..support import REAL_BACKENDS, require_backend
+from ..support import REAL_BACKENDS, need, require_backend
 from .conftest import composition
 
 
@@ -154,3 +154,30 @@ async def test_control_the_same_command_run_plainly_leaves_its_daemon(root):
     assert b"started" in process.stdout
     await trio.sleep(2.5)
     assert (root / "late.txt").read_text() == "late\n"
+
+
+@pytest.mark.parametrize("backend", REAL_BACKENDS)
+async def test_a_commands_git_exclude_file_hides_nothing_from_the_history(state_dir, root, backend):
+    """`.git/info/exclude` is not recorded (`.git` is not) and a command may write it: a
+    later harness that read it dropped every path it named, so the next call's
+    `rm -rf src` was recorded as nothing and could not be undone. The history reads only
+    the `.gitignore` files, which are recorded themselves."""
+    require_backend(backend)
+    need("git")
+    await trio.run_process(["git", "init", "-q", str(root)])
+    (root / "src").mkdir()
+    (root / "src" / "thesis.tex").write_text("precious\n")
+    config = composition(state_dir, backend=backend)
+    async with open_harness(config) as harness:
+        session = await harness.open_session(cwd=root)
+        planted = await session.run_tool("bash", {"command": "echo '*' >> .git/info/exclude"})
+        assert planted.facts.get("exit_code") == 0, planted.text
+    assert (root / ".git" / "info" / "exclude").read_text().endswith("*\n")  # it is there
+    async with open_harness(config) as harness:
+        session = await harness.open_session(cwd=root)
+        removed = await session.run_tool("bash", {"command": "rm -rf src"})
+        assert removed.facts["changed"]["deleted"] >= 1, removed.facts["changed"]
+        (call,) = [c.seq for c in await session.undoable_calls()]  # this harness's one
+        outcome = await session.undo(call)
+        assert outcome.created >= 1, outcome
+    assert (root / "src" / "thesis.tex").read_text() == "precious\n"

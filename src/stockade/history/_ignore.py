@@ -115,8 +115,8 @@ def _star_runs(segment: str) -> list[str]:
 
 @attrs.frozen
 class IgnoreRules:
-    """The rules in force: one spec per directory holding a `.gitignore` ("" the root,
-    whose spec also holds `.git/info/exclude`). A value: `with_file` makes the next.
+    """The rules in force: one spec per directory holding a `.gitignore` ("" the root).
+    A value: `with_file` makes the next.
 
     `budget`: the most rules one path may be judged by (None: no bound); all the
     directories' together may hold RULES_TOTAL_FACTOR times as many. Past either,

@@ -17,7 +17,7 @@ import attrs
 
 from ..reprs import fields_repr
 from ..trust import placeholder_text
-from ._ignore import GIT, GITIGNORE, IgnoreRules
+from ._ignore import GITIGNORE, IgnoreRules
 from ._index import Known, stamp_of, stat_key
 from ._inotify import (
     DIRECTORY_MASK,
@@ -322,17 +322,11 @@ class Looker:
         self.trusted_devices.add(device)
 
     def _ignore_texts(self, fd: int, directory: str) -> list[bytes]:
-        texts = []
+        # Only the `.gitignore` files, which are in the tree and so recorded: never
+        # `.git/info/exclude`, which a command may write unseen (`.git` is not recorded)
+        # to make a later harness drop the paths it names and not record their changes.
         own = read_small(fd, GITIGNORE)
-        if own is not None:
-            texts.append(own)
-        if not directory:
-            info = self.beneath.dir(f"{GIT}/info")
-            if info is not None:
-                exclude = read_small(info, "exclude")
-                if exclude is not None:
-                    texts.insert(0, exclude)
-        return texts
+        return [] if own is None else [own]
 
 
 def _listing(fd: int) -> Iterator[os.DirEntry[str]]:

@@ -46,8 +46,8 @@ class HistoryConfig:
     refuses every window), so a command that makes millions of files costs the harness
     a bounded look, not millions of entries at every call. Its default keeps one root
     near 180 MiB of memory (about 0.9 KiB a path, measured). `rules_budget`: the most
-    ignore rules one path may be judged by (its `.gitignore` files' and the root's
-    `.git/info/exclude`, from the root down), and RULES_TOTAL_FACTOR times it in all the
+    ignore rules one path may be judged by (its `.gitignore` files', from the root
+    down), and RULES_TOTAL_FACTOR times it in all the
     root's ignore files together; past either the root's history stops too, so a
     command that writes long ignore files (each may hold a MiB of rules) costs the
     harness a bounded look. `record_ignored`:
