@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ import trio
 from stockade import open_harness
 from stockade.harness import UndoRefused
 
-from ..support import REAL_BACKENDS, need, require_backend
+from ..support import IN_CI, IS_ROOT, REAL_BACKENDS, need, require_backend
 from .conftest import composition
 
 
@@ -181,3 +183,47 @@ async def test_a_commands_git_exclude_file_hides_nothing_from_the_history(state_
         outcome = await session.undo(call)
         assert outcome.created >= 1, outcome
     assert (root / "src" / "thesis.tex").read_text() == "precious\n"
+
+
+@pytest.fixture
+def small_root(scratch) -> Iterator[Path]:
+    """A workspace root on a 128 MiB tmpfs of its own (mounted as root)."""
+    if not IS_ROOT:
+        message = "mounting a small filesystem needs root"
+        if IN_CI:
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+    path = Path(scratch) / "small"
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+async def test_an_undo_that_would_fill_the_disk_is_refused_and_changes_nothing(
+    state_dir, small_root
+):
+    """A sparse 32 MiB file and five more names for it cost the command nothing on disk;
+    undoing their removal writes each name whole, 192 MiB on a 128 MiB filesystem (a
+    real disk: gigabytes, as root). Refused before anything is touched. The control:
+    the undo of one such name is done, and does take its full 32 MiB."""
+    root = small_root
+    async with open_harness(composition(state_dir)) as harness:
+        session = await harness.open_session(cwd=root)
+        made = "truncate -s 32M big && for i in 1 2 3 4 5; do ln big l$i; done"
+        assert (await session.run_tool("bash", {"command": made})).facts.get("exit_code") == 0
+        await session.run_tool("bash", {"command": "rm -f big l1 l2 l3 l4 l5"})
+        calls = [c.seq for c in await session.undoable_calls()]
+        with pytest.raises(UndoRefused, match=r"would write \d+ bytes where \d+ are free"):
+            await session.undo(calls[-1])
+        names = ("big", "l1", "l2", "l3", "l4", "l5")
+        assert not any(os.path.lexists(root / name) for name in names)  # nothing put back
+        assert not [p for p in root.iterdir() if p.name.startswith(".stockade")]  # nor half
+        await session.run_tool("bash", {"command": "truncate -s 32M one"})
+        await session.run_tool("bash", {"command": "rm one"})
+        calls = [c.seq for c in await session.undoable_calls()]
+        outcome = await session.undo(calls[-1])
+        assert outcome.created == 1
+    assert os.stat(root / "one").st_blocks * 512 >= 32 << 20  # written whole: 32 MiB

@@ -19,7 +19,7 @@ from ..reprs import fields_repr
 from ._inotify import sync_filesystem
 from ._model import Entry, parent_of, tree_order
 from ._plan import Plan
-from ._store import SnapshotStore
+from ._store import SnapshotStore, StoreError
 from ._walk import DIRECTORY_FLAGS, Beneath
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -33,6 +33,35 @@ class Applied:
 
     done: tuple[str, ...] = ()
     left: tuple[tuple[str, str], ...] = ()
+
+
+# What an undo leaves free on the root's filesystem, beside what it writes: 256 MiB, or a
+# twentieth of a smaller filesystem.
+ROOM_KEPT = 256 << 20
+
+
+class NoRoom(StoreError):
+    """A plan would write more than the root's filesystem has free (refused before
+    anything is touched, as a store that cannot give a content back is)."""
+
+
+def _check_room(root_fd: int, wanted: int) -> None:
+    """NoRoom when writing `wanted` bytes would leave the root's filesystem less than
+    ROOM_KEPT free to an unprivileged writer (root's own reserve is never used). An
+    undo writes each file whole: a sparse file, or each name of a hard-linked one, takes
+    its full size (32 MiB of holes and 100 links made 3.2 GB)."""
+    try:
+        info = os.fstatvfs(root_fd)
+    except OSError:
+        return
+    free = info.f_bavail * info.f_frsize
+    kept = min(ROOM_KEPT, info.f_blocks * info.f_frsize // 20)
+    if wanted + kept > free:
+        raise NoRoom(
+            f"it would write {wanted} bytes where {free} are free on the root's "
+            "filesystem (each file is written whole: a sparse file, or each name of a "
+            "hard-linked one, takes its full size)"
+        )
 
 
 class _Left(Exception):
@@ -119,9 +148,12 @@ def apply_plan(root_fd: int, plan: Plan, store: SnapshotStore) -> Applied:
     first), then directories, files and links (shallowest first), then directory modes
     (deepest first, so a read-only directory is filled before it is closed). A content
     the store cannot give back intact raises `StoreError` before anything is touched."""
+    wanted = 0
     for target in plan.targets.values():
         if target is not None and target.kind == "file" and target.digest is not None:
-            store.get(target.digest)  # every content checked before anything is touched
+            # Every content checked before anything is touched, and the room it needs.
+            wanted += len(store.get(target.digest))
+    _check_room(root_fd, wanted)
     left: dict[str, str] = {}
     done: list[str] = []
     beneath = Beneath(root_fd)
