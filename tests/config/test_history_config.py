@@ -31,7 +31,7 @@ def test_on_by_default_and_off_when_asked(tmp_path):
 def test_a_mapping_sets_each_key(tmp_path):
     value = (
         "{record_ignored: true, record_git: true, file_budget: 1024, paths_budget: 500, "
-        "rules_budget: 50, listed_paths: 5, baseline_wait: 0}"
+        "rules_budget: 50, bytes_budget: 4096, listed_paths: 5, baseline_wait: 0}"
     )
     assert _history(tmp_path, value) == HistorySettings(
         record_ignored=True,
@@ -39,6 +39,7 @@ def test_a_mapping_sets_each_key(tmp_path):
         file_budget=1024,
         paths_budget=500,
         rules_budget=50,
+        bytes_budget=4096,
         listed_paths=5,
         baseline_wait=0.0,
     )
@@ -66,6 +67,12 @@ def test_the_rules_budget_reaches_the_history_and_defaults_alike(tmp_path):
     assert HistorySettings().rules_budget == HistoryConfig().rules_budget == 500
 
 
+def test_the_bytes_budget_reaches_the_history_and_defaults_alike(tmp_path):
+    composition = load(tmp_path, BASH.format(kind="local", value="{bytes_budget: 4096}"))
+    assert _history_setup(composition, _Logs()).config.bytes_budget == 4096
+    assert HistorySettings().bytes_budget == HistoryConfig().bytes_budget == 256 << 20
+
+
 def test_mistakes_are_refused_with_their_key(tmp_path):
     (line,) = errors(tmp_path, BASH.format(kind="local", value="sometimes"))
     assert "history" in line and "on, off or a mapping" in line
@@ -78,5 +85,8 @@ def test_mistakes_are_refused_with_their_key(tmp_path):
         value = f"{{rules_budget: {wrong}}}"
         (line,) = errors(tmp_path, BASH.format(kind="local", value=value))
         assert "history.rules_budget" in line and "\n" not in line, line
+        value = f"{{bytes_budget: {wrong}}}"
+        (line,) = errors(tmp_path, BASH.format(kind="local", value=value))
+        assert "history.bytes_budget" in line and "\n" not in line, line
     (line,) = errors(tmp_path, BASH.format(kind="local", value="{colour: red}"))
     assert "unknown key 'colour'" in line and "baseline_wait" in line

@@ -149,3 +149,19 @@ def test_a_summary_counts_everything_and_lists_a_bounded_few():
     assert summary.created_paths == ("p00", "p01", "p02", "p03", "p04")
     facts = summary.facts()
     assert facts["listed_all"] is False and facts["paths"]["deleted"] == ["gone"]
+    assert "not_recorded_why" not in facts  # every new state recorded
+
+
+def test_a_summary_says_why_files_are_not_recorded_and_how_many_it_did_not_name():
+    big = Entry("file", 0o644, 10**9, unrecorded="over the size budget", stamp="s")
+    spent = Entry("file", 0o644, 10, unrecorded="past the byte budget of one look (bytes_budget)")
+    fifo = Entry("other", 0o644, unrecorded="not a regular file")
+    items = {f"s{i}": (None, spent) for i in range(8)} | {"big": (None, big), "p": (None, fifo)}
+    facts = ChangeSummary.of(Change(items), 3).facts()
+    assert facts["not_recorded"] == ["big", "p", "s0"]
+    assert facts["not_recorded_more"] == 7
+    assert facts["not_recorded_why"] == [
+        "not a regular file",
+        "over the size budget",
+        "past the byte budget of one look (bytes_budget)",
+    ]

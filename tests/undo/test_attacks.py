@@ -227,3 +227,25 @@ async def test_an_undo_that_would_fill_the_disk_is_refused_and_changes_nothing(
         outcome = await session.undo(calls[-1])
         assert outcome.created == 1
     assert os.stat(root / "one").st_blocks * 512 >= 32 << 20  # written whole: 32 MiB
+
+
+async def test_many_sparse_files_cost_a_boundary_its_bytes_budget_not_their_size(state_dir, root):
+    """Sparse 32 MiB files cost the command nothing on disk; read whole they cost the
+    harness their size after the call, outside its timeout (an audit's reproduction:
+    a hundred took 20 s). Of twenty, 256 MiB are read now, eight files; the other 12 are
+    reported, not stored. The control: under a budget that does not bind, all are read."""
+    made = "for i in $(seq 20); do truncate -s 32M f$i; done"
+    async with open_harness(composition(state_dir)) as harness:
+        session = await harness.open_session(cwd=root)
+        result = await session.run_tool("bash", {"command": made})
+        changed = result.facts["changed"]
+    assert changed["created"] == 20 and len(changed["not_recorded"]) == 12, changed
+    assert changed["not_recorded_why"] == ["past the byte budget of one look (bytes_budget)"]
+    control_root = root / "control"
+    control_root.mkdir()
+    control = composition(state_dir + "-control", history={"bytes_budget": 4 << 30})
+    async with open_harness(control) as harness:
+        session = await harness.open_session(cwd=control_root)
+        result = await session.run_tool("bash", {"command": made})
+        changed = result.facts["changed"]
+    assert changed["created"] == 20 and not changed["not_recorded"], changed

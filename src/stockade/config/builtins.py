@@ -94,6 +94,8 @@ DEFAULT_FILE_BUDGET: Final = PositiveInt(32 * MIB)
 DEFAULT_PATHS_BUDGET: Final = PositiveInt(200_000)
 # history.config.DEFAULT_RULES_BUDGET (tests/config keep them equal).
 DEFAULT_RULES_BUDGET: Final = PositiveInt(500)
+# history.config.DEFAULT_BYTES_BUDGET (tests/config keep them equal).
+DEFAULT_BYTES_BUDGET: Final = PositiveInt(256 * MIB)
 DEFAULT_LISTED_PATHS: Final = PositiveInt(20)
 DEFAULT_BASELINE_WAIT: Final = NonNegativeFloat(10.0)
 
@@ -106,7 +108,9 @@ class HistorySettings:
     `paths_budget`: the most paths a root's history holds (and one look at it lists),
     past which that root's history stops until the harness restarts; `rules_budget`:
     the most ignore rules one path is judged by (and 20 times it in all the root's
-    ignore files), past which it stops too;
+    ignore files), past which it stops too; `bytes_budget` (bytes): the most content
+    one call's boundary reads (16 times it a harness's first look at the root), past
+    which a file is reported and not stored, as one over `file_budget`;
     `record_ignored`: what `.gitignore` leaves out too; `record_git`: `.git` too;
     `listed_paths`: how many paths a result names; `baseline_wait` (seconds): how long
     a call waits for the first look at a large root before it runs unrecorded."""
@@ -119,6 +123,7 @@ class HistorySettings:
     file_budget: PositiveInt = DEFAULT_FILE_BUDGET
     paths_budget: PositiveInt = DEFAULT_PATHS_BUDGET
     rules_budget: PositiveInt = DEFAULT_RULES_BUDGET
+    bytes_budget: PositiveInt = DEFAULT_BYTES_BUDGET
     listed_paths: PositiveInt = DEFAULT_LISTED_PATHS
     baseline_wait: NonNegativeFloat = DEFAULT_BASELINE_WAIT
 
@@ -130,7 +135,7 @@ class HistorySettings:
             return cls(enabled=False)
         raise WrongType(
             "on, off or a mapping (record_ignored, record_git, file_budget, paths_budget, "
-            "rules_budget, listed_paths, baseline_wait)",
+            "rules_budget, bytes_budget, listed_paths, baseline_wait)",
             value,
         )
 

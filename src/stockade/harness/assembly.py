@@ -295,6 +295,7 @@ def _history_setup(composition: Composition, store: Any) -> HistorySetup:
             file_budget=settings.file_budget,
             paths_budget=settings.paths_budget,
             rules_budget=settings.rules_budget,
+            bytes_budget=settings.bytes_budget,
             record_ignored=settings.record_ignored,
             record_git=settings.record_git,
             listed_paths=settings.listed_paths,

@@ -19,7 +19,7 @@ from ..reprs import fields_repr
 from ._inotify import sync_filesystem
 from ._model import Entry, parent_of, tree_order
 from ._plan import Plan
-from ._store import SnapshotStore, StoreError
+from ._store import SnapshotStore, StoreError, room_left
 from ._walk import DIRECTORY_FLAGS, Beneath
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -33,11 +33,6 @@ class Applied:
 
     done: tuple[str, ...] = ()
     left: tuple[tuple[str, str], ...] = ()
-
-
-# What an undo leaves free on the root's filesystem, beside what it writes: 256 MiB, or a
-# twentieth of a smaller filesystem.
-ROOM_KEPT = 256 << 20
 
 
 class NoRoom(StoreError):
@@ -54,9 +49,8 @@ def _check_room(root_fd: int, wanted: int) -> None:
         info = os.fstatvfs(root_fd)
     except OSError:
         return
-    free = info.f_bavail * info.f_frsize
-    kept = min(ROOM_KEPT, info.f_blocks * info.f_frsize // 20)
-    if wanted + kept > free:
+    if wanted > room_left(info):
+        free = info.f_bavail * info.f_frsize
         raise NoRoom(
             f"it would write {wanted} bytes where {free} are free on the root's "
             "filesystem (each file is written whole: a sparse file, or each name of a "

@@ -24,6 +24,8 @@ OVER_BUDGET = "over the size budget"
 UNREADABLE = "unreadable"
 CHANGING = "changing while it was read"
 NOT_REGULAR = "not a regular file"
+SPENT = "past the byte budget of one look (bytes_budget)"
+NO_ROOM = "no room for it on the snapshot store's filesystem"
 
 
 class Entry(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -116,6 +118,16 @@ class Change:
         return sorted(
             p for p, (_, after) in self.items.items() if after is not None and not after.recorded
         )
+
+    @property
+    def unrecorded_why(self) -> tuple[str, ...]:
+        """Why the `unrecorded` paths are not recorded, each reason once."""
+        reasons = {
+            after.unrecorded or NOT_REGULAR
+            for _, after in self.items.values()
+            if after is not None and not after.recorded
+        }
+        return tuple(sorted(reasons))
 
 
 def differences(

@@ -33,6 +33,18 @@ _entry_encoder = msgspec.msgpack.Encoder()
 _entry_decoder = msgspec.msgpack.Decoder(Entry)
 
 
+# What the store and an undo leave free on a filesystem beside what they write: 256 MiB,
+# or a twentieth of a smaller filesystem.
+ROOM_KEPT = 256 << 20
+
+
+def room_left(info: os.statvfs_result) -> int:
+    """How many bytes an unprivileged writer may still write on the filesystem `info`
+    describes and leave ROOM_KEPT free (root's own reserve is never counted)."""
+    free = info.f_bavail * info.f_frsize
+    return free - min(ROOM_KEPT, info.f_blocks * info.f_frsize // 20)
+
+
 class StoreError(StockadeError):
     """The snapshot store cannot be used (its place is not allowed, or it is damaged)."""
 
@@ -103,6 +115,14 @@ class SnapshotStore:
             self._db.execute("commit")
 
     # --- objects ---------------------------------------------------------------------------
+
+    def room(self) -> int:
+        """How many bytes of content the store may still take (room_left of its
+        filesystem; unbounded when the filesystem cannot say)."""
+        try:
+            return room_left(os.statvfs(self.directory))
+        except OSError:
+            return 1 << 62
 
     def has(self, digest: str) -> bool:
         with self._lock:

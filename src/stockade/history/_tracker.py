@@ -35,9 +35,9 @@ from ._model import (
 )
 from ._plan import Plan, Record, plan_restore, plan_undo, restore_scope, undo_scope
 from ._store import SnapshotStore
-from ._walk import Beneath, Found, Looker, TooManyPaths, Watcher, WatchingStopped
+from ._walk import Beneath, Found, Looker, Reading, TooManyPaths, Watcher, WatchingStopped
 from ._watches import Nominations
-from .config import HistoryConfig
+from .config import FIRST_LOOK_FACTOR, HistoryConfig
 from .events import RecordRef
 
 OVERFLOW = "the kernel's event queue overflowed"
@@ -132,6 +132,8 @@ class Tracker:
         # look (bounded by the budget) is the cheaper way to catch up.
         self._whole = False
         self._partial_left = config.paths_budget
+        # What this boundary may still read (bytes_budget; reset at each boundary).
+        self._reading = Reading(config.bytes_budget)
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -176,6 +178,7 @@ class Tracker:
             self.store,
             self.config.file_budget,
             prior.get,
+            self._reading,
             self.watcher,
             os.fstat(self.root_fd).st_dev,
             limit=limit,
@@ -204,6 +207,7 @@ class Tracker:
 
     def _first_look(self) -> None:
         known = self.store.known(self._identity)
+        self._reading = Reading.of(self.config.bytes_budget * FIRST_LOOK_FACTOR, self.store)
         with self.store.batch():
             found = self._look_everywhere(known)
             for path in sorted(found.entries, key=lambda p: p.count("/")):
@@ -359,12 +363,14 @@ class Tracker:
         self._whole = False
         self._partial_left = self.config.paths_budget
         if self.watcher is None:
+            self._reading = Reading.of(self.config.bytes_budget, self.store)
             with self.store.batch():
                 self._rescan("", None)
             return
         nominations = self.watcher.take()
         if not nominations:
             return
+        self._reading = Reading.of(self.config.bytes_budget, self.store)
         with self.store.batch():
             if nominations.whole:
                 self._rescan("", _why_whole(nominations))

@@ -18,7 +18,7 @@ import attrs
 from ..reprs import fields_repr
 from ..trust import placeholder_text
 from ._ignore import GITIGNORE, IgnoreRules
-from ._index import Known, stamp_of, stat_key
+from ._index import Known, StatKey, stamp_of, stat_key
 from ._inotify import (
     DIRECTORY_MASK,
     FILE_MASK,
@@ -29,7 +29,16 @@ from ._inotify import (
     filesystem_type,
     watch_path,
 )
-from ._model import CHANGING, NOT_REGULAR, OVER_BUDGET, UNREADABLE, Entry, parent_of
+from ._model import (
+    CHANGING,
+    NO_ROOM,
+    NOT_REGULAR,
+    OVER_BUDGET,
+    SPENT,
+    UNREADABLE,
+    Entry,
+    parent_of,
+)
 from ._store import SnapshotStore
 from ._watches import Nominations, Watches
 
@@ -183,6 +192,27 @@ class Watcher:
 
 
 @attrs.define
+class Reading:
+    """What one boundary may still read: content bytes left (`why` names the bound that
+    ends it), and each hard-linked file read so far by its stat identity, so its other
+    names are not read again (a command's one file with 100 names cost 100 reads)."""
+
+    __repr__ = fields_repr
+
+    left: int
+    why: str = SPENT
+    linked: dict[StatKey, Known] = attrs.field(factory=dict)
+
+    @classmethod
+    def of(cls, budget: int, store: SnapshotStore | None) -> Reading:
+        """`budget` bytes, or less where the store's filesystem has less room: half of
+        it, since the store's write-ahead log holds a boundary's content once more
+        until it is checkpointed."""
+        room = store.room() // 2 if store is not None else budget
+        return cls(room, NO_ROOM) if room < budget else cls(budget)
+
+
+@attrs.define
 class Found:
     """One look at a subtree: every path in it now, and the paths left out as ignored."""
 
@@ -204,6 +234,7 @@ class Looker:
     store: SnapshotStore | None
     budget: int
     prior: Callable[[str], Known | None]
+    reading: Reading | None = None
     watcher: Watcher | None = None
     root_dev: int = 0
     trusted_devices: set[int] = attrs.field(factory=set)
@@ -303,9 +334,9 @@ class Looker:
             if st.st_nlink > 1:
                 self.watcher.share_file(fd, name, path)
         prior = self.prior(path)
-        if prior is not None and prior.still(st):
+        if prior is not None and (prior.still(st) or _left_unread(prior, st)):
             return prior
-        return read_file(fd, name, st, self.budget, self.store)
+        return read_file(fd, name, st, self.budget, self.store, self.reading)
 
     def _check_device(self, fd: int) -> None:
         if self.watcher is None:
@@ -327,6 +358,12 @@ class Looker:
         # to make a later harness drop the paths it names and not record their changes.
         own = read_small(fd, GITIGNORE)
         return [] if own is None else [own]
+
+
+def _left_unread(prior: Known, st: os.stat_result) -> bool:
+    """A file a boundary's byte budget or the store's room left unread stays so until it
+    changes: read now, an unchanged file would look modified (its past is unknown)."""
+    return prior.entry.unrecorded in (SPENT, NO_ROOM) and prior.key == stat_key(st)
 
 
 def _listing(fd: int) -> Iterator[os.DirEntry[str]]:
@@ -384,28 +421,41 @@ def read_small(fd: int, name: str) -> bytes | None:
         os.close(handle)
 
 
-def _read_all(handle: int, limit: int) -> bytes | None:
+def _read_all(handle: int, limit: int) -> tuple[bytes | None, int]:
+    """The file's bytes (None past `limit`) and how many were read."""
     chunks: list[bytes] = []
     total = 0
     while True:
         chunk = os.read(handle, 1 << 20)
         if not chunk:
-            return b"".join(chunks)
+            return b"".join(chunks), total
         total += len(chunk)
         if total > limit:
-            return None
+            return None, total
         chunks.append(chunk)
 
 
 def read_file(
-    fd: int, name: str, st: os.stat_result, budget: int, store: SnapshotStore | None
+    fd: int,
+    name: str,
+    st: os.stat_result,
+    budget: int,
+    store: SnapshotStore | None,
+    reading: Reading | None = None,
 ) -> Known | None:
     """A regular file's entry, its content stored unless the store has it (`store` None:
-    only hashed). Never through a symlink; never more than `budget` bytes."""
+    only hashed). Never through a symlink; never more than `budget` bytes, nor more than
+    `reading` has left (its other names, when hard-linked, are not read again)."""
     mode = stat.S_IMODE(st.st_mode)
     if st.st_size > budget:
         entry = Entry("file", mode, st.st_size, unrecorded=OVER_BUDGET, stamp=stamp_of(st))
         return Known(entry, stat_key(st), time.time_ns())
+    if reading is not None:
+        if st.st_nlink > 1 and (seen := reading.linked.get(stat_key(st))) is not None:
+            return seen
+        if st.st_size > reading.left:
+            entry = Entry("file", mode, st.st_size, unrecorded=reading.why, stamp=stamp_of(st))
+            return Known(entry, stat_key(st), time.time_ns())
     for _ in range(3):
         checked = time.time_ns()
         try:
@@ -415,22 +465,29 @@ def read_file(
                 return None
             entry = Entry("file", mode, st.st_size, unrecorded=UNREADABLE, stamp=stamp_of(st))
             return Known(entry, stat_key(st), checked)
+        limit = budget if reading is None else min(budget, reading.left)
         try:
             first = os.fstat(handle)
             if not stat.S_ISREG(first.st_mode):
                 return None  # replaced since it was listed: its events follow
-            data = _read_all(handle, budget)
+            data, spent = _read_all(handle, limit)
             last = os.fstat(handle)
         finally:
             os.close(handle)
+        if reading is not None:
+            reading.left = max(0, reading.left - spent)  # what was read counts, kept or not
         if data is None:
-            entry = Entry("file", mode, last.st_size, unrecorded=OVER_BUDGET, stamp=stamp_of(last))
+            why = OVER_BUDGET if reading is None or limit == budget else reading.why
+            entry = Entry("file", mode, last.st_size, unrecorded=why, stamp=stamp_of(last))
             return Known(entry, stat_key(last), checked)
         if stat_key(first) == stat_key(last):
             digest = hashlib.sha256(data).hexdigest()
             if store is not None and not store.has(digest):
                 store.put(digest, data)
             entry = Entry("file", stat.S_IMODE(last.st_mode), len(data), digest)
-            return Known(entry, stat_key(last), checked)
+            known = Known(entry, stat_key(last), checked)
+            if reading is not None and last.st_nlink > 1:
+                reading.linked[stat_key(last)] = known
+            return known
     entry = Entry("file", mode, st.st_size, unrecorded=CHANGING, stamp=stamp_of(st))
     return Known(entry, None, time.time_ns())

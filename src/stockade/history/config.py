@@ -22,6 +22,15 @@ DEFAULT_RULES_BUDGET = 500
 # The rules of all a root's ignore files together, as a multiple of the rules budget:
 # compiling one costs about 0.15 ms, so 10,000 about 1.5 s.
 RULES_TOTAL_FACTOR = 20
+# The most content bytes one boundary reads (and so hashes, compresses and stores): a
+# file is read whole, about 300 MB/s for text and 26 MB/s for random bytes here (zlib),
+# so 256 MiB bound one boundary near 1 s for source and 10 s at worst, where a command's
+# 100 sparse files of 32 MiB each cost 20 s and 3.2 GB read at every rewrite.
+DEFAULT_BYTES_BUDGET = 256 * MIB
+# A tracker's first look at a root reads up to this multiple of it: it reads only what
+# changed while nothing watched (a fresh root: everything), and a command's files were
+# met at its call's own boundary under the smaller budget.
+FIRST_LOOK_FACTOR = 16
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -50,7 +59,12 @@ class HistoryConfig:
     down), and RULES_TOTAL_FACTOR times it in all the
     root's ignore files together; past either the root's history stops too, so a
     command that writes long ignore files (each may hold a MiB of rules) costs the
-    harness a bounded look. `record_ignored`:
+    harness a bounded look. `bytes_budget`: the most content bytes one boundary reads
+    (a call's start or end; FIRST_LOOK_FACTOR times it for a tracker's first look at a
+    root): a file past what is left is not recorded, like one over `file_budget`, and
+    stays so until it changes; the names of one hard-linked file are read once. The
+    store also takes no content that would leave its filesystem less than 256 MiB (or a
+    twentieth) free. `record_ignored`:
     record what the root's `.gitignore` files ignore (build output, caches) too.
     `record_git`: record the repository's own `.git` too (off: git keeps its own
     history, and `git status` rewriting its index would count as a change of every
@@ -64,6 +78,7 @@ class HistoryConfig:
     file_budget: int = attrs.field(default=32 * MIB, validator=_positive)
     paths_budget: int = attrs.field(default=DEFAULT_PATHS_BUDGET, validator=_at_least_one)
     rules_budget: int = attrs.field(default=DEFAULT_RULES_BUDGET, validator=_at_least_one)
+    bytes_budget: int = attrs.field(default=DEFAULT_BYTES_BUDGET, validator=_positive)
     record_ignored: bool = False
     record_git: bool = False
     listed_paths: int = attrs.field(default=20, validator=_positive)

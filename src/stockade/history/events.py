@@ -35,6 +35,9 @@ class ChangeSummary(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     deleted_paths: tuple[str, ...] = ()
     unrecorded: int = 0
     unrecorded_paths: tuple[str, ...] = ()
+    # Why those are not recorded (each reason once): over the size budget, past one
+    # look's bytes budget, no room in the store, unreadable, not a regular file.
+    unrecorded_why: tuple[str, ...] = ()
     manifest: str | None = None
     method: str = "watch"
     rescanned: str | None = None
@@ -53,6 +56,7 @@ class ChangeSummary(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
             deleted_paths=tuple(shown(p) for p in deleted[:limit]),
             unrecorded=len(unrecorded),
             unrecorded_paths=tuple(shown(p) for p in unrecorded[:limit]),
+            unrecorded_why=change.unrecorded_why,
             manifest=change.manifest,
             method=change.method,
             rescanned=change.rescanned,
@@ -79,7 +83,16 @@ class ChangeSummary(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
             + len(self.deleted_paths)
             == self.total,
             "not_recorded": list(self.unrecorded_paths),
+            **self._why_not_recorded(),
         }
+
+    def _why_not_recorded(self) -> dict[str, object]:
+        if not self.unrecorded:
+            return {}
+        more = self.unrecorded - len(self.unrecorded_paths)
+        return {"not_recorded_why": list(self.unrecorded_why)} | (
+            {"not_recorded_more": more} if more > 0 else {}
+        )
 
 
 class FilesChanged(SessionEvent, kw_only=True, frozen=True, tag="files/changed"):
