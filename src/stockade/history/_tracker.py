@@ -77,6 +77,9 @@ class Mark:
     before: dict[str, Entry | None] = attrs.field(factory=dict)
     concurrent: bool = False
     rescans: set[str] = attrs.field(factory=set)
+    # Paths left out by ignore rules added in this window whose state it changed: their
+    # last state (the index holds them no more), so the change is recorded, not hidden.
+    left_out: dict[str, Entry | None] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -220,13 +223,16 @@ class Tracker:
         if known:  # what changed while nothing watched: the first window's outside change
             old_rules = self._rules_of(known)
             left_out: dict[str, bool] = {}
+            dropped = [p for p in known if p not in found.entries and _inside_any(p, found.ignored)]
+            last = self._left_out_changes(dropped, {p: known[p] for p in dropped})
+            self._outside.left_out.update(last)
             for path in set(known) | set(found.entries):
                 old = known[path].entry if path in known else None
                 new = self.index.entry(path)
                 if old == new:
                     continue
-                if new is None and _inside_any(path, found.ignored):
-                    continue  # left out since (an ignore rule added): not deleted
+                if new is None and _inside_any(path, found.ignored) and path not in last:
+                    continue  # left out since (an ignore rule added), unchanged: not deleted
                 if old is None and _ignored_by(
                     old_rules, path, new is not None and new.kind == "dir", left_out
                 ):
@@ -341,7 +347,10 @@ class Tracker:
             return change
 
     def _close(self, mark: Mark) -> Change:
-        items = differences(mark.before, {p: self.index.entry(p) for p in mark.before})
+        now = {
+            p: mark.left_out[p] if p in mark.left_out else self.index.entry(p) for p in mark.before
+        }
+        items = differences(mark.before, now)
         manifest = None
         if items:
             manifest = self.store.put_change(items)
@@ -459,6 +468,11 @@ class Tracker:
                 updates[path] = None
                 if _inside_any(path, found.ignored):
                     silent.add(path)  # left out from now on, not deleted
+        # A path left out from now on that this window changed (an ignore rule added in
+        # the same call as the edit) is recorded as changed to its state now, never
+        # dropped unseen: a command could otherwise rewrite a file past undo.
+        last = self._left_out_changes(silent, self.index.entries)
+        silent -= last.keys()
         for path, known in found.entries.items():
             old = self.index.get(path)
             if old is None:
@@ -469,7 +483,32 @@ class Tracker:
                     silent.add(path)  # recorded from now on; its past is unknown
             elif old != known:
                 updates[path] = known
-        self._update(updates, silent, walked=top)
+        self._update(updates, silent, walked=top, left_out=last)
+
+    def _left_out_changes(
+        self, paths: Iterable[str], prior: Mapping[str, Known]
+    ) -> dict[str, Entry | None]:
+        """Of `paths` (each recorded, now left out by ignore rules), those whose state
+        differs from `prior`'s, with their state now (None: gone), read under this
+        boundary's byte budget whatever the rules say (contents stored)."""
+        looker = Looker(
+            Beneath(self.root_fd),
+            IgnoreRules(record_ignored=True, record_git=True),
+            self.store,
+            self.config.file_budget,
+            prior.get,
+            self._reading,
+        )
+        changed: dict[str, Entry | None] = {}
+        try:
+            for path in sorted(paths, key=tree_order):
+                known = looker.path(path)
+                now = known.entry if known is not None else None
+                if now != prior[path].entry:
+                    changed[path] = now
+        finally:
+            looker.beneath.forget()
+        return changed
 
     def _tracked_directory(self, path: str) -> bool:
         if not path:
@@ -478,11 +517,18 @@ class Tracker:
         return entry is not None and entry.kind == "dir"
 
     def _update(
-        self, updates: Mapping[str, Known | None], silent: set[str], walked: str | None = None
+        self,
+        updates: Mapping[str, Known | None],
+        silent: set[str],
+        walked: str | None = None,
+        left_out: Mapping[str, Entry | None] | None = None,
     ) -> None:
         """Apply new states to the index, the open windows, the watches and the store
         (TooManyPaths, and nothing applied, when the index would pass the budget).
-        `walked`: the subtree these come from, looked at whole under the current rules."""
+        `walked`: the subtree these come from, looked at whole under the current rules;
+        `left_out`: paths the index forgets (ignored from now on) whose windows record
+        the state given here instead."""
+        left_out = left_out or {}
         if not updates:
             return
         held = self.index.entries
@@ -502,6 +548,15 @@ class Tracker:
             else:
                 self.index.set(path, known)
             new = known.entry if known is not None else None
+            for window in windows:
+                if path in left_out:
+                    window.left_out[path] = left_out[path]
+                elif known is None and path in silent and path in window.before:
+                    # Changed earlier in this window, left out unchanged since: the
+                    # window still ends with the state it had.
+                    window.left_out[path] = olds[path]
+                else:
+                    window.left_out.pop(path, None)  # held by the index again
             if path not in silent and olds[path] != new:
                 for window in windows:
                     window.before.setdefault(path, olds[path])
