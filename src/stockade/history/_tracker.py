@@ -137,6 +137,9 @@ class Tracker:
         self._partial_left = config.paths_budget
         # What this boundary may still read (bytes_budget; reset at each boundary).
         self._reading = Reading(config.bytes_budget)
+        # What looked like the sandbox's placeholders (left out of the index), each
+        # looked at again at every boundary: a command can imitate one, then write in it.
+        self._unseen: set[str] = set()
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -185,6 +188,7 @@ class Tracker:
             self.watcher,
             os.fstat(self.root_fd).st_dev,
             limit=limit,
+            unseen=self._unseen,
         )
 
     def _walk(self, top: str, prior: Mapping[str, Known]) -> Found:
@@ -288,6 +292,7 @@ class Tracker:
         self._stop_watching(f"the history stopped: the root {over.why}")
         self.index = Index()
         self.rules = self._no_rules()
+        self._unseen = set()
         self._calls.clear()
         self._outside = Mark(0)
         if self.root_fd >= 0:
@@ -371,13 +376,14 @@ class Tracker:
         the budget too: the history stops)."""
         self._whole = False
         self._partial_left = self.config.paths_budget
+        unseen, self._unseen = self._unseen, set()
         if self.watcher is None:
             self._reading = Reading.of(self.config.bytes_budget, self.store)
             with self.store.batch():
                 self._rescan("", None)
             return
         nominations = self.watcher.take()
-        if not nominations:
+        if not nominations and not unseen:
             return
         self._reading = Reading.of(self.config.bytes_budget, self.store)
         with self.store.batch():
@@ -386,6 +392,10 @@ class Tracker:
                 return
             try:
                 self._look_at_nominated(nominations)
+                if unseen and not self._whole:
+                    # Still a placeholder: named again. Anything else is recorded now,
+                    # with what it holds, as this window's.
+                    self._look_at(unseen - self._unseen)
             except TooManyPaths:  # not TooManyRules: a full look would meet the rules again
                 if self._whole:
                     raise  # a full look passed the budget

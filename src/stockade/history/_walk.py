@@ -46,6 +46,10 @@ DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _GONE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
 _IGNORE_FILE_LIMIT = 1 << 20
+# The most paths a root's history leaves unseen as the sandbox's placeholders; past it
+# one is recorded as any other entry. A root has some twenty protected paths (a few
+# more with nested repositories), so only a command's own imitations pass it.
+UNSEEN_LIMIT = 1024
 
 
 class WatchingStopped(Exception):
@@ -242,17 +246,23 @@ class Looker:
     # past the bound it raises TooManyPaths at once, never reading the rest.
     limit: int | None = None
     listed: int = 0
+    # What looks like a placeholder is left unseen and named here, for the tracker to
+    # look at again at every boundary (None: nothing is left unseen).
+    unseen: set[str] | None = None
 
     def path(self, path: str) -> Known | None:
         """`path`'s state now (its parent known to be a looked-at directory); None when it
         is not there, or is ignored. A directory's inside is not looked at."""
         st = self.beneath.lstat(path)
-        if st is None or self.rules.ignored(path, stat.S_ISDIR(st.st_mode)):
+        if st is None or self.ignored(path, st):
             return None
         directory = self.beneath.dir(parent_of(path))
         if directory is None:
             return None
         return self._entry(directory, path.rpartition("/")[2], path, st)
+
+    def ignored(self, path: str, st: os.stat_result) -> bool:
+        return self.rules.ignored(path, stat.S_ISDIR(st.st_mode))
 
     def subtree(self, top: str) -> Found:
         """Every path in `top` (itself included, unless it is the root) as it is now."""
@@ -261,8 +271,8 @@ class Looker:
             known = self.path(top)
             if known is None:
                 st = self.beneath.lstat(top)
-                if st is not None:
-                    found.ignored.add(top)
+                if st is not None and self.ignored(top, st):
+                    found.ignored.add(top)  # a placeholder left unseen is not left out
                 return found
             found.entries[top] = known
             if known.entry.kind != "dir":
@@ -305,7 +315,7 @@ class Looker:
 
     def _entry(self, fd: int, name: str, path: str, st: os.stat_result) -> Known | None:
         mode = st.st_mode
-        if st.st_mtime_ns == 0 and is_placeholder(fd, name, st):
+        if st.st_mtime_ns == 0 and self._unseen(fd, name, path, st):
             return None  # the sandbox's own, made for a call and removed after: not a change
         if stat.S_ISDIR(mode):
             return Known(Entry("dir", stat.S_IMODE(mode)), stat_key(st), time.time_ns())
@@ -337,6 +347,17 @@ class Looker:
         if prior is not None and (prior.still(st) or _left_unread(prior, st)):
             return prior
         return read_file(fd, name, st, self.budget, self.store, self.reading)
+
+    def _unseen(self, fd: int, name: str, path: str, st: os.stat_result) -> bool:
+        """Whether `path` (modified at 1970-01-01) is left unseen as a placeholder: a
+        command can make one look so (`touch -d @0`), so each is named in `unseen` and
+        looked at again at every boundary; what it holds by then is recorded there."""
+        if self.unseen is None or len(self.unseen) >= UNSEEN_LIMIT:
+            return False
+        if not is_placeholder(fd, name, st):
+            return False
+        self.unseen.add(path)
+        return True
 
     def _check_device(self, fd: int) -> None:
         if self.watcher is None:
