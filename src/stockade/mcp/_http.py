@@ -3,8 +3,9 @@ Trio worker, in the harness's own Trio run.
 
 Every request carries a bearer token (`faces.credentials`), checked by the SDK's own auth
 hooks before the session manager sees it; each `Mcp-Session-Id` is bound to the token
-that opened it, and at most `--max-sessions` are open. Loopback by default (the SDK
-then turns on its DNS-rebinding protection); another host needs `--allow-remote`.
+that opened it, and at most `--max-sessions` are open. Loopback by default, with the
+SDK's DNS-rebinding protection on for any loopback address; another host needs
+`--allow-remote`.
 Each MCP session is one stockade session, closed (its jobs killed) when the client
 deletes it, it idles out, or the server stops. SIGTERM/SIGINT: no new connections,
 open questions cancelled, in-flight requests get the drain period, then everything
@@ -27,6 +28,7 @@ from ..shown import one_line
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
     from mcp.server.auth.settings import AuthSettings
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from ..faces import credentials as _credentials
     from .server import Face
@@ -54,6 +56,24 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def rebinding_guard(host: str) -> TransportSecuritySettings | None:
+    """The SDK's DNS-rebinding protection (Host and Origin checks) for a loopback
+    `host`: the SDK turns it on by itself for 127.0.0.1, localhost and ::1 only, and a
+    server on 127.0.0.2 took any Host and Origin (an audit's finding). None for another
+    host, whose names the server cannot know (the token guards it; `--allow-remote`)."""
+    if not is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    shown = f"[{host}]" if ":" in host else host
+    names = dict.fromkeys((shown, "127.0.0.1", "localhost", "[::1]"))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in names],
+        allowed_origins=[f"http://{name}:*" for name in names],
+    )
 
 
 def listen_refusal(host: str, port: int, error: OSError) -> str:
@@ -174,10 +194,11 @@ async def serve_http(face: Face, host: str, port: int, made_token: str | None = 
             "items, or name a --token-file in a directory they hide"
         )
     server = face.build_server(http=True)
-    # The SDK protects a loopback server from DNS rebinding (Host and Origin checks);
-    # its bearer middleware answers 401 before any session is looked at or made.
+    # A loopback server is protected from DNS rebinding (Host and Origin checks); the
+    # SDK's bearer middleware answers 401 before any session is looked at or made.
     app = server.streamable_http_app(
         host=host,
+        transport_security=rebinding_guard(host),
         auth=auth_settings(host),
         token_verifier=BearerTokens(credentials.Tokens(tokens)),
         max_sessions=settings.max_sessions,
