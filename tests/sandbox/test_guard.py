@@ -13,7 +13,7 @@ from stockade.sandbox.backends import bwrap as bw
 from stockade.sandbox.backends import fake as fk
 from stockade.sandbox.backends import landlock as ll
 from stockade.sandbox.backends import seatbelt as sb
-from stockade.trust import BLOCK, NEW_REPOSITORY_GAP, PIN, READ_ONLY, Protection
+from stockade.trust import BLOCK, NEW_REPOSITORY_GAP, PIN, READ_ONLY, ROOT_PROTECTED, Protection
 from stockade.vocab import Enforcement, Network, SandboxMode, SandboxPolicy
 
 WW = SandboxMode.WORKSPACE_WRITE
@@ -40,12 +40,14 @@ def kinds(guard):
     return {protection.path: protection.kind for protection in guard.protections}
 
 
-# What Landlock names for `roots` (the temp root has no `.git`: blocked whole).
-NAMED = (
-    ".claude, .codex, .git, .git/commondir, .git/config, .git/config.worktree, "
-    ".git/hooks, .idea, .mcp.json, .vscode, stockade.yml"
-)
-LANDLOCK_GAP = f"protected paths not enforced: {NAMED}"
+def named(*extra: str) -> str:
+    """What Landlock names for `roots` (the temp root has no `.git`: blocked whole)."""
+    items = {name.rstrip("/") for name in ROOT_PROTECTED} | {".git", *extra}
+    items |= {f".git/{name}" for name in ("commondir", "config", "config.worktree", "hooks")}
+    return ", ".join(sorted(items))
+
+
+LANDLOCK_GAP = f"protected paths not enforced: {named()}"
 
 
 # --- guard_call -------------------------------------------------------------------------
@@ -186,7 +188,7 @@ def test_landlock_workspace_write_cannot_protect_and_says_so(roots):
     assert guard.refusal is None
     assert guard.gaps == (LANDLOCK_GAP,)
     extra = guard_call(ll.NAME, WW, str(ws), [str(temp)], extra_protected=["Makefile"])
-    assert extra.gaps == (LANDLOCK_GAP.replace(", .vscode", ", .vscode, Makefile"),)
+    assert extra.gaps == (f"protected paths not enforced: {named('Makefile')}",)
 
 
 def test_landlock_refuses_an_installation_inside_a_root(roots):
@@ -360,7 +362,7 @@ def test_landlock_lists_names_relative_to_the_innermost_root(tmp_path):
     ws.mkdir(parents=True)
     guard = guard_call(ll.NAME, WW, str(ws), [str(temp)])
     # Neither has a `.git`: each is blocked whole, and named once.
-    names = ".claude, .codex, .git, .idea, .mcp.json, .vscode, stockade.yml"
+    names = ", ".join(sorted({name.rstrip("/") for name in ROOT_PROTECTED} | {".git"}))
     assert guard.gaps == (f"protected paths not enforced: {names}",)
 
 

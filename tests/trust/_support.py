@@ -27,7 +27,13 @@ from pathlib import Path
 import pytest
 
 from stockade.sandbox._select import host_paths
-from stockade.trust import installation_paths, is_under, placeholder_text
+from stockade.trust import (
+    GITDIR_PROTECTED,
+    ROOT_PROTECTED,
+    installation_paths,
+    is_under,
+    placeholder_text,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 IS_ROOT = os.geteuid() == 0
@@ -39,9 +45,11 @@ DENIED_RO = "[sandbox: file access denied under read-only mode]"
 # The namespaced tier refuses a write outside the roots on its read-only host first.
 DENIAL_TEXT = {"bwrap": "Read-only file system", "landlock": "Read-only file system"}
 # A repository at the root; the temp root (/tmp) has no `.git`: named whole.
-PROTECTED_GAP = (
-    "protected paths not enforced: .claude, .codex, .git, .git/commondir, .git/config, "
-    ".git/config.worktree, .git/hooks, .idea, .mcp.json, .vscode, stockade.yml"
+PROTECTED_GAP = "protected paths not enforced: " + ", ".join(
+    sorted(
+        {name.rstrip("/") for name in ROOT_PROTECTED}
+        | {".git", *(f".git/{name}" for name in GITDIR_PROTECTED)}
+    )
 )
 
 

@@ -142,6 +142,17 @@ CASES = [
     Case("stockade-yml-create", no_git, "echo '- id: bash' > stockade.yml"),
     Case("stockade-yml-change", with_stockade_yml, "echo '- id: evil' >> stockade.yml"),
     Case(
+        # What another agent or editor runs when the workspace is opened (an audit
+        # wrote an unconfined MCP server into each of these).
+        "agent-settings",
+        no_git,
+        "for d in .cursor .gemini .zed .roo .kiro/settings .amazonq .continue/mcpServers "
+        '.windsurf .opencode .devcontainer; do mkdir -p $d && echo \'{"mcpServers": '
+        '{"x": {"command": "/bin/sh"}}}\' > $d/mcp.json; done; '
+        "echo '{\"mcp\": {}}' > opencode.json; "
+        'echo \'{"initializeCommand": "touch /tmp/pwned"}\' > .devcontainer.json',
+    ),
+    Case(
         "extra-path",
         with_secrets,
         "echo evil > secrets",

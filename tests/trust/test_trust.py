@@ -16,6 +16,7 @@ from stockade.trust import (
     PIN,
     PLACEHOLDER_TEXT,
     READ_ONLY,
+    ROOT_PROTECTED,
     UNPROTECTABLE,
     Protection,
     Untrusted,
@@ -222,7 +223,7 @@ def test_untrusted_message_names_the_path_the_root_and_the_fix(tree):
 
 # --- protected_paths --------------------------------------------------------------------
 
-ROOT_ITEMS = ("stockade.yml", ".vscode/", ".idea/", ".mcp.json", ".claude/", ".codex/")
+ROOT_ITEMS = ROOT_PROTECTED
 GITDIR_ITEMS = ("hooks", "config", "config.worktree", "commondir")
 
 
@@ -399,7 +400,7 @@ def test_startup_files_of_home_the_password_database_and_xdg(tmp_path, monkeypat
     home = tmp_path / "home"
     found = startup_files({"HOME": str(home), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     names = [name for name, _ in found]
-    assert set(names) == set(UNPROTECTABLE[5:])  # every ~/ item is one of them
+    assert set(names) == {n for n in UNPROTECTABLE if n.startswith("~/")}  # every ~/ item
     assert ("~/.bashrc", f"{home}/.bashrc") in found
     assert ("~/.ssh", f"{home}/.ssh/") in found
     assert ("~/.config/git", f"{tmp_path}/xdg/git/") in found

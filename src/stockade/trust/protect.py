@@ -19,9 +19,31 @@ if TYPE_CHECKING:
 # sends git to another config (config.worktree, read with extensions.worktreeConfig)
 # or to another git directory's hooks and config (commondir).
 GITDIR_PROTECTED = ("hooks", "config", "config.worktree", "commondir")
-# Relative to every writable root: a composition file, and the editor and agent
-# settings that run code when a person or an agent opens the workspace.
-ROOT_PROTECTED = ("stockade.yml", ".vscode/", ".idea/", ".mcp.json", ".claude/", ".codex/")
+# The editor and agent settings that run code when a person or an agent opens the
+# workspace: MCP servers, tasks, hooks and plugins (Cursor, Gemini CLI, Zed, Continue,
+# Roo Code, Kiro, Amazon Q, Windsurf, opencode beside VS Code, JetBrains, Claude Code
+# and Codex), and a dev container's `initializeCommand`, which runs on the host.
+AGENT_PROTECTED = (
+    ".vscode/",
+    ".idea/",
+    ".mcp.json",
+    ".claude/",
+    ".codex/",
+    ".cursor/",
+    ".gemini/",
+    ".zed/",
+    ".continue/",
+    ".roo/",
+    ".kiro/",
+    ".amazonq/",
+    ".windsurf/",
+    ".opencode/",
+    "opencode.json",
+    ".devcontainer/",
+    ".devcontainer.json",
+)
+# Relative to every writable root: a composition file, and those settings.
+ROOT_PROTECTED = ("stockade.yml", *AGENT_PROTECTED)
 # What the probe shows as kept in every writable root (the startup files, in a root
 # that holds the home directory, come beside them).
 DEFAULT_PROTECTED = (*(f".git/{name}" for name in GITDIR_PROTECTED), *ROOT_PROTECTED)
@@ -49,11 +71,7 @@ XDG_PROTECTED = ("git/", "fish/")
 # What `unprotect` may drop: the startup files and the editor / agent settings (never
 # git metadata or stockade.yml, which git and stockade run or trust later).
 UNPROTECTABLE = (
-    ".vscode",
-    ".idea",
-    ".mcp.json",
-    ".claude",
-    ".codex",
+    *(name.rstrip("/") for name in AGENT_PROTECTED),
     *("~/" + name.rstrip("/") for name in HOME_PROTECTED),
 )
 # Repositories are looked for below the workspace root (its own `.git` and every
