@@ -81,4 +81,4 @@ def test_the_policy_message_names_the_forbidden_prefixes_and_their_reasons():
     assert "- `make deploy` (no-deploy): deploys go through CI" in text
     assert "`rm ... [-r, -R, --r*] ... [/, //, /\\*, ~, ~/, ~/\\*]`" in text
     assert "Commands that wait for the person's approval:" in text
-    assert "`git push ... [-f, --force*, +*]` (force-push)" in text
+    assert "`git push ... [-f, --force*, +*, --mirror]` (force-push)" in text

@@ -17,7 +17,7 @@ DEFAULT_RULES: Final = (
     Rule(
         name="force-push",
         prefix=(WordPattern.of("git"), WordPattern.of("push")),
-        args=(WordPattern.of("-f", "--force*", "+*"),),
+        args=(WordPattern.of("-f", "--force*", "+*", "--mirror"),),
         decision=Decision.PROMPT,
         reason="a force push rewrites history others may have fetched; ask the person first",
         match=(
@@ -26,6 +26,7 @@ DEFAULT_RULES: Final = (
             "git push --force-with-lease origin feature",
             "git push origin +main",
             "git -C repo push -f",
+            "git push --mirror origin",
         ),
         not_match=("git push origin main", "git pull -f", "git push --follow-tags"),
     ),

@@ -20,12 +20,48 @@ if TYPE_CHECKING:
 
 # The interpreters whose `-c` script (or heredoc) is bash, near enough to judge it as bash
 # (zsh's is judged as bash too, never without a doubt: `_unwrap.NOT_EXACTLY_BASH`).
-SHELLS = frozenset({"sh", "bash", "dash", "ksh", "mksh", "zsh", "ash", "busybox-sh"})
+SHELLS = frozenset(
+    {
+        *("sh", "bash", "dash", "ksh", "mksh", "zsh", "ash", "busybox-sh", "rbash", "rzsh"),
+        *("zsh5", "yash", "posh", "lksh", "ksh93", "oksh", "hush", "rksh", "pdksh"),
+    }
+)
+# zsh under its other names: its script is judged as bash with a doubt.
+ZSHES = frozenset({"zsh", "rzsh", "zsh5"})
+# The shell another name of one runs (a rule naming `bash` meets `rbash` too).
+_SHELL_OF = {"rbash": "bash", "rzsh": "zsh", "zsh5": "zsh", "ksh93": "ksh", "lksh": "ksh"}
+_SHELL_OF |= {"oksh": "ksh", "rksh": "ksh", "pdksh": "ksh"}
+# The shells whose language is bash's own (`$'...'` included); what another carries is
+# judged as bash too, with a doubt where it holds quoting only bash reads so.
+BASHES = frozenset({"bash", "rbash"})
 # Shells whose language is not bash: what they are given cannot be judged.
 OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh"})
 # The shells whose plain `-c` script the pre-check reads itself (`argv_may_apply`): all but
 # zsh, whose script the judge always doubts.
-_UNWRAPPED_SHELLS = SHELLS - {"zsh"}
+_UNWRAPPED_SHELLS = SHELLS - ZSHES
+
+
+def shell_of(name: str) -> str | None:
+    """The shell a command name runs (one of `SHELLS`, by its usual name: `rbash` is bash),
+    under another name too: a version
+    (`bash5.2`, `zsh-5.9`, `ksh93u`) or a restricted shell's leading `r` (`rdash`); None for
+    any other name. Exact names first: this runs for every command the judge unwraps."""
+    if name in SHELLS:
+        return _SHELL_OF.get(name, name)
+    stripped = name.rstrip("0123456789.-_")
+    if stripped != name and stripped in SHELLS:
+        return _SHELL_OF.get(stripped, stripped)
+    if name[:1] == "r" and len(name) > 3:
+        return shell_of(name[1:])
+    return None
+
+
+def is_loader(name: str) -> bool:
+    """Whether a command name is the dynamic loader (`ld-linux-x86-64.so.2`, `ld.so`),
+    which runs the program it is given."""
+    return name == "ld.so" or (name[:3] == "ld-" and ".so" in name)
+
+
 # The wrappers whose inner command is judged (`_unwrap.WRAPPERS` is keyed by these), with
 # the multi-call binaries that run their first word as an applet (`busybox rm`).
 WRAPPER_NAMES = frozenset(
@@ -33,6 +69,8 @@ WRAPPER_NAMES = frozenset(
         *("env", "nice", "timeout", "nohup", "coproc", "time", "command", "builtin", "exec"),
         *("stdbuf", "ionice", "setsid", "xargs", "sudo", "doas", "chroot"),
         *("busybox", "toybox"),
+        *("jobs", "taskset", "flock", "setpriv", "unshare", "chrt", "prlimit", "setarch"),
+        *("strace", "ld.so", "script", "su"),
     }
 )
 # What the judge unwraps or reads a script from: a wrapper, a shell or `eval`/`trap`/
@@ -50,11 +88,16 @@ UNWRAPPED = frozenset(
 # Builtins the judge doubts as such, by their exact name: `let` reads arithmetic (a doubt
 # in a carried script, whose variables its caller set), `mapfile`/`readarray -C` and
 # `compgen -C` run a string as code, `hash -p` makes a name run another program.
-DOUBTED_BUILTINS = frozenset({"let", "mapfile", "readarray", "compgen", "hash"})
+# `fc` and `history -s` rerun or make a history entry to run.
+DOUBTED_BUILTINS = frozenset({"let", "mapfile", "readarray", "compgen", "hash", "fc", "history"})
 # Every command the judge looks inside, whatever the rules (git, its global options, only
 # for a rule naming git). `may_apply` lets each through: it lower-cases an ASCII word (an
 # ASCII word's skeleton is its lower case) and lets every other through.
 LOOKED_INTO = UNWRAPPED | DOUBTED_BUILTINS
+# What the judge doubts wherever a script or an argv names it (`_judge`): a file bash
+# sources first, the tables of what a command name runs, exported functions, the trace
+# prompt bash expands, git's configuration from the environment.
+JUDGED_NAMES = ("BASH_ENV", "BASH_CMDS", "BASH_ALIASES", "BASH_FUNC_", "PS4", "GIT_CONFIG")
 # The default rules' first words, lower-case (`_defaults.DEFAULT_RULES`; `download-to-shell`
 # asks for a pipe, which no argv has): what exec with no composition checks without
 # making a rule.
@@ -249,6 +292,9 @@ def may_apply(first: str, words: frozenset[str] | None) -> bool:
     `bash -c '...'`)."""
     if words is None or not first.isascii():
         return True
+    base = first.rpartition("/")[2].lower()
+    if shell_of(base) is not None or is_loader(base):
+        return True
     return _named(first, words | LOOKED_INTO)
 
 
@@ -261,8 +307,8 @@ def argv_may_apply(argv: Sequence[str], words: frozenset[str] | None) -> bool:
     that is not plain: the whole argv's answer."""
     if not argv:
         return False
-    if any("BASH_ENV" in arg for arg in argv):
-        return True  # a later bash sources the file it names: the judge doubts it
+    if any(marker in arg for arg in argv for marker in JUDGED_NAMES):
+        return True  # a variable that changes what a later command runs: a doubt
     first = argv[0]
     if (
         words is None

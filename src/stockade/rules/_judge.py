@@ -4,13 +4,14 @@ against the rules, the strictest decision kept, and every doubt turned away from
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Final
 
 import attrs
 import msgspec
 
-from ._first_word import past_a_link
+from ._first_word import first_words, past_a_link
 from ._parse import BashParser, Doubt, SimpleCommand, brief, may_set, sets_variable
 from ._rule import Rule
 from ._unwrap import Unwrapped, View, unwrap
@@ -96,6 +97,27 @@ _SETS_HOME: Final = sets_variable("HOME", "OLDPWD", "PWD")
 # A file every bash started after it sources before its own script, as `source` does.
 _SETS_BASH_ENV: Final = sets_variable("BASH_ENV")
 SOURCES_BASH_ENV: Final = "BASH_ENV makes bash source a file first: its commands are not judged"
+# What else, set anywhere in a script or an argv, changes what a later command runs unseen
+# (exec's pre-check lets no argv naming one pass: `_first_word.JUDGED_NAMES`).
+_SETS_UNSEEN: Final = (
+    (
+        sets_variable("BASH_CMDS", "BASH_ALIASES"),
+        "BASH_CMDS or BASH_ALIASES makes a command name run another program or words",
+    ),
+    (
+        re.compile("BASH_FUNC_"),
+        "BASH_FUNC_ exports a function a later bash runs in place of a command",
+    ),
+    (
+        sets_variable("PS4"),
+        "PS4 is expanded before each traced command, running what it holds",
+    ),
+)
+# Only for a rule that may name git (the pre-check does not look into git for others).
+_SETS_GIT_CONFIG: Final = sets_variable(r"GIT_CONFIG\w*")
+GIT_CONFIG_FROM_ENVIRONMENT: Final = (
+    "GIT_CONFIG_* gives git configuration (an alias, a push refspec) not judged"
+)
 
 
 def _may_move_home(text: str) -> bool:
@@ -108,6 +130,12 @@ def _sets_bash_env(work: _Work) -> bool:
     if work.script is not None:
         return may_set(_SETS_BASH_ENV, work.script)
     return _SETS_BASH_ENV.search(_argv_text(work.words)) is not None
+
+
+def _sets(pattern: re.Pattern[str], work: _Work) -> bool:
+    if work.script is not None:
+        return may_set(pattern, work.script)
+    return pattern.search(_argv_text(work.words)) is not None
 
 
 def _argv_text(words: Sequence[Word]) -> str:
@@ -131,6 +159,8 @@ def judge(
 ) -> Judgement:
     """Judge a bash script, or one command given as words (an argv)."""
     strict = any(rule.decision is not Decision.ALLOW for rule in rules)
+    starts = first_words(rules)
+    names_git = starts is None or any(word.rpartition("/")[2] == "git" for word in starts)
     shown = script if script is not None else " ".join(word.text for word in words)
     queue = [_Work(script, tuple(words), moved=_may_move_home(shown))]
     commands: list[JudgedCommand] = []
@@ -149,9 +179,14 @@ def judge(
             continue
         literals: list[Doubt] = []
         moved = work.moved or (work.script is not None and _may_move_home(work.script))
+        text = work.script if work.script is not None else _argv_text(work.words)
         if _sets_bash_env(work):
-            text = work.script if work.script is not None else _argv_text(work.words)
             doubts.append(Uncertainty(SOURCES_BASH_ENV, brief(text), work.origin))
+        for pattern, reason in _SETS_UNSEEN:
+            if _sets(pattern, work):
+                doubts.append(Uncertainty(reason, brief(text), work.origin))
+        if names_git and _sets(_SETS_GIT_CONFIG, work):
+            doubts.append(Uncertainty(GIT_CONFIG_FROM_ENVIRONMENT, brief(text), work.origin))
         if work.script is not None:
             parsed = parser.parse(work.script, work.origin)
             found: Sequence[SimpleCommand] = parsed.commands
@@ -166,7 +201,7 @@ def judge(
         for command in found:
             unwrapped = unwrap(command.words, command.stdin)
             carried_here.update(c.script for c in unwrapped.carried if c.script is not None)
-            for reason in unwrapped.doubts:
+            for reason in (*unwrapped.doubts, *(unwrapped.git_doubts if names_git else ())):
                 doubts.append(Uncertainty(reason, brief(command.text), command.origin))
             for reason in unwrapped.unallowable:
                 held.append(Uncertainty(reason, brief(command.text), command.origin))

@@ -153,6 +153,15 @@ _NO_FILE: Final = frozenset({"/dev/null"})
 _SUBSTITUTION_MARKS: Final = ("$(", "`")
 HELD_SUBSTITUTION: Final = "a string holds a command substitution bash may evaluate later"
 _ARITHMETIC: Final = "arithmetic on a variable runs any command substitution its value holds"
+# tree-sitter reads `$'\\'` as not ended (a `\'` in it), bash as ended: what bash runs
+# after it is read as part of the string.
+_MISREAD_ANSI_C: Final = "a $'...' string ends where the parser does not see it end"
+_PROMPT_EXPANSION: Final = "${...@P} expands a value as a prompt, running what it holds"
+# What is set from outside the script's text wherever it stands: the positional
+# parameters (a function's or `set --` arguments), `$_`, `[[ =~ ]]`'s matches, `${!1}`.
+_TAKEN_IN: Final = re.compile(r"\$\{?!?(?:[0-9@*]|_(?!\w))|BASH_REMATCH|(?<![\w$])_(?!\w)")
+# `"$@"`, `"${@:2}"`, `"${a[@]}"`, `"${!a[@]}"`, `"${!prefix@}"`: quoted, still any words.
+_SPLATS: Final = re.compile(r"\$(?:@|\{(?:@|!?[A-Za-z_]\w*\[@\]|![A-Za-z_]\w*@))")
 _NAME_AT_RUN_TIME: Final = "a variable name known only at run time may hold a subscript to run"
 _LITERALS: Final = frozenset(
     {"word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation"}
@@ -165,7 +174,7 @@ _PLAIN_ARITHMETIC: Final = frozenset(
 _PLAIN_INDEX: Final = re.compile(r"\s*(\d+|@|\*)\s*")
 # `${!x}` (indirection), `${x:n}` (an offset that is not a plain number).
 _INDIRECT_OR_OFFSET: Final = re.compile(
-    r"\$\{(![A-Za-z_]\w*(\}|\[)|#?[A-Za-z_]\w*(\[[^]]*\])?:(?![-=?+])[^}]*[A-Za-z_$])"
+    r"\$\{(!([A-Za-z_]\w*|[0-9]+)(\}|\[)|#?[A-Za-z_]\w*(\[[^]]*\])?:(?![-=?+])[^}]*[A-Za-z_$])"
 )
 _ARITHMETIC_TESTS: Final = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _NAME_IN_ARITHMETIC: Final = re.compile(r"[A-Za-z_$`]")
@@ -193,6 +202,7 @@ class _Walk:
         # variables its caller may have set.
         self.arithmetic: list[Doubt] = []
         self.takes_in = bool(origin)
+        self.exec_stdin: Stdin | None = None
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
@@ -218,9 +228,16 @@ class _Walk:
                     found.append(node)
                 else:
                     self._changes_commands(node)
+                if node.type == "file_redirect" and self._stray_words(node):
+                    self.doubt("words after a redirection of a compound command", node)
+                if node.type == "ansi_c_string" and not _ends_as_bash_reads(self.text(node)):
+                    self.doubt(_MISREAD_ANSI_C, node)
+                if node.type == "expansion" and self.text(node).endswith("@P}"):
+                    self.doubt(_PROMPT_EXPANSION, node)
                 self._evaluated_later(node)
                 self._takes_in(node)
             stack.extend(reversed(node.children))
+        self.exec_stdin = self._exec_stdin(found)
         for node in found:
             command = self._command(node)
             if command is not None:
@@ -234,7 +251,7 @@ class _Walk:
         a command substitution held in the variable's value (`a[$(...)]`). A literal
         holding `$(` is a doubt already; so only a value the script takes in at run
         time (read from a file, a command's output, a file name) can bring one."""
-        if self._substitutes(node):
+        if self._substitutes(node) or _TAKEN_IN.search(self.text(node)):
             self.doubt(_ARITHMETIC, node)
         else:
             self.arithmetic.append(Doubt(_ARITHMETIC, brief(self.text(node)), self._origin(node)))
@@ -396,8 +413,20 @@ class _Walk:
             start = next((c for c in redirect.children if c.type == "heredoc_start"), None)
         if start is not None and any(q in self.text(start) for q in "'\"\\"):
             return self.text(node)
-        pieces = [self.text(c) for c in node.children if c.type == "heredoc_content"]
-        return "\x00".join(pieces)
+        # All the body but its parsed substitutions (judged as commands): tree-sitter
+        # leaves a backquoted one unparsed, and in a body of nothing else names no part.
+        spans: list[tuple[int, int]] = []
+        stack = list(node.children)
+        while stack:
+            child = stack.pop()
+            if child.type == "command_substitution":
+                spans.append((child.start_byte - node.start_byte, child.end_byte - node.start_byte))
+            else:
+                stack.extend(child.children)
+        raw = self.source[node.start_byte : node.end_byte]
+        for begin, end in sorted(spans, reverse=True):
+            raw = raw[:begin] + b"\x00" + raw[end:]
+        return raw.decode("utf-8", "surrogateescape")
 
     def _writes_a_file(self, node: Node) -> bool:
         operator = self._operator(node)
@@ -457,7 +486,24 @@ class _Walk:
                 continue
             if kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 continue  # read by `_stdin`, with the statement's own
+            if kind == "number" and self.source[child.end_byte : child.end_byte + 1] in (
+                b"<",
+                b">",
+            ):
+                continue  # `exec 0< x`: tree-sitter reads the descriptor as a word
             words.append(self.word(child))
+        # tree-sitter hangs the words after a redirection's target on the redirection
+        # (`rm -rf >/dev/null ~`): bash reads them as the command's.
+        statement = node.parent
+        redirects = [c for c in node.children if c.type == "file_redirect"]
+        if statement is not None and statement.type == "redirected_statement":
+            redirects += [
+                r for r in statement.children_by_field_name("redirect") if r.type == "file_redirect"
+            ]
+        for redirect in sorted(redirects, key=lambda r: r.start_byte):
+            targets = redirect.children_by_field_name("destination")
+            closes = any(c.type in ("<&-", ">&-") for c in redirect.children)  # no target
+            words += [self.word(w) for w in targets[0 if closes else 1 :]]
         if not words:
             return None
         stdin = self._stdin(node)
@@ -507,13 +553,44 @@ class _Walk:
             return Stdin("herestring", self.word(body) if body is not None else None)
         operator = self._operator(node)
         descriptor = node.child_by_field_name("descriptor")
-        reads = operator in ("<", "<>") and (descriptor is None or self.text(descriptor) == "0")
+        number = self.text(descriptor) if descriptor is not None else self._number_before(node)
+        reads = operator in ("<", "<>") and number in ("", "0")
         if not reads:
             return None
         target = node.child_by_field_name("destination")
         if target is not None and target.type == "process_substitution":
             return Stdin("pipe", feeders=tuple(self._names(target)))  # `sh < <(curl ...)`
         return Stdin("file")
+
+    def _stray_words(self, node: Node) -> bool:
+        """Whether a redirection holds words past its target that are no simple command's
+        (`{ rm; } > x -rf ~`, which bash refuses): a command's are its own (`_command`)."""
+        closes = any(c.type in ("<&-", ">&-") for c in node.children)
+        if len(node.children_by_field_name("destination")) < (1 if closes else 2):
+            return False
+        parent = node.parent
+        if parent is not None and parent.type == "command":
+            return False
+        body = parent.child_by_field_name("body") if parent is not None else None
+        return not (
+            parent is not None
+            and parent.type == "redirected_statement"
+            and body is not None
+            and body.type == "command"
+        )
+
+    def _number_before(self, node: Node) -> str:
+        """The descriptor tree-sitter left before a redirection as a word of its command
+        (`exec 3< x` parses as `exec 3` and `< x`): the digits just before it, when a blank
+        stands before them."""
+        start = node.start_byte
+        while start > 0 and self.source[start - 1 : start].isdigit():
+            start -= 1
+        if start == node.start_byte or (
+            start > 0 and self.source[start - 1 : start] not in b" \t\n"
+        ):
+            return ""
+        return self.source[start : node.start_byte].decode("ascii")
 
     def _writer(self, node: Node) -> list[Word] | None:
         """The commands that write into the `>(...)` holding `node`, with what feeds them;
@@ -555,6 +632,30 @@ class _Walk:
         end = next((c for c in node.children if c.type == "heredoc_end"), None)
         return self.text(end) if end is not None else ""
 
+    def _exec_stdin(self, commands: list[Node]) -> Stdin | None:
+        """What `exec` without a command redirects the shell's own standard input from
+        (`exec < <(curl ...)`, `exec <<< '...'`), for every command after it that reads it
+        without a redirect of its own: a pipe of what feeds it, unless it is a file."""
+        found: list[Stdin] = []
+        for node in commands:
+            name = node.child_by_field_name("name")
+            if name is None or self.text(name) != "exec":
+                continue
+            if any(
+                c.type not in _REDIRECTS and self.source[c.end_byte : c.end_byte + 1] != b"<"
+                for c in node.children[1:]
+                if c.is_named
+            ):
+                continue  # `exec CMD < x`: the command's own standard input
+            stdin = self._stdin(node)
+            if stdin is not None:
+                found.append(stdin)
+        if not found:
+            return None
+        if all(stdin.kind == "file" for stdin in found):
+            return Stdin("file")
+        return Stdin("pipe", feeders=tuple(w for stdin in found for w in stdin.feeders))
+
     def _stdin(self, node: Node) -> Stdin | None:
         """Where the command's standard input comes from: the last of its own redirects
         that reads (its statement's are its own too), else the innermost statement around
@@ -580,9 +681,9 @@ class _Walk:
             ):
                 return Stdin("pipe")
             if parent.type not in _STDIN_THROUGH and parent.type != "pipeline":
-                return None
+                return self.exec_stdin
             child, parent = parent, parent.parent
-        return None
+        return self.exec_stdin
 
     def _fed_by(self, node: Node) -> Iterator[Word]:
         child, parent = node, node.parent
@@ -672,7 +773,7 @@ class _Walk:
             elif text in _NUMBERS and self._numbers_stay_numbers():
                 out.unknown(splat=False, number=True)
             else:
-                out.unknown(splat=not quoted)
+                out.unknown(splat=not quoted or _SPLATS.match(text) is not None)
         elif kind == "command_substitution":
             out.unknown(splat=not quoted)
         elif kind in ("process_substitution", "arithmetic_expansion"):
@@ -916,6 +1017,21 @@ def ansi_c(body: str) -> str | None:
 
     decoded = _ANSI_ESCAPE.sub(one, body)
     return None if unknown else decoded
+
+
+def _ends_as_bash_reads(text: str) -> bool:
+    """Whether a `$'...'` string as tree-sitter delimits it ends where bash ends it: at
+    the first `'` no backslash escapes (a backslash escapes whatever follows it)."""
+    index = 2
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "'":
+            return index == len(text) - 1
+        index += 1
+    return False
 
 
 def _heredoc_text(body: str, end: str) -> str:

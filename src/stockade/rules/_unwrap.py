@@ -12,13 +12,18 @@ import attrs
 
 from ..reprs import fields_repr
 from ._first_word import (
+    BASHES,
     LINK_ENDS,
     OTHER_SHELLS,
-    SHELLS,
     UNWRAPPED,
     WRAPPER_NAMES,
+    ZSHES,
+    collapsed_paths,
+    is_loader,
+    normal_path,
     past_a_link,
     runs_a_link,
+    shell_of,
 )
 from ._parse import Stdin
 from ._words import Word, skeleton
@@ -50,6 +55,13 @@ class Wrapper:
     no_command: frozenset[str] = frozenset()  # options after which nothing is run
     refused: frozenset[str] = frozenset()  # options that make the command unknowable
     transparent: bool = True
+    # Options whose value is a script run by a shell (`su -c`, `flock FILE -c`, `script -c`).
+    scripts: frozenset[str] = frozenset()
+    # What runs when the words say no command: "" nothing (or the operands), "empty" a shell
+    # when no command is given (`unshare -r`, `setarch x86_64`), "args" a shell given the
+    # words after the operands (`su root -c ...`), "alone" a shell whatever follows (`script
+    # FILE`, whose operand is its log). That shell reads its standard input.
+    shell: str = ""
 
 
 def _w(name: str, values: str = "", flags: str = "", **kwargs: Any) -> Wrapper:
@@ -65,9 +77,10 @@ WRAPPERS: Final = {
         _w("timeout", "-s --signal -k --kill-after", "--preserve-status --foreground -v --verbose",
            positional=1),
         _w("nohup"),
-        _w("coproc"),  # `coproc NAME { ...; }` parses as its own commands: they are judged
+        # `coproc NAME { ...; }` parses as its own commands: they are judged
+        _w("coproc", assignments=True),
         _w("time", "-f --format -o --output",
-           "-p -a -v -q --append --verbose --quiet --portability"),
+           "-p -a -v -q --append --verbose --quiet --portability", assignments=True),
         _w("command", "", "-p", no_command=frozenset({"-v", "-V"})),
         _w("builtin"),
         _w("exec", "-a", "-c -l"),
@@ -88,7 +101,7 @@ WRAPPERS: Final = {
            "--no-update -R",
            no_command=frozenset({"-e", "--edit", "-l", "--list", "-v", "--validate", "-k",
                                  "--reset-timestamp", "-K", "--remove-timestamp", "-V"}),
-           transparent=False),
+           assignments=True, transparent=False),
         _w("doas", "-u -C", "-n -s -L", transparent=False),
         _w("chroot", "--userspec --groups", "--skip-chdir", positional=1, transparent=False),
         # A multi-call binary runs its first word as an applet, its own build of it.
@@ -96,6 +109,68 @@ WRAPPERS: Final = {
            transparent=False),
         _w("toybox", no_command=frozenset({"--help", "--version", "--long"}),
            transparent=False),
+        # `jobs -x COMMAND` runs it (without -x, `jobs` runs nothing: `unwrap` checks).
+        _w("jobs", "", "-x -l -p -n -r -s"),
+        _w("taskset", "", "-a --all-tasks -c --cpu-list", positional=1,
+           no_command=frozenset({"-p", "--pid", "-h", "--help", "-V", "--version"})),
+        _w("flock", "-w --wait --timeout -E --conflict-exit-code",
+           "-s --shared -x --exclusive -e -u --unlock -n --nb --nonblock -o --close -F "
+           "--no-fork --verbose", positional=1,
+           scripts=frozenset({"-c", "--command"}),
+           no_command=frozenset({"-h", "--help", "-V", "--version"})),
+        _w("setpriv",
+           "--ambient-caps --bounding-set --groups --inh-caps --rgid --egid --regid --ruid "
+           "--euid --reuid --securebits --pdeathsig --selinux-label --apparmor-profile "
+           "--landlock-access --landlock-rule --seccomp-filter",
+           "--clear-groups --init-groups --keep-groups --nnp --no-new-privs --reset-env",
+           no_command=frozenset({"-d", "--dump", "-h", "--help", "-V", "--version"}),
+           transparent=False),
+        _w("unshare",
+           "--propagation --setgroups -R --root -w --wd -S --setuid -G --setgid --map-user "
+           "--map-group --map-users --map-groups --monotonic --boottime",
+           "-m --mount -u --uts -i --ipc -n --net -p --pid -U --user -C --cgroup -T --time "
+           "-f --fork -r --map-root-user -c --map-current-user --kill-child --mount-proc "
+           "--map-auto --keep-caps",
+           no_command=frozenset({"-h", "--help", "-V", "--version"}),
+           shell="empty", transparent=False),
+        _w("chrt", "-T --sched-runtime -P --sched-period -D --sched-deadline",
+           "-a --all-tasks -b --batch -d --deadline -f --fifo -i --idle -o --other -r --rr "
+           "-R --reset-on-fork -v --verbose", positional=1,
+           no_command=frozenset({"-p", "--pid", "-m", "--max", "-h", "--help", "-V",
+                                 "--version"})),
+        # A resource's short option takes its value attached only (`-n10`; `-n` shows it).
+        _w("prlimit",
+           "-o --output -c -d -e -f -i -l -m -n -q -r -s -t -u -v -x -y",
+           "-c --core -d --data -e --nice -f --fsize -i --sigpending -l --memlock -m --rss "
+           "-n --nofile -q --msgqueue -r --rtprio -s --stack -t --cpu -u --nproc -v --as "
+           "-x --locks -y --rttime --noheadings --raw --verbose",
+           no_command=frozenset({"-p", "--pid", "-h", "--help", "-V", "--version"})),
+        _w("setarch", "",
+           "-v --verbose -3 --3gb -B --32bit -F --fdpic-funcptrs -I --short-inode -L "
+           "--addr-compat-layout -R --addr-no-randomize -S --whole-seconds -T "
+           "--sticky-timeouts -X --read-implies-exec -Z --mmap-page-zero --uname-2.6",
+           positional=1, shell="empty",
+           no_command=frozenset({"--list", "-h", "--help", "-V", "--version"})),
+        _w("strace", "-e -o -p -s -a -b -E -I -O -P -S -U -X -u",
+           "-c -C -d -D -f -ff -F -i -k -n -q -qq -r -t -tt -ttt -T -v -w -x -xx -y -yy -z "
+           "-Z", no_command=frozenset({"-h", "-V"}), transparent=False),
+        # The dynamic loader (`ld-linux-x86-64.so.2`, any spelling: `is_loader`).
+        _w("ld.so",
+           "--library-path --inhibit-rpath --audit --preload --argv0 --glibc-hwcaps-prefix "
+           "--glibc-hwcaps-mask",
+           "--inhibit-cache",
+           no_command=frozenset({"--list", "--verify", "--help", "--version",
+                                 "--list-tunables", "--list-diagnostics"})),
+        _w("script", "-E --echo -B --log-io -I --log-in -O --log-out -T --log-timing -m "
+           "--logging-format -o --output-limit",
+           "-a --append -e --return -f --flush -q --quiet",
+           scripts=frozenset({"-c", "--command"}), shell="alone",
+           no_command=frozenset({"-h", "--help", "-V", "--version"})),
+        _w("su", "-g --group -G --supp-group -w --whitelist-environment",
+           "- -f --fast -l --login -m -p --preserve-environment -P --pty",
+           scripts=frozenset({"-c", "--command", "-C", "--session-command"}),
+           refused=frozenset({"-s", "--shell"}), positional=1, shell="args",
+           no_command=frozenset({"-h", "--help", "-V", "--version"}), transparent=False),
     )
 }  # fmt: skip
 if set(WRAPPERS) != WRAPPER_NAMES:  # exec's pre-check reads the names from _first_word
@@ -109,6 +184,41 @@ _LOOKALIKES: Final = {skeleton(name): name for name in UNWRAPPED}
 # does not (`noglob git push`, `nocorrect`, `repeat 2 git push`, `- git push`, `=git`: each
 # runs git, and a bash reading sees another command).
 NOT_EXACTLY_BASH: Final = "zsh is not bash: its script is judged as bash, which it may not be"
+# An interactive shell runs what no command names before each prompt and at its start.
+RUNS_PROMPTS: Final = (
+    "is interactive: it runs PROMPT_COMMAND, PS0 and the file ENV or its rc file names,"
+    " which are not judged"
+)
+# What another shell than bash reads otherwise (dash has no `$'...'`: a string bash reads
+# as one may end early for it, the rest of the line run as commands).
+NOT_BASH_QUOTING: Final = (
+    "is not bash: its script holds quoting only bash reads so ($'...', $\"...\")"
+)
+
+
+def _bash_only_quoting(script: str) -> bool:
+    """Whether `$'` or `$"` stands in a script outside single quotes (`grep 'x$'` is
+    plain text), where bash reads it as a quote another shell may not. Inside double
+    quotes too: a `$(...)` there begins new quoting."""
+    if "$'" not in script and '$"' not in script:
+        return False
+    index, single, double = 0, False, False
+    while index < len(script) - 1:
+        char = script[index]
+        if single:
+            single = char != "'"
+        elif char == "\\":
+            index += 1
+        elif char == "$" and script[index + 1] in "'\"":
+            return True
+        elif char == '"':
+            double = not double
+        elif char == "'" and not double:
+            single = True
+        index += 1
+    return False
+
+
 # `mapfile -C CALLBACK` (`readarray` too) and `compgen -C COMMAND` run a string as code.
 RUNS_A_STRING: Final = "-C runs a string as code, which is not judged"
 _RUNS_A_STRING_WITH_C: Final = frozenset({"mapfile", "readarray", "compgen"})
@@ -147,6 +257,9 @@ class Unwrapped:
     doubts: tuple[str, ...] = ()
     carrier: bool = False  # the command only runs the scripts it carries
     unallowable: tuple[str, ...] = ()  # what keeps an allow rule from allowing it
+    # Doubts about what git does, which only a rule naming git can care about (exec's
+    # pre-check does not look into git for other rules).
+    git_doubts: tuple[str, ...] = ()
 
 
 def name_of(word: Word) -> str | None:
@@ -230,6 +343,7 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
     more: list[tuple[tuple[Word, ...], str]] = []
     doubts: list[str] = []
     unallowable: list[str] = []
+    git_doubts: list[str] = []
     carrier = False
     current = tuple(words)
     exact = True
@@ -272,7 +386,9 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             # tree-sitter reads `coproc NAME { ...; }` as a command of words: not exact.
             doubts.append("coproc with a compound command")
             break
-        wrapper = WRAPPERS.get(name)
+        wrapper = WRAPPERS.get("ld.so" if is_loader(name) else name)
+        if name == "jobs" and not _jobs_runs(current[1:]):
+            wrapper = None  # `jobs %1` lists a job
         if wrapper is not None:
             inner, problem = _strip(wrapper, current[1:])
             if problem is not None:
@@ -292,10 +408,19 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             # By its base name (`/usr/bin/git -C . push -f`) and in any case (`GIT`), as
             # forbid and prompt rules see the command itself.
             views.append(View(_git_without_options(based), False, "git options"))
-        elif name in SHELLS:
+            if _git_config_runs_more(based[1:]):
+                git_doubts.append(GIT_CONFIG_RUNS_MORE)
+            plain = _git_without_options(based)
+            if _git_send_pack_forces(plain[1:]):
+                git_doubts.append("git send-pack may force a push, as `git push -f` does")
+        elif (shell := shell_of(name)) is not None:
+            if shell != name:  # `rbash`, `bash5.2`: a rule naming bash meets it too
+                views.append(View((Word.exact(shell, text=first.text), *current[1:]), False))
             script, problem, reads_stdin = _shell_script(current[1:])
             if _sources_a_file(current[1:]):
                 doubts.append(f"{name} sources the file its --rcfile names: it is not judged")
+            if _interactive(current[1:]):
+                doubts.append(f"{name} -i {RUNS_PROMPTS}")
             if problem is not None:
                 doubts.append(f"{name}: {problem}")
             elif script is not None:
@@ -308,24 +433,34 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
                 elif stdin.body is not None:
                     text = stdin.body.value if stdin.body.known else None
                     carried.append(Carried(text, f"{name} <<{stdin.kind}"))
-            if name == "zsh" and carried:
+            if shell in ZSHES and carried:
                 doubts.append(NOT_EXACTLY_BASH)
+            elif shell not in BASHES and any(
+                c.script is not None and _bash_only_quoting(c.script) for c in carried
+            ):
+                doubts.append(f"{name} {NOT_BASH_QUOTING}")
         elif name in OTHER_SHELLS and len(current) > 1:
             doubts.append(f"{name} runs a script in another language than bash")
         elif name == "eval":
             arguments = current[1:]
+            if arguments and arguments[0].known and arguments[0].value == "--":
+                arguments = arguments[1:]  # eval takes `--` as the end of its options
             known = all(w.known for w in arguments)
             joined = " ".join(w.value or "" for w in arguments) if known else None
             carried.append(Carried(joined, "eval"))
             carrier = True
-        elif name == "trap" and len(current) > 2:
-            action = current[1]
+        elif name == "trap" and len(current) - _double_dash(current[1:2]) > 2:
+            action = current[1 + _double_dash(current[1:2])]
             if not (action.known and action.value in ("-", "")):
                 carried.append(Carried(action.value if action.known else None, "trap"))
         elif name in ("source", "."):
             doubts.append(f"`{name}` runs a file in this shell: its commands are not judged")
         elif name == "alias" and any(w.value is None or "=" in w.value for w in current[1:]):
             doubts.append("an alias definition changes what later words mean")
+        elif name == "fc" and not _lists_history(current[1:]):
+            doubts.append("`fc` runs a command from the history, which is not judged")
+        elif name == "history" and _gives_an_option(current[1:], "s"):
+            doubts.append("`history -s` makes a history entry a later `fc` runs")
         elif name == "hash" and _gives_an_option(current[1:], "p"):
             # `hash -p /bin/rm ls; ls -rf /` runs rm as `ls` (confirmed in bash).
             doubts.append("`hash -p` changes what a later command name runs")
@@ -342,8 +477,43 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
     else:
         doubts.append(f"wrappers nested deeper than {_UNWRAP_DEPTH}")
     return Unwrapped(
-        tuple(views), tuple(carried), tuple(more), tuple(doubts), carrier, tuple(unallowable)
+        tuple(views),
+        tuple(carried),
+        tuple(more),
+        tuple(doubts),
+        carrier,
+        tuple(unallowable),
+        tuple(git_doubts),
     )
+
+
+def _double_dash(first: Sequence[Word]) -> int:
+    return 1 if first and first[0].known and first[0].value == "--" else 0
+
+
+def _jobs_runs(words: Sequence[Word]) -> bool:
+    """Whether `jobs` is given `-x` (or may be: a word known at run time), which runs the
+    rest of its words as a command."""
+    for word in words:
+        if not word.known or word.value is None:
+            return True
+        if word.value == "--" or word.value[:1] != "-":
+            return False
+        if "x" in word.value:
+            return True
+    return False
+
+
+def _lists_history(words: Sequence[Word]) -> bool:
+    """Whether `fc` only lists the history (`-l`): without it, it runs a command from it."""
+    for word in words:
+        if not word.known or word.value is None or word.value == "--":
+            return False
+        if word.value[:1] != "-" or word.value[1:2].isdigit():
+            return False
+        if "l" in word.value[1:] and "s" not in word.value and "e" not in word.value:
+            return True
+    return False
 
 
 # Builtins that set variables named by their words (`read PATH`, `printf -v PATH`).
@@ -398,6 +568,23 @@ def _strip(wrapper: Wrapper, words: Sequence[Word]) -> tuple[tuple[Word, ...], s
             break
         if value in wrapper.no_command:
             return (), None
+        option = value.split("=", 1)[0]
+        if (
+            value[:1] == "-"
+            and value[1:2] not in ("-", "")
+            and f"-{value[-1]}" in wrapper.scripts
+            and all(f"-{letter}" in wrapper.flags for letter in value[1:-1])
+        ):
+            option = value = f"-{value[-1]}"  # `script -qc SCRIPT`: flags, then the script's
+        if option in wrapper.scripts:
+            # The script runs as `$SHELL -c SCRIPT`: judged as `sh -c` would be.
+            if "=" in value and option.startswith("--"):
+                script = Word.exact(value.split("=", 1)[1], text=word.text)
+            elif value == option and index + 1 < len(words):
+                script = words[index + 1]
+            else:
+                return (), f"an option the judge does not know ({value})"
+            return (_SH, Word.exact("-c"), script), None
         if value in wrapper.refused or value.split("=", 1)[0] in wrapper.refused:
             return (), f"{value} makes the command unknowable"
         if (value.startswith("-") and value != "-") or (value == "-" and "-" in wrapper.flags):
@@ -409,12 +596,20 @@ def _strip(wrapper: Wrapper, words: Sequence[Word]) -> tuple[tuple[Word, ...], s
         if wrapper.assignments and "=" in value and value.split("=", 1)[0].isidentifier():
             index += 1
             continue
-        if positional:
+        if positional or wrapper.shell == "alone":  # `script LOG -c ...`: options permute
             positional -= 1
             index += 1
             continue
         break
+    if wrapper.shell == "alone":
+        return (_SH,), None
+    if wrapper.shell == "args" or (wrapper.shell == "empty" and index == len(words)):
+        return (_SH, *words[index:]), None
     return tuple(words[index:]), None
+
+
+# The shell a wrapper runs (`su`, `script`, `unshare` with no command): `$SHELL`, judged as sh.
+_SH: Final = Word.exact("sh", text="<the shell it runs>")
 
 
 def _option(wrapper: Wrapper, value: str, words: Sequence[Word], index: int) -> int | None:
@@ -460,6 +655,52 @@ _GIT_COMMAND_OPTIONS: Final = {
 _GIT_PRINT_AND_EXIT: Final = frozenset({"--html-path", "--man-path", "--info-path"})
 
 
+# Configuration given on git's command line that changes what its subcommand does: an
+# alias runs other words (`-c alias.ship='push -f'`), a push refspec or a mirror forces.
+GIT_CONFIG_RUNS_MORE: Final = (
+    "git -c gives an alias or a push configuration: what the subcommand does is not judged"
+)
+
+
+def _git_config_runs_more(words: Sequence[Word]) -> bool:
+    """Whether git's global options (`-c KEY=VALUE`, `--config-env=KEY=ENV`) set an alias,
+    a remote's push refspec or mirror (a key is any case), or one not known until run time."""
+    index = 0
+    while index < len(words):
+        word = words[index]
+        value = word.value if word.known else None
+        if value is None or not value.startswith("-"):
+            return False
+        name = value.split("=", 1)[0]
+        if name in ("-c", "--config-env"):
+            given = words[index + 1] if "=" not in value and index + 1 < len(words) else None
+            setting = value.split("=", 1)[1] if "=" in value else None
+            if given is not None:
+                setting = given.value if given.known else None
+            if setting is None:
+                return True
+            key = setting.split("=", 1)[0].lower()
+            if key.startswith("alias.") or (
+                key.startswith("remote.") and key.endswith((".push", ".mirror"))
+            ):
+                return True
+            index += 1 if "=" in value else 2
+            continue
+        index += 2 if name in _GIT_VALUES and "=" not in value and name != "--exec-path" else 1
+    return False
+
+
+def _git_send_pack_forces(words: Sequence[Word]) -> bool:
+    """`git send-pack --force` (or a `+` refspec, or words known at run time): the
+    plumbing under `git push`, which the force-push rule does not name."""
+    if not words or not words[0].known or words[0].value != "send-pack":
+        return False
+    return any(
+        not w.known or w.value is None or w.value == "--force" or w.value.startswith("+")
+        for w in words[1:]
+    )
+
+
 def _git_without_options(words: tuple[Word, ...]) -> tuple[Word, ...]:
     """`git -C dir push -f` as `git push -f`, for forbid and prompt rules: the global options
     before git's subcommand skipped. An option it does not know leaves an unknown word.
@@ -490,8 +731,21 @@ def _git_without_options(words: tuple[Word, ...]) -> tuple[Word, ...]:
 
 # bash's options naming a file it sources before its script (an interactive bash's).
 _SOURCED_FILE_OPTIONS: Final = frozenset({"--rcfile", "--init-file"})
-# A script file that is the shell's own standard input.
-_STDIN_PATHS: Final = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+# A script file that is the shell's own standard input, as `normal_path` spells it.
+_STDIN_PATHS: Final = frozenset(
+    {"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "/proc/thread-self/fd/0"}
+)
+
+
+def _interactive(words: Sequence[Word]) -> bool:
+    """Whether a shell's options (before its script) make it interactive (`-i`)."""
+    for word in words:
+        value = word.value if word.known else None
+        if value is None or value in ("--", "-") or value[:1] not in "-+":
+            return False
+        if value[:1] == "-" and value[1:2] != "-" and "i" in value:
+            return True
+    return False
 
 
 def _sources_a_file(words: Sequence[Word]) -> bool:
@@ -536,7 +790,15 @@ def _shell_script(words: Sequence[Word]) -> tuple[Word | None, str | None, bool]
         if not operands:
             return None, "-c without a script", False
         return operands[0], None, False
-    from_stdin = bool(operands) and operands[0].value in _STDIN_PATHS
+    operand = operands[0].value if operands else None
+    from_stdin = False
+    if operand is not None and past_a_link(operand) == "":
+        # A descriptor or stdin however spelt (`/dev//stdin`, `/dev/fd/3`): the shell's
+        # own standard input is judged as such, any other descriptor cannot be.
+        spelt = {normal_path(operand), *collapsed_paths(operand)}
+        if spelt.isdisjoint(_STDIN_PATHS):
+            return None, f"its script is read from {operand}, which is not known", False
+        from_stdin = True
     return None, None, reads_stdin or not operands or from_stdin
 
 
