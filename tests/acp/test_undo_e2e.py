@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("acp")
 
 import acp
+from stockade.trust import ROOT_PROTECTED
 
 from .support import ScriptedClient, agent, agent_env, log_events, of_type, run, write_script
 
@@ -37,7 +38,7 @@ def tree(root: Path) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for path in sorted(root.rglob("*")):
         top = path.relative_to(root).parts[0]
-        if top.startswith(".") or top == "stockade.yml":
+        if top.startswith(".") or top in {name.rstrip("/") for name in ROOT_PROTECTED}:
             continue
         found[str(path.relative_to(root))] = None if path.is_dir() else path.read_text()
     return found

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from stockade.trust import ROOT_PROTECTED
+
 from .support import ERAS, answering, connect, events, of_type, session_id, text
 
 pytestmark = pytest.mark.kernel
@@ -18,6 +20,7 @@ FIRST = "echo one > a.txt; echo keep > b.txt"
 SECOND = "echo two > a.txt; rm b.txt; mkdir d; echo new > d/new.txt"
 AFTER_BOTH = {"a.txt": "two\n", "d": None, "d/new.txt": "new\n"}
 AFTER_FIRST = {"a.txt": "one\n", "b.txt": "keep\n"}
+PROTECTED_NAMES = {name.rstrip("/") for name in ROOT_PROTECTED}
 
 
 def tree(root: Path) -> dict[str, str | None]:
@@ -27,7 +30,7 @@ def tree(root: Path) -> dict[str, str | None]:
         str(path.relative_to(root)): None if path.is_dir() else path.read_text()
         for path in sorted(root.rglob("*"))
         if not path.relative_to(root).parts[0].startswith(".")
-        and path.relative_to(root).parts[0] != "stockade.yml"
+        and path.relative_to(root).parts[0] not in PROTECTED_NAMES
     }
 
 
