@@ -407,3 +407,53 @@ async def test_records_keep_bounded_texts(world, nursery):
     for record in proxy.records:
         assert len(record.method) <= 64 and len(record.path) <= 512
         assert len(record.reason) <= 1024 and len(record.host) <= 256
+
+
+def _echo_base64_authorization(request: h11.Request, body: bytes) -> list[bytes]:
+    """The Authorization header it received, base64-encoded (a debugging endpoint)."""
+    seen = dict(request.headers).get(b"authorization", b"")
+    return response(b'{"seen_b64": "' + base64.b64encode(seen) + b'"}')
+
+
+async def test_a_base64_echo_leaves_no_byte_of_the_value(world, nursery):
+    """The audit's echo of `base64(prefix + value)`: the command decodes the whole
+    blob it reads to its own prefix and placeholder, at each alignment (it read the
+    value's last bytes in the last group)."""
+    origin = await start_scripted(nursery, world, _echo_base64_authorization)
+    broker = world.broker()
+    placeholder = broker.placeholders["API_TOKEN"]
+    async with proxied(world, broker) as proxy:
+        for prefix in ("Bearer ", "Bearer  ", "Bearer   "):
+            reply = await ask(
+                proxy.path, broker, origin.port, headers=[("Authorization", prefix + placeholder)]
+            )
+            seen = base64.b64decode(reply.echoed()["seen_b64"])
+            assert seen == (prefix + placeholder).encode()
+    # The control: the origin read the real value each time.
+    assert [origin.header(i, b"authorization") for i in range(3)] == [
+        [(prefix + REAL_API).encode()] for prefix in ("Bearer ", "Bearer  ", "Bearer   ")
+    ]
+
+
+async def test_fresh_basic_users_compile_nothing_more(world, nursery):
+    """A different `Basic` user on each request made the proxy compile the value's
+    whole pattern again, on its event loop (30 to 100 ms a request): now nothing in
+    the pattern comes from a request. Each echoed blob still reads back as the blob
+    of `user:placeholder`, a user of 3000 bytes too."""
+    from stockade.network._scrub import _plan
+
+    origin = await start_scripted(nursery, world, echo_headers)
+    broker = world.broker()
+    placeholder = broker.placeholders["API_TOKEN"]
+    users = [f"user{index}" for index in range(6)] + ["a" * 3000]
+    async with proxied(world, broker) as proxy:
+        _plan.cache_clear()
+        for user in users:
+            blob = base64.b64encode(f"{user}:{placeholder}".encode()).decode()
+            reply = await ask(
+                proxy.path, broker, origin.port, headers=[("Authorization", f"Basic {blob}")]
+            )
+            assert reply.echoed()["authorization"] == f"Basic {blob}"
+    assert _plan.cache_info().misses == 1  # the control: the first answer compiled it
+    sent = origin.header(len(users) - 1, b"authorization")[0]
+    assert base64.b64decode(sent.partition(b" ")[2]) == f"{users[-1]}:{REAL_API}".encode()

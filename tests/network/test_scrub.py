@@ -27,7 +27,7 @@ from stockade.network._scrub import (
 
 VALUE = "s3cr3t/VALUE+with space&more:42_x"
 PLACEHOLDER = "stockade-placeholder-" + "ab" * 20
-SECRET = Secretive(VALUE, PLACEHOLDER, ("x-access-token",))
+SECRET = Secretive(VALUE, PLACEHOLDER)
 
 
 def scrub(data: bytes, secret: Secretive = SECRET) -> tuple[bytes, int]:
@@ -174,7 +174,9 @@ def test_a_value_split_across_chunks_is_found(size: int):
 def test_what_is_held_back_is_at_most_the_window():
     scrubber = Scrubber([SECRET])
     passed = scrubber.feed(b"a" * 10_000)
-    assert len(passed) == 10_000 - (scrubber.window - 1)
+    # The window less a byte, and the three characters a base64 core's group may
+    # begin with (replaced with it when the core comes next read).
+    assert len(passed) == 10_000 - (scrubber.window - 1) - 3
     assert passed + scrubber.finish() == b"a" * 10_000
 
 
@@ -308,26 +310,3 @@ def test_a_short_value_has_no_base64_forms_but_is_still_found():
     assert scrubber.whole(b"a k3y b %6B%33%79") == (
         b"a " + short.replacement.encode() + b" b " + short.replacement.encode()
     )
-
-
-def test_the_basic_users_scrubbed_for_by_name_are_those_beside_a_placeholder_and_few():
-    """The users a request's Basic credentials name are what the command chose: only
-    those whose password held a placeholder (where a real value went) count, and at
-    most BASIC_USERS_MAX of them. A request naming 900 made the answer's pattern take a
-    second to compile and its scan 14 s, on the proxy's event loop."""
-    from stockade.network._scrub import BASIC_USERS_MAX, basic_users, needles
-
-    def basic(user: str, password: str) -> tuple[bytes, bytes]:
-        return b"a", b"Basic " + base64.b64encode(f"{user}:{password}".encode())
-
-    headers = [basic(f"0x{i:x}", "") for i in range(900)]
-    headers += [basic(f"git{i}", f"pre-{PLACEHOLDER}") for i in range(10)]
-    users = basic_users(headers, [PLACEHOLDER])
-    assert users == tuple(f"git{i}" for i in range(BASIC_USERS_MAX))
-    assert basic_users(headers[:900], [PLACEHOLDER]) == ()
-    bounded = needles(VALUE, PLACEHOLDER, users)
-    assert len(bounded) <= len(needles(VALUE, PLACEHOLDER)) + 4 * BASIC_USERS_MAX
-    # What is named is still found whole: the blob of one of them, echoed.
-    user = Secretive(VALUE, PLACEHOLDER, users)
-    out, count = scrub(base64.b64encode(f"git1:{VALUE}".encode()), user)
-    assert count == 1 and out == base64.b64encode(f"git1:{PLACEHOLDER}".encode())

@@ -291,7 +291,7 @@ async def judge_and_exchange(
         await answer(conn, client, 403, judged.refusal or "stockade: refused", head=head)
         return False
     forward = judged.forward
-    secrets = answer_secrets(broker, host, headers)
+    secrets = answer_secrets(broker, host)
     if secrets:
         forward = Forward(forward.method, forward.target, request_headers(forward.headers))
     if close:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import urllib.parse
 
+import attrs
 import h11
 import trio
 
@@ -166,6 +167,20 @@ async def _forward(
                 carried="http",
                 close=True,
             )
+            return
+        # A ruled address reached by a name no rule names (the rules name the address,
+        # or another name for it): refused, as a tunnel to it is cut, since the request
+        # would reach the ruled host unjudged.
+        cut = reached_otherwise(
+            call, host, port, outcome.decision.address, what="the request was refused"
+        )
+        if cut is not None:
+            method = request.method.decode("ascii", "backslashreplace")
+            record = attrs.evolve(
+                cut, method=method, path=record_path(origin.decode("ascii")), protocol="http"
+            )
+            await call.report_refusal(record)
+            await answer(conn, stream, 403, f"stockade: {record.reason}", head=head)
             return
         headers = [*forwarded_headers(list(request.headers)), (b"connection", b"close")]
         held = placeholders_held(broker.credentials) if broker is not None else ()

@@ -24,7 +24,7 @@ from ._credentials import (
 )
 from ._request_rules import TargetError, _authority_host, decide_request, normalise_target
 from ._ruled import ruled_host
-from ._scrub import Secretive, basic_users
+from ._scrub import Secretive
 from .rules import HostError, canonical, normalise_host, parse_address
 
 Headers = list[tuple[bytes, bytes]]
@@ -321,22 +321,19 @@ def insists_on_http2(host: str, offered: Iterable[bytes]) -> str:
     return f"{host}: the client offers {shown} (ALPN), and the proxy serves HTTP/1.1 only"
 
 
-def answer_secrets(
-    broker: Broker, host: str, headers: Iterable[tuple[bytes, bytes]]
-) -> tuple[Secretive, ...]:
+def answer_secrets(broker: Broker, host: str) -> tuple[Secretive, ...]:
     """What an answer from the ruled `host` is scrubbed of: every credential's real
     value (an origin behind a shared front could echo another host's too), each
     replaced by its placeholder, or for the header form a marker naming it; none when
-    no credential names `host` (no value went there). `headers` are the request's as
-    the client sent them: the `Basic` users they name beside a placeholder."""
+    no credential names `host` (no value went there). Nothing in it comes from the
+    request (a `Basic` user named one made the pattern compiled again, per request, on
+    the event loop): the same credentials, the same compiled pattern."""
     if not broker.credentials_for(host):
         return ()
-    users = basic_users(headers, (c.placeholder for c in broker.credentials if c.placeholder))
     return tuple(
         Secretive(
             credential.value.reveal(),
             credential.placeholder or f"stockade-withheld-{credential.name}",
-            users,
             credential.name,
         )
         for credential in broker.credentials

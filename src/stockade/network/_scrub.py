@@ -5,9 +5,10 @@ undone) and replaced by the command's placeholder. Pure: the exchange feeds it.
 The forms: the value itself; each character of it percent-encoded (either hex case,
 `+` for a space), JSON-escaped (`\\uXXXX`, `\\/`) or an HTML entity (named, decimal,
 hex), in any mix; UTF-16 (LE, BE); base64 and base64url at each of the three
-alignments; the `Basic` blob (base64 of `user:value`) for each user a request named.
-A value transformed otherwise (hashed, encrypted, reversed, split by the origin) is
-not found: the caller's documentation says so.
+alignments, the whole run of base64 around it decoded, rid of the value and encoded
+again (so a `Basic` blob, base64 of `user:value`, is found whatever the user, and
+comes back as the blob of `user:placeholder`). A value transformed otherwise (hashed,
+encrypted, reversed, split by the origin) is not found: the caller's documentation says so.
 """
 
 from __future__ import annotations
@@ -134,7 +135,9 @@ class Needle:
     """One form of one credential's value, as regular expressions over bytes: `first`,
     the ways it may begin (a literal first byte, so the engine skips ahead in C to
     where one could start, and the pattern after it), then `rest`; its longest match,
-    and what replaces it."""
+    and what replaces it. A base64 core (`core` its alignment: the bytes before the
+    value in its 3-byte group, and whether base64url) is not replaced alone: the run
+    of base64 around it is decoded, rid of the value and encoded again."""
 
     __repr__ = fields_repr
 
@@ -142,29 +145,25 @@ class Needle:
     rest: bytes
     longest: int
     replacement: bytes
+    core: tuple[int, bool] | None = None
 
 
-def _literal(data: bytes, replacement: bytes) -> Needle:
-    return Needle(((data[:1], b""),), re.escape(data[1:]), len(data), replacement)
+def _literal(data: bytes, replacement: bytes, core: tuple[int, bool] | None = None) -> Needle:
+    return Needle(((data[:1], b""),), re.escape(data[1:]), len(data), replacement, core)
 
 
-def needles(value: str, replacement: str, basic_users: Iterable[str] = ()) -> list[Needle]:
+def needles(value: str, replacement: str) -> list[Needle]:
     """Every form of `value` the scrubber looks for, each with `replacement` in that
-    form (the textual echoes take it as itself), longest first."""
+    form (the textual echoes take it as itself), longest first. None depends on the
+    request: the pattern is made once per set of credentials (a `Basic` blob, base64
+    of `user:value`, is found by the value's base64 core inside it, whatever the user)."""
     raw, wanted = value.encode(), replacement.encode()
     found: list[Needle] = []
-    for user in dict.fromkeys(basic_users):
-        for encode in (base64.b64encode, base64.urlsafe_b64encode):
-            blob = encode(f"{user}:{value}".encode())
-            out = encode(f"{user}:{replacement}".encode())
-            found.append(_literal(blob, out))
-            if blob.rstrip(b"=") != blob:
-                found.append(_literal(blob.rstrip(b"="), out.rstrip(b"=")))
     for shift in (0, 1, 2):
         for urlsafe in (False, True):
             core = _base64_core(raw, shift, urlsafe)
             if len(core) >= MIN_ENCODED:
-                found.append(_literal(core, _base64_core(wanted, shift, urlsafe)))
+                found.append(_literal(core, _base64_core(wanted, shift, urlsafe), (shift, urlsafe)))
     found.append(_literal(value.encode("utf-16-le"), replacement.encode("utf-16-le")))
     # Big-endian begins with a NUL, the commonest byte of binary bodies: looked for
     # from the byte after it (the NUL before stays where it is).
@@ -181,105 +180,303 @@ def needles(value: str, replacement: str, basic_users: Iterable[str] = ()) -> li
 
 @attrs.frozen
 class Secretive:
-    """What a scrubber looks for: each credential's real value, what replaces it (its
-    placeholder, or a marker naming it for the header form), and the `Basic` users its
-    requests named. The value never leaves this object but into the pattern."""
+    """What a scrubber looks for: a credential's real value and what replaces it (its
+    placeholder, or a marker naming it for the header form). The value never leaves
+    this object but into the pattern."""
 
     __repr__ = fields_repr
 
     value: str = attrs.field(repr=False)
     replacement: str
-    basic_users: tuple[str, ...] = ()
     name: str = ""
 
 
-_Plan = tuple["re.Pattern[bytes] | None", list[bytes], list[str], int]
+@attrs.frozen
+class _Branch:
+    """What one branch of the pattern stands for: its replacement, the secret's name,
+    and for a base64 core its alignment (None for every other form)."""
+
+    replacement: bytes
+    name: str
+    core: tuple[int, bool] | None
+    secret: int  # the secret's index in the plan's
+
+
+@attrs.frozen
+class _Plan:
+    pattern: re.Pattern[bytes] | None
+    branches: tuple[_Branch, ...]
+    # Each secret's value, its replacement and name: what a base64 run is rid of.
+    secrets: tuple[tuple[bytes, bytes, str], ...]
+    window: int
 
 
 @functools.lru_cache(maxsize=64)
 def _plan(secrets: tuple[Secretive, ...]) -> _Plan:
-    """The compiled pattern for `secrets`, the replacement and secret's name of each of
-    its branches, and the window: made once per set of secrets (a few milliseconds),
-    not per answer."""
+    """The compiled pattern for `secrets`, what each of its branches stands for, and
+    the window: made once per set of secrets (a few milliseconds), not per answer
+    (nothing in it comes from a request)."""
     ordered = sorted(secrets, key=lambda item: -len(item.value))
     named = [
-        (secret.name, needle)
-        for secret in ordered
-        for needle in needles(secret.value, secret.replacement, secret.basic_users)
+        (index, secret.name, needle)
+        for index, secret in enumerate(ordered)
+        for needle in needles(secret.value, secret.replacement)
     ]
     # Branches grouped by their literal first byte (the engine then skips ahead in C
     # to a byte one could begin with, and tries only that byte's branches), each ending
     # in a group of its own: the group that matched says which form (and so which
     # replacement) it was.
-    groups: dict[bytes, list[tuple[bytes, bytes, str]]] = {}
-    for name, needle in named:
+    groups: dict[bytes, list[tuple[bytes, _Branch]]] = {}
+    for index, name, needle in named:
         for first, after in needle.first:
             branch = after + b"(" + needle.rest + b")"
-            groups.setdefault(first, []).append((branch, needle.replacement, name))
-    replacements = [replacement for group in groups.values() for _, replacement, _ in group]
-    names = [name for group in groups.values() for _, _, name in group]
+            groups.setdefault(first, []).append(
+                (branch, _Branch(needle.replacement, name, needle.core, index))
+            )
     branches = b"|".join(
-        re.escape(first) + b"(?:" + b"|".join(branch for branch, _, _ in group) + b")"
+        re.escape(first) + b"(?:" + b"|".join(branch for branch, _ in group) + b")"
         for first, group in groups.items()
     )
-    pattern = re.compile(branches) if named else None
-    window = max((needle.longest for _, needle in named), default=1)
-    return pattern, replacements, names, window
+    return _Plan(
+        pattern=re.compile(branches) if named else None,
+        branches=tuple(branch for group in groups.values() for _, branch in group),
+        secrets=tuple(
+            (secret.value.encode(), secret.replacement.encode(), secret.name) for secret in ordered
+        ),
+        window=max((needle.longest for _, _, needle in named), default=1),
+    )
+
+
+# The base64 characters (both alphabets) and a run of them, then its padding.
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+_RUN = re.compile(rb"[A-Za-z0-9+/_-]*")
+_PADDING = re.compile(rb"={0,2}")
+
+
+def _reach(pattern: re.Pattern[bytes], data: bytes, at: int) -> int:
+    """Where what `pattern` (which matches the empty string too) matches at `at` ends."""
+    match = pattern.match(data, at)
+    return at if match is None else match.end()
+
+
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+# Characters of a core's 3-byte group before it, by the bytes before the value there.
+_LEAD = {0: 0, 1: 2, 2: 3}
+# Characters the proxy holds back beyond the window (already scanned): a core found
+# next read may begin its group with them, and they are replaced with it.
+_LEFT = 3
+# The longest run of base64 holding a value that is decoded and encoded again (from
+# the value's group to the run's end); past it the answer is cut (ScrubError): it is
+# held back whole until it ends, and re-read on each read until then.
+RUN_LIMIT = 16384
+
+
+@attrs.frozen
+class _Run:
+    """A base64 run rid of values: `data[begin:end]` is replaced by `text`, `hits`
+    values (by name) were in it."""
+
+    begin: int
+    end: int
+    text: bytes
+    hits: dict[str, int]
 
 
 class Scrubber:
     """Replaces every form of the given values in a stream fed in chunks: what `feed`
     returns is safe to pass on, what could still be the start of a value is held back
-    (at most the longest form, less a byte) until the next chunk or `finish`."""
+    (at most the longest form, less a byte, and a few characters before it; a base64
+    run holding a value, until it ends) until the next chunk or `finish`."""
 
-    __slots__ = ("_names", "_pattern", "_replacements", "_tail", "count", "found", "window")
+    __slots__ = ("_plan", "_skip", "_tail", "count", "found", "window")
 
     def __init__(self, secrets: Sequence[Secretive]) -> None:
-        plan = _plan(tuple(secrets))
-        self._pattern, self._replacements, self._names, self.window = plan
+        self._plan = _plan(tuple(secrets))
+        self.window = self._plan.window
         self._tail = b""
+        self._skip = 0  # bytes at the start of the tail already scanned
         self.count = 0
         # How many times each secret (by name) was replaced.
         self.found: dict[str, int] = {}
 
-    def _replace(self, data: bytes, until: int) -> tuple[bytes, int]:
-        """`data` with every match starting before `until` replaced, up to where the
-        last one ends or `until`, and where that is."""
-        if self._pattern is None:
-            return data[:until], until
+    def _hit(self, name: str, times: int = 1) -> None:
+        self.count += times
+        self.found[name] = self.found.get(name, 0) + times
+
+    def _run(
+        self, data: bytes, match: re.Match[bytes], branch: _Branch, floor: int, final: bool
+    ) -> _Run | int:
+        """The base64 run around the core `match` (from its 3-byte group, never before
+        `floor`, to the run's end and padding) decoded, every value in it replaced, and
+        encoded again in the same alphabet and framing, so that no character the value
+        touched (those it shares with its neighbours, its last partial group, its
+        padding) survives. Where the run begins, when it may go on in the next chunk."""
+        assert branch.core is not None
+        shift, urlsafe = branch.core
+        lead = _LEAD[shift]
+        start = match.start()
+        begin = start
+        while start - begin < lead and begin - 1 >= floor and data[begin - 1] in _BASE64:
+            begin -= 1
+        run_end = _reach(_RUN, data, match.end())
+        if run_end - begin > RUN_LIMIT:
+            raise ScrubError(
+                f"a base64 run holding a credential's value goes on past {RUN_LIMIT} "
+                "characters, the most the proxy decodes to replace it"
+            )
+        end = _reach(_PADDING, data, run_end)
+        if not final and len(data) < end + self.window:
+            return begin
+        # A textual form inside the run (the value itself is base64 characters, and
+        # could follow its own base64) ends the run where it begins: decoded, it would
+        # pass on encoded again, unseen.
+        # Another value's core in the run at the same alignment is replaced with it;
+        # one at another alignment (two encodings glued together) ends the run where
+        # its group begins, to be decoded on its own.
+        pattern = self._plan.pattern
+        assert pattern is not None
+        group = start - lead
+        more: list[tuple[int, int]] = []  # (where its value begins in the run, secret)
+        probe, limit = match.end(), min(len(data), run_end + self.window)
+        while (found := pattern.search(data, probe, limit)) is not None:
+            if found.start() >= run_end:
+                break
+            other = self._plan.branches[(found.lastindex or 1) - 1]
+            if other.core is None:
+                run_end = end = found.start()
+                break
+            its_group = found.start() - _LEAD[other.core[0]]
+            if (its_group - group) % 4:
+                run_end = end = max(its_group, match.end())
+                break
+            more.append(((its_group - group) // 4 * 3 + other.core[0], other.secret))
+            probe = found.end()
+        chars = data[begin:run_end]
+        # The group's characters not there (the run began inside it) decode as zeros;
+        # what encodes them again is not passed on.
+        missing = lead - (start - begin)
+        chars = b"A" * missing + chars
+        dangling = chars[-1:] if len(chars) % 4 == 1 else b""
+        whole = chars[: len(chars) - len(dangling)]
+        standard = whole.translate(_TO_STANDARD)
+        decoded = base64.b64decode(standard + b"=" * (-len(standard) % 4))
+        if b"-" in chars or b"_" in chars:
+            urlsafe = True
+        elif b"+" in chars or b"/" in chars:
+            urlsafe = False
+        spans: list[tuple[int, int, bytes, str]] = []
+        for index, (value, wanted, name) in enumerate(self._plan.secrets):
+            # Where a value's core was found, its first byte (partly decided by the
+            # characters before the core) and its last (in the partial group) go too,
+            # whatever they decode to; elsewhere in the run, each value is found by
+            # its bytes but the first and the last two.
+            inner = value[1:-2] if len(value) > 4 else value
+            skip = 1 if len(value) > 4 else 0
+            at = 0
+            if index == branch.secret:
+                spans.append((shift, shift + len(value), wanted, name))
+            spans += [(at, at + len(value), wanted, name) for at, i in more if i == index]
+            while (where := decoded.find(inner, at)) != -1:
+                first = max(0, where - skip)  # its first byte may be before the group
+                spans.append((first, where - skip + len(value), wanted, name))
+                at = where - skip + len(value)
+        spans.sort()
+        pieces: list[bytes] = []
+        hits: dict[str, int] = {}
+        done = 0
+        for span_start, span_end, wanted, name in spans:
+            if span_end <= done:
+                continue
+            if span_start < done:  # overlapping the last: the last is widened
+                done = span_end
+                continue
+            pieces += [decoded[done:span_start], wanted]
+            hits[name] = hits.get(name, 0) + 1
+            done = span_end
+        cut_short = done > len(decoded)  # the run ends inside a value
+        pieces.append(decoded[done:])
+        text = base64.b64encode(b"".join(pieces))
+        if urlsafe:
+            text = text.translate(_TO_URLSAFE)
+        if end == run_end and len(whole) % 4:  # it was sent unpadded: so is this
+            text = text.rstrip(b"=")
+        if dangling and not cut_short:
+            text += dangling
+        return _Run(begin, end, text[missing:], hits)
+
+    def _replace(self, data: bytes, until: int, final: bool) -> tuple[bytes, int, int]:
+        """`data` with every match starting before `until` (and after the part already
+        scanned) replaced: the text to pass on, where in `data` it ends, and how many
+        bytes after that were scanned already (held back only as a core's group)."""
+        pattern = self._plan.pattern
+        if pattern is None:
+            cut = len(data) if final else until
+            return data[:cut], cut, 0
         out: list[bytes] = []
         position = 0
-        for match in self._pattern.finditer(data):
+        for match in pattern.finditer(data, self._skip):
             if match.start() >= until:
                 break
-            out.append(data[position : match.start()])
-            branch = (match.lastindex or 1) - 1
-            out.append(self._replacements[branch])
-            position = match.end()
-            self.count += 1
-            self.found[self._names[branch]] = self.found.get(self._names[branch], 0) + 1
+            if match.end() <= position:
+                continue  # inside a base64 run already rid of values
+            branch = self._plan.branches[(match.lastindex or 1) - 1]
+            if match.start() < position:
+                # A form begun inside a replaced run goes on past it: the rest goes
+                # (for a core, with its last partial group and padding).
+                end = match.end()
+                if branch.core is not None:
+                    end = min(_reach(_RUN, data, end), end + 3)
+                    end = _reach(_PADDING, data, end)
+                out.append(branch.replacement)
+                self._hit(branch.name)
+                position = end
+                continue
+            if branch.core is None:
+                out += [data[position : match.start()], branch.replacement]
+                self._hit(branch.name)
+                position = match.end()
+                continue
+            run = self._run(data, match, branch, position, final)
+            if isinstance(run, int):  # held back whole until it ends, scanned again then
+                out.append(data[position:run])
+                return b"".join(out), run, 0
+            out += [data[position : run.begin], run.text]
+            for name, times in run.hits.items():
+                self._hit(name, times)
+            position = run.end
+        if final:
+            out.append(data[position:])
+            return b"".join(out), len(data), 0
         cut = max(position, until)
-        out.append(data[position:cut])
-        return b"".join(out), cut
+        passed = max(position, cut - _LEFT)
+        out.append(data[position:passed])
+        return b"".join(out), passed, cut - passed
 
     def feed(self, chunk: bytes) -> bytes:
         data = self._tail + chunk
         safe = len(data) - (self.window - 1)
-        if safe <= 0:
+        if safe <= self._skip:
             self._tail = data
             return b""
-        out, cut = self._replace(data, safe)
-        self._tail = data[cut:]
+        out, passed, self._skip = self._replace(data, safe, final=False)
+        self._tail = data[passed:]
         return out
 
     def finish(self) -> bytes:
         """What was held back, scrubbed: the stream has ended."""
         data, self._tail = self._tail, b""
-        return self._replace(data, len(data))[0]
+        out = self._replace(data, len(data), final=True)[0]
+        self._skip = 0
+        return out
 
     def whole(self, data: bytes) -> bytes:
         """`data`, a value complete in itself (a header's), scrubbed."""
-        return self._replace(data, len(data))[0]
+        skip, self._skip = self._skip, 0
+        try:
+            return self._replace(data, len(data), final=True)[0]
+        finally:
+            self._skip = skip
 
 
 class Decoder:
@@ -358,37 +555,6 @@ def _codings(headers: Iterable[tuple[bytes, bytes]]) -> list[str]:
         for token in value.split(b",")
         if token.strip()
     ]
-
-
-# The most `Basic` users one request's answer is scrubbed for by name: each adds whole
-# patterns, compiled and run on the proxy's event loop (900 made one answer take 8 s
-# and stalled every other call's proxying); past it the value's base64 at each
-# alignment is still looked for.
-BASIC_USERS_MAX = 4
-
-
-def basic_users(
-    headers: Iterable[tuple[bytes, bytes]], placeholders: Iterable[str] = ()
-) -> tuple[str, ...]:
-    """The users the `Basic` credentials among `headers` name whose password holds one
-    of `placeholders` (where a real value is put, so the blob an origin may echo is
-    base64 of `user:value`): the first BASIC_USERS_MAX of them."""
-    wanted = [placeholder.encode() for placeholder in placeholders if placeholder]
-    users: dict[str, None] = {}
-    for _name, value in headers:
-        if len(users) >= BASIC_USERS_MAX:
-            break
-        scheme, _, encoded = value.strip().partition(b" ")
-        if scheme.lower() != b"basic":
-            continue
-        try:
-            inside = base64.b64decode(encoded.strip(), validate=True)
-        except ValueError:
-            continue
-        user, colon, password = inside.partition(b":")
-        if colon and any(placeholder in password for placeholder in wanted):
-            users[user.decode("utf-8", "backslashreplace")] = None
-    return tuple(users)
 
 
 def request_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:

@@ -16,7 +16,7 @@ import trio
 from ._authority import CertificateRefused
 from ._broker import Broker, RequestRecord
 from ._call import BUFFER, Call, Watch
-from ._client_hello import NO_APPLICATION_PROTOCOL, HostLines, read_hello
+from ._client_hello import NO_APPLICATION_PROTOCOL, HelloReader, HostLines
 from ._credentials import PlaceholderScanner
 from ._exchange import MAX_HEAD, answer, next_event, serve_ruled
 from ._requests import (
@@ -186,13 +186,17 @@ async def terminate(
     broker = call.broker
     assert broker is not None
     first = bytearray(rest)
-    hello = None
+    # Read as it comes, each byte looked at once (re-reading all of it on each read
+    # let a client trickling empty records cost the proxy quadratic time).
+    reader = HelloReader()
+    hello = reader.feed(rest)
     with trio.move_on_after(call.handshake_timeout) as waited:
-        while (hello := read_hello(bytes(first))) is None:
+        while hello is None:
             more = await client.receive_some(BUFFER)
             if not more:
                 return  # the client gave up before its TLS began
             first += more
+            hello = reader.feed(bytes(more))
     if hello is None:
         took = f"{call.handshake_timeout:g} s"
         if first:
@@ -201,6 +205,10 @@ async def terminate(
             reason = f"the client began no TLS handshake for {host} in {took}"
         if waited.cancelled_caught:
             await call.report_request(connection_record(call.call_id, host, port, reason))
+        return
+    if hello.kind == "malformed":
+        reason = f"the client's TLS for {host} began with {hello.problem}, which TLS forbids"
+        await call.report_request(connection_record(call.call_id, host, port, reason))
         return
     stream = Prefixed(client, bytes(first))
     if hello.kind == "plain":
@@ -254,15 +262,17 @@ def _named_ruled(call: Call, named: str | None) -> str | None:
 
 
 def reached_otherwise(
-    call: Call, host: str, port: int, address: str | None
+    call: Call, host: str, port: int, address: str | None, *, what: str = "the tunnel was cut"
 ) -> RequestRecord | None:
-    """The record cutting a tunnel to `host`, a host no rule names, that was connected
-    to `address`, a ruled address (reached by another name); None otherwise."""
+    """The record cutting a tunnel (or refusing a plain-http request: `what` says
+    which) to `host`, a host no rule names, that was connected to `address`, a ruled
+    address (reached by another name); None otherwise."""
     ruled = _named_ruled(call, address)
     if ruled is None or call.broker is None:
         return None
+    done, _, verb = what.rpartition(" was ")
     reason = (
-        f"the tunnel to {host}:{port} was cut: it reaches {ruled}, "
+        f"{done} to {host}:{port} was {verb}: it reaches {ruled}, "
         f"{_ruled_by(call.broker, ruled)}; reach it by its address"
     )
     return connection_record(call.call_id, ruled_name(host) or host, port, reason)
@@ -282,25 +292,31 @@ def tunnel_watch(call: Call, host: str, port: int) -> Watch | None:
     shown = ruled_name(host) or host
     first = bytearray()
     kind: list[str] = []  # what the first bytes were, once known
+    reader = HelloReader()
     lines = HostLines()
 
     def named_ruled(chunk: bytes) -> tuple[str, str] | None:
-        """(the ruled host named, how) once the bytes so far name one."""
+        """(the ruled host named, how), or (why the bytes cannot be read for one,
+        "unreadable"), once the bytes so far say."""
         if kind == ["plain"]:
             names = lines.feed(chunk)
         elif kind:
             return None
         else:
             first.extend(chunk)
-            hello = read_hello(bytes(first))
+            hello = reader.feed(chunk)
             if hello is None:
                 return None
             kind.append(hello.kind)
             if hello.kind == "tls":
                 ruled = _named_ruled(call, hello.server_name)
                 return None if ruled is None else (ruled, "SNI")
+            if hello.kind == "malformed":
+                return f"its TLS began with {hello.problem}, which TLS forbids", "unreadable"
             names = lines.feed(bytes(first)) if hello.kind == "plain" else []
             first.clear()
+        if lines.refused is not None:
+            return lines.refused, "unreadable"
         for named in names:
             ruled = _named_ruled(call, named)
             if ruled is not None:
@@ -316,8 +332,14 @@ def tunnel_watch(call: Call, host: str, port: int) -> Watch | None:
                 f"the tunnel to {shown}:{port} was cut: {what} {ruled}, "
                 f"{_ruled_by(broker, ruled)}; reach it by its name"
             )
+            if how == "unreadable":
+                # It could hide the host it names from the watch, not from the origin.
+                reason = (
+                    f"the tunnel to {shown}:{port} was cut: {ruled}, so the proxy cannot "
+                    "tell whether it names a ruled host"
+                )
             record = connection_record(call.call_id, shown, port, reason)
-            if how != "SNI":
+            if kind == ["plain"]:
                 record = attrs.evolve(record, protocol="http")
             await call.report_refusal(record)
             return False
