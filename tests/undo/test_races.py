@@ -101,7 +101,7 @@ async def test_a_job_started_while_an_undo_runs_starts_after_it(state_dir, root)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(undo)
             # The undo has the root (its apply of 3,001 paths takes a while).
-            await _until(lambda: any(h.undoing for h in harness.history._holds.values()))
+            await _until(lambda: bool(harness.history._undoing))
             started = await other.run_tool(
                 "bash", {"command": "echo late > late.txt", "background": True}
             )

@@ -54,12 +54,19 @@ if TYPE_CHECKING:
 SUMMARY_LIMIT = 120
 # States of a background job that may still change files.
 _LIVE_JOB_STATES = frozenset({"running", "queued"})
-# The file in a root's store directory that stockade processes lock against each other:
-# shared by a call's window, exclusive for an undo (flock; the directory is out of every
-# confined command's reach).
-_ROOT_LOCK = "root.lock"
+# The folder of the history's directory (out of every confined command's reach) holding
+# the files stockade processes flock against each other, four per real path: `call` and
+# `job` (a call's window, a background job's life, writing that path as a root: shared),
+# `call-below` and `job-below` (one writing a root within that path: shared). An undo of
+# R takes `call` and `job` of R and of every folder above it, `call-below` and `job-below`
+# of R, exclusive: it meets every writer of R, of a root above R and of one within R,
+# and no writer of a root beside R (a call's or a job's are apart to say which it met).
+_LOCKS = "locks"
 # How often a window waiting for another process's undo tries the lock again.
 _LOCK_POLL = 0.02
+# How often a background job's hold looks whether it ended, when the executor cannot
+# be waited on.
+_JOB_POLL = 0.25
 
 
 class UndoRefused(StockadeError):
@@ -143,48 +150,58 @@ class _Root:
 
 
 @attrs.define(eq=False)
-class _Hold:
-    """A root's calls against its undo: calls (of every session working there) share
-    it, an undo or restore has it alone (no recorded call writes the root while one
-    runs, and it starts once every call writing there has ended)."""
+class _SharedFile:
+    """One lock file this harness's calls and jobs share (flock, shared): opened once
+    and kept (a call's window then costs a flock and an unlock per file, not an open),
+    locked while one of them uses it."""
 
     __repr__ = fields_repr
 
-    calls: int = 0
-    undoing: bool = False
-    idle: trio.Event = attrs.field(factory=trio.Event)
-    quiet: trio.Event = attrs.field(factory=trio.Event)
+    fd: int
+    users: int = 0
+    locked: bool = False
 
-    @contextlib.asynccontextmanager
-    async def call(self) -> AsyncIterator[None]:
-        while self.undoing:
-            await self.idle.wait()
-        self.calls += 1
-        try:
-            yield
-        finally:
-            self.calls -= 1
-            if self.calls == 0:
-                self.quiet.set()
+    def leave(self) -> None:
+        self.users -= 1
+        if self.users == 0 and self.locked:
+            self.locked = False
+            if self.fd >= 0:  # closed with the harness: nothing to unlock
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
 
-    @contextlib.asynccontextmanager
-    async def alone(self) -> AsyncIterator[None]:
-        while self.undoing:
-            await self.idle.wait()
-        self.undoing, self.idle = True, trio.Event()
-        try:
-            while self.calls:
-                self.quiet = trio.Event()
-                await self.quiet.wait()
-            yield
-        finally:
-            self.undoing = False
-            self.idle.set()
+
+@attrs.define(eq=False)
+class _Flocks:
+    """Lock files a call or a job uses, left together; `release` more than once is
+    harmless."""
+
+    __repr__ = fields_repr
+
+    files: list[_SharedFile] = attrs.field(factory=list)
+
+    def release(self) -> None:
+        files, self.files = self.files, []
+        for file in files:
+            file.leave()
+
+
+@attrs.define(eq=False)
+class _JobHold:
+    """A background job's hold on the roots it writes (`paths`, real), against another
+    stockade process's undo: from before it starts until the executor says it ended."""
+
+    __repr__ = fields_repr
+
+    paths: tuple[str, ...]
+    flocks: _Flocks
+    job: str | None = None
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
 
 Appender = Callable[[SessionEvent], Any]
 # Every background job of the harness, as the executor lists them (any session's).
 JobLister = Callable[[], Awaitable[Sequence[Any]]]
+# Returns once the executor's job of that id has ended (its process group reaped).
+JobWaiter = Callable[[str], Awaitable[Any]]
 
 
 @attrs.define(eq=False)
@@ -195,7 +212,12 @@ class Histories:
     `out_of_confined_reach`); `untrusted`: why a store directory could be swapped by a
     command writing `root` (None: it could not); `jobs`: every background job of the
     harness (a job writing a root while a call's window is open makes its record
-    partial; while one runs there, an undo of that root is refused)."""
+    partial; while one runs there, an undo of that root is refused); `wait_job`: returns
+    when the executor's job of that id has ended (or raises: it is gone).
+
+    Calls and undos meet by the paths they write, not by root: an undo of R waits for
+    every call (and every job starting) that writes R, a root above R or one within R,
+    its workspace root or one of its extra writable roots."""
 
     __repr__ = fields_repr
 
@@ -203,8 +225,17 @@ class Histories:
     protected: Callable[[str], bool]
     untrusted: Callable[[str, str], str | None]
     jobs: JobLister | None = None
+    wait_job: JobWaiter | None = None
     _roots: dict[str, _Root] = attrs.field(factory=dict)
-    _holds: dict[str, _Hold] = attrs.field(factory=dict)
+    # The real paths this harness's calls (and jobs starting) write now, and how many.
+    _writing: dict[str, int] = attrs.field(factory=dict)
+    # The roots an undo (or restore) of this harness has, each set when it ends.
+    _undoing: dict[str, trio.Event] = attrs.field(factory=dict)
+    # Set (and replaced) when a call stops writing while an undo is under way.
+    _quieter: trio.Event = attrs.field(factory=trio.Event)
+    _job_holds: list[_JobHold] = attrs.field(factory=list)
+    # The lock files this harness's calls and jobs have used, by (real path, kind).
+    _lock_files: dict[tuple[str, str], _SharedFile] = attrs.field(factory=dict)
     _closed: bool = False
 
     @property
@@ -231,12 +262,18 @@ class Histories:
         return found
 
     def _store_problem(self, root: _Root) -> str | None:
-        if not self.protected(root.store_dir):
-            return (
-                f"the undo history's store {root.store_dir} would be readable by confined "
-                "commands (deny_read does not hide it); keep the state directory hidden"
-            )
-        return self.untrusted(root.store_dir, root.path)
+        # The lock files too: a command that could swap them would hold no lock an
+        # undo meets.
+        for directory in (root.store_dir, self._locks_dir):
+            if not self.protected(directory):
+                return (
+                    f"the undo history's store {directory} would be readable by confined "
+                    "commands (deny_read does not hide it); keep the state directory hidden"
+                )
+            problem = self.untrusted(directory, root.path)
+            if problem is not None:
+                return problem
+        return None
 
     def _open(self, root: _Root) -> None:
         """In a thread of its own: the root's first look, its store opened."""
@@ -329,15 +366,192 @@ class Histories:
         await self.tell_stopped(root, session, call)
         return {"recorded": False, "reason": line}
 
-    def hold(self, root: str) -> _Hold:
-        """The hold of `root` (a real path): one per root, whichever sessions work there."""
-        found = self._holds.get(root)
-        if found is None:
-            found = self._holds[root] = _Hold()
-        return found
+    # --- calls against undos, in this harness and across stockade processes ----------------
+
+    @property
+    def _locks_dir(self) -> str:
+        return os.path.join(self.setup.directory, _LOCKS)
+
+    def _undo_over(self, paths: Sequence[str]) -> trio.Event | None:
+        """The end of an undo whose root meets one of `paths` (None: none runs); no
+        undo running (nearly always), a look at an empty dict."""
+        for undone, ended in self._undoing.items():
+            if any(_meet(undone, path) for path in paths):
+                return ended
+        return None
+
+    @contextlib.asynccontextmanager
+    async def writing(self, paths: Sequence[str]) -> AsyncIterator[None]:
+        """A call (or a job starting) writing `paths` (real): never while an undo of a
+        root that meets one of them runs; an undo waits for it to end."""
+        while (ended := self._undo_over(paths)) is not None:
+            await ended.wait()
+        for path in paths:
+            self._writing[path] = self._writing.get(path, 0) + 1
+        try:
+            yield
+        finally:
+            for path in paths:
+                left = self._writing[path] - 1
+                if left:
+                    self._writing[path] = left
+                else:
+                    del self._writing[path]
+            if self._undoing:
+                self._quieter.set()
+                self._quieter = trio.Event()
+
+    @contextlib.asynccontextmanager
+    async def alone(self, root: str) -> AsyncIterator[None]:
+        """An undo of `root` alone in this harness: no call writes `root`, a root above
+        it or one within it meanwhile, and it starts once every such call has ended
+        (the calls that come after it wait: it is not starved). One undo of this harness
+        at a time, whatever its root: two beside each other would refuse each other on
+        the lock files of the folders above both (`_exclusive`)."""
+        while self._undoing:
+            await next(iter(self._undoing.values())).wait()
+        ended = self._undoing[root] = trio.Event()
+        try:
+            while any(_meet(root, path) for path in self._writing):
+                await self._quieter.wait()
+            yield
+        finally:
+            del self._undoing[root]
+            ended.set()
+
+    @contextlib.asynccontextmanager
+    async def shared(self, paths: Sequence[str]) -> AsyncIterator[None]:
+        """A call's window against another stockade process's undo meeting `paths`."""
+        flocks = await self.take_shared(paths, job=False)
+        try:
+            yield
+        finally:
+            flocks.release()
+
+    async def take_shared(self, paths: Sequence[str], *, job: bool) -> _Flocks:
+        """The lock files of a writer of `paths` (a call's window, or a job's life),
+        shared: each path's own, and `-below` of each folder above it. Waits while
+        another stockade process's undo has one (polling: a cancelled wait leaves no
+        thread holding a lock); that undo never waits for them, so no order of taking
+        them can deadlock."""
+        here, below = ("job", "job-below") if job else ("call", "call-below")
+        wanted = dict.fromkeys((path, here) for path in paths)
+        for path in paths:
+            for folder in _above(path):
+                # A root holding the history's directory never has a history (its
+                # store is not trusted, `_store_problem`), so no undo of it to meet:
+                # its `-below`, and every folder's above it, is not taken (most of a
+                # deep path's folders, when the state directory is in the home).
+                if _under(self.setup.directory, folder):
+                    break
+                wanted[folder, below] = None
+        flocks = _Flocks()
+        try:
+            for key in wanted:
+                file = self._lock_files.get(key)
+                if file is None:
+                    try:
+                        fd = _lock_file(self._locks_dir, *key)
+                    except OSError:
+                        continue  # the history's directory is gone: the window will say so
+                    file = self._lock_files[key] = _SharedFile(fd)
+                while not file.locked:
+                    if _try_lock(file.fd, fcntl.LOCK_SH):
+                        file.locked = True
+                    else:
+                        await trio.sleep(_LOCK_POLL)
+                file.users += 1
+                flocks.files.append(file)
+        except BaseException:
+            flocks.release()
+            raise
+        return flocks
+
+    async def keep_for_job(self, paths: tuple[str, ...], flocks: _Flocks) -> None:
+        """Hold `flocks` (a job's, taken before it started) until the job the executor
+        just started with `paths` has ended. Jobs started with the same paths take the
+        same locks: which of them a hold follows does not matter."""
+        job = None
+        if self.jobs is not None and not self._closed:
+            with contextlib.suppress(Exception):  # not listed: it cannot be followed
+                claimed = {hold.job for hold in self._job_holds}
+                job = next(
+                    (
+                        listed
+                        for listed in reversed(await self.jobs())
+                        if listed.state in _LIVE_JOB_STATES
+                        and listed.id not in claimed
+                        and _job_writes(listed) == paths
+                    ),
+                    None,
+                )
+        if job is None:  # ended already (or unknown): nothing of it left to hold for
+            flocks.release()
+            return
+        hold = _JobHold(paths, flocks, job.id)
+        self._job_holds.append(hold)
+        trio.lowlevel.spawn_system_task(self._keep, hold)
+
+    async def _keep(self, hold: _JobHold) -> None:
+        """Wait for `hold`'s job to end, then let go (a system task: it must never raise)."""
+        assert hold.job is not None
+        try:
+            with hold.scope:
+                if self.wait_job is not None:
+                    # Returns once the job ended; raises once it was forgotten (it ended)
+                    # or the executor is gone (its jobs with it).
+                    with contextlib.suppress(Exception):
+                        await self.wait_job(hold.job)
+                    return
+                while True:
+                    await trio.sleep(_JOB_POLL)
+                    try:
+                        listed = await self.jobs() if self.jobs is not None else []
+                    except Exception:  # the executor is gone: its jobs with it
+                        return
+                    if not any(j.id == hold.job and j.state in _LIVE_JOB_STATES for j in listed):
+                        return
+        finally:
+            self._let_go(hold)
+
+    def _let_go(self, hold: _JobHold) -> None:
+        hold.flocks.release()
+        hold.scope.cancel()
+        with contextlib.suppress(ValueError):
+            self._job_holds.remove(hold)
+
+    @contextlib.asynccontextmanager
+    async def reverting(self, root: str, kind: str) -> AsyncIterator[None]:
+        """An undo (or restore) of `root` alone: this harness's calls meeting it ended
+        and the next wait; refused while a background job of any session meets it, or
+        while another stockade process has a call, a job or an undo meeting it."""
+        async with self.alone(root):
+            # A job writing the root could change a path between the plan's look and
+            # the apply, and the apply would overwrite it: refused. Asked with the root
+            # held, so no call of this harness starts one meanwhile.
+            try:
+                running = await self.live_jobs(root)
+            except Exception as error:
+                raise UndoRefused(
+                    f"cannot tell whether a background job runs in {root}: {_one_line(error)}"
+                ) from None
+            if running:
+                names = ", ".join(job.id for job in running)
+                raise UndoRefused(
+                    f"background job {names} is still running in {root}; wait for it or "
+                    f"kill it (kill_job in the session that started it), then {kind} again"
+                )
+            # Every job of ours meeting the root has ended: a hold still on its locks
+            # (its task has not run since) is let go, or it would refuse this undo.
+            for hold in list(self._job_holds):
+                if any(_meet(root, path) for path in hold.paths):
+                    self._let_go(hold)
+            async with _exclusive(self._locks_dir, root, kind):
+                yield
 
     async def live_jobs(self, root: str) -> list[Any]:
-        """The background jobs of any session still running (or queued) in `root`."""
+        """The background jobs of any session still running (or queued) that write
+        `root`, a root above it or one within it."""
         if self.jobs is None:
             return []
         return _live_in(root, await self.jobs())
@@ -346,6 +560,13 @@ class Histories:
         """Close every tracker (an open still running closes its own when it ends), and
         remove a scratch directory."""
         self._closed = True
+        for hold in list(self._job_holds):
+            self._let_go(hold)
+        for file in self._lock_files.values():
+            # A window still open leaves it later: its fd must not be a reused number.
+            fd, file.fd = file.fd, -1
+            os.close(fd)
+        self._lock_files.clear()
         for root in self._roots.values():
             with root.lock:
                 root.closed = True
@@ -442,23 +663,7 @@ class Histories:
             raise UndoRefused(found)
         tracker = found
         listed = self.setup.config.listed_paths
-        store_dir = opened.store_dir
-        async with self.hold(root).alone(), _exclusive_lock(store_dir, root):
-            # A job of any session writing the root could change a path between the
-            # plan's look and the apply, and the apply would overwrite it: refused. Asked
-            # with the root held, so no call of this harness starts one meanwhile.
-            try:
-                running = await self.live_jobs(root)
-            except Exception as error:
-                raise UndoRefused(
-                    f"cannot tell whether a background job runs in {root}: {_one_line(error)}"
-                ) from None
-            if running:
-                names = ", ".join(job.id for job in running)
-                raise UndoRefused(
-                    f"background job {names} is still running in {root}; wait for it or "
-                    f"kill it (kill_job in the session that started it), then {kind} again"
-                )
+        async with self.reverting(root, kind):
             try:
                 started = await trio.to_thread.run_sync(tracker.before)
             except Exception as error:
@@ -568,14 +773,29 @@ class CallWindow:
 
     @contextlib.asynccontextmanager
     async def starting(self, policy: ExecutionPolicy) -> AsyncIterator[None]:
-        """A background job starts in the root's hold: never while an undo of it runs
-        (the undo looked for running jobs once, when it took the root alone)."""
+        """A background job starts writing its roots: never while an undo meeting them
+        runs (the undo looked for running jobs once, when it had the roots alone); its
+        lock files against another process's undo are held until it has ended."""
         histories = self.histories
         if policy.mode is SandboxMode.READ_ONLY or not histories.enabled:
             yield
             return
-        async with histories.hold(histories._root(policy.workspace_root).path).call():
-            yield
+        root = histories._root(policy.workspace_root)
+        paths = _writes(root.path, policy)
+        async with histories.writing(paths):
+            # Held for the job's life, so another stockade process's undo (the person's
+            # `stockade session undo`) meets it too. A root whose store failed has no
+            # undo to meet, and its lock files may be beyond trust.
+            flocks = _Flocks()
+            if root.failed is None:
+                flocks = await histories.take_shared(paths, job=True)
+            try:
+                yield
+            except BaseException:
+                flocks.release()
+                raise
+            with trio.CancelScope(shield=True):  # the job runs: its locks must not be lost
+                await histories.keep_for_job(paths, flocks)
 
     @contextlib.asynccontextmanager
     async def window(self, policy: ExecutionPolicy) -> AsyncIterator[Recorded]:
@@ -593,7 +813,8 @@ class CallWindow:
             return
         tracker = found
         listed = histories.setup.config.listed_paths
-        async with histories.hold(root.path).call(), _shared_lock(root.store_dir):
+        paths = _writes(root.path, policy)
+        async with histories.writing(paths), histories.shared(paths):
             opened_at = time.time()
             jobs_then: list[Any] | None = None
             with contextlib.suppress(Exception):  # unknown: the facts say so
@@ -648,12 +869,49 @@ class CallWindow:
                             recorded.facts["partial"] = partial
 
 
-def _lock_file(store_dir: str) -> int:
-    return os.open(
-        os.path.join(store_dir, _ROOT_LOCK),
-        os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-        0o600,
-    )
+def _path_id(real: str) -> str:
+    return hashlib.sha256(os.fsencode(real)).hexdigest()[:24]
+
+
+def _above(path: str) -> list[str]:
+    """Every folder above the real path `path`, "/" last."""
+    folders = []
+    parent = os.path.dirname(path)
+    while parent != path:
+        folders.append(parent)
+        path, parent = parent, os.path.dirname(parent)
+    return folders
+
+
+def _under(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip("/") + "/")
+
+
+def _meet(one: str, other: str) -> bool:
+    """Whether writing one of two real paths may write the other's tree."""
+    return one == other or _under(one, other) or _under(other, one)
+
+
+def _writes(root: str, policy: ExecutionPolicy) -> tuple[str, ...]:
+    """The real paths a call or job under `policy` writes: its workspace root (`root`,
+    real already) and its extra writable roots."""
+    if not policy.extra_roots:
+        return (root,)
+    return tuple(dict.fromkeys((root, *map(os.path.realpath, policy.extra_roots))))
+
+
+def _job_writes(job: Any) -> tuple[str, ...]:
+    return _writes(os.path.realpath(job.policy.workspace_root), job.policy)
+
+
+def _lock_file(locks_dir: str, path: str, kind: str) -> int:
+    name = os.path.join(locks_dir, f"{_path_id(path)}.{kind}")
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(name, flags, 0o600)
+    except FileNotFoundError:
+        os.makedirs(locks_dir, mode=0o700, exist_ok=True)
+        return os.open(name, flags, 0o600)
 
 
 def _try_lock(fd: int, how: int) -> bool:
@@ -667,39 +925,51 @@ def _try_lock(fd: int, how: int) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def _shared_lock(store_dir: str) -> AsyncIterator[None]:
-    """A call's window against another stockade process's undo of the same root: it
-    waits while one runs (polling: a cancelled wait leaves no thread holding a lock)."""
+async def _exclusive(locks_dir: str, root: str, kind: str) -> AsyncIterator[None]:
+    """An undo against every other stockade process's calls, jobs and undos meeting
+    `root`: refused while one runs, and their calls wait while it runs. The calls' locks
+    first: an undo meeting this one holds those too, so a job's that is taken says a job."""
+    ours = (*_above(root), root)
+    wanted = [
+        *((path, "call") for path in ours),
+        (root, "call-below"),
+        *((path, "job") for path in ours),
+        (root, "job-below"),
+    ]
+    # Opened for this undo alone: this harness's own files are the calls' and jobs'.
+    fds: list[int] = []
     try:
-        fd = _lock_file(store_dir)
-    except OSError:
-        yield  # the store's directory is gone: the window itself will say so
-        return
-    try:
-        while not _try_lock(fd, fcntl.LOCK_SH):  # noqa: ASYNC110 (another process: no Event)
-            await trio.sleep(_LOCK_POLL)
+        for path, lock in wanted:
+            try:
+                fds.append(_lock_file(locks_dir, path, lock))
+            except OSError as error:
+                raise UndoRefused(
+                    f"cannot lock {root} for the {kind}: {_one_line(error)}"
+                ) from None
+            if not _try_lock(fds[-1], fcntl.LOCK_EX):
+                raise UndoRefused(_busy(root, path, lock, kind))
         yield
     finally:
-        os.close(fd)
+        for fd in fds:
+            os.close(fd)
 
 
-@contextlib.asynccontextmanager
-async def _exclusive_lock(store_dir: str, root: str) -> AsyncIterator[None]:
-    """An undo against every other stockade process's calls in the same root: refused
-    while one has a window open there, and theirs wait while it runs."""
-    try:
-        fd = _lock_file(store_dir)
-    except OSError as error:
-        raise UndoRefused(f"cannot lock {root} for the undo: {_one_line(error)}") from None
-    try:
-        if not _try_lock(fd, fcntl.LOCK_EX):
-            raise UndoRefused(
-                f"another stockade process has a call running in {root} (or an undo); "
-                "try again when it ends"
-            )
-        yield
-    finally:
-        os.close(fd)
+def _busy(root: str, path: str, lock: str, kind: str) -> str:
+    """Why an undo of `root` was refused: another process holds `lock` of `path`."""
+    if lock.endswith("-below"):
+        where = f"in a folder within {root}"
+    elif path == root:
+        where = f"in {root}"
+    else:
+        where = f"in {path}, which holds {root}"
+    if lock.startswith("job"):
+        return (
+            f"a background job of another stockade process is running {where}; wait for "
+            f"it or kill it (kill_job in the session that started it), then {kind} again"
+        )
+    return (
+        f"another stockade process has a call running {where} (or an undo); try again when it ends"
+    )
 
 
 def _unrecorded(what: str, error: Exception) -> dict[str, Any]:
@@ -735,11 +1005,12 @@ async def _jobs_meanwhile(
 
 
 def _in_root(root: str, jobs: Sequence[Any]) -> list[Any]:
-    return [job for job in jobs if os.path.realpath(job.policy.workspace_root) == root]
+    """The jobs writing `root`, a root above it or one within it."""
+    return [job for job in jobs if any(_meet(root, path) for path in _job_writes(job))]
 
 
 def _live_in(root: str, jobs: Sequence[Any]) -> list[Any]:
-    """The jobs still running (or queued) in `root`."""
+    """The jobs still running (or queued) that write `root` (as `_in_root`)."""
     return [job for job in _in_root(root, jobs) if job.state in _LIVE_JOB_STATES]
 
 

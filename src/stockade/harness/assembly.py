@@ -6,6 +6,7 @@ tool a composition's entries name; `open_harness` runs them in one nursery.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import secrets
@@ -275,6 +276,8 @@ def assemble(
         protected=harness.out_of_confined_reach,
         untrusted=_untrusted_store,
         jobs=harness.executor.list,
+        # The job's output stays unread (and the job kept) for the session's job_output.
+        wait_job=functools.partial(harness.executor.wait, read=False),
     )
     return actors, harness
 
