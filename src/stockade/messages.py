@@ -188,6 +188,26 @@ class ProviderReport(msgspec.Struct, frozen=True, tag="provider-report"):
 # --- ExecutorActor inbox ---------------------------------------------------------
 
 
+class AskedWorkdir(msgspec.Struct, frozen=True):
+    """Where an asked call's command will start, judged before the person was asked
+    (`trust.judge_workdir`, as the executor judges it at start): what the person is
+    shown, and what the start is bound to (`ShellSpec.expected_workdir`).
+
+    `named`: the call's `workdir` as the model wrote it (None: the root); `spelled`:
+    that joined to the root, unresolved (what it looks like); `real`, `device`,
+    `inode`: the directory it led to when asked; `note`: one line for the person when
+    `real` is not where `named` reads (a symlink on the way, outside the root), else
+    None.
+    """
+
+    named: str | None
+    spelled: str
+    real: str
+    device: int
+    inode: int
+    note: str | None = None
+
+
 class ShellSpec(msgspec.Struct, frozen=True):
     """A resolved shell call: the command and the complete policy it runs under.
 
@@ -211,6 +231,9 @@ class ShellSpec(msgspec.Struct, frozen=True):
     network_allow_alone: bool = False
     # The tool call this command serves (its network decisions are logged under it).
     call_id: str | None = None
+    # An asked call: the directory the person was shown. The start refuses (nothing
+    # runs) when `workdir` leads anywhere else by then (None: not asked, not bound).
+    expected_workdir: AskedWorkdir | None = None
 
 
 class Run(msgspec.Struct, frozen=True, tag="run"):
@@ -570,6 +593,8 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
     allow for the rest of the session (empty: not offered).
     `allowed_by_rule`: a command rule allows this escalation; the chain approves it
     without asking a person, after the reject rules (`stockade.approval`).
+    `workdir`: where the command will start, judged when it was asked (the bash tool
+    sets it; None: the asker did not judge one, a face shows what it can).
     """
 
     session_id: str
@@ -586,6 +611,7 @@ class ApprovalRequest(msgspec.Struct, frozen=True):
     rule_reason: str | None = None
     session_prefix: tuple[str, ...] = ()
     allowed_by_rule: str | None = None
+    workdir: AskedWorkdir | None = None
 
 
 class AskApproval(msgspec.Struct, frozen=True, tag="ask-approval"):

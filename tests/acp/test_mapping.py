@@ -21,6 +21,7 @@ from stockade.acp.permission import (
     permission_params,
     prompt_text,
     title,
+    tool_call,
 )
 from stockade.acp.transcript import (
     INTERRUPTED,
@@ -33,6 +34,7 @@ from stockade.acp.transcript import prompt_text as blocks_text
 from stockade.approval import ApprovalRequest, Decision
 from stockade.events import SessionHeader
 from stockade.history import ChangeSummary, FilesChanged, FilesRestored, FilesUndone
+from stockade.messages import AskedWorkdir
 from stockade.policy import DEFAULT_PRESETS, KnobState, PolicyContext
 from stockade.tools.events import ToolCalled, ToolResulted
 from stockade.vocab import ApprovalPolicy, Network, SandboxMode
@@ -158,6 +160,29 @@ def test_a_switch_that_was_not_offered_is_not_honoured():
     got = outcome({"outcome": {"outcome": "selected", "optionId": SWITCH_SESSION}}, offered)
     assert got.decision is Decision.UNAVAILABLE
     assert "not offered" in (got.detail or "")
+
+
+def test_a_judged_workdir_is_the_cards_cwd_and_its_warning_is_shown():
+    # The bash tool's request says where the command will start: that, never the
+    # joined text the face would make of the call's arguments, and why it differs.
+    note = 'the workdir "b\x1b" leads through a symlink to /o/v, outside the workspace root /w'
+    where = AskedWorkdir(
+        named="b\x1b", spelled="/w/b\x1b", real="/o/v", device=1, inode=2, note=note
+    )
+    for asked in (request(workdir=where), request(workdir=where, rule="r", rule_reason="why")):
+        call = permission_params(
+            asked, session_id="acp-1", tool_call_id="call-1", cwd="/w/b", allow_always=False
+        )["toolCall"]
+        assert call["locations"] == [{"path": "/o/v"}]
+        raw = call["rawInput"]
+        assert (raw["cwd"], raw["workdir"], raw["cwdWarning"]) == ("/o/v", "b\x1b", note)
+        text = call["content"][0]["content"]["text"]
+        assert '  cwd:       /o/v\n  warning:   the workdir "b\\x1b" leads through' in text
+        assert "\x1b" not in text and "the workdir holds 1 control" in text
+    plain = AskedWorkdir(named="sub", spelled="/w/sub", real="/w/sub", device=1, inode=2)
+    call = tool_call(request(workdir=plain), tool_call_id="c", cwd="/w/elsewhere")
+    assert call["rawInput"]["cwd"] == "/w/sub" and "cwdWarning" not in call["rawInput"]
+    assert "warning:" not in call["content"][0]["content"]["text"]
 
 
 def test_the_cwd_is_the_root_or_the_calls_workdir():

@@ -12,6 +12,7 @@ from mcp_types import UrlElicitationCapability as UrlCapability
 from stockade.approval._chain import ApprovalRequest, Decision
 from stockade.mcp import _ask, _tools
 from stockade.mcp._http import is_loopback, parse_http
+from stockade.messages import AskedWorkdir
 from stockade.tools.result import ToolResult
 from stockade.vocab import ApprovalPolicy, SandboxMode
 
@@ -28,6 +29,24 @@ def request(command: str, **extra) -> ApprovalRequest:
         **extra,
     }
     return ApprovalRequest(**fields)
+
+
+def test_the_question_shows_the_judged_workdir_and_why_it_is_not_where_it_reads():
+    # The bash tool's request says where the command will start: that is the cwd,
+    # never the joined text `shown_for` made of the arguments; the warning says why.
+    note = 'the workdir "b\x1b" leads through a symlink to /o/v, outside the workspace root /w'
+    where = AskedWorkdir(
+        named="b\x1b", spelled="/w/b\x1b", real="/o/v", device=1, inode=2, note=note
+    )
+    shown = _ask.shown_for("bash", {"workdir": "b\x1b"}, "/w")
+    for asked in (request("rm -rf ./*", workdir=where), request("x", workdir=where, rule="r")):
+        message = _ask.ask_message(asked, shown)
+        assert '  cwd:       /o/v\n  warning:   the workdir "b\\x1b" leads through' in message
+        assert "/w/b" not in message.replace("root /w", "") and "\x1b" not in message
+        assert "warning:   the workdir holds 1 control or invisible character" in message
+    plain = AskedWorkdir(named="sub", spelled="/w/sub", real="/w/sub", device=1, inode=2)
+    message = _ask.ask_message(request("x", workdir=plain), _ask.Shown(cwd="/w/elsewhere"))
+    assert "  cwd:       /w/sub\n" in message and "warning" not in message
 
 
 def test_the_question_shows_every_character_and_never_cuts_the_command():

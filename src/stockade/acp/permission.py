@@ -115,11 +115,7 @@ def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
     rows = [*command_rows, *why_rows]
     fields = [("command", command), ("justification", why)]
     label = f"  {{:<{render.LABEL_WIDTH}}}"
-    if cwd is not None:
-        # The model's `workdir` joined to the root: its text, escaped like the command's.
-        cwd_rows, cwd_shown = render.render_field("cwd", cwd)
-        rows += cwd_rows
-        fields.append(("cwd", cwd_shown))
+    rows += _cwd_rows(request, cwd, fields)
     if request.with_network:
         rows += render.network_rows(request)
     else:
@@ -137,16 +133,33 @@ def prompt_text(request: ApprovalRequest, cwd: str | None) -> str:
     return f"{head}\n\n{fence}text\n{block}\n{fence}\n"
 
 
+def _cwd_rows(
+    request: ApprovalRequest, cwd: str | None, fields: list[tuple[str, render.Visible]]
+) -> list[str]:
+    """The rows saying where the command starts (escaped like the command; `fields`
+    gets what each escaped): the real path judged when asked, with a warning row when
+    it is not where the model's `workdir` reads; without one, `cwd` as given."""
+    asked = request.workdir
+    if asked is not None:
+        cwd = asked.real
+    if cwd is None:
+        return []
+    rows, shown = render.render_field("cwd", cwd)
+    fields.append(("cwd", shown))
+    if asked is not None and asked.note is not None:
+        note_rows, note = render.render_field("warning", asked.note)
+        rows += note_rows
+        fields.append(("workdir", note))
+    return rows
+
+
 def _rule_text(request: ApprovalRequest, cwd: str | None) -> str:
     """A command rule's question: the command, where it runs, the rule and its reason,
     the mode that stays, escaped like an escalation's, in a literal block."""
     command_rows, command = render.render_field("command", request.command)
     rows = list(command_rows)
     fields = [("command", command)]
-    if cwd is not None:
-        cwd_rows, cwd_shown = render.render_field("cwd", cwd)
-        rows += cwd_rows
-        fields.append(("cwd", cwd_shown))
+    rows += _cwd_rows(request, cwd, fields)
     rule_rows, rule_fields = render.rule_rows(request)
     rows += rule_rows
     rows += [
@@ -182,7 +195,13 @@ def tool_call(
 
     `rawInput` carries the exact command text and the modes, unescaped, for a
     client that renders its own view; `content` is the escaped text for a person.
+    Its `cwd` and `locations` are where the command will start (the request's judged
+    `workdir`, when it has one: the real path the answer binds), `workdir` what the
+    model wrote and `cwdWarning` why that is not where it reads, when it is not.
     """
+    asked = request.workdir
+    if asked is not None:
+        cwd = asked.real
     raw: dict[str, Any] = {
         "command": request.command,
         "cwd": cwd,
@@ -192,6 +211,10 @@ def tool_call(
         "withNetwork": request.with_network,
         "reason": request.reason,
     }
+    if asked is not None and asked.named is not None:
+        raw["workdir"] = asked.named
+    if asked is not None and asked.note is not None:
+        raw["cwdWarning"] = asked.note
     if request.network_destinations:
         raw["networkDestinations"] = list(request.network_destinations)
     if request.rule is not None:
@@ -259,7 +282,9 @@ def outcome(result: Any, offered: list[dict[str, Any]]) -> Outcome:
 
 
 def ask_cwd(root: str | None, arguments: Mapping[str, Any] | None) -> str | None:
-    """The directory the command would run in: the session root, or its `workdir`."""
+    """The directory the command would run in, as written: the session root, or its
+    `workdir` joined to it (shown only for a request that carries no judged
+    `workdir`: the bash tool's always do)."""
     if root is None:
         return None
     workdir = arguments.get("workdir") if isinstance(arguments, Mapping) else None

@@ -79,8 +79,8 @@ class WrapFacts(msgspec.Struct, frozen=True, eq=False):
     env_dropped: tuple[str, ...] = ()
     # network allowlist: the key of this call's proxy endpoint (its connections).
     proxy_call: str | None = None
-    # The working directory as judged for a confined call (trust.judge_workdir): the
-    # spawn enters that very directory, or nothing runs.
+    # The working directory as judged for a confined call, or an asked one
+    # (trust.judge_workdir): the spawn enters that very directory, or nothing runs.
     judged: JudgedDirectory | None = None
 
     def __repr__(self) -> str:

@@ -50,7 +50,14 @@ from ..messages import (
 )
 from ..network import names_loopback, proxy_environment
 from ..sandbox import ProviderClient, filter_launcher, placeholder_attempts, tool_caches
-from ..trust import enter_judged, judge_workdir, new_repository, repository_made, spawn_cwd
+from ..trust import (
+    check_approved,
+    enter_judged,
+    judge_workdir,
+    new_repository,
+    repository_made,
+    spawn_cwd,
+)
 from ..vocab import SpawnTrait
 from ._buffer import OutputBuffer
 from ._child import Child
@@ -68,12 +75,25 @@ from .environment import apply_policy
 
 if TYPE_CHECKING:
     from ..network import NetworkProxy
+    from ..trust import JudgedDirectory
     from ._brokering import Brokered
     from ._job import Job
 
 
 def _workdir_usable(workdir: str) -> bool:
     return os.path.isdir(workdir) and os.access(workdir, os.X_OK)
+
+
+def _judged(spec: ShellSpec) -> JudgedDirectory:
+    """Where `spec` starts, judged now; for an asked call, CommandStartError unless it
+    is the directory the person was shown (the spawn then enters this very one:
+    `enter_judged` checks its identity again)."""
+    spelled = spec.workdir or spec.policy.workspace_root
+    judged = judge_workdir(spelled)
+    asked = spec.expected_workdir
+    if asked is not None:
+        check_approved(judged, spelled, asked.real, (asked.device, asked.inode))
+    return judged
 
 
 @attrs.define(eq=False, repr=False)
@@ -222,14 +242,19 @@ class ExecutorActor:
             )
         if self.provider is None or not spec.policy.mode.confines:
             # danger-full-access (or the local executor) never touches the provider.
-            return ("bash", "-c", spec.command), self._with_environment(WrapFacts.unconfined())
+            facts = WrapFacts.unconfined()
+            if spec.expected_workdir is not None:
+                # Asked: started where the person was shown, entered by descriptor as
+                # a confined call is (an unasked one keeps the plain `cwd`).
+                facts = msgspec.structs.replace(facts, judged=_judged(spec))
+            return ("bash", "-c", spec.command), self._with_environment(facts)
         # The caller's variables reach the command through `env`, inside the sandbox:
         # in the runner's own environment, LD_PRELOAD and the like would run code in
         # a dynamically linked runner (bwrap) before any confinement exists.
         argv = (*env_prefix(spec.env), "bash", "-c", spec.command)
         # Where the command starts is chosen by the model: judged where it really leads
         # (the provider refuses one beneath a cover), and entered as that directory.
-        judged = judge_workdir(spec.workdir or spec.policy.workspace_root)
+        judged = _judged(spec)
         # The provider guards the call, this executor holds its placeholders: on a disk
         # that changed in between, both again (the confine sequence's one retry).
         assert self._nursery is not None

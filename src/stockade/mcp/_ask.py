@@ -4,9 +4,13 @@ A flat form with one required field, `decision`: "approve once" or "reject"
 (default "reject", so a client that submits defaults never grants). The message
 shows every character of what would run, escaped by `approval.render` (that is,
 `stockade.shown`, the one escaping of all a person is shown), with the working
-directory (the model's `workdir`, escaped too) and the mode change. A command
-rule's prompt (`request.rule`) shows the rule and its reason instead of a mode
-change, and where it offers "allow for this session" the field has a third choice,
+directory and the mode change. The directory is where the command will start, judged
+when it was asked (`request.workdir`: its real path, which the start is bound to),
+with a warning row when it is not where the model's `workdir` reads (a symlink on the
+way, outside the workspace root); a request without one shows the `workdir` joined to
+the root. A command rule's prompt (`request.rule`) shows the rule and its reason
+instead of a mode change, and where it offers "allow for this session" the field has
+a third choice,
 spelled as every face spells it (`approval.session_choice`: the exact words a later
 command must begin with). The answer maps onto the approval outcomes:
 
@@ -92,8 +96,10 @@ def ask_schema(request: ApprovalRequest | None = None) -> dict[str, Any]:
 
 @attrs.frozen
 class Shown:
-    """What the form shows beside the request: where it runs and, for the file
-    tools, what would be written (fields the ApprovalRequest does not carry)."""
+    """What the form shows beside the request: where it runs (`cwd`: the `workdir` as
+    written, joined to the root; a request that carries its judged `workdir` shows
+    that instead) and, for the file tools, what would be written (fields the
+    ApprovalRequest does not carry)."""
 
     __repr__ = fields_repr
 
@@ -120,8 +126,14 @@ def ask_message(request: ApprovalRequest, shown: Shown) -> str:
     """The form's message: the request, every hidden character escaped, never the
     command cut; the choices spelled out at the end."""
     command_rows, command = render_field("command", request.command)
-    cwd_rows, cwd = render_field("cwd", shown.cwd)
+    asked = request.workdir
+    cwd_rows, cwd = render_field("cwd", shown.cwd if asked is None else asked.real)
     fields: list[tuple[str, Visible]] = [("command", command), ("cwd", cwd)]
+    if asked is not None and asked.note is not None:
+        # Where the model's text leads is not where it reads: said beside the cwd.
+        note_rows, note = render_field("warning", asked.note)
+        cwd_rows += note_rows
+        fields.append(("workdir", note))
     why_rows: list[str] = []
     if request.rule is None:
         why_rows, why = render_field("why", request.justification, limit=JUSTIFICATION_LIMIT)

@@ -15,11 +15,12 @@ from typing import Annotated, Any, Literal
 import attrs
 import msgspec
 
-from ..approval import ApprovalClient
+from ..approval import Answer, ApprovalClient, ApprovalRequest
 from ..errors import CommandStartError, SandboxUnavailable, StockadeError
 from ..executor import ExecutorClient, refused_destinations, render_job, render_result
-from ..messages import JobReport, NetworkConnection, ShellResult, ShellSpec
+from ..messages import AskedWorkdir, JobReport, NetworkConnection, ShellResult, ShellSpec
 from ..reprs import fields_repr
+from ..trust import check_approved, judge_workdir, workdir_note
 from ..vocab import WITH_NETWORK, ExecutionPolicy, Network, SandboxMode
 from . import _escalation as texts
 from ._approve import Escalation, ToolSession, request_escalation, tool_error
@@ -122,6 +123,13 @@ class BashTool:
             if problem is not None:
                 return _error(call_id, BASH, problem)
         policy = await self._policy(session)
+        workdir = _workdir(args.workdir, policy.workspace_root)
+        # Every question about this call shows where it will start, judged when first
+        # asked; the start is then bound to that directory (an unasked call is not).
+        approval = None
+        if self.approval is not None:
+            root = policy.workspace_root
+            approval = _AskingClient(self.approval.inbox, args.workdir, workdir or root, root, [])
         gate = Gate()
         if self.rules is not None:
             gate = await judge_call(
@@ -131,7 +139,7 @@ class BashTool:
                 tool=BASH,
                 mode=policy.mode,
                 session=session,
-                approval=self.approval,
+                approval=approval,
             )
             if gate.refusal is not None:
                 return gate.refusal
@@ -158,7 +166,7 @@ class BashTool:
                     allowed_by_rule=gate.allowed_by,
                 ),
                 session=session,
-                approval=self.approval,
+                approval=approval,
                 confines=self.confines,
             )
             if refusal is not None:
@@ -185,12 +193,13 @@ class BashTool:
         spec = ShellSpec(
             command=args.command,
             policy=policy,
-            workdir=_workdir(args.workdir, policy.workspace_root),
+            workdir=workdir,
             timeout=_seconds(args.timeout_ms),
             owner=None if session is None else session.id,
             network_allow=destinations if grant is not None else (),
             network_allow_alone=alone,
             call_id=call_id,
+            expected_workdir=None if approval is None else approval.asked,
         )
         if args.background:
             if record is None:
@@ -318,6 +327,49 @@ def _workdir(workdir: str | None, root: str) -> str | None:
     if workdir is None:
         return None
     return os.path.normpath(os.path.join(root, workdir))
+
+
+class _AskingClient(ApprovalClient, frozen=True):
+    """The approval client as one bash call uses it: each question it sends carries
+    where the command will start (`ApprovalRequest.workdir`), so every face shows the
+    directory the answer binds, not the text the model wrote. `named` is the model's
+    `workdir`, `spelled` that joined to the root; `judged` holds what the first
+    question showed (empty: nobody was asked; a list, the struct being frozen like its
+    base: one small object per call, and no system call until a question is asked)."""
+
+    named: str | None
+    spelled: str
+    root: str
+    judged: list[AskedWorkdir]
+
+    @property
+    def asked(self) -> AskedWorkdir | None:
+        """What the call's questions showed, which its start is bound to."""
+        return self.judged[0] if self.judged else None
+
+    async def ask(self, ask: ApprovalRequest) -> Answer:
+        return await super().ask(msgspec.structs.replace(ask, workdir=self._judge()))
+
+    def _judge(self) -> AskedWorkdir:
+        """The directory the call leads to, judged as the executor judges it at start
+        (`judge_workdir`); CommandStartError, before anyone is asked, when it leads to
+        no directory a command could start in, or (a later question of the same call)
+        to another than an earlier question showed."""
+        judged = judge_workdir(self.spelled)
+        if self.judged:
+            asked = self.judged[0]
+            check_approved(judged, self.spelled, asked.real, (asked.device, asked.inode))
+            return asked
+        asked = AskedWorkdir(
+            named=self.named,
+            spelled=self.spelled,
+            real=judged.real,
+            device=judged.identity[0],
+            inode=judged.identity[1],
+            note=workdir_note(self.named, self.spelled, judged.real, self.root),
+        )
+        self.judged.append(asked)
+        return asked
 
 
 def _hints(denied: bool, connections: tuple[NetworkConnection, ...]) -> str:

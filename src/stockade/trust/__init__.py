@@ -64,9 +64,11 @@ if TYPE_CHECKING:
     from .secrets import glob_match as glob_match
     from .secrets import state_directories as state_directories
     from .workdir import JudgedDirectory as JudgedDirectory
+    from .workdir import check_approved as check_approved
     from .workdir import enter_judged as enter_judged
     from .workdir import judge_workdir as judge_workdir
     from .workdir import spawn_cwd as spawn_cwd
+    from .workdir import workdir_note as workdir_note
 
 if not TYPE_CHECKING:  # the names above are read as text (stockade.lazy)
     __getattr__ = surface(__name__, globals())

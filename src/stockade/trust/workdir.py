@@ -1,5 +1,8 @@
 """Where a call's working directory really leads: judged once through a descriptor
-(`judge_workdir`), and entered as that same directory (`enter_judged`). Standard library.
+(`judge_workdir`), and entered as that same directory (`enter_judged`). An asked call
+is judged before the question too: the person is shown the real path (and
+`workdir_note` when it is not where the spelling reads), and the start is bound to
+what was shown (`check_approved`). Standard library.
 
 A working directory is chosen by the model or a client, so it is attacker input: its
 spelling (`..`, a symlink, `/proc/self/root/...`) is never judged, only the directory
@@ -12,6 +15,7 @@ import os
 import sys
 
 from ..errors import CommandStartError, brief
+from .check import is_under
 
 # Opening a directory to judge or enter it: no read access, no following of a final
 # symlink when entering (the judged real path has none), closed across every exec.
@@ -94,3 +98,35 @@ def enter_judged(judged: JudgedDirectory) -> int:
             "replaced after the call was checked; nothing ran, try again"
         )
     return fd
+
+
+def workdir_note(named: str | None, spelled: str, real: str, root: str) -> str | None:
+    """One line for a person asked about a command whose working directory is not
+    where its spelling reads (`spelled`, the model's `named` joined to the real
+    `root`): a symlink on the way, or a directory outside the workspace root; None
+    when it is just where it reads, inside the root."""
+    through = real != spelled
+    outside = not is_under(real, root)
+    if not (through or outside):
+        return None
+    said = "the workspace root" if named is None else f'the workdir "{named}"'
+    where = f", outside the workspace root {root}" if outside else ""
+    if through:
+        return f"{said} leads through a symlink to {real}{where}"
+    return f"{said} is {real}{where}"
+
+
+def check_approved(
+    judged: JudgedDirectory, spelled: str, real: str, identity: tuple[int, int]
+) -> None:
+    """The start of an asked call: CommandStartError unless `spelled` leads now to the
+    directory the person was shown (its real path `real` and its `identity`), so an
+    answer never runs a command somewhere it was not shown (a directory swapped for a
+    symlink, or renamed and replaced, while the person read the question)."""
+    if judged.real == real and judged.identity == identity:
+        return
+    now = judged.real if judged.real != real else "another directory of the same name"
+    raise CommandStartError(
+        f"the working directory {brief(spelled)} changed after the person was asked: it "
+        f"was {real} and now leads to {now}; call again to be asked anew"
+    )
