@@ -201,3 +201,56 @@ async def test_plain_http_to_another_name_of_a_ruled_address_is_refused(world):
         f"the request to alias.test:{port} was refused: it reaches {LOOPBACK}, a host with "
         "request rules; reach it by its address"
     )
+
+
+ALERT = b"\x15\x03\x01\x00\x02\x01\x5a"  # a warning alert (user_canceled)
+
+
+def test_a_record_other_than_a_handshake_first_is_malformed():
+    """Go's TLS server drops a warning alert before the hello and reads the hello after
+    it: read as plain text, its SNI passed unread. The control: the hello alone reads."""
+    hello = client_hello(None)
+    for first in (ALERT, b"\x14\x03\x01\x00\x01\x01", b"\x17\x03\x03\x00\x01\x00"):
+        assert read_hello(first + hello).kind == "malformed", first
+    assert read_hello(hello).kind == "tls"
+
+
+async def test_a_hello_the_proxy_cannot_read_cuts_a_blind_tunnel(world):
+    """A hello naming the ruled api.test, to a host no rule names, with an alert amid
+    its two records (an origin may drop the alert and read the name after it): cut as
+    unreadable, where it passed unread. The control: the same two records without the
+    alert are read, and cut for the name."""
+    broker = world.broker()
+    port = world.https.port
+    hello = client_hello(None)
+    split = _records(hello, -(-(len(hello) - 5) // 2))
+    first_end = 5 + int.from_bytes(split[3:5], "big")
+    amid = split[:first_end] + ALERT + split[first_end:]
+    async with proxied(world, broker) as proxy:
+        for stream in (amid, split):
+            async with await open_connect(proxy.path, "free.test", port) as tunnel:
+                await tunnel.send_all(stream)
+                with trio.fail_after(5):
+                    assert await tunnel.receive_some(65536) == b""
+    unreadable, named = (record.reason for record in proxy.records)
+    assert "a ClientHello the proxy cannot read" in unreadable, unreadable
+    assert "SNI names api.test" in named, named
+
+
+def test_folds_after_long_lines_cost_what_they_hold(monkeypatch):
+    """A fold joined every continuation to the line before and read it again: 20 s a
+    MiB after one 8,000-byte line. Only an empty Host line keeps what a fold joins."""
+    read: list[int] = []
+    real = _client_hello.hosts_in_line
+    monkeypatch.setattr(
+        _client_hello, "hosts_in_line", lambda line: read.append(len(line)) or real(line)
+    )
+    stream = b"GET / HTTP/1.1\r\nX-Long: " + b"a" * 8000 + b"\r\n x" * 20_000 + b"\r\n\r\n"
+    assert _hosts(stream, 4096) == ([], None)
+    assert sum(read) < 2 * len(stream)
+
+
+def test_http2_with_prior_knowledge_is_refused():
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    assert _hosts(preface, 7)[1] == "it speaks HTTP/2 without TLS, whose host is not read"
+    assert _hosts(b"GET / HTTP/1.1\r\nHost: free.test\r\n\r\n", 7) == (["free.test"], None)

@@ -17,6 +17,7 @@ import attrs
 from ..reprs import fields_repr
 
 _HANDSHAKE = 0x16  # TLS record content type
+_OTHER_RECORDS = frozenset({0x14, 0x15, 0x17})  # change cipher spec, alert, data
 _CLIENT_HELLO = 0x01  # handshake message type
 _ALPN = 16  # extension type (RFC 7301)
 _SERVER_NAME = 0  # extension type (RFC 6066)
@@ -126,6 +127,10 @@ class HelloReader:
         data = self._data
         if not data:
             return None
+        if data[0] in _OTHER_RECORDS:
+            # An alert or a change of cipher spec first: some TLS servers drop a warning
+            # alert and read the hello after it, whose name would then pass unread.
+            return Hello("malformed", problem="a TLS record other than a handshake")
         if data[0] != _HANDSHAKE:
             return Hello("plain")
         while self._index + 5 <= len(data):
@@ -200,6 +205,9 @@ _HOST_LINE = re.compile(rb"^[ \t]*host[ \t]*:[ \t]*([^\s]*)", re.IGNORECASE)
 _HOST_START = re.compile(rb"^[ \t]*host[ \t]*:", re.IGNORECASE)
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _SPACES = re.compile(rb"[ \t]+")
+# A Host line with nothing after its colon yet: the one line a fold can give a host to
+# (folded onto any other line, what follows makes no host an origin would take).
+_HOST_WITHOUT_VALUE = re.compile(rb"^[ \t]*host[ \t]*:[ \t]*$", re.IGNORECASE)
 
 
 class HostLines:
@@ -289,8 +297,14 @@ class HostLines:
         if self._mode == "skip":
             self._previous = None
         else:
-            hosts = hosts_in_line(bytes(self._line))
-            self._previous = bytes(self._line)
+            line = bytes(self._line)
+            if not self._started and line.startswith(b"PRI * HTTP/2"):
+                # HTTP/2 with prior knowledge: its authority is in compressed frames.
+                self.refused = "it speaks HTTP/2 without TLS, whose host is not read"
+            hosts = hosts_in_line(line)
+            # Kept only where a fold could still name a host: joining every fold to a
+            # long line and reading it again was quadratic (20 s a MiB of folds).
+            self._previous = line if _HOST_WITHOUT_VALUE.match(line) else None
         self._line = bytearray()
         self._mode = "keep"
         self._fresh = True

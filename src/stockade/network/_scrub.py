@@ -196,6 +196,8 @@ class _Branch:
     """What one branch of the pattern stands for: its replacement, the secret's name,
     and for a base64 core its alignment (None for every other form)."""
 
+    __repr__ = fields_repr
+
     replacement: bytes
     name: str
     core: tuple[int, bool] | None
@@ -204,6 +206,10 @@ class _Branch:
 
 @attrs.frozen
 class _Plan:
+    """A set of secrets' compiled pattern, what each branch stands for, and the window."""
+
+    __repr__ = fields_repr
+
     pattern: re.Pattern[bytes] | None
     branches: tuple[_Branch, ...]
     # Each secret's value, its replacement and name: what a base64 run is rid of.
@@ -276,6 +282,8 @@ RUN_LIMIT = 16384
 class _Run:
     """A base64 run rid of values: `data[begin:end]` is replaced by `text`, `hits`
     values (by name) were in it."""
+
+    __repr__ = fields_repr
 
     begin: int
     end: int

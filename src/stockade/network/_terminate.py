@@ -308,11 +308,17 @@ def tunnel_watch(call: Call, host: str, port: int) -> Watch | None:
             if hello is None:
                 return None
             kind.append(hello.kind)
+            if hello.kind != "plain":
+                first.clear()  # read: nothing of it is needed any more
             if hello.kind == "tls":
                 ruled = _named_ruled(call, hello.server_name)
                 return None if ruled is None else (ruled, "SNI")
             if hello.kind == "malformed":
                 return f"its TLS began with {hello.problem}, which TLS forbids", "unreadable"
+            if hello.kind == "unknown":
+                # A hello past HELLO_LIMIT, or another record amid it: no client sends
+                # one, and an origin may still read a name in it.
+                return "its TLS began with a ClientHello the proxy cannot read", "unreadable"
             names = lines.feed(bytes(first)) if hello.kind == "plain" else []
             first.clear()
         if lines.refused is not None:
