@@ -361,6 +361,25 @@ def test_14_an_interactive_shell_is_a_doubt(template, tmp_path):
     _check(template, tmp_path)
 
 
+@pytest.mark.parametrize(
+    "script",
+    [
+        "bash -i",
+        "PS1='inner''$ ' bash --norc --noprofile -i",
+        "bash --norc -i < /dev/null",
+    ],
+)
+def test_14_an_interactive_shell_that_is_given_nothing_to_run_stays_certain(script):
+    """`stockade run bash -i` is ordinary work (tests/cli/test_cli_run_pty.py): only
+    what the same text sets for it to run by itself is a doubt."""
+    assert RuleSet.defaults().judge(script).decision is None, script
+
+
+def test_14_a_prompt_that_may_expand_is_a_doubt():
+    for script in ("PS1='$(rm -rf ~)' bash -i", "d='$'; PS1=\"${d}(rm -rf ~)\" bash -i"):
+        assert RuleSet.defaults().judge(script).must_ask, script
+
+
 # --- 5. prompt expansion -----------------------------------------------------------------
 
 
@@ -506,10 +525,10 @@ def test_a_descriptor_before_a_redirection_is_no_word():
     "argv",
     [
         ["make", "BASH_CMDS"],
-        ["make", "BASH_ALIASES"],
+        ["env", "BASH_ALIASES=x", "bash", "-O", "expand_aliases", "-c", "ls"],
         ["make", "GIT_CONFIG_COUNT=1"],
-        ["true", "BASH_FUNC_x"],
-        ["true", "PS4"],
+        ["env", "BASH_FUNC_x%%=() { :; }", "bash", "-c", "x"],
+        ["env", "PS4=$(x)", "bash", "-x", "-c", "true"],
     ],
 )
 def test_every_name_the_judge_doubts_in_an_argv_is_pre_checked(argv):
@@ -519,6 +538,24 @@ def test_every_name_the_judge_doubts_in_an_argv_is_pre_checked(argv):
     assert argv_may_apply(["bash", "-c", script], DEFAULT_FIRST_WORDS)
     if plain_words(script) is not None:  # what `stockade run` asks
         assert RuleSet.defaults().judge(script).must_ask
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "grep PS4 ~/.bashrc",
+        "echo PS4",
+        "grep -n BASH_ALIASES README.md",
+        "grep -r BASH_FUNC_ .",
+        "GIT_CONFIG_NOSYSTEM=1 git status",
+        "grep -rn GIT_CONFIG_NOSYSTEM .",
+    ],
+)
+def test_reading_those_names_stays_certain(script):
+    """Each matters only with what makes bash act on it (tracing for PS4, expanded
+    aliases for BASH_ALIASES, the `%%` of an exported function; GIT_CONFIG_NOSYSTEM
+    only takes configuration away): naming it is no doubt."""
+    assert RuleSet.defaults().judge(script).decision is None, script
 
 
 def test_17_git_doubts_are_only_for_rules_naming_git():

@@ -99,22 +99,40 @@ _SETS_BASH_ENV: Final = sets_variable("BASH_ENV")
 SOURCES_BASH_ENV: Final = "BASH_ENV makes bash source a file first: its commands are not judged"
 # What else, set anywhere in a script or an argv, changes what a later command runs unseen
 # (exec's pre-check lets no argv naming one pass: `_first_word.JUDGED_NAMES`).
+# Each with what must be in the same text for it to matter (None: nothing), so that
+# reading the names (`grep PS4 ~/.bashrc`) stays certain: bash expands PS4 only when
+# tracing, and an alias only with expand_aliases; it imports only `BASH_FUNC_name%%`.
 _SETS_UNSEEN: Final = (
     (
-        sets_variable("BASH_CMDS", "BASH_ALIASES"),
-        "BASH_CMDS or BASH_ALIASES makes a command name run another program or words",
+        sets_variable("BASH_CMDS"),
+        None,
+        "BASH_CMDS makes a command name run another program",
     ),
     (
-        re.compile("BASH_FUNC_"),
+        sets_variable("BASH_ALIASES"),
+        re.compile("expand_aliases"),
+        "BASH_ALIASES makes a command name run other words",
+    ),
+    (
+        re.compile(r"BASH_FUNC_\S*%%"),
+        None,
         "BASH_FUNC_ exports a function a later bash runs in place of a command",
     ),
     (
         sets_variable("PS4"),
+        re.compile(r"xtrace|SHELLOPTS|(?<![\w-])-[A-Za-z]*x"),
         "PS4 is expanded before each traced command, running what it holds",
     ),
 )
+# What an interactive shell runs by itself, when a script or argv sets it: any command
+# PROMPT_COMMAND holds, the file ENV names, a prompt that may expand to a substitution
+# (a literal prompt, `PS1='inner$ '`, runs nothing).
+_SETS_PROMPT_CODE: Final = sets_variable("PROMPT_COMMAND", "ENV")
+_SETS_PROMPT: Final = sets_variable("PS0", "PS1", "PS2")
+_MAY_EXPAND: Final = re.compile(r"\$[({\w]|`")
 # Only for a rule that may name git (the pre-check does not look into git for others).
-_SETS_GIT_CONFIG: Final = sets_variable(r"GIT_CONFIG\w*")
+# GIT_CONFIG_NOSYSTEM only takes configuration away.
+_SETS_GIT_CONFIG: Final = sets_variable(r"GIT_CONFIG(?!_NOSYSTEM\b)\w*")
 GIT_CONFIG_FROM_ENVIRONMENT: Final = (
     "GIT_CONFIG_* gives git configuration (an alias, a push refspec) not judged"
 )
@@ -182,8 +200,8 @@ def judge(
         text = work.script if work.script is not None else _argv_text(work.words)
         if _sets_bash_env(work):
             doubts.append(Uncertainty(SOURCES_BASH_ENV, brief(text), work.origin))
-        for pattern, reason in _SETS_UNSEEN:
-            if _sets(pattern, work):
+        for pattern, also, reason in _SETS_UNSEEN:
+            if _sets(pattern, work) and (also is None or _sets(also, work)):
                 doubts.append(Uncertainty(reason, brief(text), work.origin))
         if names_git and _sets(_SETS_GIT_CONFIG, work):
             doubts.append(Uncertainty(GIT_CONFIG_FROM_ENVIRONMENT, brief(text), work.origin))
@@ -201,7 +219,20 @@ def judge(
         for command in found:
             unwrapped = unwrap(command.words, command.stdin)
             carried_here.update(c.script for c in unwrapped.carried if c.script is not None)
-            for reason in (*unwrapped.doubts, *(unwrapped.git_doubts if names_git else ())):
+            prompts = (
+                unwrapped.prompt_doubts
+                if unwrapped.prompt_doubts
+                and (
+                    _sets(_SETS_PROMPT_CODE, work)
+                    or (_sets(_SETS_PROMPT, work) and _MAY_EXPAND.search(text) is not None)
+                )
+                else ()
+            )
+            for reason in (
+                *unwrapped.doubts,
+                *(unwrapped.git_doubts if names_git else ()),
+                *prompts,
+            ):
                 doubts.append(Uncertainty(reason, brief(command.text), command.origin))
             for reason in unwrapped.unallowable:
                 held.append(Uncertainty(reason, brief(command.text), command.origin))

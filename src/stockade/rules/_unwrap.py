@@ -186,8 +186,8 @@ _LOOKALIKES: Final = {skeleton(name): name for name in UNWRAPPED}
 NOT_EXACTLY_BASH: Final = "zsh is not bash: its script is judged as bash, which it may not be"
 # An interactive shell runs what no command names before each prompt and at its start.
 RUNS_PROMPTS: Final = (
-    "is interactive: it runs PROMPT_COMMAND, PS0 and the file ENV or its rc file names,"
-    " which are not judged"
+    "is interactive: it runs PROMPT_COMMAND, the file ENV names and the substitutions of"
+    " its prompts, set here and not judged"
 )
 # What another shell than bash reads otherwise (dash has no `$'...'`: a string bash reads
 # as one may end early for it, the rest of the line run as commands).
@@ -260,6 +260,10 @@ class Unwrapped:
     # Doubts about what git does, which only a rule naming git can care about (exec's
     # pre-check does not look into git for other rules).
     git_doubts: tuple[str, ...] = ()
+    # Doubts about an interactive shell, which count only where the script or argv sets
+    # what such a shell runs by itself (`_judge`: PROMPT_COMMAND, ENV, a prompt that
+    # expands): `stockade run bash -i` is ordinary work.
+    prompt_doubts: tuple[str, ...] = ()
 
 
 def name_of(word: Word) -> str | None:
@@ -344,6 +348,7 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
     doubts: list[str] = []
     unallowable: list[str] = []
     git_doubts: list[str] = []
+    prompt_doubts: list[str] = []
     carrier = False
     current = tuple(words)
     exact = True
@@ -420,7 +425,7 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
             if _sources_a_file(current[1:]):
                 doubts.append(f"{name} sources the file its --rcfile names: it is not judged")
             if _interactive(current[1:]):
-                doubts.append(f"{name} -i {RUNS_PROMPTS}")
+                prompt_doubts.append(f"{name} -i {RUNS_PROMPTS}")
             if problem is not None:
                 doubts.append(f"{name}: {problem}")
             elif script is not None:
@@ -484,6 +489,7 @@ def unwrap(words: Sequence[Word], stdin: Stdin | None = None) -> Unwrapped:
         carrier,
         tuple(unallowable),
         tuple(git_doubts),
+        tuple(prompt_doubts),
     )
 
 
