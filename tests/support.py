@@ -44,6 +44,23 @@ def variant_tier(variant: str) -> str | None:
     return "namespaced" if variant == "landlock" else None
 
 
+@contextlib.contextmanager
+def small_filesystem(path: Path, size: str) -> Iterator[Path]:
+    """`path` (made here) as a tmpfs of `size` (`128m`) of its own, for a test of a
+    full disk; skip locally, FAIL in CI, when not root (mounting needs it)."""
+    if not IS_ROOT:
+        message = "mounting a small filesystem needs root"
+        if IN_CI:
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
 def need(*tools: str, path: str | None = None) -> None:
     """Each tool on `path` (default: the host's), or skip locally and FAIL in CI (.ci/run
     installs them)."""

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from stockade.history import HistoryConfig, SnapshotStore, Tracker, _index
+from stockade.history._walk import Reading, read_file
 
-from ..support import IN_CI, IS_ROOT
+from ..support import small_filesystem
 from .support import Session, write
 
 MIB = 1 << 20
@@ -116,20 +116,12 @@ def test_a_file_read_past_what_is_left_is_not_kept(root, open_tracker):
 @pytest.fixture
 def small_store(tmp_path) -> Iterator[SnapshotStore]:
     """A snapshot store on a 64 MiB tmpfs of its own (mounted as root)."""
-    if not IS_ROOT:
-        message = "mounting a small filesystem needs root"
-        if IN_CI:
-            pytest.fail(f"CI=true and {message}")
-        pytest.skip(message)
-    path = tmp_path / "small"
-    path.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(path)], check=True)
-    store = SnapshotStore.open(str(path / "history"))
-    try:
-        yield store
-    finally:
-        store.close()
-        subprocess.run(["umount", "-l", str(path)], check=False)
+    with small_filesystem(tmp_path / "small", "64m") as path:
+        store = SnapshotStore.open(str(path / "history"))
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 def test_the_store_takes_no_content_its_filesystem_has_no_room_for(root, small_store):
@@ -146,3 +138,20 @@ def test_the_store_takes_no_content_its_filesystem_has_no_room_for(root, small_s
         assert small_store.room() > 0  # the kept room was kept
     finally:
         tracker.close()
+
+
+def test_a_full_store_filesystem_leaves_nothing_negative_and_reads_empty_files(root):
+    class Full:
+        def room(self) -> int:
+            return -(1 << 30)  # below the room kept
+
+    reading = Reading.of(256 * MIB, Full())  # type: ignore[arg-type]
+    assert reading.left == 0 and reading.why == "no room for it on the snapshot store's filesystem"
+    write(f"{root}/empty", b"")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        st = os.stat("empty", dir_fd=fd)
+        known = read_file(fd, "empty", st, MIB, None, reading)
+    finally:
+        os.close(fd)
+    assert known is not None and known.entry.digest is not None  # read: it holds nothing

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from stockade.trust import placeholder_text
 
 from .support import Session, write
@@ -109,3 +111,36 @@ def test_past_the_limit_an_imitation_is_recorded(root, open_tracker, monkeypatch
     session = Session(open_tracker())
     session.call(lambda: [_placeholder(f"{root}/p{i}", directory=True) for i in range(5)])
     assert len(session.last_change.created) == 2
+
+
+def test_a_recorded_file_emptied_and_dated_1970_is_a_change(root, open_tracker):
+    """The sandbox makes a placeholder only where nothing is: a file the history holds
+    that a command empties and dates 1970 is recorded as modified, and undone."""
+    write(f"{root}/main.py", "good\n")
+    session = Session(open_tracker())
+    call = session.call(lambda: _placeholder(f"{root}/main.py"))
+    assert session.last_change.modified == ["main.py"]
+    plan, applied = session.undo(call)
+    assert not plan.blocked and applied is not None and not applied.left
+    with open(f"{root}/main.py") as handle:
+        assert handle.read() == "good\n"
+
+
+def test_an_imitation_is_not_forgotten_when_a_boundary_fails(root, open_tracker, monkeypatch):
+    from stockade.history import _tracker
+
+    session = Session(open_tracker())
+    session.call(lambda: _placeholder(f"{root}/d", directory=True))
+    tracker = session.tracker
+    assert "d" in tracker._unseen
+
+    def fail(self, *args):  # the store's disk full, say
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(_tracker.Tracker, "_look_at", fail)
+        patched.setattr(_tracker.Tracker, "_rescan", fail)
+        write(f"{root}/d/x", "1\n")
+        with pytest.raises(OSError):
+            tracker.before()
+    assert "d" in tracker._unseen  # looked at again at the next boundary

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import trio
 from stockade import open_harness
 from stockade.harness import UndoRefused
 
-from ..support import IN_CI, IS_ROOT, REAL_BACKENDS, need, require_backend
+from ..support import REAL_BACKENDS, need, require_backend, small_filesystem
 from .conftest import composition
 
 
@@ -188,18 +187,8 @@ async def test_a_commands_git_exclude_file_hides_nothing_from_the_history(state_
 @pytest.fixture
 def small_root(scratch) -> Iterator[Path]:
     """A workspace root on a 128 MiB tmpfs of its own (mounted as root)."""
-    if not IS_ROOT:
-        message = "mounting a small filesystem needs root"
-        if IN_CI:
-            pytest.fail(f"CI=true and {message}")
-        pytest.skip(message)
-    path = Path(scratch) / "small"
-    path.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(path)], check=True)
-    try:
+    with small_filesystem(Path(scratch) / "small", "128m") as path:
         yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 async def test_an_undo_that_would_fill_the_disk_is_refused_and_changes_nothing(

@@ -77,9 +77,10 @@ class Mark:
     before: dict[str, Entry | None] = attrs.field(factory=dict)
     concurrent: bool = False
     rescans: set[str] = attrs.field(factory=set)
-    # Paths left out by ignore rules added in this window whose state it changed: their
-    # last state (the index holds them no more), so the change is recorded, not hidden.
-    left_out: dict[str, Entry | None] = attrs.field(factory=dict)
+    # Paths left out by ignore rules added in this window whose state it changed: the
+    # index holds them no more, so they are read again as it closes, and the change is
+    # recorded, not hidden.
+    left_out: set[str] = attrs.field(factory=set)
 
 
 @attrs.frozen
@@ -352,9 +353,10 @@ class Tracker:
             return change
 
     def _close(self, mark: Mark) -> Change:
-        now = {
-            p: mark.left_out[p] if p in mark.left_out else self.index.entry(p) for p in mark.before
-        }
+        now = {p: self.index.entry(p) for p in mark.before}
+        if mark.left_out:
+            # Left out of the index, so unheard since: their state as the window ends.
+            now.update(self._states_now(mark.left_out, {}))
         items = differences(mark.before, now)
         manifest = None
         if items:
@@ -377,6 +379,13 @@ class Tracker:
         self._whole = False
         self._partial_left = self.config.paths_budget
         unseen, self._unseen = self._unseen, set()
+        try:
+            self._catch_up_with(unseen)
+        except BaseException:
+            self._unseen |= unseen  # looked at again next time, not forgotten
+            raise
+
+    def _catch_up_with(self, unseen: set[str]) -> None:
         if self.watcher is None:
             self._reading = Reading.of(self.config.bytes_budget, self.store)
             with self.store.batch():
@@ -499,8 +508,15 @@ class Tracker:
         self, paths: Iterable[str], prior: Mapping[str, Known]
     ) -> dict[str, Entry | None]:
         """Of `paths` (each recorded, now left out by ignore rules), those whose state
-        differs from `prior`'s, with their state now (None: gone), read under this
-        boundary's byte budget whatever the rules say (contents stored)."""
+        differs from `prior`'s, with their state now (None: gone)."""
+        now = self._states_now(paths, prior)
+        return {path: entry for path, entry in now.items() if entry != prior[path].entry}
+
+    def _states_now(
+        self, paths: Iterable[str], prior: Mapping[str, Known]
+    ) -> dict[str, Entry | None]:
+        """Each path's state now (None: gone) whatever the ignore rules say, read under
+        this boundary's byte budget (contents stored; `prior` saves a read)."""
         looker = Looker(
             Beneath(self.root_fd),
             IgnoreRules(record_ignored=True, record_git=True),
@@ -509,16 +525,14 @@ class Tracker:
             prior.get,
             self._reading,
         )
-        changed: dict[str, Entry | None] = {}
+        states: dict[str, Entry | None] = {}
         try:
             for path in sorted(paths, key=tree_order):
                 known = looker.path(path)
-                now = known.entry if known is not None else None
-                if now != prior[path].entry:
-                    changed[path] = now
+                states[path] = known.entry if known is not None else None
         finally:
             looker.beneath.forget()
-        return changed
+        return states
 
     def _tracked_directory(self, path: str) -> bool:
         if not path:
@@ -559,14 +573,13 @@ class Tracker:
                 self.index.set(path, known)
             new = known.entry if known is not None else None
             for window in windows:
-                if path in left_out:
-                    window.left_out[path] = left_out[path]
-                elif known is None and path in silent and path in window.before:
-                    # Changed earlier in this window, left out unchanged since: the
-                    # window still ends with the state it had.
-                    window.left_out[path] = olds[path]
+                if path in left_out or (
+                    # Changed earlier in this window, left out unchanged since.
+                    known is None and path in silent and path in window.before
+                ):
+                    window.left_out.add(path)
                 else:
-                    window.left_out.pop(path, None)  # held by the index again
+                    window.left_out.discard(path)  # held by the index again
             if path not in silent and olds[path] != new:
                 for window in windows:
                     window.before.setdefault(path, olds[path])

@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterator
 import attrs
 
 from ..reprs import fields_repr
-from ..trust import placeholder_text
+from ..trust import (
+    GITDIR_PROTECTED,
+    HOME_PROTECTED,
+    ROOT_PROTECTED,
+    XDG_PROTECTED,
+    placeholder_text,
+)
 from ._ignore import GITIGNORE, IgnoreRules
 from ._index import Known, StatKey, stamp_of, stat_key
 from ._inotify import (
@@ -50,6 +56,13 @@ _IGNORE_FILE_LIMIT = 1 << 20
 # one is recorded as any other entry. A root has some twenty protected paths (a few
 # more with nested repositories), so only a command's own imitations pass it.
 UNSEEN_LIMIT = 1024
+# The names the sandbox makes placeholders under by default: left unseen past the limit
+# too (up to twice it), so a command's thousand imitations cannot make the real ones
+# count as changes.
+_PLACEHOLDER_NAMES = frozenset(
+    name.rstrip("/").rpartition("/")[2]
+    for name in (*ROOT_PROTECTED, *GITDIR_PROTECTED, *HOME_PROTECTED, *XDG_PROTECTED)
+)
 
 
 class WatchingStopped(Exception):
@@ -212,7 +225,7 @@ class Reading:
         """`budget` bytes, or less where the store's filesystem has less room: half of
         it, since the store's write-ahead log holds a boundary's content once more
         until it is checkpointed."""
-        room = store.room() // 2 if store is not None else budget
+        room = max(0, store.room() // 2) if store is not None else budget
         return cls(room, NO_ROOM) if room < budget else cls(budget)
 
 
@@ -352,7 +365,14 @@ class Looker:
         """Whether `path` (modified at 1970-01-01) is left unseen as a placeholder: a
         command can make one look so (`touch -d @0`), so each is named in `unseen` and
         looked at again at every boundary; what it holds by then is recorded there."""
-        if self.unseen is None or len(self.unseen) >= UNSEEN_LIMIT:
+        if self.unseen is None:
+            return False
+        held = len(self.unseen)
+        if held >= 2 * UNSEEN_LIMIT or (held >= UNSEEN_LIMIT and name not in _PLACEHOLDER_NAMES):
+            return False
+        if self.prior(path) is not None:
+            # The sandbox makes one only where nothing is: a path the history holds that
+            # now looks like one was emptied and dated by a command, a change.
             return False
         if not is_placeholder(fd, name, st):
             return False
