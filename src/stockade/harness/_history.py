@@ -43,7 +43,7 @@ from ..reprs import fields_repr
 # The events and their fold only: the tracker, the store and the walk (sqlite3,
 # pathspec, ctypes) load when a root's history is first opened.
 from ..shown import one_line
-from ..tools import Recorded, ToolCalled
+from ..tools import JobStart, Recorded, ToolCalled
 from ..vocab import ExecutionPolicy, SandboxMode
 
 if TYPE_CHECKING:
@@ -446,6 +446,8 @@ class Histories:
                     break
                 wanted[folder, below] = None
         flocks = _Flocks()
+        if self._closed:
+            return flocks  # its files are closed: nothing of this harness runs on
         try:
             for key in wanted:
                 file = self._lock_files.get(key)
@@ -456,6 +458,8 @@ class Histories:
                         continue  # the history's directory is gone: the window will say so
                     file = self._lock_files[key] = _SharedFile(fd)
                 while not file.locked:
+                    if file.fd < 0:
+                        break  # closed with the harness while this waited
                     if _try_lock(file.fd, fcntl.LOCK_SH):
                         file.locked = True
                     else:
@@ -467,26 +471,42 @@ class Histories:
             raise
         return flocks
 
-    async def keep_for_job(self, paths: tuple[str, ...], flocks: _Flocks) -> None:
+    async def keep_for_job(
+        self, paths: tuple[str, ...], flocks: _Flocks, started: str | None = None
+    ) -> None:
         """Hold `flocks` (a job's, taken before it started) until the job the executor
-        just started with `paths` has ended. Jobs started with the same paths take the
-        same locks: which of them a hold follows does not matter."""
+        just started with `paths` (its id `started`, when the caller said) has ended.
+        Without the id, the job is looked for among the live ones: jobs started with the
+        same paths take the same locks, so which of them a hold follows does not matter;
+        one that cannot be looked for is held until the harness closes (refusing another
+        process's undo a while too long, never letting one run over the job)."""
+        if started is not None:
+            hold = _JobHold(paths, flocks, started)
+            self._job_holds.append(hold)
+            trio.lowlevel.spawn_system_task(self._keep, hold)
+            return
         job = None
+        listed_ok = False
         if self.jobs is not None and not self._closed:
             with contextlib.suppress(Exception):  # not listed: it cannot be followed
                 claimed = {hold.job for hold in self._job_holds}
+                listing = await self.jobs()
+                listed_ok = True
                 job = next(
                     (
                         listed
-                        for listed in reversed(await self.jobs())
+                        for listed in reversed(listing)
                         if listed.state in _LIVE_JOB_STATES
                         and listed.id not in claimed
                         and _job_writes(listed) == paths
                     ),
                     None,
                 )
-        if job is None:  # ended already (or unknown): nothing of it left to hold for
-            flocks.release()
+        if job is None:
+            if listed_ok:  # ended already: nothing of it left to hold for
+                flocks.release()
+            else:  # cannot be followed: held until an undo finds no job or the harness closes
+                self._job_holds.append(_JobHold(paths, flocks))
             return
         hold = _JobHold(paths, flocks, job.id)
         self._job_holds.append(hold)
@@ -772,13 +792,15 @@ class CallWindow:
     call: int
 
     @contextlib.asynccontextmanager
-    async def starting(self, policy: ExecutionPolicy) -> AsyncIterator[None]:
+    async def starting(self, policy: ExecutionPolicy) -> AsyncIterator[JobStart]:
         """A background job starts writing its roots: never while an undo meeting them
         runs (the undo looked for running jobs once, when it had the roots alone); its
-        lock files against another process's undo are held until it has ended."""
+        lock files against another process's undo are held until it has ended (the
+        caller sets `job` to the id the executor gave it)."""
+        started = JobStart()
         histories = self.histories
         if policy.mode is SandboxMode.READ_ONLY or not histories.enabled:
-            yield
+            yield started
             return
         root = histories._root(policy.workspace_root)
         paths = _writes(root.path, policy)
@@ -790,12 +812,12 @@ class CallWindow:
             if root.failed is None:
                 flocks = await histories.take_shared(paths, job=True)
             try:
-                yield
+                yield started
             except BaseException:
                 flocks.release()
                 raise
             with trio.CancelScope(shield=True):  # the job runs: its locks must not be lost
-                await histories.keep_for_job(paths, flocks)
+                await histories.keep_for_job(paths, flocks, started.job)
 
     @contextlib.asynccontextmanager
     async def window(self, policy: ExecutionPolicy) -> AsyncIterator[Recorded]:

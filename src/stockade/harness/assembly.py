@@ -304,10 +304,12 @@ def _history_setup(composition: Composition, store: Any) -> HistorySetup:
             listed_paths=settings.listed_paths,
         )
         wait = settings.baseline_wait
+    # Real paths: the lock files are kept per real path, and where they stop is told
+    # by comparing this directory with the roots' real folders.
     paths = store.protected_paths()
     if paths:
-        return HistorySetup(config, wait, os.path.join(paths[0], "history"))
-    base = os.path.join(state_directories()[0], "history")
+        return HistorySetup(config, wait, os.path.realpath(os.path.join(paths[0], "history")))
+    base = os.path.realpath(os.path.join(state_directories()[0], "history"))
     names, values = store.credentials()
     if names or values or store.credential_files():
         return HistorySetup(config, wait, base)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._bash_schema import job_output_schema as job_output_schema
     from ._bash_schema import kill_job_schema as kill_job_schema
     from ._record import CallRecorder as CallRecorder
+    from ._record import JobStart as JobStart
     from ._record import Recorded as Recorded
     from ._roots import PinnedRoots as PinnedRoots
     from .bash import BashTool as BashTool

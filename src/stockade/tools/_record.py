@@ -25,15 +25,26 @@ class Recorded:
     facts: dict[str, Any] | None = None
 
 
+@attrs.define(eq=False)
+class JobStart:
+    """What a background job's start tells the hold on its roots: the executor's id of
+    the job (None: not told; the hold then looks for it among the live jobs)."""
+
+    __repr__ = fields_repr
+
+    job: str | None = None
+
+
 class CallRecorder(Protocol):
     """Opens the window around the one part of a call that may write under `policy`
     (the command's run, the file written); the snapshot is taken outside it."""
 
     def window(self, policy: ExecutionPolicy) -> AbstractAsyncContextManager[Recorded]: ...
 
-    def starting(self, policy: ExecutionPolicy) -> AbstractAsyncContextManager[None]:
+    def starting(self, policy: ExecutionPolicy) -> AbstractAsyncContextManager[JobStart]:
         """Around the start of a background job that may write under `policy`: it waits
-        while an undo of its root runs (an undo refuses while a job runs there)."""
+        while an undo of its root runs (an undo refuses while a job runs there); the
+        caller sets `job` to the started job's id, which the hold then follows."""
         ...
 
 

@@ -205,8 +205,9 @@ class BashTool:
             if record is None:
                 handle = await self.executor.start(spec)
             else:
-                async with record.starting(policy):
+                async with record.starting(policy) as started:
                     handle = await self.executor.start(spec)
+                    started.job = handle.id
             text = (
                 f"started background job {handle.id} under {policy.mode.value}; read its "
                 f"output with job_output(job_id={handle.id!r})."
