@@ -91,6 +91,10 @@ POINTER_LIMIT = 1 << 20
 PLACEHOLDER_TEXT = {
     "commondir": ".\n",
     ".mcp.json": '{"mcpServers": {}}\n',
+    # opencode and the Dev Containers extension read these as JSON: an empty object
+    # configures nothing, where an empty file is a parse error.
+    "opencode.json": "{}\n",
+    ".devcontainer.json": "{}\n",
     ".bash_profile": (
         "# stockade: kept while a confined command runs; reads on as bash would without it\n"
         'if [ -r "$HOME/.bash_login" ]; then . "$HOME/.bash_login"; '
